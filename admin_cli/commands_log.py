@@ -1,0 +1,50 @@
+"""vault-admin log export ..."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from admin_cli.context import run
+from vaultd.config import Settings
+from vaultd.db import Db
+from vaultd.errors import Forbidden
+from vaultd.services import access_log, accounts
+
+app = typer.Typer(no_args_is_help=True, help="Access log export.")
+COLUMNS = ["at", "fileId", "action", "viewerEmail", "ip", "page"]
+
+
+@app.command("export")
+def export(
+    account_id: str,
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format jsonl.")] = False,
+) -> None:
+    """Write an account's whole access log to stdout (Business plan only)."""
+    if as_json:
+        fmt = "jsonl"
+
+    async def action(_: Settings, db: Db) -> int:
+        if fmt not in ("jsonl", "csv"):
+            raise ValueError("--format must be jsonl or csv")
+        account = await accounts.get_account(db, account_id)
+        if not account.plan.accessLogExport:
+            raise Forbidden(f"access log export needs the Business plan (account is on {account.plan.name})")
+        writer = csv.DictWriter(sys.stdout, COLUMNS) if fmt == "csv" else None
+        if writer:
+            writer.writeheader()
+        count = 0
+        async for entry in access_log.export_account(db, account_id):
+            if writer:
+                writer.writerow(entry)
+            else:
+                sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            count += 1
+        return count
+
+    run(action)

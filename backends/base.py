@@ -1,0 +1,92 @@
+"""The blob backend interface.
+
+A backend stores opaque encrypted blobs under names chosen by vaultd. The server process uses the
+async interface (`BlobBackend`); render workers, which run in other processes, open a blob for
+synchronous random-access reads through a picklable `BlobRef` (`open_reader`), so that a page
+render reads only the segments it needs and whole files never cross a process boundary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class BackendUnavailable(Exception):
+    """Storage could not be reached (after retries); the request should get a 503."""
+
+
+@dataclass(frozen=True)
+class BlobRef:
+    """Everything a worker process needs to open one blob: backend name, its options, the name."""
+
+    backend: str
+    options: tuple[tuple[str, str], ...]
+    name: str
+
+    def option(self, key: str) -> str:
+        return dict(self.options)[key]
+
+
+class BlobWriter(Protocol):
+    """A blob being written. Nothing is visible under the final name until `commit`."""
+
+    async def write(self, data: bytes) -> None:
+        """Append bytes."""
+
+    async def commit(self) -> int:
+        """Make the blob durable and visible under its name; returns its size in bytes."""
+
+    async def abort(self) -> None:
+        """Discard everything written; safe to call more than once and after a failure."""
+
+
+class SyncBlobReader(Protocol):
+    """Random-access reads of one committed blob, used inside worker processes."""
+
+    size: int
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        """Exactly `length` bytes from `offset` (fewer only at the end of the blob)."""
+
+    def exists(self) -> bool:
+        """Whether the blob is still stored (a deleted file's cached document is dropped)."""
+
+    def close(self) -> None: ...
+
+
+class BlobBackend(Protocol):
+    """Async blob storage used by the server process."""
+
+    name: str
+
+    async def open_writer(self, name: str) -> BlobWriter:
+        """Start writing a new blob called `name`."""
+
+    async def read_range(self, name: str, offset: int, length: int) -> bytes:
+        """Bytes `offset` to `offset + length` (short at the end). FileNotFoundError if missing."""
+
+    async def size(self, name: str) -> int:
+        """Size of a committed blob. FileNotFoundError if missing."""
+
+    async def delete(self, name: str) -> bool:
+        """Remove a blob; returns whether it existed."""
+
+    async def exists(self, name: str) -> bool: ...
+
+    async def list_names(self) -> list[tuple[str, float]]:
+        """Every committed blob as (name, modified time as a Unix timestamp)."""
+
+    def ref(self, name: str) -> BlobRef:
+        """A picklable reference that `open_reader` can open in another process."""
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class ReaderStats:
+    """Counts reads, so tests and benchmarks can see how much of a blob a render touched."""
+
+    reads: int = 0
+    bytes_read: int = 0
+    extra: dict[str, int] = field(default_factory=dict)

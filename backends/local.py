@@ -1,0 +1,162 @@
+"""Local disk backend: one file per blob under a directory, written atomically.
+
+A writer appends to a hidden temporary file in the same directory; commit fsyncs it, renames it
+over the final name and fsyncs the directory, so a crash never leaves a partial blob under a
+final name. Leftover temporaries (from crashes) are removed by `sweep_temporaries`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+
+from backends.base import BlobRef
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+_TMP_PREFIX = ".tmp-"
+
+
+def _check_name(name: str) -> str:
+    # Names come from vaultd itself, but a path separator must never reach the filesystem.
+    if not _NAME.match(name) or name.startswith(_TMP_PREFIX):
+        raise ValueError(f"invalid blob name {name!r}")
+    return name
+
+
+class LocalBlobWriter:
+    def __init__(self, directory: Path, name: str) -> None:
+        self._final = directory / name
+        self._tmp = directory / f"{_TMP_PREFIX}{name}.{uuid.uuid4().hex}"
+        self._file = open(self._tmp, "xb")  # noqa: SIM115 - closed in commit/abort
+        self._done = False
+
+    async def write(self, data: bytes) -> None:
+        await asyncio.to_thread(self._file.write, data)
+
+    async def commit(self) -> int:
+        return await asyncio.to_thread(self._commit_sync)
+
+    def _commit_sync(self) -> int:
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            size = self._file.tell()
+            self._file.close()
+            os.replace(self._tmp, self._final)
+            _fsync_dir(self._final.parent)
+            self._done = True
+            return size
+        except BaseException:
+            self._abort_sync()
+            raise
+
+    async def abort(self) -> None:
+        await asyncio.to_thread(self._abort_sync)
+
+    def _abort_sync(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        self._file.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalSyncReader:
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self.size = os.fstat(self._file.fileno()).st_size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        return os.pread(self._file.fileno(), length, offset)
+
+    def exists(self) -> bool:
+        return self._path.exists()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class LocalBackend:
+    """Blobs as files in `root`."""
+
+    name = "local"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, name: str) -> Path:
+        return self.root / _check_name(name)
+
+    async def open_writer(self, name: str) -> LocalBlobWriter:
+        path = self._path(name)
+        return await asyncio.to_thread(LocalBlobWriter, path.parent, path.name)
+
+    async def read_range(self, name: str, offset: int, length: int) -> bytes:
+        return await asyncio.to_thread(self._read_range_sync, self._path(name), offset, length)
+
+    @staticmethod
+    def _read_range_sync(path: Path, offset: int, length: int) -> bytes:
+        with open(path, "rb") as f:
+            return os.pread(f.fileno(), length, offset)
+
+    async def size(self, name: str) -> int:
+        path = self._path(name)
+        return (await asyncio.to_thread(path.stat)).st_size
+
+    async def delete(self, name: str) -> bool:
+        path = self._path(name)
+        try:
+            await asyncio.to_thread(path.unlink)
+            return True
+        except FileNotFoundError:
+            return False
+
+    async def exists(self, name: str) -> bool:
+        return await asyncio.to_thread(self._path(name).exists)
+
+    async def list_names(self) -> list[tuple[str, float]]:
+        return await asyncio.to_thread(self._list_sync)
+
+    def _list_sync(self) -> list[tuple[str, float]]:
+        out = []
+        for entry in os.scandir(self.root):
+            if entry.is_file() and not entry.name.startswith(_TMP_PREFIX):
+                out.append((entry.name, entry.stat().st_mtime))
+        return out
+
+    async def sweep_temporaries(self, older_than_seconds: float) -> int:
+        """Remove temporaries left by crashed uploads; returns how many were removed."""
+        return await asyncio.to_thread(self._sweep_sync, older_than_seconds)
+
+    def _sweep_sync(self, older_than_seconds: float) -> int:
+        cutoff = time.time() - older_than_seconds
+        removed = 0
+        for entry in os.scandir(self.root):
+            if entry.name.startswith(_TMP_PREFIX) and entry.stat().st_mtime < cutoff:
+                Path(entry.path).unlink(missing_ok=True)
+                removed += 1
+        return removed
+
+    def ref(self, name: str) -> BlobRef:
+        return BlobRef("local", (("root", str(self.root)),), _check_name(name))
+
+    async def close(self) -> None:
+        return None
+
+
+def open_reader(ref: BlobRef) -> LocalSyncReader:
+    return LocalSyncReader(Path(ref.option("root")) / _check_name(ref.name))

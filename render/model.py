@@ -1,0 +1,85 @@
+"""Values that cross the process boundary between the server and the render workers.
+
+They live apart from `render.tasks` so that the helper modules (pages, sizing, watermark) can use
+them without importing the task entry points. Everything here must pickle: the server sends the
+dataclasses to a worker, and a worker sends the exceptions back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backends.base import BlobRef
+
+
+@dataclass(frozen=True)
+class DocumentSource:
+    """Everything a worker needs to open one stored document."""
+
+    ref: BlobRef
+    data_key: bytes
+    context: bytes
+    plaintext_size: int
+    content_type: str  # "application/pdf" | "image/jpeg" | "image/png", from magic bytes
+    cache_key: str  # the file id; keys the per-worker document cache
+
+    def __repr__(self) -> str:
+        # The data key must never reach a log line or a traceback, so it is left out on purpose.
+        return (
+            f"DocumentSource(ref={self.ref!r}, content_type={self.content_type!r}, "
+            f"plaintext_size={self.plaintext_size}, cache_key={self.cache_key!r})"
+        )
+
+
+@dataclass(frozen=True)
+class WatermarkSpec:
+    """Who is looking, drawn into every page. `displayed_at` is pre-formatted by the server."""
+
+    viewer_name: str
+    viewer_email: str
+    ip: str | None
+    brand: str
+    displayed_at: str
+
+
+@dataclass(frozen=True)
+class PixelBudget:
+    """Output page size: the long side is scaled to `long_side`, never above `max_pixels`."""
+
+    long_side: int = 1600
+    max_pixels: int = 4_000_000
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    content_type: str
+    page_count: int
+
+
+class Unreadable(Exception):
+    """A recognised type that cannot be read: corrupt, password-protected, a decompression bomb.
+
+    The message is shown to the client (422), so it never carries a path, a key or parser output.
+    """
+
+    def __init__(self, message: str = "the document could not be read") -> None:
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (type(self), (str(self),))
+
+
+class PageOutOfRange(Exception):
+    """The requested page number is not between 1 and the page count."""
+
+    def __init__(self, message: str = "page number out of range") -> None:
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (type(self), (str(self),))
+
+
+PDF = "application/pdf"
+JPEG = "image/jpeg"
+PNG = "image/png"
+CONTENT_TYPES = (PDF, JPEG, PNG)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what vaultd needs on a Debian machine: system fonts for watermarks, and the package
+# itself into .venv. Idempotent; used by scripts/run.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(fonts-dejavu-core fonts-noto-cjk)
+if [ "${1:-}" = "--test" ]; then
+  # OCR of watermarks, poppler's pdftoppm (benchmarks), Chromium for the browser tests.
+  APT_PACKAGES+=(tesseract-ocr poppler-utils chromium)
+fi
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+if [ "${1:-}" = "--test" ]; then
+  .venv/bin/python -m pip install -q -e ".[test]"
+else
+  .venv/bin/python -m pip install -q -e .
+fi

@@ -1,0 +1,204 @@
+"""Test documents built in memory, and a helper that stores one as a real encrypted blob.
+
+Every builder is deterministic (seeded), small, and produces the exact defect it is named after.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import struct
+import uuid
+import zlib
+from pathlib import Path
+
+import pikepdf
+from PIL import Image, ImageDraw
+
+from backends.local import LocalBackend
+from render.model import JPEG, PDF, PNG, DocumentSource, WatermarkSpec
+from vaultd.crypto.blob_format import BlobEncryptor, blob_context, new_data_key
+
+LETTER = (612, 792)
+
+
+# --- PDFs ---------------------------------------------------------------------------------------
+
+
+def _save(pdf: pikepdf.Pdf, **options: object) -> bytes:
+    out = io.BytesIO()
+    pdf.save(out, **options)
+    return out.getvalue()
+
+
+def _page(pdf: pikepdf.Pdf, size: tuple[float, float], content: bytes) -> pikepdf.Page:
+    font = pikepdf.Dictionary(
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica
+    )
+    return pikepdf.Page(pikepdf.Dictionary(
+        Type=pikepdf.Name.Page,
+        MediaBox=[0, 0, size[0], size[1]],
+        Resources=pikepdf.Dictionary(Font=pikepdf.Dictionary(F1=pdf.make_indirect(font))),
+        Contents=pdf.make_stream(content),
+    ))
+
+
+def _text(size: tuple[float, float], text: str) -> bytes:
+    font_size = min(size) / 8
+    return f"BT /F1 {font_size:.4f} Tf {size[0] * 0.1:.4f} {size[1] * 0.5:.4f} Td ({text}) Tj ET".encode()
+
+
+def text_pdf(pages: int = 3, size: tuple[float, float] = LETTER, rotate: int = 0) -> bytes:
+    """`pages` pages, each showing "Page N" in large Helvetica."""
+    pdf = pikepdf.new()
+    for number in range(1, pages + 1):
+        page = _page(pdf, size, _text(size, f"Page {number}"))
+        if rotate:
+            page.obj.Rotate = rotate
+        pdf.pages.append(page)
+    return _save(pdf)
+
+
+def huge_page_pdf() -> bytes:
+    return text_pdf(1, (14400, 14400))  # 200 x 200 inches, the PDF maximum
+
+
+def tiny_page_pdf() -> bytes:
+    return text_pdf(1, (1, 1))
+
+
+def rotated_pdf() -> bytes:
+    return text_pdf(1, LETTER, rotate=90)  # portrait MediaBox, displayed landscape
+
+
+def solid_pdf(gray: float, size: tuple[float, float] = LETTER) -> bytes:
+    """One page filled with a grey level (0 black, 1 white)."""
+    pdf = pikepdf.new()
+    fill = f"{gray} g 0 0 {size[0]} {size[1]} re f".encode()
+    pdf.pages.append(_page(pdf, size, fill))
+    return _save(pdf)
+
+
+def heavy_pdf(pages: int = 12, side: int = 300) -> bytes:
+    """Pages each carrying an uncompressed noise image (~270 kB), so a file is large."""
+    rng = random.Random(7)
+    pdf = pikepdf.new()
+    for number in range(1, pages + 1):
+        image = pdf.make_stream(
+            rng.randbytes(side * side * 3),
+            Type=pikepdf.Name.XObject, Subtype=pikepdf.Name.Image, Width=side, Height=side,
+            ColorSpace=pikepdf.Name.DeviceRGB, BitsPerComponent=8,
+        )
+        page = _page(pdf, LETTER, b"q 300 0 0 300 150 300 cm /Im0 Do Q " + _text(LETTER, f"P{number}"))
+        page.obj.Resources.XObject = pikepdf.Dictionary(Im0=image)
+        pdf.pages.append(page)
+    return _save(pdf, compress_streams=False)
+
+
+def encrypted_pdf() -> bytes:
+    pdf = pikepdf.open(io.BytesIO(text_pdf(1)))
+    return _save(pdf, encryption=pikepdf.Encryption(user="u", owner="o"))
+
+
+def corrupt_pdf() -> bytes:
+    """A PDF header followed by noise: recognised as a PDF, readable as nothing."""
+    return b"%PDF-1.7\n" + random.Random(1).randbytes(4000) + b"\n%%EOF\n"
+
+
+# --- images -------------------------------------------------------------------------------------
+
+
+def photo(size: tuple[int, int] = (800, 600)) -> Image.Image:
+    """A colourful, busy picture: gradients plus shapes."""
+    image = Image.linear_gradient("L").resize(size).convert("RGB")
+    r, g, b = image.split()
+    image = Image.merge("RGB", (r, g.transpose(Image.Transpose.FLIP_TOP_BOTTOM), b.rotate(90)))
+    draw = ImageDraw.Draw(image)
+    for i in range(12):
+        box = (i * size[0] // 14, i * size[1] // 16, i * size[0] // 14 + 60, i * size[1] // 16 + 60)
+        draw.ellipse(box, fill=((i * 40) % 256, 200 - i * 10, (i * 90) % 256))
+    return image
+
+
+def jpeg(size: tuple[int, int] = (800, 600), quality: int = 90) -> bytes:
+    out = io.BytesIO()
+    photo(size).save(out, "JPEG", quality=quality)
+    return out.getvalue()
+
+
+def png(size: tuple[int, int] = (640, 480)) -> bytes:
+    """RGBA with a transparent half, to exercise flattening onto white."""
+    image = photo(size).convert("RGBA")
+    alpha = Image.new("L", size, 255)
+    ImageDraw.Draw(alpha).rectangle((0, 0, size[0] // 2, size[1]), fill=0)
+    image.putalpha(alpha)
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def solid_png(value: int, size: tuple[int, int] = (800, 1000)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, (value, value, value)).save(out, "PNG")
+    return out.getvalue()
+
+
+def truncated_jpeg() -> bytes:
+    data = jpeg((1200, 900))
+    return data[: len(data) * 6 // 10]
+
+
+def _chunk(tag: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+
+def png_bomb(side: int = 60_000) -> bytes:
+    """A valid-looking 1-bit PNG declaring side x side pixels (3.6 GP) in a few hundred bytes."""
+    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)
+    rows = zlib.compress(b"\x00" * (1 + side // 8) * 64, 9)  # only the first rows; enough to lure
+    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", rows) + _chunk(b"IEND", b"")
+
+
+def png_bad_crc() -> bytes:
+    data = bytearray(png((64, 64)))
+    idat = data.index(b"IDAT")
+    length = struct.unpack(">I", data[idat - 4 : idat])[0]
+    data[idat + 4 + length] ^= 0xFF  # first byte of the IDAT chunk's CRC
+    return bytes(data)
+
+
+# --- storage ------------------------------------------------------------------------------------
+
+
+def encrypt_to_local(tmp_path: Path, plaintext: bytes, content_type: str) -> DocumentSource:
+    """Store `plaintext` as a real encrypted blob under `tmp_path`; the source to render it."""
+    file_id = str(uuid.uuid4())
+    key, context = new_data_key(), blob_context("acct-test", file_id)
+    encryptor = BlobEncryptor(key, context)
+    blob = encryptor.update(plaintext) + encryptor.finalize()
+    backend = LocalBackend(tmp_path)
+    (backend.root / file_id).write_bytes(blob)
+    return DocumentSource(
+        ref=backend.ref(file_id), data_key=key, context=context,
+        plaintext_size=encryptor.plaintext_size, content_type=content_type, cache_key=file_id,
+    )
+
+
+def blob_path(source: DocumentSource) -> Path:
+    return Path(source.ref.option("root")) / source.ref.name
+
+
+def mark(name: str = "Alice Martin", email: str = "alice@example.com",
+         ip: str | None = "203.0.113.7", brand: str = "Acme Legal") -> WatermarkSpec:
+    return WatermarkSpec(
+        viewer_name=name, viewer_email=email, ip=ip, brand=brand,
+        displayed_at="2026-11-22 14:05:09 CET (UTC+01:00)",
+    )
+
+
+__all__ = [
+    "JPEG", "LETTER", "PDF", "PNG", "blob_path", "corrupt_pdf", "encrypt_to_local",
+    "encrypted_pdf", "heavy_pdf", "huge_page_pdf", "jpeg", "mark", "photo", "png", "png_bad_crc",
+    "png_bomb", "rotated_pdf", "solid_pdf", "solid_png", "text_pdf", "tiny_page_pdf",
+    "truncated_jpeg",
+]

@@ -1,0 +1,82 @@
+"""Authentication and the JSON error contract, over HTTP against a real vaultd."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.vault_process import VaultProcess
+
+PROTECTED = [
+    ("GET", "/account"),
+    ("GET", "/files"),
+    ("POST", "/files"),
+    ("GET", "/files/5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10"),
+    ("DELETE", "/files/5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10"),
+    ("GET", "/files/5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10/download"),
+    ("GET", "/files/5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10/access-log"),
+    ("POST", "/files/5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10/revoke-views"),
+    ("POST", "/views"),
+    ("GET", "/views/" + "A" * 43),
+    ("GET", "/views/" + "A" * 43 + "/pages/1"),
+    ("DELETE", "/views/" + "A" * 43),
+]
+
+
+def assert_json_error(response: httpx.Response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert isinstance(body.get("error"), str) and body["error"]
+    return body
+
+
+@pytest.mark.parametrize(("method", "path"), PROTECTED)
+def test_every_endpoint_refuses_a_request_without_a_key(anon: httpx.Client, method: str,
+                                                        path: str) -> None:
+    body = assert_json_error(anon.request(method, path, content=b"%PDF-1.4"), 401)
+    assert "API key" in body["error"]
+
+
+@pytest.mark.parametrize("header", [
+    "Bearer sd_live_short",
+    "Bearer sd_test_" + "a" * 43,
+    "Basic dXNlcjpwYXNz",
+    "Bearer " + "sd_live_" + "b" * 43,  # well formed, unknown
+    "sd_live_" + "c" * 43,  # no scheme
+])
+def test_malformed_and_unknown_keys_get_401(vault: VaultProcess, header: str) -> None:
+    with vault.client() as client:
+        assert_json_error(client.get("/account", headers={"Authorization": header}), 401)
+
+
+def test_a_revoked_key_stops_working_at_once(vault: VaultProcess) -> None:
+    account_id, key = vault.new_account()
+    with vault.client(key) as client:
+        assert client.get("/account").status_code == 200
+        keys = vault.admin_json("keys", "list", account_id)
+        vault.admin("keys", "revoke", keys[0]["id"])
+        assert_json_error(client.get("/account"), 401)
+        assert_json_error(client.get("/files"), 401)
+
+
+def test_health_needs_no_key(anon: httpx.Client, vault: VaultProcess) -> None:
+    response = httpx.get(f"{vault.url}/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_unknown_routes_answer_json_404(api: httpx.Client, vault: VaultProcess) -> None:
+    assert_json_error(api.get("/nothing-here"), 404)
+    assert_json_error(httpx.post(f"{vault.url}/admin.php"), 404)
+
+
+def test_wrong_methods_answer_json_405(api: httpx.Client) -> None:
+    assert_json_error(api.put("/account"), 405)
+    assert_json_error(api.patch("/files"), 405)
+
+
+def test_errors_never_leak_an_html_page_or_traceback(api: httpx.Client) -> None:
+    response = api.post("/views", content=b"{not json", headers={"Content-Type": "application/json"})
+    body = assert_json_error(response, 400)
+    assert "Traceback" not in body["error"]

@@ -1,0 +1,257 @@
+"""View links and watermarked pages over the API (Option B), with the state table of spec 3.2."""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from PIL import Image
+
+from tests import documents as docs
+from tests.http_helpers import create_link, upload_ok
+from tests.test_api_auth import assert_json_error
+from tests.vault_process import VaultProcess
+
+TOKEN = re.compile(r"^[A-Za-z0-9_-]{43}$")
+
+
+@pytest.fixture
+def pdf_file(api: httpx.Client) -> dict:
+    return upload_ok(api, docs.pdf(pages=3), name="Board minutes.pdf")
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_a_link_is_created_with_token_url_and_default_expiry(vault: VaultProcess,
+                                                             api: httpx.Client,
+                                                             pdf_file: dict) -> None:
+    response = api.post("/views", json={"fileId": pdf_file["id"], "viewerEmail": "ann@example.com"})
+    assert response.status_code == 201
+    body = response.json()
+    vault.secrets.append(body["token"])
+    assert set(body) == {"token", "url", "expiresAt"}
+    assert TOKEN.match(body["token"])
+    assert body["url"] == f"{vault.url}/v/{body['token']}"
+    lifetime = parse_time(body["expiresAt"]) - datetime.now(UTC)
+    assert timedelta(seconds=3500) < lifetime <= timedelta(seconds=3600)
+
+
+def test_a_custom_ttl_within_the_plan_is_honoured(api: httpx.Client, pdf_file: dict) -> None:
+    body = create_link(api, pdf_file["id"], ttlSeconds=2_592_000)
+    lifetime = parse_time(body["expiresAt"]) - datetime.now(UTC)
+    assert timedelta(days=29, hours=23) < lifetime <= timedelta(days=30)
+
+
+@pytest.mark.parametrize("fields", [
+    {"fileId": None},
+    {"fileId": "not-a-uuid"},
+    {"fileId": 42},
+    {"viewerEmail": None},
+    {"viewerEmail": "nobody"},
+    {"viewerEmail": "a@b"},
+    {"viewerEmail": "two@@example.com"},
+    {"viewerName": "n" * 101},
+    {"viewerName": 7},
+    {"ttlSeconds": 59},
+    {"ttlSeconds": 2_592_001},
+    {"ttlSeconds": "3600"},
+    {"ttlSeconds": True},
+    {"ttlSeconds": -1},
+])
+def test_invalid_link_requests_are_400(api: httpx.Client, pdf_file: dict, fields: dict) -> None:
+    body = {"fileId": pdf_file["id"], "viewerEmail": "ok@example.com", **fields}
+    body = {k: v for k, v in body.items() if v is not None}
+    assert_json_error(api.post("/views", json=body), 400)
+
+
+def test_the_free_plan_caps_links_at_seven_days(vault: VaultProcess) -> None:
+    _, key = vault.new_account("Free Co", plan="free")
+    with vault.client(key) as api:
+        file_id = upload_ok(api, docs.png())["id"]
+        assert_json_error(api.post("/views", json={
+            "fileId": file_id, "viewerEmail": "a@example.com", "ttlSeconds": 604_801}), 400)
+        create_link(api, file_id, ttlSeconds=604_800)
+
+
+def test_a_body_that_is_not_json_is_400(api: httpx.Client) -> None:
+    assert_json_error(api.post("/views", content=b"fileId=x"), 400)
+    assert_json_error(api.post("/views", json=["a"]), 400)
+
+
+def test_a_link_to_an_unknown_or_foreign_file_is_404(vault: VaultProcess, api: httpx.Client,
+                                                     pdf_file: dict) -> None:
+    assert_json_error(api.post("/views", json={
+        "fileId": "00000000-0000-4000-8000-000000000000", "viewerEmail": "a@example.com"}), 404)
+    _, other = vault.new_account("Other")
+    with vault.client(other) as client:
+        assert_json_error(client.post("/views", json={
+            "fileId": pdf_file["id"], "viewerEmail": "a@example.com"}), 404)
+
+
+def test_link_details_log_a_view_with_the_viewer_ip(api: httpx.Client, pdf_file: dict) -> None:
+    link = create_link(api, pdf_file["id"], "Ann@Example.com", viewerName="Ann Lée")
+    response = api.get(f"/views/{link['token']}", headers={"x-viewer-ip": "2001:db8::1"})
+    assert response.status_code == 200
+    assert response.json() == {
+        "fileName": "Board minutes.pdf", "pageCount": 3, "viewerName": "Ann Lée",
+        "viewerEmail": "Ann@example.com", "expiresAt": link["expiresAt"], "brand": "Acme Corp"}
+    entry = api.get(f"/files/{pdf_file['id']}/access-log").json()[0]
+    assert entry == {"at": entry["at"], "fileId": pdf_file["id"], "action": "view",
+                     "viewerEmail": "Ann@example.com", "ip": "2001:db8::1"}
+
+
+def test_viewer_name_defaults_to_the_email_and_custom_branding_shows(
+    vault: VaultProcess, account: tuple[str, str], api: httpx.Client, pdf_file: dict
+) -> None:
+    vault.admin("accounts", "set-branding", account[0], "Acme Legal — Strictly Private")
+    link = create_link(api, pdf_file["id"], "bob@example.com")
+    details = api.get(f"/views/{link['token']}").json()
+    assert details["viewerName"] == "bob@example.com"
+    assert details["brand"] == "Acme Legal — Strictly Private"
+
+
+@pytest.mark.parametrize("ip", ["999.1.1.1", "not-an-ip", "1.2.3.4, 5.6.7.8", "<script>"])
+def test_an_invalid_viewer_ip_is_ignored_not_logged(api: httpx.Client, pdf_file: dict,
+                                                    ip: str) -> None:
+    link = create_link(api, pdf_file["id"])
+    assert api.get(f"/views/{link['token']}", headers={"x-viewer-ip": ip}).status_code == 200
+    assert api.get(f"/views/{link['token']}/pages/1", headers={"x-viewer-ip": ip}).status_code == 200
+    for entry in api.get(f"/files/{pdf_file['id']}/access-log").json()[:2]:
+        assert "ip" not in entry
+
+
+def test_a_page_is_a_fresh_uncacheable_jpeg_and_is_logged(api: httpx.Client,
+                                                          pdf_file: dict) -> None:
+    link = create_link(api, pdf_file["id"], "carol@example.com")
+    response = api.get(f"/views/{link['token']}/pages/2", headers={"x-viewer-ip": "203.0.113.9"})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "image/jpeg"
+    assert response.headers["cache-control"] == "private, no-store"
+    assert response.headers["referrer-policy"] == "no-referrer"
+    assert "etag" not in response.headers and "last-modified" not in response.headers
+    image = Image.open(io.BytesIO(response.content))
+    assert image.format == "JPEG" and max(image.size) <= 1700
+    entry = api.get(f"/files/{pdf_file['id']}/access-log").json()[0]
+    assert entry == {"at": entry["at"], "fileId": pdf_file["id"], "action": "page",
+                     "viewerEmail": "carol@example.com", "ip": "203.0.113.9", "page": 2}
+
+
+@pytest.mark.parametrize("page", ["0", "4", "-1", "abc", "1.0", "99999999999"])
+def test_pages_outside_the_document_are_404(api: httpx.Client, pdf_file: dict, page: str) -> None:
+    link = create_link(api, pdf_file["id"])
+    assert_json_error(api.get(f"/views/{link['token']}/pages/{page}"), 404)
+
+
+def test_two_viewers_get_different_pixels_for_the_same_page(api: httpx.Client,
+                                                            pdf_file: dict) -> None:
+    first = create_link(api, pdf_file["id"], "one@example.com")
+    second = create_link(api, pdf_file["id"], "two@example.com")
+    a = api.get(f"/views/{first['token']}/pages/1").content
+    b = api.get(f"/views/{second['token']}/pages/1").content
+    assert a != b
+
+
+def test_revoking_a_link_stops_it_at_once_and_is_idempotent(api: httpx.Client,
+                                                            pdf_file: dict) -> None:
+    link = create_link(api, pdf_file["id"])
+    assert api.get(f"/views/{link['token']}/pages/1").status_code == 200
+    response = api.delete(f"/views/{link['token']}")
+    assert response.status_code == 204 and response.content == b""
+    assert_json_error(api.get(f"/views/{link['token']}"), 404)
+    assert_json_error(api.get(f"/views/{link['token']}/pages/1"), 404)
+    assert api.delete(f"/views/{link['token']}").status_code == 204
+    assert api.get("/account").json()["usage"]["activeLinks"] == 0
+
+
+def test_unknown_and_foreign_tokens_are_404_everywhere(vault: VaultProcess, api: httpx.Client,
+                                                       pdf_file: dict) -> None:
+    link = create_link(api, pdf_file["id"])
+    _, other = vault.new_account("Snoop Inc")
+    with vault.client(other) as snoop:
+        assert_json_error(snoop.get(f"/views/{link['token']}"), 404)
+        assert_json_error(snoop.get(f"/views/{link['token']}/pages/1"), 404)
+        assert_json_error(snoop.delete(f"/views/{link['token']}"), 404)
+    for token in ["A" * 43, "short", "A" * 44, "%2e%2e"]:
+        assert_json_error(api.get(f"/views/{token}"), 404)
+        assert_json_error(api.delete(f"/views/{token}"), 404)
+    assert api.get(f"/views/{link['token']}").status_code == 200
+
+
+def test_an_expired_link_reads_as_404_and_is_not_active(vault: VaultProcess, api: httpx.Client,
+                                                        pdf_file: dict) -> None:
+    link = create_link(api, pdf_file["id"])
+    from vaultd.secrets import digest
+
+    async def expire(db) -> None:
+        await db.links.update_one({"hash": digest(link["token"])},
+                                  {"$set": {"expiresAt": datetime.now(UTC) - timedelta(seconds=1)}})
+
+    vault.run_service(expire)
+    assert_json_error(api.get(f"/views/{link['token']}"), 404)
+    assert_json_error(api.get(f"/views/{link['token']}/pages/1"), 404)
+    assert api.get("/files").json()["files"][0]["activeLinks"] == 0
+    assert api.delete(f"/views/{link['token']}").status_code == 204
+
+
+def test_revoke_views_disables_every_active_link_and_logs_once(api: httpx.Client,
+                                                               pdf_file: dict) -> None:
+    links = [create_link(api, pdf_file["id"]) for _ in range(3)]
+    api.delete(f"/views/{links[0]['token']}")
+    assert api.post(f"/files/{pdf_file['id']}/revoke-views").json() == {"revoked": 2}
+    for link in links:
+        assert_json_error(api.get(f"/views/{link['token']}"), 404)
+    assert api.post(f"/files/{pdf_file['id']}/revoke-views").json() == {"revoked": 0}
+    actions = [e["action"] for e in api.get(f"/files/{pdf_file['id']}/access-log").json()]
+    assert actions.count("revoke") == 1
+    assert api.get(f"/files/{pdf_file['id']}").status_code == 200
+
+
+def test_revoke_views_on_an_unknown_file_is_zero(api: httpx.Client) -> None:
+    for file_id in ["00000000-0000-4000-8000-000000000000", "junk"]:
+        response = api.post(f"/files/{file_id}/revoke-views")
+        assert response.status_code == 200 and response.json() == {"revoked": 0}
+
+
+def test_deleting_the_file_kills_its_links(api: httpx.Client, pdf_file: dict) -> None:
+    link = create_link(api, pdf_file["id"])
+    assert api.delete(f"/files/{pdf_file['id']}").status_code == 204
+    assert_json_error(api.get(f"/views/{link['token']}"), 404)
+    assert_json_error(api.get(f"/views/{link['token']}/pages/1"), 404)
+
+
+def test_a_revoke_while_pages_are_being_fetched_stops_the_next_page(
+    vault: VaultProcess, account: tuple[str, str], pdf_file: dict
+) -> None:
+    with vault.client(account[1]) as api:
+        link = create_link(api, pdf_file["id"])
+    statuses: list[int] = []
+    revoked = threading.Event()
+    after_revoke: list[int] = []
+
+    def reader() -> None:
+        with vault.client(account[1]) as client:
+            for i in range(60):
+                status = client.get(f"/views/{link['token']}/pages/{i % 3 + 1}").status_code
+                (after_revoke if revoked.is_set() else statuses).append(status)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    while len(statuses) < 3:
+        threading.Event().wait(0.02)
+    with vault.client(account[1]) as api:
+        assert api.delete(f"/views/{link['token']}").status_code == 204
+        revoked.set()
+        thread.join(120)
+        assert set(statuses) == {200}
+        # at most the one request already in flight when the revoke landed got through
+        assert after_revoke.count(200) <= 1 and after_revoke.count(404) >= len(after_revoke) - 1
+        served = statuses.count(200) + after_revoke.count(200)
+        pages = [e for e in api.get(f"/files/{pdf_file['id']}/access-log").json()
+                 if e["action"] == "page"]
+        assert len(pages) == served

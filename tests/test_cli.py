@@ -1,0 +1,126 @@
+"""vault-admin, run as a real process against the same data as a running vaultd."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import httpx
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import upload_ok
+from tests.vault_process import VaultProcess
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 1, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def test_accounts_are_created_listed_shown_and_changed(vault: VaultProcess) -> None:
+    created = vault.admin_json("accounts", "create", "Globex Ltd", "--plan", "business")
+    assert created["name"] == "Globex Ltd" and created["plan"] == "business"
+    listed = vault.admin_json("accounts", "list")
+    assert any(a["id"] == created["id"] for a in listed)
+    shown = vault.admin_json("accounts", "show", created["id"])
+    assert shown["plan"]["maxDocuments"] is None
+    assert shown["usage"] == {"documents": 0, "storageBytes": 0, "activeLinks": 0, "apiKeys": 0}
+    assert vault.admin_json("accounts", "set-plan", created["id"], "free")["plan"] == "free"
+    branded = vault.admin_json("accounts", "set-branding", created["id"], "Globex Legal")
+    assert branded["branding"] == "Globex Legal" and branded["brand"] == "Globex Ltd"
+    vault.admin("accounts", "set-plan", created["id"], "pro")
+    assert vault.admin_json("accounts", "show", created["id"])["brand"] == "Globex Legal"
+
+
+def test_text_output_is_readable_without_json(vault: VaultProcess) -> None:
+    result = vault.admin("accounts", "create", "Plain Text Inc")
+    assert "Plain Text Inc" in result.stdout and "plan=free" in result.stdout
+
+
+def test_a_key_is_printed_once_works_and_is_never_listed(vault: VaultProcess) -> None:
+    account = vault.admin_json("accounts", "create", "Keyed Co")
+    created = vault.admin_json("keys", "create", account["id"])
+    vault.secrets.append(created["key"])
+    assert created["key"].startswith("sd_live_") and len(created["key"]) == 51
+    with vault.client(created["key"]) as client:
+        assert client.get("/account").json()["id"] == account["id"]
+    listed = vault.admin("--json", "keys", "list", account["id"]).stdout
+    assert created["key"] not in listed
+    assert json.loads(listed)[0]["id"] == created["id"]
+    assert vault.admin_json("keys", "revoke", created["id"])["revokedAt"]
+    with vault.client(created["key"]) as client:
+        assert client.get("/account").status_code == 401
+
+
+def test_the_plan_key_limit_is_enforced(vault: VaultProcess) -> None:
+    account = vault.admin_json("accounts", "create", "Two Keys Co")
+    for _ in range(2):
+        vault.secrets.append(vault.admin_json("keys", "create", account["id"])["key"])
+    line = one_line_error(vault.admin("keys", "create", account["id"], expect_ok=False))
+    assert "Free" in line and "2" in line
+
+
+@pytest.mark.parametrize("args", [
+    ("accounts", "show", "00000000-0000-0000-0000-000000000000"),
+    ("accounts", "create", "X", "--plan", "platinum"),
+    ("accounts", "set-plan", "nope", "pro"),
+    ("keys", "revoke", "key_doesnotexist"),
+    ("keys", "create", "nope"),
+])
+def test_errors_are_one_line_and_exit_1(vault: VaultProcess, args: tuple[str, ...]) -> None:
+    one_line_error(vault.admin(*args, expect_ok=False))
+
+
+def test_log_export_needs_the_business_plan(vault: VaultProcess) -> None:
+    account_id, _ = vault.new_account("Pro Only", plan="pro")
+    line = one_line_error(vault.admin("log", "export", account_id, expect_ok=False))
+    assert "Business" in line
+
+
+def test_log_export_writes_jsonl_and_csv(vault: VaultProcess) -> None:
+    account_id, key = vault.new_account("Big Co", plan="business")
+    with vault.client(key) as api:
+        kept = upload_ok(api, docs.png(), kind="delivery")
+        gone = upload_ok(api, docs.png())
+        api.get(f"/files/{kept['id']}/download", headers={"x-viewer-email": "a@b.example"})
+        api.delete(f"/files/{gone['id']}")
+    lines = vault.admin("log", "export", account_id).stdout.splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert [(e["fileId"], e["action"]) for e in entries] == [
+        (kept["id"], "upload"), (gone["id"], "upload"), (kept["id"], "download"),
+        (gone["id"], "delete")]
+    assert entries[2]["viewerEmail"] == "a@b.example"
+    csv_lines = vault.admin("log", "export", account_id, "--format", "csv").stdout.splitlines()
+    assert csv_lines[0] == "at,fileId,action,viewerEmail,ip,page"
+    assert len(csv_lines) == 5 and "a@b.example" in csv_lines[3]
+
+
+def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,
+                                                            api: httpx.Client) -> None:
+    data = docs.pdf(pages=2)
+    created = upload_ok(api, data, kind="delivery")
+    blob = (vault.data_dir / "blobs" / created["id"]).read_bytes()
+    before = (vault.data_dir / "master.key").read_text()
+    result = vault.admin_json("master-key", "rotate")
+    assert result["rewrapped"] >= 1 and len(result["keyIds"]) >= 2
+    after = (vault.data_dir / "master.key").read_text()
+    assert after != before
+    assert result["currentKeyId"] not in before
+    assert (vault.data_dir / "blobs" / created["id"]).read_bytes() == blob
+    # the running vaultd picks up the new keyring on its own
+    assert api.get(f"/files/{created['id']}/download").content == data
+    dropped = vault.admin_json("master-key", "rotate", "--drop-old")
+    assert dropped["keyIds"] == [dropped["currentKeyId"]]
+    assert api.get(f"/files/{created['id']}/download").content == data
+    assert (vault.data_dir / "master.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_cli_starts_its_own_database_when_vaultd_is_not_running(tmp_path) -> None:
+    offline = VaultProcess(tmp_path / "offline")
+    offline.data_dir.mkdir()
+    created = offline.admin_json("accounts", "create", "Offline Co")
+    assert offline.admin_json("accounts", "show", created["id"])["name"] == "Offline Co"
+    assert not (offline.data_dir / "db" / "address.json").exists()

@@ -1,0 +1,143 @@
+"""RenderPool against real spawned worker processes: admission, timeouts, crashes, memory cap."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from render.model import PixelBudget, Unreadable
+from render.pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
+from render.tasks import render_page, validate_document
+from tests import pool_helpers as helpers
+from tests import render_fixtures as fx
+
+GiB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+async def pool() -> AsyncIterator[RenderPool]:
+    # One pool for the module (spawning workers is the slow part); every test leaves it idle.
+    shared = RenderPool(workers=2, queue_size=2, timeout_seconds=20, memory_limit_bytes=GiB)
+    yield shared
+    await shared.close()
+
+
+async def _wait_for(predicate: object, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_page_renders_in_a_worker_and_errors_keep_their_type(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(2), fx.PDF)
+    assert (await pool.run(validate_document, source)).page_count == 2
+    jpeg = await pool.run(render_page, source, 2, fx.mark(), PixelBudget())
+    assert jpeg[:2] == b"\xff\xd8"
+    locked = fx.encrypt_to_local(tmp_path, fx.encrypted_pdf(), fx.PDF)
+    with pytest.raises(Unreadable, match="password-protected"):
+        await pool.run(validate_document, locked)
+
+
+async def test_a_full_queue_answers_pool_busy_at_once(pool: RenderPool) -> None:
+    running = [asyncio.ensure_future(pool.run(helpers.sleep_for, 0.5)) for _ in range(4)]
+    await _wait_for(lambda: pool.in_flight == 4)
+    started = time.monotonic()
+    with pytest.raises(PoolBusy):
+        await pool.run(helpers.pid)
+    assert time.monotonic() - started < 0.1
+    await asyncio.gather(*running)
+    assert pool.in_flight == 0
+
+
+async def test_a_hung_task_is_killed_at_its_timeout_and_the_next_task_runs(
+    pool: RenderPool,
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(TaskTimedOut):
+        await pool.run(helpers.sleep_for, 60, timeout=1.0)
+    assert time.monotonic() - started < 5
+    assert await pool.run(helpers.pid) in pool.worker_pids()
+
+
+async def test_a_workers_own_timeout_error_is_not_a_task_timeout(pool: RenderPool) -> None:
+    with pytest.raises(TimeoutError, match="storage read timed out"):
+        await pool.run(helpers.raise_timeout_error)
+
+
+async def test_a_worker_killed_mid_task_fails_only_that_task(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pid"
+    task = asyncio.ensure_future(pool.run(helpers.report_pid_then_sleep, str(marker), 60))
+    await _wait_for(lambda: marker.exists() and marker.read_text())
+    victim = int(marker.read_text())
+    assert victim in pool.worker_pids()
+    os.kill(victim, signal.SIGKILL)
+    with pytest.raises(WorkerCrashed):
+        await task
+    assert await pool.run(helpers.pid) != victim
+
+
+async def test_a_segfault_fails_only_that_task(pool: RenderPool) -> None:
+    with pytest.raises(WorkerCrashed, match="-11"):
+        await pool.run(helpers.segfault)
+    assert isinstance(await pool.run(helpers.pid), int)
+
+
+async def test_an_idle_worker_killed_does_not_break_the_pool(pool: RenderPool) -> None:
+    await _wait_for(lambda: len(pool.worker_pids()) == 2)
+    victim = pool.worker_pids()[0]
+    os.kill(victim, signal.SIGKILL)
+    await asyncio.sleep(0.5)  # pebble notices within 0.1 s and gives up on its pool
+    assert await pool.run(helpers.pid) != victim
+
+
+async def test_an_exception_that_cannot_unpickle_does_not_break_the_pool(
+    pool: RenderPool,
+) -> None:
+    with pytest.raises(WorkerCrashed):
+        await pool.run(helpers.raise_unpicklable)
+    assert isinstance(await pool.run(helpers.pid), int)
+
+
+async def test_an_allocation_over_the_memory_cap_is_a_clean_memory_error(
+    pool: RenderPool,
+) -> None:
+    worker = await pool.run(helpers.pid)
+    with pytest.raises(MemoryError):
+        await pool.run(helpers.allocate, 2 * GiB)
+    assert await pool.run(helpers.allocate, 16 << 20) == 16 << 20
+    assert worker in pool.worker_pids()  # no crash, no respawn
+
+
+async def test_workers_are_recycled_after_max_tasks() -> None:
+    small = RenderPool(workers=1, queue_size=0, max_tasks_per_worker=2)
+    try:
+        pids = [await small.run(helpers.pid) for _ in range(5)]
+    finally:
+        await small.close()
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
+
+
+async def test_close_returns_promptly_with_a_task_running() -> None:
+    closing = RenderPool(workers=1, queue_size=1)
+    hung = asyncio.ensure_future(closing.run(helpers.sleep_for, 60))
+    await _wait_for(lambda: closing.in_flight == 1)
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    await closing.close()
+    assert time.monotonic() - started < 5
+    with pytest.raises(PoolBusy):
+        await hung
+    with pytest.raises(PoolBusy):
+        await closing.run(helpers.pid)
+    assert closing.worker_pids() == []

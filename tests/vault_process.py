@@ -1,0 +1,137 @@
+"""A real vaultd process on a free port, for tests: started, waited for, stopped, its log kept."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTD_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class VaultProcess:
+    data_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    secrets: list[str] = field(default_factory=list)  # every key/token handed out, for log scans
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir.parent / f"{self.data_dir.name}-vaultd.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> VaultProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        cmd = [sys.executable, "-m", "vaultd.main", "--host", "127.0.0.1",
+               "--port", str(self.port), "--data-dir", str(self.data_dir)]
+        log = open(self.log_path, "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(cmd, cwd=ROOT, env=base_env(self.env), stdout=log,
+                                        stderr=subprocess.STDOUT)
+        log.close()
+        self._wait_healthy(timeout)
+        return self
+
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(f"vaultd exited early:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"vaultd did not become healthy:\n{self.log_path.read_text()[-3000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+            raise
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    # --- administration through the real CLI --------------------------------------------------
+
+    def admin(self, *args: str, expect_ok: bool = True) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "admin_cli.main", "--data-dir", str(self.data_dir), *args]
+        result = subprocess.run(cmd, cwd=ROOT, env=base_env(self.env), capture_output=True,
+                                text=True, timeout=120)
+        if expect_ok and result.returncode != 0:
+            raise AssertionError(f"vault-admin {' '.join(args)} failed: {result.stderr}")
+        return result
+
+    def admin_json(self, *args: str) -> Any:
+        return json.loads(self.admin("--json", *args).stdout)
+
+    # --- fast setup straight through the services, against the same database ------------------
+
+    def run_service(self, coro_factory: Any) -> Any:
+        from vaultd.db import connect
+        from vaultd.embedded_db import running_address
+
+        uri = self.env.get("VAULTD_MONGODB_URI") or running_address(self.data_dir / "db")
+        assert uri, "vaultd's embedded database is not running"
+
+        async def main() -> Any:
+            db = connect(uri, "vaultd")
+            try:
+                return await coro_factory(db)
+            finally:
+                await db.close()
+
+        return asyncio.run(main())
+
+    def new_account(self, name: str = "Acme Corp", plan: str = "pro") -> tuple[str, str]:
+        """(account id, API key) created through the services the CLI uses."""
+        from vaultd.services import accounts, api_keys
+
+        async def make(db: Any) -> tuple[str, str]:
+            account = await accounts.create_account(db, name, plan)
+            _, key = await api_keys.create_key(db, account.id)
+            return account.id, key
+
+        account_id, key = self.run_service(make)
+        self.secrets.append(key)
+        return account_id, key
+
+    def client(self, key: str | None = None, **kwargs: Any) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=f"{self.url}/v1", headers=headers, timeout=60, **kwargs)

@@ -1,0 +1,71 @@
+"""MongoDB access: one AsyncMongoClient, the collections and the indexes the queries need.
+
+The same code runs against the embedded SecantusDB, a standalone MongoDB or a replica set; only
+the URI differs. Writes use majority write concern where the deployment supports it (the URI
+can say `w=majority`); nothing here depends on transactions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+
+
+@dataclass
+class Db:
+    client: AsyncMongoClient
+    database: AsyncDatabase
+
+    @property
+    def accounts(self) -> AsyncCollection:
+        return self.database["accounts"]
+
+    @property
+    def api_keys(self) -> AsyncCollection:
+        return self.database["api_keys"]
+
+    @property
+    def files(self) -> AsyncCollection:
+        return self.database["files"]
+
+    @property
+    def links(self) -> AsyncCollection:
+        return self.database["links"]
+
+    @property
+    def access_log(self) -> AsyncCollection:
+        return self.database["access_log"]
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def connect(uri: str, database: str, timeout_ms: int = 5000) -> Db:
+    client: AsyncMongoClient = AsyncMongoClient(
+        uri,
+        tz_aware=True,
+        serverSelectionTimeoutMS=timeout_ms,
+        connectTimeoutMS=timeout_ms,
+        uuidRepresentation="standard",
+        appname="vaultd",
+    )
+    return Db(client, client[database])
+
+
+async def ping(db: Db) -> None:
+    await db.client.admin.command("ping")
+
+
+async def ensure_indexes(db: Db) -> None:
+    """Idempotent; run at start-up by vaultd and by vault-admin."""
+    await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
+    await db.api_keys.create_index([("accountId", ASCENDING)])
+    await db.files.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
+    await db.links.create_index([("hash", ASCENDING)], unique=True)
+    await db.links.create_index([("fileId", ASCENDING), ("revoked", ASCENDING)])
+    await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
+    await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
+    await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])

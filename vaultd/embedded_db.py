@@ -1,0 +1,124 @@
+"""The embedded default database: SecantusDB, a MongoDB-wire server, run as a child process.
+
+vaultd records the server's address in `<data_dir>/db/address.json`, so `vault-admin` can reach
+the same data while vaultd runs; when nothing answers there, the CLI starts its own server for
+the duration of the command. Either way, everything above this module just sees a MongoDB URI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ADDRESS_FILE = "address.json"
+START_TIMEOUT_SECONDS = 30.0
+
+
+class EmbeddedDbError(Exception):
+    """The embedded server could not be started."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _answers(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class EmbeddedServer:
+    process: subprocess.Popen[bytes]
+    host: str
+    port: int
+    storage: Path
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://{self.host}:{self.port}/?directConnection=true"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM, wait, then SIGKILL: WiredTiger checkpoints on a clean shutdown."""
+        _remove_address(self.storage, self.process.pid)
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+def start(storage: Path, log_path: Path | None = None, record_address: bool = True) -> EmbeddedServer:
+    """Start SecantusDB on a free loopback port and wait until it accepts connections."""
+    storage.mkdir(parents=True, exist_ok=True)
+    host, port = "127.0.0.1", free_port()
+    log = open(log_path or storage.parent / "secantus.log", "ab")  # noqa: SIM115
+    cmd = [sys.executable, "-m", "secantus", "--host", host, "--port", str(port),
+           "--storage-path", str(storage), "--log-level", "WARNING"]
+    # A new session keeps a Ctrl-C in the terminal from killing the database before vaultd
+    # has closed its connections; vaultd stops it explicitly.
+    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    server = EmbeddedServer(process, host, port, storage)
+    _wait_until_up(server)
+    if record_address:
+        _write_address(storage, host, port, process.pid)
+    return server
+
+
+def _wait_until_up(server: EmbeddedServer) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise EmbeddedDbError(
+                f"embedded database exited with code {server.process.returncode}; "
+                f"see {server.storage.parent / 'secantus.log'}"
+            )
+        if _answers(server.host, server.port):
+            return
+        time.sleep(0.05)
+    server.stop()
+    raise EmbeddedDbError("embedded database did not start within 30 s")
+
+
+def _write_address(storage: Path, host: str, port: int, pid: int) -> None:
+    path = storage / ADDRESS_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"host": host, "port": port, "pid": pid}))
+    os.replace(tmp, path)
+
+
+def _remove_address(storage: Path, pid: int) -> None:
+    path = storage / ADDRESS_FILE
+    try:
+        if json.loads(path.read_text()).get("pid") == pid:
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def running_address(storage: Path) -> str | None:
+    """URI of an embedded server another process started on this storage, if it answers."""
+    try:
+        info = json.loads((storage / ADDRESS_FILE).read_text())
+        host, port = str(info["host"]), int(info["port"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not _answers(host, port):
+        return None
+    return f"mongodb://{host}:{port}/?directConnection=true"

@@ -1,0 +1,65 @@
+"""Domain errors. Services raise these; only the HTTP layer maps them to status codes."""
+
+from __future__ import annotations
+
+
+class VaultError(Exception):
+    """Base class; `message` is safe to show to the client."""
+
+    status = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(VaultError):
+    status = 400
+
+
+class Unauthorized(VaultError):
+    status = 401
+
+
+class PlanLimitReached(VaultError):
+    status = 402
+
+
+class Forbidden(VaultError):
+    status = 403
+
+
+class NotFound(VaultError):
+    status = 404
+
+
+class MethodNotAllowed(VaultError):
+    status = 405
+
+
+class PayloadTooLarge(VaultError):
+    status = 413
+
+
+class UnsupportedMediaType(VaultError):
+    status = 415
+
+
+class Unprocessable(VaultError):
+    status = 422
+
+
+class StorageCorrupt(VaultError):
+    """A stored blob or wrapped key failed authentication: an operator problem, not the client's."""
+
+    status = 500
+
+
+class ServiceUnavailable(VaultError):
+    """Back-pressure or a dependency down; `retry_after` seconds is sent as Retry-After."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

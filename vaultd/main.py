@@ -1,0 +1,134 @@
+"""vaultd's entry point: a short list of named steps, and teardown in `finally`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+from tornado.httpserver import HTTPServer
+from tornado.ioloop import PeriodicCallback
+from tornado.netutil import bind_sockets
+
+from render.pool import RenderPool
+from vaultd.config import ConfigError, Settings, load_settings, read_config_file
+from vaultd.embedded_db import EmbeddedDbError
+from vaultd.runtime import load_keyring, make_backend, open_database
+from vaultd.services import recovery
+from vaultd.services.blobs import BlobStore
+from vaultd.web.app import make_app
+from vaultd.web.context import AppContext
+
+log = logging.getLogger("vaultd")
+
+JSON_BODY_LIMIT = 1 << 20  # uploads raise their own connection's limit in prepare()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="vaultd", description="Encrypted document vault server.")
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", help="TCP port (default 8080; 0 picks a free one)")
+    parser.add_argument("--data-dir", help="data directory (default ./vault-data)")
+    parser.add_argument("--config", help="TOML configuration file")
+    return parser.parse_args(argv)
+
+
+def build_settings(args: argparse.Namespace) -> Settings:
+    file_values = read_config_file(args.config) if args.config else {}
+    flags = {"host": args.host, "port": args.port, "data_dir": args.data_dir}
+    return load_settings(file_values, flags=flags)
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def make_pool(settings: Settings) -> RenderPool:
+    return RenderPool(
+        workers=settings.render_workers,
+        queue_size=settings.render_queue_size,
+        timeout_seconds=settings.render_timeout_seconds,
+        max_tasks_per_worker=settings.render_max_tasks_per_worker,
+        memory_limit_bytes=settings.render_memory_limit_mb << 20,
+    )
+
+
+async def serve(settings: Settings) -> None:
+    settings.data_path.mkdir(parents=True, exist_ok=True)
+    keyring = load_keyring(settings)
+    database = await open_database(settings)
+    backend = make_backend(settings)
+    pool = make_pool(settings)
+    instance_id = recovery.new_instance_id()
+    heartbeat: PeriodicCallback | None = None
+    try:
+        store = BlobStore(backend, keyring, lambda: load_keyring(settings))
+        await recovery.heartbeat(database.db, instance_id)
+        await recovery.recover(database.db, store)
+        server, port = listen(settings, AppContext(
+            settings, database.db, store, pool, instance_id, ""))
+        heartbeat = start_housekeeping(database.db, store, instance_id)
+        log.info("vaultd listening on http://%s:%d (viewer %s)", settings.host, port,
+                 settings.viewer_url(port))
+        print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
+        await wait_for_signal()
+        server.stop()
+        await server.close_all_connections()
+    finally:
+        if heartbeat is not None:
+            heartbeat.stop()
+        await recovery.forget_instance(database.db, instance_id)
+        await pool.close()
+        await backend.close()
+        await database.close()
+
+
+def listen(settings: Settings, ctx: AppContext) -> tuple[HTTPServer, int]:
+    server = HTTPServer(make_app(ctx), max_body_size=JSON_BODY_LIMIT, xheaders=False)
+    sockets = bind_sockets(settings.port, settings.host)
+    server.add_sockets(sockets)
+    port = int(sockets[0].getsockname()[1])
+    ctx.viewer_url = settings.viewer_url(port)
+    return server, port
+
+
+def start_housekeeping(db: Any, store: BlobStore, instance_id: str) -> PeriodicCallback:
+    async def tick() -> None:
+        try:
+            await recovery.heartbeat(db, instance_id)
+            await recovery.recover(db, store)
+        except Exception:  # the database may be down; the next tick retries
+            log.warning("housekeeping skipped: database unavailable")
+
+    callback = PeriodicCallback(tick, recovery.HEARTBEAT_SECONDS * 1000)
+    callback.start()
+    return callback
+
+
+async def wait_for_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("vaultd stopping")
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        settings = build_settings(parse_args(argv))
+        setup_logging(settings.log_level)
+        asyncio.run(serve(settings))
+    except (ConfigError, EmbeddedDbError) as exc:
+        print(f"vaultd: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""View links: time-limited, for one named viewer, identified by a secret token.
+
+Only the token's SHA-256 is stored. Every read goes to the database, never to an in-process
+cache, so a revocation or deletion through any vaultd process takes effect on the next request.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from email_validator import EmailNotValidError, validate_email
+from pymongo.errors import DuplicateKeyError
+
+from vaultd.db import Db
+from vaultd.errors import InvalidRequest, NotFound
+from vaultd.services import access_log
+from vaultd.services.accounts import Account, get_account
+from vaultd.services.files import get_file, is_uuid
+from vaultd.secrets import digest, is_token, new_token
+from vaultd.timefmt import iso_utc, utcnow
+
+DEFAULT_TTL = 3600
+MAX_VIEWER_NAME = 100
+LINK_NOT_FOUND = "link not found or no longer available"
+
+
+@dataclass(frozen=True)
+class LinkRequest:
+    file_id: str
+    viewer_email: str
+    viewer_name: str
+    ttl_seconds: int
+
+
+@dataclass(frozen=True)
+class OpenLink:
+    """A live link with its file and account, as resolved for one request."""
+
+    link: dict[str, Any]
+    file: dict[str, Any]
+    account: Account
+
+
+def parse_link_request(body: dict[str, Any], account: Account) -> LinkRequest:
+    file_id = body.get("fileId")
+    if not isinstance(file_id, str) or not is_uuid(file_id):
+        raise InvalidRequest("fileId must be a file UUID")
+    email = parse_email(body.get("viewerEmail"))
+    return LinkRequest(file_id.lower(), email, parse_viewer_name(body.get("viewerName"), email),
+                       parse_ttl(body.get("ttlSeconds"), account))
+
+
+def parse_email(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest("viewerEmail is required and must be an email address")
+    try:
+        return validate_email(value.strip(), check_deliverability=False).normalized
+    except EmailNotValidError:
+        raise InvalidRequest("viewerEmail is not a valid email address") from None
+
+
+def parse_viewer_name(value: Any, email: str) -> str:
+    if value is None:
+        return email
+    if not isinstance(value, str):
+        raise InvalidRequest("viewerName must be a string")
+    name = " ".join("".join(ch for ch in value if ch.isprintable()).split())
+    if len(name) > MAX_VIEWER_NAME:
+        raise InvalidRequest(f"viewerName must be at most {MAX_VIEWER_NAME} characters")
+    return name or email
+
+
+def parse_ttl(value: Any, account: Account) -> int:
+    if value is None:
+        return DEFAULT_TTL
+    low, high = account.plan.minViewSeconds, account.plan.maxViewSeconds
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidRequest(f"ttlSeconds must be a number between {low} and {high}")
+    if not low <= value <= high:
+        raise InvalidRequest(
+            f"ttlSeconds must be between {low} and {high} on plan {account.plan.name}"
+        )
+    return int(value)
+
+
+async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, Any]:
+    """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
+    await get_file(db, account.id, request.file_id)
+    now = utcnow()
+    expires_at = now + timedelta(seconds=request.ttl_seconds)
+    while True:
+        token = new_token()
+        doc = {
+            "_id": str(uuid.uuid4()), "hash": digest(token), "accountId": account.id,
+            "fileId": request.file_id, "viewerEmail": request.viewer_email,
+            "viewerName": request.viewer_name, "createdAt": now, "expiresAt": expires_at,
+            "revoked": False,
+        }
+        try:
+            await db.links.insert_one(doc)
+            return token, expires_at
+        except DuplicateKeyError:
+            continue
+
+
+async def open_link(db: Db, token: str, account_id: str | None = None) -> OpenLink:
+    """A live link (not expired, not revoked, file stored); NotFound for every other case alike.
+
+    With `account_id`, links of other accounts are NotFound too (API access with a key)."""
+    if not is_token(token):
+        raise NotFound(LINK_NOT_FOUND)
+    query: dict[str, Any] = {"hash": digest(token), "revoked": False, "expiresAt": {"$gt": utcnow()}}
+    if account_id is not None:
+        query["accountId"] = account_id
+    link = await db.links.find_one(query)
+    if link is None:
+        raise NotFound(LINK_NOT_FOUND)
+    try:
+        file = await get_file(db, link["accountId"], link["fileId"])
+        account = await get_account(db, link["accountId"])
+    except NotFound:
+        raise NotFound(LINK_NOT_FOUND) from None
+    return OpenLink(link, file, account)
+
+
+async def still_open(db: Db, opened: OpenLink) -> bool:
+    """Re-checked after a render, so a revoke during a slow render still stops that page."""
+    query = {"_id": opened.link["_id"], "revoked": False, "expiresAt": {"$gt": utcnow()}}
+    if await db.links.count_documents(query, limit=1) == 0:
+        return False
+    return await db.files.count_documents({"_id": opened.file["_id"], "state": "stored"}, limit=1) > 0
+
+
+def link_details(opened: OpenLink) -> dict[str, Any]:
+    return {
+        "fileName": opened.file["name"],
+        "pageCount": int(opened.file["pageCount"]),
+        "viewerName": opened.link["viewerName"],
+        "viewerEmail": opened.link["viewerEmail"],
+        "expiresAt": iso_utc(opened.link["expiresAt"]),
+        "brand": opened.account.brand,
+    }
+
+
+async def revoke_link(db: Db, account_id: str, token: str) -> None:
+    """Revoke one link of this account; revoking twice is fine, a foreign token is NotFound."""
+    if not is_token(token):
+        raise NotFound(LINK_NOT_FOUND)
+    link = await db.links.find_one_and_update(
+        {"hash": digest(token), "accountId": account_id},
+        {"$set": {"revoked": True}},
+    )
+    if link is None:
+        raise NotFound(LINK_NOT_FOUND)
+
+
+async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
+    """Revoke the file's active links; logs `revoke` when at least one was disabled."""
+    if not is_uuid(file_id):
+        return 0
+    file_id = file_id.lower()
+    result = await db.links.update_many(
+        {"accountId": account_id, "fileId": file_id, "revoked": False,
+         "expiresAt": {"$gt": utcnow()}},
+        {"$set": {"revoked": True}},
+    )
+    if result.modified_count:
+        await access_log.record(db, account_id, file_id, "revoke")
+    return int(result.modified_count)

@@ -1,0 +1,36 @@
+"""Running tasks in the render pool, with pool failures turned into domain errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from render.pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
+from render.tasks import PageOutOfRange, Unreadable
+from vaultd.errors import NotFound, ServiceUnavailable, Unprocessable
+
+T = TypeVar("T")
+
+
+async def run_task(
+    pool: RenderPool, fn: Callable[..., T], *args: Any, crash_means_unreadable: bool = False
+) -> T:
+    """Run `fn` in the pool. A crashed worker is a 503 (retry with backoff), except where the
+    caller knows the input is a fresh upload: then the file is what killed it (422)."""
+    try:
+        return await pool.run(fn, *args)
+    except PoolBusy:
+        raise ServiceUnavailable("render queue is full; retry shortly", retry_after=2) from None
+    except TaskTimedOut:
+        raise ServiceUnavailable("rendering timed out; retry later", retry_after=5) from None
+    except WorkerCrashed:
+        if crash_means_unreadable:
+            raise Unprocessable("the file could not be processed") from None
+        raise ServiceUnavailable("the page could not be rendered; retry later", retry_after=5) from None
+    except MemoryError:
+        # A document that exhausts its worker's memory cap is not one we can process.
+        raise Unprocessable("the file needs more memory than a render may use") from None
+    except Unreadable as exc:
+        raise Unprocessable(str(exc) or "the file is unreadable") from None
+    except PageOutOfRange:
+        raise NotFound("page not found") from None

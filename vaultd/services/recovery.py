@@ -1,0 +1,77 @@
+"""Finishing what a killed process left half done, so counters and storage stay exact.
+
+Each vaultd process registers an instance id and refreshes it every few seconds. An upload
+reservation or a deletion belonging to an instance that stopped refreshing is settled here:
+reservations with a file record become usage, others are given back and their blob deleted;
+claimed deletions are completed. Every step is idempotent, so several processes may run it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+
+from vaultd.db import Db
+from vaultd.services import quota
+from vaultd.services.blobs import BlobStore
+from vaultd.services.files import finish_delete
+from vaultd.timefmt import utcnow
+
+log = logging.getLogger("vaultd.recovery")
+
+HEARTBEAT_SECONDS = 5.0
+DEAD_AFTER_SECONDS = 30.0
+
+
+def new_instance_id() -> str:
+    return f"vaultd-{uuid.uuid4().hex[:12]}"
+
+
+async def heartbeat(db: Db, instance_id: str) -> None:
+    await db.database["instances"].update_one(
+        {"_id": instance_id}, {"$set": {"seenAt": utcnow()}}, upsert=True
+    )
+
+
+async def forget_instance(db: Db, instance_id: str) -> None:
+    await db.database["instances"].delete_one({"_id": instance_id})
+
+
+async def live_instances(db: Db) -> set[str]:
+    cutoff = utcnow() - timedelta(seconds=DEAD_AFTER_SECONDS)
+    cursor = db.database["instances"].find({"seenAt": {"$gt": cutoff}}, {"_id": 1})
+    return {doc["_id"] async for doc in cursor}
+
+
+async def recover(db: Db, store: BlobStore) -> int:
+    """Settle the leftovers of dead instances; returns how many items were settled."""
+    live = await live_instances(db)
+    settled = 0
+    async for account in db.accounts.find(
+        {"$or": [{"pendingUploads.0": {"$exists": True}}, {"pendingDeletes.0": {"$exists": True}}]}
+    ):
+        for pending in account.get("pendingUploads", []):
+            if pending.get("owner") not in live:
+                await _settle_upload(db, store, account["_id"], pending)
+                settled += 1
+        for file_id in account.get("pendingDeletes", []):
+            if await db.files.find_one({"_id": file_id}, {"_id": 1}) is None:
+                await quota.finish_release(db, account["_id"], file_id)
+                settled += 1
+    cutoff = utcnow() - timedelta(seconds=DEAD_AFTER_SECONDS)
+    async for doc in db.files.find({"state": "deleting", "deletingAt": {"$lt": cutoff}}):
+        await finish_delete(db, store, doc)
+        settled += 1
+    if settled:
+        log.info("recovery settled %d interrupted operations", settled)
+    return settled
+
+
+async def _settle_upload(db: Db, store: BlobStore, account_id: str, pending: dict) -> None:
+    file_id = pending["id"]
+    if await db.files.find_one({"_id": file_id}, {"_id": 1}) is not None:
+        await quota.settle_upload(db, account_id, file_id)
+        return
+    await store.backend.delete(file_id)
+    await quota.cancel_upload(db, account_id, file_id, int(pending["size"]))

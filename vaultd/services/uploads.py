@@ -1,0 +1,172 @@
+"""One upload, as small stages: sniff the type, encrypt and write as bytes arrive, then
+reserve quota, commit, validate in the worker pool and record the file.
+
+Nothing here knows about HTTP. Every failure after the first byte leaves nothing behind: the
+blob is aborted or deleted and any quota reservation is given back.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+from urllib.parse import unquote
+
+from render.pool import RenderPool
+from render.tasks import ValidationResult, validate_document
+from vaultd.db import Db
+from vaultd.errors import InvalidRequest, UnsupportedMediaType
+from vaultd.services import access_log, quota
+from vaultd.services.accounts import Account
+from vaultd.services.blobs import BlobStore, BlobUpload
+from vaultd.services.pool_calls import run_task
+from vaultd.timefmt import utcnow
+
+log = logging.getLogger("vaultd.uploads")
+
+ACCEPTED_CONTENT_TYPES = frozenset(
+    {"application/pdf", "image/jpeg", "image/png", "application/octet-stream"}
+)
+KINDS = frozenset({"source", "delivery"})
+MAX_NAME = 200
+DEFAULT_NAME = "document"
+SNIFF_BYTES = 8
+
+
+def sniff(head: bytes) -> str | None:
+    """The real type from the first bytes; None when it is none of ours."""
+    if head.startswith(b"%PDF-"):
+        return "application/pdf"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    return None
+
+
+def parse_content_type(value: str | None) -> str:
+    media = (value or "").split(";", 1)[0].strip().lower()
+    if media not in ACCEPTED_CONTENT_TYPES:
+        raise UnsupportedMediaType(
+            "Content-Type must be application/pdf, image/jpeg, image/png or application/octet-stream"
+        )
+    return media
+
+
+def parse_kind(value: str | None) -> str:
+    kind = "source" if value is None else value.strip()
+    if kind not in KINDS:
+        raise InvalidRequest("x-file-kind must be source or delivery")
+    return kind
+
+
+def parse_name(value: str | None) -> str:
+    """Decode a URI-component-encoded name, strictly; control characters are dropped."""
+    if value is None or value == "":
+        return DEFAULT_NAME
+    try:
+        decoded = unquote(value, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequest("x-file-name is not valid URI-component encoding") from None
+    if _has_bad_escape(value):
+        raise InvalidRequest("x-file-name is not valid URI-component encoding")
+    cleaned = "".join(ch for ch in decoded if ch.isprintable()).strip()
+    return cleaned[:MAX_NAME] or DEFAULT_NAME
+
+
+def _has_bad_escape(value: str) -> bool:
+    # decodeURIComponent rejects a '%' not followed by two hex digits; unquote lets it through.
+    hexdigits = "0123456789abcdefABCDEF"
+    for i, ch in enumerate(value):
+        if ch == "%" and (i + 2 >= len(value) or value[i + 1] not in hexdigits
+                          or value[i + 2] not in hexdigits):
+            return True
+    return False
+
+
+class UploadSession:
+    def __init__(
+        self, db: Db, store: BlobStore, account: Account, name: str, kind: str, owner: str
+    ) -> None:
+        self.db, self.store, self.account, self.owner = db, store, account, owner
+        self.name, self.kind = name, kind
+        self.file_id = str(uuid.uuid4())
+        self.content_type: str | None = None
+        self.received = 0
+        self._head = b""
+        self._blob: BlobUpload | None = None
+        self._reserved = 0
+        self._committed = False
+
+    async def feed(self, data: bytes) -> None:
+        self.received += len(data)
+        if self.content_type is None:
+            self._head += data
+            if len(self._head) < SNIFF_BYTES:
+                return
+            await self._start(self._head)
+            self._head = b""
+            return
+        assert self._blob is not None
+        await self._blob.write(data)
+
+    async def _start(self, head: bytes) -> None:
+        detected = sniff(head)
+        if detected is None:
+            raise UnsupportedMediaType("content is not a PDF, JPEG or PNG file")
+        self.content_type = detected
+        self._blob = await self.store.begin(self.account.id, self.file_id)
+        await self._blob.write(head)
+
+    async def finish(self, pool: RenderPool) -> dict[str, Any]:
+        """Reserve, commit, validate, record. Returns the stored file document."""
+        if self.content_type is None:
+            if self.received == 0:
+                raise InvalidRequest("request body is empty")
+            await self._start(self._head)  # shorter than the sniff window: _start rejects it
+        blob = self._blob
+        assert blob is not None and self.content_type is not None
+        await blob.close_stream()
+        await quota.reserve_upload(
+            self.db, self.account.id, self.file_id, self.received, self.owner
+        )
+        self._reserved = self.received
+        blob_size = await blob.writer.commit()
+        self._committed = True
+        doc = self._file_doc(blob, blob_size)
+        result: ValidationResult = await run_task(
+            pool, validate_document, self.store.source(doc), crash_means_unreadable=True
+        )
+        doc["pageCount"] = result.page_count
+        await self.db.files.insert_one(doc)
+        # From here the file exists: a failure must not undo it (recovery settles the rest).
+        self._blob, self._reserved = None, 0
+        await quota.settle_upload(self.db, self.account.id, self.file_id)
+        await access_log.record(self.db, self.account.id, self.file_id, "upload")
+        return doc
+
+    def _file_doc(self, blob: BlobUpload, blob_size: int) -> dict[str, Any]:
+        return {
+            "_id": self.file_id,
+            "accountId": self.account.id,
+            "name": self.name,
+            "kind": self.kind,
+            "contentType": self.content_type,
+            "size": self.received,
+            "pageCount": 0,
+            "createdAt": utcnow(),
+            "state": "stored",
+            "blob": {"name": blob.name, "size": blob_size, "key": blob.wrapped_key.to_doc()},
+        }
+
+    async def abort(self) -> None:
+        """Undo whatever was done; safe to call at any stage and more than once."""
+        blob, self._blob = self._blob, None
+        if blob is not None:
+            if self._committed:
+                await self.store.backend.delete(blob.name)
+            else:
+                await blob.writer.abort()
+        if self._reserved:
+            await quota.cancel_upload(self.db, self.account.id, self.file_id, self._reserved)
+            self._reserved = 0

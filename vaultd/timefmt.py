@@ -1,0 +1,30 @@
+"""Time formats used on the wire and in watermarks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+# tzdata is a dependency, so this works on hosts without a system zoneinfo database.
+PARIS = ZoneInfo("Europe/Paris")
+
+
+def utcnow() -> datetime:
+    # MongoDB stores milliseconds; truncating here keeps what we return equal to what we store.
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO 8601 UTC with milliseconds and Z, e.g. 2026-11-22T01:02:03.456Z."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def paris_display(moment: datetime) -> str:
+    """Display time for watermarks: Europe/Paris with seconds and the UTC offset."""
+    local = moment.astimezone(PARIS)
+    offset = local.strftime("%z")
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()} (UTC{offset[:3]}:{offset[3:]})"

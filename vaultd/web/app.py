@@ -1,0 +1,45 @@
+"""make_app: the Tornado application, from every HTTP module's routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tornado.web
+
+from vaultd.web import account, files, health, upload, views
+from vaultd.web.access_log_scrub import log_request
+from vaultd.web.base import BaseHandler, NotFoundHandler
+from vaultd.web.context import AppContext
+
+ROUTE_MODULES: list[Any] = [health, account, upload, files, views]
+
+
+class RouteAuditError(Exception):
+    pass
+
+
+def _audit(routes: list[tuple[str, type]]) -> None:
+    # Authentication is on by default; a handler outside the base class could skip it.
+    for pattern, handler in routes:
+        if not issubclass(handler, BaseHandler):
+            raise RouteAuditError(f"route {pattern} does not use the authenticated base handler")
+
+
+def all_routes() -> list[tuple[str, type]]:
+    routes: list[tuple[str, type]] = []
+    for module in ROUTE_MODULES:
+        routes.extend(module.ROUTES)
+    return routes
+
+
+def make_app(ctx: AppContext) -> tornado.web.Application:
+    routes = all_routes()
+    _audit(routes)
+    return tornado.web.Application(
+        [(pattern, handler, {"ctx": ctx}) for pattern, handler in routes],
+        default_handler_class=NotFoundHandler,
+        default_handler_args={"ctx": ctx},
+        log_function=log_request,
+        compress_response=False,
+        xsrf_cookies=False,
+    )

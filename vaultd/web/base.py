@@ -1,0 +1,129 @@
+"""The API base handler: authentication on by default, JSON everywhere, errors as {"error"}."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pymongo.errors import PyMongoError
+from tornado.web import RequestHandler
+
+from backends.base import BackendUnavailable
+from vaultd.crypto.blob_format import BlobCorrupt
+from vaultd.crypto.keyring import KeyUnavailable
+from vaultd.errors import (
+    InvalidRequest,
+    ServiceUnavailable,
+    StorageCorrupt,
+    Unauthorized,
+    VaultError,
+)
+from vaultd.services.accounts import Account
+from vaultd.services.api_keys import resolve_key
+from vaultd.web.context import AppContext
+
+log = logging.getLogger("vaultd.web")
+
+_REASONS = {400: "bad request", 401: "unauthorized", 404: "not found", 405: "method not allowed",
+            413: "payload too large", 500: "internal server error"}
+
+
+class BaseHandler(RequestHandler):
+    """Every response is JSON; domain errors carry the text meant for the client."""
+
+    public = False  # routes that need no API key say so explicitly (audited in make_app)
+
+    def initialize(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+        self.account: Account | None = None
+
+    def set_default_headers(self) -> None:
+        self.clear_header("Server")
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Referrer-Policy", "no-referrer")
+
+    def compute_etag(self) -> None:
+        # Pages carry their display time and must never be revalidated or re-served.
+        return None
+
+    async def prepare(self) -> None:
+        if not self.public:
+            self.account = await self.authenticate()
+
+    async def authenticate(self) -> Account:
+        header = self.request.headers.get("Authorization", "")
+        scheme, _, key = header.partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise Unauthorized("missing API key: send Authorization: Bearer <API_KEY>")
+        account = await resolve_key(self.ctx.db, key.strip())
+        if account is None:
+            raise Unauthorized("invalid or revoked API key")
+        return account
+
+    def send_json(self, status: int, body: Any) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(json.dumps(body, ensure_ascii=False))
+
+    def json_body(self) -> dict[str, Any]:
+        media = self.request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            raise InvalidRequest("Content-Type must be application/json")
+        try:
+            body = json.loads(self.request.body or b"")
+        except (ValueError, UnicodeDecodeError):
+            raise InvalidRequest("request body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise InvalidRequest("request body must be a JSON object")
+        return body
+
+    def send_empty(self, status: int = 204) -> None:
+        self.set_status(status)
+        self.finish()
+
+    def _handle_request_exception(self, e: BaseException) -> None:
+        # Domain errors and dependency outages are expected: answer them, don't log tracebacks.
+        error = as_vault_error(e)
+        if error is None:
+            super()._handle_request_exception(e)  # type: ignore[arg-type]
+            return
+        if self._finished:
+            return
+        if isinstance(error, ServiceUnavailable):
+            self.set_header("Retry-After", str(error.retry_after))
+        self.send_error(error.status, vault_error=error)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error = kwargs.get("vault_error")
+        message = error.message if error else _REASONS.get(status_code, self._reason.lower())
+        self.clear_header("Content-Disposition")
+        body = {"error": message}
+        if status_code in (413, 415):
+            body.update({"statusCode": status_code, "message": message})
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.finish(json.dumps(body, ensure_ascii=False))
+
+
+def as_vault_error(e: BaseException) -> VaultError | None:
+    if isinstance(e, VaultError):
+        return e
+    if isinstance(e, PyMongoError):
+        log.warning("database unavailable: %s", type(e).__name__)
+        return ServiceUnavailable("database unavailable; retry shortly", retry_after=2)
+    if isinstance(e, (BlobCorrupt, KeyUnavailable)):
+        log.error("stored file failed its integrity check: %s", e)
+        return StorageCorrupt("stored file failed its integrity check")
+    if isinstance(e, BackendUnavailable):
+        return ServiceUnavailable("storage unavailable; retry shortly", retry_after=2)
+    return None
+
+
+class NotFoundHandler(BaseHandler):
+    """Unknown routes: JSON 404 whatever the method."""
+
+    public = True
+
+    async def prepare(self) -> None:
+        self.send_json(404, {"error": "no such endpoint"})

@@ -1,0 +1,91 @@
+"""The files API except upload: list, read, download, delete, access log."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from email_validator import EmailNotValidError, validate_email
+
+from vaultd.errors import InvalidRequest
+from vaultd.services import access_log, files
+from vaultd.web.base import BaseHandler
+
+# encodeURIComponent leaves these unescaped; clients decode X-File-Name with decodeURIComponent.
+URI_COMPONENT_SAFE = "-_.!~*'()"
+
+
+def parse_bounded_int(raw: str | None, name: str, default: int, low: int, high: int) -> int:
+    if raw is None:
+        return default
+    if not raw.isdigit() or len(raw) > 9:
+        raise InvalidRequest(f"{name} must be an integer between {low} and {high}")
+    value = int(raw)
+    if not low <= value <= high:
+        raise InvalidRequest(f"{name} must be an integer between {low} and {high}")
+    return value
+
+
+def optional_email(value: str | None) -> str | None:
+    """A valid email, normalised; anything else is ignored rather than logged."""
+    if not value:
+        return None
+    try:
+        return validate_email(value.strip(), check_deliverability=False).normalized
+    except EmailNotValidError:
+        return None
+
+
+async def list_files_json(handler: BaseHandler) -> None:
+    """GET /v1/files; served by the upload handler, which owns the /v1/files route."""
+    assert handler.account is not None
+    page = parse_bounded_int(handler.get_query_argument("page", None), "page", 1, 1, 10**9)
+    per_page = parse_bounded_int(
+        handler.get_query_argument("perPage", None), "perPage", files.PER_PAGE_DEFAULT, 1,
+        files.PER_PAGE_MAX,
+    )
+    handler.send_json(200, await files.list_files(handler.ctx.db, handler.account.id, page, per_page))
+
+
+class FileHandler(BaseHandler):
+    async def get(self, file_id: str) -> None:
+        assert self.account is not None
+        doc = await files.get_file(self.ctx.db, self.account.id, file_id)
+        self.send_json(200, files.file_json(doc))
+
+    async def delete(self, file_id: str) -> None:
+        assert self.account is not None
+        await files.delete_file(self.ctx.db, self.ctx.store, self.account.id, file_id)
+        self.send_empty(204)
+
+
+class DownloadHandler(BaseHandler):
+    async def get(self, file_id: str) -> None:
+        assert self.account is not None
+        doc = await files.get_file(self.ctx.db, self.account.id, file_id)
+        files.require_downloadable(doc)
+        opener = await self.ctx.store.open_plaintext(doc)  # verified before any byte is sent
+        email = optional_email(self.request.headers.get("x-viewer-email"))
+        await access_log.record(self.ctx.db, self.account.id, doc["_id"], "download",
+                                viewer_email=email)
+        self.set_header("Content-Type", doc["contentType"])
+        self.set_header("Content-Length", str(doc["size"]))
+        self.set_header("X-File-Name", quote(doc["name"], safe=URI_COMPONENT_SAFE))
+        self.set_header("Cache-Control", "private, no-store")
+        async for chunk in self.ctx.store.iter_plaintext(doc, opener):
+            self.write(chunk)
+            await self.flush()
+        self.finish()
+
+
+class AccessLogHandler(BaseHandler):
+    async def get(self, file_id: str) -> None:
+        assert self.account is not None
+        doc = await files.get_file(self.ctx.db, self.account.id, file_id)
+        self.send_json(200, await access_log.latest_for_file(self.ctx.db, doc["_id"]))
+
+
+ROUTES = [
+    (r"/v1/files/([^/]+)", FileHandler),
+    (r"/v1/files/([^/]+)/download", DownloadHandler),
+    (r"/v1/files/([^/]+)/access-log", AccessLogHandler),
+]

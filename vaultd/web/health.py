@@ -1,0 +1,17 @@
+"""GET /healthz: 200 once the database answers; no authentication."""
+
+from __future__ import annotations
+
+from vaultd.db import ping
+from vaultd.web.base import BaseHandler
+
+
+class HealthHandler(BaseHandler):
+    public = True
+
+    async def get(self) -> None:
+        await ping(self.ctx.db)  # a database error becomes a JSON 503 in the base handler
+        self.send_json(200, {"status": "ok"})
+
+
+ROUTES = [(r"/healthz", HealthHandler)]

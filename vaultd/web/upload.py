@@ -1,0 +1,111 @@
+"""POST /v1/files: streamed upload (and GET /v1/files, which shares the route).
+
+Stages: `prepare` authenticates and checks headers before any body byte is read; `data_received`
+encrypts each chunk as it arrives; `post` finalises. A request refused early is still read (up
+to a hard cap) before it is answered, because clients such as Python's http.client send the
+whole body before reading: answering early and closing would show them a connection reset
+instead of the 413. Tornado's own max_body_size answers a bare 400, so it is only the hard cap.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tornado.ioloop import IOLoop
+from tornado.web import stream_request_body
+
+from vaultd.errors import PayloadTooLarge, VaultError
+from vaultd.services.files import file_json
+from vaultd.services.uploads import UploadSession, parse_content_type, parse_kind, parse_name
+from vaultd.web.base import BaseHandler
+from vaultd.web.files import list_files_json
+
+log = logging.getLogger("vaultd.upload")
+
+
+def drain_cap(max_bytes: int) -> int:
+    """How much of a refused body we read before answering; past it we answer and close."""
+    return max_bytes * 2 + (1 << 20)
+
+
+@stream_request_body
+class FilesHandler(BaseHandler):
+    session: UploadSession | None = None
+    rejection: VaultError | None = None
+    finishing = False  # once the whole body is in, the upload completes even if the client leaves
+
+    async def prepare(self) -> None:
+        if self.request.method != "POST":
+            await super().prepare()
+            return
+        cap = drain_cap(self.ctx.settings.upload_max_bytes)
+        self.request.connection.set_max_body_size(cap)  # type: ignore[union-attr]
+        try:
+            await super().prepare()
+            self.session = self._open_session()
+        except VaultError as error:
+            self.rejection = error
+        length = self._content_length()
+        if self.rejection is not None and length is not None and length > cap:
+            self.set_header("Connection", "close")
+            raise self.rejection
+
+    def _open_session(self) -> UploadSession:
+        headers = self.request.headers
+        parse_content_type(headers.get("Content-Type"))
+        kind = parse_kind(headers.get("x-file-kind"))
+        name = parse_name(headers.get("x-file-name"))
+        length = self._content_length()
+        if length is not None and length > self.ctx.settings.upload_max_bytes:
+            raise self._too_large()
+        assert self.account is not None
+        return UploadSession(self.ctx.db, self.ctx.store, self.account, name, kind,
+                             self.ctx.instance_id)
+
+    def _content_length(self) -> int | None:
+        raw = self.request.headers.get("Content-Length")
+        return int(raw) if raw and raw.isdigit() else None
+
+    def _too_large(self) -> PayloadTooLarge:
+        limit = self.ctx.settings.upload_max_bytes
+        return PayloadTooLarge(f"file larger than the {limit} byte limit")
+
+    async def data_received(self, chunk: bytes) -> None:
+        if self.rejection is not None or self.session is None:
+            return  # draining a refused body
+        try:
+            if self.session.received + len(chunk) > self.ctx.settings.upload_max_bytes:
+                raise self._too_large()
+            await self.session.feed(chunk)
+        except VaultError as error:
+            self.rejection = error
+            await self._discard()
+
+    async def get(self) -> None:
+        await list_files_json(self)
+
+    async def post(self) -> None:
+        if self.rejection is not None:
+            raise self.rejection
+        assert self.session is not None
+        self.finishing = True
+        try:
+            doc = await self.session.finish(self.ctx.pool)
+        except BaseException:
+            await self._discard()
+            raise
+        self.session = None
+        self.send_json(201, file_json(doc))
+
+    async def _discard(self) -> None:
+        session, self.session = self.session, None
+        if session is not None:
+            await session.abort()
+
+    def on_connection_close(self) -> None:
+        # A client that goes away mid-upload leaves nothing behind.
+        if self.session is not None and not self.finishing:
+            IOLoop.current().spawn_callback(self._discard)
+
+
+ROUTES = [(r"/v1/files", FilesHandler)]

@@ -1,0 +1,69 @@
+"""View links over the API (Option B): create, details, pages, revoke."""
+
+from __future__ import annotations
+
+from vaultd.services import access_log, links
+from vaultd.services.pages import serve_page
+from vaultd.timefmt import iso_utc
+from vaultd.web.base import BaseHandler
+
+
+class ViewerIpMixin(BaseHandler):
+    def viewer_ip(self) -> str | None:
+        # An invalid value is ignored: never printed, never logged.
+        return access_log.valid_ip(self.request.headers.get("x-viewer-ip"))
+
+
+class CreateLinkHandler(BaseHandler):
+    async def post(self) -> None:
+        assert self.account is not None
+        request = links.parse_link_request(self.json_body(), self.account)
+        token, expires_at = await links.create_link(self.ctx.db, self.account, request)
+        self.send_json(201, {"token": token, "url": f"{self.ctx.viewer_url}/v/{token}",
+                             "expiresAt": iso_utc(expires_at)})
+
+
+class LinkHandler(ViewerIpMixin):
+    async def get(self, token: str) -> None:
+        assert self.account is not None
+        opened = await links.open_link(self.ctx.db, token, self.account.id)
+        await access_log.record(self.ctx.db, self.account.id, opened.file["_id"], "view",
+                                viewer_email=opened.link["viewerEmail"], ip=self.viewer_ip())
+        self.send_json(200, links.link_details(opened))
+
+    async def delete(self, token: str) -> None:
+        assert self.account is not None
+        await links.revoke_link(self.ctx.db, self.account.id, token)
+        self.send_empty(204)
+
+
+class PageHandler(ViewerIpMixin):
+    async def get(self, token: str, page: str) -> None:
+        assert self.account is not None
+        opened = await links.open_link(self.ctx.db, token, self.account.id)
+        jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
+                                opened, page, self.viewer_ip())
+        send_page(self, jpeg)
+
+
+def send_page(handler: BaseHandler, jpeg: bytes) -> None:
+    """Each display is a fresh render: nothing may cache or re-serve it."""
+    handler.set_header("Content-Type", "image/jpeg")
+    handler.set_header("Cache-Control", "private, no-store")
+    handler.set_header("Referrer-Policy", "no-referrer")
+    handler.finish(jpeg)
+
+
+class RevokeViewsHandler(BaseHandler):
+    async def post(self, file_id: str) -> None:
+        assert self.account is not None
+        revoked = await links.revoke_file_links(self.ctx.db, self.account.id, file_id)
+        self.send_json(200, {"revoked": revoked})
+
+
+ROUTES = [
+    (r"/v1/views", CreateLinkHandler),
+    (r"/v1/views/([^/]+)", LinkHandler),
+    (r"/v1/views/([^/]+)/pages/([^/]+)", PageHandler),
+    (r"/v1/files/([^/]+)/revoke-views", RevokeViewsHandler),
+]
