@@ -27,6 +27,10 @@ class BlobRef:
     def option(self, key: str) -> str:
         return dict(self.options)[key]
 
+    def __repr__(self) -> str:
+        # Options may hold credentials (an Azure connection string): never print them.
+        return f"BlobRef(backend={self.backend!r}, name={self.name!r})"
+
 
 class BlobWriter(Protocol):
     """A blob being written. Nothing is visible under the final name until `commit`."""

@@ -7,6 +7,7 @@ seekable stream that decrypts only the chunks they ask for.
 from __future__ import annotations
 
 import io
+from typing import BinaryIO
 
 import backends
 from backends.base import SyncBlobReader
@@ -69,7 +70,7 @@ class OpenedBlob:
     def stream(self, swallow: bool = False) -> GuardedStream:
         return GuardedStream(self.plaintext, swallow)
 
-    def buffered(self) -> io.BufferedReader:
+    def buffered(self) -> BinaryIO:
         """For Pillow, which makes many small reads."""
         return io.BufferedReader(self.stream(), buffer_size=64 * 1024)
 

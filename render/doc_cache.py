@@ -61,12 +61,7 @@ class DocumentCache:
     def lease(self, source: DocumentSource) -> Iterator[CachedDocument]:
         """The opened document for `source`, held under the cache lock while in use."""
         with self._lock:
-            self._evict_idle()
-            entry = self._entries.pop(source.cache_key, None)
-            if entry is not None and not self._still_valid(entry, source):
-                entry.close()
-                entry = None
-            entry = entry or self._open(source)
+            entry = self._checkout(source)
             self._entries[source.cache_key] = entry  # most recently used last
             self._evict_over_capacity()
             try:
@@ -82,8 +77,20 @@ class DocumentCache:
                 entry.last_used = self._clock()
         self._start_reaper()
 
-    def _still_valid(self, entry: CachedDocument, source: DocumentSource) -> bool:
-        return entry.identity == _identity(source) and entry.blob.reader.exists()
+    def _checkout(self, source: DocumentSource) -> CachedDocument:
+        self._evict_idle()
+        entry = self._entries.pop(source.cache_key, None)
+        if entry is None:
+            return self._open(source)
+        try:
+            valid = entry.identity == _identity(source) and entry.blob.reader.exists()
+        except BaseException:
+            entry.close()  # the backend could not answer: start over next time
+            raise
+        if valid:
+            return entry
+        entry.close()
+        return self._open(source)
 
     def _open(self, source: DocumentSource) -> CachedDocument:
         blob = open_blob(source)

@@ -6,13 +6,15 @@ RGB image already flattened onto white.
 
 from __future__ import annotations
 
+import struct
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import BinaryIO
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
-from PIL import Image, ImageOps
+from PIL import Image
 
 from render.blobs import GuardedStream, OpenedBlob
 from render.model import JPEG, PNG, PageOutOfRange, PixelBudget, Unreadable
@@ -25,8 +27,9 @@ WHITE = (255, 255, 255)
 _PIL_FORMATS = {JPEG: "JPEG", PNG: "PNG"}
 # Everything Pillow raises for damaged input. MemoryError is left alone on purpose: it means
 # the worker's memory cap was hit, which the pool reports as such.
+# (Pillow's plugins raise IndexError, TypeError and struct.error on some malformed headers.)
 _DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError,
-                  Image.DecompressionBombError, Image.DecompressionBombWarning)
+                  struct.error, Image.DecompressionBombError, Image.DecompressionBombWarning)
 
 
 # --- PDF ----------------------------------------------------------------------------------------
@@ -38,16 +41,12 @@ def open_pdf(blob: OpenedBlob) -> tuple[pdfium.PdfDocument, GuardedStream]:
     try:
         document = pdfium.PdfDocument(stream)
     except pdfium.PdfiumError as exc:
-        stream.raise_pending()
         stream.close()
+        stream.raise_pending()
         if exc.err_code == pdfium_c.FPDF_ERR_PASSWORD:
             raise Unreadable("the PDF is password-protected") from None
         raise Unreadable("the PDF is damaged or not a PDF") from None
     return document, stream
-
-
-def page_count(document: pdfium.PdfDocument) -> int:
-    return len(document)
 
 
 def render_pdf_page(
@@ -56,9 +55,10 @@ def render_pdf_page(
     """Render page `number` (1-based) scaled to the budget, on white."""
     if not 1 <= number <= len(document):
         raise PageOutOfRange(f"page {number} is outside 1..{len(document)}")
-    with _page(document, number - 1) as page:
+    with _page(document, stream, number - 1) as page:
         # get_size() is the displayed size (after /Rotate), which is what render() allocates.
-        scale = fit_scale(*page.get_size(), budget)
+        width, height = page.get_size()
+        scale = fit_scale(width, height, budget)
         bitmap = page.render(
             scale=scale, fill_color=(*WHITE, 255), rev_byteorder=True, may_draw_forms=False
         )
@@ -71,8 +71,14 @@ def render_pdf_page(
 
 
 @contextmanager
-def _page(document: pdfium.PdfDocument, index: int) -> Iterator[pdfium.PdfPage]:
-    page = document[index]
+def _page(
+    document: pdfium.PdfDocument, stream: GuardedStream, index: int
+) -> Iterator[pdfium.PdfPage]:
+    try:
+        page = document[index]
+    except pdfium.PdfiumError:
+        stream.raise_pending()
+        raise Unreadable(f"page {index + 1} of the PDF is damaged") from None
     try:
         yield page
     finally:
@@ -97,60 +103,77 @@ def decode_image(blob: OpenedBlob, content_type: str, budget: PixelBudget) -> Im
         stream.close()
 
 
-def _raise_read_error(stream: object) -> None:
+def _raise_read_error(stream: BinaryIO) -> None:
     # A storage failure under Pillow looks like OSError; re-raise it as itself, not as a bad file.
     raw = getattr(stream, "raw", None)
     if isinstance(raw, GuardedStream):
         raw.raise_pending()
 
 
-def _decode(stream: object, content_type: str, budget: PixelBudget) -> Image.Image:
+# EXIF orientation -> the transpose that makes the picture upright (as ImageOps.exif_transpose).
+_ORIENTATIONS = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM, 5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE, 8: Image.Transpose.ROTATE_90,
+}
+_SWAPS_AXES = {Image.Transpose.TRANSPOSE, Image.Transpose.TRANSVERSE,
+               Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_270}
+
+
+def _decode(stream: BinaryIO, content_type: str, budget: PixelBudget) -> Image.Image:
     fmt = _PIL_FORMATS[content_type]
     if fmt == "PNG":
         _verify_png(stream)
     with Image.open(stream, formats=[fmt]) as image:
         _check_pixels(image.size)
-        target = _oriented_target(image, budget)
+        turn = _ORIENTATIONS.get(image.getexif().get(0x0112, 1))
+        target = _stored_target(image.size, turn, budget)
         if fmt == "JPEG":
             # DCT scaling: decode at 1/2, 1/4 or 1/8 when that still covers the target size.
             image.draft(None, target)
         image.load()
-        upright = ImageOps.exif_transpose(image)
-        return flatten(upright).resize(
-            scaled_size(*upright.size, fit_scale(*upright.size, budget)),
-            Image.Resampling.LANCZOS,
-            reducing_gap=2.0,
-        )
+        # Shrink first, then turn upright and flatten: only one full-size copy ever exists.
+        small = _resizable(image).resize(target, Image.Resampling.LANCZOS, reducing_gap=2.0)
+    return flatten(small.transpose(turn) if turn is not None else small)
 
 
-def _verify_png(stream: object) -> None:
+def _stored_target(
+    size: tuple[int, int], turn: Image.Transpose | None, budget: PixelBudget
+) -> tuple[int, int]:
+    """Budget size for the upright picture, expressed in the stored (unturned) orientation."""
+    width, height = size
+    if turn in _SWAPS_AXES:
+        upright_w, upright_h = scaled_size(height, width, fit_scale(height, width, budget))
+        return upright_h, upright_w
+    return scaled_size(width, height, fit_scale(width, height, budget))
+
+
+def _verify_png(stream: BinaryIO) -> None:
     # verify() checks every chunk's CRC without decoding; load() alone skips some of them.
     with Image.open(stream, formats=["PNG"]) as image:
         _check_pixels(image.size)
         image.verify()
-    stream.seek(0)  # type: ignore[attr-defined]
+    stream.seek(0)
 
 
 def _check_pixels(size: tuple[int, int]) -> None:
-    if size[0] * size[1] > MAX_SOURCE_PIXELS or min(size) < 1:
+    if size[0] * size[1] > MAX_SOURCE_PIXELS:
         raise Unreadable("the image dimensions are too large")
 
 
-def _oriented_target(image: Image.Image, budget: PixelBudget) -> tuple[int, int]:
-    width, height = image.size
-    # EXIF orientations 5 to 8 swap the axes: size the decode for the upright image.
-    if image.getexif().get(0x0112) in (5, 6, 7, 8):
-        width, height = height, width
-        target = scaled_size(width, height, fit_scale(width, height, budget))
-        return target[1], target[0]
-    return scaled_size(width, height, fit_scale(width, height, budget))
+def _resizable(image: Image.Image) -> Image.Image:
+    """A mode that resamples smoothly (palette and 1-bit images only resize by nearest pixel)."""
+    if image.mode.startswith("I;16") or image.mode == "I":
+        # 16-bit grey (scans): a plain convert("L") would clip everything above 255 to white.
+        return image.convert("I").point(lambda v: v / 256).convert("L")
+    has_alpha = "transparency" in image.info or image.mode in ("PA", "RGBA", "LA")
+    if image.mode in ("RGB", "RGBA", "L", "LA") and "transparency" not in image.info:
+        return image
+    return image.convert("RGBA" if has_alpha else "RGB")
 
 
 def flatten(image: Image.Image) -> Image.Image:
-    """RGB on white, whatever the mode (alpha, palette transparency, 16-bit grey, CMYK)."""
-    if image.mode.startswith("I;16") or image.mode == "I":
-        # 16-bit grey (scans): convert("L") would clip everything above 255 to white.
-        image = image.convert("I").point(lambda v: v / 256).convert("L")
+    """RGB on white, from any of the modes `_resizable` returns."""
     if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
         rgba = image.convert("RGBA")
         background = Image.new("RGB", rgba.size, WHITE)

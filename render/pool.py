@@ -17,6 +17,7 @@ the next one gets PoolBusy at once (the server answers 503 with Retry-After) ins
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import multiprocessing
 import threading
@@ -128,11 +129,10 @@ class RenderPool:
         threading.Thread(target=old.join, name="render-pool-join", daemon=True).start()
 
     def _on_done(self, loop: asyncio.AbstractEventLoop, task: Future[Any]) -> None:
-        # Runs in a pebble thread: hand over to the event loop.
-        try:
+        # Runs in a pebble thread: hand over to the event loop (unless it is closed: then
+        # nobody is waiting any more).
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(self._settle, task)
-        except RuntimeError:
-            pass  # the loop is closed; nobody is waiting any more
 
     def _settle(self, task: Future[Any]) -> None:
         outcome = self._pending.pop(task, None)

@@ -10,6 +10,8 @@ Images are decoded in full by the same code that renders them (pixel cap, CRCs, 
 
 from __future__ import annotations
 
+from typing import BinaryIO, cast
+
 import pikepdf
 
 from render.blobs import OpenedBlob
@@ -43,7 +45,7 @@ def _validate_pdf(blob: OpenedBlob) -> int:
 def _check_structure(blob: OpenedBlob) -> None:
     stream = blob.stream()
     try:
-        with pikepdf.open(stream) as pdf:
+        with pikepdf.open(cast(BinaryIO, stream)) as pdf:
             if len(pdf.pages) < 1:
                 raise Unreadable("the PDF has no pages")
     except pikepdf.PasswordError:

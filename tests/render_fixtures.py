@@ -11,12 +11,16 @@ import struct
 import uuid
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pikepdf
 from PIL import Image, ImageDraw
 
 from backends.local import LocalBackend
-from render.model import JPEG, PDF, PNG, DocumentSource, WatermarkSpec
+from render.model import JPEG as JPEG  # re-exported: tests name content types as fx.PDF etc.
+from render.model import PDF as PDF
+from render.model import PNG as PNG
+from render.model import DocumentSource, WatermarkSpec
 from vaultd.crypto.blob_format import BlobEncryptor, blob_context, new_data_key
 
 LETTER = (612, 792)
@@ -25,7 +29,7 @@ LETTER = (612, 792)
 # --- PDFs ---------------------------------------------------------------------------------------
 
 
-def _save(pdf: pikepdf.Pdf, **options: object) -> bytes:
+def _save(pdf: pikepdf.Pdf, **options: Any) -> bytes:
     out = io.BytesIO()
     pdf.save(out, **options)
     return out.getvalue()
@@ -44,8 +48,8 @@ def _page(pdf: pikepdf.Pdf, size: tuple[float, float], content: bytes) -> pikepd
 
 
 def _text(size: tuple[float, float], text: str) -> bytes:
-    font_size = min(size) / 8
-    return f"BT /F1 {font_size:.4f} Tf {size[0] * 0.1:.4f} {size[1] * 0.5:.4f} Td ({text}) Tj ET".encode()
+    font_size, x, y = min(size) / 8, size[0] * 0.1, size[1] * 0.5
+    return f"BT /F1 {font_size:.4f} Tf {x:.4f} {y:.4f} Td ({text}) Tj ET".encode()
 
 
 def text_pdf(pages: int = 3, size: tuple[float, float] = LETTER, rotate: int = 0) -> bytes:
@@ -89,7 +93,8 @@ def heavy_pdf(pages: int = 12, side: int = 300) -> bytes:
             Type=pikepdf.Name.XObject, Subtype=pikepdf.Name.Image, Width=side, Height=side,
             ColorSpace=pikepdf.Name.DeviceRGB, BitsPerComponent=8,
         )
-        page = _page(pdf, LETTER, b"q 300 0 0 300 150 300 cm /Im0 Do Q " + _text(LETTER, f"P{number}"))
+        draw = b"q 300 0 0 300 150 300 cm /Im0 Do Q " + _text(LETTER, f"P{number}")
+        page = _page(pdf, LETTER, draw)
         page.obj.Resources.XObject = pikepdf.Dictionary(Im0=image)
         pdf.pages.append(page)
     return _save(pdf, compress_streams=False)
@@ -143,6 +148,34 @@ def solid_png(value: int, size: tuple[int, int] = (800, 1000)) -> bytes:
     return out.getvalue()
 
 
+def grey16_png(size: tuple[int, int] = (300, 200)) -> bytes:
+    """A 16-bit greyscale scan: a left-to-right ramp over the full 0..65535 range."""
+    ramp = Image.linear_gradient("L").rotate(90).resize(size)
+    image = ramp.convert("I").point(lambda v: v * 257).convert("I;16")
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def palette_png(size: tuple[int, int] = (200, 200)) -> bytes:
+    """A palette image whose colour 0 is transparent (the left half) and colour 1 black."""
+    image = Image.new("P", size, 1)
+    image.putpalette([255, 0, 0, 0, 0, 0])
+    ImageDraw.Draw(image).rectangle((0, 0, size[0] // 2 - 1, size[1]), fill=0)
+    out = io.BytesIO()
+    image.save(out, "PNG", transparency=0)
+    return out.getvalue()
+
+
+def sideways_jpeg(size: tuple[int, int] = (800, 600)) -> bytes:
+    """Stored landscape with EXIF Orientation 6: displayed portrait, as phones write them."""
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    out = io.BytesIO()
+    photo(size).save(out, "JPEG", quality=90, exif=exif)
+    return out.getvalue()
+
+
 def truncated_jpeg() -> bytes:
     data = jpeg((1200, 900))
     return data[: len(data) * 6 // 10]
@@ -156,7 +189,8 @@ def png_bomb(side: int = 60_000) -> bytes:
     """A valid-looking 1-bit PNG declaring side x side pixels (3.6 GP) in a few hundred bytes."""
     header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)
     rows = zlib.compress(b"\x00" * (1 + side // 8) * 64, 9)  # only the first rows; enough to lure
-    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", rows) + _chunk(b"IEND", b"")
+    chunks = _chunk(b"IHDR", header) + _chunk(b"IDAT", rows) + _chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunks
 
 
 def png_bad_crc() -> bytes:
@@ -195,10 +229,3 @@ def mark(name: str = "Alice Martin", email: str = "alice@example.com",
         displayed_at="2026-11-22 14:05:09 CET (UTC+01:00)",
     )
 
-
-__all__ = [
-    "JPEG", "LETTER", "PDF", "PNG", "blob_path", "corrupt_pdf", "encrypt_to_local",
-    "encrypted_pdf", "heavy_pdf", "huge_page_pdf", "jpeg", "mark", "photo", "png", "png_bad_crc",
-    "png_bomb", "rotated_pdf", "solid_pdf", "solid_png", "text_pdf", "tiny_page_pdf",
-    "truncated_jpeg",
-]

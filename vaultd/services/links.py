@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from email_validator import EmailNotValidError, validate_email
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
+from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.services import access_log
 from vaultd.services.accounts import Account, get_account
@@ -57,10 +57,10 @@ def parse_link_request(body: dict[str, Any], account: Account) -> LinkRequest:
 def parse_email(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidRequest("viewerEmail is required and must be an email address")
-    try:
-        return validate_email(value.strip(), check_deliverability=False).normalized
-    except EmailNotValidError:
-        raise InvalidRequest("viewerEmail is not a valid email address") from None
+    email = normalize_email(value)
+    if email is None:
+        raise InvalidRequest("viewerEmail is not a valid email address")
+    return email
 
 
 def parse_viewer_name(value: Any, email: str) -> str:

@@ -45,7 +45,9 @@ async def reserve_upload(db: Db, account_id: str, file_id: str, size: int, owner
     )
     if result.modified_count == 1:
         return
-    raise _limit_error(doc["plan"], doc["usage"], size)
+    # Read again: concurrent uploads may have used the room since our first read.
+    current = await db.accounts.find_one({"_id": account_id}, {"plan": 1, "usage": 1}) or doc
+    raise _limit_error(current["plan"], current["usage"], size)
 
 
 def _limit_error(plan_id: str, usage: dict[str, int], size: int) -> PlanLimitReached:

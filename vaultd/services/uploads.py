@@ -61,15 +61,13 @@ def parse_kind(value: str | None) -> str:
 
 
 def parse_name(value: str | None) -> str:
-    """Decode a URI-component-encoded name, strictly; control characters are dropped."""
+    """Decode a URI-component-encoded name; a malformed escape is refused, bytes that are not
+    UTF-8 become U+FFFD (legacy clients send Latin-1), control characters are dropped."""
     if value is None or value == "":
         return DEFAULT_NAME
-    try:
-        decoded = unquote(value, encoding="utf-8", errors="strict")
-    except UnicodeDecodeError:
-        raise InvalidRequest("x-file-name is not valid URI-component encoding") from None
     if _has_bad_escape(value):
         raise InvalidRequest("x-file-name is not valid URI-component encoding")
+    decoded = unquote(value, encoding="utf-8", errors="replace")
     cleaned = "".join(ch for ch in decoded if ch.isprintable()).strip()
     return cleaned[:MAX_NAME] or DEFAULT_NAME
 

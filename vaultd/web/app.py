@@ -6,12 +6,12 @@ from typing import Any
 
 import tornado.web
 
-from vaultd.web import account, files, health, upload, views
+from vaultd.web import account, files, health, openapi, upload, viewer, views
 from vaultd.web.access_log_scrub import log_request
 from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.context import AppContext
 
-ROUTE_MODULES: list[Any] = [health, account, upload, files, views]
+ROUTE_MODULES: list[Any] = [health, openapi, account, upload, files, views, viewer]
 
 
 class RouteAuditError(Exception):
@@ -35,8 +35,11 @@ def all_routes() -> list[tuple[str, type]]:
 def make_app(ctx: AppContext) -> tornado.web.Application:
     routes = all_routes()
     _audit(routes)
+    handlers: list[Any] = [(pattern, handler, {"ctx": ctx}) for pattern, handler in routes]
+    handlers.append(viewer.STATIC_ROUTE)
     return tornado.web.Application(
-        [(pattern, handler, {"ctx": ctx}) for pattern, handler in routes],
+        handlers,
+        template_path=str(viewer.TEMPLATE_DIR),
         default_handler_class=NotFoundHandler,
         default_handler_args={"ctx": ctx},
         log_function=log_request,

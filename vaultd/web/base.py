@@ -95,7 +95,14 @@ class BaseHandler(RequestHandler):
             self.set_header("Retry-After", str(error.retry_after))
         self.send_error(error.status, vault_error=error)
 
+    def allowed_methods(self) -> list[str]:
+        base = RequestHandler
+        return [m for m in self.SUPPORTED_METHODS
+                if getattr(type(self), m.lower()) is not getattr(base, m.lower())]
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        if status_code == 405:
+            self.set_header("Allow", ", ".join(self.allowed_methods()))
         error = kwargs.get("vault_error")
         message = error.message if error else _REASONS.get(status_code, self._reason.lower())
         self.clear_header("Content-Disposition")

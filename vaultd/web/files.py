@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from email_validator import EmailNotValidError, validate_email
 
+from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest
 from vaultd.services import access_log, files
 from vaultd.web.base import BaseHandler
@@ -27,12 +27,7 @@ def parse_bounded_int(raw: str | None, name: str, default: int, low: int, high: 
 
 def optional_email(value: str | None) -> str | None:
     """A valid email, normalised; anything else is ignored rather than logged."""
-    if not value:
-        return None
-    try:
-        return validate_email(value.strip(), check_deliverability=False).normalized
-    except EmailNotValidError:
-        return None
+    return normalize_email(value) if value else None
 
 
 async def list_files_json(handler: BaseHandler) -> None:

@@ -1,0 +1,98 @@
+"""The hosted viewer (Option A): /v/<token>, its pages and its assets. The token is the
+credential; no API key. Every response forbids framing, caching, sniffing and referrers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tornado.web import StaticFileHandler
+
+from vaultd.errors import NotFound
+from vaultd.services import access_log, links
+from vaultd.services.pages import serve_page
+from vaultd.web.base import BaseHandler
+from vaultd.web.client_ip import viewer_ip
+from vaultd.web.views import send_page
+
+WEB_DIR = Path(__file__).resolve().parent
+STATIC_DIR = WEB_DIR / "static"
+TEMPLATE_DIR = WEB_DIR / "templates"
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+
+
+def protect(handler: Any) -> None:
+    handler.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    handler.set_header("X-Frame-Options", "DENY")
+    handler.set_header("Referrer-Policy", "no-referrer")
+    handler.set_header("Cache-Control", "no-store")
+    handler.set_header("X-Content-Type-Options", "nosniff")
+    handler.set_header("Cross-Origin-Opener-Policy", "same-origin")
+    handler.set_header("Cross-Origin-Resource-Policy", "same-origin")
+    handler.set_header("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+
+
+class ViewerBase(BaseHandler):
+    public = True
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        protect(self)
+
+    def client_ip(self) -> str | None:
+        return viewer_ip(self.request, self.ctx.settings.proxy_trusted)
+
+
+class ViewerPageHandler(ViewerBase):
+    """The HTML page; an unusable link gets the same plain 404 page whatever the reason."""
+
+    async def get(self, token: str) -> None:
+        try:
+            opened = await links.open_link(self.ctx.db, token)
+        except NotFound:
+            self.set_status(404)
+            self.render("not_available.html")
+            return
+        await access_log.record(self.ctx.db, opened.account.id, opened.file["_id"], "view",
+                                viewer_email=opened.link["viewerEmail"], ip=self.client_ip())
+        self.render("viewer.html", details=links.link_details(opened))
+
+
+class ViewerImageHandler(ViewerBase):
+    async def get(self, token: str, page: str) -> None:
+        opened = await links.open_link(self.ctx.db, token)
+        jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
+                                opened, page, self.client_ip())
+        send_page(self, jpeg)
+
+
+class ViewerStatusHandler(ViewerBase):
+    """Polled by the open page so a revocation blanks it even when no page is loading."""
+
+    async def get(self, token: str) -> None:
+        await links.open_link(self.ctx.db, token)
+        self.send_json(200, {"active": True})
+
+
+class ViewerStaticHandler(StaticFileHandler):
+    def set_default_headers(self) -> None:
+        protect(self)
+
+    def set_extra_headers(self, path: str) -> None:
+        protect(self)
+
+    def compute_etag(self) -> None:
+        return None
+
+
+ROUTES = [
+    (r"/v/([^/]+)", ViewerPageHandler),
+    (r"/v/([^/]+)/pages/([^/]+)", ViewerImageHandler),
+    (r"/v/([^/]+)/status", ViewerStatusHandler),
+]
+STATIC_ROUTE = (r"/assets/(viewer\.(?:js|css))", ViewerStaticHandler, {"path": str(STATIC_DIR)})
