@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from admin_cli import commands_accounts, commands_keys, commands_log, commands_master_key
+from admin_cli import commands_storage
 from admin_cli.context import STATE
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ app.add_typer(commands_accounts.app, name="accounts")
 app.add_typer(commands_keys.app, name="keys")
 app.add_typer(commands_log.app, name="log")
 app.add_typer(commands_master_key.app, name="master-key")
+app.add_typer(commands_storage.app, name="storage")
 
 
 @app.callback()

@@ -16,6 +16,7 @@ request after an outage simply succeeds.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import random
 import re
@@ -183,7 +184,9 @@ class AzureBlobWriter:
         block_id = f"{self._prefix}-{len(self._blocks):06d}"
         await self._backend.ready()
         with _translated(self._name):
-            await self._blob.stage_block(block_id, bytes(self._buffer))
+            # A stream, not bytes: aiohttp would otherwise copy a multi-MiB body on the loop.
+            await self._blob.stage_block(block_id, io.BytesIO(self._buffer),
+                                         length=len(self._buffer))
         self._blocks.append(block_id)
         self._buffer.clear()
 
@@ -263,7 +266,7 @@ class AzureBackend:
                 self._container_ready = True
 
     async def _ensure_container(self) -> None:
-        with _translated(""):
+        with _translated(None):
             try:
                 await self.container.get_container_properties()
                 return
@@ -318,7 +321,7 @@ class AzureBackend:
 
     async def list_names(self) -> list[tuple[str, float]]:
         await self.ready()
-        with _translated(""):
+        with _translated(None):
             return [(item.name, item.last_modified.timestamp())
                     async for item in self.container.list_blobs()]
 

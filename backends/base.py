@@ -16,6 +16,10 @@ class BackendUnavailable(Exception):
     """Storage could not be reached (after retries); the request should get a 503."""
 
 
+class StorageFull(BackendUnavailable):
+    """The backend has no room left (ENOSPC, quota); the write was abandoned."""
+
+
 @dataclass(frozen=True)
 class BlobRef:
     """Everything a worker process needs to open one blob: backend name, its options, the name."""

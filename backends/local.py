@@ -8,13 +8,21 @@ final name. Leftover temporaries (from crashes) are removed by `sweep_temporarie
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import re
 import time
 import uuid
 from pathlib import Path
 
-from backends.base import BlobRef
+from backends.base import BlobRef, StorageFull
+
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _raise_if_full(exc: OSError) -> None:
+    if exc.errno in _FULL:
+        raise StorageFull(f"local storage is full ({errno.errorcode.get(exc.errno, exc.errno)})") from None
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 _TMP_PREFIX = ".tmp-"
@@ -31,20 +39,34 @@ class LocalBlobWriter:
     def __init__(self, directory: Path, name: str) -> None:
         self._final = directory / name
         self._tmp = directory / f"{_TMP_PREFIX}{name}.{uuid.uuid4().hex}"
-        self._file = open(self._tmp, "xb")  # noqa: SIM115 - closed in commit/abort
+        self._file = open(self._tmp, "xb", buffering=0)  # noqa: SIM115 - closed in commit/abort
         self._done = False
 
     async def write(self, data: bytes) -> None:
-        await asyncio.to_thread(self._file.write, data)
+        try:
+            await asyncio.to_thread(self._write_sync, data)
+        except OSError as exc:
+            _raise_if_full(exc)
+            raise
+
+    def _write_sync(self, data: bytes) -> None:
+        # Unbuffered writes: a full disk shows up at this write, not at some later flush.
+        view = memoryview(data)
+        while view:
+            written = os.write(self._file.fileno(), view)
+            view = view[written:]
 
     async def commit(self) -> int:
-        return await asyncio.to_thread(self._commit_sync)
+        try:
+            return await asyncio.to_thread(self._commit_sync)
+        except OSError as exc:
+            _raise_if_full(exc)
+            raise
 
     def _commit_sync(self) -> int:
         try:
-            self._file.flush()
             os.fsync(self._file.fileno())
-            size = self._file.tell()
+            size = os.fstat(self._file.fileno()).st_size
             self._file.close()
             os.replace(self._tmp, self._final)
             _fsync_dir(self._final.parent)

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fonts-dejavu-core fonts-noto-cjk)
+APT_PACKAGES=(fonts-dejavu-core fonts-droid-fallback)
 if [ "${1:-}" = "--test" ]; then
   # OCR of watermarks, poppler's pdftoppm (benchmarks), Chromium for the browser tests.
   APT_PACKAGES+=(tesseract-ocr poppler-utils chromium)

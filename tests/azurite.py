@@ -3,6 +3,9 @@
 `scripts/install-azurite.sh` installs it into `node_modules/` at the repository root; a global
 install on PATH works too. A missing Azurite is an error, not a skip: the Azure backend must be
 tested wherever the suite runs.
+
+`session_azurite` starts one server for the whole test session (each module's `azurite` fixture
+asks for it, and uses containers of its own); it is stopped when pytest exits.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.vault_process import ROOT, free_port
 
@@ -129,3 +133,15 @@ def running_azurite(location: Path) -> Iterator[Azurite]:
         yield server
     finally:
         server.stop()
+
+
+_SESSION: dict[str, Azurite] = {}
+
+
+def session_azurite(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
+    """The session's Azurite, started on first use and stopped at the end of the session."""
+    if "server" not in _SESSION:
+        server = Azurite(tmp_path_factory.mktemp("azurite") / "data").start()
+        _SESSION["server"] = server
+        config.add_cleanup(lambda: (server.stop(), _SESSION.clear()))
+    return _SESSION["server"]

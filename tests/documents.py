@@ -97,3 +97,19 @@ def png_of_size(size: int) -> bytes:
     data = base[:iend] + text + base[iend:]
     assert len(data) == size
     return data
+
+
+@lru_cache(maxsize=2)
+def slow_pdf(shapes: int = 8_000) -> bytes:
+    """One page that PDFium takes a long time to draw: many thin stroked curves."""
+    document = pikepdf.new()
+    ops = [b"0.5 w"]
+    for i in range(shapes):
+        x, y = (i * 37) % 595, (i * 53) % 842
+        ops.append(b"%d %d m %d %d %d %d %d %d c S" % (x, y, x + 40, y + 7, x + 3, y + 60, 595 - x, 842 - y))
+    page = pikepdf.Dictionary(Type=pikepdf.Name.Page, MediaBox=[0, 0, 595, 842],
+                              Contents=document.make_stream(b"\n".join(ops)))
+    document.pages.append(pikepdf.Page(page))
+    out = io.BytesIO()
+    document.save(out, compress_streams=True)
+    return out.getvalue()

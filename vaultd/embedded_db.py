@@ -7,6 +7,7 @@ the duration of the command. Either way, everything above this module just sees 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -71,14 +72,22 @@ def start(storage: Path, log_path: Path | None = None, record_address: bool = Tr
     cmd = [sys.executable, "-m", "secantus", "--host", host, "--port", str(port),
            "--storage-path", str(storage), "--log-level", "WARNING"]
     # A new session keeps a Ctrl-C in the terminal from killing the database before vaultd
-    # has closed its connections; vaultd stops it explicitly.
-    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # has closed its connections; vaultd stops it explicitly. If vaultd itself is killed, the
+    # kernel sends the database SIGTERM (PR_SET_PDEATHSIG), so no orphan keeps the store locked.
+    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                               preexec_fn=_terminate_with_parent)
     log.close()
     server = EmbeddedServer(process, host, port, storage)
     _wait_until_up(server)
     if record_address:
         _write_address(storage, host, port, process.pid)
     return server
+
+
+def _terminate_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _wait_until_up(server: EmbeddedServer) -> None:

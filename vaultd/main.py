@@ -90,7 +90,9 @@ async def serve(settings: Settings) -> None:
 
 
 def listen(settings: Settings, ctx: AppContext) -> tuple[HTTPServer, int]:
-    server = HTTPServer(make_app(ctx), max_body_size=JSON_BODY_LIMIT, xheaders=False)
+    # body_timeout: a stalled upload fails (and is cleaned up) instead of holding a temp blob.
+    server = HTTPServer(make_app(ctx), max_body_size=JSON_BODY_LIMIT, xheaders=False,
+                        body_timeout=60, idle_connection_timeout=120)
     sockets = bind_sockets(settings.port, settings.host)
     server.add_sockets(sockets)
     port = int(sockets[0].getsockname()[1])

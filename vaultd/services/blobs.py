@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backends.base import BlobBackend, BlobWriter
-from render.tasks import DocumentSource
+from render.model import DocumentSource
 from vaultd.crypto.blob_format import (
     BlobEncryptor,
     ChunkOpener,

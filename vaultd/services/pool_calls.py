@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -10,6 +11,7 @@ from render.tasks import PageOutOfRange, Unreadable
 from vaultd.errors import NotFound, ServiceUnavailable, Unprocessable
 
 T = TypeVar("T")
+log = logging.getLogger("vaultd.render")
 
 
 async def run_task(
@@ -34,3 +36,11 @@ async def run_task(
         raise Unprocessable(str(exc) or "the file is unreadable") from None
     except PageOutOfRange:
         raise NotFound("page not found") from None
+    except FileNotFoundError:
+        # The blob went away between the link check and the render: the file was deleted.
+        raise NotFound("file not found") from None
+    except RuntimeError as exc:
+        # A task error that could not cross the process boundary (tasks._portable): an odd
+        # document the renderer choked on, never a server fault.
+        log.warning("render task failed: %s", str(exc)[:200])
+        raise Unprocessable("the page could not be rendered") from None

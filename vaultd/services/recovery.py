@@ -9,6 +9,8 @@ claimed deletions are completed. Every step is idempotent, so several processes 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import uuid
 from datetime import timedelta
 
@@ -22,16 +24,37 @@ log = logging.getLogger("vaultd.recovery")
 
 HEARTBEAT_SECONDS = 5.0
 DEAD_AFTER_SECONDS = 30.0
+ABANDONED_TEMP_SECONDS = 120.0  # uploads stall at most body_timeout (60 s) before they fail
+HOST = socket.gethostname()
 
 
 def new_instance_id() -> str:
     return f"vaultd-{uuid.uuid4().hex[:12]}"
 
 
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of `pid`, so a recycled pid is not mistaken for a live vaultd."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 async def heartbeat(db: Db, instance_id: str) -> None:
+    pid = os.getpid()
     await db.database["instances"].update_one(
-        {"_id": instance_id}, {"$set": {"seenAt": utcnow()}}, upsert=True
+        {"_id": instance_id},
+        {"$set": {"seenAt": utcnow(), "host": HOST, "pid": pid, "started": _process_start(pid)}},
+        upsert=True,
     )
+
+
+def _gone_from_this_host(doc: dict) -> bool:
+    # On our own host we need not wait for the heartbeat to go stale: the process is visible.
+    if doc.get("host") != HOST or "pid" not in doc:
+        return False
+    return _process_start(int(doc["pid"])) != doc.get("started")
 
 
 async def forget_instance(db: Db, instance_id: str) -> None:
@@ -40,8 +63,8 @@ async def forget_instance(db: Db, instance_id: str) -> None:
 
 async def live_instances(db: Db) -> set[str]:
     cutoff = utcnow() - timedelta(seconds=DEAD_AFTER_SECONDS)
-    cursor = db.database["instances"].find({"seenAt": {"$gt": cutoff}}, {"_id": 1})
-    return {doc["_id"] async for doc in cursor}
+    cursor = db.database["instances"].find({"seenAt": {"$gt": cutoff}})
+    return {doc["_id"] async for doc in cursor if not _gone_from_this_host(doc)}
 
 
 async def recover(db: Db, store: BlobStore) -> int:
@@ -63,9 +86,15 @@ async def recover(db: Db, store: BlobStore) -> int:
     async for doc in db.files.find({"state": "deleting", "deletingAt": {"$lt": cutoff}}):
         await finish_delete(db, store, doc)
         settled += 1
+    settled += await _sweep_temporaries(store)
     if settled:
         log.info("recovery settled %d interrupted operations", settled)
     return settled
+
+
+async def _sweep_temporaries(store: BlobStore) -> int:
+    sweep = getattr(store.backend, "sweep_temporaries", None)
+    return int(await sweep(ABANDONED_TEMP_SECONDS)) if sweep else 0
 
 
 async def _settle_upload(db: Db, store: BlobStore, account_id: str, pending: dict) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from pymongo.errors import PyMongoError
 from tornado.web import RequestHandler
 
-from backends.base import BackendUnavailable
+from backends.base import BackendUnavailable, StorageFull
 from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyUnavailable
 from vaultd.errors import (
@@ -91,8 +91,6 @@ class BaseHandler(RequestHandler):
             return
         if self._finished:
             return
-        if isinstance(error, ServiceUnavailable):
-            self.set_header("Retry-After", str(error.retry_after))
         self.send_error(error.status, vault_error=error)
 
     def allowed_methods(self) -> list[str]:
@@ -104,6 +102,8 @@ class BaseHandler(RequestHandler):
         if status_code == 405:
             self.set_header("Allow", ", ".join(self.allowed_methods()))
         error = kwargs.get("vault_error")
+        if isinstance(error, ServiceUnavailable):  # send_error cleared the headers: set it here
+            self.set_header("Retry-After", str(error.retry_after))
         message = error.message if error else _REASONS.get(status_code, self._reason.lower())
         self.clear_header("Content-Disposition")
         body = {"error": message}
@@ -122,6 +122,9 @@ def as_vault_error(e: BaseException) -> VaultError | None:
     if isinstance(e, (BlobCorrupt, KeyUnavailable)):
         log.error("stored file failed its integrity check: %s", e)
         return StorageCorrupt("stored file failed its integrity check")
+    if isinstance(e, StorageFull):
+        log.error("blob storage is full")
+        return ServiceUnavailable("storage is full; retry later", retry_after=60)
     if isinstance(e, BackendUnavailable):
         return ServiceUnavailable("storage unavailable; retry shortly", retry_after=2)
     return None

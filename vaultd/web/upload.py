@@ -17,7 +17,7 @@ from tornado.web import stream_request_body
 from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.services.files import file_json
 from vaultd.services.uploads import UploadSession, parse_content_type, parse_kind, parse_name
-from vaultd.web.base import BaseHandler
+from vaultd.web.base import BaseHandler, as_vault_error
 from vaultd.web.files import list_files_json
 
 log = logging.getLogger("vaultd.upload")
@@ -77,9 +77,11 @@ class FilesHandler(BaseHandler):
             if self.session.received + len(chunk) > self.ctx.settings.upload_max_bytes:
                 raise self._too_large()
             await self.session.feed(chunk)
-        except VaultError as error:
-            self.rejection = error
+        except Exception as error:  # storage, database or our own refusal: nothing is kept
             await self._discard()
+            self.rejection = as_vault_error(error)
+            if self.rejection is None:
+                raise
 
     async def get(self) -> None:
         await list_files_json(self)

@@ -282,7 +282,7 @@
       endView();
       return;
     }
-    el.countdown.textContent = "expires in " + describeDuration(remaining);
+    el.countdown.textContent = "in " + describeDuration(remaining);
     el.countdown.classList.toggle("is-soon", remaining < 10 * 60 * 1000);
   }
 
@@ -292,7 +292,7 @@
     const minutes = Math.floor(seconds / 60);
     if (minutes < 60) return minutes + " min";
     const hours = Math.floor(minutes / 60);
-    if (hours < 48) return hours + " h " + String(minutes % 60).padStart(2, "0") + " min";
+    if (hours < 48) return hours + " h" + (minutes % 60 ? " " + (minutes % 60) + " min" : "");
     return Math.floor(hours / 24) + " days";
   }
 

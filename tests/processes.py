@@ -1,0 +1,54 @@
+"""Finding a vaultd's child processes through /proc, for fault-injection tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    except OSError:
+        return ""
+
+
+def render_workers(vaultd_pid: int) -> list[int]:
+    """The spawned pool workers (not the database, not the resource tracker)."""
+    return [p for p in children(vaultd_pid) if "spawn_main" in cmdline(p)]
+
+
+def database_process(vaultd_pid: int) -> int | None:
+    for pid in children(vaultd_pid):
+        if "secantus" in cmdline(pid):
+            return pid
+    return None
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise LookupError(pid)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False

@@ -1,0 +1,220 @@
+"""The blob backend contract: one suite, run unchanged against every backend.
+
+Each test gets a fresh, empty store: a temporary directory for the local backend, a new
+container in a real Azurite for the Azure backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+import backends
+from backends.azure import AzureBackend, AzureConfig
+from backends.base import BlobBackend
+from backends.local import LocalBackend
+from tests.azurite import Azurite, session_azurite
+
+MiB = 1 << 20
+BLOCK = 4 * MiB  # the Azure backend's block size: sizes around it cross block boundaries
+PIECE = 16400  # what the encryptor hands over: one encrypted chunk
+
+
+@pytest.fixture(scope="module")
+def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
+    return session_azurite(request.config, tmp_path_factory)
+
+
+@pytest.fixture(params=["local", "azure"])
+def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], BlobBackend]:
+    if request.param == "local":
+        return lambda: LocalBackend(tmp_path / "blobs")
+    azurite: Azurite = request.getfixturevalue("azurite")
+    connection_string = azurite.connection_string
+    container = f"contract-{uuid.uuid4().hex[:16]}"
+    return lambda: AzureBackend(AzureConfig(container, connection_string=connection_string))
+
+
+@pytest.fixture
+async def backend(make_backend: Callable[[], BlobBackend]) -> AsyncIterator[BlobBackend]:
+    store = make_backend()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def put(store: BlobBackend, name: str, data: bytes, piece: int = PIECE) -> int:
+    writer = await store.open_writer(name)
+    for start in range(0, len(data), piece):
+        await writer.write(data[start:start + piece])
+    return await writer.commit()
+
+
+def name() -> str:
+    return str(uuid.uuid4())
+
+
+async def test_a_committed_blob_reads_back_exactly(backend: BlobBackend) -> None:
+    data, blob = os.urandom(100_000), name()
+    assert await put(backend, blob, data) == len(data)
+    assert await backend.exists(blob)
+    assert await backend.size(blob) == len(data)
+    assert await backend.read_range(blob, 0, len(data)) == data
+    assert await backend.read_range(blob, 12_345, 40_000) == data[12_345:52_345]
+    assert await backend.read_range(blob, 99_999, 1) == data[-1:]
+
+
+async def test_nothing_is_visible_before_commit(backend: BlobBackend) -> None:
+    blob = name()
+    writer = await backend.open_writer(blob)
+    await writer.write(os.urandom(5 * MiB))  # past one block: something was staged
+    assert not await backend.exists(blob)
+    assert blob not in dict(await backend.list_names())
+    with pytest.raises(FileNotFoundError):
+        await backend.size(blob)
+    await writer.commit()
+    assert await backend.exists(blob)
+
+
+async def test_an_aborted_blob_leaves_nothing_and_abort_is_idempotent(
+        backend: BlobBackend) -> None:
+    blob = name()
+    writer = await backend.open_writer(blob)
+    await writer.write(os.urandom(5 * MiB))
+    await writer.abort()
+    await writer.abort()
+    assert not await backend.exists(blob)
+    assert await backend.list_names() == []
+    with pytest.raises(FileNotFoundError):
+        await backend.read_range(blob, 0, 10)
+
+
+async def test_abort_after_commit_keeps_the_blob(backend: BlobBackend) -> None:
+    blob = name()
+    writer = await backend.open_writer(blob)
+    await writer.write(b"kept")
+    await writer.commit()
+    await writer.abort()
+    assert await backend.read_range(blob, 0, 100) == b"kept"
+
+
+async def test_reads_at_and_past_the_end_are_short_or_empty(backend: BlobBackend) -> None:
+    data, blob = os.urandom(1000), name()
+    await put(backend, blob, data)
+    assert await backend.read_range(blob, 990, 100) == data[990:]
+    assert await backend.read_range(blob, 1000, 10) == b""
+    assert await backend.read_range(blob, 5000, 10) == b""
+    assert await backend.read_range(blob, 10, 0) == b""
+
+
+@pytest.mark.parametrize("size", [0, 1, BLOCK - 1, BLOCK, 2 * BLOCK, 2 * BLOCK + 12_345],
+                         ids=["empty", "one-byte", "block-minus-one", "one-block",
+                              "two-blocks-empty-tail", "two-blocks-and-a-tail"])
+async def test_sizes_around_block_boundaries_round_trip(backend: BlobBackend, size: int) -> None:
+    data, blob = os.urandom(size), name()
+    assert await put(backend, blob, data) == size
+    assert await backend.size(blob) == size
+    assert await backend.read_range(blob, 0, size + 10) == data
+    if size > BLOCK:  # a range straddling the first block boundary
+        assert await backend.read_range(blob, BLOCK - 7, 14) == data[BLOCK - 7:BLOCK + 7]
+
+
+async def test_empty_writes_change_nothing(backend: BlobBackend) -> None:
+    blob = name()
+    writer = await backend.open_writer(blob)
+    for piece in (b"", b"abc", b"", b"def", b""):
+        await writer.write(piece)
+    assert await writer.commit() == 6
+    assert await backend.read_range(blob, 0, 10) == b"abcdef"
+
+
+async def test_missing_blobs_are_file_not_found(backend: BlobBackend) -> None:
+    blob = name()
+    with pytest.raises(FileNotFoundError):
+        await backend.read_range(blob, 0, 10)
+    with pytest.raises(FileNotFoundError):
+        await backend.size(blob)
+    assert not await backend.exists(blob)
+
+
+async def test_delete_removes_and_reports_whether_it_existed(backend: BlobBackend) -> None:
+    blob = name()
+    await put(backend, blob, b"gone soon")
+    assert await backend.delete(blob) is True
+    assert not await backend.exists(blob)
+    assert await backend.delete(blob) is False
+
+
+async def test_list_names_gives_committed_blobs_with_their_time(backend: BlobBackend) -> None:
+    before = time.time()
+    names = sorted(name() for _ in range(3))
+    for blob in names:
+        await put(backend, blob, blob.encode())
+    listed = dict(await backend.list_names())
+    assert sorted(listed) == names
+    for modified in listed.values():
+        assert before - 5 <= modified <= time.time() + 5
+
+
+async def test_committing_under_an_existing_name_replaces_the_blob(backend: BlobBackend) -> None:
+    blob = name()
+    await put(backend, blob, b"first version, longer")
+    await put(backend, blob, b"second")
+    assert await backend.read_range(blob, 0, 100) == b"second"
+
+
+async def test_concurrent_writers_never_mix_their_blobs(backend: BlobBackend) -> None:
+    payloads = {name(): os.urandom(BLOCK + 1000 * i) for i in range(6)}
+
+    async def write(blob: str, data: bytes) -> None:
+        writer = await backend.open_writer(blob)
+        for start in range(0, len(data), 256 * 1024):
+            await writer.write(data[start:start + 256 * 1024])
+            await asyncio.sleep(0)  # interleave with the other writers
+        await writer.commit()
+
+    await asyncio.gather(*(write(blob, data) for blob, data in payloads.items()))
+    for blob, data in payloads.items():
+        assert await backend.read_range(blob, 0, len(data) + 1) == data
+
+
+async def test_a_ref_opens_a_sync_random_access_reader(backend: BlobBackend) -> None:
+    data, blob = os.urandom(3 * MiB), name()
+    await put(backend, blob, data)
+    reader = await asyncio.to_thread(backends.open_reader, backend.ref(blob))
+    try:
+        assert reader.size == len(data)
+        assert await asyncio.to_thread(reader.read_at, 1_000_000, 70_000) == \
+            data[1_000_000:1_070_000]
+        assert await asyncio.to_thread(reader.read_at, len(data) - 5, 100) == data[-5:]
+        assert await asyncio.to_thread(reader.exists)
+        await backend.delete(blob)
+        assert not await asyncio.to_thread(reader.exists)
+    finally:
+        reader.close()
+    with pytest.raises(FileNotFoundError):
+        await asyncio.to_thread(backends.open_reader, backend.ref(blob))
+
+
+async def test_a_ref_survives_pickling_and_hides_its_options(backend: BlobBackend) -> None:
+    import pickle
+
+    ref = backend.ref(name())
+    assert pickle.loads(pickle.dumps(ref)) == ref
+    for _, value in ref.options:
+        assert not value or value not in repr(ref)
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".hidden", "x" * 300])
+async def test_names_outside_the_safe_alphabet_are_refused(backend: BlobBackend, bad: str) -> None:
+    with pytest.raises(ValueError):
+        await backend.open_writer(bad)
+    with pytest.raises(ValueError):
+        backend.ref(bad)

@@ -1,0 +1,253 @@
+"""Faults injected into a running vaultd: killed workers, a killed server, a database that goes
+away and comes back, a full disk. Each leaves vaultd working and its records exact."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import create_link, upload, upload_ok
+from tests.processes import render_workers
+from tests.test_api_auth import assert_json_error
+from tests.vault_process import VaultProcess, free_port
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError("condition not reached in time")
+
+
+@pytest.fixture
+def own_vault(tmp_path: Path) -> Iterator[VaultProcess]:
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    yield server
+    server.stop()
+
+
+def test_a_worker_killed_mid_render_costs_one_request_not_the_server(own_vault: VaultProcess) -> None:
+    _, key = own_vault.new_account()
+    with own_vault.client(key) as api:
+        slow = upload_ok(api, docs.slow_pdf())
+        quick = upload_ok(api, docs.pdf())
+        slow_link, quick_link = create_link(api, slow["id"]), create_link(api, quick["id"])
+        own_vault.secrets += [slow_link["token"], quick_link["token"]]
+        result: dict[str, httpx.Response] = {}
+        thread = threading.Thread(target=lambda: result.setdefault(
+            "r", api.get(f"/views/{slow_link['token']}/pages/1")))
+        thread.start()
+        time.sleep(0.8)  # the render is under way
+        workers = render_workers(own_vault.process.pid)
+        assert workers
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        thread.join(60)
+        body = assert_json_error(result["r"], 503)
+        assert result["r"].headers["retry-after"]
+        assert "retry" in body["error"]
+        assert api.get(f"/views/{quick_link['token']}/pages/1").status_code == 200
+        assert httpx.get(f"{own_vault.url}/healthz").status_code == 200
+        pages = [e for e in api.get(f"/files/{slow['id']}/access-log").json() if e["action"] == "page"]
+        assert pages == []
+
+
+def test_a_hanging_render_is_killed_at_its_timeout_and_the_next_one_works(tmp_path: Path) -> None:
+    server = VaultProcess(tmp_path / "data", env={
+        "VAULTD_RENDER_WORKERS": "1", "VAULTD_RENDER_TIMEOUT_SECONDS": "1"}).start()
+    try:
+        _, key = server.new_account()
+        with server.client(key) as api:
+            slow = create_link(api, upload_ok(api, docs.slow_pdf())["id"])
+            quick = create_link(api, upload_ok(api, docs.pdf())["id"])
+            server.secrets += [slow["token"], quick["token"]]
+            started = time.monotonic()
+            body = assert_json_error(api.get(f"/views/{slow['token']}/pages/1"), 503)
+            assert time.monotonic() - started < 10 and "timed out" in body["error"]
+            assert api.get(f"/views/{quick['token']}/pages/1").status_code == 200
+    finally:
+        server.stop()
+
+
+def test_a_full_render_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
+    server = VaultProcess(tmp_path / "data", env={
+        "VAULTD_RENDER_WORKERS": "1", "VAULTD_RENDER_QUEUE_SIZE": "0"}).start()
+    try:
+        _, key = server.new_account()
+        with server.client(key) as api:
+            slow = create_link(api, upload_ok(api, docs.slow_pdf())["id"])
+            server.secrets.append(slow["token"])
+            busy = threading.Thread(target=lambda: api.get(f"/views/{slow['token']}/pages/1"))
+            busy.start()
+            time.sleep(0.5)
+            response = api.get(f"/views/{slow['token']}/pages/1")
+            body = assert_json_error(response, 503)
+            assert response.headers["retry-after"] and "queue" in body["error"]
+            busy.join(60)
+    finally:
+        server.stop()
+
+
+def test_vaultd_killed_during_an_upload_restarts_with_exact_counters(own_vault: VaultProcess,
+                                                                     tmp_path: Path) -> None:
+    account_id, key = own_vault.new_account()
+    big = docs.pdf(pages=1500)
+    with own_vault.client(key) as api:
+        kept = upload_ok(api, docs.pdf())
+        outcome: dict[str, object] = {}
+
+        def send() -> None:
+            try:
+                outcome["r"] = upload(api, big)
+            except httpx.HTTPError as exc:
+                outcome["r"] = exc
+
+        thread = threading.Thread(target=send)
+        thread.start()
+
+        async def reserved(db) -> bool:
+            doc = await db.accounts.find_one({"_id": account_id})
+            return bool(doc["pendingUploads"])
+
+        wait_for(lambda: own_vault.run_service(reserved), timeout=60, interval=0.02)
+        own_vault.stop(signal.SIGKILL)
+        thread.join(30)
+        assert isinstance(outcome["r"], httpx.HTTPError)
+    wait_for_orphaned_database_to_exit(own_vault)
+    own_vault.start()
+    with own_vault.client(key) as api:
+        files = api.get("/files").json()
+        assert [f["id"] for f in files["files"]] == [kept["id"]]
+        usage = api.get("/account").json()["usage"]
+        assert (usage["documents"], usage["storageBytes"]) == (1, kept["size"])
+    assert {p.name for p in (own_vault.data_dir / "blobs").iterdir()} == {kept["id"]}
+
+
+def wait_for_orphaned_database_to_exit(server: VaultProcess) -> None:
+    """The embedded database gets SIGTERM when its vaultd dies; it needs a moment to close."""
+
+    def gone() -> bool:
+        listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        return str(server.data_dir / "db") not in listing
+
+    wait_for(gone, timeout=30)
+
+
+def test_a_temp_file_left_by_a_killed_upload_is_cleaned_at_start(own_vault: VaultProcess) -> None:
+    blobs = own_vault.data_dir / "blobs"
+    leftover = blobs / ".tmp-0b3c2f9e-5d59-4a70-8d0e-7e7b7c0f3a55.deadbeef"
+    leftover.write_bytes(b"\0" * 1000)
+    old = time.time() - 600
+    os.utime(leftover, (old, old))
+    fresh = blobs / ".tmp-1b3c2f9e-5d59-4a70-8d0e-7e7b7c0f3a55.cafebabe"
+    fresh.write_bytes(b"\0" * 10)
+    own_vault.stop()
+    own_vault.start()
+    assert not leftover.exists()
+    assert fresh.exists()  # maybe an upload of another process in progress: left alone
+
+
+@pytest.fixture
+def external_db(tmp_path: Path) -> Iterator[dict]:
+    state = {"port": free_port(), "storage": tmp_path / "external-db", "process": None}
+
+    def start() -> None:
+        state["process"] = subprocess.Popen(
+            [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port", str(state["port"]),
+             "--storage-path", str(state["storage"]), "--log-level", "WARNING"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: _port_open(state["port"]), timeout=30)
+
+    def stop() -> None:
+        state["process"].terminate()
+        state["process"].wait(30)
+
+    state["start"], state["stop"] = start, stop
+    start()
+    yield state
+    if state["process"].poll() is None:
+        stop()
+
+
+def _port_open(port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def test_a_database_outage_is_a_json_503_and_vaultd_recovers_by_itself(
+    tmp_path: Path, external_db: dict
+) -> None:
+    uri = f"mongodb://127.0.0.1:{external_db['port']}/?directConnection=true"
+    server = VaultProcess(tmp_path / "data", env={
+        "VAULTD_MONGODB_URI": uri, "VAULTD_RENDER_WORKERS": "1"}).start()
+    try:
+        _, key = server.new_account()
+        with server.client(key) as api:
+            created = upload_ok(api, docs.pdf())
+            external_db["stop"]()
+            for response in (api.get("/files"), api.get(f"/files/{created['id']}"),
+                             upload(api, docs.pdf()),
+                             httpx.get(f"{server.url}/healthz", timeout=30)):
+                body = assert_json_error(response, 503)
+                assert "database" in body["error"] and response.headers["retry-after"]
+            external_db["start"]()
+            wait_for(lambda: healthy(server), timeout=60, interval=0.5)
+            assert api.get(f"/files/{created['id']}").status_code == 200
+            assert api.get("/files").json()["total"] == 1
+    finally:
+        server.stop()
+
+
+def healthy(server: VaultProcess) -> bool:
+    try:
+        return httpx.get(f"{server.url}/healthz", timeout=30).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_fails_the_upload_cleanly_and_keeps_nothing(tmp_path: Path,
+                                                                tiny_disk: Path) -> None:
+    server = VaultProcess(tmp_path / "data", env={
+        "VAULTD_STORAGE_LOCAL_DIR": str(tiny_disk), "VAULTD_RENDER_WORKERS": "1"}).start()
+    try:
+        _, key = server.new_account()
+        with server.client(key) as api:
+            first = upload_ok(api, docs.png_of_size(350_000), content_type="image/png")
+            response = upload(api, docs.png_of_size(350_000), content_type="image/png")
+            body = assert_json_error(response, 503)
+            assert "full" in body["error"]
+            assert sorted(p.name for p in tiny_disk.iterdir()) == [first["id"]]
+            usage = api.get("/account").json()["usage"]
+            assert (usage["documents"], usage["storageBytes"]) == (1, 350_000)
+            assert api.delete(f"/files/{first['id']}").status_code == 204
+            upload_ok(api, docs.png_of_size(350_000), content_type="image/png")
+    finally:
+        server.stop()
+    shutil.rmtree(tmp_path / "data", ignore_errors=True)

@@ -1,0 +1,263 @@
+"""`vault-admin storage verify | gc | migrate`, run as real processes against a running vaultd,
+on the local backend and on Azure (Azurite)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from backends.azure import AzureBackend, AzureConfig
+from backends.base import BlobBackend
+from backends.local import LocalBackend
+from tests import documents as docs
+from tests.azurite import ACCOUNT_KEY, Azurite, session_azurite
+from tests.conftest import assert_no_secrets_in_log
+from tests.http_helpers import upload_ok
+from tests.test_cli import one_line_error
+from tests.vault_process import ROOT, VaultProcess, base_env
+from vaultd.crypto.blob_format import HEADER_SIZE, WIRE_CHUNK_SIZE
+
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
+    return session_azurite(request.config, tmp_path_factory)
+
+
+def running_vault(root: Any, env: dict[str, str]) -> Iterator[VaultProcess]:
+    server = VaultProcess(root / "data", env={"VAULTD_RENDER_WORKERS": "1", **env}).start()
+    yield server
+    server.stop()
+    server.secrets.append(ACCOUNT_KEY)
+    assert_no_secrets_in_log(server)
+
+
+@pytest.fixture(scope="module")
+def local_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    yield from running_vault(tmp_path_factory.mktemp("tools-local"), {})
+
+
+@pytest.fixture(scope="module")
+def azure_vault(tmp_path_factory: pytest.TempPathFactory,
+                azurite: Azurite) -> Iterator[VaultProcess]:
+    container = f"tools-{uuid.uuid4().hex[:12]}"
+    yield from running_vault(tmp_path_factory.mktemp("tools-azure"), azurite.env(container))
+
+
+@pytest.fixture(params=["local", "azure"])
+def vault(request: pytest.FixtureRequest) -> VaultProcess:
+    server: VaultProcess = request.getfixturevalue(f"{request.param}_vault")
+    return server
+
+
+@pytest.fixture
+def api(vault: VaultProcess) -> Iterator[httpx.Client]:
+    _, key = vault.new_account("Integrity Inc")
+    with vault.client(key) as client:
+        yield client
+
+
+def admin(vault: VaultProcess, *args: str, env: dict[str, str] | None = None
+          ) -> subprocess.CompletedProcess[str]:
+    """vault-admin with the server's settings, plus `env`; any exit code."""
+    cmd = [sys.executable, "-m", "admin_cli.main", "--data-dir", str(vault.data_dir), *args]
+    return subprocess.run(cmd, cwd=ROOT, env=base_env({**vault.env, **(env or {})}),
+                          capture_output=True, text=True, timeout=120)
+
+
+def admin_json(vault: VaultProcess, *args: str, code: int = 0,
+               env: dict[str, str] | None = None) -> Any:
+    result = admin(vault, "--json", *args, env=env)
+    assert result.returncode == code, result.stderr
+    return json.loads(result.stdout)
+
+
+def storage_of(env: dict[str, str], vault: VaultProcess) -> BlobBackend:
+    if env.get("VAULTD_STORAGE_BACKEND") == "azure":
+        return AzureBackend(AzureConfig(env["VAULTD_AZURE_CONTAINER"],
+                                        connection_string=env["VAULTD_AZURE_CONNECTION_STRING"]))
+    return LocalBackend(vault.data_dir / "blobs")
+
+
+def on_storage(vault: VaultProcess, action: Callable[[BlobBackend], Awaitable[T]]) -> T:
+    """Run `action` against the server's blob storage, directly (as damage would happen)."""
+    async def main() -> T:
+        backend = storage_of(vault.env, vault)
+        try:
+            return await action(backend)
+        finally:
+            await backend.close()
+
+    return asyncio.run(main())
+
+
+async def put(backend: BlobBackend, name: str, data: bytes) -> None:
+    writer = await backend.open_writer(name)
+    await writer.write(data)
+    await writer.commit()
+
+
+def corrupt_chunk(vault: VaultProcess, name: str, chunk: int) -> None:
+    async def flip(backend: BlobBackend) -> None:
+        blob = bytearray(await backend.read_range(name, 0, await backend.size(name)))
+        blob[HEADER_SIZE + chunk * WIRE_CHUNK_SIZE + 100] ^= 0x01
+        await put(backend, name, bytes(blob))
+
+    on_storage(vault, flip)
+
+
+def delete_blob(vault: VaultProcess, name: str) -> None:
+    async def delete(backend: BlobBackend) -> bool:
+        return await backend.delete(name)
+
+    assert on_storage(vault, delete)
+
+
+def blob_exists(vault: VaultProcess, name: str) -> bool:
+    async def exists(backend: BlobBackend) -> bool:
+        return await backend.exists(name)
+
+    return on_storage(vault, exists)
+
+
+def test_verify_passes_when_every_blob_decrypts(vault: VaultProcess, api: httpx.Client) -> None:
+    for body in (docs.pdf(pages=2), docs.png_of_size(200_000)):
+        upload_ok(api, body, content_type="application/octet-stream")
+    account_id = api.get("/account").json()["id"]
+    report = admin_json(vault, "storage", "verify", "--account", account_id)
+    assert report == {"checked": 2, "ok": 2, "missing": [], "corrupt": []}
+    text = admin(vault, "storage", "verify", "--account", account_id)
+    assert text.returncode == 0 and "checked 2 files: 2 ok, 0 missing, 0 corrupt" in text.stdout
+
+
+def test_verify_reports_missing_and_corrupt_blobs_and_exits_1(vault: VaultProcess,
+                                                              api: httpx.Client) -> None:
+    damaged = upload_ok(api, docs.png_of_size(100_000), content_type="image/png")
+    gone = upload_ok(api, docs.pdf(pages=1))
+    upload_ok(api, docs.png(), content_type="image/png")
+    # A middle chunk: the length, header and final chunk still check out, so only a complete
+    # decryption can notice.
+    corrupt_chunk(vault, damaged["id"], chunk=3)
+    delete_blob(vault, gone["id"])
+    account_id = api.get("/account").json()["id"]
+    report = admin_json(vault, "storage", "verify", "--account", account_id, code=1)
+    assert (report["checked"], report["ok"]) == (3, 1)
+    assert report["missing"] == [{"fileId": gone["id"], "accountId": account_id,
+                                  "blob": gone["id"]}]
+    [corrupt] = report["corrupt"]
+    assert corrupt["fileId"] == damaged["id"] and "chunk 3 failed authentication" in corrupt["problem"]
+    text = admin(vault, "storage", "verify", "--account", account_id)
+    assert text.returncode == 1
+    assert f"missing  file {gone['id']}" in text.stdout
+    assert f"corrupt  file {damaged['id']}" in text.stdout
+
+
+def live_instance(vault: VaultProcess) -> str:
+    async def find(db: Any) -> str:
+        return str((await db.database["instances"].find_one({}, sort=[("seenAt", -1)]))["_id"])
+
+    return str(vault.run_service(find))
+
+
+def pending_upload(vault: VaultProcess, account_id: str, file_id: str, add: bool) -> None:
+    """An upload in flight, as a live process records it (and its removal afterwards)."""
+    entry = {"id": file_id, "size": 10, "at": None, "owner": live_instance(vault)}
+    change = {"$push": {"pendingUploads": entry}} if add else {
+        "$pull": {"pendingUploads": {"id": file_id}}}
+
+    async def update(db: Any) -> None:
+        await db.accounts.update_one({"_id": account_id}, change)
+
+    vault.run_service(update)
+
+
+def test_gc_removes_old_orphans_only_and_reports_files_without_blobs(
+        vault: VaultProcess, api: httpx.Client) -> None:
+    kept = upload_ok(api, docs.pdf(pages=1))
+    lost = upload_ok(api, docs.pdf(pages=1))
+    delete_blob(vault, lost["id"])
+    orphan, in_flight, foreign = str(uuid.uuid4()), str(uuid.uuid4()), "someone-elses.txt"
+    for name in (orphan, in_flight, foreign):
+        on_storage(vault, lambda backend, n=name: put(backend, n, os.urandom(1000)))
+    account_id = api.get("/account").json()["id"]
+    pending_upload(vault, account_id, in_flight, add=True)
+    try:
+        young = admin_json(vault, "storage", "gc")
+        assert orphan in young["keptYoung"] and young["orphans"] == []
+        dry = admin_json(vault, "storage", "gc", "--older-than", "0s", "--dry-run")
+        assert orphan in dry["orphans"] and blob_exists(vault, orphan)
+        done = admin_json(vault, "storage", "gc", "--older-than", "0")
+    finally:
+        pending_upload(vault, account_id, in_flight, add=False)
+    assert orphan in done["orphans"] and not blob_exists(vault, orphan)
+    assert in_flight not in done["orphans"] and done["keptInFlight"] >= 1
+    assert blob_exists(vault, in_flight) and blob_exists(vault, kept["id"])
+    assert foreign in done["foreign"] and blob_exists(vault, foreign)
+    assert {"fileId": lost["id"], "accountId": account_id, "blob": lost["id"]} in \
+        done["missingBlobs"]
+    assert done["missingBlobs"] == dry["missingBlobs"]
+    text = admin(vault, "storage", "gc", "--dry-run").stdout
+    assert f"file {lost['id']} (account {account_id}) has no blob" in text
+
+
+def test_gc_sweeps_temporaries_left_by_crashed_local_uploads(vault: VaultProcess) -> None:
+    if vault.env.get("VAULTD_STORAGE_BACKEND") == "azure":
+        pytest.skip("Azure discards uncommitted blocks by itself")
+    stale = vault.data_dir / "blobs" / f".tmp-{uuid.uuid4()}.abc123"
+    stale.write_bytes(b"half an upload")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    assert admin_json(vault, "storage", "gc")["temporariesRemoved"] == 1
+    assert not stale.exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("storage", "gc", "--older-than", "soon"), "--older-than 'soon'"),
+    (("storage", "verify", "--account", "no-such-account"), "account not found"),
+    (("storage", "migrate", "--to", "floppy"), "--to must be one of azure, local"),
+])
+def test_bad_arguments_are_one_line_errors(vault: VaultProcess, args: tuple[str, ...],
+                                           message: str) -> None:
+    assert message in one_line_error(admin(vault, *args))
+
+
+def test_migrate_to_the_backend_in_use_is_refused(vault: VaultProcess) -> None:
+    current = vault.env.get("VAULTD_STORAGE_BACKEND", "local")
+    line = one_line_error(admin(vault, "storage", "migrate", "--to", current))
+    assert f"storage.backend is already '{current}'" in line
+
+
+def test_migrate_copies_every_blob_both_ways_verifies_and_is_safe_to_rerun(
+        vault: VaultProcess, api: httpx.Client, azurite: Azurite,
+        tmp_path: Any) -> None:
+    if vault.env.get("VAULTD_STORAGE_BACKEND") == "azure":
+        pytest.skip("starts from the local backend")
+    for body in (docs.pdf(pages=3), docs.png_of_size(300_000)):
+        upload_ok(api, body, content_type="application/octet-stream")
+    files = admin_json(vault, "storage", "verify")["checked"]
+    to_azure = {**azurite.env(f"migrated-{uuid.uuid4().hex[:12]}"),
+                "VAULTD_STORAGE_BACKEND": "local"}
+    first = admin_json(vault, "storage", "migrate", "--to", "azure", env=to_azure)
+    assert (first["copied"], first["alreadyPresent"], first["failed"]) == (files, 0, [])
+    assert "VAULTD_STORAGE_BACKEND=azure" in first["next"]
+    again = admin_json(vault, "storage", "migrate", "--to", "azure", env=to_azure)
+    assert (again["copied"], again["alreadyPresent"]) == (0, files)
+    # Switched over: the same records, every blob read and authenticated from Azure.
+    on_azure = {**to_azure, "VAULTD_STORAGE_BACKEND": "azure"}
+    assert admin_json(vault, "storage", "verify", env=on_azure)["ok"] == files
+    back = {**on_azure, "VAULTD_STORAGE_LOCAL_DIR": str(tmp_path / "back")}
+    returned = admin_json(vault, "storage", "migrate", "--to", "local", env=back)
+    assert (returned["copied"], returned["failed"]) == (files, [])
+    assert "VAULTD_STORAGE_BACKEND=local" in returned["next"]
+    on_local = {**back, "VAULTD_STORAGE_BACKEND": "local"}
+    assert admin_json(vault, "storage", "verify", env=on_local)["ok"] == files

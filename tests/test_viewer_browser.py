@@ -1,0 +1,388 @@
+"""The hosted viewer in headless Chromium, against a live vaultd: pages drawn into canvases,
+deterrents, printing, blur, referrers, revocation and the 404 page. Screenshots of the desktop
+and phone layouts and of the 404 page go to test-artifacts/ for a human to look at."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import create_link, upload_ok
+from tests.vault_process import ROOT, VaultProcess
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+DESKTOP: dict[str, Any] = {"viewport": {"width": 1280, "height": 900}}
+PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2,
+                         "is_mobile": True, "has_touch": True}
+ARTIFACTS = ROOT / "test-artifacts"
+NOT_AVAILABLE = "This link is no longer available."
+WAIT_MS = 20_000
+
+# Injected through the DevTools protocol, so the page's own CSP does not apply to it.
+RECORD_CSP_VIOLATIONS = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__cspViolations.push(event.violatedDirective + " " + event.blockedURI);
+});
+"""
+
+CANVAS_STATS = """() => Array.from(document.querySelectorAll("#pages canvas")).map((canvas) => {
+  if (!canvas.width || !canvas.height) return {width: 0, variance: 0, nonWhite: 0};
+  const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  let count = 0, sum = 0, squares = 0, nonWhite = 0;
+  for (let i = 0; i < data.length; i += 4 * 61) {
+    const value = (data[i] + data[i + 1] + data[i + 2]) / 3;
+    count += 1; sum += value; squares += value * value;
+    if (value < 200) nonWhite += 1;
+  }
+  const mean = sum / count;
+  return {width: canvas.width, variance: squares / count - mean * mean, nonWhite: nonWhite / count};
+})"""
+
+
+@dataclass
+class Session:
+    page: Any
+    errors: list[str] = field(default_factory=list)
+    requests: list[Any] = field(default_factory=list)
+    page_responses: list[tuple[float, int]] = field(default_factory=list)
+    status: int = 0
+
+    def loaded(self, number: int) -> None:
+        self.page.wait_for_selector(f'.page[data-page="{number}"][data-state="loaded"]',
+                                    state="attached", timeout=WAIT_MS)
+
+    def scroll_to(self, number: int) -> None:
+        self.page.evaluate("(n) => document.querySelector(`.page[data-page='${n}']`)"
+                           ".scrollIntoView()", number)
+
+    def load_all(self, count: int) -> None:
+        for number in range(1, count + 1):
+            self.scroll_to(number)
+            self.loaded(number)
+
+    def settle(self) -> None:
+        self.page.wait_for_function(
+            "() => !document.querySelector('.page[data-state=loading]')", timeout=WAIT_MS)
+
+    def shoot(self, name: str) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+@pytest.fixture(scope="module")
+def browser(owner: httpx.Client) -> Iterator[Any]:
+    # Sync Playwright keeps an event loop running on this thread, so everything that needs
+    # asyncio.run (the account, made through the services) is set up before it starts.
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def owner(vault: VaultProcess) -> Iterator[httpx.Client]:
+    _, key = vault.new_account("Northwind Legal")
+    with vault.client(key) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def report(owner: httpx.Client) -> dict:
+    return upload_ok(owner, docs.pdf(pages=4), name="Q3 Board Report — Final.pdf")
+
+
+def share(vault: VaultProcess, owner: httpx.Client, file_id: str) -> dict:
+    link = create_link(owner, file_id, "ann.lee@example.com", viewerName="Ann Lee")
+    vault.secrets.append(link["token"])
+    return link
+
+
+@contextmanager
+def open_viewer(browser: Any, url: str, device: dict[str, Any] = DESKTOP,
+                before: Callable[[Any], None] | None = None) -> Iterator[Session]:
+    context = browser.new_context(**device)
+    try:
+        session = Session(context.new_page())
+        page = session.page
+        page.on("console", lambda m: m.type == "error" and session.errors.append(m.text))
+        page.on("pageerror", lambda e: session.errors.append(str(e)))
+        page.on("request", lambda request: session.requests.append(request))
+        page.on("response", lambda r: "/pages/" in r.url and session.page_responses.append(
+            (time.monotonic(), r.status)))
+        page.add_init_script(RECORD_CSP_VIOLATIONS)
+        if before:
+            before(page)
+        session.status = page.goto(url).status
+        yield session
+    finally:
+        context.close()
+
+
+def assert_drawn(stats: dict) -> None:
+    assert stats["width"] > 0
+    assert stats["variance"] > 100, stats  # text, a coloured block and the watermark
+    assert 0.02 < stats["nonWhite"] < 0.98, stats
+
+
+def test_every_page_is_drawn_into_a_canvas_as_it_scrolls_into_view(
+    browser: Any, vault: VaultProcess, owner: httpx.Client, report: dict
+) -> None:
+    link = share(vault, owner, report["id"])
+    with open_viewer(browser, link["url"]) as viewer:
+        assert viewer.status == 200
+        viewer.loaded(1)
+        stats = viewer.page.evaluate(CANVAS_STATS)
+        assert len(stats) == 4 and stats[3]["width"] == 0  # page 4 waits for its turn
+        viewer.loaded(2)
+        viewer.settle()
+        viewer.shoot("viewer-desktop")
+        viewer.load_all(4)
+        for page_stats in viewer.page.evaluate(CANVAS_STATS):
+            assert_drawn(page_stats)
+        assert viewer.page.text_content(".page-indicator") == "Page 4 of 4"
+        header = viewer.page.text_content(".topbar")
+        for text in ("Northwind Legal", "Q3 Board Report — Final.pdf", "Shared with Ann Lee",
+                     "Page 4 of 4", "Expires"):
+            assert text in header
+        assert re.search(r"\bin (59 min|1 h)\b", header)
+        assert not viewer.errors
+
+
+def test_the_viewer_fits_a_phone_screen(browser: Any, vault: VaultProcess,
+                                        owner: httpx.Client, report: dict) -> None:
+    link = share(vault, owner, report["id"])
+    with open_viewer(browser, link["url"], PHONE) as viewer:
+        viewer.loaded(1)
+        viewer.settle()
+        viewer.shoot("viewer-phone")
+        layout = viewer.page.evaluate("""() => ({
+            page: document.scrollingElement.scrollWidth,
+            stage: document.getElementById("stage").scrollWidth,
+            header: document.querySelector(".topbar").scrollWidth,
+            card: document.querySelector(".page").getBoundingClientRect().width})""")
+        assert layout["page"] <= 390 and layout["stage"] <= 390 and layout["header"] <= 390
+        assert 330 <= layout["card"] <= 370
+        assert viewer.page.is_visible(".toolbar")
+        assert not viewer.errors
+
+
+def test_the_keyboard_moves_between_pages_and_zooms(browser: Any, vault: VaultProcess,
+                                                    owner: httpx.Client, report: dict) -> None:
+    link = share(vault, owner, report["id"])
+    with open_viewer(browser, link["url"]) as viewer:
+        page = viewer.page
+        viewer.loaded(1)
+        width = page.evaluate("() => document.querySelector('.page').offsetWidth")
+        for key, expected in [("End", "4"), ("Home", "1"), ("j", "2"), ("PageDown", "3"),
+                              ("k", "2"), ("ArrowLeft", "1")]:
+            page.keyboard.press(key)
+            page.wait_for_function("(n) => document.getElementById('current-page')"
+                                   ".textContent === n", arg=expected, timeout=WAIT_MS)
+        page.keyboard.press("+")
+        assert page.text_content("#fit-width") == "125%"
+        assert page.evaluate("() => document.querySelector('.page').offsetWidth") > width
+        page.keyboard.press("0")
+        assert page.text_content("#fit-width") == "Fit width"
+        assert page.evaluate("() => document.querySelector('.page').offsetWidth") == width
+        page.click("#zoom-out")
+        assert page.text_content("#fit-width") == "80%"
+        assert page.text_content("#current-page") == "1"
+
+
+def test_context_menu_copy_save_and_print_are_prevented(browser: Any, vault: VaultProcess,
+                                                        owner: httpx.Client,
+                                                        report: dict) -> None:
+    link = share(vault, owner, report["id"])
+    with open_viewer(browser, link["url"]) as viewer:
+        viewer.loaded(1)
+        prevented = viewer.page.evaluate("""() => {
+            const canvas = document.querySelector("#pages canvas");
+            const fire = (target, event) => !target.dispatchEvent(event);
+            const key = (init) => new KeyboardEvent("keydown",
+                Object.assign({bubbles: true, cancelable: true}, init));
+            const plain = (type) => new Event(type, {bubbles: true, cancelable: true});
+            return {
+                contextmenu: fire(canvas, new MouseEvent("contextmenu",
+                                                         {bubbles: true, cancelable: true})),
+                copy: fire(document, plain("copy")),
+                cut: fire(document, plain("cut")),
+                dragstart: fire(canvas, plain("dragstart")),
+                selectstart: fire(document.body, plain("selectstart")),
+                ctrlS: fire(document.body, key({key: "s", ctrlKey: true})),
+                ctrlP: fire(document.body, key({key: "p", ctrlKey: true})),
+                cmdS: fire(document.body, key({key: "S", metaKey: true, shiftKey: true})),
+                cmdP: fire(document.body, key({key: "p", metaKey: true})),
+                printScreen: fire(document.body, new KeyboardEvent("keyup",
+                    {key: "PrintScreen", bubbles: true, cancelable: true})),
+                shieldedAfterPrintScreen: document.body.classList.contains("is-shielded"),
+                ctrlF: fire(document.body, key({key: "f", ctrlKey: true})),
+            };
+        }""")
+        assert prevented.pop("ctrlF") is False  # other shortcuts are left alone
+        assert prevented == dict.fromkeys(prevented, True)
+        viewer.page.wait_for_function(
+            "() => !document.body.classList.contains('is-shielded')", timeout=5000)
+        styles = viewer.page.evaluate("""() => {
+            const style = getComputedStyle(document.body);
+            return [style.userSelect, style.webkitUserDrag];
+        }""")
+        assert styles == ["none", "none"]
+
+
+def test_printing_shows_nothing_but_a_notice(browser: Any, vault: VaultProcess,
+                                             owner: httpx.Client, report: dict) -> None:
+    link = share(vault, owner, report["id"])
+    with open_viewer(browser, link["url"]) as viewer:
+        page = viewer.page
+        viewer.loaded(1)
+        assert not page.is_visible(".print-notice")
+        page.emulate_media(media="print")
+        for hidden in ("#pages", ".topbar", ".confidential", ".toolbar"):
+            assert not page.is_visible(hidden)
+        assert page.evaluate("() => getComputedStyle(document.getElementById('stage'))"
+                             ".display") == "none"
+        assert page.is_visible(".print-notice")
+        assert "Printing is disabled" in page.text_content(".print-notice")
+        page.emulate_media(media="screen")
+        assert page.is_visible("#pages")
+
+
+def test_content_blurs_when_the_window_loses_focus_or_is_hidden(
+    browser: Any, vault: VaultProcess, owner: httpx.Client, report: dict
+) -> None:
+    link = share(vault, owner, report["id"])
+    with open_viewer(browser, link["url"]) as viewer:
+        page = viewer.page
+        viewer.loaded(1)
+        filter_of_pages = "() => getComputedStyle(document.getElementById('pages')).filter"
+        assert page.evaluate(filter_of_pages) == "none"
+        page.evaluate("() => window.dispatchEvent(new Event('blur'))")
+        assert "blur(" in page.evaluate(filter_of_pages)
+        assert page.evaluate("() => document.body.classList.contains('is-shielded')")
+        viewer.settle()
+        viewer.shoot("viewer-blurred")
+        page.evaluate("() => window.dispatchEvent(new Event('focus'))")
+        unblurred = f"() => ({filter_of_pages})() === 'none'"  # after a short transition
+        page.wait_for_function(unblurred, timeout=5000)
+        set_hidden = """(hidden) => {
+            Object.defineProperty(document, "hidden", {configurable: true, get: () => hidden});
+            document.dispatchEvent(new Event("visibilitychange"));
+        }"""
+        page.evaluate(set_hidden, True)
+        assert "blur(" in page.evaluate(filter_of_pages)
+        page.evaluate(set_hidden, False)
+        page.wait_for_function(unblurred, timeout=5000)
+        assert not page.is_visible("#ended")  # the focus check found the link still active
+
+
+def test_no_request_carries_a_referer(browser: Any, vault: VaultProcess, owner: httpx.Client,
+                                      report: dict) -> None:
+    link = share(vault, owner, report["id"])
+    with open_viewer(browser, link["url"]) as viewer:
+        viewer.load_all(4)
+        viewer.page.evaluate("() => window.dispatchEvent(new Event('focus'))")  # a status check
+        viewer.page.wait_for_timeout(200)
+        urls = [request.url for request in viewer.requests]
+        assert any(url.endswith("/assets/viewer.js") for url in urls)
+        assert any(url.endswith("/assets/viewer.css") for url in urls)
+        assert sum("/pages/" in url for url in urls) == 4
+        assert any(url.endswith("/status") for url in urls)
+        for request in viewer.requests:
+            assert "referer" not in request.all_headers(), request.url
+
+
+def test_pages_are_never_img_elements_and_nothing_violates_the_csp(
+    browser: Any, vault: VaultProcess, owner: httpx.Client, report: dict
+) -> None:
+    link = share(vault, owner, report["id"])
+    with open_viewer(browser, link["url"]) as viewer:
+        viewer.load_all(4)
+        page = viewer.page
+        assert page.evaluate("() => document.querySelectorAll('img, picture, object, embed, "
+                             "iframe').length") == 0
+        assert page.evaluate("""() => Array.from(document.querySelectorAll("*")).filter(
+            (node) => ["src", "href", "srcset", "data", "style"].some(
+                (name) => (node.getAttribute(name) || "").includes("/pages/"))).length""") == 0
+        assert page.evaluate("() => performance.getEntriesByType('resource').filter("
+                             "(entry) => entry.name.startsWith('blob:')).length") == 0
+        assert page.evaluate("() => window.__cspViolations") == []
+        assert not viewer.errors
+
+
+def test_revoking_mid_view_stops_new_pages_and_shows_the_notice(
+    browser: Any, vault: VaultProcess, owner: httpx.Client
+) -> None:
+    file = upload_ok(owner, docs.pdf(pages=5), name="Merger term sheet.pdf")
+    link = share(vault, owner, file["id"])
+    with open_viewer(browser, link["url"]) as viewer:
+        page = viewer.page
+        viewer.loaded(1)
+        viewer.settle()
+        assert page.evaluate("() => document.querySelector('.page[data-page=\"5\"]')"
+                             ".dataset.state") == "idle"
+        assert owner.delete(f"/views/{link['token']}").status_code == 204
+        revoked_at = time.monotonic()
+        page.keyboard.press("End")
+        page.wait_for_selector("#ended", state="visible", timeout=WAIT_MS)
+        assert NOT_AVAILABLE in page.text_content("#ended")
+        assert not page.is_visible("#pages")
+        widths = page.evaluate("() => Array.from(document.querySelectorAll('#pages canvas'))"
+                               ".map((canvas) => canvas.width + canvas.height)")
+        assert widths == [0] * 5
+        later = [status for at, status in viewer.page_responses if at > revoked_at]
+        assert later and set(later) == {404}
+        viewer.shoot("viewer-revoked")
+        count = len(viewer.page_responses)
+        page.keyboard.press("Home")
+        page.wait_for_timeout(300)
+        assert len(viewer.page_responses) == count  # nothing is asked for any more
+
+
+def test_the_status_poll_blanks_a_revoked_link_with_no_page_loading(
+    browser: Any, vault: VaultProcess, owner: httpx.Client
+) -> None:
+    file = upload_ok(owner, docs.pdf(pages=1), name="One pager.pdf")
+    link = share(vault, owner, file["id"])
+    with open_viewer(browser, link["url"], before=lambda page: page.clock.install()) as viewer:
+        page = viewer.page
+        viewer.loaded(1)
+        viewer.settle()
+        assert owner.delete(f"/views/{link['token']}").status_code == 204
+        page.clock.run_for(16_000)  # one status poll interval, and no page left to load
+        page.wait_for_selector("#ended", state="visible", timeout=WAIT_MS)
+        assert page.evaluate("() => document.querySelector('#pages canvas').width") == 0
+        assert [status for _, status in viewer.page_responses] == [200]
+
+
+def test_a_bad_token_gets_the_calm_404_page(browser: Any, vault: VaultProcess) -> None:
+    for name, device in [("not-available-desktop", DESKTOP), ("not-available-phone", PHONE)]:
+        with open_viewer(browser, f"{vault.url}/v/{'A' * 43}", device) as viewer:
+            assert viewer.status == 404
+            text = viewer.page.text_content("body")
+            assert NOT_AVAILABLE in text
+            for hint in ("expired", "revoked", "unknown", "deleted", "token", "error"):
+                assert hint not in text.lower()
+            assert viewer.page.evaluate("() => document.scripts.length") == 0
+            assert viewer.page.is_visible(".notice-card")
+            assert viewer.page.evaluate("() => window.__cspViolations") == []
+            viewer.shoot(name)

@@ -1,0 +1,232 @@
+"""Storage integrity and housekeeping, behind `vault-admin storage verify | gc | migrate`.
+
+- **verify**: every stored file's blob exists and decrypts and authenticates completely. It is
+  read as downloads read it (length, key commitment and final chunk first, then every chunk in
+  order, one segment per backend read), so memory stays flat whatever the file size.
+- **gc**: removes blobs that no file record points to: the leftovers of a process that died
+  between committing a blob and writing its record. Blobs of uploads in flight are never
+  touched: a blob younger than `older_than`, or named in any account's `pendingUploads` (pushed
+  before the commit, pulled only after the record exists), is kept. Records whose blob is gone
+  (the reverse case) are reported, not changed.
+- **migrate**: copies every file's blob to another backend under the same name and verifies the
+  copy completely. A blob already present and intact there is skipped, so re-running is safe.
+
+Each step re-reads the database right before it acts, so these tools can run while vaultd
+processes serve requests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from backends.base import BlobBackend
+from vaultd.config import ConfigError, Settings
+from vaultd.crypto.blob_format import BlobCorrupt
+from vaultd.crypto.keyring import KeyringError, KeyUnavailable, MasterKeyring
+from vaultd.db import Db
+from vaultd.services import accounts
+from vaultd.services.blobs import BlobStore
+from vaultd.services.files import is_uuid
+
+COPY_PIECE = 4 << 20  # bytes per ranged read while copying a blob between backends
+
+
+def existing_keyring(settings: Settings) -> MasterKeyring:
+    """The configured keyring; unlike vaultd's start-up, never creates a key file."""
+    try:
+        if settings.master_key_value:
+            return MasterKeyring.parse(settings.master_key_value, "VAULTD_MASTER_KEY")
+        return MasterKeyring.load(settings.master_key_path)
+    except FileNotFoundError:
+        raise ConfigError(f"config: master key file {settings.master_key_path} does not exist "
+                          "(set master_key.file or VAULTD_MASTER_KEY)") from None
+    except KeyringError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _file_entry(doc: dict[str, Any], problem: str | None = None) -> dict[str, Any]:
+    entry = {"fileId": doc["_id"], "accountId": doc["accountId"], "blob": doc["blob"]["name"]}
+    return {**entry, "problem": problem} if problem else entry
+
+
+async def check_blob(store: BlobStore, doc: dict[str, Any]) -> None:
+    """Decrypt and authenticate the whole blob of `doc`, streaming.
+
+    FileNotFoundError when it is missing; BlobCorrupt or KeyUnavailable when it fails."""
+    opener = await store.open_plaintext(doc)
+    total = 0
+    async for piece in store.iter_plaintext(doc, opener):
+        total += len(piece)
+    if total != int(doc["size"]):
+        raise BlobCorrupt(f"decrypted {total} bytes, the record says {doc['size']}")
+
+
+def _stored_files(db: Db, account_id: str | None) -> AsyncIterator[dict[str, Any]]:
+    query: dict[str, Any] = {"state": "stored"}
+    if account_id is not None:
+        query["accountId"] = account_id
+    return db.files.find(query).sort("_id", 1)  # type: ignore[no-any-return]
+
+
+# --- verify -------------------------------------------------------------------------------------
+
+
+@dataclass
+class VerifyReport:
+    checked: int = 0
+    missing: list[dict[str, Any]] = field(default_factory=list)
+    corrupt: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.corrupt
+
+    def to_json(self) -> dict[str, Any]:
+        healthy = self.checked - len(self.missing) - len(self.corrupt)
+        return {"checked": self.checked, "ok": healthy, "missing": self.missing,
+                "corrupt": self.corrupt}
+
+
+async def verify(db: Db, store: BlobStore, account_id: str | None = None) -> VerifyReport:
+    """Check every stored file (of one account, if given). BackendUnavailable stops the run."""
+    if account_id is not None:
+        await accounts.get_account(db, account_id)  # NotFound for an unknown account
+    report = VerifyReport()
+    async for doc in _stored_files(db, account_id):
+        report.checked += 1
+        try:
+            await check_blob(store, doc)
+        except FileNotFoundError:
+            report.missing.append(_file_entry(doc))
+        except (BlobCorrupt, KeyUnavailable) as exc:
+            report.corrupt.append(_file_entry(doc, f"{type(exc).__name__}: {exc}"))
+    return report
+
+
+# --- gc -----------------------------------------------------------------------------------------
+
+
+async def _in_flight(db: Db) -> set[str]:
+    names: set[str] = set()
+    async for account in db.accounts.find({"pendingUploads.0": {"$exists": True}},
+                                          {"pendingUploads.id": 1}):
+        names.update(entry["id"] for entry in account["pendingUploads"])
+    return names
+
+
+async def _referenced(db: Db) -> dict[str, dict[str, Any]]:
+    """Blob name -> its record (any state: a file being deleted still owns its blob)."""
+    cursor = db.files.find({}, {"accountId": 1, "state": 1, "blob.name": 1})
+    return {doc["blob"]["name"]: doc async for doc in cursor}
+
+
+async def _still_unowned(db: Db, name: str) -> bool:
+    # Re-checked just before deleting, for records written since the snapshot: a new blob is
+    # named after its file id (see BlobStore.begin).
+    if await db.files.find_one({"_id": name}, {"_id": 1}):
+        return False
+    return await db.accounts.find_one({"pendingUploads.id": name}, {"_id": 1}) is None
+
+
+async def _records_without_blob(db: Db, backend: BlobBackend, listed: set[str],
+                                 records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    missing = []
+    for name, doc in records.items():
+        if doc.get("state") != "stored" or name in listed:
+            continue
+        # Uploaded after the listing, or deleted meanwhile? Ask again before reporting.
+        still = await db.files.find_one({"_id": doc["_id"], "state": "stored"}, {"_id": 1})
+        if still and not await backend.exists(name):
+            missing.append(_file_entry(doc))
+    return missing
+
+
+async def gc(db: Db, backend: BlobBackend, older_than_seconds: float,
+             dry_run: bool = False) -> dict[str, Any]:
+    """Remove orphan blobs older than `older_than_seconds`; report records without a blob."""
+    cutoff = time.time() - older_than_seconds
+    listing = await backend.list_names()
+    # Pending uploads before records: an upload moves from the first to the second, never back.
+    in_flight = await _in_flight(db)
+    records = await _referenced(db)
+    listed = {name for name, _ in listing}
+    orphans, young, foreign = [], [], []
+    for name, modified in sorted(listing):
+        if name in records or name in in_flight:
+            continue
+        if not is_uuid(name):
+            foreign.append(name)  # not a name vaultd gives: not ours to delete
+        elif modified >= cutoff:
+            young.append(name)
+        elif dry_run or (await _still_unowned(db, name) and await backend.delete(name)):
+            orphans.append(name)
+    sweep = getattr(backend, "sweep_temporaries", None)
+    temporaries = await sweep(older_than_seconds) if sweep and not dry_run else 0
+    return {
+        "dryRun": dry_run, "olderThanSeconds": older_than_seconds, "blobs": len(listing),
+        "orphans": orphans, "keptYoung": young, "keptInFlight": len(in_flight & listed),
+        "foreign": foreign, "temporariesRemoved": temporaries,
+        "missingBlobs": await _records_without_blob(db, backend, listed, records),
+    }
+
+
+# --- migrate ------------------------------------------------------------------------------------
+
+
+async def copy_blob(source: BlobBackend, target: BlobBackend, name: str) -> int:
+    """Stream one blob across backends; nothing is visible in `target` until it is complete."""
+    size = await source.size(name)
+    writer = await target.open_writer(name)
+    try:
+        for offset in range(0, size, COPY_PIECE):
+            await writer.write(await source.read_range(name, offset, COPY_PIECE))
+        return await writer.commit()
+    except BaseException:
+        await writer.abort()
+        raise
+
+
+async def _intact(store: BlobStore, doc: dict[str, Any]) -> bool:
+    try:
+        await check_blob(store, doc)
+        return True
+    except (FileNotFoundError, BlobCorrupt):
+        return False
+
+
+async def _migrate_one(source: BlobBackend, target: BlobStore, doc: dict[str, Any]) -> bool:
+    """True if copied, False if an intact copy was already there. Raises when it fails."""
+    if await _intact(target, doc):
+        return False
+    name = doc["blob"]["name"]
+    await copy_blob(source, target.backend, name)
+    try:
+        await check_blob(target, doc)
+    except BlobCorrupt:
+        await target.backend.delete(name)  # never leave a bad copy to be mistaken for good
+        raise
+    return True
+
+
+async def migrate(db: Db, keyring: MasterKeyring, source: BlobBackend,
+                  target: BlobBackend) -> dict[str, Any]:
+    """Copy and verify every stored file's blob from `source` to `target`."""
+    store = BlobStore(target, keyring)
+    copied = present = 0
+    failed: list[dict[str, Any]] = []
+    async for doc in _stored_files(db, None):
+        try:
+            if await _migrate_one(source, store, doc):
+                copied += 1
+            else:
+                present += 1
+        except FileNotFoundError:
+            if await db.files.find_one({"_id": doc["_id"], "state": "stored"}, {"_id": 1}):
+                failed.append(_file_entry(doc, f"blob missing in {source.name}"))
+        except (BlobCorrupt, KeyUnavailable) as exc:
+            failed.append(_file_entry(doc, f"{type(exc).__name__}: {exc}"))
+    return {"from": source.name, "to": target.name, "files": copied + present + len(failed),
+            "copied": copied, "alreadyPresent": present, "failed": failed}
