@@ -107,6 +107,8 @@ def _gc_text(report: dict[str, Any]) -> str:
                  f"{report['keptInFlight']} of uploads in progress, "
                  f"{len(report['foreign'])} not named by vaultd; "
                  f"{len(report['missingBlobs'])} files without a blob")
+    if report["temporariesRemoved"]:
+        lines.append(f"removed {report['temporariesRemoved']} temporaries of interrupted uploads")
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -21,6 +21,9 @@ from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import ROOT, VaultProcess
 
 playwright_api = pytest.importorskip("playwright.sync_api")
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page, Request, Route
 
 pytestmark = pytest.mark.browser
 
@@ -59,11 +62,22 @@ CANVAS_STATS = """() => Array.from(document.querySelectorAll("#pages canvas")).m
 
 @dataclass
 class Session:
-    page: Any
+    page: Page
     errors: list[str] = field(default_factory=list)
-    requests: list[Any] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
     page_responses: list[tuple[float, int]] = field(default_factory=list)
+    pages_in_flight: int = 0
+    most_pages_in_flight: int = 0
     status: int = 0
+
+    def record_request(self, request: Request) -> None:
+        self.requests.append(request)
+        if "/pages/" in request.url:
+            self.page_request(1)
+
+    def page_request(self, change: int) -> None:
+        self.pages_in_flight += change
+        self.most_pages_in_flight = max(self.most_pages_in_flight, self.pages_in_flight)
 
     def loaded(self, number: int) -> None:
         self.page.wait_for_selector(f'.page[data-page="{number}"][data-state="loaded"]',
@@ -88,7 +102,7 @@ class Session:
 
 
 @pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Any]:
+def browser(owner: httpx.Client) -> Iterator[Browser]:
     # Sync Playwright keeps an event loop running on this thread, so everything that needs
     # asyncio.run (the account, made through the services) is set up before it starts.
     if not Path(CHROMIUM).exists():
@@ -118,17 +132,20 @@ def share(vault: VaultProcess, owner: httpx.Client, file_id: str) -> dict:
 
 
 @contextmanager
-def open_viewer(browser: Any, url: str, device: dict[str, Any] = DESKTOP,
-                before: Callable[[Any], None] | None = None) -> Iterator[Session]:
+def open_viewer(browser: Browser, url: str, device: dict[str, Any] = DESKTOP,
+                before: Callable[[Page], None] | None = None) -> Iterator[Session]:
     context = browser.new_context(**device)
     try:
         session = Session(context.new_page())
         page = session.page
         page.on("console", lambda m: m.type == "error" and session.errors.append(m.text))
         page.on("pageerror", lambda e: session.errors.append(str(e)))
-        page.on("request", lambda request: session.requests.append(request))
+        # Playwright wants plain functions as listeners (it tags them), hence the lambdas.
+        page.on("request", lambda r: session.record_request(r))
         page.on("response", lambda r: "/pages/" in r.url and session.page_responses.append(
             (time.monotonic(), r.status)))
+        page.on("requestfinished", lambda r: "/pages/" in r.url and session.page_request(-1))
+        page.on("requestfailed", lambda r: "/pages/" in r.url and session.page_request(-1))
         page.add_init_script(RECORD_CSP_VIOLATIONS)
         if before:
             before(page)
@@ -145,7 +162,7 @@ def assert_drawn(stats: dict) -> None:
 
 
 def test_every_page_is_drawn_into_a_canvas_as_it_scrolls_into_view(
-    browser: Any, vault: VaultProcess, owner: httpx.Client, report: dict
+    browser: Browser, vault: VaultProcess, owner: httpx.Client, report: dict
 ) -> None:
     link = share(vault, owner, report["id"])
     with open_viewer(browser, link["url"]) as viewer:
@@ -159,6 +176,7 @@ def test_every_page_is_drawn_into_a_canvas_as_it_scrolls_into_view(
         viewer.load_all(4)
         for page_stats in viewer.page.evaluate(CANVAS_STATS):
             assert_drawn(page_stats)
+        assert viewer.most_pages_in_flight <= 2
         assert viewer.page.text_content(".page-indicator") == "Page 4 of 4"
         header = viewer.page.text_content(".topbar")
         for text in ("Northwind Legal", "Q3 Board Report — Final.pdf", "Shared with Ann Lee",
@@ -168,7 +186,29 @@ def test_every_page_is_drawn_into_a_canvas_as_it_scrolls_into_view(
         assert not viewer.errors
 
 
-def test_the_viewer_fits_a_phone_screen(browser: Any, vault: VaultProcess,
+def test_a_busy_server_is_retried_with_backoff(browser: Browser, vault: VaultProcess,
+                                               owner: httpx.Client, report: dict) -> None:
+    link = share(vault, owner, report["id"])
+    refusals: list[float] = []
+
+    def busy_once(route: Route) -> None:
+        if refusals:
+            route.continue_()
+            return
+        refusals.append(time.monotonic())
+        route.fulfill(status=503, headers={"Retry-After": "1"}, content_type="application/json",
+                      body='{"error": "render queue full"}')
+
+    with open_viewer(browser, link["url"],
+                     before=lambda page: page.route("**/pages/1", busy_once)) as viewer:
+        viewer.loaded(1)
+        waited = time.monotonic() - refusals[0]
+        assert 0.9 < waited < 10
+        assert_drawn(viewer.page.evaluate(CANVAS_STATS)[0])
+        assert not viewer.page.is_visible("#ended")
+
+
+def test_the_viewer_fits_a_phone_screen(browser: Browser, vault: VaultProcess,
                                         owner: httpx.Client, report: dict) -> None:
     link = share(vault, owner, report["id"])
     with open_viewer(browser, link["url"], PHONE) as viewer:
@@ -186,7 +226,7 @@ def test_the_viewer_fits_a_phone_screen(browser: Any, vault: VaultProcess,
         assert not viewer.errors
 
 
-def test_the_keyboard_moves_between_pages_and_zooms(browser: Any, vault: VaultProcess,
+def test_the_keyboard_moves_between_pages_and_zooms(browser: Browser, vault: VaultProcess,
                                                     owner: httpx.Client, report: dict) -> None:
     link = share(vault, owner, report["id"])
     with open_viewer(browser, link["url"]) as viewer:
@@ -209,7 +249,7 @@ def test_the_keyboard_moves_between_pages_and_zooms(browser: Any, vault: VaultPr
         assert page.text_content("#current-page") == "1"
 
 
-def test_context_menu_copy_save_and_print_are_prevented(browser: Any, vault: VaultProcess,
+def test_context_menu_copy_save_and_print_are_prevented(browser: Browser, vault: VaultProcess,
                                                         owner: httpx.Client,
                                                         report: dict) -> None:
     link = share(vault, owner, report["id"])
@@ -249,7 +289,7 @@ def test_context_menu_copy_save_and_print_are_prevented(browser: Any, vault: Vau
         assert styles == ["none", "none"]
 
 
-def test_printing_shows_nothing_but_a_notice(browser: Any, vault: VaultProcess,
+def test_printing_shows_nothing_but_a_notice(browser: Browser, vault: VaultProcess,
                                              owner: httpx.Client, report: dict) -> None:
     link = share(vault, owner, report["id"])
     with open_viewer(browser, link["url"]) as viewer:
@@ -268,7 +308,7 @@ def test_printing_shows_nothing_but_a_notice(browser: Any, vault: VaultProcess,
 
 
 def test_content_blurs_when_the_window_loses_focus_or_is_hidden(
-    browser: Any, vault: VaultProcess, owner: httpx.Client, report: dict
+    browser: Browser, vault: VaultProcess, owner: httpx.Client, report: dict
 ) -> None:
     link = share(vault, owner, report["id"])
     with open_viewer(browser, link["url"]) as viewer:
@@ -295,7 +335,7 @@ def test_content_blurs_when_the_window_loses_focus_or_is_hidden(
         assert not page.is_visible("#ended")  # the focus check found the link still active
 
 
-def test_no_request_carries_a_referer(browser: Any, vault: VaultProcess, owner: httpx.Client,
+def test_no_request_carries_a_referer(browser: Browser, vault: VaultProcess, owner: httpx.Client,
                                       report: dict) -> None:
     link = share(vault, owner, report["id"])
     with open_viewer(browser, link["url"]) as viewer:
@@ -312,7 +352,7 @@ def test_no_request_carries_a_referer(browser: Any, vault: VaultProcess, owner: 
 
 
 def test_pages_are_never_img_elements_and_nothing_violates_the_csp(
-    browser: Any, vault: VaultProcess, owner: httpx.Client, report: dict
+    browser: Browser, vault: VaultProcess, owner: httpx.Client, report: dict
 ) -> None:
     link = share(vault, owner, report["id"])
     with open_viewer(browser, link["url"]) as viewer:
@@ -330,7 +370,7 @@ def test_pages_are_never_img_elements_and_nothing_violates_the_csp(
 
 
 def test_revoking_mid_view_stops_new_pages_and_shows_the_notice(
-    browser: Any, vault: VaultProcess, owner: httpx.Client
+    browser: Browser, vault: VaultProcess, owner: httpx.Client
 ) -> None:
     file = upload_ok(owner, docs.pdf(pages=5), name="Merger term sheet.pdf")
     link = share(vault, owner, file["id"])
@@ -359,7 +399,7 @@ def test_revoking_mid_view_stops_new_pages_and_shows_the_notice(
 
 
 def test_the_status_poll_blanks_a_revoked_link_with_no_page_loading(
-    browser: Any, vault: VaultProcess, owner: httpx.Client
+    browser: Browser, vault: VaultProcess, owner: httpx.Client
 ) -> None:
     file = upload_ok(owner, docs.pdf(pages=1), name="One pager.pdf")
     link = share(vault, owner, file["id"])
@@ -374,7 +414,7 @@ def test_the_status_poll_blanks_a_revoked_link_with_no_page_loading(
         assert [status for _, status in viewer.page_responses] == [200]
 
 
-def test_a_bad_token_gets_the_calm_404_page(browser: Any, vault: VaultProcess) -> None:
+def test_a_bad_token_gets_the_calm_404_page(browser: Browser, vault: VaultProcess) -> None:
     for name, device in [("not-available-desktop", DESKTOP), ("not-available-phone", PHONE)]:
         with open_viewer(browser, f"{vault.url}/v/{'A' * 43}", device) as viewer:
             assert viewer.status == 404

@@ -170,12 +170,15 @@ class PageHandler(ProxyHandler):
         if response.code in RETRYABLE:
             self.set_header("Retry-After", response.headers.get("Retry-After", "2"))
             return self.send_json(503, {"error": "busy, retry shortly"})
-        link.gone = response.code == 404  # the page is in range: the link itself is dead
-        self.send_json(404, {"error": "not found"})
+        if response.code == 404:
+            link.gone = True  # the page is in range, so the link itself is dead
+            return self.send_json(404, {"error": "not found"})
+        log.warning("vaultd answered %d for a page", response.code)  # e.g. a revoked API key
+        self.send_json(502, {"error": "upstream error"})
 
 
-def in_range(raw_number: str, page_count: int | None) -> bool:
-    return raw_number.isdigit() and len(raw_number) < 10 and 1 <= int(raw_number) <= (page_count or 0)
+def in_range(raw: str, page_count: int | None) -> bool:
+    return raw.isdigit() and len(raw) < 10 and 1 <= int(raw) <= (page_count or 0)
 
 
 class StatusHandler(ProxyHandler):

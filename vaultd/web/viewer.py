@@ -84,9 +84,14 @@ class ViewerStaticHandler(StaticFileHandler):
         protect(self)
 
     def set_extra_headers(self, path: str) -> None:
+        self.clear_header("Server")
         protect(self)
 
     def compute_etag(self) -> None:
+        return None
+
+    def get_modified_time(self) -> None:
+        # no Last-Modified: with no-store and no ETag there is nothing to revalidate
         return None
 
 

@@ -14,7 +14,6 @@
 (function () {
   "use strict";
 
-  const A4_RATIO = 210 / 297; // width / height, until a page tells its real size
   const MAX_IN_FLIGHT = 2; // the render pool is small: never queue more than this per viewer
   const MAX_DRAWN = 12; // pages kept in memory; farther ones are released, refetched if needed
   const FIT_MAX_WIDTH = 880;
