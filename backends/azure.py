@@ -79,10 +79,15 @@ class _SyncRetry(SyncExponentialRetry):
         return _backoff(int(settings["count"]))
 
 
+# The SDK logs every request and response at INFO: keep that out of vaultd's log unless asked.
+_http_log = logging.getLogger("vaultd.backends.azure.http")
+_http_log.setLevel(logging.WARNING)
+
+
 def _client_options(retry: Any) -> dict[str, Any]:
     # Short enough that a request fails within a few seconds when storage is down.
     return {"retry_policy": retry, "connection_timeout": CONNECT_TIMEOUT_SECONDS,
-            "read_timeout": READ_TIMEOUT_SECONDS}
+            "read_timeout": READ_TIMEOUT_SECONDS, "logger": _http_log}
 
 
 @dataclass(frozen=True)

@@ -255,3 +255,16 @@ def test_a_revoke_while_pages_are_being_fetched_stops_the_next_page(
         pages = [e for e in api.get(f"/files/{pdf_file['id']}/access-log").json()
                  if e["action"] == "page"]
         assert len(pages) == served
+
+
+def test_the_bottom_strip_of_a_served_page_names_the_viewer(api: httpx.Client, pdf_file: dict,
+                                                             tmp_path) -> None:
+    from tests.ocr import read_text
+
+    link = create_link(api, pdf_file["id"], "dana.ross@example.com", viewerName="Dana Ross")
+    response = api.get(f"/views/{link['token']}/pages/1", headers={"x-viewer-ip": "198.51.100.23"})
+    image = Image.open(io.BytesIO(response.content)).convert("L")
+    strip = image.crop((0, image.height - 120, image.width, image.height))
+    text = read_text(strip, tmp_path)
+    assert "dana.ross@example.com" in text
+    assert "198.51.100.23" in text and "Dana Ross" in text

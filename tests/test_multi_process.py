@@ -215,6 +215,8 @@ def test_a_storage_outage_is_a_json_503_and_both_processes_recover_by_themselves
         assert api_b.get("/account").json()["usage"] == usage
     finally:
         azurite.start()
+    for server in pair:  # logged once per failed request, without any secret (fixture checks)
+        assert "Azure storage unavailable: ServiceRequestError" in server.log_text()
     assert api_a.get(f"/files/{stored['id']}/download").content == original
     assert is_jpeg(api_b.get(f"/views/{token}/pages/2"))
     assert is_jpeg(api_a.get(f"/views/{token}/pages/1"))

@@ -21,6 +21,7 @@ from render.pages import decode_image, render_pdf_page
 from render.sizing import fit_scale
 from render.tasks import render_page, validate_document
 from tests import render_fixtures as fx
+from tests.ocr import read_text
 from vaultd.crypto.blob_format import BlobCorrupt
 
 BUDGET = PixelBudget()
@@ -228,14 +229,7 @@ def test_the_pattern_shows_on_a_photograph(tmp_path: Path) -> None:
 
 
 def _ocr(image: Image.Image, tmp_path: Path) -> str:
-    assert shutil.which("tesseract"), "tesseract missing: apt-get install tesseract-ocr"
-    path = tmp_path / "strip.png"
-    image.resize((image.width * 2, image.height * 2), Image.Resampling.LANCZOS).save(path)
-    done = subprocess.run(
-        ["tesseract", str(path), "stdout", "--psm", "6"], capture_output=True, text=True,
-        check=True, timeout=60,
-    )
-    return done.stdout
+    return read_text(image, tmp_path)
 
 
 def test_the_bottom_strip_reads_back_by_ocr(tmp_path: Path) -> None:

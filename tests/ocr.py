@@ -1,0 +1,18 @@
+"""OCR with tesseract (Debian's tesseract-ocr), for checking what a watermark says."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from PIL import Image
+
+
+def read_text(image: Image.Image, workdir: Path) -> str:
+    assert shutil.which("tesseract"), "tesseract missing: apt-get install tesseract-ocr"
+    path = workdir / "ocr-input.png"
+    image.resize((image.width * 2, image.height * 2), Image.Resampling.LANCZOS).save(path)
+    done = subprocess.run(["tesseract", str(path), "stdout", "--psm", "6"], capture_output=True,
+                          text=True, check=True, timeout=60)
+    return done.stdout

@@ -1,0 +1,533 @@
+"""Fuzzing (hypothesis) of everything a client controls: the upload and viewer headers, the list
+query, the JSON of POST /views and every path segment, over HTTP against a real vaultd; then
+the pure parsers behind them, in process, with many more examples.
+
+Properties: never a 5xx, every 4xx is JSON with a string `error` and no traceback, and the
+server stays healthy. Where the spec fixes the answer (a status, a recorded IP, a decoded name),
+an independent oracle checks it exactly. Bounded: the module runs in well under a minute.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from tests import render_fixtures as fx
+from tests.conftest import assert_no_secrets_in_log
+from tests.http_helpers import create_link, upload_ok
+from tests.test_api_auth import assert_json_error
+from tests.vault_process import VaultProcess
+from vaultd.errors import VaultError
+from vaultd.plans import get_plan
+from vaultd.services import links, uploads
+from vaultd.services.access_log import valid_ip
+from vaultd.services.accounts import Account
+from vaultd.web.files import parse_bounded_int
+
+
+
+def http(examples: int) -> settings:
+    """Over HTTP: few examples (each is a request or two), no per-example deadline."""
+    return settings(deadline=None, max_examples=examples,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+UNIT = settings(deadline=None, max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+
+# --- strategies ---------------------------------------------------------------------------------
+
+# What HTTP lets a header value carry: latin-1, no control characters but tab (Tornado refuses
+# the rest before vaultd sees them), no whitespace at either end (h11 refuses to send it).
+HEADER_CHARS = st.characters(codec="latin-1", exclude_characters=[
+    *(chr(c) for c in range(32) if c != 9), "\x7f"])
+header_text = st.text(HEADER_CHARS, max_size=300).map(lambda s: s.strip(" \t"))
+percent_junk = st.from_regex(r"(%[0-9A-Fa-fGz]{0,2}|[A-Za-z0-9 ._~])*", fullmatch=True).map(
+    lambda s: s.strip(" "))
+any_text = st.text(max_size=80)  # any Unicode scalar (no surrogates: they cannot be UTF-8)
+numberish = st.one_of(
+    st.integers(-(10**12), 10**12).map(str),
+    st.text(st.characters(categories=["Nd", "No", "Nl"]), min_size=1, max_size=4),
+    st.text(max_size=12),
+    st.sampled_from(["", " 1", "1 ", "+1", "-0", "0x10", "1e2", "²", "٣", "１", "00000000001",
+                     "1_0", "999999999", "1000000000", "0"]),
+)
+json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**40), 10**40),
+                         st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40))
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
+                                                                max_size=4),
+    max_leaves=12,
+)
+ABSENT = object()
+
+
+def bad_escape(value: str) -> bool:
+    """decodeURIComponent's rule: every '%' starts two hex digits."""
+    return re.search(r"%(?![0-9A-Fa-f]{2})", value) is not None
+
+
+def cleaned_name(text: str) -> str:
+    kept = "".join(ch for ch in text if ch.isprintable()).strip()
+    return kept[:200] or "document"
+
+
+# --- one vaultd for the module ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fuzz_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    server = VaultProcess(tmp_path_factory.mktemp("fuzz") / "data",
+                          env={"VAULTD_RENDER_WORKERS": "2"}).start()
+    yield server
+    server.stop()
+    assert_no_secrets_in_log(server)
+
+
+@pytest.fixture(scope="module")
+def api(fuzz_vault: VaultProcess) -> Iterator[httpx.Client]:
+    _, key = fuzz_vault.new_account("Fuzz Ltd", plan="pro")
+    with fuzz_vault.client(key) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def web(fuzz_vault: VaultProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=fuzz_vault.url, timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def shared(fuzz_vault: VaultProcess, api: httpx.Client) -> dict[str, str]:
+    """A one-page delivery image and a live link to it."""
+    file = upload_ok(api, fx.png((48, 32)), kind="delivery", name="fuzz target.png")
+    token = create_link(api, file["id"], "fuzz@example.com")["token"]
+    fuzz_vault.secrets.append(token)
+    return {"file": file["id"], "token": token}
+
+
+TINY_PNG = fx.png((8, 8))
+
+
+def assert_clean(response: httpx.Response) -> None:
+    """Never a 5xx; a 4xx is JSON with a string error; no traceback anywhere."""
+    assert response.status_code < 500, f"{response.status_code}: {response.text[:500]}"
+    assert "Traceback" not in response.text
+    if response.status_code >= 400:
+        assert_json_error(response, response.status_code)
+
+
+def latest_entry(api: httpx.Client, file_id: str) -> dict[str, Any]:
+    return api.get(f"/files/{file_id}/access-log").json()[0]
+
+
+# --- headers ------------------------------------------------------------------------------------
+
+
+@http(40)
+@given(value=st.one_of(header_text, percent_junk, any_text.map(lambda t: quote(t, safe=""))))
+@example(value="caf%E9%")
+@example(value="%")
+def test_any_file_name_header_is_stored_cleanly_or_refused_as_400(
+    api: httpx.Client, value: str
+) -> None:
+    response = api.post("/files", content=TINY_PNG, headers={
+        "Content-Type": "image/png", "x-file-name": value.encode("latin-1")})
+    assert_clean(response)
+    assert response.status_code == (400 if bad_escape(value) else 201), response.text
+    if response.status_code == 201:
+        name = response.json()["name"]
+        assert 0 < len(name) <= 200 and name.isprintable() and name == name.strip()
+
+
+@http(25)
+@given(text=any_text)
+def test_a_uri_encoded_file_name_round_trips(api: httpx.Client, text: str) -> None:
+    response = api.post("/files", content=TINY_PNG, headers={
+        "Content-Type": "image/png", "x-file-name": quote(text, safe="")})
+    assert response.status_code == 201, response.text
+    assert response.json()["name"] == cleaned_name(text)
+
+
+@http(30)
+@given(value=st.one_of(header_text, st.sampled_from(
+    ["source", "delivery", "Source", "DELIVERY", "source,delivery", "", "sourc", "délivery"])))
+def test_the_file_kind_header_is_source_or_delivery_or_400(api: httpx.Client,
+                                                           value: str) -> None:
+    response = api.post("/files", content=TINY_PNG, headers={
+        "Content-Type": "image/png", "x-file-kind": value.encode("latin-1")})
+    assert_clean(response)
+    if value in ("source", "delivery"):
+        assert response.status_code == 201 and response.json()["kind"] == value
+    else:
+        assert response.status_code == 400, response.text
+
+
+@http(30)
+@given(value=st.one_of(header_text, st.sampled_from([
+    "application/pdf; charset=binary", "IMAGE/PNG", "image/png ;x=y", "image/png,image/jpeg",
+    "multipart/form-data; boundary=x", "*/*", "image/svg+xml", ""])))
+def test_the_content_type_header_is_accepted_or_415(api: httpx.Client, value: str) -> None:
+    response = api.post("/files", content=TINY_PNG, headers={"Content-Type": value.encode("latin-1")})
+    assert_clean(response)
+    media = value.split(";", 1)[0].strip().lower()
+    accepted = media in uploads.ACCEPTED_CONTENT_TYPES
+    assert response.status_code == (201 if accepted else 415), response.text
+
+
+def expected_ip(value: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(value.strip()))
+    except ValueError:
+        return None
+
+
+ip_like = st.one_of(
+    st.ip_addresses().map(str),
+    header_text,
+    st.from_regex(r"[0-9a-fA-F:.%]{1,45}", fullmatch=True),
+    st.sampled_from(["fe80::1%eth0", "::ffff:1.2.3.4", "1.2.3.4, 5.6.7.8", "01.2.3.4",
+                     "1.2.3.256", "[::1]", "0:0:0:0:0:0:0:1", "127.1", "999.1.1.1", "::"]),
+)
+
+
+@http(40)
+@given(value=ip_like)
+def test_the_viewer_ip_header_is_recorded_canonical_or_not_at_all(
+    api: httpx.Client, shared: dict[str, str], value: str
+) -> None:
+    response = api.get(f"/views/{shared['token']}", headers={"x-viewer-ip": value.encode("latin-1")})
+    assert_clean(response)
+    assert response.status_code == 200
+    entry = latest_entry(api, shared["file"])
+    assert entry["action"] == "view"
+    assert entry.get("ip") == expected_ip(value)
+
+
+@http(8)
+@given(value=ip_like)
+def test_the_viewer_ip_header_on_a_page_is_recorded_canonical_or_not_at_all(
+    api: httpx.Client, shared: dict[str, str], value: str
+) -> None:
+    response = api.get(f"/views/{shared['token']}/pages/1",
+                       headers={"x-viewer-ip": value.encode("latin-1")})
+    assert_clean(response)
+    assert response.status_code == 200 and response.content[:3] == b"\xff\xd8\xff"
+    entry = latest_entry(api, shared["file"])
+    assert (entry["action"], entry.get("ip")) == ("page", expected_ip(value))
+
+
+@http(30)
+@given(value=st.one_of(header_text, st.emails().filter(lambda e: e.isascii() and len(e) < 200)))
+def test_the_viewer_email_header_on_download_is_recorded_valid_or_not_at_all(
+    api: httpx.Client, shared: dict[str, str], value: str
+) -> None:
+    response = api.get(f"/files/{shared['file']}/download",
+                       headers={"x-viewer-email": value.encode("latin-1")})
+    assert_clean(response)
+    assert response.status_code == 200
+    entry = latest_entry(api, shared["file"])
+    assert entry["action"] == "download"
+    recorded = entry.get("viewerEmail")
+    assert recorded is None or ("@" in recorded and recorded.isprintable())
+
+
+# --- query --------------------------------------------------------------------------------------
+
+
+def expected_list_status(page: str | None, per_page: str | None) -> set[int]:
+    def verdict(value: str | None, high: int) -> set[int]:
+        if value is None or (re.fullmatch(r"[0-9]{1,9}", value) and 1 <= int(value) <= high):
+            return {200}
+        if re.search(r"[\x21-\x2f\x3a-\x7e]", value) or re.fullmatch(r"[0-9]+", value):
+            return {400}  # an ASCII non-digit, or plain digits out of bounds
+        return {200, 400}  # whitespace (Tornado strips it) or non-ASCII digits
+    page_ok, per_page_ok = verdict(page, 10**9), verdict(per_page, 100)
+    if page_ok == {400} or per_page_ok == {400}:
+        return {400}
+    return {200} if page_ok == per_page_ok == {200} else {200, 400}
+
+
+@http(80)
+@given(page=st.none() | numberish, per_page=st.none() | numberish)
+@example(page="²", per_page=None)
+@example(page=None, per_page="①")
+def test_list_paging_answers_200_or_400_never_5xx(api: httpx.Client, page: str | None,
+                                                  per_page: str | None) -> None:
+    params = {k: v for k, v in {"page": page, "perPage": per_page}.items() if v is not None}
+    response = api.get("/files", params=params)
+    assert_clean(response)
+    assert response.status_code in expected_list_status(page, per_page), (params, response.text)
+    if response.status_code == 200:
+        body = response.json()
+        assert isinstance(body["total"], int) and isinstance(body["files"], list)
+
+
+# --- JSON bodies --------------------------------------------------------------------------------
+
+
+@http(60)
+@given(value=json_values)
+def test_any_json_value_that_is_not_a_link_request_is_a_400(api: httpx.Client,
+                                                            value: Any) -> None:
+    body = json.dumps(value, allow_nan=True)
+    response = api.post("/views", content=body, headers={"Content-Type": "application/json"})
+    assert_clean(response)
+    assert response.status_code == 400
+
+
+def link_body(draw: st.DrawFn, file_id: str) -> dict[str, Any]:
+    fields = {
+        "fileId": draw(st.one_of(st.just(file_id), st.just(file_id.upper()),
+                                 st.uuids().map(str), json_values)),
+        "viewerEmail": draw(st.one_of(st.emails(), any_text, json_values)),
+        "viewerName": draw(st.one_of(st.just(ABSENT), st.text(max_size=130), json_values)),
+        "ttlSeconds": draw(st.one_of(
+            st.just(ABSENT), st.integers(-(10**30), 10**30), st.integers(0, 3_000_000),
+            st.floats(allow_nan=True, allow_infinity=True), json_values,
+            st.sampled_from([59, 60, 60.0, 59.999, 2_592_000, 2_592_000.5, 2_592_001, 1e308,
+                             -0.0, True, False, "3600"]))),
+    }
+    return {k: v for k, v in fields.items() if v is not ABSENT}
+
+
+@st.composite
+def link_requests(draw: st.DrawFn, file_id: str) -> dict[str, Any]:
+    return link_body(draw, file_id)
+
+
+@http(100)
+@given(data=st.data())
+def test_link_requests_with_odd_field_values_are_201_400_or_404(
+    fuzz_vault: VaultProcess, api: httpx.Client, shared: dict[str, str], data: st.DataObject
+) -> None:
+    body = data.draw(link_requests(shared["file"]))
+    response = api.post("/views", content=json.dumps(body, allow_nan=True),
+                        headers={"Content-Type": "application/json"})
+    assert_clean(response)
+    file_id, ttl = body["fileId"], body.get("ttlSeconds", 3600)
+    is_ours = isinstance(file_id, str) and file_id.lower() == shared["file"]
+    if response.status_code == 201:
+        fuzz_vault.secrets.append(response.json()["token"])
+        assert is_ours
+        assert type(ttl) in (int, float) and 60 <= ttl <= 2_592_000
+    elif response.status_code == 404:
+        assert isinstance(file_id, str) and not is_ours
+    else:
+        assert response.status_code == 400, response.text
+
+
+@pytest.mark.parametrize("raw", [
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
+    b"[" * 500_000,
+])
+def test_deeply_nested_json_is_a_400_not_a_crash(api: httpx.Client, raw: bytes) -> None:
+    response = api.post("/views", content=raw, headers={"Content-Type": "application/json"})
+    assert_json_error(response, 400)
+
+
+@pytest.mark.parametrize("ttl", [b"1e400", b"-1e400", b"NaN", b"Infinity", b"-Infinity",
+                                 b"1" * 5000, b"-0", b"1e-400", b"60.0000000000000001"])
+def test_extreme_numbers_for_the_ttl_are_400_or_accepted(
+    fuzz_vault: VaultProcess, api: httpx.Client, shared: dict[str, str], ttl: bytes
+) -> None:
+    raw = b'{"fileId": "%s", "viewerEmail": "n@example.com", "ttlSeconds": %s}' % (
+        shared["file"].encode(), ttl)
+    response = api.post("/views", content=raw, headers={"Content-Type": "application/json"})
+    if ttl == b"60.0000000000000001":  # parses as 60.0, the minimum
+        assert response.status_code == 201, response.text
+        fuzz_vault.secrets.append(response.json()["token"])
+    else:
+        assert_json_error(response, 400)
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xfe{\x00}\x00", b"\xef\xbb\xbf{}", b'{"a": "\xff"}',
+                                 b'{"fileId": "\\ud800"}', b"", b" ", b"null", b"{}" * 3])
+def test_undecodable_json_bodies_are_400(api: httpx.Client, raw: bytes) -> None:
+    response = api.post("/views", content=raw, headers={"Content-Type": "application/json"})
+    assert_json_error(response, 400)
+
+
+# --- path segments ------------------------------------------------------------------------------
+
+
+def as_segment(text: str) -> str:
+    # quote() keeps dots, and a client would resolve "." and ".." away; keep them in the path.
+    return quote(text, safe="").replace(".", "%2E")
+
+
+segments = st.one_of(
+    st.text(min_size=1, max_size=60),
+    st.uuids().map(str),
+    st.text(st.sampled_from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+            min_size=43, max_size=43),
+    st.sampled_from([".", "..", "%", "null", "undefined", "0", "-1", " ", "\x00", "%00"]),
+)
+
+FILE_ROUTES = [("GET", "/v1/files/{}"), ("GET", "/v1/files/{}/download"),
+               ("GET", "/v1/files/{}/access-log"), ("DELETE", "/v1/files/{}")]
+TOKEN_ROUTES = [("GET", "/v1/views/{}"), ("DELETE", "/v1/views/{}"),
+                ("GET", "/v1/views/{}/pages/1"), ("GET", "/v/{}/status"),
+                ("GET", "/v/{}/pages/1")]
+
+
+@http(60)
+@given(segment=segments)
+def test_unknown_file_ids_in_paths_are_404_everywhere(
+    api: httpx.Client, web: httpx.Client, shared: dict[str, str], segment: str
+) -> None:
+    if segment.lower() == shared["file"]:
+        return
+    auth = {"Authorization": api.headers["Authorization"]}
+    for method, route in FILE_ROUTES:
+        response = web.request(method, route.format(as_segment(segment)), headers=auth)
+        assert_clean(response)
+        assert response.status_code == 404, (method, route, response.text)
+    response = web.post(f"/v1/files/{as_segment(segment)}/revoke-views", headers=auth)
+    assert response.status_code == 200 and response.json() == {"revoked": 0}
+
+
+@http(60)
+@given(segment=segments)
+def test_unknown_tokens_in_paths_are_404_everywhere(
+    fuzz_vault: VaultProcess, api: httpx.Client, web: httpx.Client, shared: dict[str, str],
+    segment: str,
+) -> None:
+    if segment == shared["token"]:
+        return
+    key = api.headers["Authorization"]
+    for method, route in TOKEN_ROUTES:
+        response = web.request(method, route.format(as_segment(segment)),
+                               headers={"Authorization": key})
+        assert_clean(response)
+        assert response.status_code == 404, (method, route, response.text)
+    page = web.get(f"/v/{as_segment(segment)}")
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+
+
+@http(40)
+@given(number=numberish)
+@example(number="²")
+@example(number="٣")
+@example(number="1")
+def test_page_numbers_are_served_only_when_they_are_plain_decimal_in_range(
+    api: httpx.Client, web: httpx.Client, shared: dict[str, str], number: str
+) -> None:
+    valid = re.fullmatch(r"[0-9]{1,9}", number) is not None and int(number) == 1
+    for client, prefix in ((api, "/views"), (web, "/v")):
+        response = client.get(f"{prefix}/{shared['token']}/pages/{as_segment(number)}")
+        assert_clean(response)
+        assert response.status_code == (200 if valid else 404), (prefix, number, response.text)
+
+
+@pytest.mark.parametrize("raw", ["%FF", "%C0%AF", "%ED%A0%80", "%E2%82"])
+def test_path_segments_that_are_not_utf8_get_json_errors(api: httpx.Client, web: httpx.Client,
+                                                         shared: dict[str, str], raw: str) -> None:
+    for path in (f"/files/{raw}", f"/views/{raw}", f"/views/{shared['token']}/pages/{raw}"):
+        response = api.get(path)
+        assert response.status_code in (400, 404)
+        assert_json_error(response, response.status_code)
+    response = web.get(f"/v/{shared['token']}/pages/{raw}")
+    assert response.status_code in (400, 404)
+    assert_json_error(response, response.status_code)
+
+
+def test_the_server_is_healthy_and_logged_no_uncaught_exception_after_fuzzing(
+    fuzz_vault: VaultProcess, api: httpx.Client
+) -> None:
+    assert httpx.get(f"{fuzz_vault.url}/healthz", timeout=10).json() == {"status": "ok"}
+    assert api.get("/account").status_code == 200
+    log = fuzz_vault.log_text()
+    assert "Uncaught exception" not in log, log[log.index("Uncaught exception"):][:3000]
+
+
+# --- the pure parsers, in process ---------------------------------------------------------------
+
+
+def returns_or_vault_error(function: Any, *args: Any) -> Any:
+    try:
+        return function(*args)
+    except VaultError as error:
+        assert isinstance(error.message, str) and error.message
+        return error
+
+
+@UNIT
+@given(value=st.none() | st.text(max_size=300) | percent_junk)
+@example(value="%")
+@example(value="%E0%A4%A")
+def test_parse_name_returns_a_clean_name_or_raises_a_vault_error(value: str | None) -> None:
+    result = returns_or_vault_error(uploads.parse_name, value)
+    if isinstance(result, str):
+        assert 0 < len(result) <= 200 and result.isprintable() and result == result.strip()
+
+
+@UNIT
+@given(value=st.none() | st.text(max_size=30))
+def test_parse_kind_returns_a_kind_or_raises_a_vault_error(value: str | None) -> None:
+    result = returns_or_vault_error(uploads.parse_kind, value)
+    assert isinstance(result, VaultError) or result in uploads.KINDS
+
+
+@UNIT
+@given(value=st.none() | st.text(max_size=60))
+def test_parse_content_type_returns_an_accepted_type_or_raises_a_vault_error(
+    value: str | None,
+) -> None:
+    result = returns_or_vault_error(uploads.parse_content_type, value)
+    assert isinstance(result, VaultError) or result in uploads.ACCEPTED_CONTENT_TYPES
+
+
+@UNIT
+@given(head=st.binary(max_size=16))
+def test_sniff_never_raises(head: bytes) -> None:
+    assert uploads.sniff(head) in (None, "application/pdf", "image/jpeg", "image/png")
+
+
+@UNIT
+@given(raw=st.none() | numberish, low=st.integers(0, 5), high=st.integers(5, 10**9))
+@example(raw="²", low=1, high=100)
+@example(raw="٣", low=1, high=100)
+def test_parse_bounded_int_returns_a_bounded_int_or_raises_a_vault_error(
+    raw: str | None, low: int, high: int
+) -> None:
+    result = returns_or_vault_error(parse_bounded_int, raw, "n", low, low, high)
+    assert isinstance(result, VaultError) or (type(result) is int and low <= result <= high)
+
+
+@UNIT
+@given(value=st.none() | ip_like | st.text(max_size=50))
+def test_valid_ip_returns_a_canonical_address_or_none(value: str | None) -> None:
+    result = valid_ip(value)
+    assert result is None or str(ipaddress.ip_address(result)) == result
+
+
+FREE = Account("acct", "Fuzz", get_plan("free"), None)
+
+
+@st.composite
+def link_request_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    if draw(st.booleans()):
+        return draw(st.dictionaries(st.text(max_size=12), json_values, max_size=5))
+    return link_body(draw, "5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10")
+
+
+@settings(deadline=None, max_examples=800, suppress_health_check=[HealthCheck.too_slow])
+@given(body=link_request_bodies())
+def test_parse_link_request_returns_a_valid_request_or_raises_a_vault_error(
+    body: dict[str, Any],
+) -> None:
+    result = returns_or_vault_error(links.parse_link_request, body, FREE)
+    if isinstance(result, links.LinkRequest):
+        assert 60 <= result.ttl_seconds <= FREE.plan.maxViewSeconds
+        assert 0 < len(result.viewer_name) <= 100 and "@" in result.viewer_email

@@ -1,0 +1,40 @@
+"""vaultd's own start and stop: the embedded database comes and goes with it."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import upload_ok
+from tests.processes import alive, database_process
+from tests.vault_process import VaultProcess
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_vaultd_and_its_database_cleanly(tmp_path: Path, sig: int) -> None:
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    database = database_process(server.process.pid)
+    assert database is not None and (server.data_dir / "db" / "address.json").exists()
+    assert server.stop(sig) == 0
+    assert not alive(database) or "zombie" in Path(f"/proc/{database}/status").read_text()
+    assert not (server.data_dir / "db" / "address.json").exists()
+    assert "Traceback" not in server.log_text()
+
+
+def test_files_and_keys_survive_a_restart(tmp_path: Path) -> None:
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    try:
+        _, key = server.new_account()
+        data = docs.pdf(pages=2)
+        with server.client(key) as api:
+            created = upload_ok(api, data, kind="delivery")
+        server.stop()
+        server.start()
+        with server.client(key) as api:
+            assert api.get(f"/files/{created['id']}/download").content == data
+    finally:
+        server.stop()
+    assert (server.data_dir / "master.key").stat().st_mode & 0o777 == 0o600
