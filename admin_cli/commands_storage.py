@@ -49,7 +49,7 @@ def with_backend(action: Callable[[Settings, Db, BlobBackend], Awaitable[T]]) ->
         try:
             return await action(settings, db, backend)
         except BackendUnavailable as exc:
-            raise ValueError(f"{backend.name} {exc}; check the storage settings and retry") from None
+            raise ValueError(f"{backend.name} {exc}; check the storage settings, retry") from None
         finally:
             await backend.close()
 
@@ -119,8 +119,9 @@ def migrate(
 ) -> None:
     """Copy every blob to the other backend and verify it; safe to re-run."""
     async def action(settings: Settings, db: Db, source: BlobBackend) -> dict[str, Any]:
-        if to not in backends.KNOWN_IMPLEMENTATIONS:
-            raise ValueError(f"--to must be one of {', '.join(sorted(backends.KNOWN_IMPLEMENTATIONS))}")
+        known = sorted(backends.KNOWN_IMPLEMENTATIONS)
+        if to not in known:
+            raise ValueError(f"--to must be one of {', '.join(known)}")
         if to == settings.storage_backend:
             raise ValueError(f"storage.backend is already {to!r}: --to names the backend to "
                              "copy to")

@@ -17,7 +17,8 @@ KNOWN_IMPLEMENTATIONS: dict[str, tuple[str, str]] = {
 }
 
 
-def _module(name: str) -> Any:
+def backend_module(name: str) -> Any:
+    """The module implementing backend `name`, imported on first use."""
     if name not in KNOWN_IMPLEMENTATIONS:
         known = ", ".join(sorted(KNOWN_IMPLEMENTATIONS))
         raise ValueError(f"storage.backend: unknown backend {name!r} (known: {known})")
@@ -30,8 +31,10 @@ def _module(name: str) -> Any:
 
 def open_reader(ref: BlobRef) -> SyncBlobReader:
     """Open a blob for synchronous random access; used in worker processes."""
-    reader: SyncBlobReader = _module(ref.backend).open_reader(ref)
+    reader: SyncBlobReader = backend_module(ref.backend).open_reader(ref)
     return reader
 
 
-__all__ = ["BackendUnavailable", "BlobBackend", "BlobRef", "SyncBlobReader", "open_reader"]
+__all__ = [
+    "backend_module",
+    "BackendUnavailable", "BlobBackend", "BlobRef", "SyncBlobReader", "open_reader"]

@@ -24,7 +24,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -34,6 +34,7 @@ from azure.core.exceptions import (
     ResourceExistsError,
     ResourceNotFoundError,
 )
+from azure.storage.blob import BlobBlock
 from azure.storage.blob import BlobServiceClient as SyncServiceClient
 from azure.storage.blob import ContainerClient as SyncContainerClient
 from azure.storage.blob import ExponentialRetry as SyncExponentialRetry
@@ -96,8 +97,9 @@ class AzureConfig:
     query, or else an Azure AD identity through azure-identity), and the container."""
 
     container: str
-    connection_string: str = ""
-    account_url: str = ""
+    # Secrets (an account key, a SAS token): never in a repr.
+    connection_string: str = field(default="", repr=False)
+    account_url: str = field(default="", repr=False)
 
     def check(self) -> AzureConfig:
         if not _CONTAINER.match(self.container):
@@ -138,12 +140,22 @@ def _identity_module(aio: bool = False) -> Any:
 
 
 @contextmanager
+def _config_errors() -> Iterator[None]:
+    try:
+        yield
+    except ValueError:
+        # The SDK's message may quote the value, which holds the account key: name the setting.
+        raise ConfigError("config: storage.azure.connection_string or account_url is "
+                          "malformed") from None
+
+
+@contextmanager
 def _translated(name: str | None) -> Iterator[None]:
     """SDK errors as the backend interface's: FileNotFoundError or BackendUnavailable."""
     try:
         yield
     except ResourceNotFoundError as exc:
-        if exc.error_code == "ContainerNotFound" or name is None:
+        if getattr(exc, "error_code", None) == "ContainerNotFound" or name is None:
             log.warning("Azure container missing")
             raise BackendUnavailable("storage container is missing") from None
         raise FileNotFoundError(f"blob {name} not found") from None
@@ -189,7 +201,8 @@ class AzureBlobWriter:
         block_id = f"{self._prefix}-{len(self._blocks):06d}"
         await self._backend.ready()
         with _translated(self._name):
-            # A stream, not bytes: aiohttp would otherwise copy a multi-MiB body on the loop.
+            # A stream, not bytes: aiohttp refuses (warns about) multi-MiB bytes bodies, which
+            # it would write to the socket in one go, stalling the event loop.
             await self._blob.stage_block(block_id, io.BytesIO(self._buffer),
                                          length=len(self._buffer))
         self._blocks.append(block_id)
@@ -203,7 +216,7 @@ class AzureBlobWriter:
             await self._backend.ready()
             self._state = "uncertain"
             with _translated(self._name):
-                await self._blob.commit_block_list(list(self._blocks))
+                await self._blob.commit_block_list([BlobBlock(block) for block in self._blocks])
         except BaseException:
             if self._state == "open":
                 self._state = "aborted"
@@ -250,12 +263,14 @@ class AzureBackend:
 
     def _make_service(self) -> BlobServiceClient:
         options = _client_options(_AsyncRetry(retry_total=RETRY_TOTAL))
-        if self.config.connection_string:
-            return BlobServiceClient.from_connection_string(self.config.connection_string,
-                                                            **options)
-        if self.config.needs_identity:
-            self._credential = _identity_module(aio=True).DefaultAzureCredential()
-        return BlobServiceClient(self.config.account_url, credential=self._credential, **options)
+        with _config_errors():
+            if self.config.connection_string:
+                return BlobServiceClient.from_connection_string(self.config.connection_string,
+                                                                **options)
+            if self.config.needs_identity:
+                self._credential = _identity_module(aio=True).DefaultAzureCredential()
+            return BlobServiceClient(self.config.account_url, credential=self._credential,
+                                     **options)
 
     async def start(self) -> None:
         """Create the container when missing. BackendUnavailable if storage is unreachable;
@@ -351,13 +366,15 @@ def _sync_container(config: AzureConfig) -> SyncContainerClient:
         client = _SYNC_CONTAINERS.get(config)
         if client is None:
             options = _client_options(_SyncRetry(retry_total=RETRY_TOTAL))
-            if config.connection_string:
-                service = SyncServiceClient.from_connection_string(config.connection_string,
-                                                                   **options)
-            else:
-                credential = (_identity_module().DefaultAzureCredential()
-                              if config.needs_identity else None)
-                service = SyncServiceClient(config.account_url, credential=credential, **options)
+            with _config_errors():
+                if config.connection_string:
+                    service = SyncServiceClient.from_connection_string(
+                        config.connection_string, **options)
+                else:
+                    credential = (_identity_module().DefaultAzureCredential()
+                                  if config.needs_identity else None)
+                    service = SyncServiceClient(config.account_url, credential=credential,
+                                                **options)
             client = _SYNC_CONTAINERS[config] = service.get_container_client(config.container)
         return client
 

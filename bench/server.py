@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,3 +135,28 @@ def reset_peak_rss(pid: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> dict[int, str]:
+    """Direct children of `pid` with a short name: the embedded database, render workers."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) != pid:
+                continue
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        if "secantus" in command:
+            found[int(entry.name)] = "database"
+        elif "multiprocessing" in command and "resource_tracker" not in command:
+            found[int(entry.name)] = "render workers"
+    return found

@@ -94,6 +94,16 @@ def runs(text: str, bold: bool = False) -> Iterator[tuple[str, int]]:
         yield text[start:], current
 
 
+@functools.lru_cache(maxsize=64)
+def metrics(size: int, bold: bool = False) -> tuple[int, int]:
+    """(ascent, descent) in pixels that fit every font of the chain at `size`."""
+    pairs = [font.getmetrics() for font in font_chain(size, bold)
+             if isinstance(font, ImageFont.FreeTypeFont)]
+    if not pairs:
+        return size, size // 3
+    return max(a for a, _ in pairs), max(d for _, d in pairs)
+
+
 def text_width(text: str, size: int, bold: bool = False) -> float:
     chain = font_chain(size, bold)
     return sum(chain[index].getlength(run) for run, index in runs(text, bold))
@@ -106,7 +116,7 @@ def draw_line(
     size: int,
     *,
     bold: bool = False,
-    fill: tuple[int, ...] = (0, 0, 0),
+    fill: int | tuple[int, ...] = (0, 0, 0),
     stroke_width: int = 0,
     stroke_fill: tuple[int, ...] | None = None,
 ) -> None:

@@ -16,8 +16,9 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image
 
+from render import canvas
 from render.blobs import GuardedStream, OpenedBlob
-from render.model import JPEG, PNG, PageOutOfRange, PixelBudget, Unreadable
+from render.model import JPEG, PNG, PageOutOfRange, PixelBudget, Unreadable, WatermarkSpec
 from render.sizing import fit_scale, scaled_size
 
 # Source images above this are refused at upload (a 100 MP RGBA decode is 400 MB). JPEGs are
@@ -49,12 +50,26 @@ def open_pdf(blob: OpenedBlob) -> tuple[pdfium.PdfDocument, GuardedStream]:
     return document, stream
 
 
+def render_pdf_canvas(
+    document: pdfium.PdfDocument, stream: GuardedStream, number: int, mark: WatermarkSpec,
+    budget: PixelBudget,
+) -> tuple[Image.Image, canvas.Layout]:
+    """Page `number` (1-based) rendered into the final canvas (RGBX over the worker's buffer)."""
+    _check_number(document, number)
+    with _page(document, stream, number - 1) as page:
+        width, height = page.get_size()
+        plan = canvas.layout(scaled_size(width, height, fit_scale(width, height, budget)), mark,
+                             budget)
+        image = canvas.render_pdf(page, plan)
+        stream.raise_pending()
+        return image, plan
+
+
 def render_pdf_page(
     document: pdfium.PdfDocument, stream: GuardedStream, number: int, budget: PixelBudget
 ) -> Image.Image:
-    """Render page `number` (1-based) scaled to the budget, on white."""
-    if not 1 <= number <= len(document):
-        raise PageOutOfRange(f"page {number} is outside 1..{len(document)}")
+    """Render page `number` (1-based) scaled to the budget, on white (upload's thumbnail)."""
+    _check_number(document, number)
     with _page(document, stream, number - 1) as page:
         # get_size() is the displayed size (after /Rotate), which is what render() allocates.
         width, height = page.get_size()
@@ -68,6 +83,11 @@ def render_pdf_page(
             return bitmap.to_pil().convert("RGB")
         finally:
             bitmap.close()
+
+
+def _check_number(document: pdfium.PdfDocument, number: int) -> None:
+    if not 1 <= number <= len(document):
+        raise PageOutOfRange(f"page {number} is outside 1..{len(document)}")
 
 
 @contextmanager

@@ -8,7 +8,6 @@ break the whole pebble pool, so `_portable` replaces it with a plain RuntimeErro
 from __future__ import annotations
 
 import functools
-import io
 import pickle
 import resource
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import ParamSpec, TypeVar
 
 from PIL import Image
 
-from render import watermark
+from render import canvas, watermark
 from render.blobs import open_blob
 from render.doc_cache import CACHE
 from render.model import (
@@ -29,7 +28,7 @@ from render.model import (
     ValidationResult,
     WatermarkSpec,
 )
-from render.pages import MAX_SOURCE_PIXELS, decode_image, render_pdf_page
+from render.pages import MAX_SOURCE_PIXELS, decode_image, render_pdf_canvas
 from render.validate import validate
 
 __all__ = [
@@ -99,8 +98,11 @@ def render_page(
 ) -> bytes:
     """One page as a watermarked JPEG, sized to `budget` (plus the watermark strip)."""
     _check_type(source)
-    page = _rasterise(source, page_number, budget)
-    return _jpeg(watermark.apply(page, mark, budget), jpeg_quality)
+    if isinstance(page_number, bool) or not isinstance(page_number, int):
+        raise PageOutOfRange("page number must be an integer")
+    image, plan = _rasterise(source, page_number, mark, budget)
+    watermark.draw(image, mark, plan.page[1], plan.strip)
+    return canvas.jpeg(image, jpeg_quality)
 
 
 def _check_type(source: DocumentSource) -> None:
@@ -108,20 +110,16 @@ def _check_type(source: DocumentSource) -> None:
         raise ValueError(f"unsupported content type {source.content_type!r}")
 
 
-def _rasterise(source: DocumentSource, number: int, budget: PixelBudget) -> Image.Image:
-    if isinstance(number, bool) or not isinstance(number, int):
-        raise PageOutOfRange("page number must be an integer")
+def _rasterise(
+    source: DocumentSource, number: int, mark: WatermarkSpec, budget: PixelBudget
+) -> tuple[Image.Image, canvas.Layout]:
     if source.content_type == PDF:
+        # Only PDFium's part holds the document; the watermark and JPEG run outside the lease.
         with CACHE.lease(source) as cached:
-            return render_pdf_page(cached.document, cached.stream, number, budget)
+            return render_pdf_canvas(cached.document, cached.stream, number, mark, budget)
     if number != 1:
         raise PageOutOfRange(f"page {number} is outside 1..1")
     with open_blob(source) as blob:
-        return decode_image(blob, source.content_type, budget)
-
-
-def _jpeg(image: Image.Image, quality: int) -> bytes:
-    out = io.BytesIO()
-    # No metadata is written: the output carries only pixels.
-    image.save(out, "JPEG", quality=max(1, min(quality, 95)))
-    return out.getvalue()
+        page = decode_image(blob, source.content_type, budget)
+    plan = canvas.layout(page.size, mark, budget)
+    return canvas.from_image(page, plan), plan

@@ -11,4 +11,5 @@ if ! command -v npm >/dev/null 2>&1; then
   echo "install-azurite: npm is required (apt-get install nodejs npm, Node 18 or newer)" >&2
   exit 1
 fi
-npm install --no-save --no-audit --no-fund --loglevel=error azurite@3
+# --prefix: npm would otherwise install beside the nearest package.json of a parent directory.
+npm install --prefix "$PWD" --no-save --no-audit --no-fund --loglevel=error azurite@3

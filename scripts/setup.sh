@@ -24,6 +24,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q -e ".[test]"
+  bash scripts/install-azurite.sh   # Azure Blob emulator (npm) for the backend tests
 else
   .venv/bin/python -m pip install -q -e .
 fi

@@ -141,7 +141,10 @@ _SESSION: dict[str, Azurite] = {}
 def session_azurite(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
     """The session's Azurite, started on first use and stopped at the end of the session."""
     if "server" not in _SESSION:
-        server = Azurite(tmp_path_factory.mktemp("azurite") / "data").start()
-        _SESSION["server"] = server
-        config.add_cleanup(lambda: (server.stop(), _SESSION.clear()))
+        _SESSION["server"] = Azurite(tmp_path_factory.mktemp("azurite") / "data").start()
+        config.add_cleanup(_stop_session_azurite)
     return _SESSION["server"]
+
+
+def _stop_session_azurite() -> None:
+    _SESSION.pop("server").stop()

@@ -41,7 +41,7 @@ def http(examples: int) -> settings:
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-UNIT = settings(deadline=None, max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+UNIT = settings(deadline=None, max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
 
 # --- strategies ---------------------------------------------------------------------------------
 
@@ -522,7 +522,7 @@ def link_request_bodies(draw: st.DrawFn) -> dict[str, Any]:
     return link_body(draw, "5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10")
 
 
-@settings(deadline=None, max_examples=800, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(body=link_request_bodies())
 def test_parse_link_request_returns_a_valid_request_or_raises_a_vault_error(
     body: dict[str, Any],

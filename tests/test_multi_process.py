@@ -56,7 +56,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory,
             b.stop()  # B first: A owns the database
         a.stop()
     assert b is not None
-    handed_out = [ring, ACCOUNT_KEY, *a.secrets, *b.secrets]
+    key_bytes = ring.split(":", 1)[1]  # the id before it is not secret
+    handed_out = [key_bytes, ACCOUNT_KEY, *a.secrets, *b.secrets]
     for server in (a, b):
         server.secrets = handed_out
         assert_no_secrets_in_log(server)

@@ -116,11 +116,18 @@ def corrupt_chunk(vault: VaultProcess, name: str, chunk: int) -> None:
     on_storage(vault, flip)
 
 
-def delete_blob(vault: VaultProcess, name: str) -> None:
+def put_blob(vault: VaultProcess, name: str, data: bytes) -> None:
+    async def write(backend: BlobBackend) -> None:
+        await put(backend, name, data)
+
+    on_storage(vault, write)
+
+
+def delete_blob(vault: VaultProcess, name: str) -> bool:
     async def delete(backend: BlobBackend) -> bool:
         return await backend.delete(name)
 
-    assert on_storage(vault, delete)
+    return on_storage(vault, delete)
 
 
 def blob_exists(vault: VaultProcess, name: str) -> bool:
@@ -150,7 +157,7 @@ def test_verify_reports_missing_and_corrupt_blobs_and_exits_1(vault: VaultProces
     # A middle chunk: length, header and final chunk still check out, so only a complete
     # decryption notices.
     corrupt_chunk(vault, damaged["id"], chunk=3)
-    delete_blob(vault, gone["id"])
+    assert delete_blob(vault, gone["id"])
     account_id = account_id_of(api)
     try:
         report = admin_json(vault, "storage", "verify", "--account", account_id, code=1)
@@ -188,10 +195,10 @@ def test_gc_removes_old_orphans_only_keeps_uploads_in_flight_and_reports_lost_bl
         vault: VaultProcess, api: httpx.Client) -> None:
     kept = upload_ok(api, docs.pdf(pages=1))
     lost = upload_ok(api, docs.pdf(pages=1))
-    delete_blob(vault, lost["id"])
+    assert delete_blob(vault, lost["id"])
     orphan, in_flight, foreign = str(uuid.uuid4()), str(uuid.uuid4()), "someone-elses.txt"
     for name in (orphan, in_flight, foreign):
-        on_storage(vault, lambda backend, n=name: put(backend, n, os.urandom(1000)))
+        put_blob(vault, name, os.urandom(1000))
     account_id = account_id_of(api)
     pending_upload(vault, account_id, in_flight, add=True)
     try:
@@ -202,7 +209,7 @@ def test_gc_removes_old_orphans_only_keeps_uploads_in_flight_and_reports_lost_bl
     finally:
         pending_upload(vault, account_id, in_flight, add=False)
         for name in (in_flight, foreign):
-            on_storage(vault, lambda backend, n=name: backend.delete(n))
+            delete_blob(vault, name)
         assert api.delete(f"/files/{lost['id']}").status_code == 204
     assert young.returncode == 0 and "removed 0 orphan blobs" in young.stdout
     assert f"file {lost['id']} (account {account_id}) has no blob" in young.stdout

@@ -16,7 +16,8 @@ from tornado.netutil import bind_sockets
 from render.pool import RenderPool
 from vaultd.config import ConfigError, Settings, load_settings, read_config_file
 from vaultd.embedded_db import EmbeddedDbError
-from vaultd.runtime import load_keyring, make_backend, open_database
+from backends.base import BackendUnavailable
+from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import recovery
 from vaultd.services.blobs import BlobStore
 from vaultd.web.app import make_app
@@ -61,32 +62,54 @@ def make_pool(settings: Settings) -> RenderPool:
 
 async def serve(settings: Settings) -> None:
     settings.data_path.mkdir(parents=True, exist_ok=True)
-    keyring = load_keyring(settings)
+    keyrings = KeyringSource(settings)
+    backend = make_backend(settings)  # config errors surface before anything is started
     database = await open_database(settings)
-    backend = make_backend(settings)
-    pool = make_pool(settings)
+    pool: RenderPool | None = None
     instance_id = recovery.new_instance_id()
     heartbeat: PeriodicCallback | None = None
     try:
-        store = BlobStore(backend, keyring, lambda: load_keyring(settings))
+        await start_backend(backend)
+        pool = make_pool(settings)
+        store = BlobStore(backend, keyrings.current(), keyrings.current)
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
-        server, port = listen(settings, AppContext(
-            settings, database.db, store, pool, instance_id, ""))
+        ctx = AppContext(settings, database.db, store, pool, instance_id, "")
+        server, port = listen(settings, ctx)
         heartbeat = start_housekeeping(database.db, store, instance_id)
         log.info("vaultd listening on http://%s:%d (viewer %s)", settings.host, port,
                  settings.viewer_url(port))
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
         await wait_for_signal()
-        server.stop()
-        await server.close_all_connections()
+        await drain(server, ctx)
     finally:
         if heartbeat is not None:
             heartbeat.stop()
         await recovery.forget_instance(database.db, instance_id)
-        await pool.close()
+        if pool is not None:
+            await pool.close()
         await backend.close()
         await database.close()
+
+
+async def start_backend(backend: Any) -> None:
+    """Create the container or directory when missing; an outage here is not fatal."""
+    start = getattr(backend, "start", None)
+    if start is None:
+        return
+    try:
+        await start()
+    except BackendUnavailable:
+        log.warning("storage unavailable at start-up; requests get 503 until it answers")
+
+
+async def drain(server: HTTPServer, ctx: AppContext, grace_seconds: float = 10.0) -> None:
+    """Stop accepting, let requests in flight finish (bounded), then close what remains."""
+    server.stop()
+    deadline = asyncio.get_running_loop().time() + grace_seconds
+    while ctx.active_requests and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    await server.close_all_connections()
 
 
 def listen(settings: Settings, ctx: AppContext) -> tuple[HTTPServer, int]:
@@ -129,6 +152,9 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(serve(settings))
     except (ConfigError, EmbeddedDbError) as exc:
         print(f"vaultd: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as exc:  # typically the port is taken
+        print(f"vaultd: cannot start: {exc.strerror or exc}", file=sys.stderr)
         sys.exit(2)
 
 

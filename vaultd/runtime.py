@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from backends import backend_module
 from backends.base import BlobBackend
 from vaultd import embedded_db
 from vaultd.config import ConfigError, Settings
@@ -17,13 +18,14 @@ log = logging.getLogger("vaultd")
 
 
 def make_backend(settings: Settings) -> BlobBackend:
+    """The configured backend; a missing optional SDK is a one-line ConfigError."""
+    try:
+        module = backend_module(settings.storage_backend)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if settings.storage_backend == "local":
-        from backends.local import LocalBackend
-
-        return LocalBackend(settings.local_blob_dir)
-    from backends.azure import AzureBackend  # imported lazily: an optional dependency
-
-    return AzureBackend.from_settings(settings)
+        return module.LocalBackend(settings.local_blob_dir)
+    return module.AzureBackend.from_settings(settings)
 
 
 def load_keyring(settings: Settings) -> MasterKeyring:
@@ -34,6 +36,26 @@ def load_keyring(settings: Settings) -> MasterKeyring:
     except KeyringError as exc:
         raise ConfigError(str(exc)) from None
     return ring
+
+
+class KeyringSource:
+    """The master keyring, read again whenever its file changes (one stat per use)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._stamp: int | None = None
+        self._ring = load_keyring(settings)
+
+    def current(self) -> MasterKeyring:
+        if self._settings.master_key_value:
+            return self._ring
+        try:
+            stamp = self._settings.master_key_path.stat().st_mtime_ns
+        except OSError:
+            return self._ring  # keep serving with what we have; the file is being replaced
+        if stamp != self._stamp:
+            self._ring, self._stamp = load_keyring(self._settings), stamp
+        return self._ring
 
 
 @dataclass

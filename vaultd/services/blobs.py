@@ -51,15 +51,23 @@ class BlobStore:
         self,
         backend: BlobBackend,
         keyring: MasterKeyring,
-        reload_keyring: Callable[[], MasterKeyring] | None = None,
+        refresh_keyring: Callable[[], MasterKeyring] | None = None,
     ) -> None:
         self.backend = backend
         self.keyring = keyring
-        self._reload_keyring = reload_keyring
+        # Returns the keyring as it is now (cheap when unchanged): `vault-admin master-key
+        # rotate` may change the key file while vaultd runs, and new data keys must be wrapped
+        # under the new current key from the next upload on.
+        self._refresh_keyring = refresh_keyring
+
+    def _current_keyring(self) -> MasterKeyring:
+        if self._refresh_keyring is not None:
+            self.keyring = self._refresh_keyring()
+        return self.keyring
 
     async def begin(self, account_id: str, file_id: str) -> BlobUpload:
         key = new_data_key()
-        wrapped = self.keyring.wrap(key, file_id=file_id, account_id=account_id)
+        wrapped = self._current_keyring().wrap(key, file_id=file_id, account_id=account_id)
         encryptor = BlobEncryptor(key, blob_context(account_id, file_id))
         writer = await self.backend.open_writer(file_id)
         return BlobUpload(file_id, writer, encryptor, wrapped)
@@ -67,10 +75,7 @@ class BlobStore:
     def _data_key(self, file_doc: dict[str, Any]) -> bytes:
         wrapped = WrappedKey.from_doc(file_doc["blob"]["key"])
         ids = {"file_id": file_doc["_id"], "account_id": file_doc["accountId"]}
-        if wrapped.key_id not in self.keyring and self._reload_keyring is not None:
-            # `vault-admin master-key rotate` ran while we were up: pick up the new keyring.
-            self.keyring = self._reload_keyring()
-        return self.keyring.unwrap(wrapped, **ids)
+        return self._current_keyring().unwrap(wrapped, **ids)
 
     def source(self, file_doc: dict[str, Any]) -> DocumentSource:
         """What a worker needs to open the file itself; no file bytes cross processes."""

@@ -83,7 +83,7 @@ async def delete_file(db: Db, store: BlobStore, account_id: str, file_id: str) -
     doc = await get_file(db, account_id, file_id)
     claimed = await db.files.find_one_and_update(
         {"_id": doc["_id"], "state": "stored"},
-        {"$set": {"state": "deleting", "deletingAt": utcnow()}},
+        {"$set": {"state": "deleting"}, "$currentDate": {"deletingAt": True}},
     )
     if claimed is None:
         raise NotFound("file not found")

@@ -12,7 +12,7 @@ import logging
 import os
 import socket
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from vaultd.db import Db
 from vaultd.services import quota
@@ -41,11 +41,21 @@ def _process_start(pid: int) -> str | None:
         return None
 
 
+async def database_now(db: Db) -> datetime:
+    """The database server's clock: every node compares against the same time, so clock skew
+    between vaultd machines cannot make a live process look dead."""
+    local = (await db.client.admin.command("hello")).get("localTime")
+    if not isinstance(local, datetime):
+        return utcnow()
+    return local if local.tzinfo else local.replace(tzinfo=UTC)
+
+
 async def heartbeat(db: Db, instance_id: str) -> None:
     pid = os.getpid()
     await db.database["instances"].update_one(
         {"_id": instance_id},
-        {"$set": {"seenAt": utcnow(), "host": HOST, "pid": pid, "started": _process_start(pid)}},
+        {"$set": {"host": HOST, "pid": pid, "started": _process_start(pid)},
+         "$currentDate": {"seenAt": True}},
         upsert=True,
     )
 
@@ -62,7 +72,7 @@ async def forget_instance(db: Db, instance_id: str) -> None:
 
 
 async def live_instances(db: Db) -> set[str]:
-    cutoff = utcnow() - timedelta(seconds=DEAD_AFTER_SECONDS)
+    cutoff = await database_now(db) - timedelta(seconds=DEAD_AFTER_SECONDS)
     cursor = db.database["instances"].find({"seenAt": {"$gt": cutoff}})
     return {doc["_id"] async for doc in cursor if not _gone_from_this_host(doc)}
 
@@ -82,7 +92,7 @@ async def recover(db: Db, store: BlobStore) -> int:
             if await db.files.find_one({"_id": file_id}, {"_id": 1}) is None:
                 await quota.finish_release(db, account["_id"], file_id)
                 settled += 1
-    cutoff = utcnow() - timedelta(seconds=DEAD_AFTER_SECONDS)
+    cutoff = await database_now(db) - timedelta(seconds=DEAD_AFTER_SECONDS)
     async for doc in db.files.find({"state": "deleting", "deletingAt": {"$lt": cutoff}}):
         await finish_delete(db, store, doc)
         settled += 1

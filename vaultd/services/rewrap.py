@@ -7,11 +7,15 @@ Running vaultd processes reload the keyring file when they meet an unknown key i
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from vaultd.config import Settings
 from vaultd.crypto.keyring import MasterKeyring, WrappedKey
 from vaultd.db import Db
+
+
+DROP_GRACE_SECONDS = 2.0
 
 
 async def rotate_master_key(settings: Settings, db: Db, drop_old: bool) -> dict[str, Any]:
@@ -25,6 +29,11 @@ async def rotate_master_key(settings: Settings, db: Db, drop_old: bool) -> dict[
     ring.save(path)
     rewrapped = await rewrap_all(db, ring)
     if drop_old:
+        # Running vaultd processes switch to the new key at their next upload; an upload that
+        # began under the old key may have been recorded after the pass above, so wait out a
+        # heartbeat and pass again before the old keys go.
+        await asyncio.sleep(DROP_GRACE_SECONDS)
+        rewrapped += await rewrap_all(db, ring)
         old = [key_id for key_id in ring.ids if key_id != ring.current_id]
         ring = ring.without(old)
         ring.save(path)

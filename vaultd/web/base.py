@@ -37,6 +37,19 @@ class BaseHandler(RequestHandler):
     def initialize(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self.account: Account | None = None
+        self._counted = True
+        ctx.active_requests += 1
+
+    def on_finish(self) -> None:
+        self._uncount()
+
+    def on_connection_close(self) -> None:
+        self._uncount()
+
+    def _uncount(self) -> None:
+        if self._counted:
+            self._counted = False
+            self.ctx.active_requests -= 1
 
     def set_default_headers(self) -> None:
         self.clear_header("Server")

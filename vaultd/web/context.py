@@ -18,3 +18,4 @@ class AppContext:
     pool: RenderPool
     instance_id: str
     viewer_url: str
+    active_requests: int = 0  # for a graceful stop: requests still being answered

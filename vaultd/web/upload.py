@@ -105,6 +105,7 @@ class FilesHandler(BaseHandler):
             await session.abort()
 
     def on_connection_close(self) -> None:
+        super().on_connection_close()
         # A client that goes away mid-upload leaves nothing behind.
         if self.session is not None and not self.finishing:
             IOLoop.current().spawn_callback(self._discard)

@@ -1,0 +1,221 @@
+"""The benchmark's figures, the targets they are held to, and the markdown report."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.breakdown import Steps
+from bench.corpus import Document
+from bench.latency import PageTimes, p50, percentile
+from bench.load import Level
+from bench.transfer import Ceiling, Memory
+
+# The issue's targets, as same-run ratios on the 2-core machine.
+PAGE_OVER_BARE = 1.5
+LARGE_OVER_SMALL = 1.3
+FOUR_OVER_ONE = 1.7
+UPLOAD_MB_S = 100.0
+DOWNLOAD_MB_S = 200.0
+UPLOAD_RSS_MB = 32.0
+
+
+@dataclass
+class Results:
+    command: str
+    started: str
+    machine: str
+    docs: list[Document]
+    elapsed: float = 0.0
+    pages: list[PageTimes] = field(default_factory=list)
+    steps: list[Steps] = field(default_factory=list)
+    cold: dict[str, float] = field(default_factory=dict)
+    first_small: list[float] = field(default_factory=list)
+    first_large: list[float] = field(default_factory=list)
+    load_doc: str = ""
+    cpu: dict[str, float] = field(default_factory=dict)
+    levels: list[Level] = field(default_factory=list)
+    upload: list[float] = field(default_factory=list)
+    memory: Memory | None = None
+    ceiling: Ceiling | None = None
+    download: list[float] = field(default_factory=list)
+
+
+def ms(seconds: float) -> str:
+    return "n/a" if math.isnan(seconds) else f"{seconds * 1000:.1f}"
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b and not math.isnan(a) and not math.isnan(b) else float("nan")
+
+
+def verdict(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _page_rows(results: Results) -> list[list[str]]:
+    rows = []
+    for times in results.pages:
+        rows.append([
+            times.name, str(len(times.pages)), ms(p50(times.http)), ms(percentile(times.http, .95)),
+            ms(p50(times.bare)), ms(percentile(times.bare, .95)), ms(p50(times.poppler)),
+            ms(percentile(times.poppler, .95)),
+            f"{ratio(p50(times.http), p50(times.bare)):.2f}",
+            f"{ratio(p50(times.http), p50(times.poppler)):.2f}",
+        ])
+    return rows
+
+
+def _step_rows(results: Results) -> list[list[str]]:
+    return [[s.name, ms(p50(s.render)), ms(p50(s.watermark)), ms(p50(s.jpeg)),
+             f"{ratio(p50(s.watermark), p50(s.render)):.2f}"] for s in results.steps]
+
+
+def _level_rows(results: Results) -> list[list[str]]:
+    one = results.levels[0].pages_per_second if results.levels else 0.0
+    rows = []
+    for level in results.levels:
+        refused = ", ".join(f"{n}× {status}" for status, n in sorted(level.refused.items()))
+        retry = sorted(level.retry_after - {"-"})
+        rows.append([str(level.clients), f"{level.pages_per_second:.1f}",
+                     f"{ratio(level.pages_per_second, one):.2f}", ms(p50(level.ok)),
+                     ms(percentile(level.ok, .95)), refused or "0",
+                     ", ".join(retry) if retry else "-"])
+    return rows
+
+
+def targets(results: Results) -> list[list[str]]:
+    rows = []
+    by_bare = [(t.name, ratio(p50(t.http), p50(t.bare))) for t in results.pages]
+    worst = max(by_bare, key=lambda item: item[1], default=("-", float("nan")))
+    met = sum(1 for _, r in by_bare if r <= PAGE_OVER_BARE)
+    rows.append([f"page p50 ≤ {PAGE_OVER_BARE}× bare pypdfium2 render + JPEG",
+                 f"{met}/{len(by_bare)} documents; worst {worst[1]:.2f}× ({worst[0]})",
+                 verdict(met == len(by_bare))])
+    by_poppler = [ratio(p50(t.http), p50(t.poppler)) for t in results.pages if t.poppler]
+    under = sum(1 for r in by_poppler if r < 1)
+    rows.append(["page p50 below pdftoppm's p50",
+                 f"{under}/{len(by_poppler)} documents; worst {max(by_poppler, default=0):.2f}×",
+                 verdict(bool(by_poppler) and under == len(by_poppler))])
+    by_render = [ratio(p50(s.watermark), p50(s.render)) for s in results.steps]
+    rows.append(["watermark ≤ render (in the worker)",
+                 f"worst {max(by_render, default=0):.2f}× the render",
+                 verdict(all(r <= 1 for r in by_render))])
+    rows += _load_targets(results)
+    first = ratio(p50(results.first_large), p50(results.first_small))
+    rows.append([f"page 1 of the 20 MB PDF ≤ {LARGE_OVER_SMALL}× page 1 of a small one",
+                 f"{first:.2f}×", verdict(first <= LARGE_OVER_SMALL)])
+    rows += _transfer_targets(results)
+    return rows
+
+
+def _load_targets(results: Results) -> list[list[str]]:
+    if not results.levels:
+        return []
+    speed = {level.clients: level.pages_per_second for level in results.levels}
+    four = ratio(speed.get(4, 0.0), speed.get(1, 0.0))
+    last = results.levels[-1]
+    other = {status: n for status, n in last.refused.items() if status != 503}
+    documented = not other and (not last.refused or "-" not in last.retry_after)
+    refused = sum(last.refused.values())
+    return [
+        [f"4 clients ≥ {FOUR_OVER_ONE}× the pages/s of 1", f"{four:.2f}×",
+         verdict(four >= FOUR_OVER_ONE)],
+        [f"{last.clients} clients: only documented 503 + Retry-After",
+         f"{refused} refused of {refused + len(last.ok)}" + (f"; other: {other}" if other else ""),
+         verdict(documented)],
+    ]
+
+
+def _transfer_targets(results: Results) -> list[list[str]]:
+    rows = []
+    upload = p50(results.upload)
+    rows.append([f"upload of a 20 MB PDF ≥ {UPLOAD_MB_S:.0f} MB/s", f"{upload:.0f} MB/s",
+                 verdict(upload >= UPLOAD_MB_S)])
+    if results.memory is not None:
+        growth = (results.memory.peak_kib - results.memory.idle_kib) * 1024 / 1e6
+        rows.append([f"4 concurrent 20 MB uploads raise RSS < {UPLOAD_RSS_MB:.0f} MB",
+                     f"+{growth:.1f} MB", verdict(growth < UPLOAD_RSS_MB)])
+    download = p50(results.download)
+    rows.append([f"download of a 20 MB file ≥ {DOWNLOAD_MB_S:.0f} MB/s", f"{download:.0f} MB/s",
+                 verdict(download >= DOWNLOAD_MB_S)])
+    return rows
+
+
+def _transfer_rows(results: Results) -> list[list[str]]:
+    rows = [["upload, 20 MB PDF (incl. validation)", f"{p50(results.upload):.0f} MB/s",
+             f"{min(results.upload, default=0):.0f}–{max(results.upload, default=0):.0f}"]]
+    if results.ceiling is not None:
+        rows.append(["encryption alone (64 KiB pieces), ceiling",
+                     f"{p50(results.ceiling.encrypt):.0f} MB/s", ""])
+    rows.append(["download, 20 MB delivery file", f"{p50(results.download):.0f} MB/s",
+                 f"{min(results.download, default=0):.0f}–{max(results.download, default=0):.0f}"])
+    if results.ceiling is not None:
+        rows.append(["decryption alone (one chunk at a time), ceiling",
+                     f"{p50(results.ceiling.decrypt):.0f} MB/s", ""])
+    if results.memory is not None:
+        memory = results.memory
+        rows.append(["server RSS idle → peak, 4 concurrent 20 MB uploads",
+                     f"{memory.idle_kib / 1024:.1f} → {memory.peak_kib / 1024:.1f} MiB "
+                     f"(+{memory.growth_mib:.1f} MiB)",
+                     f"{memory.uploads_ok}/4 stored; peak from {memory.peak_from}"])
+    return rows
+
+
+def markdown(results: Results) -> str:
+    lines = [f"## vaultd benchmark — {results.started}", "",
+             f"`{results.command}` · {results.machine} · took {results.elapsed:.0f} s. "
+             "Latencies in ms; every ratio is between figures measured in this run.", ""]
+    lines += ["### Targets", ""] + _table(["target", "measured", ""], targets(results))
+    lines += ["### Page latency per document (vaultd over HTTP, interleaved with the baselines)",
+              "", "Same pages, same pixel size, JPEG quality 80. *bare* = pypdfium2 page load + "
+              "render + `to_pil` + Pillow JPEG, document kept open; *pdftoppm* = one poppler "
+              "process per page.", ""]
+    lines += _table(["document", "pages", "vaultd p50", "p95", "bare p50", "p95", "pdftoppm p50",
+                     "p95", "vaultd/bare", "vaultd/pdftoppm"], _page_rows(results))
+    lines += ["### Where a worker's time goes (in-process, p50)", ""]
+    lines += _table(["document", "render (PDFium)", "watermark", "JPEG", "watermark/render"],
+                    _step_rows(results))
+    if results.cpu:
+        lines += [f"CPU per page by process ({results.load_doc}, sequential requests): "
+                  + ", ".join(f"{kind} {value:.1f} ms" for kind, value in results.cpu.items()),
+                  ""]
+    lines += [f"### Throughput ({results.load_doc}, pages cycled per client)", ""]
+    lines += _table(["clients", "pages/s", "× 1 client", "p50", "p95", "non-200", "Retry-After"],
+                    _level_rows(results))
+    lines += ["### Page cost against file size", ""]
+    lines += _table(["", "p50", "p95", "first view (document opened)"], _first_rows(results))
+    lines += ["### Uploads and downloads (MB = 10^6 bytes)", ""]
+    lines += _table(["", "p50", "range / notes"], _transfer_rows(results))
+    lines += ["Corpus: " + ", ".join(f"{d.name} ({d.pages} p, {d.megabytes:.2f} MB)"
+                                     for d in results.docs) + ".", ""]
+    return "\n".join(lines)
+
+
+def _first_rows(results: Results) -> list[list[str]]:
+    small, large = results.docs[-1].name, results.docs[-2].name
+    return [
+        [f"page 1 of {small}", ms(p50(results.first_small)),
+         ms(percentile(results.first_small, .95)), ms(results.cold.get(small, float("nan")))],
+        [f"page 1 of {large}", ms(p50(results.first_large)),
+         ms(percentile(results.first_large, .95)), ms(results.cold.get(large, float("nan")))],
+        ["ratio", f"{ratio(p50(results.first_large), p50(results.first_small)):.2f}", "", ""],
+    ]
+
+
+def raw(results: Results) -> dict[str, Any]:
+    """Every figure, for later comparison (documents by name and size, not their bytes)."""
+    data = dataclasses.asdict(results)
+    data["docs"] = [{"name": d.name, "pages": d.pages, "bytes": len(d.data)} for d in results.docs]
+    for level in data["levels"]:
+        level["refused"] = {str(k): v for k, v in level["refused"].items()}
+        level["retry_after"] = sorted(level["retry_after"])
+    return data

@@ -1,0 +1,175 @@
+"""vaultd's performance benchmark: one command, one markdown report.
+
+    python -m bench.run            # about 3 minutes on the 2-core machine
+    python -m bench.run --quick    # fewer samples, for a smoke test
+
+Starts a vaultd exactly as deployed (embedded database, default settings), creates an account
+and a key, uploads the corpus, measures, prints the report and writes it to
+bench/results/latest.md (raw figures in bench/results/latest.json). See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import breakdown, corpus, latency, load, report, transfer
+from bench.server import Client, Vault, children, cpu_seconds
+from render.model import PixelBudget
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclasses.dataclass
+class Plan:
+    pages_per_doc: int = 6
+    rounds: int = 3
+    system_docs: int = 7
+    seconds_per_level: float = 8.0
+    load_rounds: int = 2
+    transfer_rounds: int = 3
+    first_page_rounds: int = 15
+    cpu_pages: int = 40
+
+    @classmethod
+    def quick(cls) -> Plan:
+        return cls(pages_per_doc=3, rounds=1, system_docs=3, seconds_per_level=2.0,
+                   load_rounds=1, transfer_rounds=1, first_page_rounds=4, cpu_pages=10)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer samples (smoke test)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "latest.md",
+                        help="where to write the markdown report")
+    return parser.parse_args(argv)
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def upload_corpus(vault: Vault, client: Client, docs: list[corpus.Document]) -> dict[str, str]:
+    """Upload every document and open a view link to each; name -> token."""
+    tokens = {}
+    for doc in docs:
+        stored = vault.store(client, doc.data, doc.name)
+        if stored["pageCount"] != doc.pages:
+            raise RuntimeError(f"{doc.name}: vaultd counted {stored['pageCount']} pages")
+        tokens[doc.name] = vault.link(client, stored["id"])
+    return tokens
+
+
+def cpu_per_page(vault: Vault, client: Client, token: str, pages: int, count: int,
+                 ) -> dict[str, float]:
+    """CPU milliseconds per page, per process kind, over `count` sequential page requests."""
+    processes = {vault.pid: "server", **children(vault.pid)}
+    before = {pid: cpu_seconds(pid) for pid in processes}
+    mine = time.process_time()
+    for turn in range(count):
+        client.page(token, turn % pages + 1)
+    spent: dict[str, float] = {"benchmark client": time.process_time() - mine}
+    for pid, kind in processes.items():
+        try:
+            spent[kind] = spent.get(kind, 0.0) + cpu_seconds(pid) - before[pid]
+        except OSError:
+            continue  # a worker recycled meanwhile (its share is lost, not misattributed)
+    return {kind: seconds / count * 1000 for kind, seconds in spent.items()}
+
+
+def run(plan: Plan, command: str) -> report.Results:
+    log("preparing the corpus")
+    corpus_docs = Corpus(corpus.system_pdfs(plan.system_docs), corpus.image_heavy_pdf(),
+                         corpus.small_pdf())
+    results = report.Results(command=command, started=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                             machine=_machine(), docs=corpus_docs.all)
+    with tempfile.TemporaryDirectory(prefix="vaultd-bench-") as work:
+        log("starting vaultd")
+        vault = Vault(Path(work)).start()
+        try:
+            _measure(vault, plan, corpus_docs, results)
+        finally:
+            vault.stop()
+    return results
+
+
+@dataclasses.dataclass
+class Corpus:
+    system: list[corpus.Document]
+    heavy: corpus.Document
+    small: corpus.Document
+
+    @property
+    def all(self) -> list[corpus.Document]:
+        return [*self.system, self.heavy, self.small]
+
+    @property
+    def for_load(self) -> corpus.Document:
+        """The longest real document (the heavy one when the machine has none)."""
+        return max(self.system, key=lambda d: d.pages) if self.system else self.heavy
+
+
+def _measure(vault: Vault, plan: Plan, docs: Corpus, results: report.Results) -> None:
+    budget = PixelBudget()  # vaultd's defaults (render.long_side, render.max_pixels)
+    heavy, small = docs.heavy, docs.small
+    client = vault.client()
+    log("upload speed and memory")
+    results.upload = transfer.upload_speeds(vault, client, heavy.data, plan.transfer_rounds)
+    results.memory = transfer.concurrent_upload_memory(vault, heavy.data)
+    results.ceiling = transfer.encryption_ceiling(heavy.data, plan.transfer_rounds)
+    log("download speed")
+    delivery = vault.store(client, heavy.data, "delivery.pdf", kind="delivery")
+    results.download = transfer.download_speeds(client, delivery["id"], len(heavy.data),
+                                                plan.transfer_rounds)
+    log(f"uploading {len(docs.all)} documents")
+    tokens = upload_corpus(vault, client, docs.all)
+    results.cold = {name: latency.cold_open(client, token) for name, token in tokens.items()}
+    log("page 1: small PDF against the 20 MB PDF")
+    results.first_small, results.first_large = latency.first_pages(
+        client, tokens[small.name], tokens[heavy.name], plan.first_page_rounds)
+    for doc in docs.all:
+        log(f"page latency: {doc.name}")
+        results.pages.append(latency.measure(client, tokens[doc.name], doc, budget,
+                                             plan.pages_per_doc, plan.rounds))
+        results.steps.append(breakdown.measure(doc, budget, plan.pages_per_doc, plan.rounds))
+    busiest = docs.for_load
+    results.load_doc = busiest.name
+    log(f"CPU per page by process ({busiest.name})")
+    results.cpu = cpu_per_page(vault, client, tokens[busiest.name], min(busiest.pages, 20),
+                               plan.cpu_pages)
+    log("throughput at 1, 2, 4, 8 and 16 clients")
+    results.levels = load.measure(vault, tokens[busiest.name], min(busiest.pages, 40),
+                                  plan.seconds_per_level, plan.load_rounds)
+    client.close()
+
+
+def _machine() -> str:
+    load1, load5, _ = os.getloadavg()
+    return (f"{os.cpu_count()} CPUs, {platform.python_implementation()} "
+            f"{platform.python_version()}, load average {load1:.1f} / {load5:.1f} at start")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    started = time.monotonic()
+    command = "python -m bench.run" + (" --quick" if args.quick else "")
+    results = run(Plan.quick() if args.quick else Plan(), command)
+    results.elapsed = time.monotonic() - started
+    text = report.markdown(results)
+    print(text)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    args.out.with_suffix(".json").write_text(json.dumps(report.raw(results), indent=1))
+    log(f"written to {args.out} in {results.elapsed:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
