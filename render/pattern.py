@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from PIL import Image, ImageChops, ImageFilter
 
@@ -24,7 +25,6 @@ from render import words
 OPACITY = 0.25
 ANGLE = 30  # degrees, counter-clockwise
 INK, HALO = 20, 255  # grey levels of the pattern's letters and of the glow around them
-BANDS = 16  # horizontal bands a tile is cut into, each cropped to its ink
 _BOOST = [min(255, v * 4) for v in range(256)]  # blurred ink -> a solid, soft-edged halo
 # Opacity; the faintest edge of the halo (under 2%) is dropped, which tightens every piece.
 _ALPHA = [a if a >= 5 else 0 for a in (round(v * OPACITY) for v in range(256))]
@@ -39,20 +39,20 @@ def font_size(width: int) -> int:
 
 
 @dataclass(frozen=True)
-class Word:
-    """One word drawn upright, then rotated: its ink, its opacity (letters and halo), and where
-    its baseline origin went."""
+class Piece:
+    """A band of a rotated word: its colour and opacity, placed relative to the word's origin."""
 
-    ink: Image.Image
-    alpha: Image.Image
-    origin: Point  # the baseline origin of the word inside the rotated images
+    offset: Size
+    colour: Any  # Pillow's core image objects: pasted in the hot loop without wrappers
+    alpha: Any
+    size: Size
 
 
 @dataclass(frozen=True)
 class Tile:
-    """The pattern for one request: pieces of the rotated text block, ready to paste."""
+    """The pattern for one request: every piece of the rotated text block, ready to paste."""
 
-    pieces: list[tuple[Size, Image.Image, Image.Image]]  # offset in the tile, colour, alpha
+    pieces: list[Piece]  # offsets relative to the tile's top-left corner
     size: Size  # the rotated tile
     block: Size  # the text block before rotation (spacing of the lattice)
 
@@ -75,57 +75,59 @@ def rotated_size(size: Size) -> Size:
     return math.ceil(width * cos + height * sin), math.ceil(width * sin + height * cos)
 
 
-@functools.lru_cache(maxsize=512)
-def word(text: str, size: int) -> Word:
-    """`text` in bold at `size` px, rotated by ANGLE, with its halo (cached per process)."""
+@functools.lru_cache(maxsize=1024)
+def word(text: str, size: int, mode: str) -> tuple[Piece, ...]:
+    """`text` in bold at `size` px, rotated by ANGLE, with its halo, cut into tight bands.
+
+    Cached per process: a word's pixels depend only on its text and size (and on the canvas
+    mode its colour is converted to, once).
+    """
     upright = words.mask(text, size, bold=True, pad=max(2, size // 4))  # room for the halo
     ink = upright.image.rotate(ANGLE, resample=Image.Resampling.BILINEAR, expand=True)
     halo = ink.filter(ImageFilter.BoxBlur(max(1, size // 12))).point(_BOOST)
     alpha = ImageChops.lighter(halo, ink).point(_ALPHA)
+    colour = ink.point(_COLOUR)
+    if mode != "L":
+        colour = colour.convert(mode)
     centre = (upright.image.width / 2, upright.image.height / 2)
-    return Word(ink, alpha, _rotate_point(upright.origin, centre, (ink.width / 2, ink.height / 2)))
+    origin = _rotate_point(upright.origin, centre, (ink.width / 2, ink.height / 2))
+    return tuple(_bands(colour, alpha, (round(origin[0]), round(origin[1])), max(4, size // 2)))
 
 
-def make_tile(lines: list[str], size: int) -> Tile:
-    """The text block for this request, rotated, as tight (colour, alpha) pieces."""
+def _bands(colour: Image.Image, alpha: Image.Image, origin: Size, height: int) -> list[Piece]:
+    """Horizontal bands of a rotated word, each cropped to where it has any opacity.
+
+    Diagonal text fills a small part of its bounding box; blending tight bands instead of the
+    whole box is what keeps the pattern cheap (blending is its main cost).
+    """
+    pieces = []
+    for top in range(0, alpha.height, height):
+        band = (0, top, alpha.width, min(top + height, alpha.height))
+        bbox = alpha.crop(band).getbbox()
+        if bbox is not None:
+            box = (bbox[0], top + bbox[1], bbox[2], top + bbox[3])
+            pieces.append(Piece((box[0] - origin[0], box[1] - origin[1]), colour.crop(box).im,
+                                alpha.crop(box).im, (box[2] - box[0], box[3] - box[1])))
+    return pieces
+
+
+def make_tile(lines: list[str], size: int, mode: str) -> Tile:
+    """This request's text block, rotated: the pieces of its words at their places."""
     line_height = round(size * 1.3)
     pad = size // 2
     width = math.ceil(max(words.line_width(line, size, True) for line in lines)) + 2 * pad
     block = (width, line_height * len(lines) + 2 * pad)
     tile = rotated_size(block)
-    ink, alpha = Image.new("L", tile, 0), Image.new("L", tile, 0)
     centre, new_centre = (block[0] / 2, block[1] / 2), (tile[0] / 2, tile[1] / 2)
+    pieces = []
     for row, line in enumerate(lines):
         baseline = pad + row * line_height + round(size * 0.95)
         for x, text in words.positions(line, size, True):
-            _place(ink, alpha, word(text, size), _rotate_point((pad + x, baseline), centre,
-                                                               new_centre))
-    return Tile(_slices(ink.point(_COLOUR), alpha), tile, block)
-
-
-def _place(ink: Image.Image, alpha: Image.Image, piece: Word, anchor: Point) -> None:
-    left = round(anchor[0] - piece.origin[0])
-    top = round(anchor[1] - piece.origin[1])
-    box = (left, top, left + piece.ink.width, top + piece.ink.height)
-    # The rotated boxes of neighbouring words overlap: keep the stronger value, never the last.
-    ink.paste(ImageChops.lighter(ink.crop(box), piece.ink), box)
-    alpha.paste(ImageChops.lighter(alpha.crop(box), piece.alpha), box)
-
-
-def _slices(colour: Image.Image, alpha: Image.Image) -> list[tuple[Size, Image.Image, Image.Image]]:
-    """The tile cut into horizontal bands, each cropped to its ink and halo.
-
-    Diagonal text fills under a third of its bounding box; pasting tight bands instead of the
-    whole box blends a fraction of the pixels per copy, the main cost of the pattern.
-    """
-    pieces = []
-    for index in range(BANDS):
-        band = (0, alpha.height * index // BANDS, alpha.width, alpha.height * (index + 1) // BANDS)
-        bbox = alpha.crop(band).getbbox()
-        if bbox is not None:
-            box = (bbox[0], band[1] + bbox[1], bbox[2], band[1] + bbox[3])
-            pieces.append(((box[0], box[1]), colour.crop(box), alpha.crop(box)))
-    return pieces
+            ax, ay = _rotate_point((pad + x, baseline), centre, new_centre)
+            for piece in word(text, size, mode):
+                offset = (round(ax) + piece.offset[0], round(ay) + piece.offset[1])
+                pieces.append(Piece(offset, piece.colour, piece.alpha, piece.size))
+    return Tile(pieces, tile, block)
 
 
 def lattice(canvas: Size, block: Size, tile: Size) -> list[Size]:
@@ -151,19 +153,19 @@ def lattice(canvas: Size, block: Size, tile: Size) -> list[Size]:
 
 
 def paste(canvas: Image.Image, tile: Tile, area: Size) -> None:
-    """Blend the tile along the lattice over the top-left `area` of `canvas` (L, RGB or RGBX).
+    """Blend the tile along the lattice over the top-left `area` of `canvas`, in place.
 
-    Pieces are blended through their masks straight into the canvas (no full-page overlay, no
-    conversion of the page). Copies may spill below `area`; the strip drawn there afterwards
-    covers them.
+    Pieces are blended through their masks straight into the canvas: no full-page overlay, no
+    conversion of the page. Copies may spill below `area`; the strip drawn there afterwards
+    covers them. Neighbouring words' halos may meet, where they are blended twice.
     """
-    pieces = [(offset, (colour if canvas.mode == "L" else colour.convert(canvas.mode)).im,
-               alpha.im, colour.size) for offset, colour, alpha in tile.pieces]
     canvas.load()
     core = canvas.im
     # Pillow's C paste clips at the canvas edges itself; calling it directly skips per-call
-    # argument checks that cost as much as blending a small piece (~300 pieces per page).
+    # checks that cost as much as blending a small piece (about 1,500 pieces per page).
+    placed = [(p.offset[0], p.offset[1], p.colour, p.alpha, p.size[0], p.size[1])
+              for p in tile.pieces]
     for left, top in lattice(area, tile.block, tile.size):
-        for (dx, dy), colour, alpha, (width, height) in pieces:
+        for dx, dy, colour, alpha, width, height in placed:
             x, y = left + dx, top + dy
             core.paste(colour, (x, y, x + width, y + height), alpha)

@@ -113,7 +113,7 @@ def draw(canvas: Image.Image, mark: WatermarkSpec, page_height: int, strip: Stri
     The page occupies the top `page_height` rows (at full canvas width); the strip the rest.
     """
     area = (canvas.width, page_height)
-    tile = pattern.make_tile(tile_lines(mark), pattern.font_size(canvas.width))
+    tile = pattern.make_tile(tile_lines(mark), pattern.font_size(canvas.width), canvas.mode)
     pattern.paste(canvas, tile, area)
     _draw_strip(canvas, page_height, strip)
 

@@ -158,7 +158,8 @@ def flip_bits(data: bytes, seed: int, flips: int, keep_head: int = 8) -> bytes:
 
 def pdf_bit_flips() -> Iterator[Case]:
     plain = good_pdf(3)
-    packed = _save(pikepdf.open(io.BytesIO(plain)), object_stream_mode=pikepdf.ObjectStreamMode.generate)
+    packed = _save(pikepdf.open(io.BytesIO(plain)),
+                   object_stream_mode=pikepdf.ObjectStreamMode.generate)
     for seed, flips in [(1, 1), (2, 8), (3, 64), (4, 512)]:
         yield Case(f"pdf-bit-flipped-{flips}x", flip_bits(plain, seed, flips), EITHER)
     for seed, flips in [(5, 4), (6, 64)]:
@@ -337,7 +338,9 @@ def embedded_files_pdf() -> bytes:
     pdf = pikepdf.open(io.BytesIO(good_pdf(1)))
     payloads = {"payload.exe": b"MZ" + b"\x90" * 500, "inner.pdf": good_pdf(1)}
     for name, data in payloads.items():
-        pdf.attachments[name] = pikepdf.AttachedFileSpec(pdf, data, filename=name)
+        pdf.attachments[name] = pikepdf.AttachedFileSpec(
+            pdf, data, description=name, filename=name, mime_type="application/octet-stream",
+            creation_date="D:20260101000000Z", mod_date="D:20260101000000Z")
     return _save(pdf)
 
 
@@ -443,7 +446,8 @@ def jpeg_sof(width: int, height: int) -> bytes:
 
 def exif_loop_jpeg() -> bytes:
     """An EXIF block whose IFD points back at itself, with an absurd Orientation."""
-    ifd = struct.pack(">H", 1) + struct.pack(">HHII", 0x0112, 3, 1, 0x00990000) + struct.pack(">I", 8)
+    entry = struct.pack(">HHII", 0x0112, 3, 1, 0x00990000)  # Orientation = 153
+    ifd = struct.pack(">H", 1) + entry + struct.pack(">I", 8)  # next IFD: this one again
     tiff = b"MM\x00\x2a" + struct.pack(">I", 8) + ifd
     app1 = b"Exif\0\0" + tiff
     base = picture("JPEG")

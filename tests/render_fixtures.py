@@ -223,9 +223,8 @@ def blob_path(source: DocumentSource) -> Path:
 
 
 def mark(name: str = "Alice Martin", email: str = "alice@example.com",
-         ip: str | None = "203.0.113.7", brand: str = "Acme Legal") -> WatermarkSpec:
-    return WatermarkSpec(
-        viewer_name=name, viewer_email=email, ip=ip, brand=brand,
-        displayed_at="2026-11-22 14:05:09 CET (UTC+01:00)",
-    )
+         ip: str | None = "203.0.113.7", brand: str = "Acme Legal",
+         when: str = "2026-11-22 14:05:09 CET (UTC+01:00)") -> WatermarkSpec:
+    return WatermarkSpec(viewer_name=name, viewer_email=email, ip=ip, brand=brand,
+                         displayed_at=when)
 

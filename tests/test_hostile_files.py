@@ -146,7 +146,7 @@ def assert_a_page_or_a_json_error(answer: Answer, label: str) -> tuple[int, int]
     """The JPEG's size, or None for an acceptable JSON error."""
     response = answer.response
     assert answer.seconds < REQUEST_BOUND_SECONDS, f"{label} took {answer.seconds:.1f} s"
-    assert response.status_code in (200, 422, 503), f"{label}: {response.status_code} {response.text}"
+    assert response.status_code in (200, 422, 503), f"{label}: {response.text}"
     if response.status_code != 200:
         assert_json_error(response, response.status_code)
         if response.status_code == 503:

@@ -295,9 +295,9 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def summarise(load: LoadRun) -> str:
-    lines = [f"load: {CLIENTS} concurrent clients for {load.elapsed:.1f} s on loopback, "
-             f"{len(load.samples)} requests, {len(load.samples) / load.elapsed:.1f} requests/s; "
-             f"vaultd RSS idle {load.idle_rss_mb:.0f} MB, peak {load.peak_rss_mb:.0f} MB"]
+    lines = [(f"load: {CLIENTS} concurrent clients for {load.elapsed:.1f} s on loopback, "
+              f"{len(load.samples)} requests, {len(load.samples) / load.elapsed:.1f} requests/s; "
+              f"vaultd RSS idle {load.idle_rss_mb:.0f} MB, peak {load.peak_rss_mb:.0f} MB")]
     for kind in ("page", "upload"):
         samples = load.of(kind)
         statuses = Counter(s.status for s in samples)
@@ -306,6 +306,6 @@ def summarise(load: LoadRun) -> str:
         lines.append(
             f"{kind}: {len(samples)} requests {dict(sorted(statuses.items()))}; latency all "
             f"p50 {percentile(every, .5) * 1000:.0f} ms p95 {percentile(every, .95) * 1000:.0f} ms;"
-            f" successful p50 {percentile(ok, .5) * 1000:.0f} ms p95 {percentile(ok, .95) * 1000:.0f}"
-            f" ms; {statuses.get(503, 0)} x 503")
+            f" successful p50 {percentile(ok, .5) * 1000:.0f} ms"
+            f" p95 {percentile(ok, .95) * 1000:.0f} ms; {statuses.get(503, 0)} x 503")
     return "\n".join(lines)

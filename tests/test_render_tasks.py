@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageStat
 
-from render import fonts, watermark
+from render import fonts, pattern, watermark, words
 from render.blobs import open_blob
 from render.doc_cache import CACHE, DocumentCache
 from render.model import DocumentSource, PageOutOfRange, PixelBudget, Unreadable
@@ -284,6 +284,40 @@ def test_a_very_long_email_wraps_inside_the_strip(tmp_path: Path) -> None:
     source = fx.encrypt_to_local(tmp_path, fx.text_pdf(1), fx.PDF)
     short, long = _render(source), _render(source, email="a" * 240 + "@example.com")
     assert long.width == short.width and long.height > short.height
+
+
+def test_a_new_second_redraws_only_the_time_in_the_pattern(tmp_path: Path) -> None:
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(1), fx.PDF)
+    pattern.word.cache_clear()
+    first = _render(source, when="2026-11-22 14:05:09 CET (UTC+01:00)")
+    drawn = pattern.word.cache_info().misses
+    second = _render(source, when="2026-11-22 14:05:10 CET (UTC+01:00)")
+    assert pattern.word.cache_info().misses == drawn + 1  # "14:05:10", nothing else
+    # Nothing of the first display is re-served: the strip and the pattern both changed.
+    diff = ImageChops.difference(first, second).convert("L")
+    assert diff.crop((0, LETTER_PAGE[1], first.width, first.height)).getbbox() is not None
+    assert diff.crop((0, 0, *LETTER_PAGE)).getbbox() is not None
+
+
+def test_a_right_to_left_line_is_laid_out_whole(tmp_path: Path) -> None:
+    assert words.positions("Viewer: Noa Levi", 20) == [
+        (0.0, "Viewer:"), (pytest.approx(words.width("Viewer: ", 20)), "Noa"),
+        (pytest.approx(words.width("Viewer: Noa ", 20), abs=1.0), "Levi")]
+    hebrew = "Viewer: נועה לוי"
+    assert words.positions(hebrew, 20) == [(0.0, hebrew)]  # bidi reorders the whole line
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(1), fx.PDF)
+    assert _render(source, name="נועה לוי").height > LETTER_PAGE[1]
+
+
+def test_the_reused_canvas_carries_nothing_over_between_pages(tmp_path: Path) -> None:
+    black = fx.encrypt_to_local(tmp_path, fx.solid_pdf(0), fx.PDF)
+    narrow = fx.encrypt_to_local(tmp_path, fx.text_pdf(1, (20, 2000)), fx.PDF)
+    _render(black)  # fills the worker's buffer with black
+    image = _render(narrow)  # a smaller canvas: white margins, the strip, a thin page
+    page = image.crop((0, 0, image.width, 1600))
+    assert _fraction(page, lambda v: v < 40) < 0.01
+    margins = (page.crop((0, 0, 380, 1600)), page.crop((420, 0, 800, 1600)))
+    assert all(ImageStat.Stat(m.convert("L")).mean[0] > 220 for m in margins)
 
 
 # --- the document cache -------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from render.pool import RenderPool
 from vaultd.config import ConfigError, Settings, load_settings, read_config_file
 from vaultd.embedded_db import EmbeddedDbError
 from backends.base import BackendUnavailable
+from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import recovery
 from vaultd.services.blobs import BlobStore
@@ -41,13 +42,6 @@ def build_settings(args: argparse.Namespace) -> Settings:
     file_values = read_config_file(args.config) if args.config else {}
     flags = {"host": args.host, "port": args.port, "data_dir": args.data_dir}
     return load_settings(file_values, flags=flags)
-
-
-def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level, stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
 
 
 def make_pool(settings: Settings) -> RenderPool:

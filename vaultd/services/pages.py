@@ -8,6 +8,7 @@ from render.tasks import render_page
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
+from vaultd.numbers import is_decimal
 from vaultd.services import access_log
 from vaultd.services.blobs import BlobStore
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
@@ -16,7 +17,7 @@ from vaultd.timefmt import paris_display, utcnow
 
 
 def parse_page_number(raw: str, page_count: int) -> int:
-    if not raw.isdigit() or len(raw) > 9 or not 1 <= int(raw) <= page_count:
+    if not is_decimal(raw) or len(raw) > 9 or not 1 <= int(raw) <= page_count:
         raise NotFound("page not found")
     return int(raw)
 

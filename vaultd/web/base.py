@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from pymongo.errors import PyMongoError
-from tornado.web import RequestHandler
+from tornado.web import HTTPError, RequestHandler
 
 from backends.base import BackendUnavailable, StorageFull
 from vaultd.crypto.blob_format import BlobCorrupt
@@ -21,6 +21,7 @@ from vaultd.errors import (
 )
 from vaultd.services.accounts import Account
 from vaultd.services.api_keys import resolve_key
+from vaultd.web.access_log_scrub import scrub_path
 from vaultd.web.context import AppContext
 
 log = logging.getLogger("vaultd.web")
@@ -86,7 +87,7 @@ class BaseHandler(RequestHandler):
             raise InvalidRequest("Content-Type must be application/json")
         try:
             body = json.loads(self.request.body or b"")
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise InvalidRequest("request body is not valid JSON") from None
         if not isinstance(body, dict):
             raise InvalidRequest("request body must be a JSON object")
@@ -95,6 +96,15 @@ class BaseHandler(RequestHandler):
     def send_empty(self, status: int = 204) -> None:
         self.set_status(status)
         self.finish()
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        # Tornado's version prints the request's URI and repr: tokens live in our paths.
+        path = scrub_path(self.request.uri or "")
+        if isinstance(value, HTTPError):
+            log.warning("%d %s %s", value.status_code, self.request.method, path)
+            return
+        log.error("uncaught exception in %s %s", self.request.method, path,
+                  exc_info=(typ, value, tb))
 
     def _handle_request_exception(self, e: BaseException) -> None:
         # Domain errors and dependency outages are expected: answer them, don't log tracebacks.

@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest
+from vaultd.numbers import is_decimal
 from vaultd.services import access_log, files
 from vaultd.web.base import BaseHandler
 
@@ -17,7 +18,7 @@ URI_COMPONENT_SAFE = "-_.!~*'()"
 def parse_bounded_int(raw: str | None, name: str, default: int, low: int, high: int) -> int:
     if raw is None:
         return default
-    if not raw.isdigit() or len(raw) > 9:
+    if not is_decimal(raw) or len(raw) > 9:
         raise InvalidRequest(f"{name} must be an integer between {low} and {high}")
     value = int(raw)
     if not low <= value <= high:

@@ -15,6 +15,7 @@ from tornado.ioloop import IOLoop
 from tornado.web import stream_request_body
 
 from vaultd.errors import PayloadTooLarge, VaultError
+from vaultd.numbers import is_decimal
 from vaultd.services.files import file_json
 from vaultd.services.uploads import UploadSession, parse_content_type, parse_kind, parse_name
 from vaultd.web.base import BaseHandler, as_vault_error
@@ -35,14 +36,14 @@ class FilesHandler(BaseHandler):
     finishing = False  # once the whole body is in, the upload completes even if the client leaves
 
     async def prepare(self) -> None:
-        if self.request.method != "POST":
-            await super().prepare()
-            return
+        # Errors are answered from the method, after the body is read: a response finished
+        # here would make Tornado drop the kept-alive connection without saying so.
         cap = drain_cap(self.ctx.settings.upload_max_bytes)
         self.request.connection.set_max_body_size(cap)  # type: ignore[union-attr]
         try:
             await super().prepare()
-            self.session = self._open_session()
+            if self.request.method == "POST":
+                self.session = self._open_session()
         except VaultError as error:
             self.rejection = error
         length = self._content_length()
@@ -64,7 +65,7 @@ class FilesHandler(BaseHandler):
 
     def _content_length(self) -> int | None:
         raw = self.request.headers.get("Content-Length")
-        return int(raw) if raw and raw.isdigit() else None
+        return int(raw) if raw and is_decimal(raw) else None
 
     def _too_large(self) -> PayloadTooLarge:
         limit = self.ctx.settings.upload_max_bytes
@@ -84,6 +85,8 @@ class FilesHandler(BaseHandler):
                 raise
 
     async def get(self) -> None:
+        if self.rejection is not None:
+            raise self.rejection
         await list_files_json(self)
 
     async def post(self) -> None:
