@@ -31,10 +31,12 @@ def validate(blob: OpenedBlob, content_type: str) -> ValidationResult:
 
 
 def _validate_pdf(blob: OpenedBlob) -> int:
-    _check_structure(blob)
+    walked = _check_structure(blob)
     document, stream = open_pdf(blob)
     try:
-        count = len(document)
+        # PDFium trusts the page tree's /Count; qpdf walks the tree. A /Count that lies must not
+        # become the page count (a viewer would lay out a million placeholders).
+        count = min(len(document), walked)
         render_pdf_page(document, stream, 1, _THUMBNAIL)
         return count
     finally:
@@ -42,12 +44,15 @@ def _validate_pdf(blob: OpenedBlob) -> int:
         stream.close()
 
 
-def _check_structure(blob: OpenedBlob) -> None:
+def _check_structure(blob: OpenedBlob) -> int:
+    """The number of pages qpdf finds by walking the page tree; Unreadable if broken."""
     stream = blob.stream()
     try:
         with pikepdf.open(cast(BinaryIO, stream)) as pdf:
-            if len(pdf.pages) < 1:
+            pages = len(pdf.pages)
+            if pages < 1:
                 raise Unreadable("the PDF has no pages")
+            return pages
     except pikepdf.PasswordError:
         raise Unreadable("the PDF is password-protected") from None
     except pikepdf.PdfError:

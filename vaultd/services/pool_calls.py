@@ -15,18 +15,21 @@ log = logging.getLogger("vaultd.render")
 
 
 async def run_task(
-    pool: RenderPool, fn: Callable[..., T], *args: Any, crash_means_unreadable: bool = False
+    pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False
 ) -> T:
-    """Run `fn` in the pool. A crashed worker is a 503 (retry with backoff), except where the
-    caller knows the input is a fresh upload: then the file is what killed it (422)."""
+    """Run `fn` in the pool. A crashed or timed-out worker is a 503 (retry with backoff), except
+    where the caller knows the input is a fresh upload: then the file is to blame (422)."""
     try:
         return await pool.run(fn, *args)
     except PoolBusy:
         raise ServiceUnavailable("render queue is full; retry shortly", retry_after=2) from None
     except TaskTimedOut:
+        if on_upload:
+            # A fresh upload that cannot be validated in time would time out on every retry.
+            raise Unprocessable("the file takes too long to process") from None
         raise ServiceUnavailable("rendering timed out; retry later", retry_after=5) from None
     except WorkerCrashed:
-        if crash_means_unreadable:
+        if on_upload:
             raise Unprocessable("the file could not be processed") from None
         raise ServiceUnavailable("the page could not be rendered; retry later", retry_after=5) from None
     except MemoryError:

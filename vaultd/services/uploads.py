@@ -133,7 +133,7 @@ class UploadSession:
         self._committed = True
         doc = self._file_doc(blob, blob_size)
         result: ValidationResult = await run_task(
-            pool, validate_document, self.store.source(doc), crash_means_unreadable=True
+            pool, validate_document, self.store.source(doc), on_upload=True
         )
         doc["pageCount"] = result.page_count
         await self.db.files.insert_one(doc)

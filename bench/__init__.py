@@ -1,0 +1,1 @@
+"""vaultd performance benchmarks: `python -m bench.run` (see bench/README.md)."""
