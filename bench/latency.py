@@ -66,17 +66,24 @@ def measure(client: Client, token: str, doc: Document, budget: PixelBudget, want
         for turn in range(rounds):
             for index, number in enumerate(pages):
                 size = bare.size(number)
-                steps = [lambda: _http(client, token, number, size, times),
-                         lambda: times.bare.append(bare.render(number)[0]),
-                         lambda: poppler.available and times.poppler.append(
-                             poppler.render(number, size))]
+                kinds = ["http", "bare", "poppler"]
                 shift = (turn + index) % 3
-                for step in steps[shift:] + steps[:shift]:
-                    step()
+                for kind in kinds[shift:] + kinds[:shift]:
+                    _step(kind, client, token, number, size, bare, poppler, times)
     finally:
         bare.close()
         poppler.close()
     return times
+
+
+def _step(kind: str, client: Client, token: str, number: int, size: tuple[int, int],
+          bare: BareRenderer, poppler: Pdftoppm, times: PageTimes) -> None:
+    if kind == "http":
+        _http(client, token, number, size, times)
+    elif kind == "bare":
+        times.bare.append(bare.render(number)[0])
+    elif poppler.available:
+        times.poppler.append(poppler.render(number, size))
 
 
 def _warm(client: Client, token: str, pages: list[int]) -> None:

@@ -113,8 +113,7 @@ def encryption_ceiling(data: bytes, rounds: int) -> Ceiling:
         key = new_data_key()
         started = time.perf_counter()
         encryptor = BlobEncryptor(key, context)
-        view = memoryview(data)
-        sealed = [encryptor.update(view[i:i + UPLOAD_CHUNK])
+        sealed = [encryptor.update(data[i:i + UPLOAD_CHUNK])
                   for i in range(0, len(data), UPLOAD_CHUNK)]
         sealed.append(encryptor.finalize())
         ceiling.encrypt.append(len(data) / (time.perf_counter() - started) / 1e6)

@@ -82,7 +82,8 @@ def render_pdf(page: pdfium.PdfPage, plan: Layout) -> Image.Image:
                                        _RENDER_FLAGS)
     finally:
         pdfium_c.FPDFBitmap_Destroy(bitmap)
-    image = Image.frombuffer("RGBX", (width, height), buffer, "raw", "RGBX", stride, 1)
+    image = Image.frombuffer("RGBX", (width, height), memoryview(buffer), "raw", "RGBX", stride,
+                             1)
     image.readonly = False  # draw on the buffer itself (the watermark), never on a copy
     return image
 

@@ -103,7 +103,8 @@ def layout_strip(mark: WatermarkSpec, width: int) -> Strip:
     """Known before anything is rendered, so the page is drawn straight into the final canvas."""
     size = strip_font_size(width)
     pad = size
-    wrapped = [part for line in strip_lines(mark) for part in words.wrap(line, size, width - 2 * pad)]
+    wrapped = [part for line in strip_lines(mark)
+               for part in words.wrap(line, size, width - 2 * pad)]
     return Strip(tuple(wrapped), size, pad, round(size * 1.4))
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import pickle
-import shutil
-import subprocess
 import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path

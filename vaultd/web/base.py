@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any
 
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConnectionFailure, ExecutionTimeout, WTimeoutError
 from tornado.web import HTTPError, RequestHandler
 
 from backends.base import BackendUnavailable, StorageFull
@@ -139,7 +139,7 @@ class BaseHandler(RequestHandler):
 def as_vault_error(e: BaseException) -> VaultError | None:
     if isinstance(e, VaultError):
         return e
-    if isinstance(e, PyMongoError):
+    if isinstance(e, (ConnectionFailure, ExecutionTimeout, WTimeoutError)):
         log.warning("database unavailable: %s", type(e).__name__)
         return ServiceUnavailable("database unavailable; retry shortly", retry_after=2)
     if isinstance(e, (BlobCorrupt, KeyUnavailable)):
