@@ -1,7 +1,7 @@
 """vaultd's performance benchmark: one command, one markdown report.
 
-    python -m bench.run            # about 3 minutes on the 2-core machine
-    python -m bench.run --quick    # fewer samples, for a smoke test
+    python -m bench.run            # about 2 minutes on the 2-core machine
+    python -m bench.run --quick    # fewer samples, a smoke test (bench/results/quick.md)
 
 Starts a vaultd exactly as deployed (embedded database, default settings), creates an account
 and a key, uploads the corpus, measures, prints the report and writes it to
@@ -48,8 +48,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke test)")
-    parser.add_argument("--out", type=Path, default=RESULTS / "latest.md",
-                        help="where to write the markdown report")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where to write the markdown report (default: bench/results/"
+                             "latest.md, or quick.md with --quick)")
     return parser.parse_args(argv)
 
 
@@ -165,10 +166,11 @@ def main(argv: list[str] | None = None) -> None:
     results.elapsed = time.monotonic() - started
     text = report.markdown(results)
     print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    args.out.with_suffix(".json").write_text(json.dumps(report.raw(results), indent=1))
-    log(f"written to {args.out} in {results.elapsed:.0f} s")
+    out = args.out or RESULTS / ("quick.md" if args.quick else "latest.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps(report.raw(results)))
+    log(f"written to {out} in {results.elapsed:.0f} s")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import threading
 from dataclasses import dataclass
 
 import pypdfium2 as pdfium
@@ -47,18 +48,19 @@ def layout(page: tuple[int, int], mark: WatermarkSpec, budget: PixelBudget) -> L
     return Layout(page, width, layout_strip(mark, width))
 
 
-class _Scratch:
-    """One growable buffer per worker process (tasks in a worker run one at a time)."""
+class _Scratch(threading.local):
+    """One growable buffer per thread (a worker runs its tasks one at a time on one thread)."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
 
-    def get(self, size: int) -> ctypes.Array[ctypes.c_ubyte]:
+    def get(self, size: int) -> bytearray:
+        """A buffer of at least `size` bytes, with whatever the last request left in it."""
         if len(self._buffer) < size:
             # A new buffer rather than a resize: an image of the last request may still hold
             # a view of the old one until it is collected.
             self._buffer = bytearray(size)
-        return (ctypes.c_ubyte * size).from_buffer(self._buffer)
+        return self._buffer
 
 
 _SCRATCH = _Scratch()
@@ -70,7 +72,8 @@ def render_pdf(page: pdfium.PdfPage, plan: Layout) -> Image.Image:
     width, height = plan.size
     stride = width * 4
     buffer = _SCRATCH.get(stride * height)
-    bitmap = pdfium_c.FPDFBitmap_CreateEx(width, height, pdfium_c.FPDFBitmap_BGRx, buffer, stride)
+    pixels = (ctypes.c_ubyte * (stride * height)).from_buffer(buffer)
+    bitmap = pdfium_c.FPDFBitmap_CreateEx(width, height, pdfium_c.FPDFBitmap_BGRx, pixels, stride)
     if not bitmap:
         raise MemoryError("PDFium could not create the page bitmap")
     try:
@@ -82,8 +85,8 @@ def render_pdf(page: pdfium.PdfPage, plan: Layout) -> Image.Image:
                                        _RENDER_FLAGS)
     finally:
         pdfium_c.FPDFBitmap_Destroy(bitmap)
-    image = Image.frombuffer("RGBX", (width, height), memoryview(buffer), "raw", "RGBX", stride,
-                             1)
+    del pixels  # PDFium is done with the buffer; the image below keeps it alive
+    image = Image.frombuffer("RGBX", (width, height), buffer, "raw", "RGBX", stride, 1)
     image.readonly = False  # draw on the buffer itself (the watermark), never on a copy
     return image
 

@@ -24,7 +24,7 @@ from render import pattern, words
 from render.model import WatermarkSpec
 
 TILE_LINE_CHARS = 48  # the pattern repeats a shortened text; the strip carries it in full
-# Grey levels (everything the watermark draws is grey, so a grey page stays a grey JPEG).
+# Grey levels of the strip (drawn on RGB, RGBX or L canvases alike).
 STRIP_BACKGROUND = 246
 STRIP_RULE = 170
 STRIP_TEXT = 17

@@ -18,7 +18,7 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import create_link, upload, upload_ok
-from tests.processes import render_workers
+from tests.processes import all_pids, cmdline, render_workers
 from tests.test_api_auth import assert_json_error
 from tests.vault_process import VaultProcess, free_port
 
@@ -139,9 +139,10 @@ def test_vaultd_killed_during_an_upload_restarts_with_exact_counters(own_vault: 
 def wait_for_orphaned_database_to_exit(server: VaultProcess) -> None:
     """The embedded database gets SIGTERM when its vaultd dies; it needs a moment to close."""
 
+    storage = str(server.data_dir / "db")
+
     def gone() -> bool:
-        listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-        return str(server.data_dir / "db") not in listing
+        return not any(storage in cmdline(pid) for pid in all_pids())
 
     wait_for(gone, timeout=30)
 

@@ -6,6 +6,7 @@ cache, so a revocation or deletion through any vaultd process takes effect on th
 
 from __future__ import annotations
 
+import asyncio
 import math
 import uuid
 from dataclasses import dataclass
@@ -107,32 +108,43 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             continue
 
 
-async def open_link(db: Db, token: str, account_id: str | None = None) -> OpenLink:
+async def open_link(db: Db, token: str, owner: Account | None = None) -> OpenLink:
     """A live link (not expired, not revoked, file stored); NotFound for every other case alike.
 
-    With `account_id`, links of other accounts are NotFound too (API access with a key)."""
+    With `owner` (API access with a key), other accounts' links are NotFound too, and the
+    account the key resolved to is used rather than read again."""
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)
     query: dict[str, Any] = {"hash": digest(token), "revoked": False, "expiresAt": {"$gt": utcnow()}}
-    if account_id is not None:
-        query["accountId"] = account_id
+    if owner is not None:
+        query["accountId"] = owner.id
     link = await db.links.find_one(query)
     if link is None:
         raise NotFound(LINK_NOT_FOUND)
     try:
-        file = await get_file(db, link["accountId"], link["fileId"])
-        account = await get_account(db, link["accountId"])
+        file, account = await asyncio.gather(
+            get_file(db, link["accountId"], link["fileId"]),
+            _account(db, link["accountId"], owner),
+        )
     except NotFound:
         raise NotFound(LINK_NOT_FOUND) from None
     return OpenLink(link, file, account)
 
 
+async def _account(db: Db, account_id: str, known: Account | None) -> Account:
+    return known if known is not None else await get_account(db, account_id)
+
+
 async def still_open(db: Db, opened: OpenLink) -> bool:
-    """Re-checked after a render, so a revoke during a slow render still stops that page."""
-    query = {"_id": opened.link["_id"], "revoked": False, "expiresAt": {"$gt": utcnow()}}
-    if await db.links.count_documents(query, limit=1) == 0:
-        return False
-    return await db.files.count_documents({"_id": opened.file["_id"], "state": "stored"}, limit=1) > 0
+    """Re-checked after a render, so a revoke during a slow render still stops that page.
+    Both checks run at once: one round trip of latency instead of two."""
+    link_query = {"_id": opened.link["_id"], "revoked": False, "expiresAt": {"$gt": utcnow()}}
+    file_query = {"_id": opened.file["_id"], "state": "stored"}
+    links, files = await asyncio.gather(
+        db.links.count_documents(link_query, limit=1),
+        db.files.count_documents(file_query, limit=1),
+    )
+    return links > 0 and files > 0
 
 
 def link_details(opened: OpenLink) -> dict[str, Any]:

@@ -26,7 +26,7 @@ class CreateLinkHandler(BaseHandler):
 class LinkHandler(ViewerIpMixin):
     async def get(self, token: str) -> None:
         assert self.account is not None
-        opened = await links.open_link(self.ctx.db, token, self.account.id)
+        opened = await links.open_link(self.ctx.db, token, self.account)
         await access_log.record(self.ctx.db, self.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.viewer_ip())
         self.send_json(200, links.link_details(opened))
@@ -40,7 +40,7 @@ class LinkHandler(ViewerIpMixin):
 class PageHandler(ViewerIpMixin):
     async def get(self, token: str, page: str) -> None:
         assert self.account is not None
-        opened = await links.open_link(self.ctx.db, token, self.account.id)
+        opened = await links.open_link(self.ctx.db, token, self.account)
         jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
                                 opened, page, self.viewer_ip())
         send_page(self, jpeg)
