@@ -168,7 +168,10 @@ def test_each_accepted_file_renders_its_first_and_last_page_or_answers_json(
 ) -> None:
     answer = uploads[name]
     if answer.status != 201:
-        pytest.skip(f"refused at upload ({answer.status}); nothing to render")
+        # Refused at upload: then the refusal itself is what must be sound.
+        assert answer.status in (415, 422), answer.response.text
+        assert_json_error(answer.response, answer.status)
+        return
     file = answer.response.json()
     link = api.post("/views", json={"fileId": file["id"], "viewerEmail": "probe@example.com"})
     assert link.status_code == 201, link.text
