@@ -34,7 +34,9 @@ def export(
             raise ValueError("--format must be jsonl or csv")
         account = await accounts.get_account(db, account_id)
         if not account.plan.accessLogExport:
-            raise Forbidden(f"access log export needs the Business plan (account is on {account.plan.name})")
+            raise Forbidden(
+                f"access log export needs the Business plan (account is on {account.plan.name})"
+            )
         writer = csv.DictWriter(sys.stdout, COLUMNS) if fmt == "csv" else None
         if writer:
             writer.writeheader()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pymongo.errors import PyMongoError
 
@@ -48,7 +48,7 @@ def guarded(call: Callable[[], T]) -> T:
     """The error boundary: one line on stderr and exit 1, never a traceback."""
     try:
         return call()
-    except (VaultError,) as exc:
+    except VaultError as exc:
         fail(exc.message)
     except (ConfigError, EmbeddedDbError, ValueError) as exc:
         fail(str(exc))

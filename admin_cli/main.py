@@ -9,13 +9,21 @@ from typing import Annotated
 
 import typer
 
-from admin_cli import commands_accounts, commands_keys, commands_log, commands_master_key
-from admin_cli import commands_storage
+from admin_cli import (
+    commands_accounts,
+    commands_keys,
+    commands_log,
+    commands_master_key,
+    commands_storage,
+)
 from admin_cli.context import STATE
 
 app = typer.Typer(
-    name="vault-admin", no_args_is_help=True, add_completion=False,
-    pretty_exceptions_enable=False, help="Administer a vaultd installation.",
+    name="vault-admin",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Administer a vaultd installation.",
 )
 app.add_typer(commands_accounts.app, name="accounts")
 app.add_typer(commands_keys.app, name="keys")
@@ -26,7 +34,9 @@ app.add_typer(commands_storage.app, name="storage")
 
 @app.callback()
 def options(
-    data_dir: Annotated[str | None, typer.Option("--data-dir", help="vaultd data directory.")] = None,
+    data_dir: Annotated[
+        str | None, typer.Option("--data-dir", help="vaultd data directory.")
+    ] = None,
     config: Annotated[str | None, typer.Option("--config", help="vaultd TOML config file.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:

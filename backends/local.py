@@ -22,7 +22,10 @@ _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 def _raise_if_full(exc: OSError) -> None:
     if exc.errno in _FULL:
-        raise StorageFull(f"local storage is full ({errno.errorcode.get(exc.errno, exc.errno)})") from None
+        raise StorageFull(
+            f"local storage is full ({errno.errorcode.get(exc.errno, exc.errno)})"
+        ) from None
+
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 _TMP_PREFIX = ".tmp-"

@@ -4,14 +4,11 @@ session, a fresh account and key per test, and a check that no secret reached th
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.vault_process import VaultProcess
-
-WYCHEPROOF = Path(__file__).resolve().parents[2] / "shared" / "testvectors" / "wycheproof"
 
 
 @pytest.fixture(scope="session")

@@ -15,13 +15,17 @@ from PIL import Image, ImageDraw
 def pdf(pages: int = 1) -> bytes:
     """A text PDF, one visible heading per page (Helvetica), A4."""
     document = pikepdf.new()
-    font = document.make_indirect(pikepdf.Dictionary(
-        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica))
+    font = document.make_indirect(
+        pikepdf.Dictionary(
+            Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica
+        )
+    )
     for number in range(1, pages + 1):
         text = f"BT /F1 36 Tf 72 720 Td (Page {number} of {pages}) Tj ET".encode()
         body = text + b"\n0.2 0.4 0.8 rg 72 100 450 500 re f"
         page = pikepdf.Dictionary(
-            Type=pikepdf.Name.Page, MediaBox=[0, 0, 595, 842],
+            Type=pikepdf.Name.Page,
+            MediaBox=[0, 0, 595, 842],
             Resources=pikepdf.Dictionary(Font=pikepdf.Dictionary(F1=font)),
             Contents=document.make_stream(body),
         )
@@ -77,8 +81,12 @@ def png_bomb() -> bytes:
     """A tiny file declaring 60000 x 60000 pixels (3.6 gigapixels)."""
     header = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
     rows = zlib.compress(b"\0" * 4096)
-    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", rows)
-            + _png_chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", rows)
+        + _png_chunk(b"IEND", b"")
+    )
 
 
 def png_bad_crc() -> bytes:
@@ -106,9 +114,15 @@ def slow_pdf(shapes: int = 8_000) -> bytes:
     ops = [b"0.5 w"]
     for i in range(shapes):
         x, y = (i * 37) % 595, (i * 53) % 842
-        ops.append(b"%d %d m %d %d %d %d %d %d c S" % (x, y, x + 40, y + 7, x + 3, y + 60, 595 - x, 842 - y))
-    page = pikepdf.Dictionary(Type=pikepdf.Name.Page, MediaBox=[0, 0, 595, 842],
-                              Contents=document.make_stream(b"\n".join(ops)))
+        ops.append(
+            b"%d %d m %d %d %d %d %d %d c S"
+            % (x, y, x + 40, y + 7, x + 3, y + 60, 595 - x, 842 - y)
+        )
+    page = pikepdf.Dictionary(
+        Type=pikepdf.Name.Page,
+        MediaBox=[0, 0, 595, 842],
+        Contents=document.make_stream(b"\n".join(ops)),
+    )
     document.pages.append(pikepdf.Page(page))
     out = io.BytesIO()
     document.save(out, compress_streams=True)

@@ -32,19 +32,23 @@ def assert_json_error(response: httpx.Response, status: int) -> dict:
 
 
 @pytest.mark.parametrize(("method", "path"), PROTECTED)
-def test_every_endpoint_refuses_a_request_without_a_key(anon: httpx.Client, method: str,
-                                                        path: str) -> None:
+def test_every_endpoint_refuses_a_request_without_a_key(
+    anon: httpx.Client, method: str, path: str
+) -> None:
     body = assert_json_error(anon.request(method, path, content=b"%PDF-1.4"), 401)
     assert "API key" in body["error"]
 
 
-@pytest.mark.parametrize("header", [
-    "Bearer sd_live_short",
-    "Bearer sd_test_" + "a" * 43,
-    "Basic dXNlcjpwYXNz",
-    "Bearer " + "sd_live_" + "b" * 43,  # well formed, unknown
-    "sd_live_" + "c" * 43,  # no scheme
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Bearer sd_live_short",
+        "Bearer sd_test_" + "a" * 43,
+        "Basic dXNlcjpwYXNz",
+        "Bearer " + "sd_live_" + "b" * 43,  # well formed, unknown
+        "sd_live_" + "c" * 43,  # no scheme
+    ],
+)
 def test_malformed_and_unknown_keys_get_401(vault: VaultProcess, header: str) -> None:
     with vault.client() as client:
         assert_json_error(client.get("/account", headers={"Authorization": header}), 401)
@@ -77,6 +81,8 @@ def test_wrong_methods_answer_json_405(api: httpx.Client) -> None:
 
 
 def test_errors_never_leak_an_html_page_or_traceback(api: httpx.Client) -> None:
-    response = api.post("/views", content=b"{not json", headers={"Content-Type": "application/json"})
+    response = api.post(
+        "/views", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
     body = assert_json_error(response, 400)
     assert "Traceback" not in body["error"]

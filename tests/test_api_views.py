@@ -28,9 +28,9 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def test_a_link_is_created_with_token_url_and_default_expiry(vault: VaultProcess,
-                                                             api: httpx.Client,
-                                                             pdf_file: dict) -> None:
+def test_a_link_is_created_with_token_url_and_default_expiry(
+    vault: VaultProcess, api: httpx.Client, pdf_file: dict
+) -> None:
     response = api.post("/views", json={"fileId": pdf_file["id"], "viewerEmail": "ann@example.com"})
     assert response.status_code == 201
     body = response.json()
@@ -48,22 +48,25 @@ def test_a_custom_ttl_within_the_plan_is_honoured(api: httpx.Client, pdf_file: d
     assert timedelta(days=29, hours=23) < lifetime <= timedelta(days=30)
 
 
-@pytest.mark.parametrize("fields", [
-    {"fileId": None},
-    {"fileId": "not-a-uuid"},
-    {"fileId": 42},
-    {"viewerEmail": None},
-    {"viewerEmail": "nobody"},
-    {"viewerEmail": "a@b"},
-    {"viewerEmail": "two@@example.com"},
-    {"viewerName": "n" * 101},
-    {"viewerName": 7},
-    {"ttlSeconds": 59},
-    {"ttlSeconds": 2_592_001},
-    {"ttlSeconds": "3600"},
-    {"ttlSeconds": True},
-    {"ttlSeconds": -1},
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"fileId": None},
+        {"fileId": "not-a-uuid"},
+        {"fileId": 42},
+        {"viewerEmail": None},
+        {"viewerEmail": "nobody"},
+        {"viewerEmail": "a@b"},
+        {"viewerEmail": "two@@example.com"},
+        {"viewerName": "n" * 101},
+        {"viewerName": 7},
+        {"ttlSeconds": 59},
+        {"ttlSeconds": 2_592_001},
+        {"ttlSeconds": "3600"},
+        {"ttlSeconds": True},
+        {"ttlSeconds": -1},
+    ],
+)
 def test_invalid_link_requests_are_400(api: httpx.Client, pdf_file: dict, fields: dict) -> None:
     body = {"fileId": pdf_file["id"], "viewerEmail": "ok@example.com", **fields}
     body = {k: v for k, v in body.items() if v is not None}
@@ -74,8 +77,13 @@ def test_the_free_plan_caps_links_at_seven_days(vault: VaultProcess) -> None:
     _, key = vault.new_account("Free Co", plan="free")
     with vault.client(key) as api:
         file_id = upload_ok(api, docs.png())["id"]
-        assert_json_error(api.post("/views", json={
-            "fileId": file_id, "viewerEmail": "a@example.com", "ttlSeconds": 604_801}), 400)
+        assert_json_error(
+            api.post(
+                "/views",
+                json={"fileId": file_id, "viewerEmail": "a@example.com", "ttlSeconds": 604_801},
+            ),
+            400,
+        )
         create_link(api, file_id, ttlSeconds=604_800)
 
 
@@ -84,14 +92,22 @@ def test_a_body_that_is_not_json_is_400(api: httpx.Client) -> None:
     assert_json_error(api.post("/views", json=["a"]), 400)
 
 
-def test_a_link_to_an_unknown_or_foreign_file_is_404(vault: VaultProcess, api: httpx.Client,
-                                                     pdf_file: dict) -> None:
-    assert_json_error(api.post("/views", json={
-        "fileId": "00000000-0000-4000-8000-000000000000", "viewerEmail": "a@example.com"}), 404)
+def test_a_link_to_an_unknown_or_foreign_file_is_404(
+    vault: VaultProcess, api: httpx.Client, pdf_file: dict
+) -> None:
+    assert_json_error(
+        api.post(
+            "/views",
+            json={"fileId": "00000000-0000-4000-8000-000000000000", "viewerEmail": "a@example.com"},
+        ),
+        404,
+    )
     _, other = vault.new_account("Other")
     with vault.client(other) as client:
-        assert_json_error(client.post("/views", json={
-            "fileId": pdf_file["id"], "viewerEmail": "a@example.com"}), 404)
+        assert_json_error(
+            client.post("/views", json={"fileId": pdf_file["id"], "viewerEmail": "a@example.com"}),
+            404,
+        )
 
 
 def test_link_details_log_a_view_with_the_viewer_ip(api: httpx.Client, pdf_file: dict) -> None:
@@ -99,11 +115,21 @@ def test_link_details_log_a_view_with_the_viewer_ip(api: httpx.Client, pdf_file:
     response = api.get(f"/views/{link['token']}", headers={"x-viewer-ip": "2001:db8::1"})
     assert response.status_code == 200
     assert response.json() == {
-        "fileName": "Board minutes.pdf", "pageCount": 3, "viewerName": "Ann Lée",
-        "viewerEmail": "Ann@example.com", "expiresAt": link["expiresAt"], "brand": "Acme Corp"}
+        "fileName": "Board minutes.pdf",
+        "pageCount": 3,
+        "viewerName": "Ann Lée",
+        "viewerEmail": "Ann@example.com",
+        "expiresAt": link["expiresAt"],
+        "brand": "Acme Corp",
+    }
     entry = api.get(f"/files/{pdf_file['id']}/access-log").json()[0]
-    assert entry == {"at": entry["at"], "fileId": pdf_file["id"], "action": "view",
-                     "viewerEmail": "Ann@example.com", "ip": "2001:db8::1"}
+    assert entry == {
+        "at": entry["at"],
+        "fileId": pdf_file["id"],
+        "action": "view",
+        "viewerEmail": "Ann@example.com",
+        "ip": "2001:db8::1",
+    }
 
 
 def test_viewer_name_defaults_to_the_email_and_custom_branding_shows(
@@ -117,17 +143,21 @@ def test_viewer_name_defaults_to_the_email_and_custom_branding_shows(
 
 
 @pytest.mark.parametrize("ip", ["999.1.1.1", "not-an-ip", "1.2.3.4, 5.6.7.8", "<script>"])
-def test_an_invalid_viewer_ip_is_ignored_not_logged(api: httpx.Client, pdf_file: dict,
-                                                    ip: str) -> None:
+def test_an_invalid_viewer_ip_is_ignored_not_logged(
+    api: httpx.Client, pdf_file: dict, ip: str
+) -> None:
     link = create_link(api, pdf_file["id"])
     assert api.get(f"/views/{link['token']}", headers={"x-viewer-ip": ip}).status_code == 200
-    assert api.get(f"/views/{link['token']}/pages/1", headers={"x-viewer-ip": ip}).status_code == 200
+    assert (
+        api.get(f"/views/{link['token']}/pages/1", headers={"x-viewer-ip": ip}).status_code == 200
+    )
     for entry in api.get(f"/files/{pdf_file['id']}/access-log").json()[:2]:
         assert "ip" not in entry
 
 
-def test_a_page_is_a_fresh_uncacheable_jpeg_and_is_logged(api: httpx.Client,
-                                                          pdf_file: dict) -> None:
+def test_a_page_is_a_fresh_uncacheable_jpeg_and_is_logged(
+    api: httpx.Client, pdf_file: dict
+) -> None:
     link = create_link(api, pdf_file["id"], "carol@example.com")
     response = api.get(f"/views/{link['token']}/pages/2", headers={"x-viewer-ip": "203.0.113.9"})
     assert response.status_code == 200
@@ -138,8 +168,14 @@ def test_a_page_is_a_fresh_uncacheable_jpeg_and_is_logged(api: httpx.Client,
     image = Image.open(io.BytesIO(response.content))
     assert image.format == "JPEG" and max(image.size) <= 1700
     entry = api.get(f"/files/{pdf_file['id']}/access-log").json()[0]
-    assert entry == {"at": entry["at"], "fileId": pdf_file["id"], "action": "page",
-                     "viewerEmail": "carol@example.com", "ip": "203.0.113.9", "page": 2}
+    assert entry == {
+        "at": entry["at"],
+        "fileId": pdf_file["id"],
+        "action": "page",
+        "viewerEmail": "carol@example.com",
+        "ip": "203.0.113.9",
+        "page": 2,
+    }
 
 
 @pytest.mark.parametrize("page", ["0", "4", "-1", "abc", "1.0", "99999999999"])
@@ -148,8 +184,9 @@ def test_pages_outside_the_document_are_404(api: httpx.Client, pdf_file: dict, p
     assert_json_error(api.get(f"/views/{link['token']}/pages/{page}"), 404)
 
 
-def test_two_viewers_get_different_pixels_for_the_same_page(api: httpx.Client,
-                                                            pdf_file: dict) -> None:
+def test_two_viewers_get_different_pixels_for_the_same_page(
+    api: httpx.Client, pdf_file: dict
+) -> None:
     first = create_link(api, pdf_file["id"], "one@example.com")
     second = create_link(api, pdf_file["id"], "two@example.com")
     a = api.get(f"/views/{first['token']}/pages/1").content
@@ -157,8 +194,9 @@ def test_two_viewers_get_different_pixels_for_the_same_page(api: httpx.Client,
     assert a != b
 
 
-def test_revoking_a_link_stops_it_at_once_and_is_idempotent(api: httpx.Client,
-                                                            pdf_file: dict) -> None:
+def test_revoking_a_link_stops_it_at_once_and_is_idempotent(
+    api: httpx.Client, pdf_file: dict
+) -> None:
     link = create_link(api, pdf_file["id"])
     assert api.get(f"/views/{link['token']}/pages/1").status_code == 200
     response = api.delete(f"/views/{link['token']}")
@@ -169,8 +207,9 @@ def test_revoking_a_link_stops_it_at_once_and_is_idempotent(api: httpx.Client,
     assert api.get("/account").json()["usage"]["activeLinks"] == 0
 
 
-def test_unknown_and_foreign_tokens_are_404_everywhere(vault: VaultProcess, api: httpx.Client,
-                                                       pdf_file: dict) -> None:
+def test_unknown_and_foreign_tokens_are_404_everywhere(
+    vault: VaultProcess, api: httpx.Client, pdf_file: dict
+) -> None:
     link = create_link(api, pdf_file["id"])
     _, other = vault.new_account("Snoop Inc")
     with vault.client(other) as snoop:
@@ -183,14 +222,17 @@ def test_unknown_and_foreign_tokens_are_404_everywhere(vault: VaultProcess, api:
     assert api.get(f"/views/{link['token']}").status_code == 200
 
 
-def test_an_expired_link_reads_as_404_and_is_not_active(vault: VaultProcess, api: httpx.Client,
-                                                        pdf_file: dict) -> None:
+def test_an_expired_link_reads_as_404_and_is_not_active(
+    vault: VaultProcess, api: httpx.Client, pdf_file: dict
+) -> None:
     link = create_link(api, pdf_file["id"])
     from vaultd.secrets import digest
 
     async def expire(db) -> None:
-        await db.links.update_one({"hash": digest(link["token"])},
-                                  {"$set": {"expiresAt": datetime.now(UTC) - timedelta(seconds=1)}})
+        await db.links.update_one(
+            {"hash": digest(link["token"])},
+            {"$set": {"expiresAt": datetime.now(UTC) - timedelta(seconds=1)}},
+        )
 
     vault.run_service(expire)
     assert_json_error(api.get(f"/views/{link['token']}"), 404)
@@ -199,8 +241,9 @@ def test_an_expired_link_reads_as_404_and_is_not_active(vault: VaultProcess, api
     assert api.delete(f"/views/{link['token']}").status_code == 204
 
 
-def test_revoke_views_disables_every_active_link_and_logs_once(api: httpx.Client,
-                                                               pdf_file: dict) -> None:
+def test_revoke_views_disables_every_active_link_and_logs_once(
+    api: httpx.Client, pdf_file: dict
+) -> None:
     links = [create_link(api, pdf_file["id"]) for _ in range(3)]
     api.delete(f"/views/{links[0]['token']}")
     assert api.post(f"/files/{pdf_file['id']}/revoke-views").json() == {"revoked": 2}
@@ -252,13 +295,17 @@ def test_a_revoke_while_pages_are_being_fetched_stops_the_next_page(
         # at most the one request already in flight when the revoke landed got through
         assert after_revoke.count(200) <= 1 and after_revoke.count(404) >= len(after_revoke) - 1
         served = statuses.count(200) + after_revoke.count(200)
-        pages = [e for e in api.get(f"/files/{pdf_file['id']}/access-log").json()
-                 if e["action"] == "page"]
+        pages = [
+            e
+            for e in api.get(f"/files/{pdf_file['id']}/access-log").json()
+            if e["action"] == "page"
+        ]
         assert len(pages) == served
 
 
-def test_the_bottom_strip_of_a_served_page_names_the_viewer(api: httpx.Client, pdf_file: dict,
-                                                             tmp_path) -> None:
+def test_the_bottom_strip_of_a_served_page_names_the_viewer(
+    api: httpx.Client, pdf_file: dict, tmp_path
+) -> None:
     from tests.ocr import read_text
 
     link = create_link(api, pdf_file["id"], "dana.ross@example.com", viewerName="Dana Ross")

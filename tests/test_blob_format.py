@@ -5,16 +5,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import json
 import random
 import zlib
-from pathlib import Path
 from typing import Any
 
 import pytest
 from cryptography.cobblestone import Cobblestone256Decryptor
 from cryptography.exceptions import AlreadyFinalized, InvalidTag
 
+from tests.wycheproof import vector_params
 from vaultd.crypto.blob_format import (
     CHUNK_SIZE,
     HEADER_SIZE,
@@ -34,25 +33,19 @@ from vaultd.crypto.blob_format import (
     plaintext_size_for,
 )
 
-VECTORS_DIR = Path(__file__).resolve().parents[2] / "shared" / "testvectors" / "wycheproof"
 COBBLESTONE_FILE = "c2sp_chunked_encryption_aes_256_gcm_test.json"
 
 
 # --- Wycheproof vectors -------------------------------------------------------------------------
 
 
+def _is_cobblestone_256(group: dict[str, Any]) -> bool:
+    assert group["aead"] == "AEAD_AES_256_GCM" and group["sha"] == "SHA-512"
+    return True
+
+
 def _vector_params() -> list[Any]:
-    path = VECTORS_DIR / COBBLESTONE_FILE
-    if not path.is_file():
-        # Collected as one failing case (not a skip): missing vectors must be noticed.
-        return [pytest.param({"missing": str(path)}, id="vectors-missing")]
-    data = json.loads(path.read_text())
-    assert data["algorithm"] == "Cobblestone-256"
-    params = []
-    for group in data["testGroups"]:
-        assert group["aead"] == "AEAD_AES_256_GCM" and group["sha"] == "SHA-512"
-        params += [pytest.param(t, id=f"tc{t['tcId']:02d}") for t in group["tests"]]
-    return params
+    return vector_params(COBBLESTONE_FILE, "Cobblestone-256", _is_cobblestone_256)
 
 
 VECTORS = _vector_params()

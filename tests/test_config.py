@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from vaultd.config import ConfigError, load_settings
 from tests.vault_process import ROOT, base_env
+from vaultd.config import ConfigError, load_settings
 
 
 def test_flags_beat_environment_beat_file_beat_defaults() -> None:

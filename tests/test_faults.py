@@ -39,7 +39,9 @@ def own_vault(tmp_path: Path) -> Iterator[VaultProcess]:
     server.stop()
 
 
-def test_a_worker_killed_mid_render_costs_one_request_not_the_server(own_vault: VaultProcess) -> None:
+def test_a_worker_killed_mid_render_costs_one_request_not_the_server(
+    own_vault: VaultProcess,
+) -> None:
     _, key = own_vault.new_account()
     with own_vault.client(key) as api:
         slow = upload_ok(api, docs.slow_pdf())
@@ -47,8 +49,9 @@ def test_a_worker_killed_mid_render_costs_one_request_not_the_server(own_vault: 
         slow_link, quick_link = create_link(api, slow["id"]), create_link(api, quick["id"])
         own_vault.secrets += [slow_link["token"], quick_link["token"]]
         result: dict[str, httpx.Response] = {}
-        thread = threading.Thread(target=lambda: result.setdefault(
-            "r", api.get(f"/views/{slow_link['token']}/pages/1")))
+        thread = threading.Thread(
+            target=lambda: result.setdefault("r", api.get(f"/views/{slow_link['token']}/pages/1"))
+        )
         thread.start()
         time.sleep(0.8)  # the render is under way
         workers = render_workers(own_vault.process.pid)
@@ -61,13 +64,16 @@ def test_a_worker_killed_mid_render_costs_one_request_not_the_server(own_vault: 
         assert "retry" in body["error"]
         assert api.get(f"/views/{quick_link['token']}/pages/1").status_code == 200
         assert httpx.get(f"{own_vault.url}/healthz").status_code == 200
-        pages = [e for e in api.get(f"/files/{slow['id']}/access-log").json() if e["action"] == "page"]
+        pages = [
+            e for e in api.get(f"/files/{slow['id']}/access-log").json() if e["action"] == "page"
+        ]
         assert pages == []
 
 
 def test_a_hanging_render_is_killed_at_its_timeout_and_the_next_one_works(tmp_path: Path) -> None:
-    server = VaultProcess(tmp_path / "data", env={
-        "VAULTD_RENDER_WORKERS": "1", "VAULTD_RENDER_TIMEOUT_SECONDS": "1"}).start()
+    server = VaultProcess(
+        tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1", "VAULTD_RENDER_TIMEOUT_SECONDS": "1"}
+    ).start()
     try:
         _, key = server.new_account()
         with server.client(key) as api:
@@ -83,8 +89,9 @@ def test_a_hanging_render_is_killed_at_its_timeout_and_the_next_one_works(tmp_pa
 
 
 def test_a_full_render_queue_answers_503_with_retry_after(tmp_path: Path) -> None:
-    server = VaultProcess(tmp_path / "data", env={
-        "VAULTD_RENDER_WORKERS": "1", "VAULTD_RENDER_QUEUE_SIZE": "0"}).start()
+    server = VaultProcess(
+        tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1", "VAULTD_RENDER_QUEUE_SIZE": "0"}
+    ).start()
     try:
         _, key = server.new_account()
         with server.client(key) as api:
@@ -101,8 +108,9 @@ def test_a_full_render_queue_answers_503_with_retry_after(tmp_path: Path) -> Non
         server.stop()
 
 
-def test_vaultd_killed_during_an_upload_restarts_with_exact_counters(own_vault: VaultProcess,
-                                                                     tmp_path: Path) -> None:
+def test_vaultd_killed_during_an_upload_restarts_with_exact_counters(
+    own_vault: VaultProcess, tmp_path: Path
+) -> None:
     account_id, key = own_vault.new_account()
     big = docs.pdf(pages=1500)
     with own_vault.client(key) as api:
@@ -167,9 +175,22 @@ def external_db(tmp_path: Path) -> Iterator[dict]:
 
     def start() -> None:
         state["process"] = subprocess.Popen(
-            [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port", str(state["port"]),
-             "--storage-path", str(state["storage"]), "--log-level", "WARNING"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "secantus",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(state["port"]),
+                "--storage-path",
+                str(state["storage"]),
+                "--log-level",
+                "WARNING",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for(lambda: _port_open(state["port"]), timeout=30)
 
     def stop() -> None:
@@ -197,16 +218,20 @@ def test_a_database_outage_is_a_json_503_and_vaultd_recovers_by_itself(
     tmp_path: Path, external_db: dict
 ) -> None:
     uri = f"mongodb://127.0.0.1:{external_db['port']}/?directConnection=true"
-    server = VaultProcess(tmp_path / "data", env={
-        "VAULTD_MONGODB_URI": uri, "VAULTD_RENDER_WORKERS": "1"}).start()
+    server = VaultProcess(
+        tmp_path / "data", env={"VAULTD_MONGODB_URI": uri, "VAULTD_RENDER_WORKERS": "1"}
+    ).start()
     try:
         _, key = server.new_account()
         with server.client(key) as api:
             created = upload_ok(api, docs.pdf())
             external_db["stop"]()
-            for response in (api.get("/files"), api.get(f"/files/{created['id']}"),
-                             upload(api, docs.pdf()),
-                             httpx.get(f"{server.url}/healthz", timeout=30)):
+            for response in (
+                api.get("/files"),
+                api.get(f"/files/{created['id']}"),
+                upload(api, docs.pdf()),
+                httpx.get(f"{server.url}/healthz", timeout=30),
+            ):
                 body = assert_json_error(response, 503)
                 assert "database" in body["error"] and response.headers["retry-after"]
             external_db["start"]()
@@ -233,10 +258,13 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def test_a_full_disk_fails_the_upload_cleanly_and_keeps_nothing(tmp_path: Path,
-                                                                tiny_disk: Path) -> None:
-    server = VaultProcess(tmp_path / "data", env={
-        "VAULTD_STORAGE_LOCAL_DIR": str(tiny_disk), "VAULTD_RENDER_WORKERS": "1"}).start()
+def test_a_full_disk_fails_the_upload_cleanly_and_keeps_nothing(
+    tmp_path: Path, tiny_disk: Path
+) -> None:
+    server = VaultProcess(
+        tmp_path / "data",
+        env={"VAULTD_STORAGE_LOCAL_DIR": str(tiny_disk), "VAULTD_RENDER_WORKERS": "1"},
+    ).start()
     try:
         _, key = server.new_account()
         with server.client(key) as api:

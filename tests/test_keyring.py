@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import os
 import stat
 import threading
@@ -15,6 +14,7 @@ import bson
 import pytest
 from cryptography.exceptions import InvalidTag
 
+from tests.wycheproof import vector_params
 from vaultd.crypto.keyring import (
     ENV_VAR,
     KeyringError,
@@ -27,7 +27,6 @@ from vaultd.crypto.keyring import (
     wrap_aad,
 )
 
-VECTORS_DIR = Path(__file__).resolve().parents[2] / "shared" / "testvectors" / "wycheproof"
 AES_GCM_FILE = "aes_gcm_test.json"
 
 
@@ -35,19 +34,9 @@ AES_GCM_FILE = "aes_gcm_test.json"
 
 
 def _aes_gcm_params() -> list[Any]:
-    path = VECTORS_DIR / AES_GCM_FILE
-    if not path.is_file():
-        # One failing case rather than a skip: missing vectors must be noticed.
-        return [pytest.param({"missing": str(path)}, id="vectors-missing")]
-    data = json.loads(path.read_text())
-    assert data["algorithm"] == "AES-GCM"
-    params = []
-    for group in data["testGroups"]:
-        # Only what the envelope uses: AES-256, 96-bit nonce, 128-bit tag.
-        if (group["ivSize"], group["tagSize"], group["keySize"]) == (96, 128, 256):
-            params += [pytest.param(t, id=f"tc{t['tcId']}") for t in group["tests"]]
-    assert params, "no AES-256-GCM 96-bit-nonce vectors found"
-    return params
+    # Only what the envelope uses: AES-256, 96-bit nonce, 128-bit tag.
+    return vector_params(AES_GCM_FILE, "AES-GCM", lambda group: (
+        group["ivSize"], group["tagSize"], group["keySize"]) == (96, 128, 256))
 
 
 @pytest.mark.parametrize("vector", _aes_gcm_params())

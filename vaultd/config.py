@@ -95,47 +95,147 @@ def _path(value: Any) -> str:
 FIELDS: tuple[Field, ...] = (
     Field("host", _str, "127.0.0.1", "VAULTD_HOST", "Address to listen on."),
     Field("port", _int(0, 65535), 8080, "VAULTD_PORT", "TCP port (0 picks a free one)."),
-    Field("data_dir", _path, "./vault-data", "VAULTD_DATA_DIR",
-          "Directory for the embedded database, local blobs and the master key file."),
-    Field("public_url", _url, "", "VAULTD_PUBLIC_URL",
-          "Viewer address used in link URLs ({viewer_url}); empty: http://host:port."),
-    Field("log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "VAULTD_LOG_LEVEL",
-          "Logging level."),
-    Field("mongodb.uri", _str, "", "VAULTD_MONGODB_URI",
-          "MongoDB URI; empty starts the embedded SecantusDB under data_dir/db."),
+    Field(
+        "data_dir",
+        _path,
+        "./vault-data",
+        "VAULTD_DATA_DIR",
+        "Directory for the embedded database, local blobs and the master key file.",
+    ),
+    Field(
+        "public_url",
+        _url,
+        "",
+        "VAULTD_PUBLIC_URL",
+        "Viewer address used in link URLs ({viewer_url}); empty: http://host:port.",
+    ),
+    Field(
+        "log_level",
+        _choice("DEBUG", "INFO", "WARNING", "ERROR"),
+        "INFO",
+        "VAULTD_LOG_LEVEL",
+        "Logging level.",
+    ),
+    Field(
+        "mongodb.uri",
+        _str,
+        "",
+        "VAULTD_MONGODB_URI",
+        "MongoDB URI; empty starts the embedded SecantusDB under data_dir/db.",
+    ),
     Field("mongodb.database", _str, "vaultd", "VAULTD_MONGODB_DATABASE", "Database name."),
-    Field("storage.backend", _choice("local", "azure"), "local", "VAULTD_STORAGE_BACKEND",
-          "Blob backend: local or azure."),
-    Field("storage.local_dir", _path, "", "VAULTD_STORAGE_LOCAL_DIR",
-          "Directory of the local backend; empty: data_dir/blobs."),
-    Field("storage.azure.connection_string", _str, "", "VAULTD_AZURE_CONNECTION_STRING",
-          "Azure Storage connection string."),
-    Field("storage.azure.account_url", _str, "", "VAULTD_AZURE_ACCOUNT_URL",
-          "Azure account URL, used with a credential when no connection string is given."),
-    Field("storage.azure.container", _str, "vaultd", "VAULTD_AZURE_CONTAINER",
-          "Azure container, created at start-up when missing."),
-    Field("master_key.file", _path, "", "VAULTD_MASTER_KEY_FILE",
-          "Master keyring file; empty: data_dir/master.key (generated on first start, mode 0600)."),
-    Field("master_key.value", _str, "", "VAULTD_MASTER_KEY",
-          "Master keyring given inline (id:base64url entries); takes precedence over the file."),
-    Field("render.workers", _int(1, 256), os.cpu_count() or 1, "VAULTD_RENDER_WORKERS",
-          "Render worker processes."),
-    Field("render.queue_size", _int(0, 10_000), 16, "VAULTD_RENDER_QUEUE_SIZE",
-          "Renders allowed to wait for a worker before requests get 503."),
-    Field("render.timeout_seconds", _float(0.5, 600), 30.0, "VAULTD_RENDER_TIMEOUT_SECONDS",
-          "A render or validation running longer is killed and answered 503."),
-    Field("render.memory_limit_mb", _int(128, 65_536), 2048, "VAULTD_RENDER_MEMORY_LIMIT_MB",
-          "Address-space cap of each worker."),
-    Field("render.max_tasks_per_worker", _int(0, 1_000_000), 500,
-          "VAULTD_RENDER_MAX_TASKS_PER_WORKER", "Recycle a worker after this many tasks (0: never)."),
-    Field("render.long_side", _int(200, 4000), 1600, "VAULTD_RENDER_LONG_SIDE",
-          "Long side of a rendered page, in pixels."),
-    Field("render.max_pixels", _int(40_000, 16_000_000), 4_000_000, "VAULTD_RENDER_MAX_PIXELS",
-          "Upper bound on the pixels of one rendered page."),
-    Field("upload.max_bytes", _int(1, 1 << 40), 26_214_400, "VAULTD_UPLOAD_MAX_BYTES",
-          "Largest accepted upload in bytes (25 MiB)."),
-    Field("proxy.trusted", _networks, (), "VAULTD_TRUSTED_PROXIES",
-          "Networks whose X-Forwarded-For / X-Real-IP the hosted viewer believes."),
+    Field(
+        "storage.backend",
+        _choice("local", "azure"),
+        "local",
+        "VAULTD_STORAGE_BACKEND",
+        "Blob backend: local or azure.",
+    ),
+    Field(
+        "storage.local_dir",
+        _path,
+        "",
+        "VAULTD_STORAGE_LOCAL_DIR",
+        "Directory of the local backend; empty: data_dir/blobs.",
+    ),
+    Field(
+        "storage.azure.connection_string",
+        _str,
+        "",
+        "VAULTD_AZURE_CONNECTION_STRING",
+        "Azure Storage connection string.",
+    ),
+    Field(
+        "storage.azure.account_url",
+        _str,
+        "",
+        "VAULTD_AZURE_ACCOUNT_URL",
+        "Azure account URL, used with a credential when no connection string is given.",
+    ),
+    Field(
+        "storage.azure.container",
+        _str,
+        "vaultd",
+        "VAULTD_AZURE_CONTAINER",
+        "Azure container, created at start-up when missing.",
+    ),
+    Field(
+        "master_key.file",
+        _path,
+        "",
+        "VAULTD_MASTER_KEY_FILE",
+        "Master keyring file; empty: data_dir/master.key (generated on first start, mode 0600).",
+    ),
+    Field(
+        "master_key.value",
+        _str,
+        "",
+        "VAULTD_MASTER_KEY",
+        "Master keyring given inline (id:base64url entries); takes precedence over the file.",
+    ),
+    Field(
+        "render.workers",
+        _int(1, 256),
+        os.cpu_count() or 1,
+        "VAULTD_RENDER_WORKERS",
+        "Render worker processes.",
+    ),
+    Field(
+        "render.queue_size",
+        _int(0, 10_000),
+        16,
+        "VAULTD_RENDER_QUEUE_SIZE",
+        "Renders allowed to wait for a worker before requests get 503.",
+    ),
+    Field(
+        "render.timeout_seconds",
+        _float(0.5, 600),
+        30.0,
+        "VAULTD_RENDER_TIMEOUT_SECONDS",
+        "A render or validation running longer is killed and answered 503.",
+    ),
+    Field(
+        "render.memory_limit_mb",
+        _int(128, 65_536),
+        2048,
+        "VAULTD_RENDER_MEMORY_LIMIT_MB",
+        "Address-space cap of each worker.",
+    ),
+    Field(
+        "render.max_tasks_per_worker",
+        _int(0, 1_000_000),
+        500,
+        "VAULTD_RENDER_MAX_TASKS_PER_WORKER",
+        "Recycle a worker after this many tasks (0: never).",
+    ),
+    Field(
+        "render.long_side",
+        _int(200, 4000),
+        1600,
+        "VAULTD_RENDER_LONG_SIDE",
+        "Long side of a rendered page, in pixels.",
+    ),
+    Field(
+        "render.max_pixels",
+        _int(40_000, 16_000_000),
+        4_000_000,
+        "VAULTD_RENDER_MAX_PIXELS",
+        "Upper bound on the pixels of one rendered page.",
+    ),
+    Field(
+        "upload.max_bytes",
+        _int(1, 1 << 40),
+        26_214_400,
+        "VAULTD_UPLOAD_MAX_BYTES",
+        "Largest accepted upload in bytes (25 MiB).",
+    ),
+    Field(
+        "proxy.trusted",
+        _networks,
+        (),
+        "VAULTD_TRUSTED_PROXIES",
+        "Networks whose X-Forwarded-For / X-Real-IP the hosted viewer believes.",
+    ),
 )
 
 
@@ -186,11 +286,11 @@ class Settings:
     def __repr__(self) -> str:
         # The inline master key and the Azure connection string are secrets.
         hidden = {"master_key_value", "storage_azure_connection_string"}
-        shown = ", ".join(
-            f"{f.name}={'<hidden>' if f.name in hidden and getattr(self, f.name) else getattr(self, f.name)!r}"
-            for f in fields(self)
-        )
-        return f"Settings({shown})"
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            shown.append(f"{f.name}={'<hidden>' if f.name in hidden and value else repr(value)}")
+        return f"Settings({', '.join(shown)})"
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -64,18 +64,36 @@ class EmbeddedServer:
             self.process.wait(5)
 
 
-def start(storage: Path, log_path: Path | None = None, record_address: bool = True) -> EmbeddedServer:
+def start(
+    storage: Path, log_path: Path | None = None, record_address: bool = True
+) -> EmbeddedServer:
     """Start SecantusDB on a free loopback port and wait until it accepts connections."""
     storage.mkdir(parents=True, exist_ok=True)
     host, port = "127.0.0.1", free_port()
     log = open(log_path or storage.parent / "secantus.log", "ab")  # noqa: SIM115
-    cmd = [sys.executable, "-m", "secantus", "--host", host, "--port", str(port),
-           "--storage-path", str(storage), "--log-level", "WARNING"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "secantus",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--storage-path",
+        str(storage),
+        "--log-level",
+        "WARNING",
+    ]
     # A new session keeps a Ctrl-C in the terminal from killing the database before vaultd
     # has closed its connections; vaultd stops it explicitly. If vaultd itself is killed, the
     # kernel sends the database SIGTERM (PR_SET_PDEATHSIG), so no orphan keeps the store locked.
-    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                               preexec_fn=_terminate_with_parent)
+    process = subprocess.Popen(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_terminate_with_parent,
+    )
     log.close()
     server = EmbeddedServer(process, host, port, storage)
     _wait_until_up(server)

@@ -13,10 +13,10 @@ from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
 from tornado.netutil import bind_sockets
 
+from backends.base import BackendUnavailable
 from render.pool import RenderPool
 from vaultd.config import ConfigError, Settings, load_settings, read_config_file
 from vaultd.embedded_db import EmbeddedDbError
-from backends.base import BackendUnavailable
 from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import recovery

@@ -52,7 +52,11 @@ async def record(
 
 
 def entry_json(doc: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"at": iso_utc(doc["at"]), "fileId": doc["fileId"], "action": doc["action"]}
+    out: dict[str, Any] = {
+        "at": iso_utc(doc["at"]),
+        "fileId": doc["fileId"],
+        "action": doc["action"],
+    }
     for key in ("viewerEmail", "ip", "page"):
         if key in doc:
             out[key] = doc[key]

@@ -26,7 +26,9 @@ class ApiKeyInfo:
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> ApiKeyInfo:
-        return cls(doc["_id"], doc["accountId"], doc["hint"], doc["createdAt"], doc.get("revokedAt"))
+        return cls(
+            doc["_id"], doc["accountId"], doc["hint"], doc["createdAt"], doc.get("revokedAt")
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

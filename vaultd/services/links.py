@@ -18,10 +18,10 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
+from vaultd.secrets import digest, is_token, new_token
 from vaultd.services import access_log
 from vaultd.services.accounts import Account, get_account
 from vaultd.services.files import get_file, is_uuid
-from vaultd.secrets import digest, is_token, new_token
 from vaultd.timefmt import iso_utc, utcnow
 
 DEFAULT_TTL = 3600
@@ -51,8 +51,12 @@ def parse_link_request(body: dict[str, Any], account: Account) -> LinkRequest:
     if not isinstance(file_id, str) or not is_uuid(file_id):
         raise InvalidRequest("fileId must be a file UUID")
     email = parse_email(body.get("viewerEmail"))
-    return LinkRequest(file_id.lower(), email, parse_viewer_name(body.get("viewerName"), email),
-                       parse_ttl(body.get("ttlSeconds"), account))
+    return LinkRequest(
+        file_id.lower(),
+        email,
+        parse_viewer_name(body.get("viewerName"), email),
+        parse_ttl(body.get("ttlSeconds"), account),
+    )
 
 
 def parse_email(value: Any) -> str:
@@ -96,9 +100,14 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
     while True:
         token = new_token()
         doc = {
-            "_id": str(uuid.uuid4()), "hash": digest(token), "accountId": account.id,
-            "fileId": request.file_id, "viewerEmail": request.viewer_email,
-            "viewerName": request.viewer_name, "createdAt": now, "expiresAt": expires_at,
+            "_id": str(uuid.uuid4()),
+            "hash": digest(token),
+            "accountId": account.id,
+            "fileId": request.file_id,
+            "viewerEmail": request.viewer_email,
+            "viewerName": request.viewer_name,
+            "createdAt": now,
+            "expiresAt": expires_at,
             "revoked": False,
         }
         try:
@@ -115,7 +124,11 @@ async def open_link(db: Db, token: str, owner: Account | None = None) -> OpenLin
     account the key resolved to is used rather than read again."""
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)
-    query: dict[str, Any] = {"hash": digest(token), "revoked": False, "expiresAt": {"$gt": utcnow()}}
+    query: dict[str, Any] = {
+        "hash": digest(token),
+        "revoked": False,
+        "expiresAt": {"$gt": utcnow()},
+    }
     if owner is not None:
         query["accountId"] = owner.id
     link = await db.links.find_one(query)
@@ -176,8 +189,12 @@ async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
         return 0
     file_id = file_id.lower()
     result = await db.links.update_many(
-        {"accountId": account_id, "fileId": file_id, "revoked": False,
-         "expiresAt": {"$gt": utcnow()}},
+        {
+            "accountId": account_id,
+            "fileId": file_id,
+            "revoked": False,
+            "expiresAt": {"$gt": utcnow()},
+        },
         {"$set": {"revoked": True}},
     )
     if result.modified_count:

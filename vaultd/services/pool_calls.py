@@ -31,7 +31,9 @@ async def run_task(
     except WorkerCrashed:
         if on_upload:
             raise Unprocessable("the file could not be processed") from None
-        raise ServiceUnavailable("the page could not be rendered; retry later", retry_after=5) from None
+        raise ServiceUnavailable(
+            "the page could not be rendered; retry later", retry_after=5
+        ) from None
     except MemoryError:
         # A document that exhausts its worker's memory cap is not one we can process.
         raise Unprocessable("the file needs more memory than a render may use") from None

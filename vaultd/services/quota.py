@@ -40,7 +40,9 @@ async def reserve_upload(db: Db, account_id: str, file_id: str, size: int, owner
         {"_id": account_id, "plan": doc["plan"], **_fits(doc["plan"], size)},
         {
             "$inc": {"usage.documents": 1, "usage.storageBytes": size},
-            "$push": {"pendingUploads": {"id": file_id, "size": size, "at": utcnow(), "owner": owner}},
+            "$push": {
+                "pendingUploads": {"id": file_id, "size": size, "at": utcnow(), "owner": owner}
+            },
         },
     )
     if result.modified_count == 1:

@@ -14,7 +14,6 @@ from vaultd.config import Settings
 from vaultd.crypto.keyring import MasterKeyring, WrappedKey
 from vaultd.db import Db
 
-
 DROP_GRACE_SECONDS = 2.0
 
 

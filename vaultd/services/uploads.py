@@ -48,7 +48,8 @@ def parse_content_type(value: str | None) -> str:
     media = (value or "").split(";", 1)[0].strip().lower()
     if media not in ACCEPTED_CONTENT_TYPES:
         raise UnsupportedMediaType(
-            "Content-Type must be application/pdf, image/jpeg, image/png or application/octet-stream"
+            "Content-Type must be application/pdf, image/jpeg, image/png "
+            "or application/octet-stream"
         )
     return media
 
@@ -76,8 +77,9 @@ def _has_bad_escape(value: str) -> bool:
     # decodeURIComponent rejects a '%' not followed by two hex digits; unquote lets it through.
     hexdigits = "0123456789abcdefABCDEF"
     for i, ch in enumerate(value):
-        if ch == "%" and (i + 2 >= len(value) or value[i + 1] not in hexdigits
-                          or value[i + 2] not in hexdigits):
+        if ch == "%" and (
+            i + 2 >= len(value) or value[i + 1] not in hexdigits or value[i + 2] not in hexdigits
+        ):
             return True
     return False
 

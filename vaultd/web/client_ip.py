@@ -17,7 +17,9 @@ from vaultd.services.access_log import valid_ip
 
 
 @lru_cache(maxsize=16)
-def _networks(trusted: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+def _networks(
+    trusted: tuple[str, ...],
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     return tuple(ipaddress.ip_network(item, strict=False) for item in trusted)
 
 

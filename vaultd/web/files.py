@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest
 from vaultd.numbers import is_decimal
@@ -36,10 +35,15 @@ async def list_files_json(handler: BaseHandler) -> None:
     assert handler.account is not None
     page = parse_bounded_int(handler.get_query_argument("page", None), "page", 1, 1, 10**9)
     per_page = parse_bounded_int(
-        handler.get_query_argument("perPage", None), "perPage", files.PER_PAGE_DEFAULT, 1,
+        handler.get_query_argument("perPage", None),
+        "perPage",
+        files.PER_PAGE_DEFAULT,
+        1,
         files.PER_PAGE_MAX,
     )
-    handler.send_json(200, await files.list_files(handler.ctx.db, handler.account.id, page, per_page))
+    handler.send_json(
+        200, await files.list_files(handler.ctx.db, handler.account.id, page, per_page)
+    )
 
 
 class FileHandler(BaseHandler):
@@ -61,8 +65,9 @@ class DownloadHandler(BaseHandler):
         files.require_downloadable(doc)
         opener = await self.ctx.store.open_plaintext(doc)  # verified before any byte is sent
         email = optional_email(self.request.headers.get("x-viewer-email"))
-        await access_log.record(self.ctx.db, self.account.id, doc["_id"], "download",
-                                viewer_email=email)
+        await access_log.record(
+            self.ctx.db, self.account.id, doc["_id"], "download", viewer_email=email
+        )
         self.set_header("Content-Type", doc["contentType"])
         self.set_header("Content-Length", str(doc["size"]))
         self.set_header("X-File-Name", quote(doc["name"], safe=URI_COMPONENT_SAFE))

@@ -44,8 +44,10 @@ class FilesHandler(BaseHandler):
             await super().prepare()
             if self.request.method == "POST":
                 self.session = self._open_session()
-        except VaultError as error:
-            self.rejection = error
+        except Exception as error:  # a refusal, or the database being down
+            self.rejection = as_vault_error(error)
+            if self.rejection is None:
+                raise
         length = self._content_length()
         if self.rejection is not None and length is not None and length > cap:
             self.set_header("Connection", "close")
