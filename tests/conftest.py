@@ -8,22 +8,13 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.vault_process import VaultProcess
+from tests.vault_process import VaultProcess, running_vault
 
 
 @pytest.fixture(scope="session")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    server = VaultProcess(tmp_path_factory.mktemp("vault") / "data",
-                          env={"VAULTD_RENDER_WORKERS": "2"}).start()
-    yield server
-    server.stop()
-    assert_no_secrets_in_log(server)
-
-
-def assert_no_secrets_in_log(server: VaultProcess) -> None:
-    text = server.log_text()
-    leaked = [s[:12] + "…" for s in server.secrets if s in text]
-    assert not leaked, f"secrets found in the server log: {leaked}"
+    with running_vault(tmp_path_factory.mktemp("vault") / "data") as server:
+        yield server
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from tests import documents as docs
 from tests.http_helpers import create_link, upload, upload_ok
 from tests.processes import all_pids, cmdline, render_workers
 from tests.test_api_auth import assert_json_error
-from tests.vault_process import VaultProcess, free_port
+from tests.vault_process import VaultProcess, free_port, running_vault
 
 
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05) -> None:
@@ -34,9 +34,8 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05) -> None:
 
 @pytest.fixture
 def own_vault(tmp_path: Path) -> Iterator[VaultProcess]:
-    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
-    yield server
-    server.stop()
+    with running_vault(tmp_path / "data", VAULTD_RENDER_WORKERS="1") as server:
+        yield server
 
 
 def test_a_worker_killed_mid_render_costs_one_request_not_the_server(

@@ -22,10 +22,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests import render_fixtures as fx
-from tests.conftest import assert_no_secrets_in_log
 from tests.http_helpers import create_link, upload_ok
 from tests.test_api_auth import assert_json_error
-from tests.vault_process import VaultProcess
+from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
 from vaultd.errors import VaultError
 from vaultd.plans import get_plan
 from vaultd.services import links, uploads
@@ -85,10 +84,8 @@ def cleaned_name(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def fuzz_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    server = VaultProcess(tmp_path_factory.mktemp("fuzz") / "data",
-                          env={"VAULTD_RENDER_WORKERS": "2"}).start()
-    yield server
-    server.stop()
+    with running_vault(tmp_path_factory.mktemp("fuzz") / "data") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,10 @@ import pytest
 from PIL import Image
 
 from tests import documents as docs
-from tests.conftest import assert_no_secrets_in_log
 from tests.hostile_corpus import Case, corpus
 from tests.http_helpers import upload, upload_ok
 from tests.test_api_auth import assert_json_error
-from tests.vault_process import VaultProcess
+from tests.vault_process import VaultProcess, running_vault
 from vaultd.services.uploads import sniff
 
 RENDER_TIMEOUT = 5
@@ -48,14 +47,10 @@ class Answer:
 
 @pytest.fixture(scope="module")
 def hostile_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    server = VaultProcess(tmp_path_factory.mktemp("hostile") / "data", env={
-        "VAULTD_RENDER_WORKERS": "2",
-        "VAULTD_RENDER_TIMEOUT_SECONDS": str(RENDER_TIMEOUT),
-        "VAULTD_RENDER_MEMORY_LIMIT_MB": "1024",
-    }).start()
-    yield server
-    server.stop()
-    assert_no_secrets_in_log(server)
+    with running_vault(tmp_path_factory.mktemp("hostile") / "data",
+                       VAULTD_RENDER_TIMEOUT_SECONDS=str(RENDER_TIMEOUT),
+                       VAULTD_RENDER_MEMORY_LIMIT_MB="1024") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

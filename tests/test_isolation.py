@@ -21,7 +21,7 @@ import pytest
 from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
 from tests.test_api_auth import assert_json_error
-from tests.vault_process import VaultProcess
+from tests.vault_process import VaultProcess, running_vault
 from vaultd import secrets as vault_secrets
 from vaultd.errors import NotFound
 from vaultd.services import api_keys, links
@@ -44,10 +44,8 @@ class Tenant:
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     """This module's own vaultd, so its log holds only what these tests did."""
-    server = VaultProcess(tmp_path_factory.mktemp("isolation") / "data",
-                          env={"VAULTD_RENDER_WORKERS": "2"}).start()
-    yield server
-    server.stop()
+    with running_vault(tmp_path_factory.mktemp("isolation") / "data") as server:
+        yield server
 
 
 def make_tenant(vault: VaultProcess, name: str, plan: str, initial: str) -> Tenant:

@@ -25,9 +25,8 @@ import pytest
 
 from tests import documents as docs
 from tests import render_fixtures as fx
-from tests.conftest import assert_no_secrets_in_log
 from tests.http_helpers import create_link, upload_ok
-from tests.vault_process import ROOT, VaultProcess
+from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log
 
 DURATION_SECONDS = 20.0
 CLIENTS = 200

@@ -22,10 +22,9 @@ import pytest
 from backends.azure import AzureBackend, AzureConfig
 from tests import documents as docs
 from tests.azurite import ACCOUNT_KEY, Azurite, session_azurite
-from tests.conftest import assert_no_secrets_in_log
 from tests.http_helpers import create_link, upload, upload_ok
 from tests.test_api_auth import assert_json_error
-from tests.vault_process import VaultProcess
+from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.plans import get_plan
 

@@ -20,10 +20,9 @@ from backends.base import BlobBackend
 from backends.local import LocalBackend
 from tests import documents as docs
 from tests.azurite import ACCOUNT_KEY, Azurite, session_azurite
-from tests.conftest import assert_no_secrets_in_log
 from tests.http_helpers import upload_ok
 from tests.test_cli import one_line_error
-from tests.vault_process import ROOT, VaultProcess, base_env
+from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
 from vaultd.crypto.blob_format import HEADER_SIZE, WIRE_CHUNK_SIZE
 
 T = TypeVar("T")

@@ -10,21 +10,18 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.conftest import assert_no_secrets_in_log
 from tests.http_helpers import upload
 from tests.test_api_auth import assert_json_error
-from tests.vault_process import VaultProcess
+from tests.vault_process import VaultProcess, running_vault
 
 LIMIT = 300_000
 
 
 @pytest.fixture(scope="module")
 def small_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    server = VaultProcess(tmp_path_factory.mktemp("small") / "data", env={
-        "VAULTD_UPLOAD_MAX_BYTES": str(LIMIT), "VAULTD_RENDER_WORKERS": "1"}).start()
-    yield server
-    server.stop()
-    assert_no_secrets_in_log(server)
+    with running_vault(tmp_path_factory.mktemp("small") / "data",
+                       VAULTD_UPLOAD_MAX_BYTES=str(LIMIT), VAULTD_RENDER_WORKERS="1") as server:
+        yield server
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,3 +137,21 @@ class VaultProcess:
     def client(self, key: str | None = None, **kwargs: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.Client(base_url=f"{self.url}/v1", headers=headers, timeout=60, **kwargs)
+
+
+def assert_no_secrets_in_log(server: VaultProcess) -> None:
+    text = server.log_text()
+    leaked = [s[:12] + "…" for s in server.secrets if s in text]
+    assert not leaked, f"secrets found in the server log: {leaked}"
+
+
+@contextmanager
+def running_vault(data_dir: Path, **env: str) -> Iterator[VaultProcess]:
+    """A started vaultd (2 render workers unless `env` says otherwise), stopped afterwards, whose
+    log is then checked for every secret the tests registered in `server.secrets`."""
+    server = VaultProcess(data_dir, env={"VAULTD_RENDER_WORKERS": "2", **env}).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert_no_secrets_in_log(server)
