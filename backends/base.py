@@ -8,7 +8,7 @@ render reads only the segments it needs and whole files never cross a process bo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -89,12 +89,3 @@ class BlobBackend(Protocol):
         """A picklable reference that `open_reader` can open in another process."""
 
     async def close(self) -> None: ...
-
-
-@dataclass
-class ReaderStats:
-    """Counts reads, so tests and benchmarks can see how much of a blob a render touched."""
-
-    reads: int = 0
-    bytes_read: int = 0
-    extra: dict[str, int] = field(default_factory=dict)

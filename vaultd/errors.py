@@ -33,10 +33,6 @@ class NotFound(VaultError):
     status = 404
 
 
-class MethodNotAllowed(VaultError):
-    status = 405
-
-
 class PayloadTooLarge(VaultError):
     status = 413
 

@@ -43,17 +43,21 @@ class KeyringSource:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._stamp: int | None = None
-        self._ring = load_keyring(settings)
+        self._ring = load_keyring(settings)  # creates the key file on first start
+        self._stamp = self._file_stamp()
+
+    def _file_stamp(self) -> int | None:
+        if self._settings.master_key_value:
+            return None
+        try:
+            return self._settings.master_key_path.stat().st_mtime_ns
+        except OSError:
+            return None
 
     def current(self) -> MasterKeyring:
-        if self._settings.master_key_value:
-            return self._ring
-        try:
-            stamp = self._settings.master_key_path.stat().st_mtime_ns
-        except OSError:
-            return self._ring  # keep serving with what we have; the file is being replaced
-        if stamp != self._stamp:
+        stamp = self._file_stamp()
+        # No stamp: an inline key, or the file is being replaced; keep what we have.
+        if stamp is not None and stamp != self._stamp:
             self._ring, self._stamp = load_keyring(self._settings), stamp
         return self._ring
 
