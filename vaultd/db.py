@@ -76,6 +76,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
     await db.api_keys.create_index([("accountId", ASCENDING)])
     await db.files.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
+    await db.files.create_index([("state", ASCENDING)])  # recovery looks for "deleting"
     await db.links.create_index([("hash", ASCENDING)], unique=True)
     await db.links.create_index([("fileId", ASCENDING), ("revoked", ASCENDING)])
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])

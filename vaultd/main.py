@@ -118,10 +118,15 @@ def listen(settings: Settings, ctx: AppContext) -> tuple[HTTPServer, int]:
 
 
 def start_housekeeping(db: Any, store: BlobStore, instance_id: str) -> PeriodicCallback:
+    ticks = 0
+
     async def tick() -> None:
+        nonlocal ticks
+        ticks += 1
         try:
             await recovery.heartbeat(db, instance_id)
-            await recovery.recover(db, store)
+            if ticks % recovery.RECOVERY_EVERY_HEARTBEATS == 0:
+                await recovery.recover(db, store)
         except Exception:  # the database may be down; the next tick retries
             log.warning("housekeeping skipped: database unavailable")
 

@@ -23,6 +23,7 @@ from vaultd.timefmt import utcnow
 log = logging.getLogger("vaultd.recovery")
 
 HEARTBEAT_SECONDS = 5.0
+RECOVERY_EVERY_HEARTBEATS = 6  # recovery scans collections: every 30 s is soon enough
 DEAD_AFTER_SECONDS = 30.0
 ABANDONED_TEMP_SECONDS = 120.0  # uploads stall at most body_timeout (60 s) before they fail
 HOST = socket.gethostname()
@@ -71,15 +72,16 @@ async def forget_instance(db: Db, instance_id: str) -> None:
     await db.database["instances"].delete_one({"_id": instance_id})
 
 
-async def live_instances(db: Db) -> set[str]:
-    cutoff = await database_now(db) - timedelta(seconds=DEAD_AFTER_SECONDS)
+async def live_instances(db: Db, cutoff: datetime) -> set[str]:
+    """Instances heard from since `cutoff` (the database's clock) that are not visibly gone."""
     cursor = db.database["instances"].find({"seenAt": {"$gt": cutoff}})
     return {doc["_id"] async for doc in cursor if not _gone_from_this_host(doc)}
 
 
 async def recover(db: Db, store: BlobStore) -> int:
     """Settle the leftovers of dead instances; returns how many items were settled."""
-    live = await live_instances(db)
+    cutoff = await database_now(db) - timedelta(seconds=DEAD_AFTER_SECONDS)
+    live = await live_instances(db, cutoff)
     settled = 0
     async for account in db.accounts.find(
         {"$or": [{"pendingUploads.0": {"$exists": True}}, {"pendingDeletes.0": {"$exists": True}}]}
@@ -92,7 +94,6 @@ async def recover(db: Db, store: BlobStore) -> int:
             if await db.files.find_one({"_id": file_id}, {"_id": 1}) is None:
                 await quota.finish_release(db, account["_id"], file_id)
                 settled += 1
-    cutoff = await database_now(db) - timedelta(seconds=DEAD_AFTER_SECONDS)
     async for doc in db.files.find({"state": "deleting", "deletingAt": {"$lt": cutoff}}):
         await finish_delete(db, store, doc)
         settled += 1
