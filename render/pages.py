@@ -6,9 +6,11 @@ RGB image already flattened onto white.
 
 from __future__ import annotations
 
+import functools
 import struct
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import BinaryIO
 
@@ -16,7 +18,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image
 
-from render import canvas
+from render import canvas, watermark
 from render.blobs import GuardedStream, OpenedBlob
 from render.model import JPEG, PNG, PageOutOfRange, PixelBudget, Unreadable, WatermarkSpec
 from render.sizing import fit_scale, scaled_size
@@ -53,16 +55,28 @@ def open_pdf(blob: OpenedBlob) -> tuple[pdfium.PdfDocument, GuardedStream]:
 def render_pdf_canvas(
     document: pdfium.PdfDocument, stream: GuardedStream, number: int, mark: WatermarkSpec,
     budget: PixelBudget,
-) -> tuple[Image.Image, canvas.Layout]:
-    """Page `number` (1-based) rendered into the final canvas (RGBX over the worker's buffer)."""
+) -> tuple[Image.Image, canvas.Layout, watermark.Overlay]:
+    """Page `number` (1-based) rendered into the final canvas (RGBX over the worker's buffer),
+    and the watermark for it, drawn on a helper thread while PDFium renders: PDFium runs without
+    the GIL, so the two overlap and the page costs about the render alone."""
     _check_number(document, number)
     with _page(document, stream, number - 1) as page:
         width, height = page.get_size()
         plan = canvas.layout(scaled_size(width, height, fit_scale(width, height, budget)), mark,
                              budget)
-        image = canvas.render_pdf(page, plan)
-        stream.raise_pending()
-        return image, plan
+        overlay = _helper().submit(watermark.prepare, mark, plan.width, "RGBX", plan.strip)
+        try:
+            image = canvas.render_pdf(page, plan)
+            stream.raise_pending()
+        finally:
+            prepared = overlay.result()  # never leave the helper drawing behind a failed render
+        return image, plan, prepared
+
+
+@functools.cache
+def _helper() -> ThreadPoolExecutor:
+    # One per worker process, started on first use (the server process never renders).
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="watermark")
 
 
 def render_pdf_page(

@@ -97,6 +97,16 @@ class RenderPool:
 
         Raises PoolBusy, TaskTimedOut, WorkerCrashed, or the task's own exception.
         """
+        return await self.submit(fn, *args, timeout=timeout)
+
+    def submit(
+        self, fn: Callable[..., T], *args: Any, timeout: float | None = None
+    ) -> asyncio.Future[T]:
+        """Schedule `fn(*args)` now and return its future; PoolBusy at once if no slot is free.
+
+        Cancelling the future drops a queued task; a running one is left to finish: cancelling
+        it would kill its worker, and a respawn costs more than the rest of the render.
+        """
         if self._closed:
             raise PoolBusy("the render pool is shutting down")
         if self.in_flight >= self._capacity:
@@ -106,14 +116,8 @@ class RenderPool:
         task = self._schedule(fn, args, self._timeout if timeout is None else timeout)
         self._pending[task] = outcome
         task.add_done_callback(functools.partial(self._on_done, loop))
-        try:
-            return await outcome
-        except asyncio.CancelledError:
-            # A queued task is dropped; a running one is left to finish: cancelling it would
-            # kill its worker, and a respawn costs more than the rest of the render.
-            if not task.running():
-                task.cancel()
-            raise
+        outcome.add_done_callback(functools.partial(_drop_if_cancelled, task))
+        return outcome
 
     def _schedule(self, fn: Callable[..., T], args: tuple[Any, ...], timeout: float) -> Future[T]:
         if not self._pool.active:
@@ -165,6 +169,11 @@ class RenderPool:
     def _worker_processes(self) -> list[BaseProcess]:
         pools = (self._pool, *self._retired)
         return [process for pool in pools for _, process in _workers(pool)]
+
+
+def _drop_if_cancelled(task: Future[Any], outcome: asyncio.Future[Any]) -> None:
+    if outcome.cancelled() and not task.running():
+        task.cancel()
 
 
 def _workers(pool: ProcessPool) -> list[tuple[int, BaseProcess]]:

@@ -108,15 +108,35 @@ def layout_strip(mark: WatermarkSpec, width: int) -> Strip:
     return Strip(tuple(wrapped), size, pad, round(size * 1.4))
 
 
+@dataclass(frozen=True)
+class Overlay:
+    """Both copies of the facts for one request, drawn but not yet on the page."""
+
+    tile: pattern.Tile
+    strip: Image.Image  # the whole strip, to be copied under the page
+
+
+def prepare(mark: WatermarkSpec, width: int, mode: str, strip: Strip) -> Overlay:
+    """Everything that does not need the page's pixels: the render runs meanwhile (pages.py)."""
+    tile = pattern.make_tile(tile_lines(mark), pattern.font_size(width), mode)
+    image = Image.new(mode, (width, strip.height))
+    _draw_strip(image, 0, strip)
+    return Overlay(tile, image)
+
+
+def apply(canvas: Image.Image, overlay: Overlay, page_height: int) -> None:
+    """Blend the pattern over the page (the top `page_height` rows), then copy the strip under
+    it, which also covers pattern copies that spilled below the page."""
+    pattern.paste(canvas, overlay.tile, (canvas.width, page_height))
+    canvas.paste(overlay.strip, (0, page_height))
+
+
 def draw(canvas: Image.Image, mark: WatermarkSpec, page_height: int, strip: Strip) -> None:
     """Burn both copies of the facts into `canvas` (L, RGB or RGBX), in place.
 
     The page occupies the top `page_height` rows (at full canvas width); the strip the rest.
     """
-    area = (canvas.width, page_height)
-    tile = pattern.make_tile(tile_lines(mark), pattern.font_size(canvas.width), canvas.mode)
-    pattern.paste(canvas, tile, area)
-    _draw_strip(canvas, page_height, strip)
+    apply(canvas, prepare(mark, canvas.width, canvas.mode, strip), page_height)
 
 
 def _grey(canvas: Image.Image, level: int) -> int | tuple[int, ...]:
@@ -125,7 +145,6 @@ def _grey(canvas: Image.Image, level: int) -> int | tuple[int, ...]:
 
 def _draw_strip(canvas: Image.Image, top: int, strip: Strip) -> None:
     draw = ImageDraw.Draw(canvas)
-    # Cleared first: pattern copies near the bottom of the page spill into it.
     draw.rectangle((0, top, canvas.width, canvas.height), fill=_grey(canvas, STRIP_BACKGROUND))
     draw.line([(0, top), (canvas.width, top)], fill=_grey(canvas, STRIP_RULE), width=2)
     for row, line in enumerate(strip.lines):

@@ -263,6 +263,7 @@ def test_revoke_views_on_an_unknown_file_is_zero(api: httpx.Client) -> None:
 
 def test_deleting_the_file_kills_its_links(api: httpx.Client, pdf_file: dict) -> None:
     link = create_link(api, pdf_file["id"])
+    assert api.get(f"/views/{link['token']}/pages/1").status_code == 200  # record now kept
     assert api.delete(f"/files/{pdf_file['id']}").status_code == 204
     assert_json_error(api.get(f"/views/{link['token']}"), 404)
     assert_json_error(api.get(f"/views/{link['token']}/pages/1"), 404)
@@ -315,3 +316,60 @@ def test_the_bottom_strip_of_a_served_page_names_the_viewer(
     text = read_text(strip, tmp_path)
     assert "dana.ross@example.com" in text
     assert "198.51.100.23" in text and "Dana Ross" in text
+
+
+def page_entries(api: httpx.Client, file_id: str) -> list[dict]:
+    return [e for e in api.get(f"/files/{file_id}/access-log").json() if e["action"] == "page"]
+
+
+@pytest.mark.parametrize("page", ["1", "99", "abc"])
+def test_a_bad_key_on_a_page_is_401_before_anything_else_and_logs_nothing(
+    vault: VaultProcess, api: httpx.Client, pdf_file: dict, page: str
+) -> None:
+    # The key is resolved while the page renders; the answer must not depend on that.
+    link = create_link(api, pdf_file["id"])
+    account_id, key = vault.new_account("Revoked Ltd")
+    vault.admin("keys", "revoke", vault.admin_json("keys", "list", account_id)[0]["id"])
+    bad_keys = ["vk_" + "A" * 43, key, "not-a-key"]
+    for bad in bad_keys:
+        for token in [link["token"], "A" * 43]:
+            response = api.get(f"/views/{token}/pages/{page}",
+                               headers={"Authorization": f"Bearer {bad}"})
+            assert_json_error(response, 401)
+    assert page_entries(api, pdf_file["id"]) == []
+    assert api.get(f"/views/{link['token']}/pages/1").status_code == 200
+    assert len(page_entries(api, pdf_file["id"])) == 1
+
+
+def test_a_revoke_during_a_slow_render_stops_that_page_and_leaves_no_entry(
+    vault: VaultProcess, account: tuple[str, str]
+) -> None:
+    # The slow page takes over a second to draw: the link is read again before it is sent.
+    with vault.client(account[1]) as api:
+        slow = upload_ok(api, docs.slow_pdf())
+        link = create_link(api, slow["id"])
+        vault.secrets.append(link["token"])
+        answers: list[httpx.Response] = []
+        reader = threading.Thread(
+            target=lambda: answers.append(api.get(f"/views/{link['token']}/pages/1")))
+        reader.start()
+        threading.Event().wait(0.4)
+        with vault.client(account[1]) as other:
+            assert other.delete(f"/views/{link['token']}").status_code == 204
+        reader.join(60)
+        assert_json_error(answers[0], 404)
+        assert page_entries(api, slow["id"]) == []
+
+
+def test_a_page_that_fails_to_render_leaves_no_log_entry(
+    vault: VaultProcess, api: httpx.Client
+) -> None:
+    created = upload_ok(api, docs.pdf(pages=30))
+    link = create_link(api, created["id"])
+    path = vault.data_dir / "blobs" / created["id"]
+    blob = bytearray(path.read_bytes())
+    blob[-3] ^= 0x01  # the final chunk, checked when a worker opens the document
+    path.write_bytes(bytes(blob))
+    body = assert_json_error(api.get(f"/views/{link['token']}/pages/2"), 500)
+    assert "integrity" in body["error"]
+    assert page_entries(api, created["id"]) == []

@@ -33,7 +33,8 @@ async def record(
     viewer_email: str | None = None,
     ip: str | None = None,
     page: int | None = None,
-) -> None:
+) -> str:
+    """Appends an entry; returns its id."""
     assert action in ACTIONS, action
     entry: dict[str, Any] = {
         "_id": str(uuid.uuid4()),
@@ -49,6 +50,13 @@ async def record(
     if page is not None:
         entry["page"] = page
     await db.access_log.insert_one(entry)
+    return str(entry["_id"])
+
+
+async def withdraw(db: Db, entry_id: str) -> None:
+    """Removes an entry written ahead of an action that then did not happen (a page that was
+    rendered but not served). Entries of actions that happened are never removed."""
+    await db.access_log.delete_one({"_id": entry_id})
 
 
 def entry_json(doc: dict[str, Any]) -> dict[str, Any]:

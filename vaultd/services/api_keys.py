@@ -83,12 +83,20 @@ async def revoke_key(db: Db, key_id: str) -> ApiKeyInfo:
 
 async def resolve_key(db: Db, key: str) -> Account | None:
     """The account of a live key, or None for a malformed, unknown or revoked one."""
-    if not is_api_key(key):
-        return None
-    doc = await db.api_keys.find_one({"hash": digest(key), "revokedAt": None}, {"accountId": 1})
-    if doc is None:
+    account_id = await key_owner(db, key)
+    if account_id is None:
         return None
     try:
-        return await get_account(db, doc["accountId"])
+        return await get_account(db, account_id)
     except NotFound:
         return None
+
+
+async def key_owner(db: Db, key: str) -> str | None:
+    """The account id of a live key, or None for a malformed, unknown or revoked one."""
+    if not is_api_key(key):
+        return None
+    doc = await db.api_keys.find_one({"hash": digest(key)}, {"accountId": 1, "revokedAt": 1})
+    if doc is None or doc.get("revokedAt") is not None:
+        return None
+    return str(doc["accountId"])

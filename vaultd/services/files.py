@@ -44,10 +44,8 @@ async def get_file(db: Db, account_id: str, file_id: str) -> dict[str, Any]:
     """A stored file of this account; unknown, foreign, malformed and deleted ids are all 404."""
     if not is_uuid(file_id):
         raise NotFound("file not found")
-    doc = await db.files.find_one(
-        {"_id": file_id.lower(), "accountId": account_id, "state": "stored"}
-    )
-    if doc is None:
+    doc = await db.files.find_one({"_id": file_id.lower()})
+    if doc is None or doc["accountId"] != account_id or doc.get("state") != "stored":
         raise NotFound("file not found")
     return doc
 

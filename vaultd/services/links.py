@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,9 +23,12 @@ from vaultd.secrets import digest, is_token, new_token
 from vaultd.services import access_log
 from vaultd.services.accounts import Account, get_account
 from vaultd.services.files import get_file, is_uuid
+from vaultd.services.recent import RecentRecords
 from vaultd.timefmt import iso_utc, utcnow
 
 DEFAULT_TTL = 3600
+RECENT_FILES: RecentRecords[dict[str, Any]] = RecentRecords()
+RECENT_ACCOUNTS: RecentRecords[Account] = RecentRecords()
 MAX_VIEWER_NAME = 100
 LINK_NOT_FOUND = "link not found or no longer available"
 
@@ -44,6 +48,7 @@ class OpenLink:
     link: dict[str, Any]
     file: dict[str, Any]
     account: Account
+    read_at: float  # time.monotonic() when the link was read and found live
 
 
 def parse_link_request(body: dict[str, Any], account: Account) -> LinkRequest:
@@ -121,43 +126,56 @@ async def open_link(db: Db, token: str, owner: Account | None = None) -> OpenLin
     """A live link (not expired, not revoked, file stored); NotFound for every other case alike.
 
     With `owner` (API access with a key), other accounts' links are NotFound too, and the
-    account the key resolved to is used rather than read again."""
+    account the key resolved to is used rather than read again. Reads are by unique key only and
+    the conditions are checked here: the cheapest query shape. The link is read every time; the
+    file's and the account's records may be a second old (`services.recent` says why that is
+    safe)."""
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)
-    query: dict[str, Any] = {
-        "hash": digest(token),
-        "revoked": False,
-        "expiresAt": {"$gt": utcnow()},
-    }
-    if owner is not None:
-        query["accountId"] = owner.id
-    link = await db.links.find_one(query)
-    if link is None:
+    link = await db.links.find_one({"hash": digest(token)})
+    read_at = time.monotonic()
+    if link is None or not is_live(link) or (owner is not None and link["accountId"] != owner.id):
         raise NotFound(LINK_NOT_FOUND)
     try:
         file, account = await asyncio.gather(
-            get_file(db, link["accountId"], link["fileId"]),
-            _account(db, link["accountId"], owner),
+            _file(db, link), _account(db, link["accountId"], owner)
         )
     except NotFound:
         raise NotFound(LINK_NOT_FOUND) from None
-    return OpenLink(link, file, account)
+    return OpenLink(link, file, account, read_at)
+
+
+async def _file(db: Db, link: dict[str, Any]) -> dict[str, Any]:
+    file = RECENT_FILES.fresh(link["fileId"])
+    if file is None:
+        file = await get_file(db, link["accountId"], link["fileId"])
+        RECENT_FILES.keep(file["_id"], file)
+    if file["accountId"] != link["accountId"]:
+        raise NotFound(LINK_NOT_FOUND)
+    return file
 
 
 async def _account(db: Db, account_id: str, known: Account | None) -> Account:
-    return known if known is not None else await get_account(db, account_id)
+    account = known or RECENT_ACCOUNTS.fresh(account_id)
+    if account is None:
+        account = await get_account(db, account_id)
+        RECENT_ACCOUNTS.keep(account_id, account)
+    return account
 
 
-async def still_open(db: Db, opened: OpenLink) -> bool:
-    """Re-checked after a render, so a revoke during a slow render still stops that page.
-    Both checks run at once: one round trip of latency instead of two."""
-    link_query = {"_id": opened.link["_id"], "revoked": False, "expiresAt": {"$gt": utcnow()}}
-    file_query = {"_id": opened.file["_id"], "state": "stored"}
-    links, files = await asyncio.gather(
-        db.links.count_documents(link_query, limit=1),
-        db.files.count_documents(file_query, limit=1),
-    )
-    return links > 0 and files > 0
+def is_live(link: dict[str, Any]) -> bool:
+    return link.get("revoked") is False and link["expiresAt"] > utcnow()
+
+
+async def still_open(db: Db, opened: OpenLink, fresh_for: float = 0.0) -> bool:
+    """Whether the link is live now, or was found live less than `fresh_for` seconds ago.
+
+    Pages ask after their render, so a revoke or delete during a slow or queued render still
+    stops the page. The link alone tells: deleting a file removes its links before anything."""
+    if time.monotonic() - opened.read_at < fresh_for:
+        return True
+    link = await db.links.find_one({"_id": opened.link["_id"]}, {"revoked": 1, "expiresAt": 1})
+    return link is not None and is_live(link)
 
 
 def link_details(opened: OpenLink) -> dict[str, Any]:

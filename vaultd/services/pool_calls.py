@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from render.pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
@@ -19,10 +19,24 @@ async def run_task(
 ) -> T:
     """Run `fn` in the pool. A crashed or timed-out worker is a 503 (retry with backoff), except
     where the caller knows the input is a fresh upload: then the file is to blame (422)."""
+    return await start_task(pool, fn, *args, on_upload=on_upload)
+
+
+def start_task(
+    pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False
+) -> Coroutine[Any, Any, T]:
+    """Submit `fn` now (a full queue is a 503 at once, before the caller does anything else);
+    the returned coroutine waits for the result, with run_task's errors."""
     try:
-        return await pool.run(fn, *args)
+        pending = pool.submit(fn, *args)
     except PoolBusy:
         raise ServiceUnavailable("render queue is full; retry shortly", retry_after=2) from None
+    return _outcome(pending, on_upload)
+
+
+async def _outcome(pending: Awaitable[T], on_upload: bool) -> T:
+    try:
+        return await pending
     except TaskTimedOut:
         if on_upload:
             # A fresh upload that cannot be validated in time would time out on every retry.

@@ -26,6 +26,8 @@ from vaultd.web.context import AppContext
 
 log = logging.getLogger("vaultd.web")
 
+INVALID_KEY = "invalid or revoked API key"
+
 _REASONS = {400: "bad request", 401: "unauthorized", 404: "not found", 405: "method not allowed",
             413: "payload too large", 500: "internal server error"}
 
@@ -34,6 +36,9 @@ class BaseHandler(RequestHandler):
     """Every response is JSON; domain errors carry the text meant for the client."""
 
     public = False  # routes that need no API key say so explicitly (audited in make_app)
+    # The handler calls authenticate() itself, later, and before any answer (page requests
+    # resolve the key while the page renders). prepare() still refuses a missing key at once.
+    deferred_auth = False
 
     def initialize(self, ctx: AppContext) -> None:
         self.ctx = ctx
@@ -63,17 +68,24 @@ class BaseHandler(RequestHandler):
         return None
 
     async def prepare(self) -> None:
-        if not self.public:
+        if self.public:
+            return
+        if self.deferred_auth:
+            self.bearer_key()
+        else:
             self.account = await self.authenticate()
 
-    async def authenticate(self) -> Account:
+    def bearer_key(self) -> str:
         header = self.request.headers.get("Authorization", "")
         scheme, _, key = header.partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise Unauthorized("missing API key: send Authorization: Bearer <API_KEY>")
-        account = await resolve_key(self.ctx.db, key.strip())
+        return key.strip()
+
+    async def authenticate(self) -> Account:
+        account = await resolve_key(self.ctx.db, self.bearer_key())
         if account is None:
-            raise Unauthorized("invalid or revoked API key")
+            raise Unauthorized(INVALID_KEY)
         return account
 
     def send_json(self, status: int, body: Any) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from vaultd.errors import NotFound, Unauthorized
 from vaultd.services import access_log, links
+from vaultd.services.api_keys import key_owner
 from vaultd.services.pages import serve_page
 from vaultd.timefmt import iso_utc
-from vaultd.web.base import BaseHandler
+from vaultd.web.base import INVALID_KEY, BaseHandler
 
 
 class ViewerIpMixin(BaseHandler):
@@ -38,12 +40,26 @@ class LinkHandler(ViewerIpMixin):
 
 
 class PageHandler(ViewerIpMixin):
+    deferred_auth = True  # the key is resolved while the page renders (services.pages)
+
     async def get(self, token: str, page: str) -> None:
-        assert self.account is not None
-        opened = await links.open_link(self.ctx.db, token, self.account)
+        try:
+            opened = await links.open_link(self.ctx.db, token)
+        except NotFound:
+            self.account = await self.authenticate()  # a bad key is a 401 whatever the token
+            raise
         jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
-                                opened, page, self.viewer_ip())
+                                opened, page, self.viewer_ip(), authorize=self.owns)
         send_page(self, jpeg)
+
+    async def owns(self, opened: links.OpenLink) -> None:
+        # The link's account is already read: only the key's owner is needed from the database.
+        owner = await key_owner(self.ctx.db, self.bearer_key())
+        if owner is None:
+            raise Unauthorized(INVALID_KEY)
+        if owner != opened.account.id:
+            raise NotFound(links.LINK_NOT_FOUND)
+        self.account = opened.account
 
 
 def send_page(handler: BaseHandler, jpeg: bytes) -> None:
