@@ -1,7 +1,9 @@
 """View links: time-limited, for one named viewer, identified by a secret token.
 
-Only the token's SHA-256 is stored. Every read goes to the database, never to an in-process
-cache, so a revocation or deletion through any vaultd process takes effect on the next request.
+Only the token's SHA-256 is stored. Whether a link is live is read from the database on every
+request, never from an in-process cache, so a revocation or deletion through any vaultd process
+takes effect on the next request. A page may start rendering from records kept for a second
+(`kept_link`), but nothing is served or logged before its link is confirmed live (`confirm`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import asyncio
 import math
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +29,7 @@ from vaultd.services.recent import RecentRecords
 from vaultd.timefmt import iso_utc, utcnow
 
 DEFAULT_TTL = 3600
+RECENT_LINKS: RecentRecords[dict[str, Any]] = RecentRecords()  # by token hash
 RECENT_FILES: RecentRecords[dict[str, Any]] = RecentRecords()
 RECENT_ACCOUNTS: RecentRecords[Account] = RecentRecords()
 MAX_VIEWER_NAME = 100
@@ -142,7 +145,34 @@ async def open_link(db: Db, token: str, owner: Account | None = None) -> OpenLin
         )
     except NotFound:
         raise NotFound(LINK_NOT_FOUND) from None
+    RECENT_LINKS.keep(link["hash"], link)
     return OpenLink(link, file, account, read_at)
+
+
+def kept_link(token: str) -> OpenLink | None:
+    """The link, file and account of `token` from records kept in the last second, or None.
+
+    Not a live link: enough to start a render, which is served only after `confirm`."""
+    if not is_token(token):
+        return None
+    link = RECENT_LINKS.fresh(digest(token))
+    if link is None:
+        return None
+    file = RECENT_FILES.fresh(link["fileId"])
+    account = RECENT_ACCOUNTS.fresh(link["accountId"])
+    if file is None or account is None:
+        return None
+    return OpenLink(link, file, account, read_at=-math.inf)
+
+
+async def confirm(db: Db, kept: OpenLink) -> OpenLink:
+    """`kept` with its link read from the database now and found live; NotFound otherwise."""
+    link = await db.links.find_one({"_id": kept.link["_id"]}, {"revoked": 1, "expiresAt": 1})
+    read_at = time.monotonic()
+    if link is None or not is_live(link):
+        RECENT_LINKS.forget(kept.link["hash"])
+        raise NotFound(LINK_NOT_FOUND)
+    return replace(kept, read_at=read_at)
 
 
 async def _file(db: Db, link: dict[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """Serving one page of a link: watermark for this viewer and this moment, render in the pool.
 
-The render is the long step, so a page request is ordered around it: what the render needs (link,
-file, account) is read first; what it does not need (the caller's API key, the access-log entry)
-is done while the page renders; when the render took long, the link is read once more, so a
-revoke or delete during a slow or queued render still stops the page.
+The render is the long step, so a page request is ordered around it. What the render needs (link,
+file, account) comes first, from records kept for a second while a document is being read, else
+from the database. The checks run while the page renders: the caller's API key, the link read
+from the database and found live, then the access-log entry. Nothing is served before all of
+them pass, and when the render took long the link is read once more, so a revoke or delete
+during a slow or queued render still stops the page.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.numbers import is_decimal
-from vaultd.services import access_log
+from vaultd.services import access_log, links
 from vaultd.services.blobs import BlobStore
-from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
+from vaultd.services.links import LINK_NOT_FOUND, OpenLink
 from vaultd.services.pool_calls import start_task
 from vaultd.timefmt import paris_display, utcnow
 
@@ -33,8 +35,9 @@ log = logging.getLogger("vaultd.pages")
 # every page requested after it, and any page still rendering this long after it.
 LINK_FRESH_SECONDS = 0.25
 
-# Awaited while the page renders; raises (Unauthorized, NotFound) to refuse the request.
-Authorize = Callable[[OpenLink], Awaitable[None]]
+# The API's key check, awaited before any answer: raises Unauthorized, or NotFound for a link of
+# another account (None: the link or page was not found, only the key is checked).
+Authorize = Callable[[OpenLink | None], Awaitable[None]]
 
 
 def parse_page_number(raw: str, page_count: int) -> int:
@@ -59,19 +62,20 @@ def budget_for(settings: Settings) -> PixelBudget:
 
 async def serve_page(
     db: Db, store: BlobStore, pool: RenderPool, settings: Settings,
-    opened: OpenLink, raw_page: str, ip: str | None, authorize: Authorize | None = None,
+    token: str, raw_page: str, ip: str | None, authorize: Authorize | None = None,
 ) -> bytes:
     """JPEG bytes of one freshly rendered, watermarked page; logs a `page` entry.
 
-    `authorize` (the API's key check) runs while the page renders and is awaited before any
-    answer, a 404 for the page number included. The log entry is written during the render too,
-    and withdrawn if the page is then not served: no entry for a page that never left.
+    The log entry is written during the render too, and withdrawn if the page is then not
+    served: no entry for a page that never left.
     """
+    kept = links.kept_link(token)
     try:
+        opened = kept or await links.open_link(db, token)
         number = parse_page_number(raw_page, int(opened.file["pageCount"]))
     except NotFound:
         if authorize is not None:
-            await authorize(opened)
+            await authorize(None)  # a bad key is a 401, whatever the token or page
         raise
     render = asyncio.ensure_future(start_task(
         pool, render_page, store.source(opened.file), number, watermark_for(opened, ip),
@@ -79,6 +83,8 @@ async def serve_page(
     try:
         if authorize is not None:
             await authorize(opened)
+        if kept is not None:
+            opened = await links.confirm(db, kept)
         entry = await access_log.record(db, opened.account.id, opened.file["_id"], "page",
                                         viewer_email=opened.link["viewerEmail"], ip=ip,
                                         page=number)
@@ -89,7 +95,7 @@ async def serve_page(
         raise
     try:
         jpeg = await render
-        if not await still_open(db, opened, fresh_for=LINK_FRESH_SECONDS):
+        if not await links.still_open(db, opened, fresh_for=LINK_FRESH_SECONDS):
             raise NotFound(LINK_NOT_FOUND)
     except BaseException:
         await _withdraw(db, entry)

@@ -1,9 +1,11 @@
 """Records read recently, kept briefly per process for the page path.
 
-A page needs its link, its file's record and its account's. The link is read from the database
-on every request: it is what a revoke, an expiry or a deletion changes. The other two may be
-reused for `TTL_SECONDS`, which saves a database round trip on nearly every page of a document
-being read, and is harmless because:
+A page needs its link, its file's record and its account's. Whether the link is live is read
+from the database on every request: that is what a revoke, an expiry or a deletion changes. The
+rest may be reused for `TTL_SECONDS`, so that the render of a page of a document being read can
+start before any database round trip, and that is harmless because:
+
+- a link's other fields (its file, account, viewer, expiry) never change;
 
 - a stored file's record does not change, except
   - its wrapped data key, re-wrapped by a master-key rotation: the old master key stays in the
@@ -46,6 +48,9 @@ class RecentRecords(Generic[T]):
         if kept is None or self._clock() - kept[0] >= self.ttl:
             return None
         return kept[1]
+
+    def forget(self, record_id: str) -> None:
+        self._entries.pop(record_id, None)
 
     def keep(self, record_id: str, record: T) -> None:
         """Remember a record just read from the database."""

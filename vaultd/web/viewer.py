@@ -65,9 +65,8 @@ class ViewerPageHandler(ViewerBase):
 
 class ViewerImageHandler(ViewerBase):
     async def get(self, token: str, page: str) -> None:
-        opened = await links.open_link(self.ctx.db, token)
         jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
-                                opened, page, self.client_ip())
+                                token, page, self.client_ip())
         send_page(self, jpeg)
 
 

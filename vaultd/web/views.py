@@ -40,26 +40,20 @@ class LinkHandler(ViewerIpMixin):
 
 
 class PageHandler(ViewerIpMixin):
-    deferred_auth = True  # the key is resolved while the page renders (services.pages)
+    deferred_auth = True  # the key is checked while the page renders (services.pages)
 
     async def get(self, token: str, page: str) -> None:
-        try:
-            opened = await links.open_link(self.ctx.db, token)
-        except NotFound:
-            self.account = await self.authenticate()  # a bad key is a 401 whatever the token
-            raise
         jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
-                                opened, page, self.viewer_ip(), authorize=self.owns)
+                                token, page, self.viewer_ip(), authorize=self.owns)
         send_page(self, jpeg)
 
-    async def owns(self, opened: links.OpenLink) -> None:
-        # The link's account is already read: only the key's owner is needed from the database.
+    async def owns(self, opened: links.OpenLink | None) -> None:
+        # The link's account is already known: only the key's owner is read from the database.
         owner = await key_owner(self.ctx.db, self.bearer_key())
         if owner is None:
             raise Unauthorized(INVALID_KEY)
-        if owner != opened.account.id:
+        if opened is not None and owner != opened.account.id:
             raise NotFound(links.LINK_NOT_FOUND)
-        self.account = opened.account
 
 
 def send_page(handler: BaseHandler, jpeg: bytes) -> None:
