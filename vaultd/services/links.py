@@ -29,11 +29,13 @@ from vaultd.services.recent import RecentRecords
 from vaultd.timefmt import iso_utc, utcnow
 
 DEFAULT_TTL = 3600
+MAX_VIEWER_NAME = 100
+LINK_NOT_FOUND = "link not found or no longer available"
+
+# What a page needs besides the link's liveness, kept for a second (see services.recent).
 RECENT_LINKS: RecentRecords[dict[str, Any]] = RecentRecords()  # by token hash
 RECENT_FILES: RecentRecords[dict[str, Any]] = RecentRecords()
 RECENT_ACCOUNTS: RecentRecords[Account] = RecentRecords()
-MAX_VIEWER_NAME = 100
-LINK_NOT_FOUND = "link not found or no longer available"
 
 
 @dataclass(frozen=True)
@@ -167,9 +169,8 @@ def kept_link(token: str) -> OpenLink | None:
 
 async def confirm(db: Db, kept: OpenLink) -> OpenLink:
     """`kept` with its link read from the database now and found live; NotFound otherwise."""
-    link = await db.links.find_one({"_id": kept.link["_id"]}, {"revoked": 1, "expiresAt": 1})
     read_at = time.monotonic()
-    if link is None or not is_live(link):
+    if not await _is_live_now(db, kept.link["_id"]):
         RECENT_LINKS.forget(kept.link["hash"])
         raise NotFound(LINK_NOT_FOUND)
     return replace(kept, read_at=read_at)
@@ -204,7 +205,11 @@ async def still_open(db: Db, opened: OpenLink, fresh_for: float = 0.0) -> bool:
     stops the page. The link alone tells: deleting a file removes its links before anything."""
     if time.monotonic() - opened.read_at < fresh_for:
         return True
-    link = await db.links.find_one({"_id": opened.link["_id"]}, {"revoked": 1, "expiresAt": 1})
+    return await _is_live_now(db, opened.link["_id"])
+
+
+async def _is_live_now(db: Db, link_id: str) -> bool:
+    link = await db.links.find_one({"_id": link_id}, {"revoked": 1, "expiresAt": 1})
     return link is not None and is_live(link)
 
 

@@ -70,16 +70,17 @@ async def serve_page(
     served: no entry for a page that never left.
     """
     kept = links.kept_link(token)
+    opened: OpenLink | None = None
     try:
         opened = kept or await links.open_link(db, token)
         number = parse_page_number(raw_page, int(opened.file["pageCount"]))
-    except NotFound:
+        render = asyncio.ensure_future(start_task(
+            pool, render_page, store.source(opened.file), number, watermark_for(opened, ip),
+            budget_for(settings)))
+    except Exception:
         if authorize is not None:
-            await authorize(None)  # a bad key is a 401, whatever the token or page
+            await authorize(opened)  # a bad key is a 401 whatever else is wrong, and comes first
         raise
-    render = asyncio.ensure_future(start_task(
-        pool, render_page, store.source(opened.file), number, watermark_for(opened, ip),
-        budget_for(settings)))
     try:
         if authorize is not None:
             await authorize(opened)
