@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import ctypes
 import fcntl
+import logging
 import multiprocessing
 import os
 import pickle
@@ -40,6 +41,7 @@ from typing import Any, TypeVar
 from render.tasks import worker_init
 
 T = TypeVar("T")
+log = logging.getLogger("vaultd.render")
 
 # close() gives workers this long to exit after SIGTERM, then kills whatever is left.
 _STOP_SECONDS = 3.0
@@ -135,6 +137,8 @@ class RenderPool:
         if self.in_flight >= self._capacity:
             raise PoolBusy(f"all {self._capacity} render slots are taken")
         self._start_workers()
+        if not self._workers:
+            raise PoolBusy("no render worker could be started")
         assert self._loop is not None
         outcome: asyncio.Future[T] = self._loop.create_future()
         payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
@@ -172,7 +176,11 @@ class RenderPool:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()  # RuntimeError outside the event loop
         while sum(1 for w in self._workers if not w.retiring) < self._size:
-            self._spawn()
+            try:
+                self._spawn()
+            except OSError as exc:  # out of processes or memory: try again on the next task
+                log.error("could not start a render worker: %s", exc)
+                return
 
     def _spawn(self) -> None:
         assert self._loop is not None

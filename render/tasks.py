@@ -2,7 +2,7 @@
 
 The server schedules these through `render.pool.RenderPool`; arguments and results pickle, and
 so does every exception a task raises (an exception that would not unpickle in the parent would
-break the whole pebble pool, so `_portable` replaces it with a plain RuntimeError).
+be reported as a crashed worker, so `_portable` replaces it with a plain RuntimeError).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -97,7 +98,7 @@ async def test_an_idle_worker_killed_does_not_break_the_pool(pool: RenderPool) -
     await _wait_for(lambda: len(pool.worker_pids()) == 2)
     victim = pool.worker_pids()[0]
     os.kill(victim, signal.SIGKILL)
-    await asyncio.sleep(0.5)  # pebble notices within 0.1 s and gives up on its pool
+    await asyncio.sleep(0.5)  # the pool notices the exit and starts a replacement
     assert await pool.run(helpers.pid) != victim
 
 
@@ -141,3 +142,41 @@ async def test_close_returns_promptly_with_a_task_running() -> None:
     with pytest.raises(PoolBusy):
         await closing.run(helpers.pid)
     assert closing.worker_pids() == []
+
+
+async def test_a_busy_worker_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    # An idle worker exits when its task pipe closes; a busy one gets SIGKILL from the kernel
+    # rather than finishing a render nobody will read.
+    marker = tmp_path / "pid"
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", OWNER_SCRIPT, str(marker), cwd=Path(__file__).parents[1])
+    try:
+        await _wait_for(lambda: marker.exists() and marker.read_text(), seconds=30)
+        worker = int(marker.read_text())
+        owner.kill()
+        await owner.wait()
+        await _wait_for(lambda: not _running(worker), seconds=10)
+    finally:
+        if owner.returncode is None:
+            owner.kill()
+            await owner.wait()
+
+
+OWNER_SCRIPT = """
+import asyncio, sys
+from render.pool import RenderPool
+from tests import pool_helpers
+
+async def main():
+    pool = RenderPool(workers=1, queue_size=0)
+    await pool.run(pool_helpers.report_pid_then_sleep, sys.argv[1], 120)
+
+asyncio.run(main())
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False

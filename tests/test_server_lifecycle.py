@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from tests import documents as docs
 from tests.http_helpers import upload_ok
-from tests.processes import alive, database_process
+from tests.processes import alive, database_process, render_workers
 from tests.vault_process import VaultProcess
 
 
@@ -22,6 +23,26 @@ def test_a_signal_stops_vaultd_and_its_database_cleanly(tmp_path: Path, sig: int
     assert not alive(database) or "zombie" in Path(f"/proc/{database}/status").read_text()
     assert not (server.data_dir / "db" / "address.json").exists()
     assert "Traceback" not in server.log_text()
+
+
+def test_render_workers_and_the_database_go_when_vaultd_is_killed(tmp_path: Path) -> None:
+    # Nothing stays behind rendering for nobody or holding the store: the kernel signals both.
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "2"}).start()
+    workers = render_workers(server.process.pid)
+    database = database_process(server.process.pid)
+    assert len(workers) == 2 and database is not None
+    server.stop(signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while any(running(pid) for pid in [*workers, database]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(running(pid) for pid in [*workers, database])
+
+
+def running(pid: int) -> bool:
+    try:
+        return alive(pid) and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
 
 
 def test_files_and_keys_survive_a_restart(tmp_path: Path) -> None:
