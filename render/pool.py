@@ -190,7 +190,12 @@ class RenderPool:
             target=_serve, args=(task_reader, result_writer, self._memory_limit),
             name="vaultd-render", daemon=True,
         )
-        process.start()
+        try:
+            process.start()
+        except BaseException:
+            for end in (task_reader, task_writer, result_reader, result_writer):
+                end.close()
+            raise
         task_reader.close()
         result_writer.close()
         worker = _Worker(process, task_writer, result_reader)
