@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from PIL import Image, ImageDraw
 from render import fonts
 
 _RTL = {"R", "AL", "AN"}
+_CLOCK = re.compile(r"(\d{1,2}:\d{2}:)(\d{2})")
 _CACHE_WORDS = 1024
 
 
@@ -48,11 +50,21 @@ def positions(line: str, size: int, bold: bool = False) -> list[tuple[float, str
         return [(0.0, line)] if line else []
     space, x, placed = width(" ", size, bold), 0.0, []
     for part in line.split(" "):
-        if part:
-            placed.append((x, part))
-            x += width(part, size, bold)
+        for piece in _pieces(part):
+            placed.append((x, piece))
+            x += width(piece, size, bold)
         x += space
     return placed
+
+
+def _pieces(word: str) -> list[str]:
+    # A clock time changes every second: its seconds are set apart, so a new second reuses
+    # "14:05:" and one of sixty kept "09"s instead of drawing a new word (digits and colons do
+    # not kern, so the time reads exactly as one word).
+    clock = _CLOCK.fullmatch(word)
+    if clock:
+        return [clock[1], clock[2]]
+    return [word] if word else []
 
 
 def line_width(line: str, size: int, bold: bool = False) -> float:

@@ -290,11 +290,22 @@ def test_a_new_second_redraws_only_the_time_in_the_pattern(tmp_path: Path) -> No
     first = _render(source, when="2026-11-22 14:05:09 CET (UTC+01:00)")
     drawn = pattern.word.cache_info().misses
     second = _render(source, when="2026-11-22 14:05:10 CET (UTC+01:00)")
-    assert pattern.word.cache_info().misses == drawn + 1  # "14:05:10", nothing else
+    assert pattern.word.cache_info().misses == drawn + 1  # the new seconds, "10", nothing else
     # Nothing of the first display is re-served: the strip and the pattern both changed.
     diff = ImageChops.difference(first, second).convert("L")
     assert diff.crop((0, LETTER_PAGE[1], first.width, first.height)).getbbox() is not None
     assert diff.crop((0, 0, *LETTER_PAGE)).getbbox() is not None
+
+
+def test_a_clock_time_is_set_as_two_kept_pieces_that_read_as_one_word() -> None:
+    placed = words.positions("at 14:05:09 CET", 30, True)
+    assert [word for _, word in placed] == ["at", "14:05:", "09", "CET"]
+    whole = words.positions("at 14:05:09 CET".replace("14:05:09", "14:05:09x"), 30, True)
+    assert [word for _, word in whole] == ["at", "14:05:09x", "CET"]
+    # The same place for the next word as if the time were one word (digits do not kern).
+    assert placed[3][0] == pytest.approx(
+        words.width("at", 30, True) + 2 * words.width(" ", 30, True)
+        + fonts.text_width("14:05:09", 30, True), abs=1.0)
 
 
 def test_a_right_to_left_line_is_laid_out_whole(tmp_path: Path) -> None:
