@@ -60,6 +60,8 @@ def measure(client: Client, token: str, doc: Document, budget: PixelBudget, want
             rounds: int) -> PageTimes:
     pages = sample_pages(doc.pages, wanted)
     times = PageTimes(doc.name, pages)
+    # As many samples for a short document as for a long one: more rounds over its few pages.
+    rounds = -(-wanted * rounds // len(pages))
     bare, poppler = BareRenderer(doc.data, budget), Pdftoppm(doc.data)
     try:
         _warm(client, token, pages)

@@ -33,7 +33,7 @@ class Plan:
     rounds: int = 3
     system_docs: int = 7
     seconds_per_level: float = 8.0
-    load_rounds: int = 2
+    load_rounds: int = 4  # short slices, interleaved: a burst of load elsewhere hits all levels
     transfer_rounds: int = 3
     first_page_rounds: int = 15
     cpu_pages: int = 40
