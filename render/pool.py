@@ -168,7 +168,7 @@ class RenderPool:
             if worker.process.is_alive():
                 worker.process.kill()
             worker.process.join(1.0)
-            _close_pipes(worker)
+            _release(worker)
 
     # --- workers ----------------------------------------------------------------------------
 
@@ -255,7 +255,10 @@ class RenderPool:
         except Exception as exc:  # an exception that pickles but does not unpickle here
             _settle(task, error=WorkerCrashed(f"the task's result could not be read: {exc!r}"))
         else:
-            _settle(task, value=value) if ok else _settle(task, error=value)
+            if ok:
+                _settle(task, value=value)
+            else:
+                _settle(task, error=value)
         if worker.done >= self._max_tasks:
             self._retire(worker)
         self._dispatch()
@@ -284,9 +287,9 @@ class RenderPool:
                 pass
         self._detach(worker)
         worker.process.join(1.0)  # its pipes closed as it exited: reaped at once
-        _close_pipes(worker)
+        code = worker.process.exitcode
+        _release(worker)
         if worker.task is not None:
-            code = worker.process.exitcode
             _settle(worker.task, error=WorkerCrashed(f"the render worker died (exit code {code})"))
             worker.task = None
         if worker in self._workers:
@@ -309,10 +312,13 @@ class RenderPool:
                 self._queue.remove(task)
 
 
-def _close_pipes(worker: _Worker) -> None:
+def _release(worker: _Worker) -> None:
+    """Close an exited worker's pipes and process handle (its sentinel is a file descriptor)."""
     for connection in (worker.tasks, worker.results):
         with contextlib.suppress(OSError):
             connection.close()
+    with contextlib.suppress(ValueError):  # still running: only after a failed kill
+        worker.process.close()
 
 
 def _settle(task: _Task, value: Any = None, error: BaseException | None = None) -> None:

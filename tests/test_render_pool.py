@@ -129,6 +129,20 @@ async def test_workers_are_recycled_after_max_tasks() -> None:
     assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
 
 
+async def test_recycled_workers_leave_no_file_descriptor_behind() -> None:
+    small = RenderPool(workers=1, queue_size=0, max_tasks_per_worker=1)
+    try:
+        await small.run(helpers.pid)
+        await _wait_for(lambda: len(small.worker_pids()) == 1)
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(10):
+            await small.run(helpers.pid)
+        await asyncio.sleep(0.5)  # the last retired worker is reaped
+        assert len(os.listdir("/proc/self/fd")) <= before
+    finally:
+        await small.close()
+
+
 async def test_close_returns_promptly_with_a_task_running() -> None:
     closing = RenderPool(workers=1, queue_size=1)
     hung = asyncio.ensure_future(closing.run(helpers.sleep_for, 60))
