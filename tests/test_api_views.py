@@ -336,7 +336,7 @@ def test_a_bad_key_on_a_page_is_401_before_anything_else_and_logs_nothing(
     link = create_link(api, pdf_file["id"])
     account_id, key = vault.new_account("Revoked Ltd")
     vault.admin("keys", "revoke", vault.admin_json("keys", "list", account_id)[0]["id"])
-    bad_keys = ["vk_" + "A" * 43, key, "not-a-key"]
+    bad_keys = ["sd_live_" + "A" * 43, key, "not-a-key"]  # unknown, revoked, malformed
     for bad in bad_keys:
         for token in [link["token"], "A" * 43]:
             response = api.get(f"/views/{token}/pages/{page}",
@@ -359,7 +359,7 @@ def test_a_revoke_during_a_slow_render_stops_that_page_and_leaves_no_entry(
         reader = threading.Thread(
             target=lambda: answers.append(api.get(f"/views/{link['token']}/pages/1")))
         reader.start()
-        threading.Event().wait(0.4)
+        threading.Event().wait(0.3)
         with vault.client(account[1]) as other:
             assert other.delete(f"/views/{link['token']}").status_code == 204
         reader.join(60)
