@@ -368,10 +368,11 @@ def _serve(tasks: Connection, results: Connection, memory_limit: int) -> None:
             reply = (True, fn(*args))
         except BaseException as exc:  # noqa: BLE001 - the task's own error goes to the caller
             reply = (False, exc)
-        results.send_bytes(_portable(reply))
+        results.send_bytes(_encode_reply(reply))
 
 
-def _portable(reply: tuple[bool, Any]) -> bytes:
+def _encode_reply(reply: tuple[bool, Any]) -> bytes:
+    # An unpicklable result or exception still answers the task, as a RuntimeError.
     try:
         return pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:

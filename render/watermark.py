@@ -131,14 +131,6 @@ def apply(canvas: Image.Image, overlay: Overlay, page_height: int) -> None:
     canvas.paste(overlay.strip, (0, page_height))
 
 
-def draw(canvas: Image.Image, mark: WatermarkSpec, page_height: int, strip: Strip) -> None:
-    """Burn both copies of the facts into `canvas` (L, RGB or RGBX), in place.
-
-    The page occupies the top `page_height` rows (at full canvas width); the strip the rest.
-    """
-    apply(canvas, prepare(mark, canvas.width, canvas.mode, strip), page_height)
-
-
 def _grey(canvas: Image.Image, level: int) -> int | tuple[int, ...]:
     return level if canvas.mode == "L" else (level,) * len(canvas.getbands())
 
