@@ -68,14 +68,14 @@ def _one_page(document: pdfium.PdfDocument, number: int, budget: PixelBudget,
     plan = canvas.layout(size, mark, budget)  # the strip's wrapping: watermark work
     after_layout = time.perf_counter()
     helper = _HELPER.submit(_timed_prepare, mark, plan)  # as render.pages does
-    image = canvas.render_pdf(page, plan)
+    drawn = canvas.render_pdf(page, plan)
     page.close()
     rendered = time.perf_counter()
     overlay, prepare_seconds = helper.result()
     waited = time.perf_counter()
-    watermark.apply(image, overlay, plan.page[1])
+    watermark.apply(drawn, overlay, plan.page[1])
     marked = time.perf_counter()
-    canvas.jpeg(image, 80)
+    canvas.jpeg(drawn.image, 80)
     done = time.perf_counter()
     layout = after_layout - before_layout
     steps.render.append(rendered - started - layout)
@@ -89,5 +89,5 @@ _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-watermark"
 
 def _timed_prepare(mark: WatermarkSpec, plan: canvas.Layout) -> tuple[watermark.Overlay, float]:
     started = time.perf_counter()
-    overlay = watermark.prepare(mark, plan.width, "RGBX", plan.strip)
+    overlay = watermark.prepare(mark, plan.width, plan.strip)
     return overlay, time.perf_counter() - started

@@ -2,9 +2,11 @@
 
 The canvas is laid out before anything is drawn (page, margins for a very narrow page, strip
 below), so PDFium renders straight into it: no bitmap copied into a PIL image, no page copied
-into a taller canvas for the strip. The buffer is reused from one request to the next in a
-worker, which also saves faulting in 8 MB of fresh memory per page; it only ever holds the
-request being served (a task returns JPEG bytes, never an image over this buffer).
+into a taller canvas for the strip. It is RGBX for every kind of document, and the watermark
+pattern is blended into its buffer directly (`render._blend`). The buffer is reused from one
+request to the next in a worker, which also saves faulting in 8 MB of fresh memory per page; it
+only ever holds the request being served (a task returns JPEG bytes, never an image over this
+buffer).
 """
 
 from __future__ import annotations
@@ -48,6 +50,16 @@ def layout(page: tuple[int, int], mark: WatermarkSpec, budget: PixelBudget) -> L
     return Layout(page, width, layout_strip(mark, width))
 
 
+@dataclass(frozen=True)
+class Canvas:
+    """The output image and the buffer under it (`stride` bytes a row), which both Pillow and
+    the pattern's blend draw on."""
+
+    image: Image.Image  # RGBX over `pixels`
+    pixels: bytearray
+    stride: int
+
+
 class _Scratch(threading.local):
     """One growable buffer per thread (a worker runs its tasks one at a time on one thread)."""
 
@@ -66,9 +78,8 @@ class _Scratch(threading.local):
 _SCRATCH = _Scratch()
 
 
-def render_pdf(page: pdfium.PdfPage, plan: Layout) -> Image.Image:
-    """The whole canvas as RGBX over the scratch buffer: page rendered, margins white, strip
-    background filled."""
+def render_pdf(page: pdfium.PdfPage, plan: Layout) -> Canvas:
+    """The whole canvas with the page rendered, margins white, strip background filled."""
     width, height = plan.size
     stride = width * 4
     buffer = _SCRATCH.get(stride * height)
@@ -86,17 +97,24 @@ def render_pdf(page: pdfium.PdfPage, plan: Layout) -> Image.Image:
     finally:
         pdfium_c.FPDFBitmap_Destroy(bitmap)
     del pixels  # PDFium is done with the buffer; the image below keeps it alive
-    image = Image.frombuffer("RGBX", (width, height), buffer, "raw", "RGBX", stride, 1)
-    image.readonly = False  # draw on the buffer itself (the watermark), never on a copy
-    return image
+    return _over(buffer, plan)
 
 
-def from_image(page: Image.Image, plan: Layout) -> Image.Image:
+def from_image(page: Image.Image, plan: Layout) -> Canvas:
     """The canvas for a decoded JPEG or PNG (RGB): the picture centred, strip background below."""
-    canvas = Image.new("RGB", plan.size, (255, 255, 255))
-    canvas.paste(page, (plan.left, 0))
-    canvas.paste((STRIP_BACKGROUND,) * 3, (0, plan.page[1], plan.width, plan.size[1]))
+    width, height = plan.size
+    canvas = _over(_SCRATCH.get(width * 4 * height), plan)
+    canvas.image.paste((255, 255, 255, 255), (0, 0, width, plan.page[1]))
+    canvas.image.paste(page, (plan.left, 0))
+    canvas.image.paste((STRIP_BACKGROUND,) * 3 + (255,), (0, plan.page[1], width, height))
     return canvas
+
+
+def _over(buffer: bytearray, plan: Layout) -> Canvas:
+    stride = plan.width * 4
+    image = Image.frombuffer("RGBX", plan.size, buffer, "raw", "RGBX", stride, 1)
+    image.readonly = False  # draw on the buffer itself (the watermark), never on a copy
+    return Canvas(image, buffer, stride)
 
 
 def jpeg(image: Image.Image, quality: int) -> bytes:

@@ -55,22 +55,22 @@ def open_pdf(blob: OpenedBlob) -> tuple[pdfium.PdfDocument, GuardedStream]:
 def render_pdf_canvas(
     document: pdfium.PdfDocument, stream: GuardedStream, number: int, mark: WatermarkSpec,
     budget: PixelBudget,
-) -> tuple[Image.Image, canvas.Layout, watermark.Overlay]:
-    """Page `number` (1-based) rendered into the final canvas (RGBX over the worker's buffer),
-    and the watermark for it, drawn on a helper thread while PDFium renders: PDFium runs without
-    the GIL, so the two overlap and the page costs about the render alone."""
+) -> tuple[canvas.Canvas, canvas.Layout, watermark.Overlay]:
+    """Page `number` (1-based) rendered into the final canvas, and the watermark for it, drawn
+    on a helper thread while PDFium renders: PDFium runs without the GIL, so the two overlap
+    and the page costs about the render alone."""
     _check_number(document, number)
     with _page(document, stream, number - 1) as page:
         width, height = page.get_size()
         plan = canvas.layout(scaled_size(width, height, fit_scale(width, height, budget)), mark,
                              budget)
-        overlay = _helper().submit(watermark.prepare, mark, plan.width, "RGBX", plan.strip)
+        overlay = _helper().submit(watermark.prepare, mark, plan.width, plan.strip)
         try:
-            image = canvas.render_pdf(page, plan)
+            rendered = canvas.render_pdf(page, plan)
             stream.raise_pending()
         finally:
             prepared = overlay.result()  # never leave the helper drawing behind a failed render
-        return image, plan, prepared
+        return rendered, plan, prepared
 
 
 @functools.cache

@@ -100,9 +100,9 @@ def render_page(
     _check_type(source)
     if isinstance(page_number, bool) or not isinstance(page_number, int):
         raise PageOutOfRange("page number must be an integer")
-    image, plan, overlay = _rasterise(source, page_number, mark, budget)
-    watermark.apply(image, overlay, plan.page[1])
-    return canvas.jpeg(image, jpeg_quality)
+    page, plan, overlay = _rasterise(source, page_number, mark, budget)
+    watermark.apply(page, overlay, plan.page[1])
+    return canvas.jpeg(page.image, jpeg_quality)
 
 
 def _check_type(source: DocumentSource) -> None:
@@ -112,7 +112,7 @@ def _check_type(source: DocumentSource) -> None:
 
 def _rasterise(
     source: DocumentSource, number: int, mark: WatermarkSpec, budget: PixelBudget
-) -> tuple[Image.Image, canvas.Layout, watermark.Overlay]:
+) -> tuple[canvas.Canvas, canvas.Layout, watermark.Overlay]:
     if source.content_type == PDF:
         # Only PDFium's part holds the document; the watermark and JPEG run outside the lease.
         with CACHE.lease(source) as cached:
@@ -122,5 +122,4 @@ def _rasterise(
     with open_blob(source) as blob:
         page = decode_image(blob, source.content_type, budget)
     plan = canvas.layout(page.size, mark, budget)
-    image = canvas.from_image(page, plan)
-    return image, plan, watermark.prepare(mark, plan.width, image.mode, plan.strip)
+    return canvas.from_image(page, plan), plan, watermark.prepare(mark, plan.width, plan.strip)

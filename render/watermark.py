@@ -17,14 +17,18 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PIL import Image, ImageDraw
 
 from render import pattern, words
 from render.model import WatermarkSpec
 
+if TYPE_CHECKING:  # render.canvas lays its strip out with this module
+    from render.canvas import Canvas
+
 TILE_LINE_CHARS = 48  # the pattern repeats a shortened text; the strip carries it in full
-# Grey levels of the strip (drawn on RGB, RGBX or L canvases alike).
+# Grey levels of the strip.
 STRIP_BACKGROUND = 246
 STRIP_RULE = 170
 STRIP_TEXT = 17
@@ -116,29 +120,29 @@ class Overlay:
     strip: Image.Image  # the whole strip, to be copied under the page
 
 
-def prepare(mark: WatermarkSpec, width: int, mode: str, strip: Strip) -> Overlay:
+def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
     """Everything that does not need the page's pixels: the render runs meanwhile (pages.py)."""
-    tile = pattern.make_tile(tile_lines(mark), pattern.font_size(width), mode)
-    image = Image.new(mode, (width, strip.height))
+    tile = pattern.make_tile(tile_lines(mark), pattern.font_size(width))
+    image = Image.new("RGBX", (width, strip.height))
     _draw_strip(image, 0, strip)
     return Overlay(tile, image)
 
 
-def apply(canvas: Image.Image, overlay: Overlay, page_height: int) -> None:
-    """Blend the pattern over the page (the top `page_height` rows), then copy the strip under
-    it, which also covers pattern copies that spilled below the page."""
-    pattern.paste(canvas, overlay.tile, (canvas.width, page_height))
-    canvas.paste(overlay.strip, (0, page_height))
+def apply(canvas: Canvas, overlay: Overlay, page_height: int) -> None:
+    """Blend the pattern over the page (the top `page_height` rows), then copy the strip
+    under it."""
+    pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height))
+    canvas.image.paste(overlay.strip, (0, page_height))
 
 
-def _grey(canvas: Image.Image, level: int) -> int | tuple[int, ...]:
-    return level if canvas.mode == "L" else (level,) * len(canvas.getbands())
+def _grey(level: int) -> tuple[int, ...]:
+    return (level, level, level, 255)
 
 
 def _draw_strip(canvas: Image.Image, top: int, strip: Strip) -> None:
     draw = ImageDraw.Draw(canvas)
-    draw.rectangle((0, top, canvas.width, canvas.height), fill=_grey(canvas, STRIP_BACKGROUND))
-    draw.line([(0, top), (canvas.width, top)], fill=_grey(canvas, STRIP_RULE), width=2)
+    draw.rectangle((0, top, canvas.width, canvas.height), fill=_grey(STRIP_BACKGROUND))
+    draw.line([(0, top), (canvas.width, top)], fill=_grey(STRIP_RULE), width=2)
     for row, line in enumerate(strip.lines):
         baseline = top + strip.pad + row * strip.line_height + strip.size
-        words.draw(canvas, (strip.pad, baseline), line, strip.size, _grey(canvas, STRIP_TEXT))
+        words.draw(canvas, (strip.pad, baseline), line, strip.size, _grey(STRIP_TEXT))
