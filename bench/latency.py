@@ -28,6 +28,11 @@ class PageTimes:
     http: list[float] = field(default_factory=list)
     bare: list[float] = field(default_factory=list)
     poppler: list[float] = field(default_factory=list)
+    # vaultd's time over the baseline's for the same page, measured back to back in one round.
+    # Their p50 is the target's figure: the p50s above mix a document's pages, and for pages of
+    # unequal cost (a text page and a near-blank one) each p50 can land on a different page.
+    over_bare: list[float] = field(default_factory=list)
+    over_poppler: list[float] = field(default_factory=list)
     failures: int = 0
 
 
@@ -70,12 +75,24 @@ def measure(client: Client, token: str, doc: Document, budget: PixelBudget, want
                 size = bare.size(number)
                 kinds = ["http", "bare", "poppler"]
                 shift = (turn + index) % 3
+                counts = (len(times.http), len(times.bare), len(times.poppler))
                 for kind in kinds[shift:] + kinds[:shift]:
                     _step(kind, client, token, number, size, bare, poppler, times)
+                _pair(times, counts)
     finally:
         bare.close()
         poppler.close()
     return times
+
+
+def _pair(times: PageTimes, counts: tuple[int, int, int]) -> None:
+    """Ratios for the round just measured, where vaultd answered and the baseline ran."""
+    if len(times.http) == counts[0]:
+        return  # vaultd's answer was not a 200: nothing to compare
+    if len(times.bare) > counts[1]:
+        times.over_bare.append(times.http[-1] / times.bare[-1])
+    if len(times.poppler) > counts[2]:
+        times.over_poppler.append(times.http[-1] / times.poppler[-1])
 
 
 def _step(kind: str, client: Client, token: str, number: int, size: tuple[int, int],

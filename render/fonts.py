@@ -34,8 +34,12 @@ _PROBE_SIZE = 24
 Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
 
+@functools.cache
 def font_paths(bold: bool = False) -> tuple[str, ...]:
-    """Installed fonts in fallback order: the primary face first, then the first CJK font found."""
+    """Installed fonts in fallback order: the primary face first, then the first CJK font found.
+
+    Looked up once per process: fonts are installed with the package's system dependencies.
+    """
     primary = next((p for p in (BOLD if bold else REGULAR) if os.path.exists(p)), None)
     fallback = next((p for p in FALLBACKS if os.path.exists(p)), None)
     return tuple(p for p in (primary, fallback) if p is not None)

@@ -137,11 +137,13 @@ def make_tile(lines: list[str], size: int) -> Tile:
     return Tile(pieces, tile, block)
 
 
-def lattice(canvas: Size, block: Size, tile: Size) -> list[Size]:
+@functools.lru_cache(maxsize=64)
+def lattice(canvas: Size, block: Size, tile: Size) -> tuple[Size, ...]:
     """Top-left corners for the rotated tile: a brick lattice in the rotated frame.
 
     `block` is the unrotated text block size; copies are spaced a little wider than the block,
     and each row is shifted by half a block, so copies never overlap or line up in columns.
+    Cached: a page size and a viewer's text block come back on every page.
     """
     cos, sin = _rotation()
     step_x, step_y = block[0] * 1.1, block[1] * 1.5
@@ -156,7 +158,7 @@ def lattice(canvas: Size, block: Size, tile: Size) -> list[Size]:
             left, top = round(cx - tile[0] / 2), round(cy - tile[1] / 2)
             if -tile[0] < left < canvas[0] and -tile[1] < top < canvas[1]:
                 corners.append((left, top))
-    return corners
+    return tuple(corners)
 
 
 def paste(pixels: bytearray, stride: int, tile: Tile, area: Size) -> None:

@@ -14,6 +14,7 @@ overrides flipping an address around, no newlines forging extra lines) and long 
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -41,8 +42,12 @@ _DROP_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn"}
 _BREAKS = {"Zl", "Zp"}
 
 
+@functools.lru_cache(maxsize=256)
 def clean(value: str | None, limit: int) -> str:
-    """`value` without control/format characters, whitespace collapsed, cut to `limit`."""
+    """`value` without control/format characters, whitespace collapsed, cut to `limit`.
+
+    Cached: a viewer's name, email and brand come back on every page.
+    """
     text = re.sub(r"\s+", " ", "".join(_clean_char(c) for c in value or "")).strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 

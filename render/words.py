@@ -35,6 +35,7 @@ class Mask:
     origin: tuple[int, int]
 
 
+@functools.lru_cache(maxsize=_CACHE_WORDS)
 def is_rtl(text: str) -> bool:
     return any(unicodedata.bidirectional(char) in _RTL for char in text)
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs what vaultd needs on a Debian machine: system fonts for watermarks, and the package
-# itself into .venv. Idempotent; used by scripts/run.sh and scripts/test.sh.
+# Installs what vaultd needs on a Debian machine: system fonts for watermarks, a C compiler for
+# the watermark's blend, and the package itself into .venv. Idempotent; used by scripts/run.sh
+# and scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fonts-dejavu-core fonts-droid-fallback)
+APT_PACKAGES=(fonts-dejavu-core fonts-droid-fallback gcc)
+# The watermark's blend is a C extension: a compiler, and the interpreter's own headers.
+include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+[ -f "$include/Python.h" ] || APT_PACKAGES+=(python3-dev)
 if [ "${1:-}" = "--test" ]; then
   # OCR of watermarks, poppler's pdftoppm (benchmarks), Chromium for the browser tests.
   APT_PACKAGES+=(tesseract-ocr poppler-utils chromium)

@@ -108,8 +108,12 @@ def png_of_size(size: int) -> bytes:
 
 
 @lru_cache(maxsize=2)
-def slow_pdf(shapes: int = 8_000) -> bytes:
-    """One page that PDFium takes a long time to draw: many thin stroked curves."""
+def slow_pdf(shapes: int = 24_000) -> bytes:
+    """One page that PDFium takes a long time to draw: many thin stroked curves.
+
+    About 3 s on the 2-core machine: tests that kill, time out or revoke a render count on it
+    still running a second after the request (8,000 curves took 0.98 s, too close).
+    """
     document = pikepdf.new()
     ops = [b"0.5 w"]
     for i in range(shapes):
