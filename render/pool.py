@@ -259,7 +259,7 @@ class RenderPool:
                 _settle(task, value=value)
             else:
                 _settle(task, error=value)
-        if worker.done >= self._max_tasks:
+        if self._max_tasks and worker.done >= self._max_tasks:  # 0: never recycled
             self._retire(worker)
         self._dispatch()
 

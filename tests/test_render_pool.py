@@ -129,6 +129,16 @@ async def test_workers_are_recycled_after_max_tasks() -> None:
     assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
 
 
+async def test_max_tasks_zero_never_recycles() -> None:
+    # 0 is the documented "never" (render.max_tasks_per_worker), not "after every task".
+    unlimited = RenderPool(workers=1, queue_size=0, max_tasks_per_worker=0)
+    try:
+        pids = {await unlimited.run(helpers.pid) for _ in range(5)}
+    finally:
+        await unlimited.close()
+    assert len(pids) == 1
+
+
 async def test_recycled_workers_leave_no_file_descriptor_behind() -> None:
     small = RenderPool(workers=1, queue_size=0, max_tasks_per_worker=1)
     try:
