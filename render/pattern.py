@@ -5,7 +5,8 @@ Rotating text and blurring a halo around it cost about 10 ms for a whole tile, m
 needs for a light page. A word's rotated pixels depend only on its text and size, so each word
 is rotated once per worker process and kept, cut into tight bands; a viewer's name, email and
 brand come back on every page, and a new second redraws only the time. A request's tile is then
-those pieces at this request's positions: nothing that carries a timestamp is ever reused.
+those pieces at this request's positions, reused only for exactly the same text (pages asked for
+within the same second, `watermark.drawn_overlay`).
 
 Blending is the main cost left: pieces are cropped to where they have any opacity (about a
 quarter of the page), and they are blended by `render._blend`, a small C loop over the canvas's

@@ -127,7 +127,15 @@ class Overlay:
 
 def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
     """Everything that does not need the page's pixels: the render runs meanwhile (pages.py)."""
-    tile = pattern.make_tile(tile_lines(mark), pattern.font_size(width))
+    return drawn_overlay(tuple(tile_lines(mark)), width, strip)
+
+
+@functools.lru_cache(maxsize=8)
+def drawn_overlay(lines: tuple[str, ...], width: int, strip: Strip) -> Overlay:
+    # Kept while its exact text recurs: pages a viewer asks for within the same second (the
+    # timestamp's resolution) share one overlay. The key is every line of both copies, so a
+    # kept overlay shows exactly the facts it was asked for.
+    tile = pattern.make_tile(list(lines), pattern.font_size(width))
     image = Image.new("RGBX", (width, strip.height))
     _draw_strip(image, 0, strip)
     return Overlay(tile, image)

@@ -347,6 +347,25 @@ def test_a_bad_key_on_a_page_is_401_before_anything_else_and_logs_nothing(
     assert len(page_entries(api, pdf_file["id"])) == 1
 
 
+def test_keys_are_judged_alike_right_after_a_page_of_the_same_link(
+    vault: VaultProcess, api: httpx.Client, pdf_file: dict
+) -> None:
+    # A page served a moment ago leaves its link kept for a second; the next page then reads
+    # the key and the link in one round trip (services.page_checks), which must judge the same.
+    link = create_link(api, pdf_file["id"])
+    _, other = vault.new_account("Snoop Inc")
+    revoked_account, revoked = vault.new_account("Revoked Ltd")
+    vault.admin("keys", "revoke", vault.admin_json("keys", "list", revoked_account)[0]["id"])
+    path = f"/views/{link['token']}/pages/1"
+    bad_keys = [(other, 404), (revoked, 401), ("sd_live_" + "A" * 43, 401), ("not-a-key", 401)]
+    for bad, status in bad_keys:
+        assert api.get(path).status_code == 200
+        assert_json_error(api.get(path, headers={"Authorization": f"Bearer {bad}"}), status)
+    assert len(page_entries(api, pdf_file["id"])) == len(bad_keys)
+    assert api.delete(f"/views/{link['token']}").status_code == 204
+    assert_json_error(api.get(path), 404)
+
+
 def test_a_revoke_during_a_slow_render_stops_that_page_and_leaves_no_entry(
     vault: VaultProcess, account: tuple[str, str]
 ) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageStat
 
-from render import fonts, pattern, watermark, words
+from render import canvas, fonts, pattern, watermark, words
 from render.blobs import open_blob
 from render.doc_cache import CACHE, DocumentCache
 from render.model import DocumentSource, PageOutOfRange, PixelBudget, Unreadable
@@ -287,6 +287,7 @@ def test_a_very_long_email_wraps_inside_the_strip(tmp_path: Path) -> None:
 def test_a_new_second_redraws_only_the_time_in_the_pattern(tmp_path: Path) -> None:
     source = fx.encrypt_to_local(tmp_path, fx.text_pdf(1), fx.PDF)
     pattern.word.cache_clear()
+    watermark.drawn_overlay.cache_clear()
     first = _render(source, when="2026-11-22 14:05:09 CET (UTC+01:00)")
     drawn = pattern.word.cache_info().misses
     second = _render(source, when="2026-11-22 14:05:10 CET (UTC+01:00)")
@@ -295,6 +296,21 @@ def test_a_new_second_redraws_only_the_time_in_the_pattern(tmp_path: Path) -> No
     diff = ImageChops.difference(first, second).convert("L")
     assert diff.crop((0, LETTER_PAGE[1], first.width, first.height)).getbbox() is not None
     assert diff.crop((0, 0, *LETTER_PAGE)).getbbox() is not None
+
+
+def test_an_overlay_is_reused_only_for_exactly_the_same_facts() -> None:
+    # Pages asked for within one second share an overlay; any other fact draws a new one.
+    plan = canvas.layout(LETTER_PAGE, fx.mark(), BUDGET)
+    first = watermark.prepare(fx.mark(), plan.width, plan.strip)
+    assert watermark.prepare(fx.mark(), plan.width, plan.strip) is first
+    others = [fx.mark(when="2026-11-22 14:05:10 CET (UTC+01:00)"), fx.mark(ip="203.0.113.8"),
+              fx.mark(name="Alice Marti"), fx.mark(email="alice@example.co"),
+              fx.mark(brand="Acme Legal 2")]
+    for other in others:
+        layout = canvas.layout(LETTER_PAGE, other, BUDGET)
+        drawn = watermark.prepare(other, layout.width, layout.strip)
+        assert drawn.strip.tobytes() != first.strip.tobytes()
+        assert drawn.tile.pieces != first.tile.pieces
 
 
 def test_a_clock_time_is_set_as_two_kept_pieces_that_read_as_one_word() -> None:

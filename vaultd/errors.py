@@ -17,6 +17,9 @@ class InvalidRequest(VaultError):
     status = 400
 
 
+INVALID_KEY = "invalid or revoked API key"  # the same for every bad key: nothing to probe
+
+
 class Unauthorized(VaultError):
     status = 401
 

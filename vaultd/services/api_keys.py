@@ -92,11 +92,19 @@ async def resolve_key(db: Db, key: str) -> Account | None:
         return None
 
 
+# What a key check reads of a key's record.
+KEY_CHECK_FIELDS = {"accountId": 1, "revokedAt": 1}
+
+
 async def key_owner(db: Db, key: str) -> str | None:
     """The account id of a live key, or None for a malformed, unknown or revoked one."""
     if not is_api_key(key):
         return None
-    doc = await db.api_keys.find_one({"hash": digest(key)}, {"accountId": 1, "revokedAt": 1})
+    return live_owner(await db.api_keys.find_one({"hash": digest(key)}, KEY_CHECK_FIELDS))
+
+
+def live_owner(doc: dict[str, Any] | None) -> str | None:
+    """The account id in a key's record (KEY_CHECK_FIELDS), or None if missing or revoked."""
     if doc is None or doc.get("revokedAt") is not None:
         return None
     return str(doc["accountId"])

@@ -31,6 +31,7 @@ from vaultd.timefmt import iso_utc, utcnow
 DEFAULT_TTL = 3600
 MAX_VIEWER_NAME = 100
 LINK_NOT_FOUND = "link not found or no longer available"
+LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1}  # what `is_live` reads of a link
 
 # What a page needs besides the link's liveness, kept for a second (see services.recent).
 RECENT_LINKS: RecentRecords[dict[str, Any]] = RecentRecords()  # by token hash
@@ -170,7 +171,13 @@ def kept_link(token: str) -> OpenLink | None:
 async def confirm(db: Db, kept: OpenLink) -> OpenLink:
     """`kept` with its link read from the database now and found live; NotFound otherwise."""
     read_at = time.monotonic()
-    if not await _is_live_now(db, kept.link["_id"]):
+    return confirmed(kept, await db.links.find_one({"_id": kept.link["_id"]}, LIVENESS_FIELDS),
+                     read_at)
+
+
+def confirmed(kept: OpenLink, link: dict[str, Any] | None, read_at: float) -> OpenLink:
+    """`kept`, read live at `read_at` as `link` (LIVENESS_FIELDS of it); NotFound otherwise."""
+    if link is None or not is_live(link):
         RECENT_LINKS.forget(kept.link["hash"])
         raise NotFound(LINK_NOT_FOUND)
     return replace(kept, read_at=read_at)
@@ -209,7 +216,7 @@ async def still_open(db: Db, opened: OpenLink, fresh_for: float = 0.0) -> bool:
 
 
 async def _is_live_now(db: Db, link_id: str) -> bool:
-    link = await db.links.find_one({"_id": link_id}, {"revoked": 1, "expiresAt": 1})
+    link = await db.links.find_one({"_id": link_id}, LIVENESS_FIELDS)
     return link is not None and is_live(link)
 
 

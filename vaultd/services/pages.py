@@ -2,17 +2,16 @@
 
 The render is the long step, so a page request is ordered around it. What the render needs (link,
 file, account) comes first, from records kept for a second while a document is being read, else
-from the database. The checks run while the page renders: the caller's API key, the link read
-from the database and found live, then the access-log entry. Nothing is served before all of
-them pass, and when the render took long the link is read once more, so a revoke or delete
-during a slow or queued render still stops the page.
+from the database. The checks run while the page renders: the caller's API key and the link read
+from the database and found live (one round trip, `services.page_checks`), then the access-log
+entry. Nothing is served before all of them pass, and when the render took long the link is read
+once more, so a revoke or delete during a slow or queued render still stops the page.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from render.model import PixelBudget, WatermarkSpec
@@ -22,7 +21,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.numbers import is_decimal
-from vaultd.services import access_log, links
+from vaultd.services import access_log, links, page_checks
 from vaultd.services.blobs import BlobStore
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink
 from vaultd.services.pool_calls import start_task
@@ -34,11 +33,6 @@ log = logging.getLogger("vaultd.pages")
 # (queued behind others, a heavy page) reads the link again first. A revoke therefore stops
 # every page requested after it, and any page still rendering this long after it.
 LINK_FRESH_SECONDS = 0.25
-
-# The API's key check, awaited before any answer: raises Unauthorized, or NotFound for a link of
-# another account (None: the link or page was not found, only the key is checked).
-Authorize = Callable[[OpenLink | None], Awaitable[None]]
-
 
 def parse_page_number(raw: str, page_count: int) -> int:
     if not is_decimal(raw) or len(raw) > 9 or not 1 <= int(raw) <= page_count:
@@ -62,9 +56,11 @@ def budget_for(settings: Settings) -> PixelBudget:
 
 async def serve_page(
     db: Db, store: BlobStore, pool: RenderPool, settings: Settings,
-    token: str, raw_page: str, ip: str | None, authorize: Authorize | None = None,
+    token: str, raw_page: str, ip: str | None, api_key: str | None = None,
 ) -> bytes:
     """JPEG bytes of one freshly rendered, watermarked page; logs a `page` entry.
+
+    `api_key` is the caller's key for a page over the API (Option B), None for the viewer's.
 
     The log entry is written during the render too, and withdrawn if the page is then not
     served: no entry for a page that never left.
@@ -78,14 +74,12 @@ async def serve_page(
             pool, render_page, store.source(opened.file), number, watermark_for(opened, ip),
             budget_for(settings)))
     except Exception:
-        if authorize is not None:
-            await authorize(opened)  # a bad key is a 401 whatever else is wrong, and comes first
+        if api_key is not None:
+            # A bad key is a 401 whatever else is wrong, and comes first.
+            await page_checks.check_key(db, api_key, opened)
         raise
     try:
-        if authorize is not None:
-            await authorize(opened)
-        if kept is not None:
-            opened = await links.confirm(db, kept)
+        opened = await _check(db, api_key, opened, kept is not None)
         entry = await access_log.record(db, opened.account.id, opened.file["_id"], "page",
                                         viewer_email=opened.link["viewerEmail"], ip=ip,
                                         page=number)
@@ -102,6 +96,16 @@ async def serve_page(
         await _withdraw(db, entry)
         raise
     return jpeg
+
+
+async def _check(db: Db, api_key: str | None, opened: OpenLink, kept: bool) -> OpenLink:
+    """The caller's key, if any; and the link confirmed live if it came from the kept records
+    (otherwise it was read just now)."""
+    if api_key is not None and kept:
+        return await page_checks.check_key_and_confirm(db, api_key, opened)
+    if api_key is not None:
+        await page_checks.check_key(db, api_key, opened)
+    return await links.confirm(db, opened) if kept else opened
 
 
 def _drop_result(render: asyncio.Future[Any]) -> None:

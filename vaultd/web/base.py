@@ -13,6 +13,7 @@ from backends.base import BackendUnavailable, StorageFull
 from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyUnavailable
 from vaultd.errors import (
+    INVALID_KEY,
     InvalidRequest,
     ServiceUnavailable,
     StorageCorrupt,
@@ -26,7 +27,6 @@ from vaultd.web.context import AppContext
 
 log = logging.getLogger("vaultd.web")
 
-INVALID_KEY = "invalid or revoked API key"
 
 _REASONS = {400: "bad request", 401: "unauthorized", 404: "not found", 405: "method not allowed",
             413: "payload too large", 500: "internal server error"}

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from vaultd.errors import NotFound, Unauthorized
 from vaultd.services import access_log, links
-from vaultd.services.api_keys import key_owner
 from vaultd.services.pages import serve_page
 from vaultd.timefmt import iso_utc
-from vaultd.web.base import INVALID_KEY, BaseHandler
+from vaultd.web.base import BaseHandler
 
 
 class ViewerIpMixin(BaseHandler):
@@ -44,16 +42,8 @@ class PageHandler(ViewerIpMixin):
 
     async def get(self, token: str, page: str) -> None:
         jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
-                                token, page, self.viewer_ip(), authorize=self.owns)
+                                token, page, self.viewer_ip(), api_key=self.bearer_key())
         send_page(self, jpeg)
-
-    async def owns(self, opened: links.OpenLink | None) -> None:
-        # The link's account is already known: only the key's owner is read from the database.
-        owner = await key_owner(self.ctx.db, self.bearer_key())
-        if owner is None:
-            raise Unauthorized(INVALID_KEY)
-        if opened is not None and owner != opened.account.id:
-            raise NotFound(links.LINK_NOT_FOUND)
 
 
 def send_page(handler: BaseHandler, jpeg: bytes) -> None:
