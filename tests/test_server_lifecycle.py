@@ -7,11 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
+from pymongo.uri_parser import parse_uri
 
 from tests import documents as docs
 from tests.http_helpers import upload_ok
 from tests.processes import alive, database_process, render_workers
 from tests.vault_process import VaultProcess
+from vaultd.embedded_db import running_address
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -43,6 +45,20 @@ def running(pid: int) -> bool:
         return alive(pid) and "zombie" not in Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
+
+
+def test_the_embedded_database_is_reached_without_retryable_writes(tmp_path: Path) -> None:
+    # SecantusDB 0.7 scans its whole record of retryable writes on every write; a single local
+    # node has nothing to retry across (vaultd.embedded_db.local_uri).
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    try:
+        uri = running_address(server.data_dir / "db")
+        assert uri is not None and parse_uri(uri)["options"]["retryWrites"] is False
+        _, key = server.new_account()  # written through that URI
+        with server.client(key) as api:
+            assert upload_ok(api, docs.pdf(pages=1))["pageCount"] == 1
+    finally:
+        server.stop()
 
 
 def test_files_and_keys_survive_a_restart(tmp_path: Path) -> None:
