@@ -8,8 +8,9 @@ and a result reader, both contending for the GIL with the event loop) and one pi
 workers under a lock, about 2.5 ms of hand-overs on a page that renders in 20.
 
 Here each worker has its own two pipes, written and read by the event loop itself (`add_reader`,
-no thread). A task's timeout starts when its worker picks it up; at the timeout the worker is
-killed and replaced. A worker that dies fails its own task only (WorkerCrashed) and is replaced;
+no thread). A worker says once that it is ready (its imports done), then each task costs one
+message each way; a task's timeout starts when it is handed to a ready worker, and at the
+timeout the worker is killed and replaced. A worker that dies fails its own task only (WorkerCrashed) and is replaced;
 workers are also replaced after `max_tasks_per_worker` tasks, which bounds leaks in native code.
 Workers are started with "spawn" (a fresh interpreter: no sockets, keys or half-held locks of
 the server), capped in address space, and get SIGKILL from the kernel if vaultd dies.
@@ -45,7 +46,7 @@ log = logging.getLogger("vaultd.render")
 
 # close() gives workers this long to exit after SIGTERM, then kills whatever is left.
 _STOP_SECONDS = 3.0
-_STARTED = b""  # a worker's note that it has picked up its task (the timeout starts there)
+_READY = b""  # a worker's note, once, that it can take tasks
 _PR_SET_PDEATHSIG = 1
 _PIPE_BYTES = 1 << 20
 
@@ -74,15 +75,16 @@ class _Task:
 class _Worker:
     process: BaseProcess
     tasks: Connection  # the parent's end: tasks go out
-    results: Connection  # the parent's end: "started" notes and results come in
+    results: Connection  # the parent's end: the "ready" note and results come in
     task: _Task | None = None
     done: int = 0
+    ready: bool = False
     retiring: bool = False
     inbox: bytearray = field(default_factory=bytearray)
 
     @property
     def idle(self) -> bool:
-        return self.task is None and not self.retiring
+        return self.ready and self.task is None and not self.retiring
 
 
 class RenderPool:
@@ -213,6 +215,8 @@ class RenderPool:
             if worker.idle and worker.process.is_alive():
                 task = self._queue.popleft()
                 worker.task = task
+                assert self._loop is not None
+                task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
                 try:
                     worker.tasks.send_bytes(task.payload)
                 except OSError:
@@ -241,12 +245,12 @@ class RenderPool:
         return True
 
     def _on_message(self, worker: _Worker, message: bytes) -> None:
+        if message == _READY:
+            worker.ready = True
+            self._dispatch()
+            return
         task = worker.task
         if task is None:
-            return
-        if message == _STARTED:
-            assert self._loop is not None
-            task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
             return
         worker.task = None
         worker.done += 1
@@ -354,15 +358,16 @@ def _frames(inbox: bytearray) -> list[bytes]:
 
 
 def _serve(tasks: Connection, results: Connection, memory_limit: int) -> None:
-    """A worker's life: take a task, say it started, send back its result, until end of input."""
+    """A worker's life: say it is ready, then take tasks and send back their results, until
+    end of input."""
     _die_with_parent()
     worker_init(memory_limit)
+    results.send_bytes(_READY)
     while True:
         try:
             payload = tasks.recv_bytes()
         except (EOFError, OSError):
             return
-        results.send_bytes(_STARTED)
         try:
             fn, args = pickle.loads(payload)
             reply = (True, fn(*args))

@@ -204,7 +204,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "render.max_tasks_per_worker",
         _int(0, 1_000_000),
-        500,
+        2000,
         "VAULTD_RENDER_MAX_TASKS_PER_WORKER",
         "Recycle a worker after this many tasks (0: never).",
     ),
