@@ -10,8 +10,9 @@ workers under a lock, about 2.5 ms of hand-overs on a page that renders in 20.
 Here each worker has its own two pipes, written and read by the event loop itself (`add_reader`,
 no thread). A worker says once that it is ready (its imports done), then each task costs one
 message each way; a task's timeout starts when it is handed to a ready worker, and at the
-timeout the worker is killed and replaced. A worker that dies fails its own task only (WorkerCrashed) and is replaced;
-workers are also replaced after `max_tasks_per_worker` tasks, which bounds leaks in native code.
+timeout the worker is killed and replaced. A worker that dies fails its own task only
+(WorkerCrashed) and is replaced; workers are also replaced after `max_tasks_per_worker` tasks,
+which bounds leaks in native code.
 Workers are started with "spawn" (a fresh interpreter: no sockets, keys or half-held locks of
 the server), capped in address space, and get SIGKILL from the kernel if vaultd dies.
 

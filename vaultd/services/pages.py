@@ -34,6 +34,7 @@ log = logging.getLogger("vaultd.pages")
 # every page requested after it, and any page still rendering this long after it.
 LINK_FRESH_SECONDS = 0.25
 
+
 def parse_page_number(raw: str, page_count: int) -> int:
     if not is_decimal(raw) or len(raw) > 9 or not 1 <= int(raw) <= page_count:
         raise NotFound("page not found")
