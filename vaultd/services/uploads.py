@@ -44,8 +44,22 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
+# What a form-style body means: the client wrapped the file (curl -F) or mangled it (curl -d,
+# which also strips newlines). Both are refused with the spec's 415 and told what to send.
+RAW_BODY_HINT = ("send the file itself as the body, e.g. curl --data-binary @file.pdf "
+                 "-H 'Content-Type: application/pdf'")
+_FORM_HINTS = {
+    "multipart/form-data": "the body is a multipart form, not the file: " + RAW_BODY_HINT,
+    "application/x-www-form-urlencoded": (
+        "the body is form-encoded (curl -d strips newlines, which damages a PDF): "
+        + RAW_BODY_HINT),
+}
+
+
 def parse_content_type(value: str | None) -> str:
     media = (value or "").split(";", 1)[0].strip().lower()
+    if media in _FORM_HINTS:
+        raise UnsupportedMediaType(_FORM_HINTS[media])
     if media not in ACCEPTED_CONTENT_TYPES:
         raise UnsupportedMediaType(
             "Content-Type must be application/pdf, image/jpeg, image/png "
@@ -62,13 +76,18 @@ def parse_kind(value: str | None) -> str:
 
 
 def parse_name(value: str | None) -> str:
-    """Decode a URI-component-encoded name; a malformed escape is refused, bytes that are not
-    UTF-8 become U+FFFD (legacy clients send Latin-1), control characters are dropped."""
+    """Decode a URI-component-encoded name as decodeURIComponent does: a malformed escape or
+    escaped bytes that are not UTF-8 (`%C3%28`) are refused; control characters are dropped."""
     if value is None or value == "":
         return DEFAULT_NAME
     if _has_bad_escape(value):
         raise InvalidRequest("x-file-name is not valid URI-component encoding")
-    decoded = unquote(value, encoding="utf-8", errors="replace")
+    try:
+        decoded = unquote(value, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequest(
+            "x-file-name is not valid URI-component encoding: the escaped bytes are not UTF-8 "
+            "(encode the name with encodeURIComponent)") from None
     cleaned = "".join(ch for ch in decoded if ch.isprintable()).strip()
     return cleaned[:MAX_NAME] or DEFAULT_NAME
 
