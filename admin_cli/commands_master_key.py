@@ -25,7 +25,7 @@ def rotate(
     as_json: JsonFlag = False,
 ) -> None:
     """Add a new master key and re-wrap every data key under it (blobs are not touched)."""
-    async def action(settings: Settings, db: Db) -> dict:
+    async def action(settings: Settings, db: Db) -> dict[str, Any]:
         return await rotate_master_key(settings, db, drop_old)
 
     result = run(action)

@@ -13,8 +13,8 @@ from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
 
 from backends.base import BackendUnavailable
-from render.pool import RenderPool
 from render import blend
+from render.pool import RenderPool
 from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
@@ -36,8 +36,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="vaultd", description="vaultd: the encrypted document vault server.",
         epilog="Administer it with vault-admin. Every setting: config/vaultd.toml; "
                "operations: docs/operations.md.")
-    parser.add_argument("--host", help="address to listen on (default 127.0.0.1; env VAULTD_HOST)")
-    parser.add_argument("--port", help="TCP port (default 8080, 0 picks a free one; env VAULTD_PORT)")
+    parser.add_argument("--host",
+                        help="address to listen on (default 127.0.0.1; env VAULTD_HOST)")
+    parser.add_argument("--port",
+                        help="TCP port (default 8080, 0 picks a free one; env VAULTD_PORT)")
     parser.add_argument("--data-dir", help=OPTION_HELP["data_dir"])
     parser.add_argument("--config", help=OPTION_HELP["config"])
     parser.add_argument("--version", action="version", version=f"vaultd {VERSION}")
