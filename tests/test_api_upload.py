@@ -55,6 +55,23 @@ def test_names_whose_escapes_are_not_utf8_are_refused_like_decodeuricomponent(
     assert blob_names(vault) == before
 
 
+def test_a_pdf_with_its_newlines_stripped_is_422_and_says_to_send_the_raw_file(
+    vault: VaultProcess, api: httpx.Client
+) -> None:
+    # What `curl -d @x.pdf -H 'Content-Type: application/pdf'` sends.
+    stripped = docs.pdf(pages=1).replace(b"\r", b"").replace(b"\n", b"")
+    before = blob_names(vault)
+    response = api.post("/files", content=stripped, headers={"Content-Type": "application/pdf"})
+    error = assert_json_error(response, 422)["error"]
+    assert error.startswith("the PDF is damaged or not a PDF; it has no line breaks at all, as "
+                            "when curl -d strips them: send the file itself as the body")
+    assert "curl --data-binary @file.pdf" in error
+    assert blob_names(vault) == before
+    damaged = api.post("/files", content=b"%PDF-1.7\n" + b"garbage" * 100,
+                       headers={"Content-Type": "application/pdf"})
+    assert "line breaks" not in assert_json_error(damaged, 422)["error"]  # only when stripped
+
+
 @pytest.mark.parametrize(("content_type", "body", "taught"), [
     ("multipart/form-data; boundary=x",
      b"--x\r\nContent-Disposition: form-data; name=file; filename=a.pdf\r\n\r\n%PDF-1.7\r\n--x--",

@@ -83,7 +83,7 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
                "now, apart from the database; losing it loses every file "
                "(vault-admin master-key show-path shows where it is)")
     log.warning(message)
-    print(f"vaultd: {message}", file=sys.stderr, flush=True)
+    print(f"vaultd: {message}", flush=True)  # beside "listening on", for the operator
 
 
 async def run_service(settings: Settings, sockets: list[Any], keyrings: KeyringSource,

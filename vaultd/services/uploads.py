@@ -15,7 +15,7 @@ from urllib.parse import unquote
 from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
 from vaultd.db import Db
-from vaultd.errors import InvalidRequest, UnsupportedMediaType
+from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.services import access_log, quota
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore, BlobUpload
@@ -116,9 +116,12 @@ class UploadSession:
         self._blob: BlobUpload | None = None
         self._reserved = 0
         self._committed = False
+        self._line_breaks = False  # a PDF always has some; curl -d strips them all
 
     async def feed(self, data: bytes) -> None:
         self.received += len(data)
+        if not self._line_breaks:
+            self._line_breaks = b"\n" in data or b"\r" in data
         if self.content_type is None:
             self._head += data
             if len(self._head) < SNIFF_BYTES:
@@ -153,9 +156,12 @@ class UploadSession:
         blob_size = await blob.writer.commit()
         self._committed = True
         doc = self._file_doc(blob, blob_size)
-        result: ValidationResult = await run_task(
-            pool, validate_document, self.store.source(doc), on_upload=True
-        )
+        try:
+            result: ValidationResult = await run_task(
+                pool, validate_document, self.store.source(doc), on_upload=True
+            )
+        except Unprocessable as error:
+            raise self._explained(error) from None
         doc["pageCount"] = result.page_count
         await self.db.files.insert_one(doc)
         # From here the file exists: a failure must not undo it (recovery settles the rest).
@@ -163,6 +169,12 @@ class UploadSession:
         await quota.settle_upload(self.db, self.account.id, self.file_id)
         await access_log.record(self.db, self.account.id, self.file_id, "upload")
         return doc
+
+    def _explained(self, error: Unprocessable) -> Unprocessable:
+        if self.content_type != "application/pdf" or self._line_breaks:
+            return error
+        return Unprocessable(f"{error.message}; it has no line breaks at all, as when curl -d "
+                             f"strips them: {RAW_BODY_HINT}")
 
     def _file_doc(self, blob: BlobUpload, blob_size: int) -> dict[str, Any]:
         return {
