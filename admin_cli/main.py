@@ -26,6 +26,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help, like vaultd's argparse
     context_settings={"help_option_names": ["-h", "--help"]},
     help="vault-admin: administer a vaultd installation (the same data directory and "
          "configuration as vaultd).",
@@ -48,9 +49,10 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def options(
     data_dir: Annotated[
-        str | None, typer.Option("--data-dir", help=OPTION_HELP["data_dir"])
+        str | None, typer.Option("--data-dir", metavar="DATA_DIR", help=OPTION_HELP["data_dir"])
     ] = None,
-    config: Annotated[str | None, typer.Option("--config", help=OPTION_HELP["config"])] = None,
+    config: Annotated[str | None, typer.Option("--config", metavar="CONFIG",
+                                                 help=OPTION_HELP["config"])] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True, help="Print the version and exit."

@@ -185,7 +185,10 @@ def test_both_tools_answer_help(flag: str) -> None:
     assert "--data-dir" in server.stdout and "VAULTD_DATA_DIR" in server.stdout
     tool = admin(flag)
     assert tool.returncode == 0 and "vault-admin: administer a vaultd installation" in tool.stdout
-    assert "--data-dir" in tool.stdout and "VAULTD_DATA_DIR" in tool.stdout
+    assert "--data-dir DATA_DIR" in tool.stdout and "VAULTD_DATA_DIR" in tool.stdout
+    assert "--data-dir DATA_DIR" in server.stdout  # the two tools present options alike
+    command = admin("accounts", "create", flag)
+    assert command.returncode == 0 and "Create an account." in command.stdout
 
 
 def test_both_tools_print_their_version() -> None:
