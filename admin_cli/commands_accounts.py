@@ -31,8 +31,7 @@ def create(
     async def action(_: Settings, db: Db) -> dict:
         return _summary(await accounts.create_account(db, name, plan))
 
-    result = run(action)
-    emit(result, want_json(as_json), f"{result['id']}  {result['name']}  plan={result['plan']}")
+    emit(run(action), want_json(as_json))
 
 
 @app.command("list")

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from admin_cli.context import run, want_json
-from admin_cli.output import emit
+from admin_cli.output import emit, human
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services import api_keys
@@ -25,7 +25,7 @@ def create(account_id: str, as_json: JsonFlag = False) -> None:
 
     result = run(action)
     emit(result, want_json(as_json),
-         f"{result['key']}\n(key id {result['id']}; store it now, it is not shown again)")
+         f"{human(result)}\nStore the key now: it is not shown again.")
 
 
 @app.command("list")

@@ -1,18 +1,20 @@
-"""vault-admin master-key rotate."""
+"""vault-admin master-key rotate | show-path."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from admin_cli.context import run, want_json
+from admin_cli.context import guarded, run, vault_settings, want_json
 from admin_cli.output import emit
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.rewrap import rotate_master_key
 
 app = typer.Typer(no_args_is_help=True, help="Master key management.")
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+BACKUP = "back it up apart from the database and the blobs: losing it loses every file"
 
 
 @app.command("rotate")
@@ -20,12 +22,32 @@ def rotate(
     drop_old: Annotated[bool, typer.Option(
         "--drop-old", help="Remove the old keys from the keyring once every data key is re-wrapped."
     )] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Add a new master key and re-wrap every data key under it (blobs are not touched)."""
-    async def action(settings: Settings, db: Db) -> dict:
+    async def action(settings: Settings, db: Db) -> dict[str, Any]:
         return await rotate_master_key(settings, db, drop_old)
 
     result = run(action)
     emit(result, want_json(as_json),
          f"new master key {result['currentKeyId']}; re-wrapped {result['rewrapped']} data keys")
+
+
+@app.command("show-path")
+def show_path(as_json: JsonFlag = False) -> None:
+    """Say where the master key is (the file to back up), without reading it."""
+    settings = guarded(vault_settings)
+    result = _where(settings)
+    if result["source"] == "environment":
+        text = "master key: from VAULTD_MASTER_KEY (the environment), no file"
+    else:
+        missing = "" if result["exists"] else " (missing: vaultd creates it on first start)"
+        text = f"master key: {result['path']}{missing}\n{BACKUP[0].upper()}{BACKUP[1:]}."
+    emit(result, want_json(as_json), text)
+
+
+def _where(settings: Settings) -> dict[str, Any]:
+    if settings.master_key_value:
+        return {"source": "environment", "path": None, "exists": None}
+    path = settings.master_key_path.resolve()
+    return {"source": "file", "path": str(path), "exists": path.is_file()}

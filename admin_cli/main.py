@@ -1,4 +1,4 @@
-"""vault-admin: accounts, API keys, access-log export and master-key rotation.
+"""vault-admin: accounts, API keys, access-log export, master key and storage tools.
 
 Commands are thin: they call the same services as the HTTP layer.
 """
@@ -11,20 +11,28 @@ import typer
 
 from admin_cli import (
     commands_accounts,
+    commands_init,
     commands_keys,
     commands_log,
     commands_master_key,
     commands_storage,
 )
 from admin_cli.context import STATE
+from vaultd.config import OPTION_HELP
+from vaultd.version import VERSION
 
 app = typer.Typer(
     name="vault-admin",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    help="Administer a vaultd installation.",
+    rich_markup_mode=None,  # plain help, like vaultd's argparse
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="vault-admin: administer a vaultd installation (the same data directory and "
+         "configuration as vaultd).",
+    epilog="Every setting: config/vaultd.toml; operations: docs/operations.md.",
 )
+app.command("init")(commands_init.init)
 app.add_typer(commands_accounts.app, name="accounts")
 app.add_typer(commands_keys.app, name="keys")
 app.add_typer(commands_log.app, name="log")
@@ -32,13 +40,23 @@ app.add_typer(commands_master_key.app, name="master-key")
 app.add_typer(commands_storage.app, name="storage")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"vault-admin {VERSION}")
+        raise typer.Exit()
+
+
 @app.callback()
 def options(
     data_dir: Annotated[
-        str | None, typer.Option("--data-dir", help="vaultd data directory.")
+        str | None, typer.Option("--data-dir", metavar="DATA_DIR", help=OPTION_HELP["data_dir"])
     ] = None,
-    config: Annotated[str | None, typer.Option("--config", help="vaultd TOML config file.")] = None,
+    config: Annotated[str | None, typer.Option("--config", metavar="CONFIG",
+                                                 help=OPTION_HELP["config"])] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    )] = False,
 ) -> None:
     STATE.data_dir, STATE.config, STATE.json = data_dir, config, as_json
 

@@ -9,10 +9,10 @@ those pieces at this request's positions, reused only for exactly the same text 
 within the same second, `watermark.drawn_overlay`).
 
 Blending is the main cost left: pieces are cropped to where they have any opacity (about a
-quarter of the page), and they are blended by `render._blend`, a small C loop over the canvas's
-own buffer, five times faster than Pillow's paste. Dark letters with a light halo at about a
-quarter opacity stay legible on white, black and photographic pages while the page stays
-readable.
+quarter of the page), and they are blended by `render.blend`: a small C loop over the canvas's
+own buffer, five times faster than Pillow's paste (which it falls back to when no compiler was
+available at install). Dark letters with a light halo at about a quarter opacity stay legible
+on white, black and photographic pages while the page stays readable.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from PIL import Image, ImageChops, ImageFilter
 
-from render import _blend, words
+from render import blend, words
 
 OPACITY = 0.25
 ANGLE = 30  # degrees, counter-clockwise
@@ -46,7 +46,7 @@ class Piece(NamedTuple):
     """A band of a rotated word, placed relative to the word's origin (or the tile's corner).
 
     Its grey colour and its opacity are RGBX planes, four bytes a pixel like the canvas, with no
-    opacity on the X byte: the tuple is exactly what `render._blend.paste` reads.
+    opacity on the X byte: the tuple is exactly what `render.blend.paste` reads.
     """
 
     dx: int
@@ -169,4 +169,4 @@ def paste(pixels: bytearray, stride: int, tile: Tile, area: Size) -> None:
     strip below the page is left alone. Neighbouring words' halos may meet, where they are
     blended twice.
     """
-    _blend.paste(pixels, stride, area, lattice(area, tile.block, tile.size), tile.pieces)
+    blend.paste(pixels, stride, area, lattice(area, tile.block, tile.size), tile.pieces)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what vaultd needs on a Debian machine: system fonts for watermarks, a C compiler for
-# the watermark's blend, and the package itself into .venv. Idempotent; used by scripts/run.sh
-# and scripts/test.sh.
+# the watermark's blend (optional: without one, vaultd blends with Pillow), and the package
+# itself into .venv. Idempotent; used by scripts/run.sh (when its stamp changed) and
+# scripts/test.sh (always).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,3 +33,4 @@ if [ "${1:-}" = "--test" ]; then
 else
   .venv/bin/python -m pip install -q -e .
 fi
+bash scripts/stamp.sh > .venv/.setup-stamp   # scripts/run.sh skips this script while it matches

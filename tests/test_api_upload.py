@@ -42,9 +42,52 @@ def test_images_are_one_page_and_typed_by_their_bytes(api: httpx.Client, make, d
     assert (body["contentType"], body["pageCount"], body["kind"]) == (detected, 1, "delivery")
 
 
-def test_names_that_are_not_utf8_decode_with_replacement_characters(api: httpx.Client) -> None:
-    body = upload_ok(api, docs.pdf(), headers={"x-file-name": "caf%E9.pdf"})
-    assert body["name"] == "caf\ufffd.pdf"
+@pytest.mark.parametrize("name", ["caf%E9.pdf", "%C3%28.pdf", "%ED%A0%80.pdf"])
+def test_names_whose_escapes_are_not_utf8_are_refused_like_decodeuricomponent(
+    vault: VaultProcess, api: httpx.Client, name: str
+) -> None:
+    before = blob_names(vault)
+    response = api.post("/files", content=docs.pdf(), headers={
+        "Content-Type": "application/pdf", "x-file-name": name})
+    error = assert_json_error(response, 400)["error"]
+    assert error.startswith("x-file-name is not valid URI-component encoding")
+    assert "not UTF-8" in error and "encodeURIComponent" in error
+    assert blob_names(vault) == before
+
+
+def test_a_pdf_with_its_newlines_stripped_is_422_and_says_to_send_the_raw_file(
+    vault: VaultProcess, api: httpx.Client
+) -> None:
+    # What `curl -d @x.pdf -H 'Content-Type: application/pdf'` sends.
+    stripped = docs.pdf(pages=1).replace(b"\r", b"").replace(b"\n", b"")
+    before = blob_names(vault)
+    response = api.post("/files", content=stripped, headers={"Content-Type": "application/pdf"})
+    error = assert_json_error(response, 422)["error"]
+    assert error.startswith("the PDF is damaged or not a PDF; it has no line breaks at all, as "
+                            "when curl -d strips them: send the file itself as the body")
+    assert "curl --data-binary @file.pdf" in error
+    assert blob_names(vault) == before
+    damaged = api.post("/files", content=b"%PDF-1.7\n" + b"garbage" * 100,
+                       headers={"Content-Type": "application/pdf"})
+    assert "line breaks" not in assert_json_error(damaged, 422)["error"]  # only when stripped
+
+
+@pytest.mark.parametrize(("content_type", "body", "taught"), [
+    ("multipart/form-data; boundary=x",
+     b"--x\r\nContent-Disposition: form-data; name=file; filename=a.pdf\r\n\r\n%PDF-1.7\r\n--x--",
+     "the body is a multipart form, not the file"),
+    ("application/x-www-form-urlencoded", b"%PDF-1.7%0A", "the body is form-encoded"),
+])
+def test_form_bodies_are_415_and_say_to_send_the_raw_file(
+    vault: VaultProcess, api: httpx.Client, content_type: str, body: bytes, taught: str
+) -> None:
+    before = blob_names(vault)
+    response = api.post("/files", content=body, headers={"Content-Type": content_type})
+    error = assert_json_error(response, 415)
+    assert error["error"].startswith(taught)
+    assert "curl --data-binary @file.pdf" in error["error"]
+    assert error["statusCode"] == 415 and error["message"] == error["error"]
+    assert blob_names(vault) == before
 
 
 def test_names_are_decoded_truncated_to_200_and_default_to_document(api: httpx.Client) -> None:

@@ -35,9 +35,22 @@ def test_accounts_are_created_listed_shown_and_changed(vault: VaultProcess) -> N
     assert vault.admin_json("accounts", "show", created["id"])["brand"] == "Globex Legal"
 
 
-def test_text_output_is_readable_without_json(vault: VaultProcess) -> None:
-    result = vault.admin("accounts", "create", "Plain Text Inc")
-    assert "Plain Text Inc" in result.stdout and "plan=free" in result.stdout
+def test_text_output_is_key_value_for_one_record_and_columns_for_a_list(
+    vault: VaultProcess,
+) -> None:
+    created = vault.admin("accounts", "create", "Plain Text Inc").stdout.splitlines()
+    assert created[1:] == ["name:     Plain Text Inc", "plan:     free", "branding: -",
+                           "brand:    Plain Text Inc"]
+    account_id = created[0].removeprefix("id:").strip()
+    listed = vault.admin("accounts", "list").stdout.splitlines()
+    assert listed[0].split() == ["id", "name", "plan", "branding", "brand"]
+    row = next(line for line in listed if line.startswith(account_id))
+    assert row.split()[1:] == ["Plain", "Text", "Inc", "free", "-", "Plain", "Text", "Inc"]
+    shown = vault.admin("accounts", "show", account_id).stdout
+    assert "\nplan.name:" in shown and "\nusage.documents:" in shown
+    assert "usage.documents:      0" in shown and "plan.accessLogExport: no" in shown
+    for text in (created, listed, shown):
+        assert "None" not in str(text) and "{" not in str(text) and "True" not in str(text)
 
 
 def test_a_key_is_printed_once_works_and_is_never_listed(vault: VaultProcess) -> None:
@@ -120,7 +133,7 @@ def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,
 
 def test_the_cli_starts_its_own_database_when_vaultd_is_not_running(tmp_path) -> None:
     offline = VaultProcess(tmp_path / "offline")
-    offline.data_dir.mkdir()
+    offline.admin("init")
     created = offline.admin_json("accounts", "create", "Offline Co")
     assert offline.admin_json("accounts", "show", created["id"])["name"] == "Offline Co"
     assert not (offline.data_dir / "db" / "address.json").exists()

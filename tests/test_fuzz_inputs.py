@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
@@ -70,8 +70,15 @@ ABSENT = object()
 
 
 def bad_escape(value: str) -> bool:
-    """decodeURIComponent's rule: every '%' starts two hex digits."""
-    return re.search(r"%(?![0-9A-Fa-f]{2})", value) is not None
+    """decodeURIComponent's rules: every '%' starts two hex digits, and the escaped bytes are
+    UTF-8."""
+    if re.search(r"%(?![0-9A-Fa-f]{2})", value) is not None:
+        return True
+    try:
+        unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def cleaned_name(text: str) -> str:

@@ -1,4 +1,7 @@
-"""The watermark pattern's C blend (render/_blend.c) against Pillow's paste, which it replaces."""
+"""The watermark pattern's blends against Pillow's paste, the oracle: the C loop
+(render/_blend.c) and the fallback used when it was not built (render/blend_pillow.py).
+
+Every test runs on both, so an install without a compiler draws the same pages."""
 
 from __future__ import annotations
 
@@ -7,8 +10,10 @@ import random
 import pytest
 from PIL import Image
 
-from render import _blend, pattern
+from render import _blend, blend, blend_pillow, pattern
 from render.pattern import Piece
+
+IMPLEMENTATIONS = {"C": _blend.paste, "Pillow": blend_pillow.paste}
 
 WIDTH, HEIGHT = 97, 61  # odd sizes: no row happens to align with anything
 
@@ -40,8 +45,19 @@ def _pillow_paste(canvas: Image.Image, corners: list[tuple[int, int]], pieces: l
     canvas.paste(page, (0, 0))
 
 
+@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+def paste(request: pytest.FixtureRequest) -> blend.Paste:
+    return IMPLEMENTATIONS[request.param]
+
+
+def test_the_c_loop_is_used_when_it_was_built() -> None:
+    assert blend.IMPLEMENTATION == "C" and blend.paste is _blend.paste
+
+
 @pytest.mark.parametrize("seed", range(5))
-def test_the_blend_matches_pillows_paste_and_stays_inside_the_area(seed: int) -> None:
+def test_the_blend_matches_pillows_paste_and_stays_inside_the_area(
+    seed: int, paste: blend.Paste
+) -> None:
     rng = random.Random(seed)
     before = Image.frombytes("RGBX", (WIDTH, HEIGHT), rng.randbytes(WIDTH * HEIGHT * 4))
     # Corners off every edge, so pieces are clipped left, right, above and below the area.
@@ -51,7 +67,7 @@ def test_the_blend_matches_pillows_paste_and_stays_inside_the_area(seed: int) ->
     expected = before.copy()
     _pillow_paste(expected, corners, pieces, area)
     pixels = bytearray(before.tobytes())
-    _blend.paste(pixels, WIDTH * 4, area, corners, pieces)
+    paste(pixels, WIDTH * 4, area, corners, pieces)
     assert _rgb(pixels) == _rgb(expected.tobytes())
     assert _rgb(pixels) != _rgb(before.tobytes())  # something was drawn
     blended = Image.frombytes("RGBX", (WIDTH, HEIGHT), bytes(pixels))
@@ -59,7 +75,7 @@ def test_the_blend_matches_pillows_paste_and_stays_inside_the_area(seed: int) ->
     assert all(blended.crop(box).tobytes() == before.crop(box).tobytes() for box in outside)
 
 
-def test_a_tile_blends_over_a_page_like_pillow_did() -> None:
+def test_a_tile_blends_over_a_page_like_pillow_did(paste: blend.Paste) -> None:
     tile = pattern.make_tile(["Confidential — Acme", "Ann Lee", "ann@example.com"], 24)
     size = (400, 300)
     page = Image.linear_gradient("L").resize(size).convert("RGBX")
@@ -67,13 +83,15 @@ def test_a_tile_blends_over_a_page_like_pillow_did() -> None:
     expected = page.copy()
     _pillow_paste(expected, corners, tile.pieces, size)
     pixels = bytearray(page.tobytes())
-    pattern.paste(pixels, size[0] * 4, tile, size)
+    paste(pixels, size[0] * 4, size, corners, tile.pieces)
     assert _rgb(pixels, size) == _rgb(expected.tobytes(), size)
     assert _rgb(pixels, size) != _rgb(page.tobytes(), size)
 
 
 @pytest.mark.parametrize("damage", ["short colour", "short alpha", "negative size", "not a tuple"])
-def test_a_malformed_piece_is_refused_before_any_pixel_is_drawn(damage: str) -> None:
+def test_a_malformed_piece_is_refused_before_any_pixel_is_drawn(
+    damage: str, paste: blend.Paste
+) -> None:
     good = Piece(0, 0, 2, 2, bytes(16), b"\xff" * 16)
     bad = {
         "short colour": good._replace(colour=bytes(15)),
@@ -83,7 +101,7 @@ def test_a_malformed_piece_is_refused_before_any_pixel_is_drawn(damage: str) -> 
     }[damage]
     pixels = bytearray(b"\x80" * WIDTH * HEIGHT * 4)
     with pytest.raises((ValueError, TypeError)):
-        _blend.paste(pixels, WIDTH * 4, (WIDTH, HEIGHT), [(0, 0)], [good, bad])
+        paste(pixels, WIDTH * 4, (WIDTH, HEIGHT), [(0, 0)], [good, bad])
     assert pixels == bytearray(b"\x80" * WIDTH * HEIGHT * 4)
 
 
@@ -93,21 +111,23 @@ def test_a_malformed_piece_is_refused_before_any_pixel_is_drawn(damage: str) -> 
     (bytearray(WIDTH * HEIGHT * 4), WIDTH * 4, (-1, HEIGHT)),
 ])
 def test_an_area_that_does_not_fit_the_canvas_is_refused(
-    canvas: bytearray, stride: int, area: tuple[int, int]
+    canvas: bytearray, stride: int, area: tuple[int, int], paste: blend.Paste
 ) -> None:
     with pytest.raises(ValueError, match="does not fit"):
-        _blend.paste(canvas, stride, area, [(0, 0)], [])
+        paste(canvas, stride, area, [(0, 0)], [])
 
 
-def test_a_read_only_canvas_is_refused() -> None:
+def test_a_read_only_canvas_is_refused(paste: blend.Paste) -> None:
     with pytest.raises(TypeError):
-        _blend.paste(bytes(WIDTH * HEIGHT * 4), WIDTH * 4, (WIDTH, HEIGHT), [], [])
+        paste(bytes(WIDTH * HEIGHT * 4), WIDTH * 4, (WIDTH, HEIGHT), [], [])
 
 
 @pytest.mark.parametrize("corner", [(0,), "xy", (0, "y")])
-def test_a_malformed_corner_is_refused_before_any_pixel_is_drawn(corner: object) -> None:
+def test_a_malformed_corner_is_refused_before_any_pixel_is_drawn(
+    corner: object, paste: blend.Paste
+) -> None:
     pixels = bytearray(b"\x80" * WIDTH * HEIGHT * 4)
     piece = Piece(0, 0, 2, 2, bytes(16), b"\xff" * 16)
     with pytest.raises(TypeError):
-        _blend.paste(pixels, WIDTH * 4, (WIDTH, HEIGHT), [(0, 0), corner], [piece])
+        paste(pixels, WIDTH * 4, (WIDTH, HEIGHT), [(0, 0), corner], [piece])
     assert pixels == bytearray(b"\x80" * WIDTH * HEIGHT * 4)

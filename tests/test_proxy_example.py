@@ -163,3 +163,56 @@ def test_share_creates_a_link_at_start_without_printing_its_token(
         stop_proxy(running)
     assert api.get(f"/files/{file['id']}/access-log").json()[0]["viewerEmail"] == \
         "frank@example.com"
+
+
+def test_it_runs_with_the_projects_virtualenv_as_its_readme_says() -> None:
+    readme = (ROOT / "examples" / "proxy" / "README.md").read_text()
+    assert ".venv/bin/python examples/proxy/app.py" in readme
+    assert "\npython examples/proxy/app.py" not in readme
+    result = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(APP), "--help"],
+                            cwd=ROOT, env=base_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "--links" in result.stdout, result.stderr
+
+
+def test_its_links_file_is_ignored_by_git() -> None:
+    ignored = subprocess.run(["git", "check-ignore", "examples/proxy/links.json"], cwd=ROOT,
+                             capture_output=True, text=True)
+    assert ignored.returncode == 0 and ignored.stdout.strip() == "examples/proxy/links.json"
+
+
+def test_vaultd_down_gives_a_friendly_502_and_the_proxy_keeps_running(
+    tmp_path: Path, shared: dict, vault: VaultProcess, account: tuple[str, str]
+) -> None:
+    links = tmp_path / "links.json"
+    links.write_text(json.dumps({"q3-report": shared["token"]}))
+    gone = VaultProcess(tmp_path / "gone")
+    gone.port = free_port()  # nothing listens there
+    running = start_proxy(gone, account[1], tmp_path, "--links", str(links))
+    try:
+        with httpx.Client(base_url=running.url, timeout=30) as client:
+            page = client.get("/doc/q3-report")
+            assert page.status_code == 502
+            assert "The document cannot be shown right now" in page.text
+            assert "Traceback" not in page.text
+            image = client.get("/doc/q3-report/pages/1")
+            error = assert_json_error(image, 502)
+            assert error["error"] == "the document service is not answering; retry shortly"
+            assert image.headers["retry-after"] == "5"
+        assert running.process.poll() is None
+        output = running.output()
+        assert "Traceback" not in output and f"cannot reach vaultd at {gone.url}/v1" in output
+    finally:
+        stop_proxy(running)
+
+
+def test_share_with_vaultd_down_exits_with_one_line(tmp_path: Path,
+                                                    account: tuple[str, str]) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    result = subprocess.run(
+        [sys.executable, str(APP), "--port", str(free_port()), "--share", "some-file"], cwd=ROOT,
+        env=base_env({"VAULTD_URL": url, "VAULTD_API_KEY": account[1]}), capture_output=True,
+        text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"cannot reach vaultd at {url}: [Errno 111] Connection refused "
+        "(is vaultd running? check VAULTD_URL)"]

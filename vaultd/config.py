@@ -347,3 +347,17 @@ def _parse(field: Field, raw: Any, source: str) -> Any:
     except (ValueError, TypeError) as exc:
         # Secrets never appear in the message, only which setting is wrong.
         raise ConfigError(f"config: {field.key} ({source}) is invalid: {exc}") from None
+
+
+# The options vaultd and vault-admin share, with one help text each.
+OPTION_HELP = {
+    "data_dir": "data directory (default ./vault-data; env VAULTD_DATA_DIR)",
+    "config": "TOML configuration file (see config/vaultd.toml)",
+}
+
+
+def settings_from(config_path: str | None, flags: Mapping[str, Any] | None = None) -> Settings:
+    """What vaultd and vault-admin both do: the file named by --config (if any), the
+    environment, then their command-line flags."""
+    file_values = read_config_file(config_path) if config_path else {}
+    return load_settings(file_values, flags=flags)

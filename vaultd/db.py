@@ -61,7 +61,7 @@ def connect(uri: str, database: str, timeout_ms: int = 5000) -> Db:
         uuidRepresentation="standard",
         appname="vaultd",
         # Many concurrent requests queue for a connection rather than open hundreds; measured
-        # faster under load against SecantusDB (see README, Load). A URI option overrides it.
+        # faster under load against SecantusDB (see docs/security.md, Load). A URI option overrides it.
         maxPoolSize=int(_uri_option(uri, "maxPoolSize") or 20),
     )
     return Db(client, client[database])

@@ -120,7 +120,8 @@ def _wait_until_up(server: EmbeddedServer) -> None:
             return
         time.sleep(0.05)
     server.stop()
-    raise EmbeddedDbError("embedded database did not start within 30 s")
+    raise EmbeddedDbError(f"embedded database in {server.storage} did not start within 30 s; "
+                          f"see {server.storage.parent / 'secantus.log'}")
 
 
 def _write_address(storage: Path, host: str, port: int, pid: int) -> None:

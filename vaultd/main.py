@@ -11,16 +11,18 @@ from typing import Any
 
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
-from tornado.netutil import bind_sockets
 
 from backends.base import BackendUnavailable
+from render import blend
 from render.pool import RenderPool
-from vaultd.config import ConfigError, Settings, load_settings, read_config_file
+from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import recovery
 from vaultd.services.blobs import BlobStore
+from vaultd.startup import DataDirLock, StartupError, bind, prepare_data_dir
+from vaultd.version import VERSION
 from vaultd.web.app import make_app
 from vaultd.web.context import AppContext
 
@@ -30,18 +32,23 @@ JSON_BODY_LIMIT = 1 << 20  # uploads raise their own connection's limit in prepa
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="vaultd", description="Encrypted document vault server.")
-    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", help="TCP port (default 8080; 0 picks a free one)")
-    parser.add_argument("--data-dir", help="data directory (default ./vault-data)")
-    parser.add_argument("--config", help="TOML configuration file")
+    parser = argparse.ArgumentParser(
+        prog="vaultd", description="vaultd: the encrypted document vault server.",
+        epilog="Administer it with vault-admin. Every setting: config/vaultd.toml; "
+               "operations: docs/operations.md.")
+    parser.add_argument("--host",
+                        help="address to listen on (default 127.0.0.1; env VAULTD_HOST)")
+    parser.add_argument("--port",
+                        help="TCP port (default 8080, 0 picks a free one; env VAULTD_PORT)")
+    parser.add_argument("--data-dir", help=OPTION_HELP["data_dir"])
+    parser.add_argument("--config", help=OPTION_HELP["config"])
+    parser.add_argument("--version", action="version", version=f"vaultd {VERSION}")
     return parser.parse_args(argv)
 
 
 def build_settings(args: argparse.Namespace) -> Settings:
-    file_values = read_config_file(args.config) if args.config else {}
     flags = {"host": args.host, "port": args.port, "data_dir": args.data_dir}
-    return load_settings(file_values, flags=flags)
+    return settings_from(args.config, flags)
 
 
 def make_pool(settings: Settings) -> RenderPool:
@@ -55,9 +62,32 @@ def make_pool(settings: Settings) -> RenderPool:
 
 
 async def serve(settings: Settings) -> None:
-    settings.data_path.mkdir(parents=True, exist_ok=True)
-    keyrings = KeyringSource(settings)
-    backend = make_backend(settings)  # config errors surface before anything is started
+    # Checked before anything starts: the directory, that it is ours alone, the port.
+    lock = DataDirLock(prepare_data_dir(settings), "vaultd")
+    if not settings.mongodb_uri:  # the embedded database is for one process only
+        lock.acquire()
+    try:
+        sockets = bind(settings)
+        keyrings = KeyringSource(settings)
+        announce_new_key(settings, keyrings)
+        backend = make_backend(settings)  # config errors surface before anything is started
+        await run_service(settings, sockets, keyrings, backend)
+    finally:
+        lock.release()
+
+
+def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
+    if not keyrings.created:
+        return
+    message = (f"generated a new master key at {settings.master_key_path.resolve()}: back it up "
+               "now, apart from the database; losing it loses every file "
+               "(vault-admin master-key show-path shows where it is)")
+    log.warning(message)
+    print(f"vaultd: {message}", flush=True)  # beside "listening on", for the operator
+
+
+async def run_service(settings: Settings, sockets: list[Any], keyrings: KeyringSource,
+                      backend: Any) -> None:
     database = await open_database(settings)
     pool: RenderPool | None = None
     instance_id = recovery.new_instance_id()
@@ -69,10 +99,10 @@ async def serve(settings: Settings) -> None:
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
         ctx = AppContext(settings, database.db, store, pool, instance_id, "")
-        server, port = listen(settings, ctx)
+        server, port = listen(settings, ctx, sockets)
         heartbeat = start_housekeeping(database.db, store, instance_id)
-        log.info("vaultd listening on http://%s:%d (viewer %s)", settings.host, port,
-                 settings.viewer_url(port))
+        log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
+                 VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
         await wait_for_signal()
         await drain(server, ctx)
@@ -106,11 +136,10 @@ async def drain(server: HTTPServer, ctx: AppContext, grace_seconds: float = 10.0
     await server.close_all_connections()
 
 
-def listen(settings: Settings, ctx: AppContext) -> tuple[HTTPServer, int]:
+def listen(settings: Settings, ctx: AppContext, sockets: list[Any]) -> tuple[HTTPServer, int]:
     # body_timeout: a stalled upload fails (and is cleaned up) instead of holding a temp blob.
     server = HTTPServer(make_app(ctx), max_body_size=JSON_BODY_LIMIT, xheaders=False,
                         body_timeout=60, idle_connection_timeout=120)
-    sockets = bind_sockets(settings.port, settings.host)
     server.add_sockets(sockets)
     port = int(sockets[0].getsockname()[1])
     ctx.viewer_url = settings.viewer_url(port)
@@ -149,11 +178,12 @@ def main(argv: list[str] | None = None) -> None:
         settings = build_settings(parse_args(argv))
         setup_logging(settings.log_level)
         asyncio.run(serve(settings))
-    except (ConfigError, EmbeddedDbError) as exc:
+    except (ConfigError, EmbeddedDbError, StartupError) as exc:
         print(f"vaultd: {exc}", file=sys.stderr)
         sys.exit(2)
-    except OSError as exc:  # typically the port is taken
-        print(f"vaultd: cannot start: {exc.strerror or exc}", file=sys.stderr)
+    except OSError as exc:  # not foreseen above: still say which file or address
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"vaultd: cannot start: {exc.strerror or exc}{where}", file=sys.stderr)
         sys.exit(2)
 
 

@@ -1,5 +1,5 @@
 """Plans, per spec section 8. The spec shows only Pro's id, price and support; the Free and
-Business values here are ours and are documented in the README."""
+Business values here are ours and are documented in docs/operations.md (Plans)."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ class KeyringSource:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._ring = load_keyring(settings)  # creates the key file on first start
+        self.created = bool(getattr(self._ring, "created", False))
         self._stamp = self._file_stamp()
 
     def _file_stamp(self) -> int | None:

@@ -6,7 +6,9 @@ browser's IP address in `x-viewer-ip` so the watermark and the access log name t
 The page itself is vaultd's own viewer (template, viewer.js, viewer.css), pointed at our routes.
 
     VAULTD_URL=http://127.0.0.1:8080/v1 VAULTD_API_KEY=sd_live_... \\
-        python examples/proxy/app.py --share <FILE_ID> --viewer-email ann@client.example
+        .venv/bin/python examples/proxy/app.py --share <FILE_ID> --viewer-email ann@client.example
+
+(the project's virtualenv has Tornado, the only thing it needs).
 
 See README.md beside this file.
 """
@@ -27,7 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 import tornado.web
-from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest, HTTPResponse
 
 HERE = Path(__file__).resolve().parent
 VAULTD_WEB = HERE.parents[1] / "vaultd" / "web"
@@ -44,7 +46,18 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
 }
 
+# Shown instead of a traceback when vaultd cannot be reached (stopped, restarting, wrong URL).
+UNREACHABLE_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Temporarily unavailable</title></head>
+<body><h1>The document cannot be shown right now</h1>
+<p>The document service is not answering. Please try again in a minute.</p></body></html>
+"""
+
 log = logging.getLogger("proxy")
+
+
+class VaultdUnreachable(Exception):
+    """No HTTP answer from vaultd at all: refused, reset, timed out or unknown host."""
 
 
 @dataclass
@@ -80,7 +93,10 @@ class Vaultd:
         request = HTTPRequest(f"{self.base_url}{path}", method, headers,
                               json.dumps(body) if body is not None else None,
                               connect_timeout=5, request_timeout=UPSTREAM_TIMEOUT)
-        return await self.http.fetch(request, raise_error=False)
+        try:
+            return await self.http.fetch(request, raise_error=False)
+        except (OSError, HTTPClientError) as exc:  # raise_error=False still raises these
+            raise VaultdUnreachable(f"cannot reach vaultd at {self.base_url}: {exc}") from None
 
     async def details(self, token: str, viewer_ip: str) -> HTTPResponse:
         return await self.call("GET", f"/views/{quote(token, safe='')}", viewer_ip)
@@ -145,11 +161,22 @@ class ProxyHandler(tornado.web.RequestHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         self.send_json(status_code, {"error": self._reason.lower()})
 
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, VaultdUnreachable):
+            log.warning("%s", value)  # one line: the page says so to the viewer
+        else:
+            super().log_exception(typ, value, tb)
+
 
 class DocumentHandler(ProxyHandler):
     async def get(self, local_id: str) -> None:
         link = self.link(local_id)
-        details = await self.read_details(link) if link else None
+        try:
+            details = await self.read_details(link) if link else None
+        except VaultdUnreachable as exc:
+            log.warning("%s", exc)
+            self.set_status(502)
+            return self.finish(UNREACHABLE_PAGE)
         if details is None:
             return self.not_available()
         self.render("viewer.html", details=details)
@@ -157,6 +184,14 @@ class DocumentHandler(ProxyHandler):
 
 class PageHandler(ProxyHandler):
     async def get(self, local_id: str, raw_number: str) -> None:
+        try:
+            await self.serve_page(local_id, raw_number)
+        except VaultdUnreachable as exc:
+            log.warning("%s", exc)
+            self.set_header("Retry-After", "5")
+            self.send_json(502, {"error": "the document service is not answering; retry shortly"})
+
+    async def serve_page(self, local_id: str, raw_number: str) -> None:
         link = self.link(local_id)
         if link is not None and link.page_count is None:
             await self.read_details(link)  # e.g. this app restarted under an open viewer
@@ -217,7 +252,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--links", type=Path,
-                        help='JSON file {"<local-id>": "<view token>"}, as a database would hold')
+                        help='JSON file {"<local-id>": "<view token>"}, as a database would hold '
+                             '(keep it out of the repository: examples/proxy/links.json is '
+                             'git-ignored)')
     parser.add_argument("--share", action="append", default=[], metavar="FILE_ID",
                         help="create a link to this vaultd file at start (repeatable)")
     parser.add_argument("--viewer-email", default="viewer@example.com")
@@ -243,7 +280,10 @@ async def main(argv: list[str]) -> None:
         vaultd = Vaultd(os.environ["VAULTD_URL"], os.environ["VAULTD_API_KEY"])
     except KeyError as missing:
         raise SystemExit(f"set {missing.args[0]} (see examples/proxy/README.md)") from None
-    links = await load_links(args, vaultd)
+    try:
+        links = await load_links(args, vaultd)
+    except VaultdUnreachable as exc:
+        raise SystemExit(f"{exc} (is vaultd running? check VAULTD_URL)") from None
     server = make_app(vaultd, links).listen(args.port, args.host)
     for local_id in links:
         print(f"document: http://{args.host}:{args.port}/doc/{local_id}", flush=True)

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
 from vaultd.db import Db
-from vaultd.errors import InvalidRequest, UnsupportedMediaType
+from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.services import access_log, quota
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore, BlobUpload
@@ -44,8 +44,22 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
+# What a form-style body means: the client wrapped the file (curl -F) or mangled it (curl -d,
+# which also strips newlines). Both are refused with the spec's 415 and told what to send.
+RAW_BODY_HINT = ("send the file itself as the body, e.g. curl --data-binary @file.pdf "
+                 "-H 'Content-Type: application/pdf'")
+_FORM_HINTS = {
+    "multipart/form-data": "the body is a multipart form, not the file: " + RAW_BODY_HINT,
+    "application/x-www-form-urlencoded": (
+        "the body is form-encoded (curl -d strips newlines, which damages a PDF): "
+        + RAW_BODY_HINT),
+}
+
+
 def parse_content_type(value: str | None) -> str:
     media = (value or "").split(";", 1)[0].strip().lower()
+    if media in _FORM_HINTS:
+        raise UnsupportedMediaType(_FORM_HINTS[media])
     if media not in ACCEPTED_CONTENT_TYPES:
         raise UnsupportedMediaType(
             "Content-Type must be application/pdf, image/jpeg, image/png "
@@ -62,13 +76,18 @@ def parse_kind(value: str | None) -> str:
 
 
 def parse_name(value: str | None) -> str:
-    """Decode a URI-component-encoded name; a malformed escape is refused, bytes that are not
-    UTF-8 become U+FFFD (legacy clients send Latin-1), control characters are dropped."""
+    """Decode a URI-component-encoded name as decodeURIComponent does: a malformed escape or
+    escaped bytes that are not UTF-8 (`%C3%28`) are refused; control characters are dropped."""
     if value is None or value == "":
         return DEFAULT_NAME
     if _has_bad_escape(value):
         raise InvalidRequest("x-file-name is not valid URI-component encoding")
-    decoded = unquote(value, encoding="utf-8", errors="replace")
+    try:
+        decoded = unquote(value, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequest(
+            "x-file-name is not valid URI-component encoding: the escaped bytes are not UTF-8 "
+            "(encode the name with encodeURIComponent)") from None
     cleaned = "".join(ch for ch in decoded if ch.isprintable()).strip()
     return cleaned[:MAX_NAME] or DEFAULT_NAME
 
@@ -97,9 +116,12 @@ class UploadSession:
         self._blob: BlobUpload | None = None
         self._reserved = 0
         self._committed = False
+        self._line_breaks = False  # a PDF always has some; curl -d strips them all
 
     async def feed(self, data: bytes) -> None:
         self.received += len(data)
+        if not self._line_breaks:
+            self._line_breaks = b"\n" in data or b"\r" in data
         if self.content_type is None:
             self._head += data
             if len(self._head) < SNIFF_BYTES:
@@ -134,9 +156,12 @@ class UploadSession:
         blob_size = await blob.writer.commit()
         self._committed = True
         doc = self._file_doc(blob, blob_size)
-        result: ValidationResult = await run_task(
-            pool, validate_document, self.store.source(doc), on_upload=True
-        )
+        try:
+            result: ValidationResult = await run_task(
+                pool, validate_document, self.store.source(doc), on_upload=True
+            )
+        except Unprocessable as error:
+            raise self._explained(error) from None
         doc["pageCount"] = result.page_count
         await self.db.files.insert_one(doc)
         # From here the file exists: a failure must not undo it (recovery settles the rest).
@@ -144,6 +169,12 @@ class UploadSession:
         await quota.settle_upload(self.db, self.account.id, self.file_id)
         await access_log.record(self.db, self.account.id, self.file_id, "upload")
         return doc
+
+    def _explained(self, error: Unprocessable) -> Unprocessable:
+        if self.content_type != "application/pdf" or self._line_breaks:
+            return error
+        return Unprocessable(f"{error.message}; it has no line breaks at all, as when curl -d "
+                             f"strips them: {RAW_BODY_HINT}")
 
     def _file_doc(self, blob: BlobUpload, blob_size: int) -> dict[str, Any]:
         return {

@@ -1,4 +1,4 @@
-"""GET /healthz: 200 once the database answers; no authentication."""
+"""GET /healthz (also /health): 200 once the database answers; no authentication."""
 
 from __future__ import annotations
 
@@ -14,4 +14,4 @@ class HealthHandler(BaseHandler):
         self.send_json(200, {"status": "ok"})
 
 
-ROUTES = [(r"/healthz", HealthHandler)]
+ROUTES = [(r"/healthz", HealthHandler), (r"/health", HealthHandler)]

@@ -1,0 +1,64 @@
+"""The watermark blend without a compiler: Pillow's masked paste, piece by piece.
+
+Used when the C extension was not built (an install without a C toolchain, see
+`render/blend.py`). Pillow's paste is the reference the C loop was written against: the RGB
+bytes are identical (the tests compare both with it); only the X byte, which the JPEG encoder
+drops, may differ. It is about six times slower than the C loop and the fastest of the pure
+candidates measured (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+
+PIXEL_BYTES = 4
+Piece = tuple[int, int, Image.Image, Image.Image]  # dx, dy, colour, opacity
+
+
+def paste(canvas: Any, stride: int, area: tuple[int, int], corners: Sequence[Any],
+          pieces: Sequence[Any]) -> None:
+    """Blend every piece at every corner into the RGBX `canvas`, clipped to `area`.
+
+    Same contract as `render._blend.paste`: everything is checked before any pixel is touched.
+    """
+    view = memoryview(canvas).cast("B")
+    if view.readonly:
+        raise TypeError("the canvas must be a writable buffer")
+    right, bottom = area
+    if right < 0 or bottom < 0 or stride < right * PIXEL_BYTES or view.nbytes < stride * bottom:
+        raise ValueError("the area does not fit the canvas")
+    checked_corners = [_corner(corner) for corner in corners]
+    checked_pieces = [_piece(piece) for piece in pieces]
+    if right == 0 or bottom == 0 or not checked_corners or not checked_pieces:
+        return
+    page = Image.frombuffer("RGBX", area, view, "raw", "RGBX", stride, 1)  # type: ignore[arg-type]
+    page.readonly = False  # paste into the canvas's buffer itself, as render/canvas.py does
+    for left, top in checked_corners:
+        for dx, dy, colour, opacity in checked_pieces:
+            page.paste(colour, (left + dx, top + dy), opacity)
+
+
+def _corner(corner: Any) -> tuple[int, int]:
+    if not isinstance(corner, tuple):
+        raise TypeError("a corner must be a tuple")
+    if len(corner) != 2 or not all(isinstance(value, int) for value in corner):
+        raise TypeError("a corner is (left, top)")
+    return corner[0], corner[1]
+
+
+def _piece(piece: Any) -> Piece:
+    if not isinstance(piece, tuple):
+        raise TypeError("a piece must be a tuple")
+    if len(piece) != 6 or not all(isinstance(value, int) for value in piece[:4]):
+        raise TypeError("a piece is (dx, dy, width, height, colour, alpha)")
+    dx, dy, width, height, colour, alpha = piece
+    size = width * height * PIXEL_BYTES
+    if width < 0 or height < 0 or len(colour) != size or len(alpha) != size:
+        raise ValueError("a piece's planes do not match its size")
+    if width == 0 or height == 0:
+        return dx, dy, Image.new("RGBX", (0, 0)), Image.new("L", (0, 0))
+    opacity = Image.frombytes("RGBX", (width, height), alpha).getchannel(0)
+    return dx, dy, Image.frombytes("RGBX", (width, height), colour), opacity

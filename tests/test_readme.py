@@ -1,0 +1,45 @@
+"""The README's first session, run as written against a real vaultd (issue 18: it used to
+delete the file and then create a view on it), and CI running exactly its test command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests import documents as docs
+from tests.vault_process import ROOT, running_vault
+
+README = (ROOT / "README.md").read_text()
+
+
+def first_session() -> str:
+    section = README.split("## A first session", 1)[1]
+    return section.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_first_session_runs_end_to_end_as_written(tmp_path: Path) -> None:
+    with running_vault(tmp_path / "vault-data", VAULTD_RENDER_WORKERS="1") as vault:
+        (tmp_path / "report.pdf").write_bytes(docs.pdf(pages=2))
+        script = first_session().replace("http://127.0.0.1:8080", vault.url).replace(
+            ".venv/bin/vault-admin", f"{sys.executable} -m admin_cli.main")
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path,
+                                env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+    # The access log, the link revoked (204), no link left to revoke, the file deleted (204).
+    assert result.stdout.endswith(']204\n{"revoked": 0}204\n'), result.stdout[-300:]
+    assert (tmp_path / "copy.pdf").read_bytes() == (tmp_path / "report.pdf").read_bytes()
+    assert (tmp_path / "page1.jpg").read_bytes()[:3] == b"\xff\xd8\xff"
+    assert '"action": "page"' in result.stdout and '"ip": "203.0.113.7"' in result.stdout
+
+
+def test_the_session_creates_its_view_before_it_deletes_the_file() -> None:
+    script = first_session()
+    assert script.index("-X POST $B/views") < script.index("-X DELETE $B/files/$FILE")
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    assert "bash scripts/test.sh" in README.split("## Quick start", 1)[1].split("##", 1)[0]
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == "exec bash scripts/test.sh"

@@ -1,0 +1,53 @@
+"""scripts/run.sh installs only when something it installs from changed (issue 18)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.vault_process import ROOT, base_env
+
+STAMPED = ["pyproject.toml", "setup.py", "render/_blend.c", "scripts/setup.sh"]
+
+
+def stamp_of(root: Path) -> str:
+    result = subprocess.run(["bash", str(root / "scripts" / "stamp.sh")], capture_output=True,
+                            text=True, check=True)
+    return result.stdout.strip()
+
+
+def timed(cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    result = subprocess.run(cmd, cwd=ROOT, env=base_env(), capture_output=True, text=True,
+                            timeout=300)
+    return result, time.monotonic() - started
+
+
+def test_run_sh_with_nothing_changed_starts_vaultd_without_installing() -> None:
+    stamp = ROOT / ".venv" / ".setup-stamp"
+    # scripts/test.sh ran scripts/setup.sh before the tests, which leaves this stamp.
+    assert stamp.read_text().strip() == stamp_of(ROOT)
+    written = stamp.stat().st_mtime_ns
+    direct, direct_seconds = timed([str(ROOT / ".venv" / "bin" / "vaultd"), "--version"])
+    through, through_seconds = timed(["bash", "scripts/run.sh", "--version"])
+    assert through.stdout == direct.stdout and through.stdout.startswith("vaultd ")
+    assert through.stderr == ""  # no pip, no apt
+    assert stamp.stat().st_mtime_ns == written  # setup.sh did not run
+    assert through_seconds < direct_seconds + 1.5
+
+
+@pytest.mark.parametrize("changed", STAMPED)
+def test_the_stamp_changes_with_every_file_an_install_depends_on(tmp_path: Path,
+                                                                 changed: str) -> None:
+    for name in [*STAMPED, "scripts/stamp.sh"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    before = stamp_of(tmp_path)
+    assert before == stamp_of(ROOT)
+    with open(tmp_path / changed, "a") as f:
+        f.write("\n")
+    assert stamp_of(tmp_path) != before
