@@ -23,10 +23,10 @@ from vaultd.services import recovery
 from vaultd.services.blobs import BlobStore
 from vaultd.web.app import make_app
 from vaultd.web.context import AppContext
+from vaultd.web.listener import effective_max_connections, raise_nofile_limit
+from vaultd.web.server import ServerLimits, make_server
 
 log = logging.getLogger("vaultd")
-
-JSON_BODY_LIMIT = 1 << 20  # uploads raise their own connection's limit in prepare()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -107,12 +107,19 @@ async def drain(server: HTTPServer, ctx: AppContext, grace_seconds: float = 10.0
 
 
 def listen(settings: Settings, ctx: AppContext) -> tuple[HTTPServer, int]:
-    # body_timeout: a stalled upload fails (and is cleaned up) instead of holding a temp blob.
-    server = HTTPServer(make_app(ctx), max_body_size=JSON_BODY_LIMIT, xheaders=False,
-                        body_timeout=60, idle_connection_timeout=120)
+    # A stalled body is cut after its idle timeout (and a stalled upload cleaned up); the
+    # connection cap stays below the open-file limit, raised to its hard value first.
+    limits = ServerLimits(
+        max_connections=effective_max_connections(
+            settings.server_max_connections, raise_nofile_limit()
+        ),
+        header_timeout_seconds=settings.server_header_timeout_seconds,
+        body_idle_timeout_seconds=settings.server_body_idle_timeout_seconds,
+    )
+    server = make_server(make_app(ctx), limits)
     sockets = bind_sockets(settings.port, settings.host)
-    server.add_sockets(sockets)
     port = int(sockets[0].getsockname()[1])
+    server.add_sockets(sockets)  # wraps them (the originals are detached)
     ctx.viewer_url = settings.viewer_url(port)
     return server, port
 
