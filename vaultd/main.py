@@ -15,6 +15,7 @@ from tornado.netutil import bind_sockets
 
 from backends.base import BackendUnavailable
 from render.pool import RenderPool
+from vaultd import data_dir
 from vaultd.config import ConfigError, Settings, load_settings, read_config_file
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
@@ -55,7 +56,7 @@ def make_pool(settings: Settings) -> RenderPool:
 
 
 async def serve(settings: Settings) -> None:
-    settings.data_path.mkdir(parents=True, exist_ok=True)
+    data_dir.secure(settings.data_path)  # 0700, files 0600, umask 077 for all that follows
     keyrings = KeyringSource(settings)
     backend = make_backend(settings)  # config errors surface before anything is started
     database = await open_database(settings)

@@ -1,9 +1,10 @@
 """The access log: one entry per action on a file (spec 2.4 and 6).
 
 Repeated `view` entries of one viewer (file, viewer email, IP) within a `COALESCE_SECONDS`
-window are one entry with a `count`, so reloading a link cannot push the file's other entries
-out of the latest 200. The window is a fixed bucket of time and the entry's `_id` is derived
-from it, so the upsert is atomic across any number of vaultd processes.
+window are one entry with a `count` (its `at` is the latest view, `firstAt` the first), so
+reloading a link cannot push the file's other entries out of the latest 200. The window is a
+fixed bucket of time and the entry's `_id` is derived from it, so the upsert is atomic across
+any number of vaultd processes.
 """
 
 from __future__ import annotations
@@ -75,8 +76,11 @@ def _view_bucket_id(entry: dict[str, Any]) -> str:
 
 async def _record_view(db: Db, entry: dict[str, Any]) -> str:
     entry_id = _view_bucket_id(entry)
-    fields = {k: v for k, v in entry.items() if k != "_id"}
-    update = {"$setOnInsert": fields, "$inc": {"count": 1}, "$set": {"lastAt": entry["at"]}}
+    # `at` follows the latest view, so the entry stays where the newest activity is;
+    # `firstAt` keeps when the window's first view happened.
+    fields = {k: v for k, v in entry.items() if k not in ("_id", "at")}
+    fields["firstAt"] = entry["at"]
+    update = {"$setOnInsert": fields, "$inc": {"count": 1}, "$max": {"at": entry["at"]}}
     try:
         await db.access_log.update_one({"_id": entry_id}, update, upsert=True)
     except DuplicateKeyError:  # two first views at once: the other insert won, count on it
@@ -99,9 +103,9 @@ def entry_json(doc: dict[str, Any]) -> dict[str, Any]:
     for key in ("viewerEmail", "ip", "page"):
         if key in doc:
             out[key] = doc[key]
-    if doc.get("count", 1) > 1:  # coalesced views: how many, and the last one's time
+    if doc.get("count", 1) > 1:  # coalesced views: how many, and the first one's time
         out["count"] = int(doc["count"])
-        out["lastAt"] = iso_utc(doc["lastAt"])
+        out["firstAt"] = iso_utc(doc["firstAt"])
     return out
 
 
