@@ -11,6 +11,8 @@ from render.fair_queue import (
     LinkBusy,
     QueueFull,
 )
+from vaultd.errors import ServiceUnavailable, TooManyRequests
+from vaultd.services.pool_calls import queue_refusal
 
 ROOMY = FairQueueLimits(max_queued=1000, max_per_link=1000, max_per_ip=1000, timeout_penalty=4)
 
@@ -164,3 +166,12 @@ def test_with_many_accounts_each_waits_at_most_one_round() -> None:
     order = drain(queue)
     assert order.index("victim") <= 10  # one round of the 10 bursting accounts at most
     assert len(order) == 101
+
+
+def test_refusals_map_to_429_for_the_callers_share_and_503_for_a_full_queue() -> None:
+    busy_link = queue_refusal(LinkBusy("too many pages of this link are being rendered"))
+    assert isinstance(busy_link, TooManyRequests) and busy_link.status == 429
+    assert busy_link.message == "too many pages of this link are being rendered"
+    assert isinstance(queue_refusal(ClientBusy("x")), TooManyRequests)
+    full = queue_refusal(QueueFull("server busy; retry shortly"))
+    assert isinstance(full, ServiceUnavailable) and full.status == 503 and full.retry_after == 1
