@@ -4,6 +4,7 @@ bodies, the connection cap, the header timeout, body idle timeouts, and EMFILE."
 from __future__ import annotations
 
 import json
+import resource
 import socket
 import subprocess
 import sys
@@ -239,3 +240,19 @@ def test_at_the_descriptor_limit_connections_are_refused_with_one_log_line(
     text = log_path.read_text()
     assert "refusing connections: out of file descriptors" in text
     assert text.count("refusing connections") <= 2 and "Traceback" not in text
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one_at_start(tmp_path: Path) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # inherited by the vaultd below
+    try:
+        server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        assert server.process is not None
+        limits = Path(f"/proc/{server.process.pid}/limits").read_text()
+        line = next(x for x in limits.splitlines() if x.startswith("Max open files"))
+        assert line.split()[3:5] == [str(hard), str(hard)]
+    finally:
+        server.stop()
