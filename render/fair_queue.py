@@ -9,6 +9,8 @@ from one account leaves another account's next task at most one round from the h
   `LinkBusy` and `ClientBusy` are the caller's own doing (HTTP 429 with Retry-After),
   `QueueFull` is the server's (HTTP 503 with Retry-After), like the pool's PoolBusy.
 - **Cancellation**: a task whose client has gone is removed before it runs (`cancel`).
+- **Reserve** (optional, `max_running_per_account`): an account may run at most that many
+  tasks at once, so a newcomer finds a free worker instead of waiting for a heavy render.
 - **Penalty**: a render that timed out gives its account `timeout_penalty` turns of debt; an
   account in debt is passed over (paying one turn each time) while any other account waits.
   The queue stays work-conserving: when only indebted accounts wait, one of them is served.
@@ -61,6 +63,10 @@ class FairQueueLimits:
     max_per_link: int = 4  # queued + running, per link
     max_per_ip: int = 8  # queued + running, per client IP
     timeout_penalty: int = 4  # turns an account is passed over per timed-out render
+    # Tasks one account may have running at once; None: no cap. Set it to workers - 1 (at
+    # least 1) to keep a worker for the other accounts: with every worker busy, round-robin
+    # alone still makes a newcomer wait for a whole heavy render to finish.
+    max_running_per_account: int | None = None
 
 
 @dataclass(eq=False)
@@ -89,6 +95,7 @@ class FairQueue(Generic[TaskT]):
         self._per_link: dict[str, int] = {}
         self._per_ip: dict[str, int] = {}
         self._debt: dict[str, int] = {}
+        self._running_by_account: dict[str, int] = {}
         self._queued = 0
         # The account served last goes to the back of the rotation at the next pop, not at
         # once: an account that arrives in between must come before it, not after.
@@ -139,7 +146,8 @@ class FairQueue(Generic[TaskT]):
         self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
 
     def pop(self) -> TaskT | None:
-        """The next task to run (now counted as running), or None when nothing waits."""
+        """The next task to run (now counted as running), or None when nothing waits (or every
+        waiting account already runs its `max_running_per_account`: pop again after done)."""
         _to_back(self._accounts, self._last_account)
         account = self._next_account()
         if account is None:
@@ -157,6 +165,7 @@ class FairQueue(Generic[TaskT]):
         self._last_account = account
         self._queued -= 1
         entry.running = True
+        self._running_by_account[account] = self._running_by_account.get(account, 0) + 1
         return entry.task
 
     def cancel(self, task: TaskT) -> bool:
@@ -195,11 +204,12 @@ class FairQueue(Generic[TaskT]):
     def _next_account(self) -> str | None:
         """The first account in rotation without debt; indebted ones pay a turn as they are
         passed over. When all waiting accounts are indebted, the first is served anyway."""
-        if not self._accounts:
+        eligible = [account for account in self._accounts if self._may_run(account)]
+        if not eligible:
             return None
         passed: list[str] = []
         chosen: str | None = None
-        for account in list(self._accounts):
+        for account in eligible:
             if self._debt.get(account, 0) <= 0:
                 chosen = account
                 break
@@ -208,6 +218,10 @@ class FairQueue(Generic[TaskT]):
         for account in passed:  # passed over: to the back of the rotation
             _to_back(self._accounts, account)
         return chosen if chosen is not None else passed[0]
+
+    def _may_run(self, account: str) -> bool:
+        cap = self.limits.max_running_per_account
+        return cap is None or self._running_by_account.get(account, 0) < cap
 
     def _pay(self, account: str) -> None:
         left = self._debt[account] - 1
@@ -218,6 +232,8 @@ class FairQueue(Generic[TaskT]):
 
     def _release(self, entry: _Entry[TaskT]) -> None:
         del self._entries[entry.task]
+        if entry.running:
+            _decrement(self._running_by_account, entry.account)
         _decrement(self._per_link, entry.link)
         _decrement(self._per_ip, entry.ip)
 

@@ -175,3 +175,17 @@ def test_refusals_map_to_429_for_the_callers_share_and_503_for_a_full_queue() ->
     assert isinstance(queue_refusal(ClientBusy("x")), TooManyRequests)
     full = queue_refusal(QueueFull("server busy; retry shortly"))
     assert isinstance(full, ServiceUnavailable) and full.status == 503 and full.retry_after == 1
+
+
+def test_a_running_cap_per_account_keeps_a_worker_for_the_others() -> None:
+    queue: FairQueue[str] = FairQueue(FairQueueLimits(max_running_per_account=1))
+    for i in range(5):
+        queue.push(f"heavy-{i}", "acme", f"link-{i}", "10.0.0.1")
+    assert queue.pop() == "heavy-0"
+    assert queue.pop() is None  # acme already runs its share: the second worker stays free
+    queue.push("light", "globex", "link-g", "10.9.9.9")
+    assert queue.pop() == "light"  # and the newcomer gets it at once
+    queue.done("heavy-0", 3.0, timed_out=False)
+    assert queue.pop() == "heavy-1"
+    queue.done("light", 0.03, timed_out=False)
+    assert queue.pop() is None and queue.queued == 3
