@@ -5,6 +5,7 @@ Commands are thin: they call the same services as the HTTP layer.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -62,6 +63,7 @@ def options(
 
 
 def main() -> None:
+    os.umask(0o077)  # what the CLI creates in the data directory stays private, as vaultd's
     app()
 
 

@@ -13,7 +13,9 @@ from tests.vault_process import VaultProcess, running_vault
 
 @pytest.fixture(scope="session")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("vault") / "data") as server:
+    # Tests of the quota under concurrency send more parallel uploads than the default cap.
+    with running_vault(tmp_path_factory.mktemp("vault") / "data",
+                       VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="16") as server:
         yield server
 
 

@@ -8,7 +8,6 @@ Nothing is sticky: every request may land on either process.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 import uuid
@@ -26,6 +25,7 @@ from tests.http_helpers import create_link, upload, upload_ok
 from tests.test_api_auth import assert_json_error
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from vaultd.crypto.keyring import MasterKeyring
+from vaultd.embedded_db import running_address
 from vaultd.plans import get_plan
 
 CONTAINER = "shared-vault"
@@ -46,8 +46,9 @@ def pair(tmp_path_factory: pytest.TempPathFactory,
     a = VaultProcess(root / "a", env=dict(env)).start()
     b: VaultProcess | None = None
     try:
-        address = json.loads((a.data_dir / "db" / "address.json").read_text())
-        uri = f"mongodb://{address['host']}:{address['port']}/?directConnection=true"
+        # A's embedded database requires its credentials (vaultd.db_credentials).
+        uri = running_address(a.data_dir / "db")
+        assert uri is not None
         b = VaultProcess(root / "b", env={**env, "VAULTD_MONGODB_URI": uri}).start()
         yield a, b
     finally:

@@ -230,6 +230,34 @@ FIELDS: tuple[Field, ...] = (
         "Largest accepted upload in bytes (25 MiB).",
     ),
     Field(
+        "upload.max_concurrent_per_account",
+        _int(1, 1000),
+        4,
+        "VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT",
+        "Uploads one account may have in progress at once; the next gets 429.",
+    ),
+    Field(
+        "server.max_connections",
+        _int(16, 1_000_000),
+        4096,
+        "VAULTD_MAX_CONNECTIONS",
+        "Open client connections; more are answered 503 and closed (lowered to fit NOFILE).",
+    ),
+    Field(
+        "server.header_timeout_seconds",
+        _float(0.5, 600),
+        10.0,
+        "VAULTD_HEADER_TIMEOUT_SECONDS",
+        "Time allowed for a request's headers, and for an idle kept-alive connection.",
+    ),
+    Field(
+        "server.body_idle_timeout_seconds",
+        _float(0.5, 3600),
+        30.0,
+        "VAULTD_BODY_IDLE_TIMEOUT_SECONDS",
+        "A request body that stops arriving this long is cut off (a slow steady one is not).",
+    ),
+    Field(
         "proxy.trusted",
         _networks,
         (),
@@ -263,6 +291,10 @@ class Settings:
     render_long_side: int
     render_max_pixels: int
     upload_max_bytes: int
+    upload_max_concurrent_per_account: int
+    server_max_connections: int
+    server_header_timeout_seconds: float
+    server_body_idle_timeout_seconds: float
     proxy_trusted: tuple[str, ...]
 
     @property

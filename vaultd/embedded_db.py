@@ -18,6 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from vaultd import db_credentials
+from vaultd.db_credentials import DbCredentials
+
 ADDRESS_FILE = "address.json"
 START_TIMEOUT_SECONDS = 30.0
 
@@ -46,10 +49,11 @@ class EmbeddedServer:
     host: str
     port: int
     storage: Path
+    credentials: DbCredentials | None = None
 
     @property
     def uri(self) -> str:
-        return local_uri(self.host, self.port)
+        return local_uri(self.host, self.port, self.credentials)
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM, wait, then SIGKILL: WiredTiger checkpoints on a clean shutdown."""
@@ -67,8 +71,31 @@ class EmbeddedServer:
 def start(
     storage: Path, log_path: Path | None = None, record_address: bool = True
 ) -> EmbeddedServer:
-    """Start SecantusDB on a free loopback port and wait until it accepts connections."""
-    storage.mkdir(parents=True, exist_ok=True)
+    """Start SecantusDB with authentication on a free loopback port (creating its user at
+    first start: vaultd.db_credentials) and wait until it accepts connections."""
+    storage.mkdir(mode=0o700, parents=True, exist_ok=True)
+    credentials = db_credentials.load_or_create(storage)
+    if not credentials.provisioned:
+        credentials = _provision(storage, log_path, credentials)
+    return _launch(storage, log_path, record_address, credentials)
+
+
+def _provision(storage: Path, log_path: Path | None, credentials: DbCredentials) -> DbCredentials:
+    from vaultd.db_users import create_only_user  # pymongo is imported only when needed
+
+    server = _launch(storage, log_path, False, None)
+    try:
+        create_only_user(server.uri, credentials)
+    finally:
+        server.stop()
+    provisioned = DbCredentials(credentials.user, credentials.password, provisioned=True)
+    db_credentials.write(storage, provisioned)
+    return provisioned
+
+
+def _launch(
+    storage: Path, log_path: Path | None, record_address: bool, credentials: DbCredentials | None
+) -> EmbeddedServer:
     host, port = "127.0.0.1", free_port()
     log = open(log_path or storage.parent / "secantus.log", "ab")  # noqa: SIM115
     cmd = [
@@ -83,6 +110,7 @@ def start(
         str(storage),
         "--log-level",
         "WARNING",
+        *(["--auth"] if credentials is not None else []),
     ]
     # A new session keeps a Ctrl-C in the terminal from killing the database before vaultd
     # has closed its connections; vaultd stops it explicitly. If vaultd itself is killed, the
@@ -95,7 +123,7 @@ def start(
         preexec_fn=_terminate_with_parent,
     )
     log.close()
-    server = EmbeddedServer(process, host, port, storage)
+    server = EmbeddedServer(process, host, port, storage, credentials)
     _wait_until_up(server)
     if record_address:
         _write_address(storage, host, port, process.pid)
@@ -149,10 +177,10 @@ def running_address(storage: Path) -> str | None:
         return None
     if not _answers(host, port):
         return None
-    return local_uri(host, port)
+    return local_uri(host, port, db_credentials.read(storage))
 
 
-def local_uri(host: str, port: int) -> str:
+def local_uri(host: str, port: int, credentials: DbCredentials | None = None) -> str:
     """How vaultd, vault-admin and the tests reach the embedded server.
 
     Retryable writes are off: a single local node has no failover to retry across, and
@@ -160,4 +188,7 @@ def local_uri(host: str, port: int) -> str:
     on every write, which was measured at 9-13 ms of CPU per insert once it was full, against
     0.7 ms without (bench/page-path.md). A configured MongoDB keeps the driver's default.
     """
-    return f"mongodb://{host}:{port}/?directConnection=true&retryWrites=false"
+    if credentials is None:
+        return f"mongodb://{host}:{port}/?directConnection=true&retryWrites=false"
+    return (f"mongodb://{credentials.uri_userinfo()}{host}:{port}/"
+            "?directConnection=true&retryWrites=false&authSource=admin")

@@ -44,6 +44,16 @@ class UnsupportedMediaType(VaultError):
     status = 415
 
 
+class TooManyRequests(VaultError):
+    """The caller's own concurrency is at its cap; `retry_after` seconds is sent as Retry-After."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Unprocessable(VaultError):
     status = 422
 

@@ -15,6 +15,7 @@ from tornado.ioloop import PeriodicCallback
 from backends.base import BackendUnavailable
 from render import blend
 from render.pool import RenderPool
+from vaultd import data_dir
 from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
@@ -25,10 +26,10 @@ from vaultd.startup import DataDirLock, StartupError, bind, prepare_data_dir
 from vaultd.version import VERSION
 from vaultd.web.app import make_app
 from vaultd.web.context import AppContext
+from vaultd.web.listener import effective_max_connections, raise_nofile_limit
+from vaultd.web.server import ServerLimits, make_server
 
 log = logging.getLogger("vaultd")
-
-JSON_BODY_LIMIT = 1 << 20  # uploads raise their own connection's limit in prepare()
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -64,6 +65,7 @@ def make_pool(settings: Settings) -> RenderPool:
 async def serve(settings: Settings) -> None:
     # Checked before anything starts: the directory, that it is ours alone, the port.
     lock = DataDirLock(prepare_data_dir(settings), "vaultd")
+    data_dir.secure(settings.data_path)  # 0700, files 0600, umask 077 for all that follows
     if not settings.mongodb_uri:  # the embedded database is for one process only
         lock.acquire()
     try:
@@ -137,11 +139,18 @@ async def drain(server: HTTPServer, ctx: AppContext, grace_seconds: float = 10.0
 
 
 def listen(settings: Settings, ctx: AppContext, sockets: list[Any]) -> tuple[HTTPServer, int]:
-    # body_timeout: a stalled upload fails (and is cleaned up) instead of holding a temp blob.
-    server = HTTPServer(make_app(ctx), max_body_size=JSON_BODY_LIMIT, xheaders=False,
-                        body_timeout=60, idle_connection_timeout=120)
-    server.add_sockets(sockets)
+    # A stalled body is cut after its idle timeout (and a stalled upload cleaned up); the
+    # connection cap stays below the open-file limit, raised to its hard value first.
+    limits = ServerLimits(
+        max_connections=effective_max_connections(
+            settings.server_max_connections, raise_nofile_limit()
+        ),
+        header_timeout_seconds=settings.server_header_timeout_seconds,
+        body_idle_timeout_seconds=settings.server_body_idle_timeout_seconds,
+    )
+    server = make_server(make_app(ctx), limits)
     port = int(sockets[0].getsockname()[1])
+    server.add_sockets(sockets)  # wraps them (the originals are detached)
     ctx.viewer_url = settings.viewer_url(port)
     return server, port
 

@@ -1,17 +1,29 @@
-"""The access log: one entry per action on a file (spec 2.4 and 6)."""
+"""The access log: one entry per action on a file (spec 2.4 and 6).
+
+Repeated `view` entries of one viewer (file, viewer email, IP) within a `COALESCE_SECONDS`
+window are one entry with a `count` (its `at` is the latest view, `firstAt` the first), so
+reloading a link cannot push the file's other entries out of the latest 200. The window is a
+fixed bucket of time and the entry's `_id` is derived from it, so the upsert is atomic across
+any number of vaultd processes.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import uuid
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
+
+from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
 from vaultd.timefmt import iso_utc, utcnow
 
 LATEST = 200
 ACTIONS = frozenset({"upload", "view", "page", "download", "delete", "revoke"})
+COALESCE_SECONDS = 60
 
 
 def valid_ip(value: str | None) -> str | None:
@@ -49,8 +61,31 @@ async def record(
         entry["ip"] = ip
     if page is not None:
         entry["page"] = page
+    if action == "view":
+        return await _record_view(db, entry)
     await db.access_log.insert_one(entry)
     return str(entry["_id"])
+
+
+def _view_bucket_id(entry: dict[str, Any]) -> str:
+    bucket = int(entry["at"].timestamp()) // COALESCE_SECONDS
+    parts = (entry["accountId"], entry["fileId"], entry.get("viewerEmail", ""),
+             entry.get("ip", ""), str(bucket))
+    return "view-" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:40]
+
+
+async def _record_view(db: Db, entry: dict[str, Any]) -> str:
+    entry_id = _view_bucket_id(entry)
+    # `at` follows the latest view, so the entry stays where the newest activity is;
+    # `firstAt` keeps when the window's first view happened.
+    fields = {k: v for k, v in entry.items() if k not in ("_id", "at")}
+    fields["firstAt"] = entry["at"]
+    update = {"$setOnInsert": fields, "$inc": {"count": 1}, "$max": {"at": entry["at"]}}
+    try:
+        await db.access_log.update_one({"_id": entry_id}, update, upsert=True)
+    except DuplicateKeyError:  # two first views at once: the other insert won, count on it
+        await db.access_log.update_one({"_id": entry_id}, update)
+    return entry_id
 
 
 async def withdraw(db: Db, entry_id: str) -> None:
@@ -68,11 +103,22 @@ def entry_json(doc: dict[str, Any]) -> dict[str, Any]:
     for key in ("viewerEmail", "ip", "page"):
         if key in doc:
             out[key] = doc[key]
+    if doc.get("count", 1) > 1:  # coalesced views: how many, and the first one's time
+        out["count"] = int(doc["count"])
+        out["firstAt"] = iso_utc(doc["firstAt"])
     return out
 
 
-async def latest_for_file(db: Db, file_id: str) -> list[dict[str, Any]]:
-    cursor = db.access_log.find({"fileId": file_id}).sort([("at", -1), ("_id", -1)]).limit(LATEST)
+async def latest_for_file(
+    db: Db, file_id: str, *, before: datetime | None = None, action: str | None = None
+) -> list[dict[str, Any]]:
+    """The latest entries, newest first; `before` (exclusive) and `action` reach older ones."""
+    query: dict[str, Any] = {"fileId": file_id}
+    if before is not None:
+        query["at"] = {"$lt": before}
+    if action is not None:
+        query["action"] = action
+    cursor = db.access_log.find(query).sort([("at", -1), ("_id", -1)]).limit(LATEST)
     return [entry_json(doc) async for doc in cursor]
 
 

@@ -6,9 +6,16 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from render.fair_queue import QueueRefused
 from render.pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
 from render.tasks import PageOutOfRange, Unreadable
-from vaultd.errors import NotFound, ServiceUnavailable, Unprocessable
+from vaultd.errors import (
+    NotFound,
+    ServiceUnavailable,
+    TooManyRequests,
+    Unprocessable,
+    VaultError,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("vaultd.render")
@@ -63,3 +70,12 @@ async def _outcome(pending: Awaitable[T], on_upload: bool) -> T:
         # document the renderer choked on, never a server fault.
         log.warning("render task failed: %s", str(exc)[:200])
         raise Unprocessable("the page could not be rendered") from None
+
+
+def queue_refusal(exc: QueueRefused) -> VaultError:
+    """The fair queue's refusal as a domain error: the caller's own share used up (per link or
+    client IP) is a 429, a full queue a 503; both with Retry-After. For the pool to raise with
+    `raise queue_refusal(exc) from None` once it queues through render.fair_queue."""
+    if exc.status == 429:
+        return TooManyRequests(str(exc), retry_after=exc.retry_after)
+    return ServiceUnavailable(str(exc), retry_after=exc.retry_after)

@@ -52,6 +52,18 @@ async def reserve_upload(db: Db, account_id: str, file_id: str, size: int, owner
     raise _limit_error(current["plan"], current["usage"], size)
 
 
+async def check_room(db: Db, account_id: str, size: int | None) -> None:
+    """Refuse an upload at once when its declared size (or one more document) cannot fit the
+    plan, before any byte is stored. Advisory: reserve_upload still decides at the end."""
+    doc = await db.accounts.find_one({"_id": account_id}, {"plan": 1, "usage": 1})
+    if doc is None:
+        raise NotFound("account not found")
+    plan, usage = get_plan(doc["plan"]), doc["usage"]
+    full = plan.maxDocuments is not None and usage["documents"] >= plan.maxDocuments
+    if full or usage["storageBytes"] + (size or 0) > plan.maxStorageBytes:
+        raise _limit_error(doc["plan"], usage, size or 0)
+
+
 def _limit_error(plan_id: str, usage: dict[str, int], size: int) -> PlanLimitReached:
     plan = get_plan(plan_id)
     if plan.maxDocuments is not None and usage["documents"] >= plan.maxDocuments:

@@ -25,7 +25,7 @@ log = logging.getLogger("vaultd.recovery")
 HEARTBEAT_SECONDS = 5.0
 RECOVERY_EVERY_HEARTBEATS = 6  # recovery scans collections: every 30 s is soon enough
 DEAD_AFTER_SECONDS = 30.0
-ABANDONED_TEMP_SECONDS = 120.0  # uploads stall at most body_timeout (60 s) before they fail
+ABANDONED_TEMP_SECONDS = 120.0  # a stalled upload is cut after the body idle timeout (30 s)
 HOST = socket.gethostname()
 
 

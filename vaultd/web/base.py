@@ -17,6 +17,7 @@ from vaultd.errors import (
     InvalidRequest,
     ServiceUnavailable,
     StorageCorrupt,
+    TooManyRequests,
     Unauthorized,
     VaultError,
 )
@@ -29,7 +30,7 @@ log = logging.getLogger("vaultd.web")
 
 
 _REASONS = {400: "bad request", 401: "unauthorized", 404: "not found", 405: "method not allowed",
-            413: "payload too large", 500: "internal server error"}
+            413: "payload too large", 429: "too many requests", 500: "internal server error"}
 
 
 class BaseHandler(RequestHandler):
@@ -137,7 +138,7 @@ class BaseHandler(RequestHandler):
         if status_code == 405:
             self.set_header("Allow", ", ".join(self.allowed_methods()))
         error = kwargs.get("vault_error")
-        if isinstance(error, ServiceUnavailable):  # send_error cleared the headers: set it here
+        if isinstance(error, (ServiceUnavailable, TooManyRequests)):  # send_error cleared them
             self.set_header("Retry-After", str(error.retry_after))
         message = error.message if error else _REASONS.get(status_code, self._reason.lower())
         self.clear_header("Content-Disposition")

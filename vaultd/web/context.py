@@ -8,6 +8,7 @@ from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.blobs import BlobStore
+from vaultd.services.upload_slots import UploadSlots
 
 
 @dataclass
@@ -19,3 +20,8 @@ class AppContext:
     instance_id: str
     viewer_url: str
     active_requests: int = 0  # for a graceful stop: requests still being answered
+    upload_slots: UploadSlots | None = None  # made from settings when not given
+
+    def __post_init__(self) -> None:
+        if self.upload_slots is None:
+            self.upload_slots = UploadSlots(self.settings.upload_max_concurrent_per_account)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from urllib.parse import quote
 
 from vaultd.emails import normalize_email
@@ -78,11 +79,37 @@ class DownloadHandler(BaseHandler):
         self.finish()
 
 
+def parse_before(raw: str | None) -> datetime | None:
+    """An ISO 8601 time with a zone (the `at` of an entry), as the cursor to older entries."""
+    if raw is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise InvalidRequest("before must be an ISO 8601 time with a zone, such as the at of "
+                             "an entry (2026-01-31T12:00:00.000Z)")
+    return moment.astimezone(UTC)
+
+
+def parse_action(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    if raw not in access_log.ACTIONS:
+        raise InvalidRequest(f"action must be one of {', '.join(sorted(access_log.ACTIONS))}")
+    return raw
+
+
 class AccessLogHandler(BaseHandler):
     async def get(self, file_id: str) -> None:
         assert self.account is not None
+        before = parse_before(self.get_query_argument("before", None))
+        action = parse_action(self.get_query_argument("action", None))
         doc = await files.get_file(self.ctx.db, self.account.id, file_id)
-        self.send_json(200, await access_log.latest_for_file(self.ctx.db, doc["_id"]))
+        entries = await access_log.latest_for_file(self.ctx.db, doc["_id"], before=before,
+                                                   action=action)
+        self.send_json(200, entries)
 
 
 ROUTES = [

@@ -16,6 +16,7 @@ from tornado.web import stream_request_body
 
 from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.numbers import is_decimal
+from vaultd.services import quota
 from vaultd.services.files import file_json
 from vaultd.services.uploads import UploadSession, parse_content_type, parse_kind, parse_name
 from vaultd.web.base import BaseHandler, as_vault_error
@@ -34,6 +35,7 @@ class FilesHandler(BaseHandler):
     session: UploadSession | None = None
     rejection: VaultError | None = None
     finishing = False  # once the whole body is in, the upload completes even if the client leaves
+    slot_account: str | None = None  # the account whose upload slot this request holds
 
     async def prepare(self) -> None:
         # Errors are answered from the method, after the body is read: a response finished
@@ -44,7 +46,9 @@ class FilesHandler(BaseHandler):
             await super().prepare()
             if self.request.method == "POST":
                 self.session = self._open_session()
+                await self._take_slot_and_check_room()
         except Exception as error:  # a refusal, or the database being down
+            self.session = None  # nothing was stored yet
             self.rejection = as_vault_error(error)
             if self.rejection is None:
                 raise
@@ -64,6 +68,23 @@ class FilesHandler(BaseHandler):
         assert self.account is not None
         return UploadSession(self.ctx.db, self.ctx.store, self.account, name, kind,
                              self.ctx.instance_id)
+
+    async def _take_slot_and_check_room(self) -> None:
+        # Both before any body byte is stored: a full account, or one already holding its share
+        # of uploads in progress, gets its answer without a temporary blob.
+        assert self.account is not None and self.ctx.upload_slots is not None
+        self.ctx.upload_slots.acquire(self.account.id)
+        self.slot_account = self.account.id
+        await quota.check_room(self.ctx.db, self.account.id, self._content_length())
+
+    def _release_slot(self) -> None:
+        account, self.slot_account = self.slot_account, None
+        if account is not None and self.ctx.upload_slots is not None:
+            self.ctx.upload_slots.release(account)
+
+    def on_finish(self) -> None:
+        super().on_finish()
+        self._release_slot()
 
     def _content_length(self) -> int | None:
         raw = self.request.headers.get("Content-Length")
@@ -111,6 +132,8 @@ class FilesHandler(BaseHandler):
 
     def on_connection_close(self) -> None:
         super().on_connection_close()
+        if not self.finishing:
+            self._release_slot()
         # A client that goes away mid-upload leaves nothing behind.
         if self.session is not None and not self.finishing:
             IOLoop.current().spawn_callback(self._discard)

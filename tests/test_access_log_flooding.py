@@ -1,0 +1,93 @@
+"""The access log cannot be flooded: repeated views coalesce, and older entries stay reachable
+through `?before=` and `?action=`."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from tests import documents as docs
+from tests.http_helpers import create_link, upload_ok
+from tests.test_api_auth import assert_json_error
+from tests.vault_process import VaultProcess
+
+
+def views(log: list[dict]) -> list[dict]:
+    return [e for e in log if e["action"] == "view"]
+
+
+def test_reloading_the_hosted_viewer_coalesces_into_one_counted_entry(
+    vault: VaultProcess, api: httpx.Client
+) -> None:
+    created = upload_ok(api, docs.pdf(), kind="delivery")
+    link = create_link(api, created["id"], email="reader@example.com")
+    with httpx.Client(timeout=30) as browser:
+        for _ in range(60):
+            assert browser.get(f"{vault.url}/v/{link['token']}").status_code == 200
+    log = api.get(f"/files/{created['id']}/access-log").json()
+    seen = views(log)
+    # One entry per viewer and minute: two when the reloads straddle a minute boundary.
+    assert 1 <= len(seen) <= 2 and sum(e.get("count", 1) for e in seen) == 60
+    assert all(e["viewerEmail"] == "reader@example.com" and e["ip"] == "127.0.0.1"
+               for e in seen)
+    assert any(e.get("count", 1) > 1 and e["firstAt"] <= e["at"] for e in seen)
+    assert log[-1]["action"] == "upload"  # the earlier entries were not pushed out
+
+
+def test_concurrent_views_are_all_counted(api: httpx.Client) -> None:
+    created = upload_ok(api, docs.pdf(), kind="delivery")
+    link = create_link(api, created["id"])
+
+    def view(_: int) -> int:
+        return api.get(f"/views/{link['token']}", headers={"x-viewer-ip": "203.0.113.7"}
+                       ).status_code
+
+    with ThreadPoolExecutor(8) as threads:
+        assert set(threads.map(view, range(80))) == {200}
+    seen = views(api.get(f"/files/{created['id']}/access-log").json())
+    assert len(seen) <= 2 and sum(e.get("count", 1) for e in seen) == 80
+
+
+def test_views_from_different_addresses_stay_separate(api: httpx.Client) -> None:
+    created = upload_ok(api, docs.pdf(), kind="delivery")
+    link = create_link(api, created["id"])
+    for ip in ("198.51.100.1", "198.51.100.2", "198.51.100.1"):
+        api.get(f"/views/{link['token']}", headers={"x-viewer-ip": ip})
+    seen = views(api.get(f"/files/{created['id']}/access-log").json())
+    by_ip = {e["ip"]: e.get("count", 1) for e in seen}
+    assert by_ip == {"198.51.100.1": 2, "198.51.100.2": 1}
+
+
+def test_before_reaches_entries_older_than_the_latest_200(api: httpx.Client) -> None:
+    created = upload_ok(api, docs.png(), kind="delivery")
+    for _ in range(205):
+        assert api.get(f"/files/{created['id']}/download").status_code == 200
+    first = api.get(f"/files/{created['id']}/access-log").json()
+    assert len(first) == 200 and first[-1]["action"] == "download"
+    older = api.get(f"/files/{created['id']}/access-log", params={"before": first[-1]["at"]})
+    assert older.status_code == 200
+    second = older.json()
+    assert second[-1]["action"] == "upload"
+    assert all(e["at"] < first[-1]["at"] for e in second)
+    assert 4 <= len(second) <= 6  # entries sharing the boundary millisecond are the only gap
+
+
+def test_action_filters_the_log(api: httpx.Client) -> None:
+    created = upload_ok(api, docs.png(), kind="delivery")
+    for _ in range(3):
+        api.get(f"/files/{created['id']}/download")
+    only_uploads = api.get(f"/files/{created['id']}/access-log", params={"action": "upload"})
+    assert [e["action"] for e in only_uploads.json()] == ["upload"]
+    downloads = api.get(f"/files/{created['id']}/access-log", params={"action": "download"})
+    assert [e["action"] for e in downloads.json()] == ["download"] * 3
+
+
+def test_invalid_before_and_action_are_400_with_a_message(api: httpx.Client) -> None:
+    created = upload_ok(api, docs.png())
+    path = f"/files/{created['id']}/access-log"
+    for bad in ("yesterday", "2026-01-31T12:00:00", ""):
+        body = assert_json_error(api.get(path, params={"before": bad}), 400)
+        assert body["error"].startswith("before must be an ISO 8601 time with a zone")
+    body = assert_json_error(api.get(path, params={"action": "steal"}), 400)
+    assert body["error"] == "action must be one of delete, download, page, revoke, upload, view"

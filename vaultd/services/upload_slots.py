@@ -1,0 +1,41 @@
+"""A per-account cap on uploads in progress, in this process.
+
+Each upload holds a temporary blob until it is finished; without a cap, one account (even one
+already at its plan limit) can hold many at once. The count is per vaultd process: with several
+processes behind a balancer the cap applies to each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vaultd.errors import TooManyRequests
+
+RETRY_AFTER_SECONDS = 5
+
+
+@dataclass
+class UploadSlots:
+    per_account: int
+    _held: dict[str, int] = field(default_factory=dict)
+
+    def acquire(self, account_id: str) -> None:
+        """Take a slot, or raise TooManyRequests (429 with Retry-After)."""
+        held = self._held.get(account_id, 0)
+        if held >= self.per_account:
+            raise TooManyRequests(
+                f"too many uploads in progress for this account (at most {self.per_account}); "
+                "retry when one has finished",
+                retry_after=RETRY_AFTER_SECONDS,
+            )
+        self._held[account_id] = held + 1
+
+    def release(self, account_id: str) -> None:
+        left = self._held.get(account_id, 0) - 1
+        if left > 0:
+            self._held[account_id] = left
+        else:
+            self._held.pop(account_id, None)
+
+    def held(self, account_id: str) -> int:
+        return self._held.get(account_id, 0)
