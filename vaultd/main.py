@@ -21,6 +21,7 @@ from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import recovery
 from vaultd.services.blobs import BlobStore
+from vaultd.services.webhook_delivery import Deliverer, DeliveryConfig
 from vaultd.web.app import make_app
 from vaultd.web.context import AppContext
 
@@ -62,6 +63,7 @@ async def serve(settings: Settings) -> None:
     pool: RenderPool | None = None
     instance_id = recovery.new_instance_id()
     heartbeat: PeriodicCallback | None = None
+    deliverer: Deliverer | None = None
     try:
         await start_backend(backend)
         pool = make_pool(settings)
@@ -71,6 +73,7 @@ async def serve(settings: Settings) -> None:
         ctx = AppContext(settings, database.db, store, pool, instance_id, "")
         server, port = listen(settings, ctx)
         heartbeat = start_housekeeping(database.db, store, instance_id)
+        deliverer = start_webhook_delivery(settings, database.db, keyrings)
         log.info("vaultd listening on http://%s:%d (viewer %s)", settings.host, port,
                  settings.viewer_url(port))
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
@@ -79,6 +82,8 @@ async def serve(settings: Settings) -> None:
     finally:
         if heartbeat is not None:
             heartbeat.stop()
+        if deliverer is not None:
+            await deliverer.stop()
         await recovery.forget_instance(database.db, instance_id)
         if pool is not None:
             await pool.close()
@@ -133,6 +138,15 @@ def start_housekeeping(db: Any, store: BlobStore, instance_id: str) -> PeriodicC
     callback = PeriodicCallback(tick, recovery.HEARTBEAT_SECONDS * 1000)
     callback.start()
     return callback
+
+
+def start_webhook_delivery(settings: Settings, db: Any, keyrings: KeyringSource) -> Deliverer:
+    config = DeliveryConfig(settings.webhooks_retry_schedule,
+                            settings.webhooks_allow_private_networks,
+                            settings.webhooks_lease_seconds, settings.webhooks_poll_seconds)
+    deliverer = Deliverer(db, keyrings.current, config)
+    deliverer.start()
+    return deliverer
 
 
 async def wait_for_signal() -> None:

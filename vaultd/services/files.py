@@ -8,7 +8,7 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
-from vaultd.services import access_log, quota
+from vaultd.services import access_log, quota, webhook_events
 from vaultd.services.blobs import BlobStore
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -97,5 +97,6 @@ async def finish_delete(db: Db, store: BlobStore, doc: dict[str, Any]) -> None:
     await quota.release_file(db, account_id, file_id, int(doc["size"]))
     await store.backend.delete(doc["blob"]["name"])
     await access_log.record(db, account_id, file_id, "delete")
+    await webhook_events.file_deleted(db, doc)
     await db.files.delete_one({"_id": file_id})
     await quota.finish_release(db, account_id, file_id)
