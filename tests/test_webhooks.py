@@ -85,6 +85,8 @@ def test_deleting_an_endpoint_twice_is_a_404_the_second_time(
      "url is not a valid http:// or https:// address"),
     ({"url": "https://user:pw@example.com/x", "events": ["file.uploaded"]},
      "url must not contain a user name or password"),
+    ({"url": "https://exa mple.com/x", "events": ["file.uploaded"]},
+     "url must not contain spaces or control characters"),
     ({"url": "https://example.com/x", "events": ["file.eaten"]},
      "unknown event 'file.eaten'; events: " + ", ".join(ALL_EVENTS)),
     ({"url": "https://example.com/x", "events": []},

@@ -65,9 +65,11 @@ def parse_endpoint_request(body: dict[str, Any]) -> EndpointRequest:
 
 
 def parse_url(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not value:
         raise InvalidRequest("url is required: an http:// or https:// address")
-    url = value.strip()
+    url = value
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        raise InvalidRequest("url must not contain spaces or control characters")
     try:
         parts = urlsplit(url)
         port_ok = parts.port is None or 0 < parts.port < 65536
