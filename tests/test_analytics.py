@@ -158,6 +158,18 @@ def test_the_hosted_viewer_reports_without_a_key(anon: httpx.Client, api: httpx.
     assert api.get(f"/views/{token}/analytics").json()["pages"][2]["seconds"] == 1.0
 
 
+def test_deleting_the_file_removes_its_analytics(api: httpx.Client, vault: VaultProcess,
+                                                 three_pages: dict[str, Any]) -> None:
+    token = opened_link(api, vault, three_pages["id"])
+    assert api.get(f"/views/{token}/pages/1").status_code == 200
+    assert api.delete(f"/files/{three_pages['id']}").status_code == 204
+    for path in (f"/views/{token}/analytics", f"/files/{three_pages['id']}/analytics"):
+        assert api.get(path).status_code == 404
+    left = vault.run_service(lambda db: db.link_stats.count_documents(
+        {"fileId": three_pages["id"]}))
+    assert left == 0
+
+
 def test_analytics_of_other_accounts_are_not_found(api: httpx.Client, vault: VaultProcess,
                                                    three_pages: dict[str, Any]) -> None:
     token = opened_link(api, vault, three_pages["id"])

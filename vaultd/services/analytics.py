@@ -12,15 +12,17 @@ import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable
-from vaultd.services.links import OpenLink
 from vaultd.timefmt import utcnow
+
+if TYPE_CHECKING:  # files.finish_delete forgets a file's stats: a runtime import would be circular
+    from vaultd.services.links import OpenLink
 
 MAX_EVENTS = 100
 MAX_EVENT_SECONDS = 60
@@ -134,6 +136,11 @@ async def note_page(db: Db, opened: OpenLink, page: int, ip: str | None) -> Page
     result = await db.link_stats.update_one(
         {"_id": opened.link["_id"], "completedAt": None}, {"$set": {"completedAt": utcnow()}})
     return PageNote(first, result.modified_count == 1)
+
+
+async def forget_file(db: Db, file_id: str) -> None:
+    """A deleted file's links are gone, and so are their aggregates."""
+    await db.link_stats.delete_many({"fileId": file_id})
 
 
 async def add_time(db: Db, opened: OpenLink, events: list[ActivityEvent]) -> float:
