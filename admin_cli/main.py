@@ -12,6 +12,7 @@ import typer
 
 from admin_cli import (
     commands_accounts,
+    commands_analytics,
     commands_init,
     commands_keys,
     commands_log,
@@ -39,6 +40,7 @@ app.add_typer(commands_keys.app, name="keys")
 app.add_typer(commands_log.app, name="log")
 app.add_typer(commands_master_key.app, name="master-key")
 app.add_typer(commands_storage.app, name="storage")
+app.add_typer(commands_analytics.app, name="files")
 
 
 def _print_version(value: bool) -> None:

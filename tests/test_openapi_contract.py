@@ -11,7 +11,8 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.specs.openapi.checks import positive_data_acceptance
+from schemathesis.generation.meta import negated_parameters
+from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from tests.vault_process import VaultProcess
 from vaultd.web.app import all_routes
@@ -69,6 +70,12 @@ def test_the_api_honours_its_contract(case: schemathesis.Case, vault: VaultProce
         # Random bytes are not a PDF, JPEG or PNG: the spec requires 415 for them, so "a
         # schema-valid body was rejected" is expected there. Every other check still applies.
         excluded.append(positive_data_acceptance)
+    if case.operation.label == "POST /webhooks":
+        # A valid body gets the documented 402 once the account has its 10 endpoints.
+        excluded.append(positive_data_acceptance)
+    if any(name.lower() == "authorization" for name, _ in negated_parameters(case._meta)):
+        # The key added below undoes a case that drops Authorization: it is no longer invalid.
+        excluded.append(negative_data_rejection)
     case.call_and_validate(base_url=f"{vault.url}/v1",
                            headers={"Authorization": f"Bearer {contract_key}"},
                            excluded_checks=excluded)

@@ -126,6 +126,7 @@ def test_the_page_passes_its_settings_as_data_attributes(web: httpx.Client,
     assert 'data-page-count="2"' in html
     assert f'data-page-url="{shared["path"]}/pages/{{n}}"' in html
     assert f'data-status-url="{shared["path"]}/status"' in html
+    assert f'data-activity-url="{shared["path"]}/activity"' in html
     assert re.search(r'data-expires-at="\d{4}-\d\d-\d\dT[\d:.]+Z"', html)
     assert "Board minutes.pdf" in html and "Dana Scully" in html and "Acme Corp" in html
     assert "Confidential — shared with Dana Scully." in html
@@ -133,7 +134,8 @@ def test_the_page_passes_its_settings_as_data_attributes(web: httpx.Client,
 
 def test_the_page_has_no_inline_script_or_style(web: httpx.Client, shared: dict) -> None:
     html = web.get(shared["path"]).text
-    assert re.findall(r"<script\b[^>]*>", html) == ['<script src="/assets/viewer.js" defer>']
+    assert re.findall(r"<script\b[^>]*>", html) == [
+        '<script src="/assets/viewer.js" defer>', '<script src="/assets/viewer-activity.js" defer>']
     assert "<style" not in html and " style=" not in html and "javascript:" not in html
     assert "<img" not in html
     assert '<meta name="referrer" content="no-referrer">' in html

@@ -92,6 +92,25 @@ def _path(value: Any) -> str:
     return _str(value)
 
 
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _seconds_list(value: Any) -> tuple[float, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    delays = tuple(float(str(item).strip()) for item in items if str(item).strip())
+    if not delays or any(not 0 <= d <= 86_400 for d in delays):
+        raise ValueError("expected a list of 1 or more delays between 0 and 86400 seconds")
+    return delays
+
+
 FIELDS: tuple[Field, ...] = (
     Field("host", _str, "127.0.0.1", "VAULTD_HOST", "Address to listen on."),
     Field("port", _int(0, 65535), 8080, "VAULTD_PORT", "TCP port (0 picks a free one)."),
@@ -264,6 +283,34 @@ FIELDS: tuple[Field, ...] = (
         "VAULTD_TRUSTED_PROXIES",
         "Networks whose X-Forwarded-For / X-Real-IP the hosted viewer believes.",
     ),
+    Field(
+        "webhooks.allow_private_networks",
+        _bool,
+        False,
+        "VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS",
+        "Deliver webhooks to private, loopback and link-local addresses (tests, intranets).",
+    ),
+    Field(
+        "webhooks.retry_schedule",
+        _seconds_list,
+        (5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0),
+        "VAULTD_WEBHOOKS_RETRY_SCHEDULE",
+        "Seconds before each retry; the first attempt is immediate (Standard Webhooks).",
+    ),
+    Field(
+        "webhooks.poll_seconds",
+        _float(0.05, 60.0),
+        1.0,
+        "VAULTD_WEBHOOKS_POLL_SECONDS",
+        "How often each vaultd process looks for webhook deliveries that are due.",
+    ),
+    Field(
+        "webhooks.lease_seconds",
+        _float(6.0, 3600.0),
+        60.0,
+        "VAULTD_WEBHOOKS_LEASE_SECONDS",
+        "How long one process holds a delivery before another may take it over.",
+    ),
 )
 
 
@@ -296,6 +343,10 @@ class Settings:
     server_header_timeout_seconds: float
     server_body_idle_timeout_seconds: float
     proxy_trusted: tuple[str, ...]
+    webhooks_allow_private_networks: bool
+    webhooks_retry_schedule: tuple[float, ...]
+    webhooks_poll_seconds: float
+    webhooks_lease_seconds: float
 
     @property
     def data_path(self) -> Path:

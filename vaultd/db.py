@@ -39,6 +39,22 @@ class Db:
     def access_log(self) -> AsyncCollection:
         return self.database["access_log"]
 
+    @property
+    def link_stats(self) -> AsyncCollection:
+        return self.database["link_stats"]  # analytics aggregates, one document per link
+
+    @property
+    def webhook_endpoints(self) -> AsyncCollection:
+        return self.database["webhook_endpoints"]
+
+    @property
+    def webhook_outbox(self) -> AsyncCollection:
+        return self.database["webhook_outbox"]
+
+    @property
+    def webhook_deliveries(self) -> AsyncCollection:
+        return self.database["webhook_deliveries"]  # one record per delivery attempt
+
     async def close(self) -> None:
         await self.client.close()
 
@@ -82,3 +98,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
+    await db.link_stats.create_index([("fileId", ASCENDING)])
+    await db.webhook_endpoints.create_index([("accountId", ASCENDING)])
+    await db.webhook_outbox.create_index([("state", ASCENDING), ("nextAttemptAt", ASCENDING)])
+    await db.webhook_deliveries.create_index([("endpointId", ASCENDING), ("at", DESCENDING)])

@@ -22,6 +22,7 @@ from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import recovery
 from vaultd.services.blobs import BlobStore
+from vaultd.services.webhook_delivery import Deliverer, DeliveryConfig
 from vaultd.startup import DataDirLock, StartupError, bind, prepare_data_dir
 from vaultd.version import VERSION
 from vaultd.web.app import make_app
@@ -94,6 +95,7 @@ async def run_service(settings: Settings, sockets: list[Any], keyrings: KeyringS
     pool: RenderPool | None = None
     instance_id = recovery.new_instance_id()
     heartbeat: PeriodicCallback | None = None
+    deliverer: Deliverer | None = None
     try:
         await start_backend(backend)
         pool = make_pool(settings)
@@ -103,6 +105,7 @@ async def run_service(settings: Settings, sockets: list[Any], keyrings: KeyringS
         ctx = AppContext(settings, database.db, store, pool, instance_id, "")
         server, port = listen(settings, ctx, sockets)
         heartbeat = start_housekeeping(database.db, store, instance_id)
+        deliverer = start_webhook_delivery(settings, database.db, keyrings)
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
@@ -111,6 +114,8 @@ async def run_service(settings: Settings, sockets: list[Any], keyrings: KeyringS
     finally:
         if heartbeat is not None:
             heartbeat.stop()
+        if deliverer is not None:
+            await deliverer.stop()
         await recovery.forget_instance(database.db, instance_id)
         if pool is not None:
             await pool.close()
@@ -171,6 +176,15 @@ def start_housekeeping(db: Any, store: BlobStore, instance_id: str) -> PeriodicC
     callback = PeriodicCallback(tick, recovery.HEARTBEAT_SECONDS * 1000)
     callback.start()
     return callback
+
+
+def start_webhook_delivery(settings: Settings, db: Any, keyrings: KeyringSource) -> Deliverer:
+    config = DeliveryConfig(settings.webhooks_retry_schedule,
+                            settings.webhooks_allow_private_networks,
+                            settings.webhooks_lease_seconds, settings.webhooks_poll_seconds)
+    deliverer = Deliverer(db, keyrings.current, config)
+    deliverer.start()
+    return deliverer
 
 
 async def wait_for_signal() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
-from vaultd.services import access_log, quota
+from vaultd.services import access_log, analytics, quota, webhook_events
 from vaultd.services.blobs import BlobStore
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -94,8 +94,10 @@ async def finish_delete(db: Db, store: BlobStore, doc: dict[str, Any]) -> None:
     account_id, file_id = doc["accountId"], doc["_id"]
     # Links go first so that no page is served from here on, in any process.
     await db.links.delete_many({"fileId": file_id})
+    await analytics.forget_file(db, file_id)
     await quota.release_file(db, account_id, file_id, int(doc["size"]))
     await store.backend.delete(doc["blob"]["name"])
     await access_log.record(db, account_id, file_id, "delete")
+    await webhook_events.file_deleted(db, doc)
     await db.files.delete_one({"_id": file_id})
     await quota.finish_release(db, account_id, file_id)

@@ -22,7 +22,7 @@ from vaultd.db import Db
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services import access_log
+from vaultd.services import access_log, webhook_events
 from vaultd.services.accounts import Account, get_account
 from vaultd.services.files import get_file, is_uuid
 from vaultd.services.recent import RecentRecords
@@ -105,7 +105,7 @@ def parse_ttl(value: Any, account: Account) -> int:
 
 async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, Any]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
-    await get_file(db, account.id, request.file_id)
+    file = await get_file(db, account.id, request.file_id)
     now = utcnow()
     expires_at = now + timedelta(seconds=request.ttl_seconds)
     while True:
@@ -123,6 +123,7 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
         }
         try:
             await db.links.insert_one(doc)
+            await webhook_events.view_created(db, doc, file)
             return token, expires_at
         except DuplicateKeyError:
             continue
@@ -241,6 +242,8 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
     )
     if link is None:
         raise NotFound(LINK_NOT_FOUND)
+    if link["revoked"] is False:  # the document as it was before: this call revoked it
+        await webhook_events.view_revoked(db, link)
 
 
 async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
@@ -259,4 +262,5 @@ async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
     )
     if result.modified_count:
         await access_log.record(db, account_id, file_id, "revoke")
+        await webhook_events.file_links_revoked(db, account_id, file_id, result.modified_count)
     return int(result.modified_count)

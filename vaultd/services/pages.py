@@ -21,7 +21,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.numbers import is_decimal
-from vaultd.services import access_log, links, page_checks
+from vaultd.services import access_log, engagement, links, page_checks
 from vaultd.services.blobs import BlobStore
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink
 from vaultd.services.pool_calls import start_task
@@ -96,6 +96,7 @@ async def serve_page(
     except BaseException:
         await _withdraw(db, entry)
         raise
+    await engagement.page_served(db, opened, number, ip)
     return jpeg
 
 

@@ -16,7 +16,7 @@ from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
-from vaultd.services import access_log, quota
+from vaultd.services import access_log, quota, webhook_events
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore, BlobUpload
 from vaultd.services.pool_calls import run_task
@@ -168,6 +168,7 @@ class UploadSession:
         self._blob, self._reserved = None, 0
         await quota.settle_upload(self.db, self.account.id, self.file_id)
         await access_log.record(self.db, self.account.id, self.file_id, "upload")
+        await webhook_events.file_uploaded(self.db, doc)
         return doc
 
     def _explained(self, error: Unprocessable) -> Unprocessable:

@@ -6,12 +6,24 @@ from typing import Any
 
 import tornado.web
 
-from vaultd.web import account, files, health, index, openapi, upload, viewer, views
+from vaultd.web import (
+    account,
+    analytics,
+    files,
+    health,
+    index,
+    openapi,
+    upload,
+    viewer,
+    views,
+    webhooks,
+)
 from vaultd.web.access_log_scrub import log_request
 from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.context import AppContext
 
-ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer]
+ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
+                            analytics, webhooks]
 
 
 class RouteAuditError(Exception):

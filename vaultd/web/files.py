@@ -8,7 +8,7 @@ from urllib.parse import quote
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest
 from vaultd.numbers import is_decimal
-from vaultd.services import access_log, files
+from vaultd.services import access_log, files, webhook_events
 from vaultd.web.base import BaseHandler
 
 # encodeURIComponent leaves these unescaped; clients decode X-File-Name with decodeURIComponent.
@@ -69,6 +69,7 @@ class DownloadHandler(BaseHandler):
         await access_log.record(
             self.ctx.db, self.account.id, doc["_id"], "download", viewer_email=email
         )
+        await webhook_events.file_downloaded(self.ctx.db, doc, email)
         self.set_header("Content-Type", doc["contentType"])
         self.set_header("Content-Length", str(doc["size"]))
         self.set_header("X-File-Name", quote(doc["name"], safe=URI_COMPONENT_SAFE))

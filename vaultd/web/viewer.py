@@ -9,7 +9,7 @@ from typing import Any
 from tornado.web import StaticFileHandler
 
 from vaultd.errors import NotFound
-from vaultd.services import access_log, links
+from vaultd.services import access_log, engagement, links
 from vaultd.services.pages import serve_page
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
@@ -60,6 +60,7 @@ class ViewerPageHandler(ViewerBase):
             return
         await access_log.record(self.ctx.db, opened.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.client_ip())
+        await engagement.link_opened(self.ctx.db, opened, self.client_ip())
         self.render("viewer.html", details=links.link_details(opened))
 
 
@@ -99,4 +100,5 @@ ROUTES = [
     (r"/v/([^/]+)/pages/([^/]+)", ViewerImageHandler),
     (r"/v/([^/]+)/status", ViewerStatusHandler),
 ]
-STATIC_ROUTE = (r"/assets/(viewer\.(?:js|css))", ViewerStaticHandler, {"path": str(STATIC_DIR)})
+STATIC_ROUTE = (r"/assets/(viewer(?:-activity)?\.(?:js|css))", ViewerStaticHandler,
+                {"path": str(STATIC_DIR)})

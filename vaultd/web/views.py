@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vaultd.services import access_log, links
+from vaultd.services import access_log, engagement, links
 from vaultd.services.pages import serve_page
 from vaultd.timefmt import iso_utc
 from vaultd.web.base import BaseHandler
@@ -29,6 +29,7 @@ class LinkHandler(ViewerIpMixin):
         opened = await links.open_link(self.ctx.db, token, self.account)
         await access_log.record(self.ctx.db, self.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.viewer_ip())
+        await engagement.link_opened(self.ctx.db, opened, self.viewer_ip())
         self.send_json(200, links.link_details(opened))
 
     async def delete(self, token: str) -> None:

@@ -1,0 +1,203 @@
+"""Webhooks against a live vaultd and a real receiver on 127.0.0.1 (private networks allowed for
+this vaultd): endpoints, every event signed per Standard Webhooks, retries under one webhook-id,
+redirects and large answers, and the plan and endpoint limits."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import create_link, upload_ok
+from tests.vault_process import VaultProcess, running_vault
+from tests.webhook_receiver import Receiver, Reply, running_receiver
+
+ALL_EVENTS = ["file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
+              "view.completed", "file.downloaded"]
+FAST_RETRIES = {"VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "true",
+                "VAULTD_WEBHOOKS_RETRY_SCHEDULE": "0.5,0.5,0.5",
+                "VAULTD_WEBHOOKS_POLL_SECONDS": "0.1",
+                "VAULTD_WEBHOOKS_LEASE_SECONDS": "6"}
+
+
+@pytest.fixture(scope="module")
+def hooks_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    with running_vault(tmp_path_factory.mktemp("hooks") / "data", **FAST_RETRIES) as server:
+        yield server
+
+
+@pytest.fixture
+def owner(hooks_vault: VaultProcess) -> Iterator[httpx.Client]:
+    _, key = hooks_vault.new_account("Hooked Inc", plan="business")
+    with hooks_vault.client(key) as client:
+        yield client
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with running_receiver() as running:
+        yield running
+
+
+def subscribe(client: httpx.Client, receiver: Receiver, events: list[str] | None = None,
+              vault: VaultProcess | None = None) -> dict[str, Any]:
+    response = client.post("/webhooks", json={"url": receiver.url, "events": events or ALL_EVENTS})
+    assert response.status_code == 201, response.text
+    created = response.json()
+    receiver.secret = created["secret"]
+    if vault is not None:
+        vault.secrets.append(created["secret"])
+    return dict(created)
+
+
+def test_an_endpoint_is_created_with_a_secret_shown_once(
+        owner: httpx.Client, receiver: Receiver, hooks_vault: VaultProcess) -> None:
+    created = subscribe(owner, receiver, ["file.uploaded"], hooks_vault)
+    assert created["secret"].startswith("whsec_") and len(created["secret"]) > 40
+    assert created["id"].startswith("ep_") and created["events"] == ["file.uploaded"]
+    listed = owner.get("/webhooks").json()["webhooks"]
+    assert listed == [{k: v for k, v in created.items() if k != "secret"}]
+    stored = hooks_vault.run_service(
+        lambda db: db.webhook_endpoints.find_one({"_id": created["id"]}))
+    assert created["secret"] not in repr(stored)
+    raw = created["secret"].removeprefix("whsec_")
+    assert base64.b64decode(raw) not in stored["secret"]["ciphertext"]
+    assert set(stored["secret"]) == {"v", "key_id", "nonce", "ciphertext"}
+
+
+def test_deleting_an_endpoint_twice_is_a_404_the_second_time(
+        owner: httpx.Client, receiver: Receiver) -> None:
+    created = subscribe(owner, receiver)
+    assert owner.delete(f"/webhooks/{created['id']}").status_code == 204
+    again = owner.delete(f"/webhooks/{created['id']}")
+    assert again.status_code == 404 and again.json() == {"error": "webhook endpoint not found"}
+    assert owner.get("/webhooks").json() == {"webhooks": []}
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"url": "ftp://example.com/x", "events": ["file.uploaded"]},
+     "url is not a valid http:// or https:// address"),
+    ({"url": "https://user:pw@example.com/x", "events": ["file.uploaded"]},
+     "url must not contain a user name or password"),
+    ({"url": "https://exa mple.com/x", "events": ["file.uploaded"]},
+     "url must not contain spaces or control characters"),
+    ({"url": "https://example.com/x", "events": ["file.eaten"]},
+     "unknown event 'file.eaten'; events: " + ", ".join(ALL_EVENTS)),
+    ({"url": "https://example.com/x", "events": []},
+     "events must be a non-empty list among: " + ", ".join(ALL_EVENTS)),
+])
+def test_bad_endpoints_are_refused(owner: httpx.Client, body: dict[str, Any],
+                                   message: str) -> None:
+    response = owner.post("/webhooks", json=body)
+    assert response.status_code == 400
+    assert response.json() == {"error": message}
+
+
+def test_webhooks_need_the_pro_or_business_plan(hooks_vault: VaultProcess) -> None:
+    _, key = hooks_vault.new_account("Free Co", plan="free")
+    with hooks_vault.client(key) as client:
+        response = client.post("/webhooks", json={"url": "https://example.com/h",
+                                                  "events": ["file.uploaded"]})
+    assert response.status_code == 402
+    assert response.json() == {"error": "webhooks need the Pro or Business plan (account is on "
+                                        "Free)"}
+
+
+def test_an_account_has_at_most_ten_endpoints(owner: httpx.Client) -> None:
+    for _ in range(10):
+        body = {"url": "https://example.com/h", "events": ["file.deleted"]}
+        assert owner.post("/webhooks", json=body).status_code == 201
+    response = owner.post("/webhooks", json={"url": "https://example.com/h",
+                                              "events": ["file.deleted"]})
+    assert response.status_code == 402
+    assert response.json() == {"error": "at most 10 webhook endpoints per account"}
+
+
+def test_every_event_arrives_signed_without_secrets_or_content(
+        owner: httpx.Client, receiver: Receiver, hooks_vault: VaultProcess) -> None:
+    subscribe(owner, receiver, vault=hooks_vault)
+    pdf = docs.pdf(2)
+    file = upload_ok(owner, pdf, name="Term sheet.pdf", kind="delivery")
+    link = create_link(owner, file["id"], "ana@example.com", viewerName="Ana Lima")
+    hooks_vault.secrets.append(link["token"])
+    token = link["token"]
+    assert owner.get(f"/views/{token}", headers={"x-viewer-ip": "203.0.113.9"}).status_code == 200
+    for page in (1, 2, 1):
+        assert owner.get(f"/views/{token}/pages/{page}").status_code == 200
+    assert owner.delete(f"/views/{token}").status_code == 204
+    assert owner.delete(f"/views/{token}").status_code == 204  # already revoked: no 2nd event
+    download = owner.get(f"/files/{file['id']}/download", headers={"x-viewer-email": "b@ex.com"})
+    assert download.status_code == 200
+    assert owner.delete(f"/files/{file['id']}").status_code == 204
+
+    seen = receiver.wait_for(lambda got: len(got) >= len(ALL_EVENTS))
+    types = [r.event["type"] for r in seen]
+    assert sorted(types) == sorted(ALL_EVENTS), types
+    assert all(r.verified for r in seen)
+    assert len({r.headers["webhook-id"] for r in seen}) == len(seen)
+    for r in seen:
+        assert token not in r.body.decode() and pdf[:200] not in r.body
+        assert set(r.event) == {"type", "timestamp", "data"}
+    opened = receiver.of_type("view.opened")[0].event["data"]
+    assert opened["ip"] == "203.0.113.9" and opened["viewerEmail"] == "ana@example.com"
+    assert opened["viewerName"] == "Ana Lima" and opened["fileName"] == "Term sheet.pdf"
+    assert opened["pageCount"] == 2 and opened["fileId"] == file["id"]
+    assert receiver.of_type("file.downloaded")[0].event["data"]["viewerEmail"] == "b@ex.com"
+    assert receiver.of_type("view.completed")[0].event["data"]["viewId"] == opened["viewId"]
+
+
+def test_a_receiver_that_fails_twice_gets_three_attempts_under_one_id(
+        owner: httpx.Client, receiver: Receiver, hooks_vault: VaultProcess) -> None:
+    receiver.reply = lambda n: Reply(500, body=b"down") if n < 2 else Reply(204, body=b"")
+    created = subscribe(owner, receiver, ["file.uploaded"], hooks_vault)
+    upload_ok(owner, docs.pdf(1))
+    seen = receiver.wait_for(lambda got: len(got) >= 3)
+    assert len({r.headers["webhook-id"] for r in seen}) == 1
+    assert all(r.verified for r in seen) and len({r.body for r in seen}) == 1
+    deliveries = wait_for_deliveries(owner, created["id"], 3)
+    assert [(d["attempt"], d["status"], d["ok"]) for d in reversed(deliveries)] == [
+        (1, 500, False), (2, 500, False), (3, 204, True)]
+    assert deliveries[-1]["error"] == "answered 500"
+    assert len(receiver.received) == 3  # delivered: no fourth attempt
+
+
+def test_redirects_are_not_followed(owner: httpx.Client, receiver: Receiver,
+                                    hooks_vault: VaultProcess) -> None:
+    receiver.reply = lambda n: Reply(302, {"Location": receiver.url + "/elsewhere"})
+    created = subscribe(owner, receiver, ["file.uploaded"], hooks_vault)
+    upload_ok(owner, docs.pdf(1))
+    first = wait_for_deliveries(owner, created["id"], 1)[-1]
+    assert first["status"] == 302 and first["ok"] is False
+    assert first["error"] == "answered 302 (redirects are not followed)"
+    assert all(r.path == "/hooks" for r in receiver.received)
+
+
+def test_a_large_answer_is_cut_off_and_still_counts(owner: httpx.Client, receiver: Receiver,
+                                                    hooks_vault: VaultProcess) -> None:
+    receiver.reply = lambda n: Reply(200, body=b"x" * 200_000)
+    created = subscribe(owner, receiver, ["file.uploaded"], hooks_vault)
+    upload_ok(owner, docs.pdf(1))
+    delivery = wait_for_deliveries(owner, created["id"], 1)[-1]
+    assert (delivery["status"], delivery["ok"], delivery["error"]) == (200, True, None)
+
+
+def test_deliveries_of_an_unknown_endpoint_are_a_404(owner: httpx.Client) -> None:
+    response = owner.get("/webhooks/ep_00000000000000000000000000000000/deliveries")
+    assert response.status_code == 404
+    assert response.json() == {"error": "webhook endpoint not found"}
+
+
+def wait_for_deliveries(client: httpx.Client, endpoint_id: str,
+                        count: int) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        deliveries = client.get(f"/webhooks/{endpoint_id}/deliveries").json()["deliveries"]
+        if len(deliveries) >= count:
+            return list(deliveries)
+        time.sleep(0.1)
+    raise AssertionError(f"fewer than {count} delivery attempts were recorded")

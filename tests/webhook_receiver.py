@@ -1,0 +1,111 @@
+"""A real HTTP receiver for webhook tests: records every request and checks its signature with
+the `standardwebhooks` verifier, the way an account's own server would."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from standardwebhooks import Webhook, WebhookVerificationError
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    verified: bool
+
+    @property
+    def event(self) -> dict[str, Any]:
+        return dict(json.loads(self.body))
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b"ok"
+
+
+@dataclass
+class Receiver:
+    port: int = 0
+    secret: str | None = None
+    received: list[Received] = field(default_factory=list)
+    # Decides the reply to the n-th request (0-based); default: 200.
+    reply: Callable[[int], Reply] = lambda n: Reply()
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+    def record(self, path: str, headers: dict[str, str], body: bytes) -> Reply:
+        verified = False
+        if self.secret:
+            try:
+                Webhook(self.secret).verify(body, headers)
+                verified = True
+            except WebhookVerificationError:
+                verified = False
+        with self.lock:
+            number = len(self.received)
+            self.received.append(Received(path, headers, body, verified))
+        return self.reply(number)
+
+    def wait_for(self, predicate: Callable[[list[Received]], bool],
+                 timeout: float = 20.0) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                seen = list(self.received)
+            if predicate(seen):
+                return seen
+            time.sleep(0.05)
+        raise AssertionError(f"receiver did not get what was expected; got {len(seen)} requests:"
+                             f" {[r.event.get('type') for r in seen]}")
+
+    def of_type(self, event_type: str) -> list[Received]:
+        with self.lock:
+            return [r for r in self.received if r.event.get("type") == event_type]
+
+
+def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = receiver.record(self.path, headers, body)
+            self.send_response(reply.status)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            return
+
+    return Handler
+
+
+@contextmanager
+def running_receiver(port: int = 0) -> Iterator[Receiver]:
+    receiver = Receiver()
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(receiver))
+    receiver.port = int(server.server_address[1])
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,130 @@
+"""The delivery loop every vaultd process runs: claim a due outbox message, sign, send, settle.
+
+Signing is the `standardwebhooks` library's: `webhook-id` is the message id (the same on every
+retry), `webhook-timestamp` the attempt's time (verifiers reject stale ones), and
+`webhook-signature` an HMAC-SHA256 over `id.timestamp.body`. Retries follow
+`webhooks.retry_schedule` (Standard Webhooks' guidance by default) with a little jitter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from standardwebhooks import Webhook
+
+from vaultd.crypto.keyring import KeyUnavailable, MasterKeyring
+from vaultd.db import Db
+from vaultd.services import outbox
+from vaultd.services.outbox import Message
+from vaultd.services.webhook_http import AttemptResult, post_signed
+from vaultd.services.webhooks import endpoint_secret
+from vaultd.timefmt import utcnow
+
+log = logging.getLogger("vaultd.webhooks")
+
+JITTER = 0.1  # each retry delay is stretched by up to 10 %, so failed bursts spread out
+BATCH = 40  # messages taken per tick at most, so one tick never runs for long
+CONCURRENT = 8  # attempts in flight at once (each is bounded by the 5 s timeout)
+
+
+@dataclass(frozen=True)
+class DeliveryConfig:
+    retry_schedule: tuple[float, ...]
+    allow_private: bool
+    lease_seconds: float
+    poll_seconds: float
+
+
+def signed_headers(secret: str, message: Message, now: datetime) -> dict[str, str]:
+    signature = Webhook(secret).sign(message.id, now, message.body)
+    return {"content-type": "application/json", "webhook-id": message.id,
+            "webhook-timestamp": str(int(now.timestamp())), "webhook-signature": signature}
+
+
+def retry_delay(schedule: tuple[float, ...], attempts_made: int) -> float | None:
+    """Seconds before the next attempt, after `attempts_made` attempts (the first one was
+    immediate, `schedule` holds the retries); None: give up."""
+    if not 1 <= attempts_made <= len(schedule):
+        return None
+    return schedule[attempts_made - 1] * (1 + random.uniform(0, JITTER))
+
+
+class Deliverer:
+    """Runs in every vaultd process; the leases keep them from sending a message twice at once."""
+
+    def __init__(self, db: Db, keyring: Callable[[], MasterKeyring],
+                 config: DeliveryConfig) -> None:
+        self.db, self.keyring, self.config = db, keyring, config
+        self.owner = uuid.uuid4().hex
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database may be down; the next tick retries
+                log.warning("webhook delivery skipped: database unavailable")
+            await asyncio.sleep(self.config.poll_seconds)
+
+    async def tick(self) -> int:
+        """Deliver what is due now, a few messages at a time so one slow endpoint does not hold
+        up the others; returns how many attempts were made."""
+        made = 0
+        while made < BATCH:
+            claimed = []
+            for _ in range(CONCURRENT):
+                message = await outbox.claim_due(self.db, self.owner, self.config.lease_seconds)
+                if message is None:
+                    break
+                claimed.append(message)
+            if not claimed:
+                break
+            await asyncio.gather(*(self.attempt(message) for message in claimed))
+            made += len(claimed)
+        return made
+
+    async def attempt(self, message: Message) -> None:
+        endpoint = await self.db.webhook_endpoints.find_one({"_id": message.endpoint_id})
+        if endpoint is None:
+            await outbox.cancel(self.db, message, "endpoint deleted")
+            return
+        result = await self._send(endpoint, message)
+        await self._record(message, result)
+        retry_in = None if result.ok else retry_delay(self.config.retry_schedule,
+                                                      message.attempts + 1)
+        await outbox.settle(self.db, message, self.owner, delivered=result.ok,
+                            retry_in=retry_in, reason=result.error)
+
+    async def _send(self, endpoint: dict[str, Any], message: Message) -> AttemptResult:
+        try:
+            secret = endpoint_secret(self.keyring(), endpoint)
+        except KeyUnavailable:
+            log.error("webhook secret of endpoint %s cannot be unwrapped", endpoint["_id"])
+            return AttemptResult(None, False, 0, "signing secret unavailable (master key)")
+        headers = signed_headers(secret, message, utcnow())
+        return await post_signed(endpoint["url"], message.body, headers,
+                                 self.config.allow_private)
+
+    async def _record(self, message: Message, result: AttemptResult) -> None:
+        await self.db.webhook_deliveries.insert_one({
+            "_id": uuid.uuid4().hex, "messageId": message.id, "endpointId": message.endpoint_id,
+            "accountId": message.account_id, "type": message.type,
+            "attempt": message.attempts + 1, "at": utcnow(), "status": result.status,
+            "ok": result.ok, "durationMs": result.duration_ms, "error": result.error})

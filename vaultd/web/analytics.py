@@ -1,0 +1,51 @@
+"""Engagement over HTTP: time-on-page reports (hosted viewer and proxies) and the analytics API."""
+
+from __future__ import annotations
+
+from vaultd.services import analytics, analytics_report, links
+from vaultd.services.links import OpenLink
+from vaultd.web.base import BaseHandler
+from vaultd.web.viewer import ViewerBase
+
+
+async def report_activity(handler: BaseHandler, opened: OpenLink) -> None:
+    events = analytics.parse_activity(handler.json_body(), int(opened.file["pageCount"]))
+    added = await analytics.add_time(handler.ctx.db, opened, events)
+    handler.send_json(200, {"events": len(events), "seconds": added})
+
+
+class ViewerActivityHandler(ViewerBase):
+    """POST /v/<token>/activity: the hosted viewer's visible-page time (token is the credential)."""
+
+    async def post(self, token: str) -> None:
+        await report_activity(self, await links.open_link(self.ctx.db, token))
+
+
+class ApiActivityHandler(BaseHandler):
+    """POST /v1/views/:token/activity: the same report from a proxy (Option B)."""
+
+    async def post(self, token: str) -> None:
+        assert self.account is not None
+        await report_activity(self, await links.open_link(self.ctx.db, token, self.account))
+
+
+class ViewAnalyticsHandler(BaseHandler):
+    async def get(self, token: str) -> None:
+        assert self.account is not None
+        self.send_json(200, await analytics_report.view_analytics(
+            self.ctx.db, self.account.id, token))
+
+
+class FileAnalyticsHandler(BaseHandler):
+    async def get(self, file_id: str) -> None:
+        assert self.account is not None
+        self.send_json(200, await analytics_report.file_analytics(
+            self.ctx.db, self.account.id, file_id))
+
+
+ROUTES = [
+    (r"/v/([^/]+)/activity", ViewerActivityHandler),
+    (r"/v1/views/([^/]+)/activity", ApiActivityHandler),
+    (r"/v1/views/([^/]+)/analytics", ViewAnalyticsHandler),
+    (r"/v1/files/([^/]+)/analytics", FileAnalyticsHandler),
+]

@@ -1,0 +1,41 @@
+"""Webhook endpoints over HTTP: create (secret shown once), list, delete, delivery history."""
+
+from __future__ import annotations
+
+from vaultd.services import webhooks
+from vaultd.web.base import BaseHandler
+
+
+class EndpointsHandler(BaseHandler):
+    async def post(self) -> None:
+        assert self.account is not None
+        request = webhooks.parse_endpoint_request(self.json_body())
+        created = await webhooks.create_endpoint(self.ctx.db, self.ctx.store.keyring,
+                                                 self.account, request)
+        self.send_json(201, created)
+
+    async def get(self) -> None:
+        assert self.account is not None
+        self.send_json(200, {"webhooks": await webhooks.list_endpoints(self.ctx.db,
+                                                                       self.account.id)})
+
+
+class EndpointHandler(BaseHandler):
+    async def delete(self, endpoint_id: str) -> None:
+        assert self.account is not None
+        await webhooks.delete_endpoint(self.ctx.db, self.account.id, endpoint_id)
+        self.send_empty(204)
+
+
+class DeliveriesHandler(BaseHandler):
+    async def get(self, endpoint_id: str) -> None:
+        assert self.account is not None
+        self.send_json(200, {"deliveries": await webhooks.latest_deliveries(
+            self.ctx.db, self.account.id, endpoint_id)})
+
+
+ROUTES = [
+    (r"/v1/webhooks", EndpointsHandler),
+    (r"/v1/webhooks/([^/]+)", EndpointHandler),
+    (r"/v1/webhooks/([^/]+)/deliveries", DeliveriesHandler),
+]
