@@ -32,7 +32,7 @@ def prepare_data_dir(settings: Settings) -> Path:
     """Create the data directory when missing; an unusable one is a StartupError naming it."""
     path = settings.data_path
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)  # private from the start
         probe = path / ".write-test"
         probe.touch()
         probe.unlink()
