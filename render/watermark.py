@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from PIL import Image, ImageDraw
 
-from render import pattern, words
+from render import forensic, pattern, words
+from render.forensic.codes import trace_code
 from render.model import WatermarkSpec
 
 if TYPE_CHECKING:  # render.canvas lays its strip out with this module
@@ -66,7 +67,10 @@ def strip_lines(mark: WatermarkSpec) -> list[str]:
     name, email, ip, brand, when = _fields(mark)
     viewer = f"Viewer: {name} <{email}>" if name else f"Viewer: {email}"
     shown = f"Displayed: {when}" + (f" · IP: {ip}" if ip else "")
-    return [f"Confidential — {brand}", viewer, shown]
+    lines = [f"Confidential — {brand}", viewer, shown]
+    if mark.render_id is not None:
+        lines.append(f"Trace code: {trace_code(mark.render_id)}")
+    return lines
 
 
 def tile_lines(mark: WatermarkSpec) -> list[str]:
@@ -123,28 +127,35 @@ class Overlay:
 
     tile: pattern.Tile
     strip: Image.Image  # the whole strip, to be copied under the page
+    render_id: int | None = None  # marked invisibly over the page when set
 
 
 def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
     """Everything that does not need the page's pixels: the render runs meanwhile (pages.py)."""
-    return drawn_overlay(tuple(tile_lines(mark)), width, strip)
+    return drawn_overlay(tuple(tile_lines(mark)), width, strip, mark.render_id)
 
 
 @functools.lru_cache(maxsize=8)
-def drawn_overlay(lines: tuple[str, ...], width: int, strip: Strip) -> Overlay:
+def drawn_overlay(
+    lines: tuple[str, ...], width: int, strip: Strip, render_id: int | None = None
+) -> Overlay:
     # Kept while its exact text recurs: pages a viewer asks for within the same second (the
     # timestamp's resolution) share one overlay. The key is every line of both copies, so a
     # kept overlay shows exactly the facts it was asked for.
     tile = pattern.make_tile(list(lines), pattern.font_size(width))
     image = Image.new("RGBX", (width, strip.height))
     _draw_strip(image, 0, strip)
-    return Overlay(tile, image)
+    return Overlay(tile, image, render_id)
 
 
 def apply(canvas: Canvas, overlay: Overlay, page_height: int) -> None:
     """Blend the pattern over the page (the top `page_height` rows), then copy the strip
     under it."""
     pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height))
+    if overlay.render_id is not None:
+        # Last, over the final page pixels, just before the JPEG encode (about 1-2 ms).
+        forensic.embed_into(canvas.pixels, canvas.stride, (canvas.image.width, page_height),
+                            overlay.render_id)
     canvas.image.paste(overlay.strip, (0, page_height))
 
 

@@ -82,3 +82,5 @@ async def ensure_indexes(db: Db) -> None:
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
+    # Leak tracing looks a decoded render id up within one account.
+    await db.access_log.create_index([("accountId", ASCENDING), ("renderId", ASCENDING)])

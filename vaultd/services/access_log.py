@@ -33,6 +33,7 @@ async def record(
     viewer_email: str | None = None,
     ip: str | None = None,
     page: int | None = None,
+    render_id: str | None = None,
 ) -> str:
     """Appends an entry; returns its id."""
     assert action in ACTIONS, action
@@ -49,6 +50,8 @@ async def record(
         entry["ip"] = ip
     if page is not None:
         entry["page"] = page
+    if render_id is not None:
+        entry["renderId"] = render_id  # the served page's forensic id (render.forensic)
     await db.access_log.insert_one(entry)
     return str(entry["_id"])
 
