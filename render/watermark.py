@@ -67,10 +67,9 @@ def strip_lines(mark: WatermarkSpec) -> list[str]:
     name, email, ip, brand, when = _fields(mark)
     viewer = f"Viewer: {name} <{email}>" if name else f"Viewer: {email}"
     shown = f"Displayed: {when}" + (f" · IP: {ip}" if ip else "")
-    lines = [f"Confidential — {brand}", viewer, shown]
-    if mark.render_id is not None:
-        lines.append(f"Trace code: {trace_code(mark.render_id)}")
-    return lines
+    # The trace code shares the first line (short) so the strip keeps its height.
+    trace = f" · Trace code: {trace_code(mark.render_id)}" if mark.render_id is not None else ""
+    return [f"Confidential — {brand}{trace}", viewer, shown]
 
 
 def tile_lines(mark: WatermarkSpec) -> list[str]:
