@@ -15,6 +15,7 @@ from admin_cli import (
     commands_log,
     commands_master_key,
     commands_storage,
+    commands_trace,
 )
 from admin_cli.context import STATE
 
@@ -30,6 +31,7 @@ app.add_typer(commands_keys.app, name="keys")
 app.add_typer(commands_log.app, name="log")
 app.add_typer(commands_master_key.app, name="master-key")
 app.add_typer(commands_storage.app, name="storage")
+app.command("trace")(commands_trace.trace)
 
 
 @app.callback()

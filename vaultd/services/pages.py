@@ -88,8 +88,8 @@ async def serve_page(
         opened = await _check(db, api_key, opened, kept is not None)
         entry = await access_log.record(db, opened.account.id, opened.file["_id"], "page",
                                         viewer_email=opened.link["viewerEmail"], ip=ip,
-                                        page=number,
-                                        render_id=render_id_hex(render_id))
+                                        page=number, render_id=render_id_hex(render_id),
+                                        viewer_name=opened.link.get("viewerName"))
     except BaseException:
         # Refused before the page was needed: it renders to the end (stopping a worker mid-task
         # costs a respawn) and is dropped.

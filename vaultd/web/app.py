@@ -6,12 +6,12 @@ from typing import Any
 
 import tornado.web
 
-from vaultd.web import account, files, health, openapi, upload, viewer, views
+from vaultd.web import account, files, health, openapi, trace, upload, viewer, views
 from vaultd.web.access_log_scrub import log_request
 from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.context import AppContext
 
-ROUTE_MODULES: list[Any] = [health, openapi, account, upload, files, views, viewer]
+ROUTE_MODULES: list[Any] = [health, openapi, account, upload, files, views, viewer, trace]
 
 
 class RouteAuditError(Exception):
