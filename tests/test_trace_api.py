@@ -188,3 +188,25 @@ def test_vault_admin_trace_finds_the_view_in_any_account(
     assert vault.admin_json("trace", str(blank)) == {"found": False}
     text = vault.admin("trace", str(leaked)).stdout
     assert match["traceCode"] in text and "dana@example.com" in text
+
+
+def test_a_typed_trace_code_is_visible_evidence(
+    api: httpx.Client, served: dict[str, Any]
+) -> None:
+    from render.forensic.codes import parse_render_id_hex, trace_code
+
+    code = trace_code(parse_render_id_hex(served["entries"][0]["renderId"]))
+    page = served["pages"][0]
+    both = api.post(f"/trace?traceCode={code}", content=_encoded(page, "PNG"),
+                    headers={"Content-Type": "image/png"}, timeout=120).json()
+    assert [m["evidence"] for m in both["matches"]] == ["both"]
+    # The mark painted out (a flat copy), the strip's code typed in: visible evidence only.
+    blank = _encoded(Image.new("RGB", page.size, "white"), "PNG")
+    visible = api.post(f"/trace?traceCode={code.lower()}", content=blank,
+                       headers={"Content-Type": "image/png"}, timeout=120).json()
+    assert [(m["evidence"], m["page"]) for m in visible["matches"]] == [("visible", 1)]
+    typo = code[:-1] + ("0" if code[-1] != "0" else "1")
+    response = api.post(f"/trace?traceCode={typo}", content=blank,
+                        headers={"Content-Type": "image/png"})
+    assert_json_error(response, 400)
+    assert "check symbol" in response.json()["error"]

@@ -1,19 +1,20 @@
 """Leak tracing (docs/leak-tracing.md): which page view does a leaked image come from?
 
 The image is decoded in a render worker (`render.forensic.trace_task`); a decoded render id is
-reported only if a `page` entry of the searched account carries it. Each match writes a `trace`
-entry on the file it found. `account_id=None` searches every account (vault-admin only).
+reported only if a `page` entry of the searched account carries it. The caller may also give the
+trace code read off the page's strip (`traceCode`): the visible evidence. Each match writes a
+`trace` entry on the file it found. `account_id=None` searches every account (vault-admin only).
 """
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from render.forensic.codes import render_id_hex, trace_code
+from render.forensic.codes import BadTraceCode, parse_trace_code, render_id_hex, trace_code
 from render.forensic.trace_task import sniff, trace_image
 from render.pool import RenderPool
 from vaultd.db import Db
-from vaultd.errors import Forbidden, UnsupportedMediaType
+from vaultd.errors import Forbidden, InvalidRequest, UnsupportedMediaType
 from vaultd.services import access_log
 from vaultd.services.accounts import Account
 from vaultd.services.pool_calls import run_task
@@ -34,7 +35,7 @@ class Match(TypedDict):
     viewerName: str | None
     ip: str | None
     at: str
-    evidence: str  # "invisible": read from the pixels
+    evidence: str  # "invisible" (the pixels), "visible" (the typed trace code) or "both"
 
 
 def check_allowed(account: Account) -> None:
@@ -55,7 +56,17 @@ async def decode_in_worker(pool: RenderPool, data: bytes) -> int | None:
     return await run_task(pool, trace_image, data)
 
 
-async def find_matches(db: Db, render_id: int, account_id: str | None) -> list[Match]:
+def parse_typed_code(text: str | None) -> int | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        return parse_trace_code(text)
+    except BadTraceCode as exc:
+        raise InvalidRequest(f"traceCode: {exc}") from None
+
+
+async def find_matches(db: Db, render_id: int, account_id: str | None,
+                       evidence: str = "invisible") -> list[Match]:
     """The page views with this render id (in `account_id`, or anywhere), oldest first; a
     `trace` entry is written on each one's file."""
     query: dict[str, Any] = {"renderId": render_id_hex(render_id), "action": "page"}
@@ -70,17 +81,25 @@ async def find_matches(db: Db, render_id: int, account_id: str | None) -> list[M
             fileName=file["name"] if stored and file is not None else None,
             page=entry.get("page"), viewerEmail=entry.get("viewerEmail"),
             viewerName=entry.get("viewerName"), ip=entry.get("ip"), at=iso_utc(entry["at"]),
-            evidence="invisible"))
+            evidence=evidence))
         await access_log.record(db, entry["accountId"], entry["fileId"], "trace",
                                 render_id=entry["renderId"])
     return matches
 
 
 async def trace(db: Db, pool: RenderPool, account: Account, data: bytes,
-                content_type: str | None) -> dict[str, Any]:
+                content_type: str | None, typed_code: str | None = None) -> dict[str, Any]:
     """The answer of POST /v1/trace for `account`."""
     check_allowed(account)
+    typed = parse_typed_code(typed_code)
     check_content_type(content_type, data)
-    render_id = await decode_in_worker(pool, data)
-    matches = await find_matches(db, render_id, account.id) if render_id is not None else []
+    decoded = await decode_in_worker(pool, data)
+    evidence: dict[int, str] = {}
+    if decoded is not None:
+        evidence[decoded] = "invisible"
+    if typed is not None:
+        evidence[typed] = "both" if typed == decoded else "visible"
+    matches: list[Match] = []
+    for render_id, kind in evidence.items():
+        matches += await find_matches(db, render_id, account.id, kind)
     return {"found": True, "matches": matches} if matches else {"found": False}
