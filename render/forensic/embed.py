@@ -25,7 +25,7 @@ Piece = tuple[int, int, int, int, bytes, bytes]
 
 @functools.cache
 def _black_plane() -> bytes:
-    return bytes(TILE * TILE * 4)
+    return b"\0" * (TILE * TILE * 4)  # written, not calloc'd: see tile_piece
 
 
 @functools.lru_cache(maxsize=64)
