@@ -124,10 +124,10 @@ ATTACKS: dict[str, Attack] = {
     "640 px wide": lambda im, ph, rng: _scaled(im, 640 / im.width),
     "half-area crop": half_area_crop,
     "screenshot": screenshot,
-    "brightness +-20%": lambda im, ph, rng: ImageEnhance.Brightness(im).enhance(
-        rng.choice((0.8, 1.2))),
-    "contrast +-20%": lambda im, ph, rng: ImageEnhance.Contrast(im).enhance(
-        rng.choice((0.8, 1.2))),
+    "brightness -20%": lambda im, ph, rng: ImageEnhance.Brightness(im).enhance(0.8),
+    "brightness +20%": lambda im, ph, rng: ImageEnhance.Brightness(im).enhance(1.2),
+    "contrast -20%": lambda im, ph, rng: ImageEnhance.Contrast(im).enhance(0.8),
+    "contrast +20%": lambda im, ph, rng: ImageEnhance.Contrast(im).enhance(1.2),
     "greyscale": lambda im, ph, rng: im.convert("L"),
     "rotate 2 deg": _rotate,
     "crop + jpeg q50": lambda im, ph, rng: jpeg(half_area_crop(im, ph, rng), 50),

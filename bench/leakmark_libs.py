@@ -22,7 +22,7 @@ from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, jpeg
 
 BITS = 32
 SUBSET = ("none", "jpeg q50", "downscale 50%", "half-area crop", "screenshot", "greyscale",
-          "rotate 2 deg", "brightness +-20%")
+          "rotate 2 deg", "brightness +20%")
 
 
 def _bgr(image: Image.Image) -> np.ndarray:
