@@ -210,3 +210,26 @@ def test_a_typed_trace_code_is_visible_evidence(
                         headers={"Content-Type": "image/png"})
     assert_json_error(response, 400)
     assert "check symbol" in response.json()["error"]
+
+
+def test_a_declared_huge_body_is_refused_before_it_is_read(
+    vault: VaultProcess, account: tuple[str, str]
+) -> None:
+    import json
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(vault.url)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as conn:
+        conn.sendall((f"POST /v1/trace HTTP/1.1\r\nHost: {url.hostname}\r\n"
+                      f"Authorization: Bearer {account[1]}\r\nContent-Type: image/png\r\n"
+                      "Content-Length: 900000000\r\n\r\n").encode() + b"\x89PNG\r\n\x1a\n")
+        reply = b""
+        while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413")
+    assert "limit" in json.loads(body)["error"]

@@ -21,19 +21,23 @@ class TraceHandler(BaseHandler):
 
     async def prepare(self) -> None:
         self.body = bytearray()
-        self.request.connection.set_max_body_size(  # type: ignore[union-attr]
-            drain_cap(trace.MAX_TRACE_BYTES))
+        cap = drain_cap(trace.MAX_TRACE_BYTES)
+        self.request.connection.set_max_body_size(cap)  # type: ignore[union-attr]
+        raw_length = self.request.headers.get("Content-Length", "")
+        length = int(raw_length) if raw_length.isdigit() else None
         try:
             await super().prepare()
             assert self.account is not None
             trace.check_allowed(self.account)
-            length = self.request.headers.get("Content-Length", "")
-            if length.isdigit() and int(length) > trace.MAX_TRACE_BYTES:
+            if length is not None and length > trace.MAX_TRACE_BYTES:
                 raise self._too_large()
         except Exception as error:  # answered after the body is read (see web.upload)
             self.rejection = as_vault_error(error)
             if self.rejection is None:
                 raise
+        if self.rejection is not None and length is not None and length > cap:
+            self.set_header("Connection", "close")  # too much to drain: answer now, then close
+            raise self.rejection
 
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"image larger than the {trace.MAX_TRACE_BYTES} byte limit")
