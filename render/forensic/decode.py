@@ -28,6 +28,7 @@ CHASE_BITS = 5  # 32 CRC trials at most per alignment; the sync threshold guards
 _SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate does not decode
 _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
 _LEVELS = 16.0
+_MAX_PIXELS = 12_000_000
 _MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
 Floats = npt.NDArray[np.float32]
 
@@ -51,6 +52,10 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
     if min(source.size) < _MIN_SIDE:
         return None  # under two tiles at the smallest scale: nothing to fold
     grey = source.convert("L")
+    while grey.width * grey.height > _MAX_PIXELS:
+        # Halved until the decode fits a render task's time: a page shown that large has
+        # chips of 12 px or more, which stay above 4 px.
+        grey = grey.reduce(2)
     for vector in sync.tile_vectors(grey):
         for nudge in _SCALE_NUDGES:
             found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge))
