@@ -18,6 +18,7 @@ from admin_cli import (
     commands_log,
     commands_master_key,
     commands_storage,
+    commands_trace,
 )
 from admin_cli.context import STATE
 from vaultd.config import OPTION_HELP
@@ -41,6 +42,7 @@ app.add_typer(commands_log.app, name="log")
 app.add_typer(commands_master_key.app, name="master-key")
 app.add_typer(commands_storage.app, name="storage")
 app.add_typer(commands_analytics.app, name="files")
+app.command("trace")(commands_trace.trace)
 
 
 def _print_version(value: bool) -> None:

@@ -40,6 +40,9 @@ class WatermarkSpec:
     ip: str | None
     brand: str
     displayed_at: str
+    # The served page's render id (render.forensic): printed as a trace code in the strip and
+    # marked invisibly in the pixels. None draws neither (thumbnails, tools).
+    render_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ overrides flipping an address around, no newlines forging extra lines) and long 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import unicodedata
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from PIL import Image, ImageDraw
 
-from render import pattern, words
+from render import forensic, pattern, words
+from render.forensic.codes import trace_code
 from render.model import WatermarkSpec
 
 if TYPE_CHECKING:  # render.canvas lays its strip out with this module
@@ -69,6 +71,16 @@ def strip_lines(mark: WatermarkSpec) -> list[str]:
     return [f"Confidential — {brand}", viewer, shown]
 
 
+TRACE_LABEL = "Trace code: "
+_SEPARATOR = " · "
+_WIDEST_CODE = "WWWW-WWWW-WW"  # room kept for any trace code
+
+
+def _space(size: int) -> float:
+    # line_width() does not count a trailing space; a space is the difference it makes inside.
+    return words.line_width("x x", size) - words.line_width("xx", size)
+
+
 def tile_lines(mark: WatermarkSpec) -> list[str]:
     name, email, ip, brand, when = _fields(mark)
     lines = [f"Confidential — {brand}", name, email, when, f"IP {ip}" if ip else ""]
@@ -97,6 +109,10 @@ class Strip:
     size: int  # font size in px
     pad: int
     line_height: int
+    # Where a page's trace code goes (x, row), after the first line when it fits there: the
+    # same for every page of a viewer, so the drawn strip stays cached and only the code is
+    # drawn per page (`apply`). None when the spec has no render id.
+    code_at: tuple[float, int] | None = None
 
     @property
     def height(self) -> int:
@@ -112,9 +128,20 @@ def layout_strip(mark: WatermarkSpec, width: int) -> Strip:
     """Known before anything is rendered, so the page is drawn straight into the final canvas."""
     size = strip_font_size(width)
     pad = size
-    wrapped = [part for line in strip_lines(mark)
-               for part in words.wrap(line, size, width - 2 * pad)]
-    return Strip(tuple(wrapped), size, pad, round(size * 1.4))
+    room = width - 2 * pad
+    first, *rest = [words.wrap(line, size, room) for line in strip_lines(mark)]
+    code_at: tuple[float, int] | None = None
+    if mark.render_id is not None:
+        code_width = words.line_width(_SEPARATOR + TRACE_LABEL + _WIDEST_CODE, size)
+        end = words.line_width(first[-1], size)
+        if end + code_width <= room:
+            first[-1] += _SEPARATOR.rstrip()  # the cached strip draws the " ·", a page its code
+            code_at = (pad + words.line_width(first[-1], size) + _space(size), len(first) - 1)
+        else:
+            code_at = (pad, len(first))
+            first = [*first, ""]
+    wrapped = [part for parts in (first, *rest) for part in parts]
+    return Strip(tuple(wrapped), size, pad, round(size * 1.4), code_at)
 
 
 @dataclass(frozen=True)
@@ -123,11 +150,15 @@ class Overlay:
 
     tile: pattern.Tile
     strip: Image.Image  # the whole strip, to be copied under the page
+    strip_layout: Strip | None = None
+    render_id: int | None = None  # this page's: code drawn and mark embedded by `apply`
 
 
 def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
     """Everything that does not need the page's pixels: the render runs meanwhile (pages.py)."""
-    return drawn_overlay(tuple(tile_lines(mark)), width, strip)
+    drawn = drawn_overlay(tuple(tile_lines(mark)), width, strip)
+    return drawn if mark.render_id is None else dataclasses.replace(drawn,
+                                                                    render_id=mark.render_id)
 
 
 @functools.lru_cache(maxsize=8)
@@ -138,14 +169,34 @@ def drawn_overlay(lines: tuple[str, ...], width: int, strip: Strip) -> Overlay:
     tile = pattern.make_tile(list(lines), pattern.font_size(width))
     image = Image.new("RGBX", (width, strip.height))
     _draw_strip(image, 0, strip)
-    return Overlay(tile, image)
+    return Overlay(tile, image, strip)
 
 
 def apply(canvas: Canvas, overlay: Overlay, page_height: int) -> None:
     """Blend the pattern over the page (the top `page_height` rows), then copy the strip
     under it."""
     pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height))
+    if overlay.render_id is not None:
+        # Last, over the final page pixels, just before the JPEG encode (about 1-2 ms).
+        forensic.embed_into(canvas.pixels, canvas.stride, (canvas.image.width, page_height),
+                            overlay.render_id)
     canvas.image.paste(overlay.strip, (0, page_height))
+    strip = overlay.strip_layout
+    if overlay.render_id is not None and strip is not None and strip.code_at is not None:
+        _draw_code(canvas.image, page_height, strip, overlay.render_id)
+
+
+def _draw_code(image: Image.Image, top: int, strip: Strip, render_id: int) -> None:
+    """The trace code, one character at a time: each glyph's mask is cached (`words.mask`),
+    where the whole code, new on every page, would be drawn from scratch."""
+    assert strip.code_at is not None
+    x, row = strip.code_at
+    baseline = top + strip.pad + row * strip.line_height + strip.size
+    words.draw(image, (x, baseline), TRACE_LABEL.strip(), strip.size, _grey(STRIP_TEXT))
+    x += words.line_width(TRACE_LABEL, strip.size) + _space(strip.size)
+    for char in trace_code(render_id):
+        words.draw(image, (x, baseline), char, strip.size, _grey(STRIP_TEXT))
+        x += words.width(char, strip.size)
 
 
 def _grey(level: int) -> tuple[int, ...]:

@@ -98,6 +98,8 @@ async def ensure_indexes(db: Db) -> None:
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
+    # Leak tracing looks a decoded render id up within one account.
+    await db.access_log.create_index([("accountId", ASCENDING), ("renderId", ASCENDING)])
     await db.link_stats.create_index([("fileId", ASCENDING)])
     await db.webhook_endpoints.create_index([("accountId", ASCENDING)])
     await db.webhook_outbox.create_index([("state", ASCENDING), ("nextAttemptAt", ASCENDING)])

@@ -22,7 +22,7 @@ from vaultd.db import Db
 from vaultd.timefmt import iso_utc, utcnow
 
 LATEST = 200
-ACTIONS = frozenset({"upload", "view", "page", "download", "delete", "revoke"})
+ACTIONS = frozenset({"upload", "view", "page", "download", "delete", "revoke", "trace"})
 COALESCE_SECONDS = 60
 
 
@@ -45,6 +45,8 @@ async def record(
     viewer_email: str | None = None,
     ip: str | None = None,
     page: int | None = None,
+    render_id: str | None = None,
+    viewer_name: str | None = None,
 ) -> str:
     """Appends an entry; returns its id."""
     assert action in ACTIONS, action
@@ -61,6 +63,10 @@ async def record(
         entry["ip"] = ip
     if page is not None:
         entry["page"] = page
+    if viewer_name:
+        entry["viewerName"] = viewer_name  # for leak tracing; not part of the spec's entry
+    if render_id is not None:
+        entry["renderId"] = render_id  # the served page's forensic id (render.forensic)
     if action == "view":
         return await _record_view(db, entry)
     await db.access_log.insert_one(entry)

@@ -14,6 +14,7 @@ import asyncio
 import logging
 from typing import Any
 
+from render.forensic.codes import new_render_id, render_id_hex
 from render.model import PixelBudget, WatermarkSpec
 from render.pool import RenderPool
 from render.tasks import render_page
@@ -41,13 +42,16 @@ def parse_page_number(raw: str, page_count: int) -> int:
     return int(raw)
 
 
-def watermark_for(opened: OpenLink, ip: str | None) -> WatermarkSpec:
+def watermark_for(
+    opened: OpenLink, ip: str | None, render_id: int | None = None
+) -> WatermarkSpec:
     return WatermarkSpec(
         viewer_name=opened.link["viewerName"],
         viewer_email=opened.link["viewerEmail"],
         ip=ip,
         brand=opened.account.brand,
         displayed_at=paris_display(utcnow()),
+        render_id=render_id,
     )
 
 
@@ -71,9 +75,10 @@ async def serve_page(
     try:
         opened = kept or await links.open_link(db, token)
         number = parse_page_number(raw_page, int(opened.file["pageCount"]))
+        render_id = new_render_id()  # this page view's forensic id (docs/leak-tracing.md)
+        mark = watermark_for(opened, ip, render_id)
         render = asyncio.ensure_future(start_task(
-            pool, render_page, store.source(opened.file), number, watermark_for(opened, ip),
-            budget_for(settings)))
+            pool, render_page, store.source(opened.file), number, mark, budget_for(settings)))
     except Exception:
         if api_key is not None:
             # A bad key is a 401 whatever else is wrong, and comes first.
@@ -83,7 +88,8 @@ async def serve_page(
         opened = await _check(db, api_key, opened, kept is not None)
         entry = await access_log.record(db, opened.account.id, opened.file["_id"], "page",
                                         viewer_email=opened.link["viewerEmail"], ip=ip,
-                                        page=number)
+                                        page=number, render_id=render_id_hex(render_id),
+                                        viewer_name=opened.link.get("viewerName"))
     except BaseException:
         # Refused before the page was needed: it renders to the end (stopping a worker mid-task
         # costs a respawn) and is dropped.

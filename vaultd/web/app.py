@@ -13,6 +13,7 @@ from vaultd.web import (
     health,
     index,
     openapi,
+    trace,
     upload,
     viewer,
     views,
@@ -23,7 +24,7 @@ from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
-                            analytics, webhooks]
+                            analytics, webhooks, trace]
 
 
 class RouteAuditError(Exception):

@@ -1,0 +1,129 @@
+"""Evaluation of the invisible leak-tracing mark (docs/leak-tracing.md).
+
+    python -m bench.leakmark [--pages 12] [--unmarked 200] [--seed 7]
+
+Renders real corpus pages as vaultd serves them, marks each with a random render id, serves it
+(JPEG q80), applies every leak transformation of issue 16 and reports the exact-id recovery rate
+per transformation, PSNR against the same render unmarked, embed and decode times, and false
+positives on unmarked images (the same pages served unmarked and transformed, and photographs).
+Library comparisons: `python -m bench.leakmark_libs` (needs the libraries installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import time
+
+import numpy as np
+from PIL import Image
+
+from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg
+from render.forensic import codes, decode, embed_into
+from render.forensic.embed import embed
+
+
+def psnr(reference: Image.Image, marked: Image.Image) -> float:
+    a = np.asarray(reference, dtype=np.float64)
+    b = np.asarray(marked, dtype=np.float64)
+    mse = float(((a - b) ** 2).mean())
+    return math.inf if mse == 0 else 10 * math.log10(255 ** 2 / mse)
+
+
+def embed_ms(page: Page, render_id: int) -> tuple[float, float]:
+    """(embed, JPEG encode) milliseconds on the page's RGBX buffer, medians of 15."""
+    rgbx = page.image.convert("RGBX")
+    buffer = bytearray(rgbx.tobytes())
+    area = (page.image.width, page.page_height)
+    marks, encodes = [], []
+    for _ in range(15):
+        start = time.perf_counter()
+        embed_into(buffer, page.image.width * 4, area, render_id)
+        marks.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        jpeg(rgbx, SERVED_QUALITY)
+        encodes.append(time.perf_counter() - start)
+    return statistics.median(marks) * 1e3, statistics.median(encodes) * 1e3
+
+
+def mark_page(page: Page, render_id: int) -> Image.Image:
+    """The page marked as the worker marks it (the page area only, not the strip)."""
+    top = embed(page.image.crop((0, 0, page.image.width, page.page_height)), render_id)
+    marked = page.image.copy()
+    marked.paste(top, (0, 0))
+    return marked
+
+
+def photos(count: int, rng: random.Random) -> list[Image.Image]:
+    """Unmarked photograph-like images (gradients, shapes, grain) of varied sizes."""
+    import io
+
+    from bench.corpus import _photo_jpeg  # the corpus's own generator
+    out = []
+    for n in range(count):
+        size = (rng.randint(500, 1600), rng.randint(400, 1400))
+        data = _photo_jpeg(1000 + n, size, rng.randint(50, 95))
+        out.append(Image.open(io.BytesIO(data)).convert("RGB"))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=12)
+    parser.add_argument("--unmarked", type=int, default=200, help="false-positive trials")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    pages = corpus_pages(args.pages)
+    print(f"{len(pages)} pages: " + ", ".join(
+        f"{p.name} {p.image.width}x{p.image.height}" for p in pages))
+    hits = {name: 0 for name in ATTACKS}
+    decode_times: list[float] = []
+    psnrs, served_psnrs, embeds, encodes = [], [], [], []
+    served_pages: list[Image.Image] = []
+    for page in pages:
+        render_id = codes.new_render_id()
+        marked = mark_page(page, render_id)
+        psnrs.append(psnr(page.image, marked))
+        served = jpeg(marked, SERVED_QUALITY)
+        unmarked_served = jpeg(page.image, SERVED_QUALITY)
+        served_pages.append(unmarked_served)
+        served_psnrs.append(psnr(unmarked_served, served))
+        mark_ms, encode_ms = embed_ms(page, render_id)
+        embeds.append(mark_ms)
+        encodes.append(encode_ms)
+        for name, attack in ATTACKS.items():
+            leaked = attack(served, page.page_height, rng)
+            start = time.perf_counter()
+            found = decode(leaked)
+            decode_times.append(time.perf_counter() - start)
+            hits[name] += found == render_id
+            if found != render_id:
+                print(f"  miss: {page.name} {name} -> {found}")
+    print("\n| Transformation | exact id recovered |\n|---|---|")
+    for name, count in hits.items():
+        print(f"| {name} | {count}/{len(pages)} ({100 * count / len(pages):.0f} %) |")
+    print(f"\nPSNR vs unmarked render: min {min(psnrs):.1f} dB, median "
+          f"{statistics.median(psnrs):.1f} dB; after the served JPEG q80: min "
+          f"{min(served_psnrs):.1f} dB")
+    print(f"embed: median {statistics.median(embeds):.2f} ms a page (JPEG q80 encode of the "
+          f"same page: {statistics.median(encodes):.2f} ms, so the mark is "
+          f"{100 * statistics.median(embeds) / statistics.median(encodes):.0f} % of the encode)")
+    print(f"decode: median {statistics.median(decode_times) * 1e3:.0f} ms, "
+          f"max {max(decode_times) * 1e3:.0f} ms")
+    false_positives, trials = 0, 0
+    unmarked = [ATTACKS[name](served_pages[i % len(served_pages)], pages[i % len(pages)]
+                              .page_height, rng)
+                for i, name in enumerate(list(ATTACKS) * math.ceil(args.unmarked / 2 /
+                                                                   len(ATTACKS)))]
+    for image in unmarked[: args.unmarked // 2] + photos(args.unmarked - args.unmarked // 2, rng):
+        trials += 1
+        false_positives += decode(image) is not None
+    print(f"false positives: {false_positives}/{trials} unmarked images "
+          f"(served pages unmarked and transformed, and photographs)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""The pages and the leaks for `bench.leakmark`: real corpus pages rendered the way vaultd
+serves them (PDFium at the served size, visible watermark and strip, JPEG q80), and the
+transformations a leaked page goes through, all with Pillow."""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pypdfium2 as pdfium
+from PIL import Image, ImageEnhance
+
+from bench import corpus
+from render import canvas, watermark
+from render.model import PixelBudget, WatermarkSpec
+from render.sizing import fit_scale, scaled_size
+
+SERVED_QUALITY = 80
+MARK = WatermarkSpec("Ann Viewer", "ann.viewer@example.com", "203.0.113.7", "Acme Corp",
+                     "2026-11-24 04:30:00 UTC")
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    image: Image.Image  # RGB, the whole served canvas (page + strip), unmarked
+    page_height: int  # rows above the strip
+
+
+def _render(document: pdfium.PdfDocument, index: int) -> Page:
+    page = document[index]
+    try:
+        width, height = page.get_size()
+        budget = PixelBudget()
+        plan = canvas.layout(scaled_size(width, height, fit_scale(width, height, budget)),
+                             MARK, budget)
+        drawn = canvas.render_pdf(page, plan)
+        watermark.apply(drawn, watermark.prepare(MARK, plan.width, plan.strip), plan.page[1])
+        return Page("", drawn.image.convert("RGB"), plan.page[1])
+    finally:
+        page.close()
+
+
+def corpus_pages(limit: int) -> list[Page]:
+    """Up to `limit` pages: the generated text cover and photo pages, then the machine's PDFs
+    (a few pages of each), in a fixed order."""
+    sources = [corpus.small_pdf(), corpus.image_heavy_pdf(pages=4, target=3_000_000),
+               *corpus.system_pdfs(8)]
+    pages: list[Page] = []
+    for number in range(3):
+        for source in sources:
+            document = pdfium.PdfDocument(source.data)
+            try:
+                index = min(number * 3, len(document) - 1)
+                if any(p.name == f"{source.name}#{index + 1}" for p in pages):
+                    continue
+                rendered = _render(document, index)
+            finally:
+                document.close()
+            pages.append(Page(f"{source.name}#{index + 1}", rendered.image, rendered.page_height))
+            if len(pages) >= limit:
+                return pages
+    return pages
+
+
+def jpeg(image: Image.Image, quality: int) -> Image.Image:
+    out = io.BytesIO()
+    image.save(out, "JPEG", quality=quality)
+    return Image.open(io.BytesIO(out.getvalue())).convert("RGB")
+
+
+def png(image: Image.Image) -> Image.Image:
+    out = io.BytesIO()
+    image.save(out, "PNG", compress_level=1)
+    return Image.open(io.BytesIO(out.getvalue())).convert("RGB")
+
+
+Attack = Callable[[Image.Image, int, random.Random], Image.Image]
+
+
+def half_area_crop(image: Image.Image, page_height: int, rng: random.Random) -> Image.Image:
+    """A random region of half the page's area, never touching the strip (footer removed)."""
+    width_share = rng.uniform(0.5, 1.0)
+    w, h = round(image.width * width_share), round(image.width * page_height * 0.5
+                                                     / (image.width * width_share))
+    h = min(h, page_height)
+    left, top = rng.randint(0, image.width - w), rng.randint(0, page_height - h)
+    return image.crop((left, top, left + w, top + h))
+
+
+def screenshot(image: Image.Image, _: int, rng: random.Random) -> Image.Image:
+    """The page at 0.6-1.5x inside a larger desktop canvas at an unknown offset, as PNG."""
+    scale = rng.uniform(0.6, 1.5)
+    shown = image.resize((round(image.width * scale), round(image.height * scale)),
+                         Image.Resampling.BILINEAR)
+    desk_size = (shown.width + rng.randint(80, 700), shown.height + rng.randint(80, 500))
+    desk = Image.new("RGB", desk_size, (rng.randint(30, 230),) * 3)
+    desk.paste(shown, (rng.randint(0, desk.width - shown.width),
+                       rng.randint(0, desk.height - shown.height)))
+    return png(desk)
+
+
+def _scaled(image: Image.Image, factor: float) -> Image.Image:
+    return image.resize((round(image.width * factor), round(image.height * factor)),
+                        Image.Resampling.LANCZOS)
+
+
+def _rotate(image: Image.Image, _: int, rng: random.Random) -> Image.Image:
+    return image.rotate(rng.choice((-2.0, 2.0)), Image.Resampling.BICUBIC, expand=True,
+                        fillcolor=(255, 255, 255))
+
+
+def _tone(image: Image.Image, _: int, rng: random.Random) -> Image.Image:
+    kind = rng.choice((ImageEnhance.Brightness, ImageEnhance.Contrast))
+    return kind(image).enhance(rng.choice((0.8, 1.2)))
+
+
+ATTACKS: dict[str, Attack] = {
+    "none": lambda im, ph, rng: im,
+    "jpeg q50": lambda im, ph, rng: jpeg(im, 50),
+    "downscale 50%": lambda im, ph, rng: _scaled(im, 0.5),
+    "640 px wide": lambda im, ph, rng: _scaled(im, 640 / im.width),
+    "half-area crop": half_area_crop,
+    "screenshot": screenshot,
+    "brightness -20%": lambda im, ph, rng: ImageEnhance.Brightness(im).enhance(0.8),
+    "brightness +20%": lambda im, ph, rng: ImageEnhance.Brightness(im).enhance(1.2),
+    "contrast -20%": lambda im, ph, rng: ImageEnhance.Contrast(im).enhance(0.8),
+    "contrast +20%": lambda im, ph, rng: ImageEnhance.Contrast(im).enhance(1.2),
+    "greyscale": lambda im, ph, rng: im.convert("L"),
+    "rotate 2 deg": _rotate,
+    "crop + jpeg q50": lambda im, ph, rng: jpeg(half_area_crop(im, ph, rng), 50),
+    "downscale 50% + jpeg q50": lambda im, ph, rng: jpeg(_scaled(im, 0.5), 50),
+    "screenshot + tone": lambda im, ph, rng: _tone(screenshot(im, ph, rng), ph, rng),
+    "rotate 2 deg + crop": lambda im, ph, rng: _rotate(half_area_crop(im, ph, rng), ph, rng),
+    "greyscale + 640 px": lambda im, ph, rng: _scaled(im.convert("L"), 640 / im.width),
+}

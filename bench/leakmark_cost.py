@@ -1,0 +1,79 @@
+"""What the leak-tracing mark adds to a page in the worker (docs/leak-tracing.md).
+
+    python -m bench.leakmark_cost [--rounds 40]
+
+The worker's page path without the blob layer (`render.pages.render_pdf_canvas`: PDFium render
+with the watermark drawn on the helper thread meanwhile, `watermark.apply`, JPEG q80), timed in
+the same process, the variants interleaved round by round so that load elsewhere hits them all:
+
+- *cached*: the same viewer text each time, no render id: the overlay cache hits (pages asked for
+  within the same second) - the old best case;
+- *new second*: no render id, a new display time each time: the overlay is drawn anew;
+- *marked*: a new render id each time (as served now): trace code drawn, invisible mark embedded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import pypdfium2 as pdfium
+
+from bench import corpus
+from render import canvas, watermark
+from render.forensic.codes import new_render_id
+from render.model import PixelBudget, WatermarkSpec
+from render.pages import render_pdf_canvas
+
+
+class _NoStream:
+    """Stands in for the decrypting stream: the document is in memory here."""
+
+    def raise_pending(self) -> None:
+        return None
+
+
+def _spec(displayed_at: str, render_id: int | None) -> WatermarkSpec:
+    return WatermarkSpec("Ann Viewer", "ann.viewer@example.com", "203.0.113.7", "Acme Corp",
+                         displayed_at, render_id)
+
+
+def _page_ms(document: pdfium.PdfDocument, number: int, mark: WatermarkSpec) -> float:
+    start = time.perf_counter()
+    page, plan, overlay = render_pdf_canvas(document, _NoStream(), number,  # type: ignore[arg-type]
+                                            mark, PixelBudget())
+    watermark.apply(page, overlay, plan.page[1])
+    canvas.jpeg(page.image, 80)
+    return (time.perf_counter() - start) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=40)
+    args = parser.parse_args()
+    sources = [("text cover", corpus.small_pdf().data, 1),
+               ("photo page", corpus.image_heavy_pdf(pages=3, target=2_000_000).data, 2)]
+    print("| Page | cached, no id | new second, no id | marked (new id) | added vs new second "
+          "| added vs cached |\n|---|---|---|---|---|---|")
+    for name, data, number in sources:
+        document = pdfium.PdfDocument(data)
+        times: dict[str, list[float]] = {"cached": [], "second": [], "marked": []}
+        for n in range(args.rounds + 3):
+            samples = {
+                "cached": _page_ms(document, number, _spec("2026-11-24 04:30:00", None)),
+                "second": _page_ms(document, number, _spec(f"2026-11-24 04:{n:05d}", None)),
+                "marked": _page_ms(document, number, _spec("2026-11-24 04:30:00",
+                                                           new_render_id())),
+            }
+            if n >= 3:  # warm-up rounds dropped
+                for key, value in samples.items():
+                    times[key].append(value)
+        document.close()
+        cached, second, marked = (statistics.median(times[k]) for k in times)
+        print(f"| {name} | {cached:.1f} ms | {second:.1f} ms | {marked:.1f} ms | "
+              f"{100 * (marked / second - 1):+.0f} % | {100 * (marked / cached - 1):+.0f} % |")
+
+
+if __name__ == "__main__":
+    main()

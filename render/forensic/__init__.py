@@ -1,0 +1,10 @@
+"""Forensic leak tracing: an invisible, per-render mark in every served page (docs/leak-tracing.md).
+
+`embed` adds the mark for one render id, `decode` reads it back from a leaked image (or says
+there is none); `codes` turns a render id into the human trace code printed in the strip.
+"""
+
+from render.forensic.decode import Detection, decode, detect
+from render.forensic.embed import embed, embed_into
+
+__all__ = ["Detection", "decode", "detect", "embed", "embed_into"]

@@ -1,0 +1,160 @@
+"""Reading the mark back from a leaked image: find the lattice, fold, align, decode, check.
+
+1. The tile vector from the autocorrelation (`sync`) gives scale and rotation.
+2. The residual is resampled into the mark's own frame and every tile is summed into one
+   (folding): the chips add up, page content averages out.
+3. The folded tile's cyclic cross-correlation with the sync template gives the unknown offset.
+4. Each payload bit is the sum of its REPEAT chips' soft values (the weakest few may be
+   flipped, Chase decoding); the bits must pass the CRC and
+   the sync chips must agree with the template far beyond chance (SYNC_THRESHOLD standard
+   deviations) before an id is reported. Either check alone would let a random image through
+   now and then; both together have never done so in our runs (docs/leak-tracing.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from render.forensic import layout, sync
+from render.forensic.layout import CHIP, TILE, TILE_CHIPS
+
+SYNC_THRESHOLD = 6.0
+CHASE_BITS = 5  # 32 CRC trials at most per alignment; the sync threshold guards the rest
+_SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate does not decode
+_NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
+_LEVELS = 16.0
+_MAX_PIXELS = 12_000_000
+_MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
+Floats = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Detection:
+    render_id: int
+    sync_score: float  # standard deviations above chance
+    scale: float  # leaked image pixels per rendered pixel
+    angle: float  # degrees
+
+
+def decode(image: Image.Image | npt.NDArray[np.uint8]) -> int | None:
+    """The render id marked in `image`, or None when no mark passes both checks."""
+    found = detect(image)
+    return found.render_id if found is not None else None
+
+
+def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
+    source = Image.fromarray(image) if isinstance(image, np.ndarray) else image
+    if min(source.size) < _MIN_SIDE:
+        return None  # under two tiles at the smallest scale: nothing to fold
+    grey = source.convert("L")
+    while grey.width * grey.height > _MAX_PIXELS:
+        # Halved until the decode fits a render task's time: a page shown that large has
+        # chips of 12 px or more, which stay above 4 px.
+        grey = grey.reduce(2)
+    for vector in sync.tile_vectors(grey):
+        for nudge in _SCALE_NUDGES:
+            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge))
+            if found is not None:
+                return found
+            if score < _NUDGE_WORTHY:
+                break  # no trace of the template here: a nudge in scale will not bring it
+    return None
+
+
+def _read(grey: Image.Image, vector: tuple[float, float]) -> tuple[Detection | None, float]:
+    """The detection along one candidate tile vector (or None), and its sync score."""
+    scale = math.hypot(*vector) / TILE
+    folded = _fold(grey, vector)
+    chips = _aligned_chips(folded)
+    score = _sync_score(chips)
+    if score < SYNC_THRESHOLD:
+        return None, score
+    render_id = _chase(_votes(chips))
+    if render_id is None:
+        return None, score
+    angle = math.degrees(math.atan2(vector[1], vector[0]))
+    return Detection(render_id, score, scale, angle), score
+
+
+def _fold(grey: Image.Image, vector: tuple[float, float]) -> Floats:
+    """The residual in the mark's frame (scale 1, upright), summed over every tile."""
+    scale = math.hypot(*vector) / TILE
+    detail = sync.residual(grey, max(1.0, CHIP * scale / 2))
+    a, d = vector[0] / TILE, vector[1] / TILE
+    width, height = grey.size
+    size = (math.ceil(width / scale) + TILE, math.ceil(height / scale) + TILE)
+    # Resampled as 8-bit (the residual is within +-BUSY, so 16 steps a grey level lose
+    # nothing that matters): Pillow's 8-bit affine transform is several times faster than
+    # its float one.
+    levels = np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8)
+    upright = Image.fromarray(levels, mode="L").transform(
+        size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
+        fillcolor=128)
+    plane = np.asarray(upright, dtype=np.float32) - 128.0
+    rows, cols = plane.shape[0] // TILE, plane.shape[1] // TILE
+    tiles = plane[: rows * TILE, : cols * TILE].reshape(rows, TILE, cols, TILE)
+    folded: Floats = tiles.sum(axis=(0, 2), dtype=np.float32)
+    return folded
+
+
+def _template() -> Floats:
+    """+1 where a sync chip is darkened, -1 where it is not, 0 on payload chips."""
+    signs = np.zeros(TILE_CHIPS * TILE_CHIPS, dtype=np.float32)
+    sync_chips = layout.sync_chips()
+    signs[sync_chips] = 2.0 * layout.key_bits()[sync_chips] - 1.0
+    return np.kron(signs.reshape(TILE_CHIPS, TILE_CHIPS), np.ones((CHIP, CHIP), np.float32))
+
+
+def _aligned_chips(folded: Floats) -> Floats:
+    """Per chip, its mean darkening (positive = darkened), with the tile's offset found by
+    cyclic cross-correlation with the sync template."""
+    darkness = -folded
+    corr = np.fft.irfft2(np.fft.rfft2(darkness) * np.conj(np.fft.rfft2(_template())),
+                         s=darkness.shape)
+    dy, dx = np.unravel_index(int(np.argmax(corr)), corr.shape)
+    aligned = np.roll(darkness, (-int(dy), -int(dx)), axis=(0, 1))
+    inner = aligned.reshape(TILE_CHIPS, CHIP, TILE_CHIPS, CHIP)[:, 1:-1, :, 1:-1]
+    chips = inner.mean(axis=(1, 3)).reshape(-1)
+    normalised: Floats = ((chips - chips.mean()) / max(float(chips.std()), 1e-9)).astype(
+        np.float32)
+    return normalised
+
+
+def _sync_score(chips: Floats) -> float:
+    """Agreement of the sync chips with the template, in standard deviations under chance."""
+    index = layout.sync_chips()
+    signs = 2.0 * layout.key_bits()[index] - 1.0
+    return float(np.dot(chips[index], signs) / math.sqrt(len(index)))
+
+
+def _chase(votes: npt.NDArray[np.float64]) -> int | None:
+    """The id whose bits pass the CRC, trying the hard decision and then every pattern of
+    flips among the CHASE_BITS least reliable bits (Chase decoding): one or two weak bits are
+    the usual damage after a downscale plus JPEG q50."""
+    hard = (votes > 0).astype(np.uint8)
+    weakest = np.argsort(np.abs(votes))[:CHASE_BITS]
+    for pattern in range(1 << CHASE_BITS):
+        bits = hard.copy()
+        for position, index in enumerate(weakest):
+            if pattern >> position & 1:
+                bits[index] ^= 1
+        render_id = layout.unpack(bits)
+        if render_id is not None:
+            return render_id
+    return None
+
+
+def _votes(chips: Floats) -> npt.NDArray[np.float64]:
+    """Soft-combine each bit's chips: a chip darkened where its key bit is 0 says 1; a
+    positive vote means 1, its size how sure."""
+    owner = layout.bit_of_chip()
+    carriers = owner >= 0
+    expected_if_zero = 2.0 * layout.key_bits()[carriers] - 1.0
+    votes = np.zeros(layout.PAYLOAD_BITS, dtype=np.float64)
+    np.add.at(votes, owner[carriers], -chips[carriers] * expected_if_zero)
+    return votes

@@ -1,0 +1,125 @@
+"""Finding the tile lattice in a leaked image: its scale, its rotation (Kutter 1998).
+
+The mark repeats every TILE pixels, so the autocorrelation of the image's high-pass residual has
+peaks on the lattice of tile vectors whatever the crop, offset or content; the peak nearest the
+horizontal axis gives the horizontal tile vector (length TILE x scale, angle = rotation). Its
+second and third harmonics sharpen the estimate: an error of a fraction of a pixel in the tile
+vector adds up over the dozen tiles the decoder folds together.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image, ImageFilter
+
+from render.forensic.layout import TILE
+
+Floats = npt.NDArray[np.float32]
+MIN_SCALE, MAX_SCALE = 0.3, 1.8
+MAX_ANGLE = math.radians(8)
+BUSY = 6.0  # grey levels of detail above which a pixel is page content, not mark
+_BUSY_REACH = 2  # and its neighbours within 2 px too
+_MAX_ACF_SIDE = 2048  # larger images are halved first (the chips stay over 4 px)
+
+
+def residual(grey: Image.Image, radius: float) -> Floats:
+    """The image minus its local mean, with page content silenced: near any strong detail
+    (text strokes, edges, JPEG ringing around them) it is set to 0, so mostly flat paper and
+    gentle shading speak, where the chips are all there is."""
+    blurred = np.asarray(grey.filter(ImageFilter.BoxBlur(radius)), dtype=np.float32)
+    detail = np.asarray(grey, dtype=np.float32) - blurred
+    busy = Image.fromarray(((np.abs(detail) > BUSY) * 255).astype(np.uint8), mode="L")
+    # Dilation by a box blur (any busy pixel within reach leaves a trace): a rank filter
+    # costs ten times more.
+    near_busy = np.asarray(busy.filter(ImageFilter.BoxBlur(_BUSY_REACH))) > 0
+    detail[near_busy] = 0.0
+    return detail
+
+
+def _smooth_size(n: int) -> int:
+    """The smallest 2^a 3^b 5^c at or above n (fast FFT lengths)."""
+    best = 1 << max(0, (n - 1).bit_length())
+    for five in (1, 5, 25, 125):
+        for three in (1, 3, 9, 27, 81):
+            m = five * three
+            while m < n:
+                m *= 2
+            best = min(best, m)
+    return best
+
+
+def autocorrelation(detail: Floats) -> Floats:
+    height, width = detail.shape
+    shape = (_smooth_size(height), _smooth_size(width))
+    spectrum = np.fft.rfft2(detail - detail.mean(), s=shape)
+    acf = np.fft.irfft2(spectrum.real ** 2 + spectrum.imag ** 2, s=shape).astype(np.float32)
+    return acf / max(float(acf[0, 0]), 1e-9)
+
+
+def _peak(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[float, float, float]:
+    """The sub-pixel position (dx, dy) and height of the highest point within `reach` of
+    `guess` (a parabola through each axis's neighbours)."""
+    height, width = acf.shape
+    gx, gy = round(guess[0]), round(guess[1])
+    xs = np.arange(gx - reach, gx + reach + 1)
+    ys = np.arange(gy - reach, gy + reach + 1)
+    window = acf[np.ix_(ys % height, xs % width)]
+    iy, ix = np.unravel_index(int(np.argmax(window)), window.shape)
+    x, y = int(xs[ix]), int(ys[iy])
+
+    def offset(minus: float, centre: float, plus: float) -> float:
+        bend = minus - 2 * centre + plus
+        return 0.0 if bend >= 0 else 0.5 * (minus - plus) / bend
+
+    c = float(acf[y % height, x % width])
+    dx = offset(float(acf[y % height, (x - 1) % width]), c, float(acf[y % height, (x + 1) % width]))
+    dy = offset(float(acf[(y - 1) % height, x % width]), c, float(acf[(y + 1) % height, x % width]))
+    return x + dx, y + dy, c
+
+
+def tile_vectors(grey: Image.Image, count: int = 2) -> list[tuple[float, float]]:
+    """Up to `count` candidate horizontal tile vectors (dx, dy) in `grey`'s pixels, best first."""
+    factor = 1
+    while max(grey.size) > _MAX_ACF_SIDE:
+        grey = grey.reduce(2)
+        factor *= 2
+    acf = autocorrelation(residual(grey, 2))
+    height, width = acf.shape
+    low, high = TILE * MIN_SCALE / factor, min(TILE * MAX_SCALE / factor, width / 2.5)
+    xs = np.arange(math.floor(low * math.cos(MAX_ANGLE)), math.ceil(high) + 1)
+    reach_y = math.ceil(high * math.sin(MAX_ANGLE))
+    ys = np.arange(-reach_y, reach_y + 1)
+    region = acf[np.ix_(ys % height, xs % width)].copy()
+    radius = np.hypot(xs[None, :], ys[:, None])
+    angle = np.abs(np.arctan2(ys[:, None], xs[None, :]))
+    region[(radius < low) | (radius > high) | (angle > MAX_ANGLE)] = -np.inf
+    found: list[tuple[float, float]] = []
+    for _ in range(count):
+        iy, ix = np.unravel_index(int(np.argmax(region)), region.shape)
+        if not np.isfinite(region[iy, ix]):
+            break
+        vector = _refine(acf, (float(xs[ix]), float(ys[iy])))
+        found.append((vector[0] * factor, vector[1] * factor))
+        # Blank this peak and its neighbourhood before looking for the next candidate.
+        near = np.hypot(xs[None, :] - xs[ix], ys[:, None] - ys[iy]) < 4
+        region[near] = -np.inf
+    return found
+
+
+def _refine(acf: Floats, coarse: tuple[float, float]) -> tuple[float, float]:
+    """The tile vector fitted through its sub-pixel peak and those of its 2nd and 3rd
+    harmonics (least squares through the origin), each taken only if it is a clear peak."""
+    x1, y1, top = _peak(acf, coarse, 1)
+    sum_x, sum_y, weight = x1, y1, 1.0
+    height, width = acf.shape
+    for k in (2, 3):
+        if k * abs(x1) > width / 2 - 3 or k * abs(y1) > height / 2 - 3:
+            break
+        xk, yk, value = _peak(acf, (k * x1, k * y1), 2)
+        if value < 0.4 * top:
+            break
+        sum_x, sum_y, weight = sum_x + k * xk, sum_y + k * yk, weight + k * k
+    return sum_x / weight, sum_y / weight

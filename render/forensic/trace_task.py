@@ -1,0 +1,56 @@
+"""The trace task: a leaked image (untrusted bytes) decoded in a render worker, never in the
+server process, with the same guards as an upload (format by magic bytes, pixel cap, PNG
+chunks verified, every Pillow error an Unreadable)."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+from PIL import Image
+
+from render.forensic.decode import detect
+from render.model import JPEG, PNG, Unreadable
+
+# A leaked screenshot can be larger than any page we serve; 40 MP (a 4K display at 4x) is
+# plenty, and bounds the decoder's memory well inside a worker's cap.
+MAX_TRACE_PIXELS = 40_000_000
+_FORMATS = {JPEG: "JPEG", PNG: "PNG"}
+
+
+def sniff(data: bytes) -> str | None:
+    """image/jpeg or image/png from the magic bytes, else None."""
+    if data.startswith(b"\xff\xd8\xff"):
+        return JPEG
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return PNG
+    return None
+
+
+def trace_image(data: bytes) -> int | None:
+    """The render id marked in the image `data`, or None; Unreadable for a damaged image."""
+    kind = sniff(data)
+    if kind is None:
+        raise Unreadable("the image is neither a JPEG nor a PNG")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            if kind == PNG:
+                with Image.open(io.BytesIO(data), formats=["PNG"]) as probe:
+                    _check_size(probe.size)
+                    probe.verify()
+            with Image.open(io.BytesIO(data), formats=[_FORMATS[kind]]) as image:
+                _check_size(image.size)
+                image.load()
+                found = detect(image)
+    except Unreadable:
+        raise
+    except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError,
+            Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise Unreadable("the image is damaged") from None
+    return found.render_id if found is not None else None
+
+
+def _check_size(size: tuple[int, int]) -> None:
+    if size[0] * size[1] > MAX_TRACE_PIXELS:
+        raise Unreadable("the image has more than 40 million pixels")

@@ -1,0 +1,84 @@
+"""The invisible mark (render.forensic) on a real page rendered as vaultd serves it: it comes
+back exactly after the leaks of issue 16, stays invisible, and is never found where it is not."""
+
+from __future__ import annotations
+
+import functools
+import random
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg
+from render.forensic import decode, detect, embed, embed_into
+from render.forensic.decode import SYNC_THRESHOLD
+
+RENDER_ID = 0x15A2B3C4D5E
+
+
+@functools.cache
+def _page() -> Page:
+    return corpus_pages(1)[0]  # the generated text cover, with the visible watermark
+
+
+def _marked(render_id: int = RENDER_ID) -> Image.Image:
+    page = _page()
+    top = embed(page.image.crop((0, 0, page.image.width, page.page_height)), render_id)
+    whole = page.image.copy()
+    whole.paste(top, (0, 0))
+    return jpeg(whole, SERVED_QUALITY)
+
+
+def _psnr(a: Image.Image, b: Image.Image) -> float:
+    diff = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    return float(10 * np.log10(255 ** 2 / (diff ** 2).mean()))
+
+
+def test_mark_is_invisible_by_psnr_and_deterministic() -> None:
+    page = _page()
+    once, twice = embed(page.image, RENDER_ID), embed(page.image, RENDER_ID)
+    assert np.array_equal(np.asarray(once), np.asarray(twice))
+    assert 40.0 <= _psnr(page.image, once) < 60.0  # present, yet under the visibility bar
+    assert not np.array_equal(np.asarray(once), np.asarray(embed(page.image, RENDER_ID + 1)))
+
+
+@pytest.mark.parametrize("attack", ["none", "jpeg q50", "downscale 50%", "640 px wide",
+                                    "half-area crop", "screenshot", "greyscale", "rotate 2 deg",
+                                    "downscale 50% + jpeg q50", "rotate 2 deg + crop"])
+def test_exact_id_survives(attack: str) -> None:
+    leaked = ATTACKS[attack](_marked(), _page().page_height, random.Random(attack))
+    found = detect(leaked)
+    assert found is not None, attack
+    assert found.render_id == RENDER_ID
+    assert found.sync_score >= SYNC_THRESHOLD
+
+
+def test_unmarked_pages_and_images_give_nothing() -> None:
+    page = _page()
+    rng = random.Random(1)
+    served = jpeg(page.image, SERVED_QUALITY)
+    candidates = [served, ATTACKS["downscale 50%"](served, page.page_height, rng),
+                  ATTACKS["screenshot"](served, page.page_height, rng),
+                  Image.new("RGB", (1200, 1600), "white"),
+                  Image.fromarray(np.random.default_rng(2).integers(0, 256, (900, 700, 3),
+                                                                     dtype=np.uint8))]
+    assert [decode(image) for image in candidates] == [None] * len(candidates)
+
+
+@pytest.mark.parametrize("image", [Image.new("RGB", (1, 1)), Image.new("L", (40, 30), 200),
+                                   Image.new("RGBA", (300, 5), (0, 0, 0, 0)),
+                                   Image.new("P", (500, 400)), Image.new("I;16", (64, 64))])
+def test_odd_images_decode_to_none_without_error(image: Image.Image) -> None:
+    assert decode(image) is None
+
+
+def test_embed_into_touches_only_its_area() -> None:
+    width, height, area_height = 400, 500, 300
+    buffer = bytearray(b"\xff" * (width * 4 * height))
+    embed_into(buffer, width * 4, (width, area_height), RENDER_ID)
+    pixels = np.frombuffer(bytes(buffer), dtype=np.uint8).reshape(height, width, 4)
+    assert (pixels[area_height:] == 255).all()
+    assert (pixels[:area_height, :, 3] == 255).all()  # the X byte is left alone
+    darkened = pixels[:area_height, :, :3] < 255
+    assert 0.35 < darkened.mean() < 0.65  # about half the chips, only on the page area
