@@ -34,7 +34,8 @@ log = logging.getLogger("vaultd.connections")
 
 JSON_BODY_LIMIT = 16 << 10
 DRAIN_LIMIT = 1 << 20  # refused bodies up to this size are read (and dropped) before answering
-UPLOAD_PATHS = frozenset({"/v1/files"})  # streamed; the handler sets its own limit
+# Streamed routes: each handler checks the key first, then sets its own limit.
+UPLOAD_PATHS = frozenset({"/v1/files", "/v1/trace"})
 
 
 def json_too_large_message() -> str:
