@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -23,7 +23,7 @@ def rotate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Add a new master key and re-wrap every data key under it (blobs are not touched)."""
-    async def action(settings: Settings, db: Db) -> dict:
+    async def action(settings: Settings, db: Db) -> dict[str, Any]:
         return await rotate_master_key(settings, db, drop_old)
 
     result = run(action)

@@ -36,5 +36,10 @@ def open_reader(ref: BlobRef) -> SyncBlobReader:
 
 
 __all__ = [
+    "BackendUnavailable",
+    "BlobBackend",
+    "BlobRef",
+    "SyncBlobReader",
     "backend_module",
-    "BackendUnavailable", "BlobBackend", "BlobRef", "SyncBlobReader", "open_reader"]
+    "open_reader",
+]

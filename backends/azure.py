@@ -67,7 +67,7 @@ def _check_name(name: str) -> str:
 
 
 def _backoff(count: int) -> float:
-    return BACKOFF_SECONDS * 2 ** max(count - 1, 0) + random.uniform(0, BACKOFF_SECONDS / 2)
+    return BACKOFF_SECONDS * 2.0 ** max(count - 1, 0) + random.uniform(0, BACKOFF_SECONDS / 2)
 
 
 class _AsyncRetry(AsyncExponentialRetry):
@@ -132,7 +132,7 @@ def _identity_module(aio: bool = False) -> Any:
         if aio:
             import azure.identity.aio as identity
         else:
-            import azure.identity as identity
+            from azure import identity
     except ImportError:
         raise ConfigError("config: storage.azure.account_url without a SAS token authenticates "
                           "with Azure AD: pip install azure-identity") from None

@@ -424,9 +424,9 @@ def png_cases() -> Iterator[Case]:
     yield Case("png-chunk-length-2147483647", good[:33] + struct.pack(">I", 2**31 - 1) + b"tEXt"
                + b"x" * 64, REFUSED)
     ztxt = zlib_zeros(64 << 20, ord("A"))
-    bomb_text = chunks[:1] + [(b"zTXt", b"Comment\0\0" + ztxt)] + chunks[1:]
+    bomb_text = [*chunks[:1], (b"zTXt", b"Comment\0\0" + ztxt), *chunks[1:]]
     yield Case("png-ztxt-decompresses-to-64-mb", png_from(bomb_text), EITHER)
-    iccp = chunks[:1] + [(b"iCCP", b"icc\0\0" + zlib_zeros(64 << 20))] + chunks[1:]
+    iccp = [*chunks[:1], (b"iCCP", b"icc\0\0" + zlib_zeros(64 << 20)), *chunks[1:]]
     yield Case("png-iccp-decompresses-to-64-mb", png_from(iccp), EITHER)
     many = chunks[:1] + [(b"tEXt", b"k\0v")] * 20_000 + chunks[1:]
     yield Case("png-20000-text-chunks", png_from(many), EITHER)

@@ -20,7 +20,7 @@ def test_blobs_on_disk_hold_no_plaintext(vault: VaultProcess, api: httpx.Client)
 
 def test_the_database_holds_only_wrapped_keys_and_hashes(vault: VaultProcess,
                                                          account: tuple[str, str]) -> None:
-    account_id, key = account
+    _, key = account
     with vault.client(key) as api:
         created = upload_ok(api, docs.pdf())
         token = api.post("/views", json={"fileId": created["id"],

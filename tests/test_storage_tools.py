@@ -71,7 +71,7 @@ def admin(vault: VaultProcess, *args: str, env: dict[str, str] | None = None
     """vault-admin with the server's settings, plus `env`; any exit code."""
     cmd = [sys.executable, "-m", "admin_cli.main", "--data-dir", str(vault.data_dir), *args]
     return subprocess.run(cmd, cwd=ROOT, env=base_env({**vault.env, **(env or {})}),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, check=False, timeout=120)
 
 
 def admin_json(vault: VaultProcess, *args: str, code: int = 0,

@@ -141,7 +141,7 @@ def open_viewer(browser: Browser, url: str, device: dict[str, Any] = DESKTOP,
         page.on("console", lambda m: m.type == "error" and session.errors.append(m.text))
         page.on("pageerror", lambda e: session.errors.append(str(e)))
         # Playwright wants plain functions as listeners (it tags them), hence the lambdas.
-        page.on("request", lambda r: session.record_request(r))
+        page.on("request", lambda r: session.record_request(r))  # noqa: PLW0108
         page.on("response", lambda r: "/pages/" in r.url and session.page_responses.append(
             (time.monotonic(), r.status)))
         page.on("requestfinished", lambda r: "/pages/" in r.url and session.page_request(-1))

@@ -95,7 +95,7 @@ class VaultProcess:
     def admin(self, *args: str, expect_ok: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "admin_cli.main", "--data-dir", str(self.data_dir), *args]
         result = subprocess.run(cmd, cwd=ROOT, env=base_env(self.env), capture_output=True,
-                                text=True, timeout=120)
+                                text=True, check=False, timeout=120)
         if expect_ok and result.returncode != 0:
             raise AssertionError(f"vault-admin {' '.join(args)} failed: {result.stderr}")
         return result

@@ -92,7 +92,7 @@ def start(
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=_terminate_with_parent,
+        preexec_fn=_terminate_with_parent,  # noqa: PLW1509 the hook only calls prctl
     )
     log.close()
     server = EmbeddedServer(process, host, port, storage)

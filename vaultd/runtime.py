@@ -23,9 +23,12 @@ def make_backend(settings: Settings) -> BlobBackend:
         module = backend_module(settings.storage_backend)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    backend: BlobBackend
     if settings.storage_backend == "local":
-        return module.LocalBackend(settings.local_blob_dir)
-    return module.AzureBackend.from_settings(settings)
+        backend = module.LocalBackend(settings.local_blob_dir)
+    else:
+        backend = module.AzureBackend.from_settings(settings)
+    return backend
 
 
 def load_keyring(settings: Settings) -> MasterKeyring:
@@ -76,7 +79,7 @@ class Database:
 async def open_database(settings: Settings, reuse_running: bool = False) -> Database:
     """Connect to the configured MongoDB, or to the embedded server (started if need be)."""
     server = None
-    uri = settings.mongodb_uri
+    uri: str | None = settings.mongodb_uri
     if not uri:
         storage = settings.data_path / "db"
         uri = embedded_db.running_address(storage) if reuse_running else None

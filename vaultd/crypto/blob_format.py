@@ -223,7 +223,7 @@ class ChunkOpener:
             return offset, self.final_length + TAG_SIZE
         return offset, WIRE_CHUNK_SIZE
 
-    def open_chunk(self, index: int, wire: bytes) -> bytes:
+    def open_chunk(self, index: int, wire: bytes | memoryview) -> bytes:
         """Decrypt and authenticate chunk `index`; BlobCorrupt if its length or tag is wrong."""
         expected = self.chunk_span(index)[1]
         if len(wire) != expected:

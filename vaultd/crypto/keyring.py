@@ -173,8 +173,8 @@ def _decode_key(text: str) -> bytes | None:
 def _split_entries(text: str) -> list[str]:
     """Entries separated by commas or newlines; blank and '#' lines skipped."""
     entries: list[str] = []
-    for line in text.splitlines():
-        line = line.strip()
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
         if not line or line.startswith("#"):
             continue
         entries.extend(piece.strip() for piece in line.split(",") if piece.strip())

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from vaultd.db import Db
+from vaultd.records import AccessLogDoc, Action
 from vaultd.timefmt import iso_utc, utcnow
 
 LATEST = 200
-ACTIONS = frozenset({"upload", "view", "page", "download", "delete", "revoke"})
 
 
 def valid_ip(value: str | None) -> str | None:
@@ -28,15 +28,14 @@ async def record(
     db: Db,
     account_id: str,
     file_id: str,
-    action: str,
+    action: Action,
     *,
     viewer_email: str | None = None,
     ip: str | None = None,
     page: int | None = None,
 ) -> str:
     """Appends an entry; returns its id."""
-    assert action in ACTIONS, action
-    entry: dict[str, Any] = {
+    entry: AccessLogDoc = {
         "_id": str(uuid.uuid4()),
         "accountId": account_id,
         "fileId": file_id,
@@ -50,7 +49,7 @@ async def record(
     if page is not None:
         entry["page"] = page
     await db.access_log.insert_one(entry)
-    return str(entry["_id"])
+    return entry["_id"]
 
 
 async def withdraw(db: Db, entry_id: str) -> None:
@@ -59,15 +58,18 @@ async def withdraw(db: Db, entry_id: str) -> None:
     await db.access_log.delete_one({"_id": entry_id})
 
 
-def entry_json(doc: dict[str, Any]) -> dict[str, Any]:
+def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
     out: dict[str, Any] = {
         "at": iso_utc(doc["at"]),
         "fileId": doc["fileId"],
         "action": doc["action"],
     }
-    for key in ("viewerEmail", "ip", "page"):
-        if key in doc:
-            out[key] = doc[key]
+    if "viewerEmail" in doc:
+        out["viewerEmail"] = doc["viewerEmail"]
+    if "ip" in doc:
+        out["ip"] = doc["ip"]
+    if "page" in doc:
+        out["page"] = doc["page"]
     return out
 
 

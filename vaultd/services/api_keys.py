@@ -11,6 +11,7 @@ from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
 from vaultd.errors import NotFound, PlanLimitReached
+from vaultd.records import ApiKeyDoc
 from vaultd.secrets import API_KEY_PREFIX, digest, is_api_key, new_api_key
 from vaultd.services.accounts import Account, get_account
 from vaultd.timefmt import iso_utc, utcnow
@@ -25,7 +26,7 @@ class ApiKeyInfo:
     revoked_at: datetime | None
 
     @classmethod
-    def from_doc(cls, doc: dict[str, Any]) -> ApiKeyInfo:
+    def from_doc(cls, doc: ApiKeyDoc) -> ApiKeyInfo:
         return cls(
             doc["_id"], doc["accountId"], doc["hint"], doc["createdAt"], doc.get("revokedAt")
         )
@@ -50,7 +51,7 @@ async def create_key(db: Db, account_id: str) -> tuple[ApiKeyInfo, str]:
         )
     while True:
         key = new_api_key()
-        doc = {
+        doc: ApiKeyDoc = {
             "_id": f"key_{uuid.uuid4().hex[:16]}",
             "accountId": account_id,
             "hash": digest(key),
@@ -103,8 +104,8 @@ async def key_owner(db: Db, key: str) -> str | None:
     return live_owner(await db.api_keys.find_one({"hash": digest(key)}, KEY_CHECK_FIELDS))
 
 
-def live_owner(doc: dict[str, Any] | None) -> str | None:
-    """The account id in a key's record (KEY_CHECK_FIELDS), or None if missing or revoked."""
+def live_owner(doc: ApiKeyDoc | None) -> str | None:
+    """The account id in a key's record (KEY_CHECK_FIELDS of it), or None if missing or revoked."""
     if doc is None or doc.get("revokedAt") is not None:
         return None
-    return str(doc["accountId"])
+    return doc["accountId"]

@@ -13,7 +13,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pymongo.errors import DuplicateKeyError
@@ -21,6 +21,7 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
+from vaultd.records import FileDoc, LinkDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services import access_log
 from vaultd.services.accounts import Account, get_account
@@ -34,8 +35,8 @@ LINK_NOT_FOUND = "link not found or no longer available"
 LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1}  # what `is_live` reads of a link
 
 # What a page needs besides the link's liveness, kept for a second (see services.recent).
-RECENT_LINKS: RecentRecords[dict[str, Any]] = RecentRecords()  # by token hash
-RECENT_FILES: RecentRecords[dict[str, Any]] = RecentRecords()
+RECENT_LINKS: RecentRecords[LinkDoc] = RecentRecords()  # by token hash
+RECENT_FILES: RecentRecords[FileDoc] = RecentRecords()
 RECENT_ACCOUNTS: RecentRecords[Account] = RecentRecords()
 
 
@@ -51,8 +52,8 @@ class LinkRequest:
 class OpenLink:
     """A live link with its file and account, as resolved for one request."""
 
-    link: dict[str, Any]
-    file: dict[str, Any]
+    link: LinkDoc
+    file: FileDoc
     account: Account
     read_at: float  # time.monotonic() when the link was read and found live
 
@@ -103,14 +104,14 @@ def parse_ttl(value: Any, account: Account) -> int:
     return int(value)
 
 
-async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, Any]:
+async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, datetime]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
     await get_file(db, account.id, request.file_id)
     now = utcnow()
     expires_at = now + timedelta(seconds=request.ttl_seconds)
     while True:
         token = new_token()
-        doc = {
+        doc: LinkDoc = {
             "_id": str(uuid.uuid4()),
             "hash": digest(token),
             "accountId": account.id,
@@ -175,7 +176,7 @@ async def confirm(db: Db, kept: OpenLink) -> OpenLink:
                      read_at)
 
 
-def confirmed(kept: OpenLink, link: dict[str, Any] | None, read_at: float) -> OpenLink:
+def confirmed(kept: OpenLink, link: LinkDoc | None, read_at: float) -> OpenLink:
     """`kept`, read live at `read_at` as `link` (LIVENESS_FIELDS of it); NotFound otherwise."""
     if link is None or not is_live(link):
         RECENT_LINKS.forget(kept.link["hash"])
@@ -183,7 +184,7 @@ def confirmed(kept: OpenLink, link: dict[str, Any] | None, read_at: float) -> Op
     return replace(kept, read_at=read_at)
 
 
-async def _file(db: Db, link: dict[str, Any]) -> dict[str, Any]:
+async def _file(db: Db, link: LinkDoc) -> FileDoc:
     file = RECENT_FILES.fresh(link["fileId"])
     if file is None:
         file = await get_file(db, link["accountId"], link["fileId"])
@@ -201,7 +202,7 @@ async def _account(db: Db, account_id: str, known: Account | None) -> Account:
     return account
 
 
-def is_live(link: dict[str, Any]) -> bool:
+def is_live(link: LinkDoc) -> bool:
     return link.get("revoked") is False and link["expiresAt"] > utcnow()
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import NotFound, PlanLimitReached
 from vaultd.plans import get_plan
+from vaultd.records import UsageDoc
 from vaultd.timefmt import utcnow
 
 
@@ -52,7 +53,7 @@ async def reserve_upload(db: Db, account_id: str, file_id: str, size: int, owner
     raise _limit_error(current["plan"], current["usage"], size)
 
 
-def _limit_error(plan_id: str, usage: dict[str, int], size: int) -> PlanLimitReached:
+def _limit_error(plan_id: str, usage: UsageDoc, size: int) -> PlanLimitReached:
     plan = get_plan(plan_id)
     if plan.maxDocuments is not None and usage["documents"] >= plan.maxDocuments:
         return PlanLimitReached(

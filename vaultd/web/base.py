@@ -122,7 +122,7 @@ class BaseHandler(RequestHandler):
         # Domain errors and dependency outages are expected: answer them, don't log tracebacks.
         error = as_vault_error(e)
         if error is None:
-            super()._handle_request_exception(e)  # type: ignore[arg-type]
+            super()._handle_request_exception(e)
             return
         if self._finished:
             return

@@ -1,0 +1,11 @@
+# Stub of the C extension render/_blend.c (built by setup.py): mypy cannot read the .so.
+from collections.abc import Sequence
+
+def paste(
+    canvas: bytearray,
+    stride: int,
+    area: tuple[int, int],
+    corners: Sequence[tuple[int, int]],
+    pieces: Sequence[tuple[int, int, int, int, bytes, bytes]],
+    /,
+) -> None: ...
