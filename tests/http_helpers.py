@@ -32,3 +32,12 @@ def create_link(client: httpx.Client, file_id: str, email: str = "viewer@example
     response = client.post("/views", json={"fileId": file_id, "viewerEmail": email, **fields})
     assert response.status_code == 201, response.text
     return response.json()
+
+
+def assert_json_error(response: httpx.Response, status: int, message: str) -> dict[str, Any]:
+    """The documented error: `status`, a JSON body, and exactly `message` in its `error`."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body: dict[str, Any] = response.json()
+    assert body.get("error") == message, body
+    return body

@@ -24,7 +24,8 @@ from tests.test_api_auth import assert_json_error
 from tests.vault_process import VaultProcess, running_vault
 from vaultd import secrets as vault_secrets
 from vaultd.errors import NotFound
-from vaultd.services import api_keys, links
+from vaultd.services import api_keys
+from vaultd.services.link_records import LinkRecords
 
 
 @dataclass
@@ -419,7 +420,7 @@ async def test_keys_are_looked_up_by_their_hash_only() -> None:
 async def test_tokens_are_looked_up_by_their_hash_only() -> None:
     db, token = RecordingDb(), vault_secrets.new_token()
     with pytest.raises(NotFound):
-        await links.open_link(db, token)  # type: ignore[arg-type]
+        await LinkRecords().open(db, token)  # type: ignore[arg-type]
     (args, kwargs), = db.links.calls
     assert args[0]["hash"] == hashlib.sha256(token.encode()).hexdigest()
     assert token not in repr((args, kwargs))

@@ -21,6 +21,7 @@ from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import recovery
 from vaultd.services.blobs import BlobStore
+from vaultd.services.page_path import PagePath
 from vaultd.web.app import make_app
 from vaultd.web.context import AppContext
 
@@ -68,7 +69,8 @@ async def serve(settings: Settings) -> None:
         store = BlobStore(backend, keyrings.current(), keyrings.current)
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
-        ctx = AppContext(settings, database.db, store, pool, instance_id, "")
+        pages = PagePath(database.db, store, pool, settings)
+        ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "")
         server, port = listen(settings, ctx)
         heartbeat = start_housekeeping(database.db, store, instance_id)
         log.info("vaultd listening on http://%s:%d (viewer %s)", settings.host, port,

@@ -13,7 +13,6 @@ from backends.base import BackendUnavailable, StorageFull
 from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyUnavailable
 from vaultd.errors import (
-    INVALID_KEY,
     InvalidRequest,
     ServiceUnavailable,
     StorageCorrupt,
@@ -21,7 +20,7 @@ from vaultd.errors import (
     VaultError,
 )
 from vaultd.services.accounts import Account
-from vaultd.services.api_keys import resolve_key
+from vaultd.services.api_keys import authenticate
 from vaultd.web.access_log_scrub import scrub_path
 from vaultd.web.context import AppContext
 
@@ -36,9 +35,13 @@ class BaseHandler(RequestHandler):
     """Every response is JSON; domain errors carry the text meant for the client."""
 
     public = False  # routes that need no API key say so explicitly (audited in make_app)
-    # The handler calls authenticate() itself, later, and before any answer (page requests
-    # resolve the key while the page renders). prepare() still refuses a missing key at once.
+    # The handler checks the key itself, with what else it reads (the page path reads the key
+    # and the link in one round trip). prepare() still refuses a missing key at once.
     deferred_auth = False
+    # A path served by two handlers (the streamed upload and the listing): the methods this
+    # one takes (empty: all), and the other's, which a 405 lists as allowed too.
+    only_methods: tuple[str, ...] = ()
+    shared_route_methods: tuple[str, ...] = ()
 
     def initialize(self, ctx: AppContext) -> None:
         self.ctx = ctx
@@ -83,10 +86,7 @@ class BaseHandler(RequestHandler):
         return key.strip()
 
     async def authenticate(self) -> Account:
-        account = await resolve_key(self.ctx.db, self.bearer_key())
-        if account is None:
-            raise Unauthorized(INVALID_KEY)
-        return account
+        return await authenticate(self.ctx.db, self.bearer_key())
 
     def send_json(self, status: int, body: Any) -> None:
         self.set_status(status)
@@ -104,6 +104,13 @@ class BaseHandler(RequestHandler):
         if not isinstance(body, dict):
             raise InvalidRequest("request body must be a JSON object")
         return body
+
+    def send_page(self, jpeg: bytes) -> None:
+        """Each display is a fresh render: nothing may cache or re-serve it."""
+        self.set_header("Content-Type", "image/jpeg")
+        self.set_header("Cache-Control", "private, no-store")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.finish(jpeg)
 
     def send_empty(self, status: int = 204) -> None:
         self.set_status(status)
@@ -130,8 +137,9 @@ class BaseHandler(RequestHandler):
 
     def allowed_methods(self) -> list[str]:
         base = RequestHandler
-        return [m for m in self.SUPPORTED_METHODS
-                if getattr(type(self), m.lower()) is not getattr(base, m.lower())]
+        own = [m for m in self.SUPPORTED_METHODS
+               if getattr(type(self), m.lower()) is not getattr(base, m.lower())]
+        return sorted({*own, *self.shared_route_methods}, key=self.SUPPORTED_METHODS.index)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         if status_code == 405:
