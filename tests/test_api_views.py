@@ -332,7 +332,7 @@ def page_entries(api: httpx.Client, file_id: str) -> list[dict]:
 def test_a_bad_key_on_a_page_is_401_before_anything_else_and_logs_nothing(
     vault: VaultProcess, api: httpx.Client, pdf_file: dict, page: str
 ) -> None:
-    # The key is resolved while the page renders; the answer must not depend on that.
+    # The key is judged before anything else is done for the page (services.page_path).
     link = create_link(api, pdf_file["id"])
     account_id, key = vault.new_account("Revoked Ltd")
     vault.admin("keys", "revoke", vault.admin_json("keys", "list", account_id)[0]["id"])
@@ -351,7 +351,7 @@ def test_keys_are_judged_alike_right_after_a_page_of_the_same_link(
     vault: VaultProcess, api: httpx.Client, pdf_file: dict
 ) -> None:
     # A page served a moment ago leaves its link kept for a second; the next page then reads
-    # the key and the link in one round trip (services.page_checks), which must judge the same.
+    # the key and the link in one round trip (api_keys.check_key), which must judge the same.
     link = create_link(api, pdf_file["id"])
     _, other = vault.new_account("Snoop Inc")
     revoked_account, revoked = vault.new_account("Revoked Ltd")

@@ -7,15 +7,15 @@ import asyncio
 import logging
 import signal
 import sys
-from typing import Any
 
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
 from tornado.netutil import bind_sockets
 
-from backends.base import BackendUnavailable
+from backends.base import BackendUnavailable, BlobBackend
 from render.pool import RenderPool
 from vaultd.config import ConfigError, Settings, load_settings, read_config_file
+from vaultd.db import Db
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
@@ -88,13 +88,10 @@ async def serve(settings: Settings) -> None:
         await database.close()
 
 
-async def start_backend(backend: Any) -> None:
+async def start_backend(backend: BlobBackend) -> None:
     """Create the container or directory when missing; an outage here is not fatal."""
-    start = getattr(backend, "start", None)
-    if start is None:
-        return
     try:
-        await start()
+        await backend.start()
     except BackendUnavailable:
         log.warning("storage unavailable at start-up; requests get 503 until it answers")
 
@@ -119,7 +116,7 @@ def listen(settings: Settings, ctx: AppContext) -> tuple[HTTPServer, int]:
     return server, port
 
 
-def start_housekeeping(db: Any, store: BlobStore, instance_id: str) -> PeriodicCallback:
+def start_housekeeping(db: Db, store: BlobStore, instance_id: str) -> PeriodicCallback:
     ticks = 0
 
     async def tick() -> None:

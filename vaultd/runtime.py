@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from backends import backend_module
+from backends import BackendConfigError, create_backend
 from backends.base import BlobBackend
 from vaultd import embedded_db
 from vaultd.config import ConfigError, Settings
@@ -18,17 +18,11 @@ log = logging.getLogger("vaultd")
 
 
 def make_backend(settings: Settings) -> BlobBackend:
-    """The configured backend; a missing optional SDK is a one-line ConfigError."""
+    """The configured backend; bad options or a missing optional SDK are a one-line ConfigError."""
     try:
-        module = backend_module(settings.storage_backend)
-    except ValueError as exc:
+        return create_backend(settings.storage_backend, settings.backend_options())
+    except BackendConfigError as exc:
         raise ConfigError(str(exc)) from None
-    backend: BlobBackend
-    if settings.storage_backend == "local":
-        backend = module.LocalBackend(settings.local_blob_dir)
-    else:
-        backend = module.AzureBackend.from_settings(settings)
-    return backend
 
 
 def load_keyring(settings: Settings) -> MasterKeyring:

@@ -105,8 +105,7 @@ async def recover(db: Db, store: BlobStore) -> int:
 
 
 async def _sweep_temporaries(store: BlobStore) -> int:
-    sweep = getattr(store.backend, "sweep_temporaries", None)
-    return int(await sweep(ABANDONED_TEMP_SECONDS)) if sweep else 0
+    return await store.backend.sweep_temporaries(ABANDONED_TEMP_SECONDS)
 
 
 async def _settle_upload(

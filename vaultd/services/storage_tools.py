@@ -164,8 +164,7 @@ async def gc(db: Db, backend: BlobBackend, older_than_seconds: float,
             young.append(name)
         elif dry_run or (await _still_unowned(db, name) and await backend.delete(name)):
             orphans.append(name)
-    sweep = getattr(backend, "sweep_temporaries", None)
-    temporaries = await sweep(older_than_seconds) if sweep and not dry_run else 0
+    temporaries = 0 if dry_run else await backend.sweep_temporaries(older_than_seconds)
     return {
         "dryRun": dry_run, "olderThanSeconds": older_than_seconds, "blobs": len(listing),
         "orphans": orphans, "keptYoung": young, "keptInFlight": len(in_flight & listed),

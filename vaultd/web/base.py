@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from http.client import responses
 from typing import Any
 
 from pymongo.errors import ConnectionFailure, ExecutionTimeout, WTimeoutError
@@ -45,6 +46,7 @@ class BaseHandler(RequestHandler):
 
     def initialize(self, ctx: AppContext) -> None:
         self.ctx = ctx
+        self._mapped_error: VaultError | None = None  # set by log_exception for write_error
         self.account: Account | None = None
         self._counted = True
         ctx.active_requests += 1
@@ -117,6 +119,12 @@ class BaseHandler(RequestHandler):
         self.finish()
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        # Tornado calls this first for every exception a method raised, then write_error.
+        # Domain errors and dependency outages are expected: they are mapped here (write_error
+        # answers with the mapping) and logged without a traceback.
+        self._mapped_error = as_vault_error(value) if isinstance(value, BaseException) else None
+        if self._mapped_error is not None:
+            return
         # Tornado's version prints the request's URI and repr: tokens live in our paths.
         path = scrub_path(self.request.uri or "")
         if isinstance(value, HTTPError):
@@ -125,16 +133,6 @@ class BaseHandler(RequestHandler):
         log.error("uncaught exception in %s %s", self.request.method, path,
                   exc_info=(typ, value, tb))
 
-    def _handle_request_exception(self, e: BaseException) -> None:
-        # Domain errors and dependency outages are expected: answer them, don't log tracebacks.
-        error = as_vault_error(e)
-        if error is None:
-            super()._handle_request_exception(e)
-            return
-        if self._finished:
-            return
-        self.send_error(error.status, vault_error=error)
-
     def allowed_methods(self) -> list[str]:
         base = RequestHandler
         own = [m for m in self.SUPPORTED_METHODS
@@ -142,14 +140,18 @@ class BaseHandler(RequestHandler):
         return sorted({*own, *self.shared_route_methods}, key=self.SUPPORTED_METHODS.index)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error, self._mapped_error = self._mapped_error, None
+        if error is not None:  # Tornado answers 500 for any exception but HTTPError
+            status_code = error.status
+            self.set_status(status_code)
         if status_code == 405:
             self.set_header("Allow", ", ".join(self.allowed_methods()))
-        error = kwargs.get("vault_error")
         if isinstance(error, ServiceUnavailable):  # send_error cleared the headers: set it here
             self.set_header("Retry-After", str(error.retry_after))
-        message = error.message if error else _REASONS.get(status_code, self._reason.lower())
+        reason = responses.get(status_code, "error").lower()
+        message = error.message if error else _REASONS.get(status_code, reason)
         self.clear_header("Content-Disposition")
-        body = {"error": message}
+        body: dict[str, Any] = {"error": message}
         if status_code in (413, 415):
             body.update({"statusCode": status_code, "message": message})
         self.set_header("Content-Type", "application/json; charset=utf-8")
