@@ -22,6 +22,8 @@ from tests.processes import all_pids, cmdline, render_workers
 from tests.vault_process import VaultProcess, free_port, running_vault
 from tests.waiting import wait_until
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 
 def page_entries(api: httpx.Client, file_id: str) -> list[dict]:
     return [e for e in api.get(f"/files/{file_id}/access-log").json() if e["action"] == "page"]

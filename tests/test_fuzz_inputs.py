@@ -31,6 +31,8 @@ from vaultd.services.access_log import valid_ip
 from vaultd.services.accounts import Account
 from vaultd.web.files import parse_bounded_int
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 
 def http(examples: int) -> settings:
     """Over HTTP: few examples (each is a request or two), no per-example deadline."""

@@ -22,6 +22,8 @@ from tests.http_helpers import PAGE_NOT_FOUND, assert_json_error, upload, upload
 from tests.vault_process import VaultProcess, running_vault
 from vaultd.services.uploads import sniff
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 RENDER_TIMEOUT = 5
 # A request may wait for a busy worker, run to the timeout, and pay for the worker's respawn.
 REQUEST_BOUND_SECONDS = RENDER_TIMEOUT * 2 + 10

@@ -34,6 +34,8 @@ from vaultd.errors import NotFound
 from vaultd.services import api_keys
 from vaultd.services.link_records import LinkRecords
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 
 @dataclass
 class Tenant:

@@ -34,6 +34,8 @@ from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.plans import get_plan
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 CONTAINER = "shared-vault"
 STORAGE_DOWN = "storage unavailable; retry shortly"
 

@@ -20,7 +20,7 @@ from tests import documents as docs
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess, running_vault
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 INVALID_KEY = "invalid or revoked API key"
 LINK_GONE = "link not found or no longer available"

@@ -17,6 +17,8 @@ from tests import documents as docs
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import ROOT, VaultProcess, base_env, free_port
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 APP = ROOT / "examples" / "proxy" / "app.py"
 TOKEN_LIKE = re.compile(rb"[A-Za-z0-9_-]{43}")
 

@@ -19,6 +19,8 @@ from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
 from tests.waiting import wait_until_async
 
+pytestmark = pytest.mark.slow  # spawns its own worker pools (see docs/testing.md)
+
 GiB = 1 << 30
 
 

@@ -15,6 +15,8 @@ from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 from vaultd.embedded_db import running_address
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_vaultd_and_its_database_cleanly(tmp_path: Path, sig: int) -> None:

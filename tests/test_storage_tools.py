@@ -25,6 +25,8 @@ from tests.test_cli import one_line_error
 from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
 from vaultd.crypto.blob_format import HEADER_SIZE, WIRE_CHUNK_SIZE
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 T = TypeVar("T")
 
 

@@ -13,6 +13,8 @@ from tests import documents as docs
 from tests.http_helpers import assert_json_error, upload
 from tests.vault_process import VaultProcess, running_vault
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 LIMIT = 300_000
 TOO_LARGE = f"file larger than the {LIMIT} byte limit"
 

@@ -25,7 +25,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Request, Route
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts Chromium and a proxy
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
