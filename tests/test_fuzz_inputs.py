@@ -1,6 +1,6 @@
 """Fuzzing (hypothesis) of everything a client controls: the upload and viewer headers, the list
-query, the JSON of POST /views and every path segment, over HTTP against a real vaultd; then
-the pure parsers behind them, in process, with many more examples.
+query, the JSON of POST /views and every path segment, over HTTP against a real vaultd. The pure
+parsers behind them are fuzzed in process, with many more examples, in test_fuzz_parsers.py.
 
 Properties: never a 5xx, every 4xx is JSON with a string `error` and no traceback, and the
 server stays healthy. Where the spec fixes the answer (a status, a recorded IP, a decoded name),
@@ -18,66 +18,34 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests import render_fixtures as fx
+from tests.fuzz_strategies import (
+    NOT_A_FILE_ID,
+    NOT_JSON,
+    TTL_NOT_A_NUMBER,
+    TTL_OUT_OF_RANGE,
+    any_text,
+    assert_clean,
+    bad_escape,
+    cleaned_name,
+    header_text,
+    http,
+    ip_like,
+    json_values,
+    latest_entry,
+    link_body,
+    numberish,
+    percent_junk,
+    raw_headers,
+)
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
-from vaultd.errors import VaultError
-from vaultd.plans import get_plan
-from vaultd.services import links, uploads
-from vaultd.services.access_log import valid_ip
-from vaultd.services.accounts import Account
-from vaultd.web.files import parse_bounded_int
+from vaultd.services import uploads
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
-
-
-def http(examples: int) -> settings:
-    """Over HTTP: few examples (each is a request or two), no per-example deadline."""
-    return settings(deadline=None, max_examples=examples,
-                    suppress_health_check=[HealthCheck.too_slow])
-
-
-UNIT = settings(deadline=None, max_examples=600, suppress_health_check=[HealthCheck.too_slow])
-
-# --- strategies ---------------------------------------------------------------------------------
-
-# What HTTP lets a header value carry: latin-1, no control characters but tab (Tornado refuses
-# the rest before vaultd sees them), no whitespace at either end (h11 refuses to send it).
-HEADER_CHARS = st.characters(codec="latin-1", exclude_characters=[
-    *(chr(c) for c in range(32) if c != 9), "\x7f"])
-header_text = st.text(HEADER_CHARS, max_size=300).map(lambda s: s.strip(" \t"))
-percent_junk = st.from_regex(r"(%[0-9A-Fa-fGz]{0,2}|[A-Za-z0-9 ._~])*", fullmatch=True).map(
-    lambda s: s.strip(" "))
-any_text = st.text(max_size=80)  # any Unicode scalar (no surrogates: they cannot be UTF-8)
-numberish = st.one_of(
-    st.integers(-(10**12), 10**12).map(str),
-    st.text(st.characters(categories=["Nd", "No", "Nl"]), min_size=1, max_size=4),
-    st.text(max_size=12),
-    st.sampled_from(["", " 1", "1 ", "+1", "-0", "0x10", "1e2", "²", "٣", "１", "00000000001",
-                     "1_0", "999999999", "1000000000", "0"]),
-)
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**40), 10**40),
-                         st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40))
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
-                                                                max_size=4),
-    max_leaves=12,
-)
-ABSENT = object()
-
-
-def bad_escape(value: str) -> bool:
-    """decodeURIComponent's rule: every '%' starts two hex digits."""
-    return re.search(r"%(?![0-9A-Fa-f]{2})", value) is not None
-
-
-def cleaned_name(text: str) -> str:
-    kept = "".join(ch for ch in text if ch.isprintable()).strip()
-    return kept[:200] or "document"
 
 
 # --- one vaultd for the module ------------------------------------------------------------------
@@ -112,32 +80,6 @@ def shared(fuzz_vault: VaultProcess, api: httpx.Client) -> dict[str, str]:
 
 
 TINY_PNG = fx.png((8, 8))
-
-
-def raw_headers(values: dict[str, str]) -> dict[bytes, bytes]:
-    """Header values as latin-1 bytes, as they travel (httpx would encode str as ASCII)."""
-    return {name.encode(): value.encode("latin-1") for name, value in values.items()}
-
-
-# Generated inputs meet many rules: their messages are checked by the targeted tests, here only
-# that there is one.
-SOME_MESSAGE = re.compile(r"\S.*", re.DOTALL)
-NOT_JSON = "request body is not valid JSON"
-TTL_NOT_A_NUMBER = re.compile(r"ttlSeconds must be a number between 60 and \d+")
-TTL_OUT_OF_RANGE = re.compile(r"ttlSeconds must be between 60 and \d+ on plan \w+")
-NOT_A_FILE_ID = "fileId must be a file UUID"
-
-
-def assert_clean(response: httpx.Response) -> None:
-    """Never a 5xx; a 4xx is JSON with a string error; no traceback anywhere."""
-    assert response.status_code < 500, f"{response.status_code}: {response.text[:500]}"
-    assert "Traceback" not in response.text
-    if response.status_code >= 400:
-        assert_json_error(response, response.status_code, SOME_MESSAGE)
-
-
-def latest_entry(api: httpx.Client, file_id: str) -> dict[str, Any]:
-    return api.get(f"/files/{file_id}/access-log").json()[0]
 
 
 # --- headers ------------------------------------------------------------------------------------
@@ -200,15 +142,6 @@ def expected_ip(value: str) -> str | None:
         return str(ipaddress.ip_address(value.strip()))
     except ValueError:
         return None
-
-
-ip_like = st.one_of(
-    st.ip_addresses().map(str),
-    header_text,
-    st.from_regex(r"[0-9a-fA-F:.%]{1,45}", fullmatch=True),
-    st.sampled_from(["fe80::1%eth0", "::ffff:1.2.3.4", "1.2.3.4, 5.6.7.8", "01.2.3.4",
-                     "1.2.3.256", "[::1]", "0:0:0:0:0:0:0:1", "127.1", "999.1.1.1", "::"]),
-)
 
 
 @http(40)
@@ -295,21 +228,6 @@ def test_any_json_value_that_is_not_a_link_request_is_a_400(api: httpx.Client,
     response = api.post("/views", content=body, headers={"Content-Type": "application/json"})
     assert_clean(response)
     assert response.status_code == 400
-
-
-def link_body(draw: st.DrawFn, file_id: str) -> dict[str, Any]:
-    fields = {
-        "fileId": draw(st.one_of(st.just(file_id), st.just(file_id.upper()),
-                                 st.uuids().map(str), json_values)),
-        "viewerEmail": draw(st.one_of(st.emails(), any_text, json_values)),
-        "viewerName": draw(st.one_of(st.just(ABSENT), st.text(max_size=130), json_values)),
-        "ttlSeconds": draw(st.one_of(
-            st.just(ABSENT), st.integers(-(10**30), 10**30), st.integers(0, 3_000_000),
-            st.floats(allow_nan=True, allow_infinity=True), json_values,
-            st.sampled_from([59, 60, 60.0, 59.999, 2_592_000, 2_592_000.5, 2_592_001, 1e308,
-                             -0.0, True, False, "3600"]))),
-    }
-    return {k: v for k, v in fields.items() if v is not ABSENT}
 
 
 @st.composite
@@ -480,85 +398,3 @@ def test_the_server_log_holds_none_of_the_tokens_and_keys_used_in_fuzzing(
     fuzz_vault: VaultProcess, api: httpx.Client
 ) -> None:
     assert_no_secrets_in_log(fuzz_vault)
-
-
-# --- the pure parsers, in process ---------------------------------------------------------------
-
-
-def returns_or_vault_error(function: Any, *args: Any) -> Any:
-    try:
-        return function(*args)
-    except VaultError as error:
-        assert isinstance(error.message, str) and error.message
-        return error
-
-
-@UNIT
-@given(value=st.none() | st.text(max_size=300) | percent_junk)
-@example(value="%")
-@example(value="%E0%A4%A")
-def test_parse_name_returns_a_clean_name_or_raises_a_vault_error(value: str | None) -> None:
-    result = returns_or_vault_error(uploads.parse_name, value)
-    if isinstance(result, str):
-        assert 0 < len(result) <= 200 and result.isprintable() and result == result.strip()
-
-
-@UNIT
-@given(value=st.none() | st.text(max_size=30))
-def test_parse_kind_returns_a_kind_or_raises_a_vault_error(value: str | None) -> None:
-    result = returns_or_vault_error(uploads.parse_kind, value)
-    assert isinstance(result, VaultError) or result in uploads.KINDS
-
-
-@UNIT
-@given(value=st.none() | st.text(max_size=60))
-def test_parse_content_type_returns_an_accepted_type_or_raises_a_vault_error(
-    value: str | None,
-) -> None:
-    result = returns_or_vault_error(uploads.parse_content_type, value)
-    assert isinstance(result, VaultError) or result in uploads.ACCEPTED_CONTENT_TYPES
-
-
-@UNIT
-@given(head=st.binary(max_size=16))
-def test_sniff_never_raises(head: bytes) -> None:
-    assert uploads.sniff(head) in (None, "application/pdf", "image/jpeg", "image/png")
-
-
-@UNIT
-@given(raw=st.none() | numberish, low=st.integers(0, 5), high=st.integers(5, 10**9))
-@example(raw="²", low=1, high=100)
-@example(raw="٣", low=1, high=100)
-def test_parse_bounded_int_returns_a_bounded_int_or_raises_a_vault_error(
-    raw: str | None, low: int, high: int
-) -> None:
-    result = returns_or_vault_error(parse_bounded_int, raw, "n", low, low, high)
-    assert isinstance(result, VaultError) or (type(result) is int and low <= result <= high)
-
-
-@UNIT
-@given(value=st.none() | ip_like | st.text(max_size=50))
-def test_valid_ip_returns_a_canonical_address_or_none(value: str | None) -> None:
-    result = valid_ip(value)
-    assert result is None or str(ipaddress.ip_address(result)) == result
-
-
-FREE = Account("acct", "Fuzz", get_plan("free"), None)
-
-
-@st.composite
-def link_request_bodies(draw: st.DrawFn) -> dict[str, Any]:
-    if draw(st.booleans()):
-        return draw(st.dictionaries(st.text(max_size=12), json_values, max_size=5))
-    return link_body(draw, "5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10")
-
-
-@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(body=link_request_bodies())
-def test_parse_link_request_returns_a_valid_request_or_raises_a_vault_error(
-    body: dict[str, Any],
-) -> None:
-    result = returns_or_vault_error(links.parse_link_request, body, FREE)
-    if isinstance(result, links.LinkRequest):
-        assert 60 <= result.ttl_seconds <= FREE.plan.maxViewSeconds
-        assert 0 < len(result.viewer_name) <= 100 and "@" in result.viewer_email
