@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,7 +16,7 @@ app = typer.Typer(no_args_is_help=True, help="Create and manage accounts.")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _summary(account: accounts.Account) -> dict:
+def _summary(account: accounts.Account) -> dict[str, Any]:
     return {"id": account.id, "name": account.name, "plan": account.plan.id,
             "branding": account.branding, "brand": account.brand}
 
@@ -28,7 +28,7 @@ def create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an account."""
-    async def action(_: Settings, db: Db) -> dict:
+    async def action(_: Settings, db: Db) -> dict[str, Any]:
         return _summary(await accounts.create_account(db, name, plan))
 
     emit(run(action), want_json(as_json))
@@ -37,7 +37,7 @@ def create(
 @app.command("list")
 def list_(as_json: JsonFlag = False) -> None:
     """List accounts."""
-    async def action(_: Settings, db: Db) -> list:
+    async def action(_: Settings, db: Db) -> list[dict[str, Any]]:
         return [_summary(a) for a in await accounts.list_accounts(db)]
 
     emit(run(action), want_json(as_json))
@@ -46,7 +46,7 @@ def list_(as_json: JsonFlag = False) -> None:
 @app.command("show")
 def show(account_id: str, as_json: JsonFlag = False) -> None:
     """Show an account with its plan and live usage."""
-    async def action(_: Settings, db: Db) -> dict:
+    async def action(_: Settings, db: Db) -> dict[str, Any]:
         account = await accounts.get_account(db, account_id)
         return {**await accounts.account_json(db, account), "branding": account.branding,
                 "brand": account.brand}
@@ -57,7 +57,7 @@ def show(account_id: str, as_json: JsonFlag = False) -> None:
 @app.command("set-plan")
 def set_plan(account_id: str, plan: str, as_json: JsonFlag = False) -> None:
     """Change an account's plan."""
-    async def action(_: Settings, db: Db) -> dict:
+    async def action(_: Settings, db: Db) -> dict[str, Any]:
         return _summary(await accounts.set_plan(db, account_id, plan))
 
     emit(run(action), want_json(as_json))
@@ -66,7 +66,7 @@ def set_plan(account_id: str, plan: str, as_json: JsonFlag = False) -> None:
 @app.command("set-branding")
 def set_branding(account_id: str, text: str, as_json: JsonFlag = False) -> None:
     """Set the watermark branding (used on Pro and Business plans; empty text clears it)."""
-    async def action(_: Settings, db: Db) -> dict:
+    async def action(_: Settings, db: Db) -> dict[str, Any]:
         return _summary(await accounts.set_branding(db, account_id, text))
 
     emit(run(action), want_json(as_json))

@@ -36,4 +36,4 @@ def as_table(result: FileAnalytics) -> str:
         rows.append(f"{viewer['viewerEmail']}: {viewer['pagesViewed']}/{result['pageCount']} "
                     f"pages ({viewer['completion']:.0%}), {viewer['totalSeconds']:.1f} s, "
                     f"last seen {viewer['lastSeenAt'] or 'never'}")
-    return "\n".join(rows) if result["viewers"] else "\n".join(rows + ["(no viewer yet)"])
+    return "\n".join(rows) if result["viewers"] else "\n".join([*rows, "(no viewer yet)"])

@@ -1,40 +1,82 @@
 """Blob backends, chosen by a short name in config (`storage.backend`).
 
-Implementations are imported lazily, so a deployment that never uses Azure needs no Azure SDK.
+`BACKENDS` is the one registry: the config's choices are its names, and a backend is built by
+its module's `create(options)`. Adding a backend is a module with the `BackendModule` functions
+(its class following `BlobBackend`) and a line here; its settings are `storage.<name>.*` in
+`vaultd/config.py`, passed to `create` by name. Implementations are imported lazily, so a
+deployment that never uses Azure needs no Azure SDK.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol, cast
 
-from backends.base import BackendUnavailable, BlobBackend, BlobRef, SyncBlobReader
+from backends.base import (
+    BackendConfigError,
+    BackendUnavailable,
+    BlobBackend,
+    BlobRef,
+    SyncBlobReader,
+)
 
-# name -> (module, what to install when the import fails)
-KNOWN_IMPLEMENTATIONS: dict[str, tuple[str, str]] = {
-    "local": ("backends.local", ""),
-    "azure": ("backends.azure", "pip install azure-storage-blob aiohttp"),
+
+class BackendModule(Protocol):
+    """What every backend module exports."""
+
+    def create(self, options: Mapping[str, str]) -> BlobBackend:
+        """The backend from its options: its `storage.<name>.*` settings by their last part,
+        and `data_dir`. BackendConfigError when they are wrong or an SDK is missing."""
+
+    def open_reader(self, ref: BlobRef) -> SyncBlobReader:
+        """Open a blob for synchronous random access, in a worker process."""
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    module: str
+    install: str  # what to install when the module's import fails
+
+
+BACKENDS: dict[str, BackendSpec] = {
+    "local": BackendSpec("backends.local", ""),
+    "azure": BackendSpec("backends.azure", "pip install azure-storage-blob aiohttp"),
 }
 
 
-def backend_module(name: str) -> Any:
+def backend_module(name: str) -> BackendModule:
     """The module implementing backend `name`, imported on first use."""
-    if name not in KNOWN_IMPLEMENTATIONS:
-        known = ", ".join(sorted(KNOWN_IMPLEMENTATIONS))
-        raise ValueError(f"storage.backend: unknown backend {name!r} (known: {known})")
-    module, install = KNOWN_IMPLEMENTATIONS[name]
+    if name not in BACKENDS:
+        known = ", ".join(sorted(BACKENDS))
+        raise BackendConfigError(f"storage.backend: unknown backend {name!r} (known: {known})")
+    spec = BACKENDS[name]
     try:
-        return importlib.import_module(module)
+        return cast(BackendModule, importlib.import_module(spec.module))
     except ImportError as exc:
-        raise ValueError(f"storage.backend {name!r} needs: {install} ({exc})") from exc
+        raise BackendConfigError(f"storage.backend {name!r} needs: {spec.install} ({exc})") from exc
+
+
+def create_backend(name: str, options: Mapping[str, str]) -> BlobBackend:
+    """The one way a backend is built, in vaultd and in vault-admin."""
+    return backend_module(name).create(options)
 
 
 def open_reader(ref: BlobRef) -> SyncBlobReader:
     """Open a blob for synchronous random access; used in worker processes."""
-    reader: SyncBlobReader = backend_module(ref.backend).open_reader(ref)
-    return reader
+    return backend_module(ref.backend).open_reader(ref)
 
 
 __all__ = [
+    "BACKENDS",
+    "BackendConfigError",
+    "BackendModule",
+    "BackendUnavailable",
+    "BlobBackend",
+    "BlobRef",
+    "SyncBlobReader",
     "backend_module",
-    "BackendUnavailable", "BlobBackend", "BlobRef", "SyncBlobReader", "open_reader"]
+    "create_backend",
+    "open_reader",
+]

@@ -16,6 +16,11 @@ class BackendUnavailable(Exception):
     """Storage could not be reached (after retries); the request should get a 503."""
 
 
+class BackendConfigError(ValueError):
+    """The backend's options are wrong or its optional SDK is missing; the message names the
+    setting (never its value, which may be a secret) and says what to set or install."""
+
+
 class StorageFull(BackendUnavailable):
     """The backend has no room left (ENOSPC, quota); the write was abandoned."""
 
@@ -68,6 +73,10 @@ class BlobBackend(Protocol):
 
     name: str
 
+    async def start(self) -> None:
+        """Prepare the store (create the directory or container when missing). Called once at
+        start-up; BackendUnavailable during an outage, after which every call retries it."""
+
     async def open_writer(self, name: str) -> BlobWriter:
         """Start writing a new blob called `name`."""
 
@@ -88,4 +97,9 @@ class BlobBackend(Protocol):
     def ref(self, name: str) -> BlobRef:
         """A picklable reference that `open_reader` can open in another process."""
 
-    async def close(self) -> None: ...
+    async def sweep_temporaries(self, older_than_seconds: float) -> int:
+        """Remove what writers left behind when their process died, idle for at least
+        `older_than_seconds`; returns how many. Backends that need no sweeping return 0."""
+
+    async def close(self) -> None:
+        """Release connections; the backend is not used afterwards."""

@@ -13,6 +13,7 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from backends.base import BlobRef, StorageFull
@@ -123,6 +124,9 @@ class LocalBackend:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
 
+    async def start(self) -> None:
+        await asyncio.to_thread(self.root.mkdir, parents=True, exist_ok=True)
+
     def _path(self, name: str) -> Path:
         return self.root / _check_name(name)
 
@@ -185,3 +189,9 @@ class LocalBackend:
 
 def open_reader(ref: BlobRef) -> LocalSyncReader:
     return LocalSyncReader(Path(ref.option("root")) / _check_name(ref.name))
+
+
+def create(options: Mapping[str, str]) -> LocalBackend:
+    """The backend factory (`backends.BackendModule`): `storage.local_dir`, else
+    `data_dir`/blobs."""
+    return LocalBackend(Path(options.get("dir") or Path(options["data_dir"]) / "blobs"))

@@ -83,8 +83,8 @@ def _cover_content() -> bytes:
     rng = random.Random(11)
     ops = [b"BT /F1 26 Tf 72 720 Td (Quarterly report - confidential) Tj ET",
            b"0.2 0.4 0.8 rg 72 700 468 3 re f 0 g"]
-    words = ("revenue margin forecast client contract delivery review audit schedule "
-             "quarter budget risk plan approval figures summary").split()
+    words = ["revenue", "margin", "forecast", "client", "contract", "delivery", "review", "audit",
+             "schedule", "quarter", "budget", "risk", "plan", "approval", "figures", "summary"]
     y = 670
     for _ in range(34):
         line = " ".join(rng.choice(words) for _ in range(12))

@@ -58,7 +58,7 @@ def verdict(ok: bool) -> str:
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _page_rows(results: Results) -> list[list[str]]:
@@ -176,7 +176,7 @@ def markdown(results: Results) -> str:
     lines = [f"## vaultd benchmark — {results.started}", "",
              f"`{results.command}` · {results.machine} · took {results.elapsed:.0f} s. "
              "Latencies in ms; every ratio is between figures measured in this run.", ""]
-    lines += ["### Targets", ""] + _table(["target", "measured", ""], targets(results))
+    lines += ["### Targets", "", *_table(["target", "measured", ""], targets(results))]
     lines += ["### Page latency per document (vaultd over HTTP, interleaved with the baselines)",
               "", "Same pages, same pixel size, JPEG quality 80. *bare* = pypdfium2 page load + "
               "render + `to_pil` + Pillow JPEG, document kept open; *pdftoppm* = one poppler "

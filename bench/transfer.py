@@ -85,7 +85,7 @@ def concurrent_upload_memory(vault: Vault, data: bytes, count: int = 4) -> Memor
         worker.join()
     done.set()
     sampler.join()
-    peak = max(rss_kib(vault.pid, "VmHWM"), max(sampled)) if use_hwm else max(sampled)
+    peak = max(rss_kib(vault.pid, "VmHWM"), *sampled) if use_hwm else max(sampled)
     cleanup = vault.client()
     for file_id in ids:
         cleanup.request("DELETE", f"/files/{file_id}")

@@ -1,5 +1,11 @@
+# Stub of the C extension render/_blend.c (built by setup.py): mypy cannot read the .so.
 from collections.abc import Sequence
-from typing import Any
 
-def paste(canvas: Any, stride: int, area: tuple[int, int], corners: Sequence[Any],
-          pieces: Sequence[Any], /) -> None: ...
+def paste(
+    canvas: bytearray,
+    stride: int,
+    area: tuple[int, int],
+    corners: Sequence[tuple[int, int]],
+    pieces: Sequence[tuple[int, int, int, int, bytes, bytes]],
+    /,
+) -> None: ...

@@ -94,7 +94,8 @@ def render_pdf_page(
         try:
             stream.raise_pending()
             # convert() copies: the PIL image shares the bitmap's buffer, which close() frees.
-            return bitmap.to_pil().convert("RGB")
+            image: Image.Image = bitmap.to_pil().convert("RGB")
+            return image
         finally:
             bitmap.close()
 

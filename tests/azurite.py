@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import httpx
 import pytest
 
 from tests.vault_process import ROOT, free_port
+from tests.waiting import NotReached, wait_until
 
 # Azurite's fixed development account; its key is public (documented by Microsoft).
 ACCOUNT = "devstoreaccount1"
@@ -96,19 +96,24 @@ class Azurite:
         return self
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(f"Azurite exited early:\n{self._log_tail()}")
-            try:
-                # Any HTTP answer (Azurite says 400 or 403 to an anonymous listing) means ready.
-                httpx.get(f"{self.endpoint}?comp=list", timeout=1)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"Azurite did not answer on port {self.port}:\n{self._log_tail()}")
+        try:
+            wait_until(self._answers, timeout=START_TIMEOUT_SECONDS, interval=0.1,
+                       what="Azurite answering")
+        except NotReached:
+            self.stop()
+            raise RuntimeError(
+                f"Azurite did not answer on port {self.port}:\n{self._log_tail()}") from None
+
+    def _answers(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"Azurite exited early:\n{self._log_tail()}")
+        try:
+            # Any HTTP answer (Azurite says 400 or 403 to an anonymous listing) means ready.
+            httpx.get(f"{self.endpoint}?comp=list", timeout=1)
+        except httpx.HTTPError:
+            return False
+        return True
 
     def _log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""

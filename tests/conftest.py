@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.blob_helpers import encrypt, pattern
 from tests.vault_process import VaultProcess, running_vault
+from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +36,28 @@ def api(vault: VaultProcess, account: tuple[str, str]) -> Iterator[httpx.Client]
 def anon(vault: VaultProcess) -> Iterator[httpx.Client]:
     with vault.client() as client:
         yield client
+
+
+# --- blob format (test_blob_*.py): a data key, a context and encrypted samples ------------------
+
+
+@pytest.fixture(scope="module")
+def key() -> bytes:
+    return new_data_key()
+
+
+@pytest.fixture(scope="module")
+def ctx() -> bytes:
+    return blob_context("acct-1", "file-1")
+
+
+@pytest.fixture(scope="module")
+def megabyte(key: bytes, ctx: bytes) -> tuple[bytes, bytes]:
+    plaintext = pattern(1_000_003)
+    return plaintext, encrypt(plaintext, key, ctx)
+
+
+@pytest.fixture(scope="module")
+def three_chunks(key: bytes, ctx: bytes) -> tuple[bytes, bytes]:
+    plaintext = pattern(2 * CHUNK_SIZE + 1000)
+    return plaintext, encrypt(plaintext, key, ctx)

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 CONTENT_TYPES = {"pdf": "application/pdf", "jpeg": "image/jpeg", "png": "image/png"}
+
+# The error texts of the interface spec that many tests expect, written out (not imported from
+# vaultd): a changed message is a changed contract and should fail here.
+MISSING_KEY = "missing API key: send Authorization: Bearer <API_KEY>"
+INVALID_KEY = "invalid or revoked API key"
+LINK_GONE = "link not found or no longer available"
+FILE_NOT_FOUND = "file not found"
+PAGE_NOT_FOUND = "page not found"
+NO_ENDPOINT = "no such endpoint"
+STORED_FILE_CORRUPT = "stored file failed its integrity check"
 
 
 def upload(client: httpx.Client, data: bytes | Any, *, content_type: str = "application/pdf",
@@ -32,3 +43,19 @@ def create_link(client: httpx.Client, file_id: str, email: str = "viewer@example
     response = client.post("/views", json={"fileId": file_id, "viewerEmail": email, **fields})
     assert response.status_code == 201, response.text
     return response.json()
+
+
+def assert_json_error(response: httpx.Response, status: int,
+                      message: str | re.Pattern[str]) -> dict[str, Any]:
+    """The documented error: `status`, a JSON body, and `message` as its `error` (exactly, or
+    matching the whole of a pattern where the text names a value the test does not fix)."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body: dict[str, Any] = response.json()
+    error = body.get("error")
+    assert isinstance(error, str), body
+    if isinstance(message, re.Pattern):
+        assert message.fullmatch(error), (message.pattern, error)
+    else:
+        assert error == message, (message, error)
+    return body

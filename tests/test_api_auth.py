@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.http_helpers import INVALID_KEY, MISSING_KEY, NO_ENDPOINT, assert_json_error
 from tests.vault_process import VaultProcess
 
 PROTECTED = [
@@ -23,35 +24,28 @@ PROTECTED = [
 ]
 
 
-def assert_json_error(response: httpx.Response, status: int) -> dict:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert isinstance(body.get("error"), str) and body["error"]
-    return body
-
-
 @pytest.mark.parametrize(("method", "path"), PROTECTED)
 def test_every_endpoint_refuses_a_request_without_a_key(
     anon: httpx.Client, method: str, path: str
 ) -> None:
-    body = assert_json_error(anon.request(method, path, content=b"%PDF-1.4"), 401)
-    assert "API key" in body["error"]
+    assert_json_error(anon.request(method, path, content=b"%PDF-1.4"), 401, MISSING_KEY)
 
 
 @pytest.mark.parametrize(
-    "header",
+    ("header", "message"),
     [
-        "Bearer sd_live_short",
-        "Bearer sd_test_" + "a" * 43,
-        "Basic dXNlcjpwYXNz",
-        "Bearer " + "sd_live_" + "b" * 43,  # well formed, unknown
-        "sd_live_" + "c" * 43,  # no scheme
+        ("Bearer sd_live_short", INVALID_KEY),
+        ("Bearer sd_test_" + "a" * 43, INVALID_KEY),
+        ("Basic dXNlcjpwYXNz", MISSING_KEY),
+        ("Bearer " + "sd_live_" + "b" * 43, INVALID_KEY),  # well formed, unknown
+        ("sd_live_" + "c" * 43, MISSING_KEY),  # no scheme
     ],
 )
-def test_malformed_and_unknown_keys_get_401(vault: VaultProcess, header: str) -> None:
+def test_malformed_and_unknown_keys_get_401(vault: VaultProcess, header: str,
+                                            message: str) -> None:
     with vault.client() as client:
-        assert_json_error(client.get("/account", headers={"Authorization": header}), 401)
+        assert_json_error(client.get("/account", headers={"Authorization": header}), 401,
+                          message)
 
 
 def test_a_revoked_key_stops_working_at_once(vault: VaultProcess) -> None:
@@ -60,8 +54,8 @@ def test_a_revoked_key_stops_working_at_once(vault: VaultProcess) -> None:
         assert client.get("/account").status_code == 200
         keys = vault.admin_json("keys", "list", account_id)
         vault.admin("keys", "revoke", keys[0]["id"])
-        assert_json_error(client.get("/account"), 401)
-        assert_json_error(client.get("/files"), 401)
+        assert_json_error(client.get("/account"), 401, INVALID_KEY)
+        assert_json_error(client.get("/files"), 401, INVALID_KEY)
 
 
 def test_health_needs_no_key(anon: httpx.Client, vault: VaultProcess) -> None:
@@ -71,18 +65,19 @@ def test_health_needs_no_key(anon: httpx.Client, vault: VaultProcess) -> None:
 
 
 def test_unknown_routes_answer_json_404(api: httpx.Client, vault: VaultProcess) -> None:
-    assert_json_error(api.get("/nothing-here"), 404)
-    assert_json_error(httpx.post(f"{vault.url}/admin.php"), 404)
+    assert_json_error(api.get("/nothing-here"), 404, NO_ENDPOINT)
+    assert_json_error(httpx.post(f"{vault.url}/admin.php"), 404, NO_ENDPOINT)
 
 
 def test_wrong_methods_answer_json_405(api: httpx.Client) -> None:
-    assert_json_error(api.put("/account"), 405)
-    assert_json_error(api.patch("/files"), 405)
+    assert_json_error(api.put("/account"), 405, "method not allowed")
+    response = api.patch("/files")  # two handlers share the path: both methods are allowed
+    assert_json_error(response, 405, "method not allowed")
+    assert response.headers["Allow"] == "GET, POST"
 
 
 def test_errors_never_leak_an_html_page_or_traceback(api: httpx.Client) -> None:
     response = api.post(
         "/views", content=b"{not json", headers={"Content-Type": "application/json"}
     )
-    body = assert_json_error(response, 400)
-    assert "Traceback" not in body["error"]
+    assert_json_error(response, 400, "request body is not valid JSON")

@@ -10,8 +10,14 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import create_link, upload_ok
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import (
+    FILE_NOT_FOUND,
+    LINK_GONE,
+    NO_ENDPOINT,
+    assert_json_error,
+    create_link,
+    upload_ok,
+)
 from tests.vault_process import VaultProcess
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -36,10 +42,15 @@ def test_pagination_follows_page_and_per_page(api: httpx.Client) -> None:
     assert len(api.get("/files", params={"perPage": 100}).json()["files"]) == 5
 
 
-@pytest.mark.parametrize("params", [{"perPage": 0}, {"perPage": 101}, {"page": 0},
-                                    {"page": "x"}, {"perPage": "-1"}, {"page": "1.5"}])
-def test_out_of_bounds_pagination_is_400(api: httpx.Client, params: dict) -> None:
-    assert_json_error(api.get("/files", params=params), 400)
+BAD_PAGE = "page must be an integer between 1 and 1000000000"
+BAD_PER_PAGE = "perPage must be an integer between 1 and 100"
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"perPage": 0}, BAD_PER_PAGE), ({"perPage": 101}, BAD_PER_PAGE), ({"page": 0}, BAD_PAGE),
+    ({"page": "x"}, BAD_PAGE), ({"perPage": "-1"}, BAD_PER_PAGE), ({"page": "1.5"}, BAD_PAGE)])
+def test_out_of_bounds_pagination_is_400(api: httpx.Client, params: dict, message: str) -> None:
+    assert_json_error(api.get("/files", params=params), 400, message)
 
 
 def test_a_file_is_read_by_id_without_its_content(api: httpx.Client) -> None:
@@ -48,12 +59,14 @@ def test_a_file_is_read_by_id_without_its_content(api: httpx.Client) -> None:
     assert body == created
 
 
-@pytest.mark.parametrize("file_id", ["not-a-uuid", "00000000-0000-0000-0000-000000000000",
-                                     "../../etc/passwd", "%00"])
-def test_unknown_and_malformed_ids_are_404(api: httpx.Client, file_id: str) -> None:
+@pytest.mark.parametrize(("file_id", "message"), [
+    ("not-a-uuid", FILE_NOT_FOUND), ("00000000-0000-0000-0000-000000000000", FILE_NOT_FOUND),
+    ("../../etc/passwd", NO_ENDPOINT),  # the client resolves the dots: no route of ours
+    ("%00", FILE_NOT_FOUND)])
+def test_unknown_and_malformed_ids_are_404(api: httpx.Client, file_id: str, message: str) -> None:
     for path in ("", "/download", "/access-log"):
-        assert_json_error(api.get(f"/files/{file_id}{path}"), 404)
-    assert_json_error(api.delete(f"/files/{file_id}"), 404)
+        assert_json_error(api.get(f"/files/{file_id}{path}"), 404, message)
+    assert_json_error(api.delete(f"/files/{file_id}"), 404, message)
 
 
 def test_another_accounts_file_behaves_exactly_like_an_unknown_one(
@@ -63,8 +76,8 @@ def test_another_accounts_file_behaves_exactly_like_an_unknown_one(
     _, other_key = vault.new_account("Other Ltd")
     with vault.client(other_key) as other:
         for path in ("", "/download", "/access-log"):
-            assert_json_error(other.get(f"/files/{mine['id']}{path}"), 404)
-        assert_json_error(other.delete(f"/files/{mine['id']}"), 404)
+            assert_json_error(other.get(f"/files/{mine['id']}{path}"), 404, FILE_NOT_FOUND)
+        assert_json_error(other.delete(f"/files/{mine['id']}"), 404, FILE_NOT_FOUND)
         assert other.post(f"/files/{mine['id']}/revoke-views").json() == {"revoked": 0}
         assert other.get("/files").json()["total"] == 0
     assert api.get(f"/files/{mine['id']}").status_code == 200
@@ -86,8 +99,8 @@ def test_a_delivery_file_downloads_with_its_headers(api: httpx.Client) -> None:
 
 def test_a_source_file_is_never_downloadable(api: httpx.Client) -> None:
     created = upload_ok(api, docs.pdf())
-    body = assert_json_error(api.get(f"/files/{created['id']}/download"), 403)
-    assert "source" in body["error"]
+    assert_json_error(api.get(f"/files/{created['id']}/download"), 403,
+                      "source files are view-only and cannot be downloaded")
     actions = [e["action"] for e in api.get(f"/files/{created['id']}/access-log").json()]
     assert actions == ["upload"]
 
@@ -112,9 +125,9 @@ def test_deleting_a_file_removes_blob_links_and_usage(vault: VaultProcess,
     assert response.status_code == 204 and response.content == b""
     assert not blob.exists()
     for path in ("", "/download", "/access-log"):
-        assert_json_error(api.get(f"/files/{created['id']}{path}"), 404)
-    assert_json_error(api.get(f"/views/{link['token']}"), 404)
-    assert_json_error(api.delete(f"/files/{created['id']}"), 404)
+        assert_json_error(api.get(f"/files/{created['id']}{path}"), 404, FILE_NOT_FOUND)
+    assert_json_error(api.get(f"/views/{link['token']}"), 404, LINK_GONE)
+    assert_json_error(api.delete(f"/files/{created['id']}"), 404, FILE_NOT_FOUND)
     usage = api.get("/account").json()["usage"]
     assert (usage["documents"], usage["storageBytes"], usage["activeLinks"]) == (0, 0, 0)
 

@@ -21,6 +21,8 @@ from backends.base import BlobBackend
 from backends.local import LocalBackend
 from tests.azurite import Azurite, session_azurite
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 MiB = 1 << 20
 BLOCK = 4 * MiB  # the Azure backend's block size: sizes around it cross block boundaries
 PIECE = 16400  # what the encryptor hands over: one encrypted chunk

@@ -12,6 +12,8 @@ from tests import documents as docs
 from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 1, result

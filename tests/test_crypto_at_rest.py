@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 
 from tests import documents as docs
-from tests.http_helpers import upload_ok
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import STORED_FILE_CORRUPT, assert_json_error, upload_ok
 from tests.vault_process import VaultProcess
 
 
@@ -20,7 +19,7 @@ def test_blobs_on_disk_hold_no_plaintext(vault: VaultProcess, api: httpx.Client)
 
 def test_the_database_holds_only_wrapped_keys_and_hashes(vault: VaultProcess,
                                                          account: tuple[str, str]) -> None:
-    account_id, key = account
+    _, key = account
     with vault.client(key) as api:
         created = upload_ok(api, docs.pdf())
         token = api.post("/views", json={"fileId": created["id"],
@@ -45,8 +44,7 @@ def test_a_blob_moved_to_another_record_fails_to_decrypt(vault: VaultProcess,
     b = upload_ok(api, docs.png(), kind="delivery")
     blobs = vault.data_dir / "blobs"
     (blobs / b["id"]).write_bytes((blobs / a["id"]).read_bytes())
-    body = assert_json_error(api.get(f"/files/{b['id']}/download"), 500)
-    assert "integrity" in body["error"]
+    assert_json_error(api.get(f"/files/{b['id']}/download"), 500, STORED_FILE_CORRUPT)
     assert api.get(f"/files/{a['id']}/download").status_code == 200
 
 
@@ -55,8 +53,7 @@ def test_a_truncated_blob_is_refused_before_any_byte(vault: VaultProcess,
     created = upload_ok(api, docs.pdf(pages=30), kind="delivery")
     path = vault.data_dir / "blobs" / created["id"]
     path.write_bytes(path.read_bytes()[:-16400])
-    body = assert_json_error(api.get(f"/files/{created['id']}/download"), 500)
-    assert "integrity" in body["error"]
+    assert_json_error(api.get(f"/files/{created['id']}/download"), 500, STORED_FILE_CORRUPT)
 
 
 def test_a_flipped_bit_in_the_final_chunk_is_refused(vault: VaultProcess,
@@ -66,4 +63,4 @@ def test_a_flipped_bit_in_the_final_chunk_is_refused(vault: VaultProcess,
     blob = bytearray(path.read_bytes())
     blob[-3] ^= 0x01
     path.write_bytes(bytes(blob))
-    assert_json_error(api.get(f"/files/{created['id']}/download"), 500)
+    assert_json_error(api.get(f"/files/{created['id']}/download"), 500, STORED_FILE_CORRUPT)

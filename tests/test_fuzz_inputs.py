@@ -1,6 +1,6 @@
 """Fuzzing (hypothesis) of everything a client controls: the upload and viewer headers, the list
-query, the JSON of POST /views and every path segment, over HTTP against a real vaultd; then
-the pure parsers behind them, in process, with many more examples.
+query, the JSON of POST /views and every path segment, over HTTP against a real vaultd. The pure
+parsers behind them are fuzzed in process, with many more examples, in test_fuzz_parsers.py.
 
 Properties: never a 5xx, every 4xx is JSON with a string `error` and no traceback, and the
 server stays healthy. Where the spec fixes the answer (a status, a recorded IP, a decoded name),
@@ -14,76 +14,38 @@ import json
 import re
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests import render_fixtures as fx
-from tests.http_helpers import create_link, upload_ok
-from tests.test_api_auth import assert_json_error
+from tests.fuzz_strategies import (
+    NOT_A_FILE_ID,
+    NOT_JSON,
+    TTL_NOT_A_NUMBER,
+    TTL_OUT_OF_RANGE,
+    any_text,
+    assert_clean,
+    bad_escape,
+    cleaned_name,
+    header_text,
+    http,
+    ip_like,
+    json_values,
+    latest_entry,
+    link_body,
+    numberish,
+    percent_junk,
+    raw_headers,
+)
+from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
-from vaultd.errors import VaultError
-from vaultd.plans import get_plan
-from vaultd.services import links, uploads
-from vaultd.services.access_log import valid_ip
-from vaultd.services.accounts import Account
-from vaultd.web.files import parse_bounded_int
+from vaultd.services import uploads
 
-
-def http(examples: int) -> settings:
-    """Over HTTP: few examples (each is a request or two), no per-example deadline."""
-    return settings(deadline=None, max_examples=examples,
-                    suppress_health_check=[HealthCheck.too_slow])
-
-
-UNIT = settings(deadline=None, max_examples=600, suppress_health_check=[HealthCheck.too_slow])
-
-# --- strategies ---------------------------------------------------------------------------------
-
-# What HTTP lets a header value carry: latin-1, no control characters but tab (Tornado refuses
-# the rest before vaultd sees them), no whitespace at either end (h11 refuses to send it).
-HEADER_CHARS = st.characters(codec="latin-1", exclude_characters=[
-    *(chr(c) for c in range(32) if c != 9), "\x7f"])
-header_text = st.text(HEADER_CHARS, max_size=300).map(lambda s: s.strip(" \t"))
-percent_junk = st.from_regex(r"(%[0-9A-Fa-fGz]{0,2}|[A-Za-z0-9 ._~])*", fullmatch=True).map(
-    lambda s: s.strip(" "))
-any_text = st.text(max_size=80)  # any Unicode scalar (no surrogates: they cannot be UTF-8)
-numberish = st.one_of(
-    st.integers(-(10**12), 10**12).map(str),
-    st.text(st.characters(categories=["Nd", "No", "Nl"]), min_size=1, max_size=4),
-    st.text(max_size=12),
-    st.sampled_from(["", " 1", "1 ", "+1", "-0", "0x10", "1e2", "²", "٣", "１", "00000000001",
-                     "1_0", "999999999", "1000000000", "0"]),
-)
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**40), 10**40),
-                         st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40))
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
-                                                                max_size=4),
-    max_leaves=12,
-)
-ABSENT = object()
-
-
-def bad_escape(value: str) -> bool:
-    """decodeURIComponent's rules: every '%' starts two hex digits, and the escaped bytes are
-    UTF-8."""
-    if re.search(r"%(?![0-9A-Fa-f]{2})", value) is not None:
-        return True
-    try:
-        unquote(value, errors="strict")
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
-def cleaned_name(text: str) -> str:
-    kept = "".join(ch for ch in text if ch.isprintable()).strip()
-    return kept[:200] or "document"
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 
 # --- one vaultd for the module ------------------------------------------------------------------
@@ -118,23 +80,6 @@ def shared(fuzz_vault: VaultProcess, api: httpx.Client) -> dict[str, str]:
 
 
 TINY_PNG = fx.png((8, 8))
-
-
-def raw_headers(values: dict[str, str]) -> dict[bytes, bytes]:
-    """Header values as latin-1 bytes, as they travel (httpx would encode str as ASCII)."""
-    return {name.encode(): value.encode("latin-1") for name, value in values.items()}
-
-
-def assert_clean(response: httpx.Response) -> None:
-    """Never a 5xx; a 4xx is JSON with a string error; no traceback anywhere."""
-    assert response.status_code < 500, f"{response.status_code}: {response.text[:500]}"
-    assert "Traceback" not in response.text
-    if response.status_code >= 400:
-        assert_json_error(response, response.status_code)
-
-
-def latest_entry(api: httpx.Client, file_id: str) -> dict[str, Any]:
-    return api.get(f"/files/{file_id}/access-log").json()[0]
 
 
 # --- headers ------------------------------------------------------------------------------------
@@ -197,15 +142,6 @@ def expected_ip(value: str) -> str | None:
         return str(ipaddress.ip_address(value.strip()))
     except ValueError:
         return None
-
-
-ip_like = st.one_of(
-    st.ip_addresses().map(str),
-    header_text,
-    st.from_regex(r"[0-9a-fA-F:.%]{1,45}", fullmatch=True),
-    st.sampled_from(["fe80::1%eth0", "::ffff:1.2.3.4", "1.2.3.4, 5.6.7.8", "01.2.3.4",
-                     "1.2.3.256", "[::1]", "0:0:0:0:0:0:0:1", "127.1", "999.1.1.1", "::"]),
-)
 
 
 @http(40)
@@ -294,21 +230,6 @@ def test_any_json_value_that_is_not_a_link_request_is_a_400(api: httpx.Client,
     assert response.status_code == 400
 
 
-def link_body(draw: st.DrawFn, file_id: str) -> dict[str, Any]:
-    fields = {
-        "fileId": draw(st.one_of(st.just(file_id), st.just(file_id.upper()),
-                                 st.uuids().map(str), json_values)),
-        "viewerEmail": draw(st.one_of(st.emails(), any_text, json_values)),
-        "viewerName": draw(st.one_of(st.just(ABSENT), st.text(max_size=130), json_values)),
-        "ttlSeconds": draw(st.one_of(
-            st.just(ABSENT), st.integers(-(10**30), 10**30), st.integers(0, 3_000_000),
-            st.floats(allow_nan=True, allow_infinity=True), json_values,
-            st.sampled_from([59, 60, 60.0, 59.999, 2_592_000, 2_592_000.5, 2_592_001, 1e308,
-                             -0.0, True, False, "3600"]))),
-    }
-    return {k: v for k, v in fields.items() if v is not ABSENT}
-
-
 @st.composite
 def link_requests(draw: st.DrawFn, file_id: str) -> dict[str, Any]:
     return link_body(draw, file_id)
@@ -342,20 +263,24 @@ def test_link_requests_with_odd_field_values_are_201_400_or_404(
 ])
 def test_deeply_nested_json_is_a_400_not_a_crash(api: httpx.Client, raw: bytes) -> None:
     response = api.post("/views", content=raw, headers={"Content-Type": "application/json"})
-    assert_json_error(response, 400)
+    assert_json_error(response, 400, NOT_JSON)  # the parser's recursion limit is not a crash
 
 
 def test_nested_json_past_16_kib_is_refused_413_before_it_is_parsed(api: httpx.Client) -> None:
     response = api.post("/views", content=b"[" * 500_000,
                         headers={"Content-Type": "application/json"})
-    assert assert_json_error(response, 413)["error"] == (
-        "request body larger than the 16384 byte limit")
+    assert_json_error(response, 413, "request body larger than the 16384 byte limit")
 
 
-@pytest.mark.parametrize("ttl", [b"1e400", b"-1e400", b"NaN", b"Infinity", b"-Infinity",
-                                 b"1" * 5000, b"-0", b"1e-400", b"60.0000000000000001"])
+@pytest.mark.parametrize(("ttl", "message"), [
+    (b"1e400", TTL_NOT_A_NUMBER), (b"-1e400", TTL_NOT_A_NUMBER), (b"NaN", TTL_NOT_A_NUMBER),
+    (b"Infinity", TTL_NOT_A_NUMBER), (b"-Infinity", TTL_NOT_A_NUMBER),
+    (b"1" * 5000, NOT_JSON),  # past Python's limit on integer digits
+    (b"-0", TTL_OUT_OF_RANGE), (b"1e-400", TTL_OUT_OF_RANGE),
+    (b"60.0000000000000001", None)])
 def test_extreme_numbers_for_the_ttl_are_400_or_accepted(
-    fuzz_vault: VaultProcess, api: httpx.Client, shared: dict[str, str], ttl: bytes
+    fuzz_vault: VaultProcess, api: httpx.Client, shared: dict[str, str], ttl: bytes,
+    message: str | re.Pattern[str] | None
 ) -> None:
     raw = b'{"fileId": "%s", "viewerEmail": "n@example.com", "ttlSeconds": %s}' % (
         shared["file"].encode(), ttl)
@@ -364,14 +289,20 @@ def test_extreme_numbers_for_the_ttl_are_400_or_accepted(
         assert response.status_code == 201, response.text
         fuzz_vault.secrets.append(response.json()["token"])
     else:
-        assert_json_error(response, 400)
+        assert message is not None
+        assert_json_error(response, 400, message)
 
 
-@pytest.mark.parametrize("raw", [b"\xff\xfe{\x00}\x00", b"\xef\xbb\xbf{}", b'{"a": "\xff"}',
-                                 b'{"fileId": "\\ud800"}', b"", b" ", b"null", b"{}" * 3])
-def test_undecodable_json_bodies_are_400(api: httpx.Client, raw: bytes) -> None:
+@pytest.mark.parametrize(("raw", "message"), [
+    (b"\xff\xfe{\x00}\x00", NOT_A_FILE_ID),  # UTF-16 with a BOM: JSON allows it, an empty object
+    (b"\xef\xbb\xbf{}", NOT_A_FILE_ID),  # UTF-8 with a BOM, likewise
+    (b'{"a": "\xff"}', NOT_JSON),
+    (b'{"fileId": "\\ud800"}', NOT_A_FILE_ID),
+    (b"", NOT_JSON), (b" ", NOT_JSON), (b"{}" * 3, NOT_JSON),
+    (b"null", "request body must be a JSON object")])
+def test_undecodable_json_bodies_are_400(api: httpx.Client, raw: bytes, message: str) -> None:
     response = api.post("/views", content=raw, headers={"Content-Type": "application/json"})
-    assert_json_error(response, 400)
+    assert_json_error(response, 400, message)
 
 
 # --- path segments ------------------------------------------------------------------------------
@@ -454,13 +385,10 @@ def test_page_numbers_are_served_only_when_they_are_decimal_and_in_range(
 @pytest.mark.parametrize("raw", ["%FF", "%C0%AF", "%ED%A0%80", "%E2%82"])
 def test_path_segments_that_are_not_utf8_get_json_errors(api: httpx.Client, web: httpx.Client,
                                                          shared: dict[str, str], raw: str) -> None:
+    # Tornado refuses to decode them into arguments: its 400, in our JSON.
     for path in (f"/files/{raw}", f"/views/{raw}", f"/views/{shared['token']}/pages/{raw}"):
-        response = api.get(path)
-        assert response.status_code in (400, 404)
-        assert_json_error(response, response.status_code)
-    response = web.get(f"/v/{shared['token']}/pages/{raw}")
-    assert response.status_code in (400, 404)
-    assert_json_error(response, response.status_code)
+        assert_json_error(api.get(path), 400, "bad request")
+    assert_json_error(web.get(f"/v/{shared['token']}/pages/{raw}"), 400, "bad request")
 
 
 def test_the_server_is_healthy_and_logged_no_uncaught_exception_after_fuzzing(
@@ -476,85 +404,3 @@ def test_the_server_log_holds_none_of_the_tokens_and_keys_used_in_fuzzing(
     fuzz_vault: VaultProcess, api: httpx.Client
 ) -> None:
     assert_no_secrets_in_log(fuzz_vault)
-
-
-# --- the pure parsers, in process ---------------------------------------------------------------
-
-
-def returns_or_vault_error(function: Any, *args: Any) -> Any:
-    try:
-        return function(*args)
-    except VaultError as error:
-        assert isinstance(error.message, str) and error.message
-        return error
-
-
-@UNIT
-@given(value=st.none() | st.text(max_size=300) | percent_junk)
-@example(value="%")
-@example(value="%E0%A4%A")
-def test_parse_name_returns_a_clean_name_or_raises_a_vault_error(value: str | None) -> None:
-    result = returns_or_vault_error(uploads.parse_name, value)
-    if isinstance(result, str):
-        assert 0 < len(result) <= 200 and result.isprintable() and result == result.strip()
-
-
-@UNIT
-@given(value=st.none() | st.text(max_size=30))
-def test_parse_kind_returns_a_kind_or_raises_a_vault_error(value: str | None) -> None:
-    result = returns_or_vault_error(uploads.parse_kind, value)
-    assert isinstance(result, VaultError) or result in uploads.KINDS
-
-
-@UNIT
-@given(value=st.none() | st.text(max_size=60))
-def test_parse_content_type_returns_an_accepted_type_or_raises_a_vault_error(
-    value: str | None,
-) -> None:
-    result = returns_or_vault_error(uploads.parse_content_type, value)
-    assert isinstance(result, VaultError) or result in uploads.ACCEPTED_CONTENT_TYPES
-
-
-@UNIT
-@given(head=st.binary(max_size=16))
-def test_sniff_never_raises(head: bytes) -> None:
-    assert uploads.sniff(head) in (None, "application/pdf", "image/jpeg", "image/png")
-
-
-@UNIT
-@given(raw=st.none() | numberish, low=st.integers(0, 5), high=st.integers(5, 10**9))
-@example(raw="²", low=1, high=100)
-@example(raw="٣", low=1, high=100)
-def test_parse_bounded_int_returns_a_bounded_int_or_raises_a_vault_error(
-    raw: str | None, low: int, high: int
-) -> None:
-    result = returns_or_vault_error(parse_bounded_int, raw, "n", low, low, high)
-    assert isinstance(result, VaultError) or (type(result) is int and low <= result <= high)
-
-
-@UNIT
-@given(value=st.none() | ip_like | st.text(max_size=50))
-def test_valid_ip_returns_a_canonical_address_or_none(value: str | None) -> None:
-    result = valid_ip(value)
-    assert result is None or str(ipaddress.ip_address(result)) == result
-
-
-FREE = Account("acct", "Fuzz", get_plan("free"), None)
-
-
-@st.composite
-def link_request_bodies(draw: st.DrawFn) -> dict[str, Any]:
-    if draw(st.booleans()):
-        return draw(st.dictionaries(st.text(max_size=12), json_values, max_size=5))
-    return link_body(draw, "5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10")
-
-
-@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(body=link_request_bodies())
-def test_parse_link_request_returns_a_valid_request_or_raises_a_vault_error(
-    body: dict[str, Any],
-) -> None:
-    result = returns_or_vault_error(links.parse_link_request, body, FREE)
-    if isinstance(result, links.LinkRequest):
-        assert 60 <= result.ttl_seconds <= FREE.plan.maxViewSeconds
-        assert 0 < len(result.viewer_name) <= 100 and "@" in result.viewer_email

@@ -9,36 +9,40 @@ messages) and are stored only as SHA-256, looked up by hash, drawn from the OS C
 from __future__ import annotations
 
 import hashlib
-import random
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import create_link, upload_ok
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import (
+    FILE_NOT_FOUND,
+    INVALID_KEY,
+    LINK_GONE,
+    MISSING_KEY,
+    assert_json_error,
+    create_link,
+    upload_ok,
+)
+from tests.isolation_tenants import (
+    ONE_SHOT,
+    Tenant,
+    a_s_endpoints,
+    assert_no_data_of,
+    bad_keys,
+    every_request,
+    expected_refusal,
+    make_tenant,
+    not_tokens,
+    snapshot,
+)
 from tests.vault_process import VaultProcess, running_vault
 from vaultd import secrets as vault_secrets
-from vaultd.errors import NotFound
-from vaultd.services import api_keys, links
+from vaultd.services import api_keys
 
-
-@dataclass
-class Tenant:
-    account_id: str
-    key: str
-    client: httpx.Client
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    tokens: dict[str, str] = field(default_factory=dict)
-    marks: list[str] = field(default_factory=list)  # strings that must never reach the other
-
-    @property
-    def file_ids(self) -> list[str]:
-        return [file["id"] for file in self.files.values()]
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 
 @pytest.fixture(scope="module")
@@ -46,22 +50,6 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     """This module's own vaultd, so its log holds only what these tests did."""
     with running_vault(tmp_path_factory.mktemp("isolation") / "data") as server:
         yield server
-
-
-def make_tenant(vault: VaultProcess, name: str, plan: str, initial: str) -> Tenant:
-    account_id, key = vault.new_account(name, plan)
-    tenant = Tenant(account_id, key, vault.client(key))
-    source = upload_ok(tenant.client, docs.pdf(2), name=f"{name} board minutes.pdf")
-    delivery = upload_ok(tenant.client, docs.png(), name=f"{name} deliverable.png",
-                         kind="delivery")
-    tenant.files = {"source": source, "delivery": delivery}
-    viewer = f"{initial}-viewer@{initial}.example"
-    for label, file in tenant.files.items():
-        token = create_link(tenant.client, file["id"], viewer, viewerName=f"{name} Viewer")["token"]
-        tenant.tokens[label] = token
-        vault.secrets.append(token)
-    tenant.marks = [name, viewer, *tenant.file_ids, *tenant.tokens.values(), key]
-    return tenant
 
 
 @pytest.fixture(scope="module")
@@ -98,36 +86,15 @@ def web(vault: VaultProcess) -> Iterator[httpx.Client]:
         yield client
 
 
-def assert_no_data_of(tenant: Tenant, response: httpx.Response) -> None:
-    leaked = [mark for mark in tenant.marks if mark.lower() in response.text.lower()]
-    assert not leaked, f"{response.request.method} {response.request.url.path}: {leaked}"
-
-
-def every_request(tenant: Tenant) -> list[tuple[str, str, dict[str, Any]]]:
-    """(method, path, options) for every endpoint of the spec, aimed at `tenant`'s resources."""
-    requests: list[tuple[str, str, dict[str, Any]]] = []
-    for file_id in tenant.file_ids:
-        for variant in (file_id, file_id.upper()):
-            requests += [("GET", f"/files/{variant}", {}),
-                         ("GET", f"/files/{variant}/download", {}),
-                         ("GET", f"/files/{variant}/access-log", {}),
-                         ("DELETE", f"/files/{variant}", {}),
-                         ("POST", "/views", {"json": {"fileId": variant,
-                                                      "viewerEmail": "thief@b.example"}})]
-    for token in tenant.tokens.values():
-        requests += [("GET", f"/views/{token}", {"headers": {"x-viewer-ip": "203.0.113.66"}}),
-                     ("GET", f"/views/{token}/pages/1", {}),
-                     ("DELETE", f"/views/{token}", {})]
-    return requests
-
-
 # --- another account's ids and tokens -----------------------------------------------------------
 
 
 def test_b_gets_404_and_none_of_a_s_data_from_every_endpoint(a: Tenant, b: Tenant) -> None:
     for method, path, options in every_request(a):
         response = b.client.request(method, path, **options)
-        assert_json_error(response, 404)
+        # Another account's file is unknown; its link (or its file, to make one) too.
+        message = LINK_GONE if path.startswith("/views/") else FILE_NOT_FOUND
+        assert_json_error(response, 404, message)
         assert_no_data_of(a, response)
 
 
@@ -160,34 +127,7 @@ def test_a_s_resources_are_unchanged_by_everything_b_tried(a: Tenant, b: Tenant,
     assert after == before  # no deletion, no revocation, no access-log entry caused by B
 
 
-def snapshot(tenant: Tenant, web: httpx.Client) -> dict[str, Any]:
-    """A's view of its own resources, read without writing any access-log entry."""
-    state: dict[str, Any] = {"files": tenant.client.get("/files").json(),
-                             "account": tenant.client.get("/account").json()}
-    for file_id in tenant.file_ids:
-        state[file_id] = tenant.client.get(f"/files/{file_id}").json()
-        state[f"{file_id}/log"] = tenant.client.get(f"/files/{file_id}/access-log").json()
-    for token in tenant.tokens.values():
-        state[token] = web.get(f"/v/{token}/status").json()
-    return state
-
-
 # --- keys ---------------------------------------------------------------------------------------
-
-
-def a_s_endpoints(a: Tenant) -> list[tuple[str, str]]:
-    file_id, token = a.files["delivery"]["id"], a.tokens["delivery"]
-    return [("GET", "/account"), ("GET", "/files"), ("POST", "/files"),
-            ("GET", f"/files/{file_id}"), ("GET", f"/files/{file_id}/download"),
-            ("GET", f"/files/{file_id}/access-log"), ("DELETE", f"/files/{file_id}"),
-            ("POST", f"/files/{file_id}/revoke-views"), ("POST", "/views"),
-            ("GET", f"/views/{token}"), ("GET", f"/views/{token}/pages/1"),
-            ("DELETE", f"/views/{token}")]
-
-
-# Each sweep request on its own connection, so a connection-level failure (see the keep-alive
-# test below) is reported there, against the request that caused it.
-ONE_SHOT = {"Connection": "close"}
 
 
 def test_a_s_revoked_key_gets_401_on_every_endpoint(vault: VaultProcess, a: Tenant,
@@ -196,23 +136,9 @@ def test_a_s_revoked_key_gets_401_on_every_endpoint(vault: VaultProcess, a: Tena
         for method, path in a_s_endpoints(a):
             body = b"%PDF-1.4" if path == "/files" else None
             response = revoked.request(method, path, content=body, headers=ONE_SHOT)
-            assert_json_error(response, 401)
+            assert_json_error(response, 401, INVALID_KEY)
             assert_no_data_of(a, response)
     assert a.client.get(f"/files/{a.files['delivery']['id']}").status_code == 200
-
-
-def bad_keys(a: Tenant) -> list[str]:
-    key, token = a.key, a.tokens["source"]
-    flipped = key[:-1] + ("A" if key[-1] != "A" else "B")
-    return [
-        f"Bearer {token}",  # a link token is not a key
-        f"Bearer sd_live_{token}",  # nor with the prefix
-        f"Bearer {hashlib.sha256(key.encode()).hexdigest()}",  # nor the stored hash
-        f"Bearer {vault_secrets.digest(key)}",
-        f"Bearer {flipped}", f"Bearer {key[:-1]}", f"Bearer {key}A", f"Bearer {key.upper()}",
-        f"Bearer {key.replace('sd_live_', 'sd_test_')}", f"Basic {key}", f"Token {key}",
-        key, "Bearer", f"Bearer {key}\t{key}", f"Bearer {key} extra",
-    ]
 
 
 def test_malformed_and_unknown_keys_get_401_on_every_endpoint(a: Tenant, web: httpx.Client) -> None:
@@ -221,7 +147,7 @@ def test_malformed_and_unknown_keys_get_401_on_every_endpoint(a: Tenant, web: ht
             response = web.request(method, f"/v1{path}",
                                    headers={"Authorization": header, **ONE_SHOT},
                                    content=b"%PDF-1.4" if path == "/files" else None)
-            assert_json_error(response, 401)
+            assert_json_error(response, 401, expected_refusal(header))
             assert_no_data_of(a, response)
 
 
@@ -248,7 +174,7 @@ def test_a_refused_request_leaves_the_keep_alive_connection_usable(
 
 def test_a_key_in_the_query_string_is_not_a_key(a: Tenant, web: httpx.Client) -> None:
     for name in ("api_key", "key", "token", "access_token"):
-        assert_json_error(web.get("/v1/account", params={name: a.key}), 401)
+        assert_json_error(web.get("/v1/account", params={name: a.key}), 401, MISSING_KEY)
 
 
 # --- the hosted viewer --------------------------------------------------------------------------
@@ -263,13 +189,6 @@ def test_the_hosted_viewer_serves_a_live_token_without_any_key(a: Tenant,
     assert page.status_code == 200 and page.content[:3] == b"\xff\xd8\xff"
 
 
-def not_tokens(a: Tenant) -> list[str]:
-    token = a.tokens["source"]
-    return [token[:-1] + ("A" if token[-1] != "A" else "B"), token[:-1], token + "A",
-            token.swapcase(), vault_secrets.digest(token), a.key, a.files["source"]["id"],
-            "A" * 43, "-" * 43]
-
-
 def test_the_hosted_viewer_serves_nothing_without_a_live_token(vault: VaultProcess, a: Tenant,
                                                                b: Tenant,
                                                                web: httpx.Client) -> None:
@@ -279,7 +198,7 @@ def test_the_hosted_viewer_serves_nothing_without_a_live_token(vault: VaultProce
         assert_no_data_of(a, page)
         for suffix in ("/status", "/pages/1"):
             response = web.get(f"/v/{value}{suffix}")
-            assert_json_error(response, 404)
+            assert_json_error(response, 404, LINK_GONE)
             assert_no_data_of(a, response)
 
 
@@ -293,7 +212,7 @@ def test_a_revoked_or_deleted_link_stops_the_hosted_viewer(vault: VaultProcess, 
     for token in (revoked, orphaned):
         assert web.get(f"/v/{token}").status_code == 404
         for suffix in ("/status", "/pages/1"):
-            assert_json_error(web.get(f"/v/{token}{suffix}"), 404)
+            assert_json_error(web.get(f"/v/{token}{suffix}"), 404, LINK_GONE)
 
 
 # --- the server log -----------------------------------------------------------------------------
@@ -369,8 +288,8 @@ def test_an_unexpected_error_on_a_token_path_logs_no_token(vault: VaultProcess, 
     vault.run_service(damage)
     for response in (a.client.get(f"/views/{token}"), a.client.get(f"/views/{token}/pages/1"),
                      web.get(f"/v/{token}"), web.get(f"/v/{token}/pages/1")):
-        body = assert_json_error(response, 500)
-        assert "Traceback" not in response.text and body["error"] == "internal server error"
+        assert_json_error(response, 500, "internal server error")
+        assert "Traceback" not in response.text
     assert token not in vault.log_text()
 
 
@@ -393,49 +312,6 @@ def test_the_database_holds_only_hashes_of_keys_and_tokens(vault: VaultProcess, 
     link_hashes = {doc["hash"] for doc in collections["links"]}
     tokens = [*a.tokens.values(), *b.tokens.values()]
     assert {hashlib.sha256(t.encode()).hexdigest() for t in tokens} <= link_hashes
-
-
-class RecordingCollection:
-    def __init__(self) -> None:
-        self.calls: list[Any] = []
-
-    async def find_one(self, *args: Any, **kwargs: Any) -> None:
-        self.calls.append((args, kwargs))
-
-
-class RecordingDb:
-    def __init__(self) -> None:
-        self.api_keys, self.links = RecordingCollection(), RecordingCollection()
-
-
-async def test_keys_are_looked_up_by_their_hash_only() -> None:
-    db, key = RecordingDb(), vault_secrets.new_api_key()
-    assert await api_keys.resolve_key(db, key) is None  # type: ignore[arg-type]
-    (args, kwargs), = db.api_keys.calls
-    assert args[0] == {"hash": hashlib.sha256(key.encode()).hexdigest()}
-    assert key not in repr((args, kwargs))  # the secret itself never leaves for the database
-
-
-async def test_tokens_are_looked_up_by_their_hash_only() -> None:
-    db, token = RecordingDb(), vault_secrets.new_token()
-    with pytest.raises(NotFound):
-        await links.open_link(db, token)  # type: ignore[arg-type]
-    (args, kwargs), = db.links.calls
-    assert args[0]["hash"] == hashlib.sha256(token.encode()).hexdigest()
-    assert token not in repr((args, kwargs))
-
-
-def test_keys_and_tokens_come_from_the_os_csprng_not_the_random_module() -> None:
-    random.seed(7)
-    first = [vault_secrets.new_token(), vault_secrets.new_api_key()]
-    random.seed(7)
-    second = [vault_secrets.new_token(), vault_secrets.new_api_key()]
-    assert first[0] != second[0] and first[1] != second[1]
-    tokens = {vault_secrets.new_token() for _ in range(2000)}
-    assert len(tokens) == 2000
-    assert all(vault_secrets.is_token(t) for t in tokens)
-    # 2000 tokens x 43 characters use the whole base64url alphabet (a weak generator often not).
-    assert len(set("".join(tokens))) == 64
 
 
 def test_the_server_log_holds_none_of_the_keys_and_tokens_created_here(

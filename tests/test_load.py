@@ -28,6 +28,8 @@ from tests import render_fixtures as fx
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 DURATION_SECONDS = 20.0
 CLIENTS = 200
 PAGE_SHARE = 0.7

@@ -78,8 +78,9 @@ def test_another_user_cannot_list_or_read_the_data_directory(
 
     def attempt() -> str:
         results = []
-        for action in (lambda: os.listdir(data), lambda: (data / "master.key").read_bytes(),
-                       lambda: (data / FILE_NAME).read_bytes(),
+        for action in (lambda: os.listdir(data),
+                       (data / "master.key").read_bytes,
+                       (data / FILE_NAME).read_bytes,
                        lambda: os.listdir(data / "db")):
             try:
                 action()
@@ -100,7 +101,7 @@ def test_another_user_cannot_use_the_database_without_its_credentials(
         client: MongoClient = MongoClient(f"mongodb://127.0.0.1:{port}/?directConnection=true",
                                           serverSelectionTimeoutMS=5000)
         results = []
-        for action in (lambda: client.vaultd.accounts.find_one(),
+        for action in (client.vaultd.accounts.find_one,
                        lambda: client.vaultd.api_keys.insert_one({"hash": "planted"}),
                        lambda: client.admin.command("createUser", "evil", pwd="x",
                                                     roles=["root"])):

@@ -21,12 +21,20 @@ import pytest
 from backends.azure import AzureBackend, AzureConfig
 from tests import documents as docs
 from tests.azurite import ACCOUNT_KEY, Azurite, session_azurite
-from tests.http_helpers import create_link, upload, upload_ok
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import (
+    FILE_NOT_FOUND,
+    LINK_GONE,
+    assert_json_error,
+    create_link,
+    upload,
+    upload_ok,
+)
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.embedded_db import running_address
 from vaultd.plans import get_plan
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 CONTAINER = "shared-vault"
 STORAGE_DOWN = "storage unavailable; retry shortly"
@@ -123,10 +131,10 @@ def test_a_link_revoked_through_one_process_stops_pages_in_the_other_on_the_next
     for token in (single, bulk):
         assert is_jpeg(api_a.get(f"/views/{token}/pages/1"))  # A's worker has the document open
     assert api_b.delete(f"/views/{single}").status_code == 204
-    assert_json_error(api_a.get(f"/views/{single}/pages/2"), 404)
+    assert_json_error(api_a.get(f"/views/{single}/pages/2"), 404, LINK_GONE)
     assert is_jpeg(api_a.get(f"/views/{bulk}/pages/2"))
     assert api_b.post(f"/files/{stored['id']}/revoke-views").json() == {"revoked": 1}
-    assert_json_error(api_a.get(f"/views/{bulk}/pages/1"), 404)
+    assert_json_error(api_a.get(f"/views/{bulk}/pages/1"), 404, LINK_GONE)
 
 
 def set_usage(server: VaultProcess, api: httpx.Client, documents: int, storage: int) -> None:
@@ -158,8 +166,10 @@ def test_concurrent_uploads_through_both_processes_never_pass_the_plan_limits(
     with ThreadPoolExecutor(10) as pool:
         responses = list(pool.map(send, range(10)))
     assert sorted(r.status_code for r in responses) == [201] * 3 + [402] * 7
-    refused = assert_json_error(next(r for r in responses if r.status_code == 402), 402)
-    assert f"{limit.rstrip('s')} limit reached" in refused["error"]
+    expected = (f"document limit reached: plan {free.name} allows {free.maxDocuments} documents"
+                if limit == "documents" else
+                f"storage limit reached: plan {free.name} allows {free.maxStorageBytes} bytes")
+    assert_json_error(next(r for r in responses if r.status_code == 402), 402, expected)
     usage = clients[1].get("/account").json()["usage"]
     assert (usage["documents"], usage["storageBytes"]) == (start[0] + 3,
                                                           start[1] + 3 * len(body))
@@ -177,9 +187,10 @@ def test_deleting_through_one_process_makes_the_file_gone_in_the_other(
     token = link_token(pair[1], api_b, stored["id"])
     assert is_jpeg(api_b.get(f"/views/{token}/pages/1"))  # B's worker has it cached
     assert api_a.delete(f"/files/{stored['id']}").status_code == 204
-    for path in (f"/files/{stored['id']}", f"/files/{stored['id']}/download",
-                 f"/views/{token}/pages/2"):
-        assert_json_error(api_b.get(path), 404)
+    for path, message in ((f"/files/{stored['id']}", FILE_NOT_FOUND),
+                          (f"/files/{stored['id']}/download", FILE_NOT_FOUND),
+                          (f"/views/{token}/pages/2", LINK_GONE)):
+        assert_json_error(api_b.get(path), 404, message)
     assert api_b.get("/files").json()["total"] == 0
     assert api_b.get("/account").json()["usage"]["documents"] == 0
     assert stored["id"] not in container_names(azurite)
@@ -193,7 +204,7 @@ def timed(call: Any) -> httpx.Response:
 
 
 def assert_storage_down(response: httpx.Response) -> None:
-    body = assert_json_error(response, 503)
+    body = assert_json_error(response, 503, STORAGE_DOWN)
     assert body == {"error": STORAGE_DOWN} and response.headers["Retry-After"]
 
 

@@ -14,9 +14,10 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import create_link, upload_ok
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import ROOT, VaultProcess, base_env, free_port
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 APP = ROOT / "examples" / "proxy" / "app.py"
 TOKEN_LIKE = re.compile(rb"[A-Za-z0-9_-]{43}")
@@ -129,7 +130,7 @@ def test_pages_out_of_range_and_unknown_documents_are_404(browser_side: httpx.Cl
     browser_side.get("/doc/q3-report")
     for path in ["/doc/q3-report/pages/0", "/doc/q3-report/pages/3",
                  "/doc/q3-report/pages/x", "/doc/unknown/pages/1", "/doc/unknown/status"]:
-        assert_json_error(browser_side.get(path), 404)
+        assert_json_error(browser_side.get(path), 404, "not found")  # the example app's text
     page = browser_side.get("/doc/unknown")
     assert page.status_code == 404 and "This link is no longer available." in page.text
     assert browser_side.get("/doc/q3-report/pages/1").status_code == 200  # still alive
@@ -139,8 +140,8 @@ def test_a_revoked_link_stops_at_the_next_page(browser_side: httpx.Client, api: 
                                                shared: dict) -> None:
     assert browser_side.get("/doc/q3-report/pages/1").status_code == 200
     assert api.delete(f"/views/{shared['token']}").status_code == 204
-    assert_json_error(browser_side.get("/doc/q3-report/pages/2"), 404)
-    assert_json_error(browser_side.get("/doc/q3-report/status"), 404)
+    assert_json_error(browser_side.get("/doc/q3-report/pages/2"), 404, "not found")
+    assert_json_error(browser_side.get("/doc/q3-report/status"), 404, "not found")
     page = browser_side.get("/doc/q3-report")
     assert page.status_code == 404 and "This link is no longer available." in page.text
 

@@ -17,6 +17,9 @@ from render.pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
 from render.tasks import render_page, validate_document
 from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
+from tests.waiting import wait_until_async
+
+pytestmark = pytest.mark.slow  # spawns its own worker pools (see docs/testing.md)
 
 GiB = 1 << 30
 
@@ -27,13 +30,6 @@ async def pool() -> AsyncIterator[RenderPool]:
     shared = RenderPool(workers=2, queue_size=2, timeout_seconds=20, memory_limit_bytes=GiB)
     yield shared
     await shared.close()
-
-
-async def _wait_for(predicate: object, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_a_page_renders_in_a_worker_and_errors_keep_their_type(
@@ -50,7 +46,7 @@ async def test_a_page_renders_in_a_worker_and_errors_keep_their_type(
 
 async def test_a_full_queue_answers_pool_busy_at_once(pool: RenderPool) -> None:
     running = [asyncio.ensure_future(pool.run(helpers.sleep_for, 0.5)) for _ in range(4)]
-    await _wait_for(lambda: pool.in_flight == 4)
+    await wait_until_async(lambda: pool.in_flight == 4)
     started = time.monotonic()
     with pytest.raises(PoolBusy):
         await pool.run(helpers.pid)
@@ -79,7 +75,7 @@ async def test_a_worker_killed_mid_task_fails_only_that_task(
 ) -> None:
     marker = tmp_path / "pid"
     task = asyncio.ensure_future(pool.run(helpers.report_pid_then_sleep, str(marker), 60))
-    await _wait_for(lambda: marker.exists() and marker.read_text())
+    await wait_until_async(lambda: marker.exists() and marker.read_text())
     victim = int(marker.read_text())
     assert victim in pool.worker_pids()
     os.kill(victim, signal.SIGKILL)
@@ -95,10 +91,12 @@ async def test_a_segfault_fails_only_that_task(pool: RenderPool) -> None:
 
 
 async def test_an_idle_worker_killed_does_not_break_the_pool(pool: RenderPool) -> None:
-    await _wait_for(lambda: len(pool.worker_pids()) == 2)
+    await wait_until_async(lambda: len(pool.worker_pids()) == 2)
     victim = pool.worker_pids()[0]
     os.kill(victim, signal.SIGKILL)
-    await asyncio.sleep(0.5)  # the pool notices the exit and starts a replacement
+    # The pool notices the exit and starts a replacement.
+    await wait_until_async(lambda: victim not in pool.worker_pids()
+                           and len(pool.worker_pids()) == 2, what="a replacement worker")
     assert await pool.run(helpers.pid) != victim
 
 
@@ -143,21 +141,23 @@ async def test_recycled_workers_leave_no_file_descriptor_behind() -> None:
     small = RenderPool(workers=1, queue_size=0, max_tasks_per_worker=1)
     try:
         await small.run(helpers.pid)
-        await _wait_for(lambda: len(small.worker_pids()) == 1)
+        await wait_until_async(lambda: len(small.worker_pids()) == 1)
         before = len(os.listdir("/proc/self/fd"))
         for _ in range(10):
             await small.run(helpers.pid)
-        await asyncio.sleep(0.5)  # the last retired worker is reaped
-        assert len(os.listdir("/proc/self/fd")) <= before
+        # The last retired worker is reaped asynchronously.
+        await wait_until_async(lambda: len(os.listdir("/proc/self/fd")) <= before, timeout=10,
+                               what="the retired workers' descriptors closed")
     finally:
         await small.close()
 
 
-async def test_close_returns_promptly_with_a_task_running() -> None:
+async def test_close_returns_promptly_with_a_task_running(tmp_path: Path) -> None:
     closing = RenderPool(workers=1, queue_size=1)
-    hung = asyncio.ensure_future(closing.run(helpers.sleep_for, 60))
-    await _wait_for(lambda: closing.in_flight == 1)
-    await asyncio.sleep(0.3)
+    marker = tmp_path / "pid"
+    hung = asyncio.ensure_future(closing.run(helpers.report_pid_then_sleep, str(marker), 60))
+    await wait_until_async(lambda: marker.exists() and marker.read_text(),
+                           what="the task running in its worker")
     started = time.monotonic()
     await closing.close()
     assert time.monotonic() - started < 5
@@ -175,11 +175,11 @@ async def test_a_busy_worker_dies_with_the_process_that_started_it(tmp_path: Pat
     owner = await asyncio.create_subprocess_exec(
         sys.executable, "-c", OWNER_SCRIPT, str(marker), cwd=Path(__file__).parents[1])
     try:
-        await _wait_for(lambda: marker.exists() and marker.read_text(), seconds=30)
+        await wait_until_async(lambda: marker.exists() and marker.read_text(), timeout=30)
         worker = int(marker.read_text())
         owner.kill()
         await owner.wait()
-        await _wait_for(lambda: not _running(worker), seconds=10)
+        await wait_until_async(lambda: not _running(worker), timeout=10)
     finally:
         if owner.returncode is None:
             owner.kill()

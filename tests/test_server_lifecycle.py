@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,10 @@ from tests import documents as docs
 from tests.http_helpers import upload_ok
 from tests.processes import alive, database_process, render_workers
 from tests.vault_process import VaultProcess
+from tests.waiting import wait_until
 from vaultd.embedded_db import running_address
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -34,10 +36,8 @@ def test_render_workers_and_the_database_go_when_vaultd_is_killed(tmp_path: Path
     database = database_process(server.process.pid)
     assert len(workers) == 2 and database is not None
     server.stop(signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while any(running(pid) for pid in [*workers, database]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(running(pid) for pid in [*workers, database])
+    wait_until(lambda: not any(running(pid) for pid in [*workers, database]),
+               what="workers and database gone")
 
 
 def running(pid: int) -> bool:

@@ -25,6 +25,8 @@ from tests.test_cli import one_line_error
 from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
 from vaultd.crypto.blob_format import HEADER_SIZE, WIRE_CHUNK_SIZE
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 T = TypeVar("T")
 
 
@@ -71,7 +73,7 @@ def admin(vault: VaultProcess, *args: str, env: dict[str, str] | None = None
     """vault-admin with the server's settings, plus `env`; any exit code."""
     cmd = [sys.executable, "-m", "admin_cli.main", "--data-dir", str(vault.data_dir), *args]
     return subprocess.run(cmd, cwd=ROOT, env=base_env({**vault.env, **(env or {})}),
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, check=False, timeout=120)
 
 
 def admin_json(vault: VaultProcess, *args: str, code: int = 0,

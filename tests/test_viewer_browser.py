@@ -5,101 +5,35 @@ and phone layouts and of the 404 page go to test-artifacts/ for a human to look 
 from __future__ import annotations
 
 import re
-import shutil
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from tests import documents as docs
+from tests.browser_session import (
+    CANVAS_STATS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DESKTOP,
+    NOT_AVAILABLE,
+    PHONE,
+    WAIT_MS,
+    assert_drawn,
+    open_viewer,
+)
 from tests.http_helpers import create_link, upload_ok
-from tests.vault_process import ROOT, VaultProcess
+from tests.vault_process import VaultProcess
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page, Request, Route
+    from playwright.sync_api import Browser, Route
 
-pytestmark = pytest.mark.browser
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
-DESKTOP: dict[str, Any] = {"viewport": {"width": 1280, "height": 900}}
-PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2,
-                         "is_mobile": True, "has_touch": True}
-ARTIFACTS = ROOT / "test-artifacts"
-NOT_AVAILABLE = "This link is no longer available."
-WAIT_MS = 20_000
-
-# Injected through the DevTools protocol, so the page's own CSP does not apply to it.
-RECORD_CSP_VIOLATIONS = """
-window.__cspViolations = [];
-document.addEventListener("securitypolicyviolation", (event) => {
-  window.__cspViolations.push(event.violatedDirective + " " + event.blockedURI);
-});
-"""
-
-CANVAS_STATS = """() => Array.from(document.querySelectorAll("#pages canvas")).map((canvas) => {
-  if (!canvas.width || !canvas.height) return {width: 0, variance: 0, nonWhite: 0};
-  const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
-  let count = 0, sum = 0, squares = 0, nonWhite = 0;
-  for (let i = 0; i < data.length; i += 4 * 61) {
-    const value = (data[i] + data[i + 1] + data[i + 2]) / 3;
-    count += 1; sum += value; squares += value * value;
-    if (value < 200) nonWhite += 1;
-  }
-  const mean = sum / count;
-  return {width: canvas.width, variance: squares / count - mean * mean, nonWhite: nonWhite / count};
-})"""
-
-
-@dataclass
-class Session:
-    page: Page
-    errors: list[str] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
-    page_responses: list[tuple[float, int]] = field(default_factory=list)
-    pages_in_flight: int = 0
-    most_pages_in_flight: int = 0
-    status: int = 0
-
-    def record_request(self, request: Request) -> None:
-        self.requests.append(request)
-        if "/pages/" in request.url:
-            self.page_request(1)
-
-    def page_request(self, change: int) -> None:
-        self.pages_in_flight += change
-        self.most_pages_in_flight = max(self.most_pages_in_flight, self.pages_in_flight)
-
-    def loaded(self, number: int) -> None:
-        self.page.wait_for_selector(f'.page[data-page="{number}"][data-state="loaded"]',
-                                    state="attached", timeout=WAIT_MS)
-
-    def scroll_to(self, number: int) -> None:
-        self.page.evaluate("(n) => document.querySelector(`.page[data-page='${n}']`)"
-                           ".scrollIntoView()", number)
-
-    def load_all(self, count: int) -> None:
-        for number in range(1, count + 1):
-            self.scroll_to(number)
-            self.loaded(number)
-
-    def settle(self) -> None:
-        self.page.wait_for_function(
-            "() => !document.querySelector('.page[data-state=loading]')", timeout=WAIT_MS)
-
-    def shoot(self, name: str) -> None:
-        ARTIFACTS.mkdir(exist_ok=True)
-        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts Chromium
 
 @pytest.fixture(scope="module")
 def browser(owner: httpx.Client) -> Iterator[Browser]:
@@ -129,36 +63,6 @@ def share(vault: VaultProcess, owner: httpx.Client, file_id: str) -> dict:
     link = create_link(owner, file_id, "ann.lee@example.com", viewerName="Ann Lee")
     vault.secrets.append(link["token"])
     return link
-
-
-@contextmanager
-def open_viewer(browser: Browser, url: str, device: dict[str, Any] = DESKTOP,
-                before: Callable[[Page], None] | None = None) -> Iterator[Session]:
-    context = browser.new_context(**device)
-    try:
-        session = Session(context.new_page())
-        page = session.page
-        page.on("console", lambda m: m.type == "error" and session.errors.append(m.text))
-        page.on("pageerror", lambda e: session.errors.append(str(e)))
-        # Playwright wants plain functions as listeners (it tags them), hence the lambdas.
-        page.on("request", lambda r: session.record_request(r))
-        page.on("response", lambda r: "/pages/" in r.url and session.page_responses.append(
-            (time.monotonic(), r.status)))
-        page.on("requestfinished", lambda r: "/pages/" in r.url and session.page_request(-1))
-        page.on("requestfailed", lambda r: "/pages/" in r.url and session.page_request(-1))
-        page.add_init_script(RECORD_CSP_VIOLATIONS)
-        if before:
-            before(page)
-        session.status = page.goto(url).status
-        yield session
-    finally:
-        context.close()
-
-
-def assert_drawn(stats: dict) -> None:
-    assert stats["width"] > 0
-    assert stats["variance"] > 100, stats  # text, a coloured block and the watermark
-    assert 0.02 < stats["nonWhite"] < 0.98, stats
 
 
 def test_every_page_is_drawn_into_a_canvas_as_it_scrolls_into_view(

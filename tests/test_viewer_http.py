@@ -10,8 +10,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import create_link, upload_ok
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
@@ -163,7 +162,7 @@ def test_a_revoked_link_shows_the_404_page_and_json_404_elsewhere(
     assert_viewer_headers(page)
     for suffix in ("/pages/1", "/status"):
         response = web.get(shared["path"] + suffix)
-        assert_json_error(response, 404)
+        assert_json_error(response, 404, LINK_GONE)
         assert_viewer_headers(response)
 
 

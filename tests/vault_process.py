@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.waiting import NotReached, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,18 +64,20 @@ class VaultProcess:
         return self
 
     def _wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise RuntimeError(f"vaultd exited early:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"vaultd did not become healthy:\n{self.log_path.read_text()[-3000:]}")
+        try:
+            wait_until(self._healthy, timeout=timeout, interval=0.1, what="vaultd healthy")
+        except NotReached:
+            raise RuntimeError(
+                f"vaultd did not become healthy:\n{self.log_path.read_text()[-3000:]}") from None
+
+    def _healthy(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"vaultd exited early:\n{self.log_path.read_text()[-3000:]}")
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         if self.process is None or self.process.poll() is not None:
@@ -95,7 +98,7 @@ class VaultProcess:
     def admin(self, *args: str, expect_ok: bool = True) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "admin_cli.main", "--data-dir", str(self.data_dir), *args]
         result = subprocess.run(cmd, cwd=ROOT, env=base_env(self.env), capture_output=True,
-                                text=True, timeout=120)
+                                text=True, check=False, timeout=120)
         if expect_ok and result.returncode != 0:
             raise AssertionError(f"vault-admin {' '.join(args)} failed: {result.stderr}")
         return result

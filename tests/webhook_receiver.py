@@ -79,7 +79,7 @@ class Receiver:
 
 def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
             headers = {k.lower(): v for k, v in self.headers.items()}
@@ -91,7 +91,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(reply.body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     return Handler

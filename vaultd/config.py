@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from backends import BACKENDS
+
 
 class ConfigError(Exception):
     """Invalid configuration; the message is one line naming the setting."""
@@ -145,10 +147,10 @@ FIELDS: tuple[Field, ...] = (
     Field("mongodb.database", _str, "vaultd", "VAULTD_MONGODB_DATABASE", "Database name."),
     Field(
         "storage.backend",
-        _choice("local", "azure"),
+        _choice(*BACKENDS),
         "local",
         "VAULTD_STORAGE_BACKEND",
-        "Blob backend: local or azure.",
+        f"Blob backend: {' or '.join(BACKENDS)}.",
     ),
     Field(
         "storage.local_dir",
@@ -355,6 +357,14 @@ class Settings:
     @property
     def local_blob_dir(self) -> Path:
         return Path(self.storage_local_dir) if self.storage_local_dir else self.data_path / "blobs"
+
+    def backend_options(self) -> dict[str, str]:
+        """The chosen backend's `storage.<name>.*` settings by their last part, and `data_dir`:
+        what `backends.create_backend` passes to the backend's factory."""
+        prefix = f"storage_{self.storage_backend}_"
+        own = {f.name.removeprefix(prefix): str(getattr(self, f.name))
+               for f in fields(self) if f.name.startswith(prefix)}
+        return {"data_dir": self.data_dir, **own}
 
     @property
     def master_key_path(self) -> Path:

@@ -8,51 +8,68 @@ can say `w=majority`); nothing here depends on transactions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
+from vaultd.records import AccessLogDoc, AccountDoc, ApiKeyDoc, FileDoc, InstanceDoc, LinkDoc
+
+# What the driver returns before a collection's record type applies. The casts below are where
+# the stored shapes (vaultd.records) are asserted; every write goes through the same types.
+RawDoc = dict[str, Any]
+
 
 @dataclass
 class Db:
-    client: AsyncMongoClient
-    database: AsyncDatabase
+    """The database and its collections, each typed with its record (`vaultd.records`)."""
+
+    client: AsyncMongoClient[RawDoc]
+    database: AsyncDatabase[RawDoc]
 
     @property
-    def accounts(self) -> AsyncCollection:
-        return self.database["accounts"]
+    def accounts(self) -> AsyncCollection[AccountDoc]:
+        return cast("AsyncCollection[AccountDoc]", self.database["accounts"])
 
     @property
-    def api_keys(self) -> AsyncCollection:
-        return self.database["api_keys"]
+    def api_keys(self) -> AsyncCollection[ApiKeyDoc]:
+        return cast("AsyncCollection[ApiKeyDoc]", self.database["api_keys"])
 
     @property
-    def files(self) -> AsyncCollection:
-        return self.database["files"]
+    def files(self) -> AsyncCollection[FileDoc]:
+        return cast("AsyncCollection[FileDoc]", self.database["files"])
 
     @property
-    def links(self) -> AsyncCollection:
-        return self.database["links"]
+    def links(self) -> AsyncCollection[LinkDoc]:
+        return cast("AsyncCollection[LinkDoc]", self.database["links"])
 
     @property
-    def access_log(self) -> AsyncCollection:
-        return self.database["access_log"]
+    def access_log(self) -> AsyncCollection[AccessLogDoc]:
+        return cast("AsyncCollection[AccessLogDoc]", self.database["access_log"])
 
     @property
-    def link_stats(self) -> AsyncCollection:
+    def instances(self) -> AsyncCollection[InstanceDoc]:
+        return cast("AsyncCollection[InstanceDoc]", self.database["instances"])
+
+    def raw(self, name: str) -> AsyncCollection[RawDoc]:
+        """A collection read by an aggregation, whose results are not the stored records."""
+        return self.database[name]
+
+    @property
+    def link_stats(self) -> AsyncCollection[RawDoc]:
         return self.database["link_stats"]  # analytics aggregates, one document per link
 
     @property
-    def webhook_endpoints(self) -> AsyncCollection:
+    def webhook_endpoints(self) -> AsyncCollection[RawDoc]:
         return self.database["webhook_endpoints"]
 
     @property
-    def webhook_outbox(self) -> AsyncCollection:
+    def webhook_outbox(self) -> AsyncCollection[RawDoc]:
         return self.database["webhook_outbox"]
 
     @property
-    def webhook_deliveries(self) -> AsyncCollection:
+    def webhook_deliveries(self) -> AsyncCollection[RawDoc]:
         return self.database["webhook_deliveries"]  # one record per delivery attempt
 
     async def close(self) -> None:
@@ -69,7 +86,7 @@ def _uri_option(uri: str, name: str) -> str | None:
 
 
 def connect(uri: str, database: str, timeout_ms: int = 5000) -> Db:
-    client: AsyncMongoClient = AsyncMongoClient(
+    client: AsyncMongoClient[RawDoc] = AsyncMongoClient(
         uri,
         tz_aware=True,
         serverSelectionTimeoutMS=timeout_ms,
@@ -77,7 +94,8 @@ def connect(uri: str, database: str, timeout_ms: int = 5000) -> Db:
         uuidRepresentation="standard",
         appname="vaultd",
         # Many concurrent requests queue for a connection rather than open hundreds; measured
-        # faster under load against SecantusDB (see docs/security.md, Load). A URI option overrides it.
+        # faster under load against SecantusDB (see docs/security.md, Load). A URI option
+        # overrides it.
         maxPoolSize=int(_uri_option(uri, "maxPoolSize") or 20),
     )
     return Db(client, client[database])

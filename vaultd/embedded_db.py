@@ -120,7 +120,7 @@ def _launch(
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=_terminate_with_parent,
+        preexec_fn=_terminate_with_parent,  # noqa: PLW1509 the hook only calls prctl
     )
     log.close()
     server = EmbeddedServer(process, host, port, storage, credentials)

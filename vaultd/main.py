@@ -6,22 +6,24 @@ import argparse
 import asyncio
 import logging
 import signal
+import socket
 import sys
-from typing import Any
 
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
 
-from backends.base import BackendUnavailable
+from backends.base import BackendUnavailable, BlobBackend
 from render import blend
 from render.pool import RenderPool
 from vaultd import data_dir
 from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
+from vaultd.db import Db
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
-from vaultd.services import recovery
+from vaultd.services import engagement, recovery
 from vaultd.services.blobs import BlobStore
+from vaultd.services.page_path import PagePath
 from vaultd.services.webhook_delivery import Deliverer, DeliveryConfig
 from vaultd.startup import DataDirLock, StartupError, bind, prepare_data_dir
 from vaultd.version import VERSION
@@ -89,8 +91,8 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
     print(f"vaultd: {message}", flush=True)  # beside "listening on", for the operator
 
 
-async def run_service(settings: Settings, sockets: list[Any], keyrings: KeyringSource,
-                      backend: Any) -> None:
+async def run_service(settings: Settings, sockets: list[socket.socket],
+                      keyrings: KeyringSource, backend: BlobBackend) -> None:
     database = await open_database(settings)
     pool: RenderPool | None = None
     instance_id = recovery.new_instance_id()
@@ -102,7 +104,9 @@ async def run_service(settings: Settings, sockets: list[Any], keyrings: KeyringS
         store = BlobStore(backend, keyrings.current(), keyrings.current)
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
-        ctx = AppContext(settings, database.db, store, pool, instance_id, "")
+        pages = PagePath(database.db, store, pool, settings,
+                         hooks=[engagement.EngagementHook(database.db)])
+        ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "")
         server, port = listen(settings, ctx, sockets)
         heartbeat = start_housekeeping(database.db, store, instance_id)
         deliverer = start_webhook_delivery(settings, database.db, keyrings)
@@ -123,13 +127,10 @@ async def run_service(settings: Settings, sockets: list[Any], keyrings: KeyringS
         await database.close()
 
 
-async def start_backend(backend: Any) -> None:
+async def start_backend(backend: BlobBackend) -> None:
     """Create the container or directory when missing; an outage here is not fatal."""
-    start = getattr(backend, "start", None)
-    if start is None:
-        return
     try:
-        await start()
+        await backend.start()
     except BackendUnavailable:
         log.warning("storage unavailable at start-up; requests get 503 until it answers")
 
@@ -143,7 +144,9 @@ async def drain(server: HTTPServer, ctx: AppContext, grace_seconds: float = 10.0
     await server.close_all_connections()
 
 
-def listen(settings: Settings, ctx: AppContext, sockets: list[Any]) -> tuple[HTTPServer, int]:
+def listen(
+    settings: Settings, ctx: AppContext, sockets: list[socket.socket]
+) -> tuple[HTTPServer, int]:
     # A stalled body is cut after its idle timeout (and a stalled upload cleaned up); the
     # connection cap stays below the open-file limit, raised to its hard value first.
     limits = ServerLimits(
@@ -160,7 +163,7 @@ def listen(settings: Settings, ctx: AppContext, sockets: list[Any]) -> tuple[HTT
     return server, port
 
 
-def start_housekeeping(db: Any, store: BlobStore, instance_id: str) -> PeriodicCallback:
+def start_housekeeping(db: Db, store: BlobStore, instance_id: str) -> PeriodicCallback:
     ticks = 0
 
     async def tick() -> None:
@@ -178,7 +181,7 @@ def start_housekeeping(db: Any, store: BlobStore, instance_id: str) -> PeriodicC
     return callback
 
 
-def start_webhook_delivery(settings: Settings, db: Any, keyrings: KeyringSource) -> Deliverer:
+def start_webhook_delivery(settings: Settings, db: Db, keyrings: KeyringSource) -> Deliverer:
     config = DeliveryConfig(settings.webhooks_retry_schedule,
                             settings.webhooks_allow_private_networks,
                             settings.webhooks_lease_seconds, settings.webhooks_poll_seconds)

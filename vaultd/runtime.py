@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from backends import backend_module
+from backends import BackendConfigError, create_backend
 from backends.base import BlobBackend
 from vaultd import embedded_db
 from vaultd.config import ConfigError, Settings
@@ -18,14 +18,11 @@ log = logging.getLogger("vaultd")
 
 
 def make_backend(settings: Settings) -> BlobBackend:
-    """The configured backend; a missing optional SDK is a one-line ConfigError."""
+    """The configured backend; bad options or a missing optional SDK are a one-line ConfigError."""
     try:
-        module = backend_module(settings.storage_backend)
-    except ValueError as exc:
+        return create_backend(settings.storage_backend, settings.backend_options())
+    except BackendConfigError as exc:
         raise ConfigError(str(exc)) from None
-    if settings.storage_backend == "local":
-        return module.LocalBackend(settings.local_blob_dir)
-    return module.AzureBackend.from_settings(settings)
 
 
 def load_keyring(settings: Settings) -> MasterKeyring:
@@ -77,7 +74,7 @@ class Database:
 async def open_database(settings: Settings, reuse_running: bool = False) -> Database:
     """Connect to the configured MongoDB, or to the embedded server (started if need be)."""
     server = None
-    uri = settings.mongodb_uri
+    uri: str | None = settings.mongodb_uri
     if not uri:
         storage = settings.data_path / "db"
         uri = embedded_db.running_address(storage) if reuse_running else None

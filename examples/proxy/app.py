@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -295,7 +296,5 @@ async def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        pass

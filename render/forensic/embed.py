@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render import _blend  # type: ignore[attr-defined]  # C extension, no stub
+from render import _blend
 from render.forensic.layout import CHIP, TILE, TILE_CHIPS, chip_bits
 
 STRENGTH = 3  # grey levels on white; 3 keeps PSNR above 40 dB with room for rounding

@@ -19,7 +19,6 @@ import binascii
 import os
 import re
 import secrets
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +27,8 @@ from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from vaultd.crypto.key_files import permission_warnings, write_atomic
 
 __all__ = [
     "ENV_VAR",
@@ -173,8 +174,8 @@ def _decode_key(text: str) -> bytes | None:
 def _split_entries(text: str) -> list[str]:
     """Entries separated by commas or newlines; blank and '#' lines skipped."""
     entries: list[str] = []
-    for line in text.splitlines():
-        line = line.strip()
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
         if not line or line.startswith("#"):
             continue
         entries.extend(piece.strip() for piece in line.split(",") if piece.strip())
@@ -289,7 +290,7 @@ class MasterKeyring:
         except UnicodeDecodeError:
             raise KeyringError(f"{where}: not UTF-8 text") from None
         ring = cls.parse(text, str(path))
-        ring.warnings = _permission_warnings(path, mode)
+        ring.warnings = permission_warnings(path, mode)
         return ring
 
     @classmethod
@@ -309,7 +310,7 @@ class MasterKeyring:
             raise KeyringError(f"master key ({path}): directory {path.parent} does not exist")
         ring = cls.generate()
         try:
-            _write_atomic(path, ring.serialize(), replace=False)
+            write_atomic(path, ring.serialize(), replace=False)
         except FileExistsError:
             return cls.load(path)
         ring.created = True
@@ -317,7 +318,7 @@ class MasterKeyring:
 
     def save(self, path: Path) -> None:
         """Atomically replace the key file (mode 0600). Back up the old file first."""
-        _write_atomic(Path(path), self.serialize(), replace=True)
+        write_atomic(Path(path), self.serialize(), replace=True)
 
     # -- rotation
 
@@ -371,63 +372,3 @@ class MasterKeyring:
         wrapped under `current_id`."""
         data_key = self.unwrap(wrapped, file_id=file_id, account_id=account_id)
         return self.wrap(data_key, file_id=file_id, account_id=account_id)
-
-
-# --- file helpers -------------------------------------------------------------------------------
-
-
-def _permission_warnings(path: Path, mode: int) -> tuple[str, ...]:
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        warning = (f"master key file {path} is accessible to group/other "
-                   f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {path}")
-        return (warning,)
-    return ()
-
-
-def _write_atomic(path: Path, text: str, *, replace: bool) -> None:
-    """Write a 0600 temp file beside `path`, fsync, then publish it under `path`.
-
-    replace=False publishes with link(), which fails with FileExistsError instead of
-    overwriting a key file another process just created.
-    """
-    tmp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(6)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if replace:
-            os.replace(tmp, path)
-        else:
-            _publish_new(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
-
-
-def _publish_new(tmp: Path, path: Path) -> None:
-    """Give `tmp` the name `path` unless `path` exists (FileExistsError)."""
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        raise
-    except OSError:
-        # Filesystem without hard links: best effort (a tiny race instead of none).
-        if path.exists():
-            raise FileExistsError(path) from None
-        os.rename(tmp, path)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Make the rename/link itself durable; not every platform/filesystem allows it.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -14,15 +14,16 @@ import ipaddress
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
+from vaultd.records import AccessLogDoc, Action
 from vaultd.timefmt import iso_utc, utcnow
 
 LATEST = 200
-ACTIONS = frozenset({"upload", "view", "page", "download", "delete", "revoke", "trace"})
+ACTIONS: frozenset[str] = frozenset(get_args(Action))
 COALESCE_SECONDS = 60
 
 
@@ -40,7 +41,7 @@ async def record(
     db: Db,
     account_id: str,
     file_id: str,
-    action: str,
+    action: Action,
     *,
     viewer_email: str | None = None,
     ip: str | None = None,
@@ -49,8 +50,7 @@ async def record(
     viewer_name: str | None = None,
 ) -> str:
     """Appends an entry; returns its id."""
-    assert action in ACTIONS, action
-    entry: dict[str, Any] = {
+    entry: AccessLogDoc = {
         "_id": str(uuid.uuid4()),
         "accountId": account_id,
         "fileId": file_id,
@@ -70,17 +70,17 @@ async def record(
     if action == "view":
         return await _record_view(db, entry)
     await db.access_log.insert_one(entry)
-    return str(entry["_id"])
+    return entry["_id"]
 
 
-def _view_bucket_id(entry: dict[str, Any]) -> str:
+def _view_bucket_id(entry: AccessLogDoc) -> str:
     bucket = int(entry["at"].timestamp()) // COALESCE_SECONDS
     parts = (entry["accountId"], entry["fileId"], entry.get("viewerEmail", ""),
              entry.get("ip", ""), str(bucket))
     return "view-" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:40]
 
 
-async def _record_view(db: Db, entry: dict[str, Any]) -> str:
+async def _record_view(db: Db, entry: AccessLogDoc) -> str:
     entry_id = _view_bucket_id(entry)
     # `at` follows the latest view, so the entry stays where the newest activity is;
     # `firstAt` keeps when the window's first view happened.
@@ -100,18 +100,21 @@ async def withdraw(db: Db, entry_id: str) -> None:
     await db.access_log.delete_one({"_id": entry_id})
 
 
-def entry_json(doc: dict[str, Any]) -> dict[str, Any]:
+def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
     out: dict[str, Any] = {
         "at": iso_utc(doc["at"]),
         "fileId": doc["fileId"],
         "action": doc["action"],
     }
-    for key in ("viewerEmail", "ip", "page"):
-        if key in doc:
-            out[key] = doc[key]
-    if doc.get("count", 1) > 1:  # coalesced views: how many, and the first one's time
-        out["count"] = int(doc["count"])
-        out["firstAt"] = iso_utc(doc["firstAt"])
+    if "viewerEmail" in doc:
+        out["viewerEmail"] = doc["viewerEmail"]
+    if "ip" in doc:
+        out["ip"] = doc["ip"]
+    if "page" in doc:
+        out["page"] = doc["page"]
+    if "count" in doc and doc["count"] > 1:  # coalesced views: how many, the first one's time
+        out["count"] = doc["count"]
+        out["firstAt"] = iso_utc(doc.get("firstAt", doc["at"]))
     return out
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.plans import Plan, get_plan
+from vaultd.records import AccountDoc
 from vaultd.timefmt import utcnow
 
 MAX_ACCOUNT_NAME = 200
@@ -23,7 +24,7 @@ class Account:
     branding: str | None
 
     @classmethod
-    def from_doc(cls, doc: dict[str, Any]) -> Account:
+    def from_doc(cls, doc: AccountDoc) -> Account:
         return cls(doc["_id"], doc["name"], get_plan(doc["plan"]), doc.get("branding"))
 
     @property
@@ -45,7 +46,7 @@ def _clean_text(value: str, limit: int, what: str) -> str:
 
 async def create_account(db: Db, name: str, plan_id: str = "free") -> Account:
     plan = get_plan(plan_id)
-    doc = {
+    doc: AccountDoc = {
         "_id": str(uuid.uuid4()),
         "name": _clean_text(name, MAX_ACCOUNT_NAME, "account name"),
         "plan": plan.id,

@@ -124,7 +124,7 @@ async def file_analytics(db: Db, account_id: str | None, file_id: str) -> FileAn
     async for doc in db.link_stats.find({"fileId": file["_id"]}):
         email = doc["viewerEmail"]
         viewers.setdefault(email, Tally(page_count)).add(doc)
-        names[email] = doc.get("viewerName", email)
+        names[email] = str(doc.get("viewerName") or email)
     return {
         "fileId": file["_id"],
         "fileName": file["name"],

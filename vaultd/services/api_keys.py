@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pymongo.errors import DuplicateKeyError
 
-from vaultd.db import Db
-from vaultd.errors import NotFound, PlanLimitReached
+from vaultd.db import Db, RawDoc
+from vaultd.errors import INVALID_KEY, NotFound, PlanLimitReached, Unauthorized
+from vaultd.records import ApiKeyDoc, LinkDoc
 from vaultd.secrets import API_KEY_PREFIX, digest, is_api_key, new_api_key
 from vaultd.services.accounts import Account, get_account
+from vaultd.services.links import LIVENESS_FIELDS
 from vaultd.timefmt import iso_utc, utcnow
 
 
@@ -25,7 +28,7 @@ class ApiKeyInfo:
     revoked_at: datetime | None
 
     @classmethod
-    def from_doc(cls, doc: dict[str, Any]) -> ApiKeyInfo:
+    def from_doc(cls, doc: ApiKeyDoc) -> ApiKeyInfo:
         return cls(
             doc["_id"], doc["accountId"], doc["hint"], doc["createdAt"], doc.get("revokedAt")
         )
@@ -50,7 +53,7 @@ async def create_key(db: Db, account_id: str) -> tuple[ApiKeyInfo, str]:
         )
     while True:
         key = new_api_key()
-        doc = {
+        doc: ApiKeyDoc = {
             "_id": f"key_{uuid.uuid4().hex[:16]}",
             "accountId": account_id,
             "hash": digest(key),
@@ -83,28 +86,67 @@ async def revoke_key(db: Db, key_id: str) -> ApiKeyInfo:
 
 async def resolve_key(db: Db, key: str) -> Account | None:
     """The account of a live key, or None for a malformed, unknown or revoked one."""
-    account_id = await key_owner(db, key)
-    if account_id is None:
-        return None
     try:
-        return await get_account(db, account_id)
-    except NotFound:
+        return await authenticate(db, key)
+    except Unauthorized:
         return None
+
+
+async def authenticate(db: Db, key: str) -> Account:
+    """The account of a live key; Unauthorized (INVALID_KEY) for any other key."""
+    owner = (await check_key(db, key)).owner
+    try:
+        return await get_account(db, owner)
+    except NotFound:
+        raise Unauthorized(INVALID_KEY) from None
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """A key found live, and the link asked for in the same round trip (`check_key`)."""
+
+    owner: str  # the account id of the key
+    link: LinkDoc | None  # LIVENESS_FIELDS of the link asked for, None if there is none
+    read_at: float  # time.monotonic() just before the read
+
+
+async def check_key(db: Db, key: str, *, with_link: str | None = None) -> KeyCheck:
+    """The one check of an API key: live, else Unauthorized (INVALID_KEY).
+
+    With `with_link` (a link id), that link's liveness is read in the same round trip: one
+    `aggregate` with `$unionWith` (MongoDB 4.4 or later) rather than two `find`s, which on the
+    embedded database saves about 0.9 ms of CPU a page (bench/page-path.md)."""
+    if not is_api_key(key):
+        raise Unauthorized(INVALID_KEY)  # nothing to look up
+    read_at = time.monotonic()
+    if with_link is None:
+        doc, link = await db.api_keys.find_one({"hash": digest(key)}, KEY_CHECK_FIELDS), None
+    else:
+        doc, link = await _read_key_and_link(db, digest(key), with_link)
+    if doc is None or doc.get("revokedAt") is not None:
+        raise Unauthorized(INVALID_KEY)
+    return KeyCheck(doc["accountId"], link, read_at)
 
 
 # What a key check reads of a key's record.
 KEY_CHECK_FIELDS = {"accountId": 1, "revokedAt": 1}
+_KEY, _LINK = "key", "link"  # which collection a document of the combined read came from
 
 
-async def key_owner(db: Db, key: str) -> str | None:
-    """The account id of a live key, or None for a malformed, unknown or revoked one."""
-    if not is_api_key(key):
-        return None
-    return live_owner(await db.api_keys.find_one({"hash": digest(key)}, KEY_CHECK_FIELDS))
-
-
-def live_owner(doc: dict[str, Any] | None) -> str | None:
-    """The account id in a key's record (KEY_CHECK_FIELDS), or None if missing or revoked."""
-    if doc is None or doc.get("revokedAt") is not None:
-        return None
-    return str(doc["accountId"])
+async def _read_key_and_link(
+    db: Db, key_hash: str, link_id: str
+) -> tuple[ApiKeyDoc | None, LinkDoc | None]:
+    """(the key's record, the link's liveness fields), each None where no document matched."""
+    pipeline: list[RawDoc] = [
+        {"$match": {"_id": link_id}},
+        {"$project": {**LIVENESS_FIELDS, "of": {"$literal": _LINK}}},
+        {"$unionWith": {"coll": db.api_keys.name, "pipeline": [
+            {"$match": {"hash": key_hash}},
+            {"$project": {**KEY_CHECK_FIELDS, "of": {"$literal": _KEY}}},
+        ]}},
+    ]
+    found: dict[str, RawDoc] = {}
+    async for doc in await db.raw(db.links.name).aggregate(pipeline):
+        found[doc.pop("of")] = doc
+    # The projections above are subsets of these records: the readers use only those fields.
+    return cast("ApiKeyDoc | None", found.get(_KEY)), cast("LinkDoc | None", found.get(_LINK))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from backends.base import BlobBackend, BlobWriter
 from render.model import DocumentSource
@@ -21,6 +20,7 @@ from vaultd.crypto.blob_format import (
     open_verified_async,
 )
 from vaultd.crypto.keyring import MasterKeyring, WrappedKey
+from vaultd.records import FileDoc
 
 
 @dataclass
@@ -72,12 +72,12 @@ class BlobStore:
         writer = await self.backend.open_writer(file_id)
         return BlobUpload(file_id, writer, encryptor, wrapped)
 
-    def _data_key(self, file_doc: dict[str, Any]) -> bytes:
+    def _data_key(self, file_doc: FileDoc) -> bytes:
         wrapped = WrappedKey.from_doc(file_doc["blob"]["key"])
         ids = {"file_id": file_doc["_id"], "account_id": file_doc["accountId"]}
         return self._current_keyring().unwrap(wrapped, **ids)
 
-    def source(self, file_doc: dict[str, Any]) -> DocumentSource:
+    def source(self, file_doc: FileDoc) -> DocumentSource:
         """What a worker needs to open the file itself; no file bytes cross processes."""
         return DocumentSource(
             ref=self.backend.ref(file_doc["blob"]["name"]),
@@ -88,7 +88,7 @@ class BlobStore:
             cache_key=file_doc["_id"],
         )
 
-    async def open_plaintext(self, file_doc: dict[str, Any]) -> ChunkOpener:
+    async def open_plaintext(self, file_doc: FileDoc) -> ChunkOpener:
         """Verify length, commitment and final chunk before a single byte is served."""
         name = file_doc["blob"]["name"]
         return await open_verified_async(
@@ -99,7 +99,7 @@ class BlobStore:
             int(file_doc["size"]),
         )
 
-    def iter_plaintext(self, file_doc: dict[str, Any], opener: ChunkOpener) -> AsyncIterator[bytes]:
+    def iter_plaintext(self, file_doc: FileDoc, opener: ChunkOpener) -> AsyncIterator[bytes]:
         name = file_doc["blob"]["name"]
         return iter_plaintext_async(
             lambda offset, length: self.backend.read_range(name, offset, length), opener

@@ -4,10 +4,15 @@ and the `view.opened` / `view.completed` events they reveal (each exactly once p
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vaultd.db import Db
 from vaultd.services import analytics, webhook_events
 from vaultd.services.links import OpenLink
+
+if TYPE_CHECKING:  # the page path imports nothing of this module; only the type is needed
+    from vaultd.services.page_path import SentPage
 
 log = logging.getLogger("vaultd.analytics")
 
@@ -27,3 +32,15 @@ async def page_served(db: Db, opened: OpenLink, page: int, ip: str | None) -> No
             await webhook_events.view_completed(db, opened)
     except Exception:
         log.warning("page analytics not recorded (database unavailable?)")
+
+
+@dataclass(frozen=True)
+class EngagementHook:
+    """The page path's hook (`PagePath.hooks`): every page sent counts in the link's analytics
+    and may fire `view.opened` / `view.completed`."""
+
+    db: Db
+
+    async def page_sent(self, sent: SentPage) -> None:
+        page = sent.page
+        await page_served(self.db, page.link, page.number, page.request.ip)

@@ -8,6 +8,7 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
+from vaultd.records import FileDoc
 from vaultd.services import access_log, analytics, quota, webhook_events
 from vaultd.services.blobs import BlobStore
 from vaultd.timefmt import iso_utc, utcnow
@@ -25,8 +26,8 @@ def is_uuid(value: str) -> bool:
         return False
 
 
-def file_json(doc: dict[str, Any], active_links: int | None = None) -> dict[str, Any]:
-    body = {
+def file_json(doc: FileDoc, active_links: int | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "id": doc["_id"],
         "name": doc["name"],
         "kind": doc["kind"],
@@ -40,7 +41,7 @@ def file_json(doc: dict[str, Any], active_links: int | None = None) -> dict[str,
     return body
 
 
-async def get_file(db: Db, account_id: str, file_id: str) -> dict[str, Any]:
+async def get_file(db: Db, account_id: str, file_id: str) -> FileDoc:
     """A stored file of this account; unknown, foreign, malformed and deleted ids are all 404."""
     if not is_uuid(file_id):
         raise NotFound("file not found")
@@ -51,11 +52,11 @@ async def get_file(db: Db, account_id: str, file_id: str) -> dict[str, Any]:
 
 
 async def active_link_counts(db: Db, file_ids: list[str]) -> dict[str, int]:
-    pipeline = [
+    pipeline: list[dict[str, Any]] = [
         {"$match": {"fileId": {"$in": file_ids}, "revoked": False, "expiresAt": {"$gt": utcnow()}}},
         {"$group": {"_id": "$fileId", "n": {"$sum": 1}}},
     ]
-    cursor = await db.links.aggregate(pipeline)
+    cursor = await db.raw(db.links.name).aggregate(pipeline)
     return {row["_id"]: int(row["n"]) async for row in cursor}
 
 
@@ -73,7 +74,7 @@ async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[
     return {"files": [file_json(d, counts.get(d["_id"], 0)) for d in docs], "total": total}
 
 
-def require_downloadable(doc: dict[str, Any]) -> None:
+def require_downloadable(doc: FileDoc) -> None:
     if doc["kind"] != "delivery":
         raise Forbidden("source files are view-only and cannot be downloaded")
 
@@ -90,7 +91,7 @@ async def delete_file(db: Db, store: BlobStore, account_id: str, file_id: str) -
     await finish_delete(db, store, claimed)
 
 
-async def finish_delete(db: Db, store: BlobStore, doc: dict[str, Any]) -> None:
+async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     account_id, file_id = doc["accountId"], doc["_id"]
     # Links go first so that no page is served from here on, in any process.
     await db.links.delete_many({"fileId": file_id})

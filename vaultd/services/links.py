@@ -2,18 +2,17 @@
 
 Only the token's SHA-256 is stored. Whether a link is live is read from the database on every
 request, never from an in-process cache, so a revocation or deletion through any vaultd process
-takes effect on the next request. A page may start rendering from records kept for a second
-(`kept_link`), but nothing is served or logged before its link is confirmed live (`confirm`).
+takes effect on the next request. Reading a link with its file and account, and the records kept
+for a second for the page path, are `services.link_records`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 import uuid
-from dataclasses import dataclass, replace
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from pymongo.errors import DuplicateKeyError
@@ -21,22 +20,17 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
+from vaultd.records import FileDoc, LinkDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services import access_log, webhook_events
-from vaultd.services.accounts import Account, get_account
+from vaultd.services.accounts import Account
 from vaultd.services.files import get_file, is_uuid
-from vaultd.services.recent import RecentRecords
 from vaultd.timefmt import iso_utc, utcnow
 
 DEFAULT_TTL = 3600
 MAX_VIEWER_NAME = 100
 LINK_NOT_FOUND = "link not found or no longer available"
 LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1}  # what `is_live` reads of a link
-
-# What a page needs besides the link's liveness, kept for a second (see services.recent).
-RECENT_LINKS: RecentRecords[dict[str, Any]] = RecentRecords()  # by token hash
-RECENT_FILES: RecentRecords[dict[str, Any]] = RecentRecords()
-RECENT_ACCOUNTS: RecentRecords[Account] = RecentRecords()
 
 
 @dataclass(frozen=True)
@@ -51,8 +45,8 @@ class LinkRequest:
 class OpenLink:
     """A live link with its file and account, as resolved for one request."""
 
-    link: dict[str, Any]
-    file: dict[str, Any]
+    link: LinkDoc
+    file: FileDoc
     account: Account
     read_at: float  # time.monotonic() when the link was read and found live
 
@@ -103,14 +97,14 @@ def parse_ttl(value: Any, account: Account) -> int:
     return int(value)
 
 
-async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, Any]:
+async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, datetime]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
     file = await get_file(db, account.id, request.file_id)
     now = utcnow()
     expires_at = now + timedelta(seconds=request.ttl_seconds)
     while True:
         token = new_token()
-        doc = {
+        doc: LinkDoc = {
             "_id": str(uuid.uuid4()),
             "hash": digest(token),
             "accountId": account.id,
@@ -129,80 +123,7 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             continue
 
 
-async def open_link(db: Db, token: str, owner: Account | None = None) -> OpenLink:
-    """A live link (not expired, not revoked, file stored); NotFound for every other case alike.
-
-    With `owner` (API access with a key), other accounts' links are NotFound too, and the
-    account the key resolved to is used rather than read again. Reads are by unique key only and
-    the conditions are checked here: the cheapest query shape. The link is read every time; the
-    file's and the account's records may be a second old (`services.recent` says why that is
-    safe)."""
-    if not is_token(token):
-        raise NotFound(LINK_NOT_FOUND)
-    link = await db.links.find_one({"hash": digest(token)})
-    read_at = time.monotonic()
-    if link is None or not is_live(link) or (owner is not None and link["accountId"] != owner.id):
-        raise NotFound(LINK_NOT_FOUND)
-    try:
-        file, account = await asyncio.gather(
-            _file(db, link), _account(db, link["accountId"], owner)
-        )
-    except NotFound:
-        raise NotFound(LINK_NOT_FOUND) from None
-    RECENT_LINKS.keep(link["hash"], link)
-    return OpenLink(link, file, account, read_at)
-
-
-def kept_link(token: str) -> OpenLink | None:
-    """The link, file and account of `token` from records kept in the last second, or None.
-
-    Not a live link: enough to start a render, which is served only after `confirm`."""
-    if not is_token(token):
-        return None
-    link = RECENT_LINKS.fresh(digest(token))
-    if link is None:
-        return None
-    file = RECENT_FILES.fresh(link["fileId"])
-    account = RECENT_ACCOUNTS.fresh(link["accountId"])
-    if file is None or account is None:
-        return None
-    return OpenLink(link, file, account, read_at=-math.inf)
-
-
-async def confirm(db: Db, kept: OpenLink) -> OpenLink:
-    """`kept` with its link read from the database now and found live; NotFound otherwise."""
-    read_at = time.monotonic()
-    return confirmed(kept, await db.links.find_one({"_id": kept.link["_id"]}, LIVENESS_FIELDS),
-                     read_at)
-
-
-def confirmed(kept: OpenLink, link: dict[str, Any] | None, read_at: float) -> OpenLink:
-    """`kept`, read live at `read_at` as `link` (LIVENESS_FIELDS of it); NotFound otherwise."""
-    if link is None or not is_live(link):
-        RECENT_LINKS.forget(kept.link["hash"])
-        raise NotFound(LINK_NOT_FOUND)
-    return replace(kept, read_at=read_at)
-
-
-async def _file(db: Db, link: dict[str, Any]) -> dict[str, Any]:
-    file = RECENT_FILES.fresh(link["fileId"])
-    if file is None:
-        file = await get_file(db, link["accountId"], link["fileId"])
-        RECENT_FILES.keep(file["_id"], file)
-    if file["accountId"] != link["accountId"]:
-        raise NotFound(LINK_NOT_FOUND)
-    return file
-
-
-async def _account(db: Db, account_id: str, known: Account | None) -> Account:
-    account = known or RECENT_ACCOUNTS.fresh(account_id)
-    if account is None:
-        account = await get_account(db, account_id)
-        RECENT_ACCOUNTS.keep(account_id, account)
-    return account
-
-
-def is_live(link: dict[str, Any]) -> bool:
+def is_live(link: LinkDoc) -> bool:
     return link.get("revoked") is False and link["expiresAt"] > utcnow()
 
 

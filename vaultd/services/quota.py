@@ -14,6 +14,7 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import NotFound, PlanLimitReached
 from vaultd.plans import get_plan
+from vaultd.records import UsageDoc
 from vaultd.timefmt import utcnow
 
 
@@ -64,7 +65,7 @@ async def check_room(db: Db, account_id: str, size: int | None) -> None:
         raise _limit_error(doc["plan"], usage, size or 0)
 
 
-def _limit_error(plan_id: str, usage: dict[str, int], size: int) -> PlanLimitReached:
+def _limit_error(plan_id: str, usage: UsageDoc, size: int) -> PlanLimitReached:
     plan = get_plan(plan_id)
     if plan.maxDocuments is not None and usage["documents"] >= plan.maxDocuments:
         return PlanLimitReached(

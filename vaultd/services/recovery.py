@@ -15,6 +15,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from vaultd.db import Db
+from vaultd.records import InstanceDoc, PendingUploadDoc
 from vaultd.services import quota
 from vaultd.services.blobs import BlobStore
 from vaultd.services.files import finish_delete
@@ -53,7 +54,7 @@ async def database_now(db: Db) -> datetime:
 
 async def heartbeat(db: Db, instance_id: str) -> None:
     pid = os.getpid()
-    await db.database["instances"].update_one(
+    await db.instances.update_one(
         {"_id": instance_id},
         {"$set": {"host": HOST, "pid": pid, "started": _process_start(pid)},
          "$currentDate": {"seenAt": True}},
@@ -61,7 +62,7 @@ async def heartbeat(db: Db, instance_id: str) -> None:
     )
 
 
-def _gone_from_this_host(doc: dict) -> bool:
+def _gone_from_this_host(doc: InstanceDoc) -> bool:
     # On our own host we need not wait for the heartbeat to go stale: the process is visible.
     if doc.get("host") != HOST or "pid" not in doc:
         return False
@@ -69,12 +70,12 @@ def _gone_from_this_host(doc: dict) -> bool:
 
 
 async def forget_instance(db: Db, instance_id: str) -> None:
-    await db.database["instances"].delete_one({"_id": instance_id})
+    await db.instances.delete_one({"_id": instance_id})
 
 
 async def live_instances(db: Db, cutoff: datetime) -> set[str]:
     """Instances heard from since `cutoff` (the database's clock) that are not visibly gone."""
-    cursor = db.database["instances"].find({"seenAt": {"$gt": cutoff}})
+    cursor = db.instances.find({"seenAt": {"$gt": cutoff}})
     return {doc["_id"] async for doc in cursor if not _gone_from_this_host(doc)}
 
 
@@ -104,11 +105,12 @@ async def recover(db: Db, store: BlobStore) -> int:
 
 
 async def _sweep_temporaries(store: BlobStore) -> int:
-    sweep = getattr(store.backend, "sweep_temporaries", None)
-    return int(await sweep(ABANDONED_TEMP_SECONDS)) if sweep else 0
+    return await store.backend.sweep_temporaries(ABANDONED_TEMP_SECONDS)
 
 
-async def _settle_upload(db: Db, store: BlobStore, account_id: str, pending: dict) -> None:
+async def _settle_upload(
+    db: Db, store: BlobStore, account_id: str, pending: PendingUploadDoc
+) -> None:
     file_id = pending["id"]
     if await db.files.find_one({"_id": file_id}, {"_id": 1}) is not None:
         await quota.settle_upload(db, account_id, file_id)

@@ -27,6 +27,7 @@ from vaultd.config import ConfigError, Settings
 from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyringError, KeyUnavailable, MasterKeyring
 from vaultd.db import Db
+from vaultd.records import FileDoc
 from vaultd.services import accounts
 from vaultd.services.blobs import BlobStore
 from vaultd.services.files import is_uuid
@@ -47,12 +48,12 @@ def existing_keyring(settings: Settings) -> MasterKeyring:
         raise ConfigError(str(exc)) from None
 
 
-def _file_entry(doc: dict[str, Any], problem: str | None = None) -> dict[str, Any]:
+def _file_entry(doc: FileDoc, problem: str | None = None) -> dict[str, Any]:
     entry = {"fileId": doc["_id"], "accountId": doc["accountId"], "blob": doc["blob"]["name"]}
     return {**entry, "problem": problem} if problem else entry
 
 
-async def check_blob(store: BlobStore, doc: dict[str, Any]) -> None:
+async def check_blob(store: BlobStore, doc: FileDoc) -> None:
     """Decrypt and authenticate the whole blob of `doc`, streaming.
 
     FileNotFoundError when it is missing; BlobCorrupt or KeyUnavailable when it fails."""
@@ -64,11 +65,11 @@ async def check_blob(store: BlobStore, doc: dict[str, Any]) -> None:
         raise BlobCorrupt(f"decrypted {total} bytes, the record says {doc['size']}")
 
 
-def _stored_files(db: Db, account_id: str | None) -> AsyncIterator[dict[str, Any]]:
+def _stored_files(db: Db, account_id: str | None) -> AsyncIterator[FileDoc]:
     query: dict[str, Any] = {"state": "stored"}
     if account_id is not None:
         query["accountId"] = account_id
-    return db.files.find(query).sort("_id", 1)  # type: ignore[no-any-return]
+    return db.files.find(query).sort("_id", 1)
 
 
 # --- verify -------------------------------------------------------------------------------------
@@ -117,7 +118,7 @@ async def _in_flight(db: Db) -> set[str]:
     return names
 
 
-async def _referenced(db: Db) -> dict[str, dict[str, Any]]:
+async def _referenced(db: Db) -> dict[str, FileDoc]:
     """Blob name -> its record (any state: a file being deleted still owns its blob)."""
     cursor = db.files.find({}, {"accountId": 1, "state": 1, "blob.name": 1})
     return {doc["blob"]["name"]: doc async for doc in cursor}
@@ -132,7 +133,7 @@ async def _still_unowned(db: Db, name: str) -> bool:
 
 
 async def _records_without_blob(db: Db, backend: BlobBackend, listed: set[str],
-                                 records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+                                 records: dict[str, FileDoc]) -> list[dict[str, Any]]:
     missing = []
     for name, doc in records.items():
         if doc.get("state") != "stored" or name in listed:
@@ -163,8 +164,7 @@ async def gc(db: Db, backend: BlobBackend, older_than_seconds: float,
             young.append(name)
         elif dry_run or (await _still_unowned(db, name) and await backend.delete(name)):
             orphans.append(name)
-    sweep = getattr(backend, "sweep_temporaries", None)
-    temporaries = await sweep(older_than_seconds) if sweep and not dry_run else 0
+    temporaries = 0 if dry_run else await backend.sweep_temporaries(older_than_seconds)
     return {
         "dryRun": dry_run, "olderThanSeconds": older_than_seconds, "blobs": len(listing),
         "orphans": orphans, "keptYoung": young, "keptInFlight": len(in_flight & listed),
@@ -189,7 +189,7 @@ async def copy_blob(source: BlobBackend, target: BlobBackend, name: str) -> int:
         raise
 
 
-async def _intact(store: BlobStore, doc: dict[str, Any]) -> bool:
+async def _intact(store: BlobStore, doc: FileDoc) -> bool:
     try:
         await check_blob(store, doc)
         return True
@@ -197,7 +197,7 @@ async def _intact(store: BlobStore, doc: dict[str, Any]) -> bool:
         return False
 
 
-async def _migrate_one(source: BlobBackend, target: BlobStore, doc: dict[str, Any]) -> bool:
+async def _migrate_one(source: BlobBackend, target: BlobStore, doc: FileDoc) -> bool:
     """True if copied, False if an intact copy was already there. Raises when it fails."""
     if await _intact(target, doc):
         return False

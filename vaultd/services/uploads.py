@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 from urllib.parse import unquote
 
 from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
+from vaultd.records import FileDoc, FileKind
 from vaultd.services import access_log, quota, webhook_events
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore, BlobUpload
@@ -27,7 +27,7 @@ log = logging.getLogger("vaultd.uploads")
 ACCEPTED_CONTENT_TYPES = frozenset(
     {"application/pdf", "image/jpeg", "image/png", "application/octet-stream"}
 )
-KINDS = frozenset({"source", "delivery"})
+KINDS: dict[str, FileKind] = {"source": "source", "delivery": "delivery"}
 MAX_NAME = 200
 DEFAULT_NAME = "document"
 SNIFF_BYTES = 8
@@ -68,11 +68,11 @@ def parse_content_type(value: str | None) -> str:
     return media
 
 
-def parse_kind(value: str | None) -> str:
+def parse_kind(value: str | None) -> FileKind:
     kind = "source" if value is None else value.strip()
     if kind not in KINDS:
         raise InvalidRequest("x-file-kind must be source or delivery")
-    return kind
+    return KINDS[kind]
 
 
 def parse_name(value: str | None) -> str:
@@ -105,7 +105,7 @@ def _has_bad_escape(value: str) -> bool:
 
 class UploadSession:
     def __init__(
-        self, db: Db, store: BlobStore, account: Account, name: str, kind: str, owner: str
+        self, db: Db, store: BlobStore, account: Account, name: str, kind: FileKind, owner: str
     ) -> None:
         self.db, self.store, self.account, self.owner = db, store, account, owner
         self.name, self.kind = name, kind
@@ -140,7 +140,7 @@ class UploadSession:
         self._blob = await self.store.begin(self.account.id, self.file_id)
         await self._blob.write(head)
 
-    async def finish(self, pool: RenderPool) -> dict[str, Any]:
+    async def finish(self, pool: RenderPool) -> FileDoc:
         """Reserve, commit, validate, record. Returns the stored file document."""
         if self.content_type is None:
             if self.received == 0:
@@ -155,7 +155,7 @@ class UploadSession:
         self._reserved = self.received
         blob_size = await blob.writer.commit()
         self._committed = True
-        doc = self._file_doc(blob, blob_size)
+        doc = self._file_doc(blob, blob_size, self.content_type)
         try:
             result: ValidationResult = await run_task(
                 pool, validate_document, self.store.source(doc), on_upload=True
@@ -177,13 +177,13 @@ class UploadSession:
         return Unprocessable(f"{error.message}; it has no line breaks at all, as when curl -d "
                              f"strips them: {RAW_BODY_HINT}")
 
-    def _file_doc(self, blob: BlobUpload, blob_size: int) -> dict[str, Any]:
+    def _file_doc(self, blob: BlobUpload, blob_size: int, content_type: str) -> FileDoc:
         return {
             "_id": self.file_id,
             "accountId": self.account.id,
             "name": self.name,
             "kind": self.kind,
-            "contentType": self.content_type,
+            "contentType": content_type,
             "size": self.received,
             "pageCount": 0,
             "createdAt": utcnow(),

@@ -7,6 +7,7 @@ id, not its token.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from vaultd.db import Db
@@ -17,36 +18,36 @@ if TYPE_CHECKING:  # links emits events itself: a runtime import would be circul
     from vaultd.services.links import OpenLink
 
 
-def _file_data(file: dict[str, Any]) -> dict[str, Any]:
+def _file_data(file: Mapping[str, Any]) -> dict[str, Any]:
     return {"fileId": file["_id"], "fileName": file["name"],
             "pageCount": int(file.get("pageCount", 0))}
 
 
-def _link_data(link: dict[str, Any], file: dict[str, Any]) -> dict[str, Any]:
+def _link_data(link: Mapping[str, Any], file: Mapping[str, Any]) -> dict[str, Any]:
     return {"viewId": link["_id"], **_file_data(file), "viewerEmail": link["viewerEmail"],
             "viewerName": link["viewerName"], "expiresAt": iso_utc(link["expiresAt"])}
 
 
-async def file_uploaded(db: Db, file: dict[str, Any]) -> None:
+async def file_uploaded(db: Db, file: Mapping[str, Any]) -> None:
     data = {**_file_data(file), "kind": file["kind"], "contentType": file["contentType"],
             "size": int(file["size"])}
     await outbox.emit(db, file["accountId"], "file.uploaded", data)
 
 
-async def file_deleted(db: Db, file: dict[str, Any]) -> None:
+async def file_deleted(db: Db, file: Mapping[str, Any]) -> None:
     await outbox.emit(db, file["accountId"], "file.deleted", _file_data(file))
 
 
-async def file_downloaded(db: Db, file: dict[str, Any], viewer_email: str | None) -> None:
+async def file_downloaded(db: Db, file: Mapping[str, Any], viewer_email: str | None) -> None:
     data = {**_file_data(file), "viewerEmail": viewer_email}
     await outbox.emit(db, file["accountId"], "file.downloaded", data)
 
 
-async def view_created(db: Db, link: dict[str, Any], file: dict[str, Any]) -> None:
+async def view_created(db: Db, link: Mapping[str, Any], file: Mapping[str, Any]) -> None:
     await outbox.emit(db, link["accountId"], "view.created", _link_data(link, file))
 
 
-async def view_revoked(db: Db, link: dict[str, Any]) -> None:
+async def view_revoked(db: Db, link: Mapping[str, Any]) -> None:
     file = await db.files.find_one({"_id": link["fileId"]}, {"name": 1, "pageCount": 1})
     data = _link_data(link, file or {"_id": link["fileId"], "name": None})
     await outbox.emit(db, link["accountId"], "view.revoked", data)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vaultd.services import analytics, analytics_report, links
+from vaultd.services import analytics, analytics_report
 from vaultd.services.links import OpenLink
 from vaultd.web.base import BaseHandler
 from vaultd.web.viewer import ViewerBase
@@ -18,7 +18,7 @@ class ViewerActivityHandler(ViewerBase):
     """POST /v/<token>/activity: the hosted viewer's visible-page time (token is the credential)."""
 
     async def post(self, token: str) -> None:
-        await report_activity(self, await links.open_link(self.ctx.db, token))
+        await report_activity(self, await self.ctx.pages.open_link(token))
 
 
 class ApiActivityHandler(BaseHandler):
@@ -26,7 +26,7 @@ class ApiActivityHandler(BaseHandler):
 
     async def post(self, token: str) -> None:
         assert self.account is not None
-        await report_activity(self, await links.open_link(self.ctx.db, token, self.account))
+        await report_activity(self, await self.ctx.pages.open_link(token, self.account))
 
 
 class ViewAnalyticsHandler(BaseHandler):

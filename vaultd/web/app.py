@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import tornado.web
+from tornado.httputil import HTTPServerRequest
+from tornado.routing import PathMatches, Rule
 
 from vaultd.web import (
     account,
@@ -45,10 +47,27 @@ def all_routes() -> list[tuple[str, type]]:
     return routes
 
 
+class MethodAndPath(PathMatches):
+    """A path whose methods are served by different handlers (`BaseHandler.only_methods`)."""
+
+    def __init__(self, pattern: str, methods: tuple[str, ...]) -> None:
+        super().__init__(pattern)
+        self.methods = methods
+
+    def match(self, request: HTTPServerRequest) -> dict[str, Any] | None:
+        return super().match(request) if request.method in self.methods else None
+
+
+def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
+    methods = handler.only_methods
+    matcher = MethodAndPath(pattern, methods) if methods else PathMatches(pattern)
+    return Rule(matcher, handler, {"ctx": ctx})
+
+
 def make_app(ctx: AppContext) -> tornado.web.Application:
     routes = all_routes()
     _audit(routes)
-    handlers: list[Any] = [(pattern, handler, {"ctx": ctx}) for pattern, handler in routes]
+    handlers: list[Any] = [_rule(pattern, handler, ctx) for pattern, handler in routes]
     handlers.append(viewer.STATIC_ROUTE)
     return tornado.web.Application(
         handlers,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from http.client import responses
 from typing import Any
 
 from pymongo.errors import ConnectionFailure, ExecutionTimeout, WTimeoutError
@@ -13,7 +14,6 @@ from backends.base import BackendUnavailable, StorageFull
 from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyUnavailable
 from vaultd.errors import (
-    INVALID_KEY,
     InvalidRequest,
     ServiceUnavailable,
     StorageCorrupt,
@@ -22,7 +22,7 @@ from vaultd.errors import (
     VaultError,
 )
 from vaultd.services.accounts import Account
-from vaultd.services.api_keys import resolve_key
+from vaultd.services.api_keys import authenticate
 from vaultd.web.access_log_scrub import scrub_path
 from vaultd.web.context import AppContext
 
@@ -37,12 +37,17 @@ class BaseHandler(RequestHandler):
     """Every response is JSON; domain errors carry the text meant for the client."""
 
     public = False  # routes that need no API key say so explicitly (audited in make_app)
-    # The handler calls authenticate() itself, later, and before any answer (page requests
-    # resolve the key while the page renders). prepare() still refuses a missing key at once.
+    # The handler checks the key itself, with what else it reads (the page path reads the key
+    # and the link in one round trip). prepare() still refuses a missing key at once.
     deferred_auth = False
+    # A path served by two handlers (the streamed upload and the listing): the methods this
+    # one takes (empty: all), and the other's, which a 405 lists as allowed too.
+    only_methods: tuple[str, ...] = ()
+    shared_route_methods: tuple[str, ...] = ()
 
     def initialize(self, ctx: AppContext) -> None:
         self.ctx = ctx
+        self._mapped_error: VaultError | None = None  # set by log_exception for write_error
         self.account: Account | None = None
         self._counted = True
         ctx.active_requests += 1
@@ -84,10 +89,7 @@ class BaseHandler(RequestHandler):
         return key.strip()
 
     async def authenticate(self) -> Account:
-        account = await resolve_key(self.ctx.db, self.bearer_key())
-        if account is None:
-            raise Unauthorized(INVALID_KEY)
-        return account
+        return await authenticate(self.ctx.db, self.bearer_key())
 
     def send_json(self, status: int, body: Any) -> None:
         self.set_status(status)
@@ -106,11 +108,24 @@ class BaseHandler(RequestHandler):
             raise InvalidRequest("request body must be a JSON object")
         return body
 
+    def send_page(self, jpeg: bytes) -> None:
+        """Each display is a fresh render: nothing may cache or re-serve it."""
+        self.set_header("Content-Type", "image/jpeg")
+        self.set_header("Cache-Control", "private, no-store")
+        self.set_header("Referrer-Policy", "no-referrer")
+        self.finish(jpeg)
+
     def send_empty(self, status: int = 204) -> None:
         self.set_status(status)
         self.finish()
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        # Tornado calls this first for every exception a method raised, then write_error.
+        # Domain errors and dependency outages are expected: they are mapped here (write_error
+        # answers with the mapping) and logged without a traceback.
+        self._mapped_error = as_vault_error(value) if isinstance(value, BaseException) else None
+        if self._mapped_error is not None:
+            return
         # Tornado's version prints the request's URI and repr: tokens live in our paths.
         path = scrub_path(self.request.uri or "")
         if isinstance(value, HTTPError):
@@ -119,30 +134,25 @@ class BaseHandler(RequestHandler):
         log.error("uncaught exception in %s %s", self.request.method, path,
                   exc_info=(typ, value, tb))
 
-    def _handle_request_exception(self, e: BaseException) -> None:
-        # Domain errors and dependency outages are expected: answer them, don't log tracebacks.
-        error = as_vault_error(e)
-        if error is None:
-            super()._handle_request_exception(e)  # type: ignore[arg-type]
-            return
-        if self._finished:
-            return
-        self.send_error(error.status, vault_error=error)
-
     def allowed_methods(self) -> list[str]:
         base = RequestHandler
-        return [m for m in self.SUPPORTED_METHODS
-                if getattr(type(self), m.lower()) is not getattr(base, m.lower())]
+        own = [m for m in self.SUPPORTED_METHODS
+               if getattr(type(self), m.lower()) is not getattr(base, m.lower())]
+        return sorted({*own, *self.shared_route_methods}, key=self.SUPPORTED_METHODS.index)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error, self._mapped_error = self._mapped_error, None
+        if error is not None:  # Tornado answers 500 for any exception but HTTPError
+            status_code = error.status
+            self.set_status(status_code)
         if status_code == 405:
             self.set_header("Allow", ", ".join(self.allowed_methods()))
-        error = kwargs.get("vault_error")
         if isinstance(error, (ServiceUnavailable, TooManyRequests)):  # send_error cleared them
             self.set_header("Retry-After", str(error.retry_after))
-        message = error.message if error else _REASONS.get(status_code, self._reason.lower())
+        reason = responses.get(status_code, "error").lower()
+        message = error.message if error else _REASONS.get(status_code, reason)
         self.clear_header("Content-Disposition")
-        body = {"error": message}
+        body: dict[str, Any] = {"error": message}
         if status_code in (413, 415):
             body.update({"statusCode": status_code, "message": message})
         self.set_header("Content-Type", "application/json; charset=utf-8")

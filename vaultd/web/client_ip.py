@@ -38,8 +38,8 @@ def _forwarded_chain(request: HTTPServerRequest) -> Iterable[str]:
 
 
 def viewer_ip(request: HTTPServerRequest, trusted: tuple[str, ...]) -> str | None:
-    peer = request.remote_ip
-    if not trusted or not _is_trusted(peer, trusted):
+    peer: str | None = request.remote_ip
+    if not trusted or peer is None or not _is_trusted(peer, trusted):
         return valid_ip(peer)
     for hop in _forwarded_chain(request):
         if not _is_trusted(hop, trusted):

@@ -8,6 +8,7 @@ from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.blobs import BlobStore
+from vaultd.services.page_path import PagePath
 from vaultd.services.upload_slots import UploadSlots
 
 
@@ -17,6 +18,7 @@ class AppContext:
     db: Db
     store: BlobStore
     pool: RenderPool
+    pages: PagePath  # the page path of both page routes, with the records it keeps
     instance_id: str
     viewer_url: str
     active_requests: int = 0  # for a graceful stop: requests still being answered

@@ -31,20 +31,17 @@ def optional_email(value: str | None) -> str | None:
     return normalize_email(value) if value else None
 
 
-async def list_files_json(handler: BaseHandler) -> None:
-    """GET /v1/files; served by the upload handler, which owns the /v1/files route."""
-    assert handler.account is not None
-    page = parse_bounded_int(handler.get_query_argument("page", None), "page", 1, 1, 10**9)
-    per_page = parse_bounded_int(
-        handler.get_query_argument("perPage", None),
-        "perPage",
-        files.PER_PAGE_DEFAULT,
-        1,
-        files.PER_PAGE_MAX,
-    )
-    handler.send_json(
-        200, await files.list_files(handler.ctx.db, handler.account.id, page, per_page)
-    )
+class FileListHandler(BaseHandler):
+    """GET /v1/files (POST on the same path is `web.upload.UploadHandler`)."""
+
+    shared_route_methods = ("POST",)
+
+    async def get(self) -> None:
+        assert self.account is not None
+        page = parse_bounded_int(self.get_query_argument("page", None), "page", 1, 1, 10**9)
+        per_page = parse_bounded_int(self.get_query_argument("perPage", None), "perPage",
+                                     files.PER_PAGE_DEFAULT, 1, files.PER_PAGE_MAX)
+        self.send_json(200, await files.list_files(self.ctx.db, self.account.id, page, per_page))
 
 
 class FileHandler(BaseHandler):
@@ -114,6 +111,7 @@ class AccessLogHandler(BaseHandler):
 
 
 ROUTES = [
+    (r"/v1/files", FileListHandler),
     (r"/v1/files/([^/]+)", FileHandler),
     (r"/v1/files/([^/]+)/download", DownloadHandler),
     (r"/v1/files/([^/]+)/access-log", AccessLogHandler),

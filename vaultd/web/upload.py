@@ -1,4 +1,4 @@
-"""POST /v1/files: streamed upload (and GET /v1/files, which shares the route).
+"""POST /v1/files: streamed upload. GET on the same path is `web.files.FileListHandler`.
 
 Stages: `prepare` authenticates and checks headers before any body byte is read; `data_received`
 encrypts each chunk as it arrives; `post` finalises. A request refused early is still read (up
@@ -20,7 +20,6 @@ from vaultd.services import quota
 from vaultd.services.files import file_json
 from vaultd.services.uploads import UploadSession, parse_content_type, parse_kind, parse_name
 from vaultd.web.base import BaseHandler, as_vault_error
-from vaultd.web.files import list_files_json
 
 log = logging.getLogger("vaultd.upload")
 
@@ -31,7 +30,9 @@ def drain_cap(max_bytes: int) -> int:
 
 
 @stream_request_body
-class FilesHandler(BaseHandler):
+class UploadHandler(BaseHandler):
+    only_methods = ("POST",)  # the rest of /v1/files is FileListHandler's
+    shared_route_methods = ("GET",)
     session: UploadSession | None = None
     rejection: VaultError | None = None
     finishing = False  # once the whole body is in, the upload completes even if the client leaves
@@ -44,9 +45,8 @@ class FilesHandler(BaseHandler):
         self.request.connection.set_max_body_size(cap)  # type: ignore[union-attr]
         try:
             await super().prepare()
-            if self.request.method == "POST":
-                self.session = self._open_session()
-                await self._take_slot_and_check_room()
+            self.session = self._open_session()
+            await self._take_slot_and_check_room()
         except Exception as error:  # a refusal, or the database being down
             self.session = None  # nothing was stored yet
             self.rejection = as_vault_error(error)
@@ -107,11 +107,6 @@ class FilesHandler(BaseHandler):
             if self.rejection is None:
                 raise
 
-    async def get(self) -> None:
-        if self.rejection is not None:
-            raise self.rejection
-        await list_files_json(self)
-
     async def post(self) -> None:
         if self.rejection is not None:
             raise self.rejection
@@ -139,4 +134,4 @@ class FilesHandler(BaseHandler):
             IOLoop.current().spawn_callback(self._discard)
 
 
-ROUTES = [(r"/v1/files", FilesHandler)]
+ROUTES = [(r"/v1/files", UploadHandler)]

@@ -10,10 +10,9 @@ from tornado.web import StaticFileHandler
 
 from vaultd.errors import NotFound
 from vaultd.services import access_log, engagement, links
-from vaultd.services.pages import serve_page
+from vaultd.services.page_path import PageRequest
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
-from vaultd.web.views import send_page
 
 WEB_DIR = Path(__file__).resolve().parent
 STATIC_DIR = WEB_DIR / "static"
@@ -53,7 +52,7 @@ class ViewerPageHandler(ViewerBase):
 
     async def get(self, token: str) -> None:
         try:
-            opened = await links.open_link(self.ctx.db, token)
+            opened = await self.ctx.pages.open_link(token)
         except NotFound:
             self.set_status(404)
             self.render("not_available.html")
@@ -66,16 +65,14 @@ class ViewerPageHandler(ViewerBase):
 
 class ViewerImageHandler(ViewerBase):
     async def get(self, token: str, page: str) -> None:
-        jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
-                                token, page, self.client_ip())
-        send_page(self, jpeg)
+        await self.ctx.pages.serve(PageRequest(token, page, self.client_ip()), self.send_page)
 
 
 class ViewerStatusHandler(ViewerBase):
     """Polled by the open page so a revocation blanks it even when no page is loading."""
 
     async def get(self, token: str) -> None:
-        await links.open_link(self.ctx.db, token)
+        await self.ctx.pages.open_link(token)
         self.send_json(200, {"active": True})
 
 

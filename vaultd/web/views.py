@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vaultd.services import access_log, engagement, links
-from vaultd.services.pages import serve_page
+from vaultd.services.page_path import PageRequest
 from vaultd.timefmt import iso_utc
 from vaultd.web.base import BaseHandler
 
@@ -26,7 +26,7 @@ class CreateLinkHandler(BaseHandler):
 class LinkHandler(ViewerIpMixin):
     async def get(self, token: str) -> None:
         assert self.account is not None
-        opened = await links.open_link(self.ctx.db, token, self.account)
+        opened = await self.ctx.pages.open_link(token, self.account)
         await access_log.record(self.ctx.db, self.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.viewer_ip())
         await engagement.link_opened(self.ctx.db, opened, self.viewer_ip())
@@ -39,20 +39,11 @@ class LinkHandler(ViewerIpMixin):
 
 
 class PageHandler(ViewerIpMixin):
-    deferred_auth = True  # the key is checked while the page renders (services.pages)
+    deferred_auth = True  # the page path checks the key, with the link (services.page_path)
 
     async def get(self, token: str, page: str) -> None:
-        jpeg = await serve_page(self.ctx.db, self.ctx.store, self.ctx.pool, self.ctx.settings,
-                                token, page, self.viewer_ip(), api_key=self.bearer_key())
-        send_page(self, jpeg)
-
-
-def send_page(handler: BaseHandler, jpeg: bytes) -> None:
-    """Each display is a fresh render: nothing may cache or re-serve it."""
-    handler.set_header("Content-Type", "image/jpeg")
-    handler.set_header("Cache-Control", "private, no-store")
-    handler.set_header("Referrer-Policy", "no-referrer")
-    handler.finish(jpeg)
+        request = PageRequest(token, page, self.viewer_ip(), api_key=self.bearer_key())
+        await self.ctx.pages.serve(request, self.send_page)
 
 
 class RevokeViewsHandler(BaseHandler):

@@ -1,0 +1,119 @@
+"""The shape of every MongoDB document vaultd stores: one TypedDict per collection.
+
+`vaultd.db.Db` types each collection with its record, so a misspelt key or a wrong value type
+is a mypy error wherever a service reads or writes one. A read with a projection returns only
+the projected keys of the record: such reads say so by name (`*_FIELDS` constants beside them).
+Field names are camelCase because they are the stored names (spec section 6).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, NotRequired, TypedDict
+
+FileKind = Literal["source", "delivery"]
+FileState = Literal["stored", "deleting"]
+Action = Literal["upload", "view", "page", "download", "delete", "revoke", "trace"]
+
+
+class UsageDoc(TypedDict):
+    documents: int
+    storageBytes: int
+
+
+class PendingUploadDoc(TypedDict):
+    """A reserved upload not yet settled; `owner` is the reserving instance's id."""
+
+    id: str
+    size: int
+    at: datetime
+    owner: str
+
+
+class AccountDoc(TypedDict):
+    """Collection `accounts`."""
+
+    _id: str
+    name: str
+    plan: str
+    branding: str | None
+    createdAt: datetime
+    usage: UsageDoc
+    pendingUploads: list[PendingUploadDoc]
+    pendingDeletes: list[str]
+
+
+class ApiKeyDoc(TypedDict):
+    """Collection `api_keys`. Only the key's SHA-256 (`hash`) is stored."""
+
+    _id: str
+    accountId: str
+    hash: str
+    hint: str
+    createdAt: datetime
+    revokedAt: datetime | None
+
+
+class BlobDoc(TypedDict):
+    """Where a file's ciphertext lives and its data key, wrapped by the master key."""
+
+    name: str
+    size: int
+    key: dict[str, Any]  # WrappedKey.to_doc(): parsed and checked by WrappedKey.from_doc
+
+
+class FileDoc(TypedDict):
+    """Collection `files`."""
+
+    _id: str
+    accountId: str
+    name: str
+    kind: FileKind
+    contentType: str
+    size: int
+    pageCount: int
+    createdAt: datetime
+    state: FileState
+    blob: BlobDoc
+    deletingAt: NotRequired[datetime]
+
+
+class LinkDoc(TypedDict):
+    """Collection `links`. Only the token's SHA-256 (`hash`) is stored."""
+
+    _id: str
+    hash: str
+    accountId: str
+    fileId: str
+    viewerEmail: str
+    viewerName: str
+    createdAt: datetime
+    expiresAt: datetime
+    revoked: bool
+
+
+class AccessLogDoc(TypedDict):
+    """Collection `access_log`: one entry per action on a file."""
+
+    _id: str
+    accountId: str
+    fileId: str
+    action: Action
+    at: datetime
+    viewerEmail: NotRequired[str]
+    ip: NotRequired[str]
+    page: NotRequired[int]
+    viewerName: NotRequired[str]  # page entries: for leak tracing, not part of the spec's entry
+    renderId: NotRequired[str]  # page entries: the served page's forensic id (render.forensic)
+    count: NotRequired[int]  # view entries coalesced within COALESCE_SECONDS: how many
+    firstAt: NotRequired[datetime]  # ... and when the first of them happened
+
+
+class InstanceDoc(TypedDict):
+    """Collection `instances`: one per running vaultd, for recovery's liveness test."""
+
+    _id: str
+    host: str
+    pid: int
+    started: str | None  # the process's start time from /proc, to tell a reused pid
+    seenAt: datetime

@@ -1,0 +1,210 @@
+"""The page path: one watermarked page of a link, in named stages.
+
+    resolve    the link, file and account from records kept in the last second (no I/O), if any
+    authorise  the caller's credentials, all of them before anything is started for the page:
+               on the API route the key first (a bad key is 401 whatever else is wrong), then
+               the link live; on the hosted viewer the token alone. A link kept from the last
+               second is confirmed with the key in one round trip; otherwise the key and the
+               link (with its file and account) are read concurrently, and the key judged first
+    render     the page, in the render pool, watermarked for this viewer and this moment
+    log        the `page` entry, written while the page renders
+    confirm    the render's result; the link read again if the render took long, so a revoke or
+               delete during a slow or queued render still stops the page
+    send       the caller's writer gets the JPEG; then the hooks are told
+
+A refused request starts no render and writes nothing; an entry written for a page that is then
+not sent is withdrawn. One `PagePath` is built by the composition root (`vaultd.main`) and held
+by the app context; both page routes (`web.views`, `web.viewer`) call `serve`.
+
+Extending it: a new stage is a method called from `serve` in its place; something that must
+happen for every page sent (analytics, webhooks) is a `PageHook` added to `hooks`. What a stage
+produces for later ones (a render id, say) belongs on `Page`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from render.forensic.codes import new_render_id, render_id_hex
+from render.model import PixelBudget, WatermarkSpec
+from render.pool import RenderPool
+from render.tasks import render_page
+from vaultd.config import Settings
+from vaultd.db import Db
+from vaultd.errors import NotFound
+from vaultd.numbers import is_decimal
+from vaultd.services import access_log, api_keys
+from vaultd.services.accounts import Account
+from vaultd.services.blobs import BlobStore
+from vaultd.services.link_records import LinkRecords
+from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
+from vaultd.services.pool_calls import start_task
+from vaultd.timefmt import paris_display, utcnow
+
+log = logging.getLogger("vaultd.pages")
+
+# A page is sent if its link was found live at most this long ago; a render that took longer
+# (queued behind others, a heavy page) reads the link again first. A revoke therefore stops
+# every page requested after it, and any page still rendering this long after it.
+LINK_FRESH_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """One page asked for, as the route received it."""
+
+    token: str
+    page: str  # as in the URL: parsed once the caller is authorised
+    ip: str | None  # the viewer's address, for the watermark and the log
+    api_key: str | None = None  # the caller's key on the API route; None on the hosted viewer
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page being served: what the stages after `authorise` work from."""
+
+    request: PageRequest
+    link: OpenLink
+    number: int
+    render_id: int  # this page view's forensic id (docs/leak-tracing.md), in mark and log
+
+
+@dataclass(frozen=True)
+class SentPage:
+    """A page that left: what hooks are told."""
+
+    page: Page
+    log_entry_id: str
+    size: int  # bytes of JPEG sent
+
+
+class PageHook(Protocol):
+    async def page_sent(self, sent: SentPage) -> None:
+        """Called after a page was sent; an error is logged and does not reach the viewer."""
+
+
+def parse_page_number(raw: str, page_count: int) -> int:
+    if not is_decimal(raw) or len(raw) > 9 or not 1 <= int(raw) <= page_count:
+        raise NotFound("page not found")
+    return int(raw)
+
+
+def watermark_for(
+    opened: OpenLink, ip: str | None, render_id: int | None = None
+) -> WatermarkSpec:
+    return WatermarkSpec(
+        viewer_name=opened.link["viewerName"],
+        viewer_email=opened.link["viewerEmail"],
+        ip=ip,
+        brand=opened.account.brand,
+        displayed_at=paris_display(utcnow()),
+        render_id=render_id,
+    )
+
+
+def budget_for(settings: Settings) -> PixelBudget:
+    return PixelBudget(long_side=settings.render_long_side, max_pixels=settings.render_max_pixels)
+
+
+@dataclass
+class PagePath:
+    db: Db
+    store: BlobStore
+    pool: RenderPool
+    settings: Settings
+    records: LinkRecords = field(default_factory=LinkRecords)
+    hooks: list[PageHook] = field(default_factory=list)
+
+    async def serve(self, request: PageRequest, send: Callable[[bytes], None]) -> None:
+        """Serve one page to `send`, or raise the domain error that refuses it."""
+        opened = await self.authorise(request, self.resolve(request.token))
+        number = parse_page_number(request.page, opened.file["pageCount"])
+        page = Page(request, opened, number, new_render_id())
+        render = self.render(page)
+        try:
+            entry_id = await self.log(page)
+        except BaseException:
+            # It renders to the end (stopping a worker mid-task costs a respawn) and is dropped.
+            render.add_done_callback(_drop_result)
+            raise
+        try:
+            jpeg = await self.confirm(page, render)
+        except BaseException:
+            await self._withdraw(entry_id)
+            raise
+        send(jpeg)
+        await self._tell_hooks(SentPage(page, entry_id, len(jpeg)))
+
+    async def open_link(self, token: str, owner: Account | None = None) -> OpenLink:
+        """A live link with its file and account (`LinkRecords.open`), kept for its pages."""
+        return await self.records.open(self.db, token, owner)
+
+    def resolve(self, token: str) -> OpenLink | None:
+        return self.records.kept(token)
+
+    async def authorise(self, request: PageRequest, kept: OpenLink | None) -> OpenLink:
+        """The link found live now for a caller entitled to it; Unauthorized or NotFound."""
+        if request.api_key is None:
+            if kept is not None:
+                return await self.records.confirm(self.db, kept)
+            return await self.open_link(request.token)
+        if kept is not None:
+            check = await api_keys.check_key(self.db, request.api_key, with_link=kept.link["_id"])
+            _require_owner(check.owner, kept)
+            return self.records.confirmed(kept, check.link, check.read_at)
+        key, opened = await asyncio.gather(
+            api_keys.check_key(self.db, request.api_key), self.open_link(request.token),
+            return_exceptions=True)
+        if isinstance(key, BaseException):
+            raise key  # the key's verdict comes first, whatever the link's
+        if isinstance(opened, BaseException):
+            raise opened
+        _require_owner(key.owner, opened)
+        return opened
+
+    def render(self, page: Page) -> asyncio.Future[bytes]:
+        """Start the render; a full queue is a 503 now, before anything is written."""
+        return asyncio.ensure_future(start_task(
+            self.pool, render_page, self.store.source(page.link.file), page.number,
+            watermark_for(page.link, page.request.ip, page.render_id), budget_for(self.settings)))
+
+    async def log(self, page: Page) -> str:
+        opened = page.link
+        return await access_log.record(
+            self.db, opened.account.id, opened.file["_id"], "page",
+            viewer_email=opened.link["viewerEmail"], ip=page.request.ip, page=page.number,
+            render_id=render_id_hex(page.render_id), viewer_name=opened.link.get("viewerName"))
+
+    async def confirm(self, page: Page, render: asyncio.Future[bytes]) -> bytes:
+        jpeg = await render
+        if not await still_open(self.db, page.link, fresh_for=LINK_FRESH_SECONDS):
+            raise NotFound(LINK_NOT_FOUND)
+        return jpeg
+
+    async def _withdraw(self, entry_id: str) -> None:
+        try:
+            await access_log.withdraw(self.db, entry_id)
+        except Exception:  # the request's own error is the one to answer with
+            log.warning("could not withdraw the log entry of a page that was not served")
+
+    async def _tell_hooks(self, sent: SentPage) -> None:
+        for hook in self.hooks:
+            try:
+                await hook.page_sent(sent)
+            except Exception:  # the page has left: a hook's failure is logged, not answered
+                log.exception("page hook %s failed", type(hook).__name__)
+
+
+def _require_owner(owner: str, opened: OpenLink) -> None:
+    # Another account's link is indistinguishable from a missing one.
+    if owner != opened.account.id:
+        raise NotFound(LINK_NOT_FOUND)
+
+
+def _drop_result(render: asyncio.Future[Any]) -> None:
+    if not render.cancelled():
+        render.exception()  # retrieved, so asyncio does not report it as lost
