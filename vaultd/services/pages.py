@@ -17,6 +17,7 @@ from typing import Any
 from render.model import PixelBudget, WatermarkSpec
 from render.pool import RenderPool
 from render.tasks import render_page
+from vaultd.broker import brokered
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
@@ -71,9 +72,10 @@ async def serve_page(
     try:
         opened = kept or await links.open_link(db, token)
         number = parse_page_number(raw_page, int(opened.file["pageCount"]))
+        document = brokered(store, opened.file)
         render = asyncio.ensure_future(start_task(
-            pool, render_page, store.source(opened.file), number, watermark_for(opened, ip),
-            budget_for(settings)))
+            pool, render_page, document.source, number, watermark_for(opened, ip),
+            budget_for(settings), document=document))
     except Exception:
         if api_key is not None:
             # A bad key is a 401 whatever else is wrong, and comes first.

@@ -19,6 +19,7 @@ from vaultd.errors import InvalidRequest, UnsupportedMediaType
 from vaultd.services import access_log, quota
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore, BlobUpload
+from vaultd.broker import brokered
 from vaultd.services.pool_calls import run_task
 from vaultd.timefmt import utcnow
 
@@ -134,8 +135,9 @@ class UploadSession:
         blob_size = await blob.writer.commit()
         self._committed = True
         doc = self._file_doc(blob, blob_size)
+        document = brokered(self.store, doc)
         result: ValidationResult = await run_task(
-            pool, validate_document, self.store.source(doc), on_upload=True
+            pool, validate_document, document.source, on_upload=True, document=document
         )
         doc["pageCount"] = result.page_count
         await self.db.files.insert_one(doc)
