@@ -11,6 +11,7 @@ import typer
 
 from admin_cli import (
     commands_accounts,
+    commands_doctor,
     commands_keys,
     commands_log,
     commands_master_key,
@@ -30,6 +31,7 @@ app.add_typer(commands_keys.app, name="keys")
 app.add_typer(commands_log.app, name="log")
 app.add_typer(commands_master_key.app, name="master-key")
 app.add_typer(commands_storage.app, name="storage")
+app.command("doctor")(commands_doctor.doctor)
 
 
 @app.callback()

@@ -51,6 +51,7 @@ def make_pool(settings: Settings) -> RenderPool:
         timeout_seconds=settings.render_timeout_seconds,
         max_tasks_per_worker=settings.render_max_tasks_per_worker,
         memory_limit_bytes=settings.render_memory_limit_mb << 20,
+        sandbox=settings.render_sandbox,
     )
 
 
@@ -65,6 +66,7 @@ async def serve(settings: Settings) -> None:
     try:
         await start_backend(backend)
         pool = make_pool(settings)
+        await pool.wait_ready()  # "required" and a sandbox layer missing: refuse to start
         store = BlobStore(backend, keyrings.current(), keyrings.current)
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
