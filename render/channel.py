@@ -90,7 +90,7 @@ def parse_worker_frames(inbox: bytearray) -> list[Message]:
     messages = []
     while len(inbox) >= HEADER.size:
         kind, status, code, length = HEADER.unpack_from(inbox)
-        limit = _WORKER_LIMITS.get(kind)  # type: ignore[call-overload]
+        limit = _WORKER_LIMITS.get(kind)
         if limit is None:
             raise ChannelViolation(f"unknown message kind {kind}")
         if length > limit or status != 0:

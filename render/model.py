@@ -1,8 +1,8 @@
 """Values that cross the process boundary between the server and the render workers.
 
 They live apart from `render.tasks` so that the helper modules (pages, sizing, watermark) can use
-them without importing the task entry points. The server sends the dataclasses to a worker (pickled);
-a worker's results and errors come back as data (`render.channel`), never pickled.
+them without importing the task entry points. The server sends the dataclasses to a worker
+(pickled); a worker's results and errors come back as data (`render.channel`), never pickled.
 """
 
 from __future__ import annotations

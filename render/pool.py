@@ -34,16 +34,12 @@ import asyncio
 import contextlib
 import fcntl
 import logging
-import multiprocessing
 import os
 import pickle
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from render import zygote
 from render.channel import (
@@ -57,8 +53,10 @@ from render.channel import (
     parse_worker_frames,
     write_all,
 )
+from render.dispatch import BrokeredDocument, Task, Worker, choose_worker
 from render.replies import decode_error, decode_result
-from render.sandbox.layers import ALL_LAYERS, Layer, names
+from render.sandbox.layers import ALL_LAYERS, Layer
+from render.sandbox.report import SandboxReport
 from render.worker import WorkerConfig, serve
 
 T = TypeVar("T")
@@ -68,7 +66,6 @@ log = logging.getLogger("vaultd.render")
 _STOP_SECONDS = 3.0
 _PIPE_BYTES = 1 << 20
 _MAX_EARLY_DEATHS = 5  # workers in a row that die before READY: stop restarting them
-SANDBOX_MODES = ("auto", "required")
 
 
 class PoolBusy(Exception):
@@ -84,60 +81,6 @@ class WorkerCrashed(Exception):
     was killed. Only this request fails."""
 
 
-class SandboxUnavailable(Exception):
-    """`render.sandbox = "required"` and a layer cannot be applied on this machine."""
-
-
-class BrokeredDocument(Protocol):
-    """The server's side of a task's one document: plaintext ranges, read and decrypted."""
-
-    @property
-    def size(self) -> int: ...
-
-    async def read(self, offset: int, length: int) -> bytes: ...
-
-
-@dataclass(eq=False)
-class _Task:
-    payload: bytes
-    timeout: float
-    outcome: asyncio.Future[Any]
-    account: str | None = None
-    document: BrokeredDocument | None = None
-    timer: asyncio.TimerHandle | None = None
-    reading: bool = False
-    broker_error: BaseException | None = None
-
-
-@dataclass(eq=False)
-class _Worker:
-    process: BaseProcess
-    tasks: Connection  # the parent's end: tasks and broker answers go out
-    results: Connection  # the parent's end: READY, results, errors and reads come in
-    task: _Task | None = None
-    account: str | None = None  # bound by its first task that names one, for life
-    done: int = 0
-    ready: bool = False
-    retiring: bool = False
-    layers: Layer = Layer(0)
-    started: float = field(default_factory=time.monotonic)
-    inbox: bytearray = field(default_factory=bytearray)
-
-    @property
-    def idle(self) -> bool:
-        return self.ready and self.task is None and not self.retiring
-
-
-def choose_worker(task: _Task, workers: list[_Worker]) -> _Worker | None:
-    """The dispatch decision: an idle worker already serving the task's account, else an idle
-    worker that has served no account. None: the task waits (see `_make_room`)."""
-    idle = [w for w in workers if w.idle and w.process.is_alive()]
-    if task.account is None:
-        return idle[0] if idle else None
-    return (next((w for w in idle if w.account == task.account), None)
-            or next((w for w in idle if w.account is None), None))
-
-
 class RenderPool:
     """A bounded pool of confined render worker processes."""
 
@@ -150,21 +93,17 @@ class RenderPool:
         memory_limit_bytes: int = 2 << 30,
         sandbox: str = "auto",
     ) -> None:
-        if sandbox not in SANDBOX_MODES:
-            raise ValueError(f"render sandbox must be one of {SANDBOX_MODES}, not {sandbox!r}")
         self._size = workers
         self._capacity = workers + queue_size
         self._timeout = timeout_seconds
         self._max_tasks = max_tasks_per_worker
         self._config = WorkerConfig(memory_limit_bytes)
-        self._sandbox = sandbox
+        self.sandbox = SandboxReport(sandbox)
         self._context = zygote.context()
-        self._queue: deque[_Task] = deque()
-        self._workers: list[_Worker] = []
+        self._queue: deque[Task] = deque()
+        self._workers: list[Worker] = []
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._layers: Layer | None = None  # as the latest ready worker reported them
-        self._warned: Layer = Layer(0)
         self._early_deaths = 0
         self.switch_seconds: list[float] = []  # account switches: retire to replacement ready
         self._switching: list[float] = []
@@ -181,28 +120,17 @@ class RenderPool:
         return [w.process.pid for w in self._workers if w.process.pid and not w.retiring]
 
     def sandbox_state(self) -> dict[str, Any]:
-        """Each layer active or missing, as the latest worker reported it (None: none yet)."""
-        layers = None if self._layers is None else {
-            name.lower(): bool(self._layers & layer) for name, layer in Layer.__members__.items()
-        }
-        if layers is not None:
-            layers["server_not_dumpable"] = zygote.server_not_dumpable()
-        return {"mode": self._sandbox, "layers": layers,
-                "complete": bool(layers) and all(layers.values())}
+        """Each sandbox layer active or missing, as the latest worker reported it."""
+        return self.sandbox.state()
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
-        """Until one worker has reported its sandbox; SandboxUnavailable when "required" and
-        a layer is missing."""
+        """Until a worker has reported its sandbox; SandboxUnavailable when "required" and a
+        layer is missing."""
         self._start_workers()
         deadline = time.monotonic() + timeout
-        while self._layers is None and time.monotonic() < deadline:
+        while self.sandbox.layers is None and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        missing = ALL_LAYERS & ~(self._layers or Layer(0))
-        if self._sandbox == "required" and (self._layers is None or missing
-                                            or not zygote.server_not_dumpable()):
-            raise SandboxUnavailable(
-                "render.sandbox is \"required\" but these layers are missing: "
-                + (", ".join(names(missing)) if self._layers is not None else "all (no worker)"))
+        self.sandbox.check_required()
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
                   account: str | None = None, document: BrokeredDocument | None = None) -> T:
@@ -232,8 +160,13 @@ class RenderPool:
         assert self._loop is not None
         outcome: asyncio.Future[T] = self._loop.create_future()
         payload = frame(Kind.TASK, pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL))
-        task = _Task(payload, self._timeout if timeout is None else timeout, outcome,
+        task = Task(payload, self._timeout if timeout is None else timeout, outcome,
                      account, document)
+        if document is not None:
+            # A worker may render from its own cache without a read: the server still checks,
+            # during the render, that the document exists and its storage answers.
+            task.check = asyncio.ensure_future(document.check())
+            task.check.add_done_callback(_retrieve)
         outcome.add_done_callback(lambda _: self._drop_if_queued(task))
         self._queue.append(task)
         self._dispatch()
@@ -289,7 +222,7 @@ class RenderPool:
             raise
         task_reader.close()
         result_writer.close()
-        worker = _Worker(process, task_writer, result_reader)
+        worker = Worker(process, task_writer, result_reader)
         os.set_blocking(result_reader.fileno(), False)
         for end in (result_reader, task_writer):  # room for a page or a read: one write
             with contextlib.suppress(OSError):
@@ -299,7 +232,7 @@ class RenderPool:
         self._workers.append(worker)
 
     def _dispatch(self) -> None:
-        waiting: list[_Task] = []
+        waiting: list[Task] = []
         while self._queue:
             task = self._queue.popleft()
             worker = choose_worker(task, self._workers)
@@ -310,7 +243,7 @@ class RenderPool:
         self._queue.extendleft(reversed(waiting))
         self._make_room(waiting)
 
-    def _hand_over(self, worker: _Worker, task: _Task) -> None:
+    def _hand_over(self, worker: Worker, task: Task) -> None:
         assert self._loop is not None
         worker.task = task
         if task.account is not None:
@@ -321,7 +254,7 @@ class RenderPool:
         except OSError:
             pass  # the worker is dying; its exit fails the task and replaces it
 
-    def _make_room(self, waiting: list[_Task]) -> None:
+    def _make_room(self, waiting: list[Task]) -> None:
         """Replace idle workers of other accounts, one per waiting task that no fresh worker
         (ready or starting) will take: a worker never serves a second account."""
         fresh = sum(1 for w in self._workers if w.account is None and not w.retiring
@@ -337,10 +270,10 @@ class RenderPool:
 
     # --- messages from a worker -------------------------------------------------------------
 
-    def _on_readable(self, worker: _Worker) -> None:
+    def _on_readable(self, worker: Worker) -> None:
         self._read(worker)
 
-    def _read(self, worker: _Worker) -> bool:
+    def _read(self, worker: Worker) -> bool:
         """Take in what the worker wrote; False when there was nothing (yet, or any more)."""
         try:
             data = os.read(worker.results.fileno(), 1 << 20)
@@ -363,7 +296,7 @@ class RenderPool:
             return False
         return True
 
-    def _on_message(self, worker: _Worker, message: Message) -> None:
+    def _on_message(self, worker: Worker, message: Message) -> None:
         if worker.retiring and worker.task is None:
             return  # killed for a violation: what it still sends is of no interest
         if message.kind == Kind.READY:
@@ -378,9 +311,9 @@ class RenderPool:
         if task.reading:
             raise ChannelViolation("a result while a read is outstanding")
         if message.kind == Kind.RESULT:
-            _settle(task, value=decode_result(message))
+            _settle_after_check(task, decode_result(message))
         else:
-            error = decode_error(message)
+            error: BaseException = decode_error(message)
             if message.code == ErrorCode.BROKER and task.broker_error is not None:
                 error = task.broker_error  # what the broker saw, not what the worker says
             _settle(task, error=error)
@@ -390,25 +323,18 @@ class RenderPool:
             self._retire(worker)
         self._dispatch()
 
-    def _on_ready(self, worker: _Worker, layers: Layer) -> None:
+    def _on_ready(self, worker: Worker, layers: Layer) -> None:
         if worker.ready:
             raise ChannelViolation("a second READY")
         worker.ready, worker.layers = True, layers
-        self._layers = layers
-        missing = ALL_LAYERS & ~layers
-        if missing and self._sandbox == "required":
-            log.error("render worker lacks sandbox layers %s; refused", ", ".join(names(missing)))
+        if not self.sandbox.accept(layers):
             self._retire(worker, kill=True, replace=False)
             return
-        for layer in Layer:
-            if missing & layer and not self._warned & layer:
-                self._warned |= layer
-                log.warning("render sandbox layer missing: %s", (layer.name or "").lower())
         if self._switching:
             self.switch_seconds.append(time.monotonic() - self._switching.pop(0))
         self._dispatch()
 
-    def _on_read_request(self, worker: _Worker, task: _Task, message: Message) -> None:
+    def _on_read_request(self, worker: Worker, task: Task, message: Message) -> None:
         offset, length = READ_REQUEST.unpack(message.payload)
         document = task.document
         if document is None or task.reading:
@@ -416,22 +342,9 @@ class RenderPool:
         if not 0 < length <= MAX_READ_BYTES or offset + length > document.size:
             raise ChannelViolation(f"a read of {length} bytes at {offset}")
         task.reading = True
-        asyncio.ensure_future(self._answer_read(worker, task, document, offset, length))
+        asyncio.ensure_future(_answer_read(worker, task, document, offset, length))
 
-    async def _answer_read(self, worker: _Worker, task: _Task, document: BrokeredDocument,
-                           offset: int, length: int) -> None:
-        try:
-            data, status = await document.read(offset, length), 0
-        except Exception as exc:  # noqa: BLE001 - kept for the caller; the worker learns "no"
-            task.broker_error = task.broker_error or exc
-            data, status = b"", 1
-        task.reading = False
-        if worker.task is not task or task.outcome.done() and worker.retiring:
-            return  # timed out or killed meanwhile
-        with contextlib.suppress(OSError):
-            write_all(worker.tasks.fileno(), frame(Kind.DATA, data, status=status))
-
-    def _on_violation(self, worker: _Worker, reason: str) -> None:
+    def _on_violation(self, worker: Worker, reason: str) -> None:
         log.error("render worker %s broke the channel protocol (%s); killed",
                   worker.process.pid, reason[:200])
         task, worker.task = worker.task, None
@@ -441,14 +354,14 @@ class RenderPool:
         self._retire(worker, kill=True)
         self._dispatch()
 
-    def _on_timeout(self, worker: _Worker, task: _Task) -> None:
+    def _on_timeout(self, worker: Worker, task: Task) -> None:
         if worker.task is task:
             _settle(task, error=TaskTimedOut("the render took too long; its worker was replaced"))
             worker.task = None
             self._retire(worker, kill=True)
             self._dispatch()
 
-    def _retire(self, worker: _Worker, kill: bool = False, replace: bool = True) -> None:
+    def _retire(self, worker: Worker, kill: bool = False, replace: bool = True) -> None:
         """Replace `worker` now; it exits on end of input (or is killed) and is reaped later."""
         worker.retiring = True
         with contextlib.suppress(OSError):
@@ -459,7 +372,7 @@ class RenderPool:
         if replace and not self._closed:
             self._start_workers()
 
-    def _on_exit(self, worker: _Worker) -> None:
+    def _on_exit(self, worker: Worker) -> None:
         with contextlib.suppress(OSError):
             while not worker.retiring and self._read(worker):  # a last result still counts
                 pass
@@ -480,11 +393,11 @@ class RenderPool:
                 _settle(task, error=WorkerCrashed("no render worker could start"))
             self._queue.clear()
             return
-        if not self._closed and (self._sandbox != "required" or worker.layers == ALL_LAYERS):
+        if not self._closed and (self.sandbox.mode != "required" or worker.layers == ALL_LAYERS):
             self._start_workers()
             self._dispatch()
 
-    def _detach(self, worker: _Worker) -> None:
+    def _detach(self, worker: Worker) -> None:
         if self._loop is None:
             return
         for fd in (worker.results.fileno() if not worker.results.closed else -1,
@@ -493,13 +406,13 @@ class RenderPool:
                 with contextlib.suppress(ValueError, OSError):
                     self._loop.remove_reader(fd)
 
-    def _drop_if_queued(self, task: _Task) -> None:
+    def _drop_if_queued(self, task: Task) -> None:
         if task.outcome.cancelled():
             with contextlib.suppress(ValueError):
                 self._queue.remove(task)
 
 
-def _release(worker: _Worker) -> None:
+def _release(worker: Worker) -> None:
     """Close an exited worker's pipes and process handle (its sentinel is a file descriptor)."""
     for connection in (worker.tasks, worker.results):
         with contextlib.suppress(OSError):
@@ -508,7 +421,7 @@ def _release(worker: _Worker) -> None:
         worker.process.close()
 
 
-def _settle(task: _Task, value: Any = None, error: BaseException | None = None) -> None:
+def _settle(task: Task, value: Any = None, error: BaseException | None = None) -> None:
     if task.timer is not None:
         task.timer.cancel()
     if task.outcome.done():
@@ -517,3 +430,33 @@ def _settle(task: _Task, value: Any = None, error: BaseException | None = None) 
         task.outcome.set_exception(error)
     else:
         task.outcome.set_result(value)
+
+
+async def _answer_read(worker: Worker, task: Task, document: BrokeredDocument, offset: int,
+                       length: int) -> None:
+    """The broker's answer to one checked read: the bytes, or a bare "no" (status 1) while the
+    real error is kept for the task's caller."""
+    try:
+        data, status = await document.read(offset, length), 0
+    except Exception as exc:  # noqa: BLE001 - kept for the caller; the worker learns "no"
+        task.broker_error = task.broker_error or exc
+        data, status = b"", 1
+    task.reading = False
+    if worker.task is not task or task.outcome.done() and worker.retiring:
+        return  # timed out or killed meanwhile
+    with contextlib.suppress(OSError):
+        write_all(worker.tasks.fileno(), frame(Kind.DATA, data, status=status))
+
+
+def _settle_after_check(task: Task, value: Any) -> None:
+    check = task.check
+    if check is None or check.done():
+        error = check.exception() if check is not None and not check.cancelled() else None
+        _settle(task, value=None if error else value, error=error)
+        return
+    check.add_done_callback(lambda _: _settle_after_check(task, value))
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()  # reported through the task when it matters; never "unretrieved"

@@ -7,7 +7,6 @@ the result (JPEG bytes, a ValidationResult) and any error come back as plain dat
 
 from __future__ import annotations
 
-
 from render import canvas, watermark
 from render.blobs import open_blob
 from render.doc_cache import CACHE

@@ -13,7 +13,7 @@ import multiprocessing
 import os
 import threading
 from multiprocessing import forkserver
-from multiprocessing.context import BaseContext
+from multiprocessing.context import ForkServerContext
 
 _PRELOAD = ["render.worker"]
 _PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
@@ -21,9 +21,10 @@ _lock = threading.Lock()
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def context() -> BaseContext:
+def context() -> ForkServerContext:
     """The fork-server context, its server started now if it is not running."""
     ctx = multiprocessing.get_context("forkserver")
+    assert isinstance(ctx, ForkServerContext)
     with _lock:
         ctx.set_forkserver_preload(_PRELOAD)
         secrets = {k: v for k, v in os.environ.items() if k.startswith("VAULTD_")}

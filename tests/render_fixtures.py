@@ -18,10 +18,10 @@ import pikepdf
 from PIL import Image, ImageDraw
 
 from backends.local import LocalBackend
+from render.blobs import ReadAt, install_opener
 from render.model import JPEG as JPEG  # re-exported: tests name content types as fx.PDF etc.
 from render.model import PDF as PDF
 from render.model import PNG as PNG
-from render.blobs import ReadAt, install_opener
 from render.model import DocumentSource, WatermarkSpec
 from vaultd.crypto.blob_format import BlobEncryptor, RangeReader, blob_context, new_data_key
 
@@ -267,13 +267,18 @@ class LocalDocument:
     """A broker for pool tests: serves the plaintext of one local blob, as vaultd.broker does."""
 
     def __init__(self, source: DocumentSource) -> None:
-        self._read = _local_opener(source)
+        self._source = source
+        self.path = blob_path(source)
         self.size = source.plaintext_size
         self.reads: list[tuple[int, int]] = []
 
     async def read(self, offset: int, length: int) -> bytes:
         self.reads.append((offset, length))
-        return self._read(offset, length)
+        return _local_opener(self._source)(offset, length)
+
+    async def check(self) -> None:
+        if not self.path.exists():
+            raise FileNotFoundError("the blob is gone")
 
 
 def brokered(source: DocumentSource) -> LocalDocument:

@@ -50,6 +50,21 @@ async def test_a_page_renders_in_a_worker_and_errors_keep_their_type(
         await pool.run(validate_document, locked, document=fx.brokered(locked))
 
 
+async def test_a_deleted_document_fails_even_when_its_worker_has_it_cached(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(2), fx.PDF)
+    document = fx.brokered(source)
+    await pool.run(render_page, source, 1, fx.mark(), PixelBudget(), document=document)
+    reads = len(document.reads)
+    fx.blob_path(source).unlink()
+    for worker in range(2):  # whichever worker takes it, cached or not
+        with pytest.raises(FileNotFoundError):
+            await pool.run(render_page, source, 2, fx.mark(), PixelBudget(),
+                           document=fx.brokered(source))
+    assert len(document.reads) == reads
+
+
 async def test_a_full_queue_answers_pool_busy_at_once(pool: RenderPool) -> None:
     running = [asyncio.ensure_future(pool.run(*helpers.task(helpers.sleep_for, 0.5)))
                for _ in range(4)]

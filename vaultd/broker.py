@@ -47,6 +47,11 @@ class BrokeredFile:
             lambda at, size: backend.read_range(name, at, size), opener, offset, length)]
         return b"".join(pieces)
 
+    async def check(self) -> None:
+        """FileNotFoundError if the blob is gone; the backend's error if it does not answer."""
+        if not await self._store.backend.exists(self._file["blob"]["name"]):
+            raise FileNotFoundError("file not found")
+
     async def _open(self) -> ChunkOpener:
         if self._opening is None:
             self._opening = asyncio.Lock()

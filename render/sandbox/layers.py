@@ -21,7 +21,7 @@ ALL_LAYERS = Layer(sum(Layer))
 
 DESCRIPTIONS = {
     Layer.NO_NEW_PRIVS: "PR_SET_NO_NEW_PRIVS: no privilege gain through exec",
-    Layer.SECCOMP: "seccomp-bpf allow-list: no socket, exec, ptrace, mount, unshare, kill of others",
+    Layer.SECCOMP: "seccomp-bpf allow-list: no socket, exec, ptrace, mount, unshare, kill",
     Layer.LANDLOCK_FS: "Landlock: no file writes, reads only of the interpreter, libraries, fonts",
     Layer.LANDLOCK_NET: "Landlock: no TCP bind or connect",
     Layer.LANDLOCK_SCOPE: "Landlock: no signals or abstract sockets outside the worker",
