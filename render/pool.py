@@ -210,7 +210,7 @@ class RenderPool:
         assert self._loop is not None
         task_reader, task_writer = self._context.Pipe(duplex=False)
         result_reader, result_writer = self._context.Pipe(duplex=False)
-        process = self._context.Process(
+        process = zygote.WorkerProcess(
             target=serve, args=(task_reader, result_writer, self._config),
             name="vaultd-render", daemon=True,
         )

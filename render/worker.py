@@ -70,6 +70,7 @@ def serve(tasks_end: Connection, results_end: Connection, config: WorkerConfig) 
     _close_other_descriptors(channel.tasks_fd, channel.results_fd)
     _warm_up()
     layers = confine(config.memory_limit)
+    _die_with_parent()  # again: the kernel clears the parent-death signal on a uid change
     install_opener(channel.opener)
     write_all(channel.results_fd, frame(Kind.READY, code=int(layers)))
     while True:
@@ -122,3 +123,7 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() == 1:
             os._exit(1)
+
+
+# In the zygote (which imports this module before forking any worker): once for all workers.
+_warm_up()
