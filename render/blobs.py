@@ -49,6 +49,11 @@ class BlockReader:
         self.size = size
         self._blocks: OrderedDict[int, bytes] = OrderedDict()
         self.bytes_fetched = 0  # lets tests see that a page reads only part of a large file
+        self._next_block = -1  # the block after the last fetch: reading on from there is a scan
+
+    @property
+    def _blocks_in_file(self) -> int:
+        return -(-self.size // BLOCK)
 
     def read(self, offset: int, length: int) -> bytes:
         end = min(offset + max(length, 0), self.size)
@@ -70,8 +75,11 @@ class BlockReader:
             if index in self._blocks:
                 index += 1
                 continue
+            # A sequential scan (a parser reading the whole file) reads ahead as far as one
+            # broker read allows; a random access (a page's objects) fetches what it touches.
+            stop = self._blocks_in_file - 1 if index == self._next_block else last
             run_end = index
-            while (run_end + 1 <= last and run_end + 1 not in self._blocks
+            while (run_end + 1 <= stop and run_end + 1 not in self._blocks
                    and (run_end + 2 - index) * BLOCK <= MAX_FETCH):
                 run_end += 1
             start = index * BLOCK
@@ -82,7 +90,7 @@ class BlockReader:
                 raise BrokerError(f"the broker answered {len(data)} of {length} bytes")
             for i in range(index, run_end + 1):
                 self._blocks[i] = data[(i - index) * BLOCK:(i - index + 1) * BLOCK]
-            index = run_end + 1
+            index = self._next_block = run_end + 1
 
 
 class GuardedStream(io.RawIOBase):

@@ -58,7 +58,7 @@ async def test_a_deleted_document_fails_even_when_its_worker_has_it_cached(
     await pool.run(render_page, source, 1, fx.mark(), PixelBudget(), document=document)
     reads = len(document.reads)
     fx.blob_path(source).unlink()
-    for worker in range(2):  # whichever worker takes it, cached or not
+    for _ in range(2):  # whichever worker takes it, cached or not
         with pytest.raises(FileNotFoundError):
             await pool.run(render_page, source, 2, fx.mark(), PixelBudget(),
                            document=fx.brokered(source))
