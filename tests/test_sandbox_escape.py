@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import signal
+import subprocess
+import sys
 import struct
 import time
 from collections.abc import AsyncIterator
@@ -23,7 +26,7 @@ from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
 from tests import sandbox_attacks as attacks
 from tests.http_helpers import create_link, upload_ok
-from tests.vault_process import VaultProcess
+from tests.vault_process import VaultProcess, base_env, free_port
 
 
 @pytest.fixture(scope="module")
@@ -218,3 +221,50 @@ def test_vaultd_kills_a_worker_that_sends_a_pickle_and_keeps_serving_pages(
     layers = body["renderSandbox"]["layers"]
     assert body["renderSandbox"]["mode"] == "auto"
     assert layers and all(layers.values()), layers  # every layer is available on this machine
+
+
+# vaultd started under a seccomp filter that refuses unshare(): the network-namespace layer
+# cannot be applied (as in a container profile that forbids it). Nothing in vaultd is switched.
+NO_UNSHARE = """
+import errno, os, sys
+import pyseccomp as seccomp
+rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+rules.add_rule(seccomp.ERRNO(errno.EPERM), "unshare")
+rules.load()
+os.execv(sys.executable, [sys.executable, "-m", "vaultd.main", *sys.argv[1:]])
+"""
+
+
+def _start_without_unshare(data_dir: Path, mode: str) -> subprocess.Popen[str]:
+    env = {**base_env(), "VAULTD_RENDER_SANDBOX": mode, "VAULTD_RENDER_WORKERS": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-c", NO_UNSHARE, "--host", "127.0.0.1", "--port", str(free_port()),
+         "--data-dir", str(data_dir)],
+        cwd=Path(__file__).parents[1], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+
+def test_required_mode_refuses_to_start_with_a_layer_missing(tmp_path: Path) -> None:
+    process = _start_without_unshare(tmp_path / "data", "required")
+    try:
+        _, err = process.communicate(timeout=90)
+    finally:
+        process.kill()
+    assert process.returncode == 2
+    assert 'render.sandbox is "required" but these layers are missing: net_namespace' in err
+    assert "Traceback" not in err
+
+
+def test_auto_mode_starts_warns_once_and_reports_the_missing_layer(tmp_path: Path) -> None:
+    process = _start_without_unshare(tmp_path / "data", "auto")
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # "vaultd listening on http://host:port"
+        assert "listening on" in line, process.stderr.read() if process.stderr else ""
+        url = line.split()[-1]
+        layers = httpx.get(f"{url}/healthz", timeout=10).json()["renderSandbox"]["layers"]
+        assert layers["net_namespace"] is False and layers["seccomp"] is True
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    assert err.count("render sandbox layer missing: net_namespace") == 1

@@ -15,6 +15,7 @@ from tornado.netutil import bind_sockets
 
 from backends.base import BackendUnavailable
 from render.pool import RenderPool
+from render.sandbox.report import SandboxUnavailable
 from vaultd.config import ConfigError, Settings, load_settings, read_config_file
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
         settings = build_settings(parse_args(argv))
         setup_logging(settings.log_level)
         asyncio.run(serve(settings))
-    except (ConfigError, EmbeddedDbError) as exc:
+    except (ConfigError, EmbeddedDbError, SandboxUnavailable) as exc:
         print(f"vaultd: {exc}", file=sys.stderr)
         sys.exit(2)
     except OSError as exc:  # typically the port is taken
