@@ -7,9 +7,9 @@ import asyncio
 import os
 import pickle
 import signal
+import struct
 import subprocess
 import sys
-import struct
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
