@@ -232,16 +232,31 @@ class RenderPool:
         self._workers.append(worker)
 
     def _dispatch(self) -> None:
+        """Hand queued tasks to workers, oldest first. A task that no worker of its account and
+        no fresh worker can take gets a fresh worker on the way: an idle worker of another
+        account is replaced for it (a worker never serves a second account). Being oldest, it
+        takes that replacement before younger tasks can."""
         waiting: list[Task] = []
+        coming = sum(1 for w in self._workers if w.account is None and not w.retiring
+                     and w.task is None and not w.ready)
         while self._queue:
             task = self._queue.popleft()
             worker = choose_worker(task, self._workers)
-            if worker is None:
-                waiting.append(task)
+            if worker is not None:
+                self._hand_over(worker, task)
                 continue
-            self._hand_over(worker, task)
+            waiting.append(task)
+            if task.account is None:
+                continue
+            if coming:
+                coming -= 1
+                continue
+            victim = next((w for w in self._workers if w.idle and w.account is not None
+                           and w.account != task.account), None)
+            if victim is not None:
+                self._switching.append(time.monotonic())
+                self._retire(victim)  # its replacement, forked now, is this task's
         self._queue.extendleft(reversed(waiting))
-        self._make_room(waiting)
 
     def _hand_over(self, worker: Worker, task: Task) -> None:
         assert self._loop is not None
@@ -253,20 +268,6 @@ class RenderPool:
             write_all(worker.tasks.fileno(), task.payload)
         except OSError:
             pass  # the worker is dying; its exit fails the task and replaces it
-
-    def _make_room(self, waiting: list[Task]) -> None:
-        """Replace idle workers of other accounts, one per waiting task that no fresh worker
-        (ready or starting) will take: a worker never serves a second account."""
-        fresh = sum(1 for w in self._workers if w.account is None and not w.retiring
-                    and w.task is None)
-        needed = sum(1 for t in waiting if t.account is not None) - fresh
-        for worker in [w for w in self._workers if w.idle and w.account is not None]:
-            if needed <= 0:
-                return
-            if all(t.account != worker.account for t in waiting):
-                self._switching.append(time.monotonic())
-                self._retire(worker)
-                needed -= 1
 
     # --- messages from a worker -------------------------------------------------------------
 

@@ -227,3 +227,31 @@ def _running(pid: int) -> bool:
         return "zombie" not in Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
+
+
+async def test_a_worker_serves_one_account_and_is_replaced_to_serve_another() -> None:
+    single = RenderPool(workers=1, queue_size=2)
+    try:
+        first = await single.run(*helpers.task(helpers.pid), account="acct-a")
+        assert await single.run(*helpers.task(helpers.pid), account="acct-a") == first
+        other = await single.run(*helpers.task(helpers.pid), account="acct-b")
+        assert other != first and first not in single.worker_pids()
+        back = await single.run(*helpers.task(helpers.pid), account="acct-a")
+        assert back not in (first, other)  # acct-b's worker is not reused for acct-a either
+        assert len(single.switch_seconds) == 2
+    finally:
+        await single.close()
+
+
+async def test_two_accounts_on_two_workers_keep_their_workers() -> None:
+    pair = RenderPool(workers=2, queue_size=2)
+    try:
+        await pair.wait_ready()
+        seen = {"a": set(), "b": set()}  # type: dict[str, set[int]]
+        for _ in range(3):
+            for account in ("a", "b"):
+                seen[account].add(await pair.run(*helpers.task(helpers.pid), account=account))
+        assert len(seen["a"]) == len(seen["b"]) == 1 and not seen["a"] & seen["b"]
+        assert pair.switch_seconds == []
+    finally:
+        await pair.close()
