@@ -4,6 +4,7 @@ worker answering the server with crafted messages. Each attack is tried, and mus
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pickle
 import signal
@@ -268,3 +269,25 @@ def test_auto_mode_starts_warns_once_and_reports_the_missing_layer(tmp_path: Pat
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
     assert err.count("render sandbox layer missing: net_namespace") == 1
+
+
+def test_doctor_prints_each_layer_and_fails_when_required_and_missing(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "admin_cli.main", "doctor"]
+    root = Path(__file__).parents[1]
+    ok = subprocess.run([*command, "--json"], cwd=root, env=base_env(), capture_output=True,
+                        text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    state = json.loads(ok.stdout)["renderSandbox"]
+    assert state["complete"] is True and state["layers"]["seccomp"] is True
+    assert set(state["layers"]) >= {"no_new_privs", "landlock_fs", "landlock_net",
+                                    "landlock_scope", "net_namespace", "own_identity",
+                                    "rlimits", "clean_env", "server_not_dumpable"}
+    wrapper = NO_UNSHARE.replace('"-m", "vaultd.main"', '"-m", "admin_cli.main"')
+    missing = subprocess.run(
+        [sys.executable, "-c", wrapper, "doctor"], cwd=root, capture_output=True, text=True,
+        env={**base_env(), "VAULTD_RENDER_SANDBOX": "required"}, timeout=120)
+    assert missing.returncode == 1, missing.stderr
+    lines = missing.stdout.splitlines()
+    assert any(line.startswith("MISSING") and "net_namespace" in line for line in lines)
+    assert any(line.startswith("active") and "seccomp" in line for line in lines)
+    assert "some layers missing" in missing.stdout
