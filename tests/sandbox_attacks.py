@@ -120,3 +120,17 @@ def send_frames(*frames: bytes) -> str:
             continue
     time.sleep(30)
     return "not killed"
+
+
+def device_ioctl() -> str:
+    """TIOCSTI (push input into a terminal) on stderr: the filter must stop it before the
+    kernel looks at the descriptor (EPERM, not ENOTTY)."""
+    import errno
+    import fcntl
+
+    tiocsti = 0x5412  # termios.TIOCSTI (termios itself is not importable in a worker)
+    try:
+        fcntl.ioctl(2, tiocsti, b"x")
+        return "ESCAPED: TIOCSTI went through"
+    except OSError as exc:
+        return "refused: EPERM" if exc.errno == errno.EPERM else f"reached the kernel: {exc}"

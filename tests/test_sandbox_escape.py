@@ -92,6 +92,7 @@ async def test_the_worker_cannot_write_run_programs_or_signal(
     for pid in (vault.process.pid, os.getpid(), 1):
         assert (await _attack(pool, attacks.signal_process, pid)).startswith("refused"), pid
     assert (await _attack(pool, attacks.new_namespace)).startswith("refused")
+    assert await _attack(pool, attacks.device_ioctl) == "refused: EPERM"
 
 
 async def test_the_worker_environment_has_no_vaultd_secret(
