@@ -53,7 +53,17 @@ from render.channel import (
     parse_worker_frames,
     write_all,
 )
-from render.dispatch import BrokeredDocument, Task, Worker, choose_worker
+from render.dispatch import (
+    BrokeredDocument,
+    Task,
+    Worker,
+    answer_read,
+    choose_worker,
+    release,
+    retrieve,
+    settle,
+    settle_after_check,
+)
 from render.replies import decode_error, decode_result
 from render.sandbox.layers import ALL_LAYERS, Layer
 from render.sandbox.report import SandboxReport
@@ -166,7 +176,7 @@ class RenderPool:
             # A worker may render from its own cache without a read: the server still checks,
             # during the render, that the document exists and its storage answers.
             task.check = asyncio.ensure_future(document.check())
-            task.check.add_done_callback(_retrieve)
+            task.check.add_done_callback(retrieve)
         outcome.add_done_callback(lambda _: self._drop_if_queued(task))
         self._queue.append(task)
         self._dispatch()
@@ -178,7 +188,7 @@ class RenderPool:
             return
         self._closed = True
         for task in [*self._queue, *(w.task for w in self._workers if w.task)]:
-            _settle(task, error=PoolBusy("the render pool is shutting down"))
+            settle(task, error=PoolBusy("the render pool is shutting down"))
         self._queue.clear()
         workers, self._workers = self._workers, []
         for worker in workers:
@@ -192,7 +202,7 @@ class RenderPool:
             if worker.process.is_alive():
                 worker.process.kill()
             worker.process.join(1.0)
-            _release(worker)
+            release(worker)
 
     # --- workers ----------------------------------------------------------------------------
 
@@ -312,12 +322,12 @@ class RenderPool:
         if task.reading:
             raise ChannelViolation("a result while a read is outstanding")
         if message.kind == Kind.RESULT:
-            _settle_after_check(task, decode_result(message))
+            settle_after_check(task, decode_result(message))
         else:
             error: BaseException = decode_error(message)
             if message.code == ErrorCode.BROKER and task.broker_error is not None:
                 error = task.broker_error  # what the broker saw, not what the worker says
-            _settle(task, error=error)
+            settle(task, error=error)
         worker.task = None
         worker.done += 1
         if self._max_tasks and worker.done >= self._max_tasks:  # 0: never recycled
@@ -343,21 +353,21 @@ class RenderPool:
         if not 0 < length <= MAX_READ_BYTES or offset + length > document.size:
             raise ChannelViolation(f"a read of {length} bytes at {offset}")
         task.reading = True
-        asyncio.ensure_future(_answer_read(worker, task, document, offset, length))
+        asyncio.ensure_future(answer_read(worker, task, document, offset, length))
 
     def _on_violation(self, worker: Worker, reason: str) -> None:
         log.error("render worker %s broke the channel protocol (%s); killed",
                   worker.process.pid, reason[:200])
         task, worker.task = worker.task, None
         if task is not None:
-            _settle(task, error=WorkerCrashed("the render worker misbehaved and was replaced"))
+            settle(task, error=WorkerCrashed("the render worker misbehaved and was replaced"))
         worker.inbox.clear()
         self._retire(worker, kill=True)
         self._dispatch()
 
     def _on_timeout(self, worker: Worker, task: Task) -> None:
         if worker.task is task:
-            _settle(task, error=TaskTimedOut("the render took too long; its worker was replaced"))
+            settle(task, error=TaskTimedOut("the render took too long; its worker was replaced"))
             worker.task = None
             self._retire(worker, kill=True)
             self._dispatch()
@@ -380,9 +390,9 @@ class RenderPool:
         self._detach(worker)
         worker.process.join(1.0)  # its pipes closed as it exited: reaped at once
         code = worker.process.exitcode
-        _release(worker)
+        release(worker)
         if worker.task is not None:
-            _settle(worker.task, error=WorkerCrashed(f"the render worker died (exit code {code})"))
+            settle(worker.task, error=WorkerCrashed(f"the render worker died (exit code {code})"))
             worker.task = None
         if worker in self._workers:
             self._workers.remove(worker)
@@ -391,7 +401,7 @@ class RenderPool:
             # Workers die before they are ready: starting more would only loop.
             log.error("render workers die at start (exit code %s); not restarting them", code)
             for task in self._queue:
-                _settle(task, error=WorkerCrashed("no render worker could start"))
+                settle(task, error=WorkerCrashed("no render worker could start"))
             self._queue.clear()
             return
         if not self._closed and (self.sandbox.mode != "required" or worker.layers == ALL_LAYERS):
@@ -412,52 +422,3 @@ class RenderPool:
             with contextlib.suppress(ValueError):
                 self._queue.remove(task)
 
-
-def _release(worker: Worker) -> None:
-    """Close an exited worker's pipes and process handle (its sentinel is a file descriptor)."""
-    for connection in (worker.tasks, worker.results):
-        with contextlib.suppress(OSError):
-            connection.close()
-    with contextlib.suppress(ValueError):  # still running: only after a failed kill
-        worker.process.close()
-
-
-def _settle(task: Task, value: Any = None, error: BaseException | None = None) -> None:
-    if task.timer is not None:
-        task.timer.cancel()
-    if task.outcome.done():
-        return  # the caller went away, or the pool closed
-    if error is not None:
-        task.outcome.set_exception(error)
-    else:
-        task.outcome.set_result(value)
-
-
-async def _answer_read(worker: Worker, task: Task, document: BrokeredDocument, offset: int,
-                       length: int) -> None:
-    """The broker's answer to one checked read: the bytes, or a bare "no" (status 1) while the
-    real error is kept for the task's caller."""
-    try:
-        data, status = await document.read(offset, length), 0
-    except Exception as exc:  # noqa: BLE001 - kept for the caller; the worker learns "no"
-        task.broker_error = task.broker_error or exc
-        data, status = b"", 1
-    task.reading = False
-    if worker.task is not task or task.outcome.done() and worker.retiring:
-        return  # timed out or killed meanwhile
-    with contextlib.suppress(OSError):
-        write_all(worker.tasks.fileno(), frame(Kind.DATA, data, status=status))
-
-
-def _settle_after_check(task: Task, value: Any) -> None:
-    check = task.check
-    if check is None or check.done():
-        error = check.exception() if check is not None and not check.cancelled() else None
-        _settle(task, value=None if error else value, error=error)
-        return
-    check.add_done_callback(lambda _: _settle_after_check(task, value))
-
-
-def _retrieve(future: asyncio.Future[None]) -> None:
-    if not future.cancelled():
-        future.exception()  # reported through the task when it matters; never "unretrieved"
