@@ -10,26 +10,35 @@ import typer
 from admin_cli.context import guarded, run, want_json
 from admin_cli.output import emit
 from render.forensic.trace_task import sniff, trace_image
-from render.model import Unreadable
+from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
-from vaultd.errors import Unprocessable
 from vaultd.services import trace as tracing
+from vaultd.services.pool_calls import run_task
 
 
-def _read(path: Path) -> int | None:
-    """The render id in the image file, decoded here (an operator's own file, same guards as
-    the API's worker task)."""
+def _read(path: Path) -> bytes:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
     if sniff(data) is None:
         raise ValueError(f"{path} is neither a JPEG nor a PNG")
+    return data
+
+
+async def _decode_confined(settings: Settings, data: bytes) -> int | None:
+    """The render id in the image, decoded in one sandboxed render worker like the API's: a
+    leaked image is untrusted input, and this process can read the master key."""
+    pool = RenderPool(workers=1, queue_size=0, timeout_seconds=settings.render_timeout_seconds,
+                      max_tasks_per_worker=1,
+                      memory_limit_bytes=settings.render_memory_limit_mb << 20,
+                      sandbox=settings.render_sandbox)
     try:
-        return trace_image(data)
-    except Unreadable as exc:
-        raise Unprocessable(str(exc)) from None
+        await pool.wait_ready()
+        return await run_task(pool, trace_image, data)
+    finally:
+        await pool.close()
 
 
 def trace(
@@ -37,9 +46,10 @@ def trace(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Find the page view (any account) a leaked image comes from; logs a `trace` entry."""
-    render_id = guarded(lambda: _read(image))
+    data = guarded(lambda: _read(image))
 
-    async def action(_: Settings, db: Db) -> dict[str, Any]:
+    async def action(settings: Settings, db: Db) -> dict[str, Any]:
+        render_id = await _decode_confined(settings, data)
         if render_id is None:
             return {"found": False}
         matches = await tracing.find_matches(db, render_id, None)

@@ -13,6 +13,7 @@ import typer
 from admin_cli import (
     commands_accounts,
     commands_analytics,
+    commands_doctor,
     commands_init,
     commands_keys,
     commands_log,
@@ -43,6 +44,7 @@ app.add_typer(commands_master_key.app, name="master-key")
 app.add_typer(commands_storage.app, name="storage")
 app.add_typer(commands_analytics.app, name="files")
 app.command("trace")(commands_trace.trace)
+app.command("doctor")(commands_doctor.doctor)
 
 
 def _print_version(value: bool) -> None:

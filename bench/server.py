@@ -143,6 +143,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _child_pids(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int(
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def children(pid: int) -> dict[int, str]:
     """Direct children of `pid` with a short name: the embedded database, render workers."""
     found = {}
@@ -157,6 +169,8 @@ def children(pid: int) -> dict[int, str]:
             continue
         if "secantus" in command:
             found[int(entry.name)] = "database"
+        elif "forkserver" in command:  # the render zygote: the workers are its children
+            found.update({worker: "render workers" for worker in _child_pids(int(entry.name))})
         elif "multiprocessing" in command and "resource_tracker" not in command:
             found[int(entry.name)] = "render workers"
     return found

@@ -2,9 +2,10 @@
 
 Opening costs a blob verification (header and final chunk) plus PDFium's parse of the xref and
 page tree; a viewer paging through a document hits the same worker again and again. The cache is
-small (a handful of documents) and entries idle for longer than the TTL are closed by a reaper
-thread, so decrypted state does not linger in an idle worker. On every hit the blob's existence
-is checked: a deleted file's document is dropped at once, not served from memory.
+small (a handful of documents, all of one account: a worker serves one account in its life)
+and entries idle for longer than the TTL are closed by a reaper thread, so decrypted state does
+not linger in an idle worker. A deleted file gets no more tasks: the server checks the file
+record before it submits one, and its broker serves a blob only while it exists.
 
 PDFium is not thread-safe, so one lock covers every use of a cached document and the reaper.
 """
@@ -40,8 +41,8 @@ class CachedDocument:
 
 
 def _identity(source: DocumentSource) -> tuple[object, ...]:
-    # A cache key is a file id, but compare the rest too: a changed key or blob is a new document.
-    return (source.ref, source.data_key, source.context, source.plaintext_size)
+    # A cache key is a file id, but compare the rest too: a replaced blob is a new document.
+    return (source.cache_key, source.version, source.plaintext_size, source.content_type)
 
 
 class DocumentCache:
@@ -82,12 +83,7 @@ class DocumentCache:
         entry = self._entries.pop(source.cache_key, None)
         if entry is None:
             return self._open(source)
-        try:
-            valid = entry.identity == _identity(source) and entry.blob.reader.exists()
-        except BaseException:
-            entry.close()  # the backend could not answer: start over next time
-            raise
-        if valid:
+        if entry.identity == _identity(source):
             return entry
         entry.close()
         return self._open(source)

@@ -1,34 +1,27 @@
 """Values that cross the process boundary between the server and the render workers.
 
 They live apart from `render.tasks` so that the helper modules (pages, sizing, watermark) can use
-them without importing the task entry points. Everything here must pickle: the server sends the
-dataclasses to a worker, and a worker sends the exceptions back.
+them without importing the task entry points. The server sends the dataclasses to a worker
+(pickled); a worker's results and errors come back as data (`render.channel`), never pickled.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.base import BlobRef
-
 
 @dataclass(frozen=True)
 class DocumentSource:
-    """Everything a worker needs to open one stored document."""
+    """What a worker knows of the one document its task names: no key, no storage location.
 
-    ref: BlobRef
-    data_key: bytes
-    context: bytes
-    plaintext_size: int
+    The worker reads the document's plaintext through the broker (`render.blobs`), which serves
+    only the document of the task in progress.
+    """
+
     content_type: str  # "application/pdf" | "image/jpeg" | "image/png", from magic bytes
+    plaintext_size: int
     cache_key: str  # the file id; keys the per-worker document cache
-
-    def __repr__(self) -> str:
-        # The data key must never reach a log line or a traceback, so it is left out on purpose.
-        return (
-            f"DocumentSource(ref={self.ref!r}, content_type={self.content_type!r}, "
-            f"plaintext_size={self.plaintext_size}, cache_key={self.cache_key!r})"
-        )
+    version: str = ""  # the blob's name: a replaced blob is a new document
 
 
 @dataclass(frozen=True)

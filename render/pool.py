@@ -13,8 +13,16 @@ message each way; a task's timeout starts when it is handed to a ready worker, a
 timeout the worker is killed and replaced. A worker that dies fails its own task only
 (WorkerCrashed) and is replaced; workers are also replaced after `max_tasks_per_worker` tasks,
 which bounds leaks in native code.
-Workers are started with "spawn" (a fresh interpreter: no sockets, keys or half-held locks of
-the server), capped in address space, and get SIGKILL from the kernel if vaultd dies.
+Workers are forked by a zygote (multiprocessing's fork server, started with no VAULTD_* variable
+and preloaded with every rendering import, having seen no data), so a new worker costs a fork,
+not a ~0.2 s interpreter start. Each worker confines itself (`render.sandbox`) before its first
+task and reports which layers are active. A worker serves one account in its life: tasks go to
+a worker of their account, or to a fresh one; a worker of another account is replaced first.
+
+What a worker sends is parsed as data (`render.channel`, `render.replies`), never unpickled: a
+malformed, oversized or unexpected message gets the worker killed and replaced, and its task
+fails with WorkerCrashed (503). A task may name one document (its broker): the worker then asks
+for plaintext ranges of that document over its channel, and only of that one.
 
 Admission is decided here: at most `workers + queue_size` tasks are in flight, and the next one
 gets PoolBusy at once (the server answers 503 with Retry-After) instead of waiting.
@@ -24,32 +32,50 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import fcntl
 import logging
-import multiprocessing
 import os
 import pickle
-import signal
-import struct
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
-from render.tasks import worker_init
+from render import zygote
+from render.channel import (
+    MAX_READ_BYTES,
+    READ_REQUEST,
+    ChannelViolation,
+    ErrorCode,
+    Kind,
+    Message,
+    frame,
+    parse_worker_frames,
+    write_all,
+)
+from render.dispatch import (
+    BrokeredDocument,
+    Task,
+    Worker,
+    answer_read,
+    choose_worker,
+    release,
+    retrieve,
+    settle,
+    settle_after_check,
+)
+from render.replies import decode_error, decode_result
+from render.sandbox.layers import ALL_LAYERS, Layer
+from render.sandbox.report import SandboxReport
+from render.worker import WorkerConfig, serve
 
 T = TypeVar("T")
 log = logging.getLogger("vaultd.render")
 
 # close() gives workers this long to exit after SIGTERM, then kills whatever is left.
 _STOP_SECONDS = 3.0
-_READY = b""  # a worker's note, once, that it can take tasks
-_PR_SET_PDEATHSIG = 1
 _PIPE_BYTES = 1 << 20
+_MAX_EARLY_DEATHS = 5  # workers in a row that die before READY: stop restarting them
 
 
 class PoolBusy(Exception):
@@ -61,35 +87,12 @@ class TaskTimedOut(Exception):
 
 
 class WorkerCrashed(Exception):
-    """The worker died under the task (segfault, SIGKILL, OOM kill). Only this request fails."""
-
-
-@dataclass(eq=False)
-class _Task:
-    payload: bytes
-    timeout: float
-    outcome: asyncio.Future[Any]
-    timer: asyncio.TimerHandle | None = None
-
-
-@dataclass(eq=False)
-class _Worker:
-    process: BaseProcess
-    tasks: Connection  # the parent's end: tasks go out
-    results: Connection  # the parent's end: the "ready" note and results come in
-    task: _Task | None = None
-    done: int = 0
-    ready: bool = False
-    retiring: bool = False
-    inbox: bytearray = field(default_factory=bytearray)
-
-    @property
-    def idle(self) -> bool:
-        return self.ready and self.task is None and not self.retiring
+    """The worker died under the task (segfault, SIGKILL, OOM kill), or broke the protocol and
+    was killed. Only this request fails."""
 
 
 class RenderPool:
-    """A bounded pool of render worker processes."""
+    """A bounded pool of confined render worker processes."""
 
     def __init__(
         self,
@@ -98,17 +101,24 @@ class RenderPool:
         timeout_seconds: float = 30.0,
         max_tasks_per_worker: int = 200,
         memory_limit_bytes: int = 2 << 30,
+        sandbox: str = "auto",
     ) -> None:
         self._size = workers
         self._capacity = workers + queue_size
         self._timeout = timeout_seconds
         self._max_tasks = max_tasks_per_worker
-        self._memory_limit = memory_limit_bytes
-        self._context = multiprocessing.get_context("spawn")
-        self._queue: deque[_Task] = deque()
-        self._workers: list[_Worker] = []
+        self._config = WorkerConfig(memory_limit_bytes)
+        self.sandbox = SandboxReport(sandbox)
+        self._context = zygote.context()
+        self._queue: deque[Task] = deque()
+        self._workers: list[Worker] = []
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._early_deaths = 0
+        self.switch_seconds: list[float] = []  # account switches: retire to replacement ready
+        self._switching: list[float] = []
+        self._reads: set[asyncio.Future[None]] = set()  # broker answers under way
+        zygote.protect_server()
         with contextlib.suppress(RuntimeError):  # started now when built inside the event loop
             self._start_workers()
 
@@ -120,20 +130,36 @@ class RenderPool:
     def worker_pids(self) -> list[int]:
         return [w.process.pid for w in self._workers if w.process.pid and not w.retiring]
 
-    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+    def sandbox_state(self) -> dict[str, Any]:
+        """Each sandbox layer active or missing, as the latest worker reported it."""
+        return self.sandbox.state()
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until a worker has reported its sandbox; SandboxUnavailable when "required" and a
+        layer is missing."""
+        self._start_workers()
+        deadline = time.monotonic() + timeout
+        while self.sandbox.layers is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        self.sandbox.check_required()
+
+    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
+                  account: str | None = None, document: BrokeredDocument | None = None) -> T:
         """Run `fn(*args)` in a worker and return its result.
 
-        Raises PoolBusy, TaskTimedOut, WorkerCrashed, or the task's own exception.
+        Raises PoolBusy, TaskTimedOut, WorkerCrashed, or the task's own error (rebuilt).
         """
-        return await self.submit(fn, *args, timeout=timeout)
+        return await self.submit(fn, *args, timeout=timeout, account=account, document=document)
 
     def submit(
-        self, fn: Callable[..., T], *args: Any, timeout: float | None = None
+        self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
+        account: str | None = None, document: BrokeredDocument | None = None,
     ) -> asyncio.Future[T]:
         """Schedule `fn(*args)` now and return its future; PoolBusy at once if no slot is free.
 
-        Cancelling the future drops a queued task; a running one is left to finish: killing its
-        worker would cost a respawn, more than the rest of the render.
+        `account` keeps the task to workers of that account; `document` is the one document
+        the worker may read during the task. Cancelling the future drops a queued task; a
+        running one is left to finish: killing its worker would cost a replacement.
         """
         if self._closed:
             raise PoolBusy("the render pool is shutting down")
@@ -144,8 +170,14 @@ class RenderPool:
             raise PoolBusy("no render worker could be started")
         assert self._loop is not None
         outcome: asyncio.Future[T] = self._loop.create_future()
-        payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
-        task = _Task(payload, self._timeout if timeout is None else timeout, outcome)
+        payload = frame(Kind.TASK, pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL))
+        task = Task(payload, self._timeout if timeout is None else timeout, outcome,
+                     account, document)
+        if document is not None:
+            # A worker may render from its own cache without a read: the server still checks,
+            # during the render, that the document exists and its storage answers.
+            task.check = asyncio.ensure_future(document.check())
+            task.check.add_done_callback(retrieve)
         outcome.add_done_callback(lambda _: self._drop_if_queued(task))
         self._queue.append(task)
         self._dispatch()
@@ -157,7 +189,7 @@ class RenderPool:
             return
         self._closed = True
         for task in [*self._queue, *(w.task for w in self._workers if w.task)]:
-            _settle(task, error=PoolBusy("the render pool is shutting down"))
+            settle(task, error=PoolBusy("the render pool is shutting down"))
         self._queue.clear()
         workers, self._workers = self._workers, []
         for worker in workers:
@@ -171,7 +203,7 @@ class RenderPool:
             if worker.process.is_alive():
                 worker.process.kill()
             worker.process.join(1.0)
-            _release(worker)
+            release(worker)
 
     # --- workers ----------------------------------------------------------------------------
 
@@ -189,8 +221,8 @@ class RenderPool:
         assert self._loop is not None
         task_reader, task_writer = self._context.Pipe(duplex=False)
         result_reader, result_writer = self._context.Pipe(duplex=False)
-        process = self._context.Process(
-            target=_serve, args=(task_reader, result_writer, self._memory_limit),
+        process = zygote.WorkerProcess(
+            target=serve, args=(task_reader, result_writer, self._config),
             name="vaultd-render", daemon=True,
         )
         try:
@@ -201,32 +233,57 @@ class RenderPool:
             raise
         task_reader.close()
         result_writer.close()
-        worker = _Worker(process, task_writer, result_reader)
+        worker = Worker(process, task_writer, result_reader)
         os.set_blocking(result_reader.fileno(), False)
-        with contextlib.suppress(OSError):  # room for a whole page: one write, one wake-up
-            fcntl.fcntl(result_reader.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        for end in (result_reader, task_writer):  # room for a page or a read: one write
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(end.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
         self._loop.add_reader(result_reader.fileno(), self._on_readable, worker)
         self._loop.add_reader(process.sentinel, self._on_exit, worker)
         self._workers.append(worker)
 
     def _dispatch(self) -> None:
-        for worker in self._workers:
-            if not self._queue:
-                return
-            if worker.idle and worker.process.is_alive():
-                task = self._queue.popleft()
-                worker.task = task
-                assert self._loop is not None
-                task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
-                try:
-                    worker.tasks.send_bytes(task.payload)
-                except OSError:
-                    continue  # the worker is dying; its exit fails the task and replaces it
+        """Hand queued tasks to workers, oldest first. A task that no worker of its account and
+        no fresh worker can take gets a fresh worker on the way: an idle worker of another
+        account is replaced for it (a worker never serves a second account). Being oldest, it
+        takes that replacement before younger tasks can."""
+        waiting: list[Task] = []
+        coming = sum(1 for w in self._workers if w.account is None and not w.retiring
+                     and w.task is None and not w.ready)
+        while self._queue:
+            task = self._queue.popleft()
+            worker = choose_worker(task, self._workers)
+            if worker is not None:
+                self._hand_over(worker, task)
+                continue
+            waiting.append(task)
+            if task.account is None:
+                continue
+            if coming:
+                coming -= 1
+                continue
+            victim = next((w for w in self._workers if w.idle and w.account is not None
+                           and w.account != task.account), None)
+            if victim is not None:
+                self._switching.append(time.monotonic())
+                self._retire(victim)  # its replacement, forked now, is this task's
+        self._queue.extendleft(reversed(waiting))
 
-    def _on_readable(self, worker: _Worker) -> None:
+    def _hand_over(self, worker: Worker, task: Task) -> None:
+        assert self._loop is not None
+        worker.task = task
+        if task.account is not None:
+            worker.account = task.account
+        task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
+        with contextlib.suppress(OSError):  # the worker is dying: its exit fails the task
+            write_all(worker.tasks.fileno(), task.payload)
+
+    # --- messages from a worker -------------------------------------------------------------
+
+    def _on_readable(self, worker: Worker) -> None:
         self._read(worker)
 
-    def _read(self, worker: _Worker) -> bool:
+    def _read(self, worker: Worker) -> bool:
         """Take in what the worker wrote; False when there was nothing (yet, or any more)."""
         try:
             data = os.read(worker.results.fileno(), 1 << 20)
@@ -241,41 +298,82 @@ class RenderPool:
                 self._loop.remove_reader(worker.results.fileno())
             return False
         worker.inbox += data
-        for message in _frames(worker.inbox):
-            self._on_message(worker, message)
+        try:
+            for message in parse_worker_frames(worker.inbox):
+                self._on_message(worker, message)
+        except ChannelViolation as exc:
+            self._on_violation(worker, str(exc))
+            return False
         return True
 
-    def _on_message(self, worker: _Worker, message: bytes) -> None:
-        if message == _READY:
-            worker.ready = True
-            self._dispatch()
+    def _on_message(self, worker: Worker, message: Message) -> None:
+        if worker.retiring and worker.task is None:
+            return  # killed for a violation: what it still sends is of no interest
+        if message.kind == Kind.READY:
+            self._on_ready(worker, Layer(message.code & ALL_LAYERS))
             return
         task = worker.task
-        if task is None:
+        if task is None or not worker.ready:
+            raise ChannelViolation(f"message kind {message.kind} with no task running")
+        if message.kind == Kind.READ:
+            self._on_read_request(worker, task, message)
             return
+        if task.reading:
+            raise ChannelViolation("a result while a read is outstanding")
+        if message.kind == Kind.RESULT:
+            settle_after_check(task, decode_result(message))
+        else:
+            error: BaseException = decode_error(message)
+            if message.code == ErrorCode.BROKER and task.broker_error is not None:
+                error = task.broker_error  # what the broker saw, not what the worker says
+            settle(task, error=error)
         worker.task = None
         worker.done += 1
-        try:
-            ok, value = pickle.loads(message)
-        except Exception as exc:  # an exception that pickles but does not unpickle here
-            _settle(task, error=WorkerCrashed(f"the task's result could not be read: {exc!r}"))
-        else:
-            if ok:
-                _settle(task, value=value)
-            else:
-                _settle(task, error=value)
         if self._max_tasks and worker.done >= self._max_tasks:  # 0: never recycled
             self._retire(worker)
         self._dispatch()
 
-    def _on_timeout(self, worker: _Worker, task: _Task) -> None:
+    def _on_ready(self, worker: Worker, layers: Layer) -> None:
+        if worker.ready:
+            raise ChannelViolation("a second READY")
+        worker.ready, worker.layers = True, layers
+        if not self.sandbox.accept(layers):
+            self._retire(worker, kill=True, replace=False)
+            return
+        if self._switching:
+            self.switch_seconds.append(time.monotonic() - self._switching.pop(0))
+        self._dispatch()
+
+    def _on_read_request(self, worker: Worker, task: Task, message: Message) -> None:
+        offset, length = READ_REQUEST.unpack(message.payload)
+        document = task.document
+        if document is None or task.reading:
+            raise ChannelViolation("a read with no document, or two reads at once")
+        if not 0 < length <= MAX_READ_BYTES or offset + length > document.size:
+            raise ChannelViolation(f"a read of {length} bytes at {offset}")
+        task.reading = True
+        reading = asyncio.ensure_future(answer_read(worker, task, document, offset, length))
+        self._reads.add(reading)  # kept until done: a task with no reference may be collected
+        reading.add_done_callback(self._reads.discard)
+
+    def _on_violation(self, worker: Worker, reason: str) -> None:
+        log.error("render worker %s broke the channel protocol (%s); killed",
+                  worker.process.pid, reason[:200])
+        task, worker.task = worker.task, None
+        if task is not None:
+            settle(task, error=WorkerCrashed("the render worker misbehaved and was replaced"))
+        worker.inbox.clear()
+        self._retire(worker, kill=True)
+        self._dispatch()
+
+    def _on_timeout(self, worker: Worker, task: Task) -> None:
         if worker.task is task:
-            _settle(task, error=TaskTimedOut("the render took too long; its worker was replaced"))
+            settle(task, error=TaskTimedOut("the render took too long; its worker was replaced"))
             worker.task = None
             self._retire(worker, kill=True)
             self._dispatch()
 
-    def _retire(self, worker: _Worker, kill: bool = False) -> None:
+    def _retire(self, worker: Worker, kill: bool = False, replace: bool = True) -> None:
         """Replace `worker` now; it exits on end of input (or is killed) and is reaped later."""
         worker.retiring = True
         with contextlib.suppress(OSError):
@@ -283,114 +381,45 @@ class RenderPool:
         if kill:
             with contextlib.suppress(OSError):
                 worker.process.kill()
-        if not self._closed:
+        if replace and not self._closed:
             self._start_workers()
 
-    def _on_exit(self, worker: _Worker) -> None:
+    def _on_exit(self, worker: Worker) -> None:
         with contextlib.suppress(OSError):
-            while self._read(worker):  # a result written just before the exit still counts
+            while not worker.retiring and self._read(worker):  # a last result still counts
                 pass
         self._detach(worker)
         worker.process.join(1.0)  # its pipes closed as it exited: reaped at once
         code = worker.process.exitcode
-        _release(worker)
+        release(worker)
         if worker.task is not None:
-            _settle(worker.task, error=WorkerCrashed(f"the render worker died (exit code {code})"))
+            settle(worker.task, error=WorkerCrashed(f"the render worker died (exit code {code})"))
             worker.task = None
         if worker in self._workers:
             self._workers.remove(worker)
-        if not self._closed:
+        self._early_deaths = 0 if worker.ready else self._early_deaths + 1
+        if self._early_deaths >= _MAX_EARLY_DEATHS:
+            # Workers die before they are ready: starting more would only loop.
+            log.error("render workers die at start (exit code %s); not restarting them", code)
+            for task in self._queue:
+                settle(task, error=WorkerCrashed("no render worker could start"))
+            self._queue.clear()
+            return
+        if not self._closed and (self.sandbox.mode != "required" or worker.layers == ALL_LAYERS):
             self._start_workers()
             self._dispatch()
 
-    def _detach(self, worker: _Worker) -> None:
+    def _detach(self, worker: Worker) -> None:
         if self._loop is None:
             return
         for fd in (worker.results.fileno() if not worker.results.closed else -1,
                    worker.process.sentinel):
             if fd >= 0:
-                self._loop.remove_reader(fd)
+                with contextlib.suppress(ValueError, OSError):
+                    self._loop.remove_reader(fd)
 
-    def _drop_if_queued(self, task: _Task) -> None:
+    def _drop_if_queued(self, task: Task) -> None:
         if task.outcome.cancelled():
             with contextlib.suppress(ValueError):
                 self._queue.remove(task)
 
-
-def _release(worker: _Worker) -> None:
-    """Close an exited worker's pipes and process handle (its sentinel is a file descriptor)."""
-    for connection in (worker.tasks, worker.results):
-        with contextlib.suppress(OSError):
-            connection.close()
-    with contextlib.suppress(ValueError):  # still running: only after a failed kill
-        worker.process.close()
-
-
-def _settle(task: _Task, value: Any = None, error: BaseException | None = None) -> None:
-    if task.timer is not None:
-        task.timer.cancel()
-    if task.outcome.done():
-        return  # the caller went away, or the pool closed
-    if error is not None:
-        task.outcome.set_exception(error)
-    else:
-        task.outcome.set_result(value)
-
-
-def _frames(inbox: bytearray) -> list[bytes]:
-    """Complete messages at the front of `inbox` (multiprocessing's framing), removed from it."""
-    messages = []
-    while len(inbox) >= 4:
-        (size,) = struct.unpack("!i", inbox[:4])
-        header = 4
-        if size == -1:
-            if len(inbox) < 12:
-                break
-            (size,) = struct.unpack("!Q", inbox[4:12])
-            header = 12
-        if len(inbox) < header + size:
-            break
-        messages.append(bytes(inbox[header:header + size]))
-        del inbox[:header + size]
-    return messages
-
-
-# --- inside a worker process ------------------------------------------------------------------
-
-
-def _serve(tasks: Connection, results: Connection, memory_limit: int) -> None:
-    """A worker's life: say it is ready, then take tasks and send back their results, until
-    end of input."""
-    _die_with_parent()
-    worker_init(memory_limit)
-    results.send_bytes(_READY)
-    while True:
-        try:
-            payload = tasks.recv_bytes()
-        except (EOFError, OSError):
-            return
-        try:
-            fn, args = pickle.loads(payload)
-            reply = (True, fn(*args))
-        except BaseException as exc:  # noqa: BLE001 - the task's own error goes to the caller
-            reply = (False, exc)
-        results.send_bytes(_encode_reply(reply))
-
-
-def _encode_reply(reply: tuple[bool, Any]) -> bytes:
-    # An unpicklable result or exception still answers the task, as a RuntimeError.
-    try:
-        return pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:
-        error = RuntimeError(f"the task's result could not be sent: {type(exc).__name__}")
-        return pickle.dumps((False, error), protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _die_with_parent() -> None:
-    # Spawned from the event loop's thread, which lives as long as vaultd: if vaultd is killed,
-    # the kernel kills the worker too rather than leaving it rendering for nobody.
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() == 1:  # the parent died before the line above
-            os._exit(1)

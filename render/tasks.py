@@ -1,19 +1,11 @@
 """Task entry points, executed inside render worker processes (never in the server process).
 
-The server schedules these through `render.pool.RenderPool`; arguments and results pickle, and
-so does every exception a task raises (an exception that would not unpickle in the parent would
-be reported as a crashed worker, so `_portable` replaces it with a plain RuntimeError).
+The server schedules these through `render.pool.RenderPool`: the call goes to the worker pickled;
+the result (JPEG bytes, a ValidationResult) and any error come back as plain data
+(`render.replies`), so an exception's class is one of a fixed table, never the worker's choice.
 """
 
 from __future__ import annotations
-
-import functools
-import pickle
-import resource
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
-
-from PIL import Image
 
 from render import canvas, watermark
 from render.blobs import open_blob
@@ -28,7 +20,7 @@ from render.model import (
     ValidationResult,
     WatermarkSpec,
 )
-from render.pages import MAX_SOURCE_PIXELS, decode_image, render_pdf_canvas
+from render.pages import decode_image, render_pdf_canvas
 from render.validate import validate
 
 __all__ = [
@@ -40,47 +32,8 @@ __all__ = [
     "WatermarkSpec",
     "render_page",
     "validate_document",
-    "worker_init",
 ]
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def worker_init(memory_limit_bytes: int) -> None:
-    """Pool initializer: cap the address space so a runaway allocation is a MemoryError."""
-    if memory_limit_bytes > 0:
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        soft = memory_limit_bytes if hard == resource.RLIM_INFINITY else min(
-            memory_limit_bytes, hard
-        )
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    # Pillow's own bomb check then agrees with ours (pages.MAX_SOURCE_PIXELS).
-    Image.MAX_IMAGE_PIXELS = MAX_SOURCE_PIXELS
-
-
-def _portable(function: Callable[P, T]) -> Callable[P, T]:
-    @functools.wraps(function)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return function(*args, **kwargs)
-        except Exception as exc:
-            if _round_trips(exc):
-                raise
-            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
-
-    return wrapper
-
-
-def _round_trips(exc: BaseException) -> bool:
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return True
-    except Exception:
-        return False
-
-
-@_portable
 def validate_document(source: DocumentSource) -> ValidationResult:
     """Page count of a stored document; Unreadable if we could not render it."""
     _check_type(source)
@@ -88,7 +41,6 @@ def validate_document(source: DocumentSource) -> ValidationResult:
         return validate(blob, source.content_type)
 
 
-@_portable
 def render_page(
     source: DocumentSource,
     page_number: int,

@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(fonts-dejavu-core fonts-droid-fallback gcc)
+# libseccomp2: the render workers' seccomp filter (through pyseccomp).
+APT_PACKAGES=(fonts-dejavu-core fonts-droid-fallback gcc libseccomp2)
 # The watermark's blend is a C extension: a compiler, and the interpreter's own headers.
 include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$include/Python.h" ] || APT_PACKAGES+=(python3-dev)

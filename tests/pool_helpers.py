@@ -1,26 +1,35 @@
-"""Task functions for the pool tests. They run inside spawned workers, so they live in a module
-that a fresh interpreter can import (not in the test module, not as lambdas)."""
+"""Task functions for the pool tests, shipped into confined workers as source text.
+
+A worker's Landlock ruleset lets it read the interpreter, its libraries and fonts, not this
+repository's tests: a test module cannot be imported there. `task(fn, *args)` therefore sends
+the builtin `eval` with an expression that defines `fn` from its source and calls it (no
+production switch: any picklable callable is a task). Each function imports what it needs.
+"""
 
 from __future__ import annotations
 
-import ctypes
-import os
-import time
-from pathlib import Path
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+
+def task(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., Any], str]:
+    """`pool.run(*task(fn, a, b))` runs `fn(a, b)` in a worker."""
+    source = textwrap.dedent(inspect.getsource(fn))
+    return (eval, f"(lambda ns: (exec({source!r}, ns), ns[{fn.__name__!r}](*{args!r}))[1])({{}})")
 
 
 def pid() -> int:
+    import os
+
     return os.getpid()
 
 
 def sleep_for(seconds: float) -> int:
-    time.sleep(seconds)
-    return os.getpid()
+    import os
+    import time
 
-
-def report_pid_then_sleep(path: str, seconds: float) -> int:
-    """Announce which worker runs the task (so a test can kill it), then hang."""
-    Path(path).write_text(str(os.getpid()))
     time.sleep(seconds)
     return os.getpid()
 
@@ -30,6 +39,8 @@ def allocate(size: int) -> int:
 
 
 def segfault() -> None:
+    import ctypes
+
     ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
@@ -38,11 +49,9 @@ def raise_timeout_error() -> None:
     raise TimeoutError("storage read timed out")
 
 
-class TwoArgError(Exception):
-    def __init__(self, a: str, b: str) -> None:
-        super().__init__(f"{a}/{b}")
-
-
 def raise_unpicklable() -> None:
-    # Pickles in the worker, fails to unpickle in the parent (the constructor wants two args).
+    class TwoArgError(Exception):
+        def __init__(self, a: str, b: str) -> None:
+            super().__init__(f"{a}/{b}")
+
     raise TwoArgError("a", "b")

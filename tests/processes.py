@@ -29,8 +29,10 @@ def cmdline(pid: int) -> str:
 
 
 def render_workers(vaultd_pid: int) -> list[int]:
-    """The spawned pool workers (not the database, not the resource tracker)."""
-    return [p for p in children(vaultd_pid) if "spawn_main" in cmdline(p)]
+    """The pool workers: forked by the render zygote (multiprocessing's fork server), itself a
+    child of vaultd (not the database, not the resource tracker)."""
+    zygotes = [p for p in children(vaultd_pid) if "forkserver" in cmdline(p)]
+    return [worker for zygote in zygotes for worker in children(zygote)]
 
 
 def database_process(vaultd_pid: int) -> int | None:

@@ -10,6 +10,7 @@ import random
 import struct
 import uuid
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ import pikepdf
 from PIL import Image, ImageDraw
 
 from backends.local import LocalBackend
+from render.blobs import ReadAt, install_opener
 from render.model import JPEG as JPEG  # re-exported: tests name content types as fx.PDF etc.
 from render.model import PDF as PDF
 from render.model import PNG as PNG
 from render.model import DocumentSource, WatermarkSpec
-from vaultd.crypto.blob_format import BlobEncryptor, blob_context, new_data_key
+from vaultd.crypto.blob_format import BlobEncryptor, RangeReader, blob_context, new_data_key
 
 LETTER = (612, 792)
 
@@ -204,6 +206,34 @@ def png_bad_crc() -> bytes:
 # --- storage ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _StoredBlob:
+    path: Path
+    key: bytes
+    context: bytes
+
+
+# What in-process tests render: cache key -> the local blob, read through the real RangeReader
+# (a worker process asks the server's broker instead).
+_STORED: dict[str, _StoredBlob] = {}
+
+
+def _local_opener(source: DocumentSource) -> ReadAt:
+    stored = _STORED[source.cache_key]
+
+    def read_at(offset: int, length: int) -> bytes:
+        with stored.path.open("rb") as blob:
+            blob.seek(offset)
+            return blob.read(length)
+
+    reader = RangeReader(read_at, stored.path.stat().st_size, stored.key, stored.context,
+                         source.plaintext_size)
+    return reader.read
+
+
+install_opener(_local_opener)
+
+
 def encrypt_to_local(tmp_path: Path, plaintext: bytes, content_type: str) -> DocumentSource:
     """Store `plaintext` as a real encrypted blob under `tmp_path`; the source to render it."""
     file_id = str(uuid.uuid4())
@@ -212,14 +242,17 @@ def encrypt_to_local(tmp_path: Path, plaintext: bytes, content_type: str) -> Doc
     blob = encryptor.update(plaintext) + encryptor.finalize()
     backend = LocalBackend(tmp_path)
     (backend.root / file_id).write_bytes(blob)
-    return DocumentSource(
-        ref=backend.ref(file_id), data_key=key, context=context,
-        plaintext_size=encryptor.plaintext_size, content_type=content_type, cache_key=file_id,
-    )
+    _STORED[file_id] = _StoredBlob(backend.root / file_id, key, context)
+    return DocumentSource(content_type=content_type, plaintext_size=encryptor.plaintext_size,
+                          cache_key=file_id, version=file_id)
 
 
 def blob_path(source: DocumentSource) -> Path:
-    return Path(source.ref.option("root")) / source.ref.name
+    return _STORED[source.cache_key].path
+
+
+def data_key(source: DocumentSource) -> bytes:
+    return _STORED[source.cache_key].key
 
 
 def mark(name: str = "Alice Martin", email: str = "alice@example.com",
@@ -228,3 +261,25 @@ def mark(name: str = "Alice Martin", email: str = "alice@example.com",
     return WatermarkSpec(viewer_name=name, viewer_email=email, ip=ip, brand=brand,
                          displayed_at=when)
 
+
+
+class LocalDocument:
+    """A broker for pool tests: serves the plaintext of one local blob, as vaultd.broker does."""
+
+    def __init__(self, source: DocumentSource) -> None:
+        self._source = source
+        self.path = blob_path(source)
+        self.size = source.plaintext_size
+        self.reads: list[tuple[int, int]] = []
+
+    async def read(self, offset: int, length: int) -> bytes:
+        self.reads.append((offset, length))
+        return _local_opener(self._source)(offset, length)
+
+    async def check(self) -> None:
+        if not self.path.exists():
+            raise FileNotFoundError("the blob is gone")
+
+
+def brokered(source: DocumentSource) -> LocalDocument:
+    return LocalDocument(source)

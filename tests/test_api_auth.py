@@ -61,7 +61,9 @@ def test_a_revoked_key_stops_working_at_once(vault: VaultProcess) -> None:
 def test_health_needs_no_key(anon: httpx.Client, vault: VaultProcess) -> None:
     response = httpx.get(f"{vault.url}/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    body = response.json()
+    assert set(body) == {"status", "renderSandbox"} and body["status"] == "ok"
+    assert body["renderSandbox"]["mode"] == "auto"
 
 
 def test_unknown_routes_answer_json_404(api: httpx.Client, vault: VaultProcess) -> None:

@@ -230,6 +230,14 @@ FIELDS: tuple[Field, ...] = (
         "Recycle a worker after this many tasks (0: never).",
     ),
     Field(
+        "render.sandbox",
+        _choice("auto", "required"),
+        "auto",
+        "VAULTD_RENDER_SANDBOX",
+        "auto: confine workers with every layer available, warn about the rest; "
+        "required: refuse to start unless every layer is active.",
+    ),
+    Field(
         "render.long_side",
         _int(200, 4000),
         1600,
@@ -337,6 +345,7 @@ class Settings:
     render_timeout_seconds: float
     render_memory_limit_mb: int
     render_max_tasks_per_worker: int
+    render_sandbox: str
     render_long_side: int
     render_max_pixels: int
     upload_max_bytes: int

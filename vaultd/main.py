@@ -15,6 +15,7 @@ from tornado.ioloop import PeriodicCallback
 from backends.base import BackendUnavailable, BlobBackend
 from render import blend
 from render.pool import RenderPool
+from render.sandbox.report import SandboxUnavailable
 from vaultd import data_dir
 from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.db import Db
@@ -62,6 +63,7 @@ def make_pool(settings: Settings) -> RenderPool:
         timeout_seconds=settings.render_timeout_seconds,
         max_tasks_per_worker=settings.render_max_tasks_per_worker,
         memory_limit_bytes=settings.render_memory_limit_mb << 20,
+        sandbox=settings.render_sandbox,
     )
 
 
@@ -101,6 +103,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
     try:
         await start_backend(backend)
         pool = make_pool(settings)
+        await pool.wait_ready()  # "required" and a sandbox layer missing: refuse to start
         store = BlobStore(backend, keyrings.current(), keyrings.current)
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
@@ -204,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         settings = build_settings(parse_args(argv))
         setup_logging(settings.log_level)
         asyncio.run(serve(settings))
-    except (ConfigError, EmbeddedDbError, StartupError) as exc:
+    except (ConfigError, EmbeddedDbError, StartupError, SandboxUnavailable) as exc:
         print(f"vaultd: {exc}", file=sys.stderr)
         sys.exit(2)
     except OSError as exc:  # not foreseen above: still say which file or address

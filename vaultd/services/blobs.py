@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from backends.base import BlobBackend, BlobWriter
-from render.model import DocumentSource
 from vaultd.crypto.blob_format import (
     BlobEncryptor,
     ChunkOpener,
@@ -76,17 +75,6 @@ class BlobStore:
         wrapped = WrappedKey.from_doc(file_doc["blob"]["key"])
         ids = {"file_id": file_doc["_id"], "account_id": file_doc["accountId"]}
         return self._current_keyring().unwrap(wrapped, **ids)
-
-    def source(self, file_doc: FileDoc) -> DocumentSource:
-        """What a worker needs to open the file itself; no file bytes cross processes."""
-        return DocumentSource(
-            ref=self.backend.ref(file_doc["blob"]["name"]),
-            data_key=self._data_key(file_doc),
-            context=blob_context(file_doc["accountId"], file_doc["_id"]),
-            plaintext_size=int(file_doc["size"]),
-            content_type=file_doc["contentType"],
-            cache_key=file_doc["_id"],
-        )
 
     async def open_plaintext(self, file_doc: FileDoc) -> ChunkOpener:
         """Verify length, commitment and final chunk before a single byte is served."""

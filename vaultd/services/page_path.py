@@ -33,6 +33,7 @@ from render.forensic.codes import new_render_id, render_id_hex
 from render.model import PixelBudget, WatermarkSpec
 from render.pool import RenderPool
 from render.tasks import render_page
+from vaultd.broker import brokered
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
@@ -168,9 +169,11 @@ class PagePath:
 
     def render(self, page: Page) -> asyncio.Future[bytes]:
         """Start the render; a full queue is a 503 now, before anything is written."""
+        document = brokered(self.store, page.link.file)
         return asyncio.ensure_future(start_task(
-            self.pool, render_page, self.store.source(page.link.file), page.number,
-            watermark_for(page.link, page.request.ip, page.render_id), budget_for(self.settings)))
+            self.pool, render_page, document.source, page.number,
+            watermark_for(page.link, page.request.ip, page.render_id), budget_for(self.settings),
+            document=document))
 
     async def log(self, page: Page) -> str:
         opened = page.link

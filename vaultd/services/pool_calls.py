@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from render.fair_queue import QueueRefused
 from render.pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
 from render.tasks import PageOutOfRange, Unreadable
+from vaultd.broker import BrokeredFile
 from vaultd.errors import (
     NotFound,
     ServiceUnavailable,
@@ -22,20 +23,26 @@ log = logging.getLogger("vaultd.render")
 
 
 async def run_task(
-    pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False
+    pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False,
+    document: BrokeredFile | None = None, account: str | None = None,
 ) -> T:
     """Run `fn` in the pool. A crashed or timed-out worker is a 503 (retry with backoff), except
     where the caller knows the input is a fresh upload: then the file is to blame (422)."""
-    return await start_task(pool, fn, *args, on_upload=on_upload)
+    return await start_task(pool, fn, *args, on_upload=on_upload, document=document,
+                            account=account)
 
 
 def start_task(
-    pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False
+    pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False,
+    document: BrokeredFile | None = None, account: str | None = None,
 ) -> Coroutine[Any, Any, T]:
     """Submit `fn` now (a full queue is a 503 at once, before the caller does anything else);
-    the returned coroutine waits for the result, with run_task's errors."""
+    the returned coroutine waits for the result, with run_task's errors. `document`: the one
+    file the worker may read, on a worker of that file's account; `account`: the account whose
+    data the arguments carry (a leaked image), when there is no document."""
+    account = document.account if document is not None else account
     try:
-        pending = pool.submit(fn, *args)
+        pending = pool.submit(fn, *args, account=account, document=document)
     except PoolBusy:
         raise ServiceUnavailable("render queue is full; retry shortly", retry_after=2) from None
     return _outcome(pending, on_upload)

@@ -52,8 +52,9 @@ def check_content_type(header: str | None, data: bytes) -> None:
         raise UnsupportedMediaType(f"the body is not a {declared} image")
 
 
-async def decode_in_worker(pool: RenderPool, data: bytes) -> int | None:
-    return await run_task(pool, trace_image, data)
+async def decode_in_worker(pool: RenderPool, data: bytes, account_id: str) -> int | None:
+    # The image may hold the account's pages: it goes to a worker of that account only.
+    return await run_task(pool, trace_image, data, account=account_id)
 
 
 def parse_typed_code(text: str | None) -> int | None:
@@ -93,7 +94,7 @@ async def trace(db: Db, pool: RenderPool, account: Account, data: bytes,
     check_allowed(account)
     typed = parse_typed_code(typed_code)
     check_content_type(content_type, data)
-    decoded = await decode_in_worker(pool, data)
+    decoded = await decode_in_worker(pool, data, account.id)
     evidence: dict[int, str] = {}
     if decoded is not None:
         evidence[decoded] = "invisible"

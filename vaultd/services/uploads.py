@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
+from vaultd.broker import brokered
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.records import FileDoc, FileKind
@@ -156,9 +157,10 @@ class UploadSession:
         blob_size = await blob.writer.commit()
         self._committed = True
         doc = self._file_doc(blob, blob_size, self.content_type)
+        document = brokered(self.store, doc)
         try:
             result: ValidationResult = await run_task(
-                pool, validate_document, self.store.source(doc), on_upload=True
+                pool, validate_document, document.source, on_upload=True, document=document
             )
         except Unprocessable as error:
             raise self._explained(error) from None

@@ -1,0 +1,125 @@
+"""The pool's records of tasks and workers, its dispatch decision, and how a task is settled.
+
+`choose_worker` is the one place that decides which worker takes a task: per-account fairness
+(issue 15) or a warm per-worker page cache (issue 19) slot in here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, Protocol
+
+from render.channel import Kind, frame, write_all
+from render.sandbox.layers import Layer
+
+
+class BrokeredDocument(Protocol):
+    """The server's side of a task's one document: plaintext ranges, read and decrypted."""
+
+    @property
+    def size(self) -> int: ...
+
+    async def read(self, offset: int, length: int) -> bytes: ...
+
+    async def check(self) -> None:
+        """Raise if the document is gone or its storage unreachable (run while it renders)."""
+
+
+@dataclass(eq=False)
+class Task:
+    payload: bytes
+    timeout: float
+    outcome: asyncio.Future[Any]
+    account: str | None = None
+    document: BrokeredDocument | None = None
+    timer: asyncio.TimerHandle | None = None
+    reading: bool = False
+    broker_error: BaseException | None = None
+    check: asyncio.Future[None] | None = None  # the document still exists: awaited on success
+
+
+NO_LAYERS = Layer(0)  # a worker not yet READY: no sandbox layer known
+
+
+@dataclass(eq=False)
+class Worker:
+    process: BaseProcess
+    tasks: Connection  # the parent's end: tasks and broker answers go out
+    results: Connection  # the parent's end: READY, results, errors and reads come in
+    task: Task | None = None
+    account: str | None = None  # bound by its first task that names one, for life
+    done: int = 0
+    ready: bool = False
+    retiring: bool = False
+    layers: Layer = NO_LAYERS
+    started: float = field(default_factory=time.monotonic)
+    inbox: bytearray = field(default_factory=bytearray)
+
+    @property
+    def idle(self) -> bool:
+        return self.ready and self.task is None and not self.retiring
+
+
+def choose_worker(task: Task, workers: list[Worker]) -> Worker | None:
+    """The dispatch decision: an idle worker already serving the task's account, else an idle
+    worker that has served no account. None: the task waits (see `_make_room`)."""
+    idle = [w for w in workers if w.idle and w.process.is_alive()]
+    if task.account is None:
+        return idle[0] if idle else None
+    return (next((w for w in idle if w.account == task.account), None)
+            or next((w for w in idle if w.account is None), None))
+
+
+def release(worker: Worker) -> None:
+    """Close an exited worker's pipes and process handle (its sentinel is a file descriptor)."""
+    for connection in (worker.tasks, worker.results):
+        with contextlib.suppress(OSError):
+            connection.close()
+    with contextlib.suppress(ValueError):  # still running: only after a failed kill
+        worker.process.close()
+
+
+def settle(task: Task, value: Any = None, error: BaseException | None = None) -> None:
+    if task.timer is not None:
+        task.timer.cancel()
+    if task.outcome.done():
+        return  # the caller went away, or the pool closed
+    if error is not None:
+        task.outcome.set_exception(error)
+    else:
+        task.outcome.set_result(value)
+
+
+async def answer_read(worker: Worker, task: Task, document: BrokeredDocument, offset: int,
+                       length: int) -> None:
+    """The broker's answer to one checked read: the bytes, or a bare "no" (status 1) while the
+    real error is kept for the task's caller."""
+    try:
+        data, status = await document.read(offset, length), 0
+    except Exception as exc:  # noqa: BLE001 - kept for the caller; the worker learns "no"
+        task.broker_error = task.broker_error or exc
+        data, status = b"", 1
+    task.reading = False
+    if worker.task is not task or (task.outcome.done() and worker.retiring):
+        return  # timed out or killed meanwhile
+    with contextlib.suppress(OSError):
+        write_all(worker.tasks.fileno(), frame(Kind.DATA, data, status=status))
+
+
+def settle_after_check(task: Task, value: Any) -> None:
+    check = task.check
+    if check is None or check.done():
+        error = check.exception() if check is not None and not check.cancelled() else None
+        settle(task, value=None if error else value, error=error)
+        return
+    check.add_done_callback(lambda _: settle_after_check(task, value))
+
+
+def retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()  # reported through the task when it matters; never "unretrieved"

@@ -1,0 +1,1 @@
+"""Confinement of render workers: see render.sandbox.confine and docs/security.md."""

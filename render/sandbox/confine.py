@@ -1,0 +1,112 @@
+"""Confining a render worker, after its imports and before its first untrusted byte.
+
+Order matters: rlimits and namespaces need privileges the later layers take away; the uid
+switch comes after the namespace (only root may create a network namespace without a user
+namespace); no_new_privs precedes Landlock and seccomp (both require it unprivileged); seccomp
+comes last since it forbids the Landlock calls. Every layer that cannot be applied is left out
+and reported (the mask sent in READY); the server decides whether that is acceptable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import site
+import sys
+import sysconfig
+
+from render.sandbox import landlock, seccomp_filter
+from render.sandbox.layers import Layer
+
+_CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
+_PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 4, 38
+_FIRST_WORKER_UID = 0x10000  # a worker runs as 65536 + its pid: no two workers share a uid
+_MAX_OPEN_FILES = 64
+_MAX_PROCESSES = 16  # threads count: the watermark helper and the cache reaper
+_CPU_SECONDS = 3600  # a worker is recycled long before; this only stops a runaway loop
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def confine(memory_limit: int) -> Layer:
+    """Apply every layer this kernel and our privileges allow; return those now active."""
+    readable = readable_paths()  # while the interpreter's files can still be listed
+    active = Layer(0)
+    if not any(name.startswith("VAULTD_") for name in os.environ):
+        active |= Layer.CLEAN_ENV
+    if _set_rlimits(memory_limit):
+        active |= Layer.RLIMITS
+    active |= _own_namespaces_and_identity()
+    _prctl(_PR_SET_DUMPABLE, 0)  # other workers and the server cannot read this one's memory
+    if _prctl(_PR_SET_NO_NEW_PRIVS, 1):
+        active |= Layer.NO_NEW_PRIVS
+        active |= _landlock(readable)
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            seccomp_filter.install()
+            active |= Layer.SECCOMP
+    return active
+
+
+def _prctl(option: int, value: int) -> bool:
+    return int(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0)) == 0
+
+
+def _hard(limit: int, value: int) -> None:
+    _, hard = resource.getrlimit(limit)
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(limit, (value, value))
+
+
+def _set_rlimits(memory_limit: int) -> bool:
+    try:
+        if memory_limit > 0:
+            _hard(resource.RLIMIT_AS, memory_limit)
+        _hard(resource.RLIMIT_NOFILE, _MAX_OPEN_FILES)
+        _hard(resource.RLIMIT_NPROC, _MAX_PROCESSES)
+        _hard(resource.RLIMIT_CPU, _CPU_SECONDS)
+        _hard(resource.RLIMIT_CORE, 0)
+    except (OSError, ValueError):
+        return False
+    return memory_limit > 0
+
+
+def _unshare(flags: int) -> bool:
+    return int(_libc.unshare(ctypes.c_int(flags))) == 0
+
+
+def _own_namespaces_and_identity() -> Layer:
+    if os.geteuid() == 0:
+        active = Layer.NET_NAMESPACE if _unshare(_CLONE_NEWNET) else Layer(0)
+        uid = _FIRST_WORKER_UID + os.getpid()
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        except OSError:
+            return active
+        return active | Layer.OWN_IDENTITY
+    if _unshare(_CLONE_NEWUSER | _CLONE_NEWNET):
+        return Layer.NET_NAMESPACE | Layer.OWN_IDENTITY
+    return Layer.NET_NAMESPACE if _unshare(_CLONE_NEWNET) else Layer(0)
+
+
+def readable_paths() -> list[str]:
+    """What rendering may still read: the interpreter and its libraries, shared libraries,
+    fonts and their configuration. Not the project's working directory, not /proc."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64",
+             "/etc/fonts", "/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/urandom",
+             os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # the render package
+    paths.update(sysconfig.get_paths().values())
+    paths.update(site.getsitepackages())
+    return sorted(p for p in paths if p)
+
+
+def _landlock(readable: list[str]) -> Layer:
+    try:
+        fs, net, scope = landlock.restrict(readable)
+    except OSError:
+        return Layer(0)
+    return ((Layer.LANDLOCK_FS if fs else Layer(0)) | (Layer.LANDLOCK_NET if net else Layer(0))
+            | (Layer.LANDLOCK_SCOPE if scope else Layer(0)))
