@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -49,9 +50,8 @@ def test_names_whose_escapes_are_not_utf8_are_refused_like_decodeuricomponent(
     before = blob_names(vault)
     response = api.post("/files", content=docs.pdf(), headers={
         "Content-Type": "application/pdf", "x-file-name": name})
-    error = assert_json_error(response, 400)["error"]
-    assert error.startswith("x-file-name is not valid URI-component encoding")
-    assert "not UTF-8" in error and "encodeURIComponent" in error
+    assert_json_error(response, 400, re.compile(
+        r"x-file-name is not valid URI-component encoding.*not UTF-8.*encodeURIComponent.*"))
     assert blob_names(vault) == before
 
 
@@ -62,14 +62,13 @@ def test_a_pdf_with_its_newlines_stripped_is_422_and_says_to_send_the_raw_file(
     stripped = docs.pdf(pages=1).replace(b"\r", b"").replace(b"\n", b"")
     before = blob_names(vault)
     response = api.post("/files", content=stripped, headers={"Content-Type": "application/pdf"})
-    error = assert_json_error(response, 422)["error"]
-    assert error.startswith("the PDF is damaged or not a PDF; it has no line breaks at all, as "
-                            "when curl -d strips them: send the file itself as the body")
-    assert "curl --data-binary @file.pdf" in error
+    assert_json_error(response, 422, re.compile(re.escape(
+        "the PDF is damaged or not a PDF; it has no line breaks at all, as when curl -d strips "
+        "them: send the file itself as the body") + r".*curl --data-binary @file\.pdf.*"))
     assert blob_names(vault) == before
     damaged = api.post("/files", content=b"%PDF-1.7\n" + b"garbage" * 100,
                        headers={"Content-Type": "application/pdf"})
-    assert "line breaks" not in assert_json_error(damaged, 422)["error"]  # only when stripped
+    assert_json_error(damaged, 422, "the PDF is damaged or not a PDF")  # no hint: not stripped
 
 
 @pytest.mark.parametrize(("content_type", "body", "taught"), [
@@ -83,9 +82,8 @@ def test_form_bodies_are_415_and_say_to_send_the_raw_file(
 ) -> None:
     before = blob_names(vault)
     response = api.post("/files", content=body, headers={"Content-Type": content_type})
-    error = assert_json_error(response, 415)
-    assert error["error"].startswith(taught)
-    assert "curl --data-binary @file.pdf" in error["error"]
+    error = assert_json_error(response, 415, re.compile(
+        re.escape(taught) + r".*curl --data-binary @file\.pdf.*"))
     assert error["statusCode"] == 415 and error["message"] == error["error"]
     assert blob_names(vault) == before
 

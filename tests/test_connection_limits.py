@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import assert_json_error
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
 
 JSON_LIMIT = 16 << 10
@@ -62,7 +62,7 @@ def test_a_json_body_over_16_kib_is_refused_413_from_its_content_length(
 ) -> None:
     with tight_vault.client(key) as api:
         big = {"fileId": "x" * (JSON_LIMIT + 10), "viewerEmail": "a@example.com"}
-        body = assert_json_error(api.post("/views", json=big), 413)
+        body = assert_json_error(api.post("/views", json=big), 413, TOO_LARGE)
         assert body == {"error": TOO_LARGE, "statusCode": 413, "message": TOO_LARGE}
         # The connection stays usable: the refused body was read and dropped.
         assert api.get("/account").status_code == 200
@@ -106,7 +106,7 @@ def test_a_chunked_json_body_is_refused_413_as_soon_as_it_passes_16_kib(
     with tight_vault.client(key) as api:
         response = api.post("/views", content=pieces(),
                             headers={"Content-Type": "application/json"})
-        assert assert_json_error(response, 413)["error"] == TOO_LARGE
+        assert_json_error(response, 413, TOO_LARGE)
 
 
 def test_a_json_body_just_under_the_limit_reaches_the_handler(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,7 @@ from PIL import Image, ImageEnhance
 from bench.corpus import _photo_jpeg
 from bench.leakmark_attacks import ATTACKS
 from tests import documents as docs
-from tests.http_helpers import create_link, upload_ok
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import MISSING_KEY, assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess
 
 # Every leak of the issue that the mark survives (docs/leak-tracing.md: brightness or contrast
@@ -150,27 +150,22 @@ def test_free_plan_is_refused(vault: VaultProcess, served: dict[str, Any]) -> No
     _, free_key = vault.new_account("Free Co", plan="free")
     with vault.client(free_key) as free:
         response = _trace(free, served["pages"][0])
-    assert_json_error(response, 403)
-    assert "Pro or Business" in response.json()["error"]
+    assert_json_error(response, 403, re.compile(r"leak tracing needs the Pro or Business plan .*"))
 
 
 def test_bad_bodies_are_refused(api: httpx.Client, anon: httpx.Client) -> None:
     png = _encoded(Image.new("RGB", (300, 300), "white"), "PNG")
     wrong_type = api.post("/trace", content=png, headers={"Content-Type": "application/pdf"})
-    assert_json_error(wrong_type, 415)
-    assert "image/jpeg or image/png" in wrong_type.json()["error"]
+    assert_json_error(wrong_type, 415, "send the leaked image as image/jpeg or image/png")
     lying = api.post("/trace", content=png, headers={"Content-Type": "image/jpeg"})
-    assert_json_error(lying, 415)
-    assert "not a image/jpeg" in lying.json()["error"]
+    assert_json_error(lying, 415, "the body is not a image/jpeg image")
     damaged = api.post("/trace", content=png[:200], headers={"Content-Type": "image/png"})
-    assert_json_error(damaged, 422)
-    assert "damaged" in damaged.json()["error"]
+    assert_json_error(damaged, 422, re.compile(r".*damaged.*"))
     huge = api.post("/trace", content=b"\x89PNG\r\n\x1a\n" + bytes(26 * 1024 * 1024),
                     headers={"Content-Type": "image/png"}, timeout=120)
-    assert_json_error(huge, 413)
-    assert "limit" in huge.json()["error"]
+    assert_json_error(huge, 413, re.compile(r"image larger than the \d+ byte limit"))
     assert_json_error(anon.post("/trace", content=png, headers={"Content-Type": "image/png"}),
-                      401)
+                      401, MISSING_KEY)
 
 
 def test_vault_admin_trace_finds_the_view_in_any_account(
@@ -208,8 +203,7 @@ def test_a_typed_trace_code_is_visible_evidence(
     typo = code[:-1] + ("0" if code[-1] != "0" else "1")
     response = api.post(f"/trace?traceCode={typo}", content=blank,
                         headers={"Content-Type": "image/png"})
-    assert_json_error(response, 400)
-    assert "check symbol" in response.json()["error"]
+    assert_json_error(response, 400, re.compile(r".*check symbol.*"))
 
 
 def test_a_declared_huge_body_is_refused_before_it_is_read(

@@ -13,8 +13,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import upload
-from tests.test_api_auth import assert_json_error
+from tests.http_helpers import assert_json_error, upload
 from tests.vault_process import VaultProcess, running_vault
 
 CONCURRENT = 2
@@ -92,9 +91,8 @@ def test_an_upload_whose_declared_size_cannot_fit_the_quota_is_refused_402(
     account_id, key = vault2.new_account(plan="free")
     set_usage(vault2, account_id, documents=1, storage=(1 << 30) - 100_000)
     with vault2.client(key) as api:
-        body = assert_json_error(upload(api, docs.png_of_size(200_000), content_type="image/png"),
-                                 402)
-        assert body["error"] == "storage limit reached: plan Free allows 1073741824 bytes"
+        assert_json_error(upload(api, docs.png_of_size(200_000), content_type="image/png"),
+                          402, "storage limit reached: plan Free allows 1073741824 bytes")
         # A file that fits is still accepted.
         assert upload(api, docs.png_of_size(50_000), content_type="image/png").status_code == 201
 
@@ -108,9 +106,8 @@ def test_uploads_past_the_per_account_cap_get_429_with_retry_after(
     time.sleep(0.5)
     with vault2.client(key) as api:
         response = upload(api, docs.png(), content_type="image/png")
-        body = assert_json_error(response, 429)
-        assert body["error"] == (f"too many uploads in progress for this account (at most "
-                                 f"{CONCURRENT}); retry when one has finished")
+        assert_json_error(response, 429, f"too many uploads in progress for this account (at "
+                          f"most {CONCURRENT}); retry when one has finished")
         assert response.headers["Retry-After"] == "5"
     _, other_key = vault2.new_account(name="Other")
     with vault2.client(other_key) as other:  # another account is not affected
