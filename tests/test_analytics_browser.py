@@ -17,7 +17,7 @@ from tests.cdp import CHROMIUM, Cdp, chromium
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 VISIBLE = "document.visibilityState"
 

@@ -19,6 +19,8 @@ from tests import documents as docs
 from tests.http_helpers import assert_json_error
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 JSON_LIMIT = 16 << 10
 TOO_LARGE = f"request body larger than the {JSON_LIMIT} byte limit"
 BUSY = "too many open connections; retry shortly"

@@ -18,6 +18,8 @@ from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess, running_vault
 from vaultd.db_credentials import FILE_NAME
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 NOBODY = 65534
 
 

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests import documents as docs
 from tests.vault_process import ROOT, running_vault
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 README = (ROOT / "README.md").read_text()
 

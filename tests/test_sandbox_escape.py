@@ -29,6 +29,8 @@ from tests import sandbox_attacks as attacks
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess, base_env, free_port
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 
 @pytest.fixture(scope="module")
 async def pool() -> AsyncIterator[RenderPool]:
@@ -261,7 +263,10 @@ def test_auto_mode_starts_warns_once_and_reports_the_missing_layer(tmp_path: Pat
     process = _start_without_unshare(tmp_path / "data", "auto")
     try:
         assert process.stdout is not None
-        line = process.stdout.readline()  # "vaultd listening on http://host:port"
+        # A first start also announces the new master key; then "listening on http://host:port".
+        line = process.stdout.readline()
+        if "master key" in line:
+            line = process.stdout.readline()
         assert "listening on" in line, process.stderr.read() if process.stderr else ""
         url = line.split()[-1]
         layers = httpx.get(f"{url}/healthz", timeout=10).json()["renderSandbox"]["layers"]

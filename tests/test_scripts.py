@@ -11,6 +11,8 @@ import pytest
 
 from tests.vault_process import ROOT, base_env
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 STAMPED = ["pyproject.toml", "setup.py", "render/_blend.c", "scripts/setup.sh"]
 
 

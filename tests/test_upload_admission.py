@@ -16,6 +16,8 @@ from tests import documents as docs
 from tests.http_helpers import assert_json_error, upload
 from tests.vault_process import VaultProcess, running_vault
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 CONCURRENT = 2
 
 

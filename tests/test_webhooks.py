@@ -17,6 +17,8 @@ from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess, running_vault
 from tests.webhook_receiver import Receiver, Reply, running_receiver
 
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
 ALL_EVENTS = ["file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
               "view.completed", "file.downloaded"]
 FAST_RETRIES = {"VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "true",

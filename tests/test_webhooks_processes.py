@@ -3,10 +3,11 @@ once (the lease), and a vaultd killed with deliveries pending sends them after a
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
+
+import pytest
 
 from tests import documents as docs
 from tests.http_helpers import upload_ok
@@ -15,6 +16,9 @@ from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
 from tests.webhook_receiver import Reply, running_receiver
 from vaultd.crypto.keyring import MasterKeyring
+from vaultd.embedded_db import running_address
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 
 def slow_ok(_: int) -> Reply:
@@ -27,8 +31,9 @@ def test_two_processes_deliver_each_message_once(tmp_path: Path) -> None:
     env = {**FAST_RETRIES, "VAULTD_WEBHOOKS_POLL_SECONDS": "0.05", "VAULTD_MASTER_KEY": ring,
            "VAULTD_RENDER_WORKERS": "1"}
     with running_receiver() as receiver, running_vault(tmp_path / "a", **env) as a:
-        address = json.loads((a.data_dir / "db" / "address.json").read_text())
-        uri = f"mongodb://{address['host']}:{address['port']}/?directConnection=true"
+        # A's embedded database requires its credentials (vaultd.db_credentials).
+        uri = running_address(a.data_dir / "db")
+        assert uri is not None
         b = VaultProcess(tmp_path / "b", env={**env, "VAULTD_MONGODB_URI": uri}).start()
         try:
             receiver.reply = slow_ok
