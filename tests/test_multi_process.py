@@ -49,7 +49,9 @@ def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 def pair(tmp_path_factory: pytest.TempPathFactory,
          azurite: Azurite) -> Iterator[tuple[VaultProcess, VaultProcess]]:
     ring = MasterKeyring.generate().serialize(one_line=True)
-    env = {**azurite.env(CONTAINER), "VAULTD_MASTER_KEY": ring, "VAULTD_RENDER_WORKERS": "1"}
+    # The upload cap is per process: these tests race more uploads than its default of 4.
+    env = {**azurite.env(CONTAINER), "VAULTD_MASTER_KEY": ring, "VAULTD_RENDER_WORKERS": "1",
+           "VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT": "16"}
     root = tmp_path_factory.mktemp("multi")
     a = VaultProcess(root / "a", env=dict(env)).start()
     b: VaultProcess | None = None

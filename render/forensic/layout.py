@@ -14,6 +14,10 @@ import binascii
 import functools
 
 import numpy as np
+
+# Imported now, not on first use (numpy loads it lazily): a worker switches to a uid of its own
+# after its imports, and that uid may not be able to read the installation (a 0700 home).
+import numpy.random
 import numpy.typing as npt
 
 from render.forensic.codes import ID_BITS
