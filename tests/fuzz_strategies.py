@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any
 from urllib.parse import unquote
@@ -114,3 +115,11 @@ def assert_clean(response: httpx.Response) -> None:
 
 def latest_entry(api: httpx.Client, file_id: str) -> dict[str, Any]:
     return api.get(f"/files/{file_id}/access-log").json()[0]
+
+
+def expected_ip(value: str) -> str | None:
+    """The canonical form vaultd records for an `x-viewer-ip` value, or None (not recorded)."""
+    try:
+        return str(ipaddress.ip_address(value.strip()))
+    except ValueError:
+        return None

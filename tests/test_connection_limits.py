@@ -70,6 +70,15 @@ def test_a_json_body_over_16_kib_is_refused_413_from_its_content_length(
         assert api.get("/account").status_code == 200
 
 
+def test_deeply_nested_json_past_16_kib_is_refused_413_before_it_is_parsed(
+    tight_vault: VaultProcess, key: str
+) -> None:
+    with tight_vault.client(key) as api:
+        response = api.post("/views", content=b"[" * 500_000,
+                            headers={"Content-Type": "application/json"})
+        assert_json_error(response, 413, TOO_LARGE)
+
+
 def test_an_unauthenticated_large_body_is_refused_before_it_is_buffered(
     tight_vault: VaultProcess,
 ) -> None:
