@@ -14,7 +14,18 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from vaultd.records import AccessLogDoc, AccountDoc, ApiKeyDoc, FileDoc, InstanceDoc, LinkDoc
+from vaultd.records import (
+    AccessLogDoc,
+    AccountDoc,
+    ApiKeyDoc,
+    DeliveryDoc,
+    FileDoc,
+    InstanceDoc,
+    LinkDoc,
+    LinkStatsDoc,
+    OutboxDoc,
+    WebhookEndpointDoc,
+)
 
 # What the driver returns before a collection's record type applies. The casts below are where
 # the stored shapes (vaultd.records) are asserted; every write goes through the same types.
@@ -57,20 +68,20 @@ class Db:
         return self.database[name]
 
     @property
-    def link_stats(self) -> AsyncCollection[RawDoc]:
-        return self.database["link_stats"]  # analytics aggregates, one document per link
+    def link_stats(self) -> AsyncCollection[LinkStatsDoc]:
+        return cast("AsyncCollection[LinkStatsDoc]", self.database["link_stats"])
 
     @property
-    def webhook_endpoints(self) -> AsyncCollection[RawDoc]:
-        return self.database["webhook_endpoints"]
+    def webhook_endpoints(self) -> AsyncCollection[WebhookEndpointDoc]:
+        return cast("AsyncCollection[WebhookEndpointDoc]", self.database["webhook_endpoints"])
 
     @property
-    def webhook_outbox(self) -> AsyncCollection[RawDoc]:
-        return self.database["webhook_outbox"]
+    def webhook_outbox(self) -> AsyncCollection[OutboxDoc]:
+        return cast("AsyncCollection[OutboxDoc]", self.database["webhook_outbox"])
 
     @property
-    def webhook_deliveries(self) -> AsyncCollection[RawDoc]:
-        return self.database["webhook_deliveries"]  # one record per delivery attempt
+    def webhook_deliveries(self) -> AsyncCollection[DeliveryDoc]:
+        return cast("AsyncCollection[DeliveryDoc]", self.database["webhook_deliveries"])
 
     async def close(self) -> None:
         await self.client.close()
@@ -119,6 +130,12 @@ async def ensure_indexes(db: Db) -> None:
     # Leak tracing looks a decoded render id up within one account.
     await db.access_log.create_index([("accountId", ASCENDING), ("renderId", ASCENDING)])
     await db.link_stats.create_index([("fileId", ASCENDING)])
-    await db.webhook_endpoints.create_index([("accountId", ASCENDING)])
+    # One endpoint per (account, slot 0-9): the endpoint limit holds under concurrent creates.
+    await db.webhook_endpoints.create_index(
+        [("accountId", ASCENDING), ("slot", ASCENDING)], unique=True)
     await db.webhook_outbox.create_index([("state", ASCENDING), ("nextAttemptAt", ASCENDING)])
+    await db.webhook_outbox.create_index([("state", ASCENDING), ("createdAt", ASCENDING)])
     await db.webhook_deliveries.create_index([("endpointId", ASCENDING), ("at", DESCENDING)])
+    await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
+    await db.link_stats.create_index([("openAnnounced", ASCENDING)])
+    await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
