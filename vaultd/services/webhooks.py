@@ -108,7 +108,7 @@ def endpoint_json(doc: WebhookEndpointDoc) -> EndpointJson:
             "createdAt": iso_utc(doc["createdAt"])}
 
 
-def _binding(endpoint_id: str) -> str:
+def webhook_binding(endpoint_id: str) -> str:
     # The keyring binds wrapped keys to a "file id": a namespace keeps the two kinds apart.
     return f"webhook:{endpoint_id}"
 
@@ -120,7 +120,8 @@ def encode_secret(raw: bytes) -> str:
 def endpoint_secret(keyring: MasterKeyring, doc: WebhookEndpointDoc) -> str:
     """The endpoint's `whsec_` secret, unwrapped for signing; never stored or logged."""
     wrapped = WrappedKey.from_doc(doc["secret"])
-    raw = keyring.unwrap(wrapped, file_id=_binding(doc["_id"]), account_id=doc["accountId"])
+    raw = keyring.unwrap(wrapped, file_id=webhook_binding(doc["_id"]),
+                         account_id=doc["accountId"])
     return encode_secret(raw)
 
 
@@ -129,7 +130,7 @@ async def create_endpoint(db: Db, keyring: MasterKeyring, account: Account,
     require_webhook_plan(account)
     endpoint_id = "ep_" + uuid.uuid4().hex
     raw = secrets.token_bytes(DATA_KEY_SIZE)
-    wrapped = keyring.wrap(raw, file_id=_binding(endpoint_id), account_id=account.id)
+    wrapped = keyring.wrap(raw, file_id=webhook_binding(endpoint_id), account_id=account.id)
     doc: WebhookEndpointDoc = {
         "_id": endpoint_id, "accountId": account.id, "slot": 0, "url": request.url,
         "events": list(request.events), "secret": wrapped.to_doc(), "createdAt": utcnow()}
