@@ -18,15 +18,16 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TypedDict
 
 from pymongo import ReturnDocument
 from pymongo.errors import BulkWriteError
 
 from vaultd.db import Db
-from vaultd.records import AwaitedRecordDoc, OutboxDoc
+from vaultd.records import AwaitedRecordDoc, OutboxDoc, OutboxState
 from vaultd.timefmt import iso_utc, utcnow
 
 NEVER_LEASED = datetime(1970, 1, 1, tzinfo=UTC)
@@ -57,7 +58,7 @@ class Awaited:
         return {"collection": self.collection, "query": dict(self.query)}
 
 
-def event_body(event_type: str, data: dict[str, Any], at: datetime) -> str:
+def event_body(event_type: str, data: Mapping[str, object], at: datetime) -> str:
     """The Standard Webhooks payload shape: {type, timestamp, data}."""
     return json.dumps({"type": event_type, "timestamp": iso_utc(at), "data": data},
                       ensure_ascii=False, separators=(",", ":"))
@@ -70,7 +71,7 @@ def _message_id(key: str | None, endpoint_id: str) -> str:
     return "msg_" + hashlib.sha256(f"{key}|{endpoint_id}".encode()).hexdigest()[:32]
 
 
-async def emit(db: Db, account_id: str, event_type: str, data: dict[str, Any], *,
+async def emit(db: Db, account_id: str, event_type: str, data: Mapping[str, object], *,
                awaits: Awaited | None = None, key: str | None = None) -> list[str]:
     """Queue the event for every endpoint of the account that subscribed to it: deliverable
     now, or `held` until `release` when the record it announces is not written yet. `key`
@@ -153,16 +154,27 @@ async def claim_due(db: Db, owner: str, lease_seconds: float) -> Message | None:
                    int(doc["attempts"]))
 
 
+class _Settled(TypedDict, total=False):
+    """The fields of an `OutboxDoc` an attempt's outcome sets."""
+
+    attempts: int
+    leaseUntil: datetime
+    lastError: str | None
+    state: OutboxState
+    finishedAt: datetime
+    nextAttemptAt: datetime
+
+
 async def settle(db: Db, message: Message, owner: str, *, delivered: bool,
                  retry_in: float | None, reason: str | None) -> None:
     """After an attempt: delivered, retried after `retry_in` seconds, or given up (None)."""
     now = utcnow()
-    fields: dict[str, Any] = {"attempts": message.attempts + 1, "leaseUntil": NEVER_LEASED,
-                              "lastError": reason}
+    fields: _Settled = {"attempts": message.attempts + 1, "leaseUntil": NEVER_LEASED,
+                        "lastError": reason}
     if delivered:
-        fields.update(state="delivered", finishedAt=now)
+        fields["state"], fields["finishedAt"] = "delivered", now
     elif retry_in is None:
-        fields.update(state="failed", finishedAt=now)
+        fields["state"], fields["finishedAt"] = "failed", now
     else:
         fields["nextAttemptAt"] = now + timedelta(seconds=retry_in)
     # Only the lease holder settles: a process that overran its lease does not undo another's.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from vaultd.db import Db
 from vaultd.records import FileDoc, LinkDoc
@@ -28,21 +28,38 @@ if TYPE_CHECKING:  # links emits events itself: a runtime import would be circul
 Held = list[str]  # ids of held messages, to release once the record is written
 
 
-def _file_data(file_id: str, file: FileDoc | None) -> dict[str, Any]:
+class EventData(TypedDict, total=False):
+    """An event's `data`: the file part always, the link part for `view.*`, then per type."""
+
+    viewId: str
+    fileId: str
+    fileName: str | None
+    pageCount: int
+    viewerEmail: str | None
+    viewerName: str
+    expiresAt: str
+    ip: str | None  # view.opened
+    kind: str  # file.uploaded
+    contentType: str
+    size: int
+    revoked: int  # view.revoked by revoke-views: how many links
+
+
+def _file_data(file_id: str, file: FileDoc | None) -> EventData:
     return {"fileId": file_id, "fileName": file["name"] if file else None,
             "pageCount": int(file["pageCount"]) if file else 0}
 
 
-def _link_data(link: LinkDoc, file: FileDoc | None) -> dict[str, Any]:
-    return {"viewId": link["_id"], **_file_data(link["fileId"], file),
-            "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
-            "expiresAt": iso_utc(link["expiresAt"])}
+def _link_data(link: LinkDoc, file: FileDoc | None) -> EventData:
+    data: EventData = {"viewId": link["_id"], "viewerEmail": link["viewerEmail"],
+                       "viewerName": link["viewerName"], "expiresAt": iso_utc(link["expiresAt"])}
+    return {**_file_data(link["fileId"], file), **data}
 
 
 async def file_uploaded(db: Db, file: FileDoc) -> Held:
     """Held until the file document is inserted."""
-    data = {**_file_data(file["_id"], file), "kind": file["kind"],
-            "contentType": file["contentType"], "size": int(file["size"])}
+    data: EventData = {**_file_data(file["_id"], file), "kind": file["kind"],
+                       "contentType": file["contentType"], "size": int(file["size"])}
     return await outbox.emit(db, file["accountId"], "file.uploaded", data,
                              awaits=Awaited("files", {"_id": file["_id"]}))
 
@@ -57,7 +74,7 @@ async def file_deleted(db: Db, file: FileDoc) -> None:
 async def record_download(db: Db, file: FileDoc, viewer_email: str | None) -> None:
     """The download's access-log entry, with `file.downloaded` held until it is written."""
     entry_id = str(uuid.uuid4())
-    data = {**_file_data(file["_id"], file), "viewerEmail": viewer_email}
+    data: EventData = {**_file_data(file["_id"], file), "viewerEmail": viewer_email}
     held = await outbox.emit(db, file["accountId"], "file.downloaded", data,
                              awaits=Awaited("access_log", {"_id": entry_id}))
     await access_log.record(db, file["accountId"], file["_id"], "download",
@@ -84,12 +101,13 @@ async def file_links_revoked(db: Db, account_id: str, file_id: str, count: int) 
     Queued after the links' update (the count is known only then): not crash-safe."""
     if count:
         file = await db.files.find_one({"_id": file_id})
-        data = {**_file_data(file_id, file), "revoked": count}
+        data: EventData = {**_file_data(file_id, file), "revoked": count}
         await outbox.emit(db, account_id, "view.revoked", data)
 
 
 async def view_opened(db: Db, link: LinkDoc, file: FileDoc | None, ip: str | None) -> None:
-    await outbox.emit(db, link["accountId"], "view.opened", {**_link_data(link, file), "ip": ip},
+    data: EventData = {**_link_data(link, file), "ip": ip}
+    await outbox.emit(db, link["accountId"], "view.opened", data,
                       key=f"view.opened:{link['_id']}")
     await db.link_stats.update_one({"_id": link["_id"]}, {"$set": {"openAnnounced": True}})
 
