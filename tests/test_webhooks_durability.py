@@ -20,7 +20,7 @@ from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import running_receiver
-from vaultd.db import Db
+from vaultd.db import Db, ensure_indexes
 from vaultd.records import LinkDoc, LinkStatsDoc
 from vaultd.secrets import digest, new_token
 from vaultd.services import outbox, webhook_events
@@ -217,3 +217,26 @@ def test_a_held_message_is_never_sent_before_its_record_exists(tmp_path: Path) -
         seen = receiver.wait_for(lambda got: len(got) >= 2)
         assert seen[1].headers["webhook-id"] == held[0] and seen[1].verified
         assert seen[1].event["data"]["viewId"] == link["_id"]
+
+
+def test_endpoints_created_before_slots_are_numbered_at_start(tmp_path: Path) -> None:
+    with running_vault(tmp_path / "data", **FAST_RETRIES) as vault:
+        account_id, key = vault.new_account("Early Ltd", plan="pro")
+
+        async def legacy(db: Db) -> list[int]:
+            await db.webhook_endpoints.drop_index("accountId_1_slot_1")
+            for number in range(2):
+                await db.raw("webhook_endpoints").insert_one(
+                    {"_id": f"ep_{number:032x}", "accountId": account_id, "createdAt": utcnow(),
+                     "url": "https://example.com/h", "events": ["file.deleted"], "secret": {}})
+            await ensure_indexes(db)
+            return sorted(await db.webhook_endpoints.distinct("slot", {"accountId": account_id}))
+
+        assert vault.run_service(legacy) == [0, 1]
+        with vault.client(key) as client:
+            body = {"url": "https://example.com/h", "events": ["file.deleted"]}
+            created = client.post("/webhooks", json=body)
+            assert created.status_code == 201, created.text
+        stored = vault.run_service(
+            lambda db: db.webhook_endpoints.find_one({"_id": created.json()["id"]}))
+        assert stored["slot"] == 2

@@ -7,6 +7,7 @@ can say `w=majority`); nothing here depends on transactions.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -131,6 +132,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.access_log.create_index([("accountId", ASCENDING), ("renderId", ASCENDING)])
     await db.link_stats.create_index([("fileId", ASCENDING)])
     # One endpoint per (account, slot 0-9): the endpoint limit holds under concurrent creates.
+    await _number_endpoints_without_slot(db)
     await db.webhook_endpoints.create_index(
         [("accountId", ASCENDING), ("slot", ASCENDING)], unique=True)
     await db.webhook_outbox.create_index([("state", ASCENDING), ("nextAttemptAt", ASCENDING)])
@@ -139,3 +141,13 @@ async def ensure_indexes(db: Db) -> None:
     await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
     await db.link_stats.create_index([("openAnnounced", ASCENDING)])
     await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
+
+
+async def _number_endpoints_without_slot(db: Db) -> None:
+    """Endpoints created before slots existed get the account's lowest free ones (the unique
+    index would refuse two endpoints of one account without a slot)."""
+    async for doc in db.webhook_endpoints.find({"slot": {"$exists": False}}, {"accountId": 1}):
+        taken = set(await db.webhook_endpoints.distinct("slot", {"accountId": doc["accountId"]}))
+        slot = next(number for number in itertools.count() if number not in taken)
+        await db.webhook_endpoints.update_one({"_id": doc["_id"], "slot": {"$exists": False}},
+                                              {"$set": {"slot": slot}})
