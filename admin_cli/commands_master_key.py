@@ -24,13 +24,15 @@ def rotate(
     )] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Add a new master key and re-wrap every data key under it (blobs are not touched)."""
+    """Add a new master key and re-wrap every data key and webhook secret under it (blobs are
+    not touched)."""
     async def action(settings: Settings, db: Db) -> dict[str, Any]:
         return await rotate_master_key(settings, db, drop_old)
 
     result = run(action)
     emit(result, want_json(as_json),
-         f"new master key {result['currentKeyId']}; re-wrapped {result['rewrapped']} data keys")
+         f"new master key {result['currentKeyId']}; re-wrapped {result['rewrapped']} data keys "
+         "and webhook secrets")
 
 
 @app.command("show-path")

@@ -5,7 +5,6 @@ redirects and large answers, and the plan and endpoint limits."""
 from __future__ import annotations
 
 import base64
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess, running_vault
+from tests.waiting import wait_until
 from tests.webhook_receiver import Receiver, Reply, running_receiver
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -196,10 +196,9 @@ def test_deliveries_of_an_unknown_endpoint_are_a_404(owner: httpx.Client) -> Non
 
 def wait_for_deliveries(client: httpx.Client, endpoint_id: str,
                         count: int) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    def recorded() -> list[dict[str, Any]] | None:
         deliveries = client.get(f"/webhooks/{endpoint_id}/deliveries").json()["deliveries"]
-        if len(deliveries) >= count:
-            return list(deliveries)
-        time.sleep(0.1)
-    raise AssertionError(f"fewer than {count} delivery attempts were recorded")
+        return list(deliveries) if len(deliveries) >= count else None
+
+    return wait_until(recorded, timeout=20, interval=0.1,
+                      what=f"{count} delivery attempts recorded")

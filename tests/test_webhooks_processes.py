@@ -14,6 +14,7 @@ from tests.http_helpers import upload_ok
 from tests.test_faults import wait_for_orphaned_database_to_exit
 from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
+from tests.waiting import wait_until
 from tests.webhook_receiver import Reply, running_receiver
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.embedded_db import running_address
@@ -43,7 +44,9 @@ def test_two_processes_deliver_each_message_once(tmp_path: Path) -> None:
                 for _ in range(6):
                     upload_ok(client, docs.pdf(1))
             receiver.wait_for(lambda got: len(got) >= 6)
-            time.sleep(1.5)  # time enough for any duplicate to arrive
+            # Settled as delivered: no process sends them again (a lease outlives any attempt).
+            wait_until(lambda: a.run_service(lambda db: db.webhook_outbox.count_documents(
+                {"state": "delivered"})) == 6, what="six messages delivered")
             ids = [r.headers["webhook-id"] for r in receiver.received]
             assert len(ids) == 6 and len(set(ids)) == 6, ids
             assert all(r.verified for r in receiver.received)

@@ -321,6 +321,20 @@ FIELDS: tuple[Field, ...] = (
         "VAULTD_WEBHOOKS_LEASE_SECONDS",
         "How long one process holds a delivery before another may take it over.",
     ),
+    Field(
+        "webhooks.hold_seconds",
+        _float(1.0, 3600.0),
+        60.0,
+        "VAULTD_WEBHOOKS_HOLD_SECONDS",
+        "Age after which a held outbox entry is settled by its record (sent, or dropped).",
+    ),
+    Field(
+        "webhooks.keep_days",
+        _float(0.0001, 3650.0),
+        30.0,
+        "VAULTD_WEBHOOKS_KEEP_DAYS",
+        "Days finished outbox messages and delivery records are kept before pruning.",
+    ),
 )
 
 
@@ -358,6 +372,8 @@ class Settings:
     webhooks_retry_schedule: tuple[float, ...]
     webhooks_poll_seconds: float
     webhooks_lease_seconds: float
+    webhooks_hold_seconds: float
+    webhooks_keep_days: float
 
     @property
     def data_path(self) -> Path:

@@ -7,6 +7,7 @@ can say `w=majority`); nothing here depends on transactions.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -14,7 +15,18 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from vaultd.records import AccessLogDoc, AccountDoc, ApiKeyDoc, FileDoc, InstanceDoc, LinkDoc
+from vaultd.records import (
+    AccessLogDoc,
+    AccountDoc,
+    ApiKeyDoc,
+    DeliveryDoc,
+    FileDoc,
+    InstanceDoc,
+    LinkDoc,
+    LinkStatsDoc,
+    OutboxDoc,
+    WebhookEndpointDoc,
+)
 
 # What the driver returns before a collection's record type applies. The casts below are where
 # the stored shapes (vaultd.records) are asserted; every write goes through the same types.
@@ -57,20 +69,20 @@ class Db:
         return self.database[name]
 
     @property
-    def link_stats(self) -> AsyncCollection[RawDoc]:
-        return self.database["link_stats"]  # analytics aggregates, one document per link
+    def link_stats(self) -> AsyncCollection[LinkStatsDoc]:
+        return cast("AsyncCollection[LinkStatsDoc]", self.database["link_stats"])
 
     @property
-    def webhook_endpoints(self) -> AsyncCollection[RawDoc]:
-        return self.database["webhook_endpoints"]
+    def webhook_endpoints(self) -> AsyncCollection[WebhookEndpointDoc]:
+        return cast("AsyncCollection[WebhookEndpointDoc]", self.database["webhook_endpoints"])
 
     @property
-    def webhook_outbox(self) -> AsyncCollection[RawDoc]:
-        return self.database["webhook_outbox"]
+    def webhook_outbox(self) -> AsyncCollection[OutboxDoc]:
+        return cast("AsyncCollection[OutboxDoc]", self.database["webhook_outbox"])
 
     @property
-    def webhook_deliveries(self) -> AsyncCollection[RawDoc]:
-        return self.database["webhook_deliveries"]  # one record per delivery attempt
+    def webhook_deliveries(self) -> AsyncCollection[DeliveryDoc]:
+        return cast("AsyncCollection[DeliveryDoc]", self.database["webhook_deliveries"])
 
     async def close(self) -> None:
         await self.client.close()
@@ -119,6 +131,23 @@ async def ensure_indexes(db: Db) -> None:
     # Leak tracing looks a decoded render id up within one account.
     await db.access_log.create_index([("accountId", ASCENDING), ("renderId", ASCENDING)])
     await db.link_stats.create_index([("fileId", ASCENDING)])
-    await db.webhook_endpoints.create_index([("accountId", ASCENDING)])
+    # One endpoint per (account, slot 0-9): the endpoint limit holds under concurrent creates.
+    await _number_endpoints_without_slot(db)
+    await db.webhook_endpoints.create_index(
+        [("accountId", ASCENDING), ("slot", ASCENDING)], unique=True)
     await db.webhook_outbox.create_index([("state", ASCENDING), ("nextAttemptAt", ASCENDING)])
+    await db.webhook_outbox.create_index([("state", ASCENDING), ("createdAt", ASCENDING)])
     await db.webhook_deliveries.create_index([("endpointId", ASCENDING), ("at", DESCENDING)])
+    await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
+    await db.link_stats.create_index([("openAnnounced", ASCENDING)])
+    await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
+
+
+async def _number_endpoints_without_slot(db: Db) -> None:
+    """Endpoints created before slots existed get the account's lowest free ones (the unique
+    index would refuse two endpoints of one account without a slot)."""
+    async for doc in db.webhook_endpoints.find({"slot": {"$exists": False}}, {"accountId": 1}):
+        taken = set(await db.webhook_endpoints.distinct("slot", {"accountId": doc["accountId"]}))
+        slot = next(number for number in itertools.count() if number not in taken)
+        await db.webhook_endpoints.update_one({"_id": doc["_id"], "slot": {"$exists": False}},
+                                              {"$set": {"slot": slot}})

@@ -187,7 +187,8 @@ def start_housekeeping(db: Db, store: BlobStore, instance_id: str) -> PeriodicCa
 def start_webhook_delivery(settings: Settings, db: Db, keyrings: KeyringSource) -> Deliverer:
     config = DeliveryConfig(settings.webhooks_retry_schedule,
                             settings.webhooks_allow_private_networks,
-                            settings.webhooks_lease_seconds, settings.webhooks_poll_seconds)
+                            settings.webhooks_lease_seconds, settings.webhooks_poll_seconds,
+                            settings.webhooks_hold_seconds, settings.webhooks_keep_days * 86400)
     deliverer = Deliverer(db, keyrings.current, config)
     deliverer.start()
     return deliverer

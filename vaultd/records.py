@@ -117,3 +117,92 @@ class InstanceDoc(TypedDict):
     pid: int
     started: str | None  # the process's start time from /proc, to tell a reused pid
     seenAt: datetime
+
+
+class PageStatsDoc(TypedDict, total=False):
+    views: int
+    seconds: float
+
+
+class LinkStatsDoc(TypedDict):
+    """Collection `link_stats`: one link's engagement aggregates, keyed by the link's id.
+
+    `openAnnounced` / `completeAnnounced` are False from the moment the open (or completion)
+    is recorded until its webhook is queued: written in the same document as the fact, so the
+    outbox sweep finds an event a crash left unqueued."""
+
+    _id: str
+    accountId: str
+    fileId: str
+    viewerEmail: str
+    viewerName: str
+    pageCount: int
+    totalSeconds: float
+    firstOpenedAt: datetime
+    openMarker: str
+    openIp: str | None
+    lastSeenAt: datetime
+    seen: NotRequired[list[int]]
+    pages: NotRequired[dict[str, PageStatsDoc]]  # "p1": {views, seconds}
+    completedAt: NotRequired[datetime | None]
+    openAnnounced: NotRequired[bool]
+    completeAnnounced: NotRequired[bool]
+
+
+class WebhookEndpointDoc(TypedDict):
+    """Collection `webhook_endpoints`. `slot` (0-9) is unique per account: the limit of 10
+    endpoints holds under concurrent creates. The secret is stored only wrapped."""
+
+    _id: str
+    accountId: str
+    slot: int
+    url: str
+    events: list[str]
+    secret: dict[str, Any]  # WrappedKey.to_doc(), bound to "webhook:<_id>" and the account
+    createdAt: datetime
+
+
+OutboxState = Literal["held", "pending", "delivered", "failed", "cancelled"]
+
+
+class AwaitedRecordDoc(TypedDict):
+    """What a held outbox message waits for: a document of `collection` matching `query`."""
+
+    collection: str
+    query: dict[str, str | bool]
+
+
+class OutboxDoc(TypedDict):
+    """Collection `webhook_outbox`: one message per (event, endpoint); `_id` is its
+    `webhook-id`. `held` messages wait for their event's record (`awaits`) to be written."""
+
+    _id: str
+    accountId: str
+    endpointId: str
+    type: str
+    body: str
+    createdAt: datetime
+    state: OutboxState
+    attempts: int
+    nextAttemptAt: datetime
+    leaseUntil: datetime
+    leaseOwner: NotRequired[str]
+    lastError: NotRequired[str | None]
+    awaits: NotRequired[AwaitedRecordDoc]
+    finishedAt: NotRequired[datetime]
+
+
+class DeliveryDoc(TypedDict):
+    """Collection `webhook_deliveries`: one record per delivery attempt."""
+
+    _id: str
+    messageId: str
+    endpointId: str
+    accountId: str
+    type: str
+    attempt: int
+    at: datetime
+    status: int | None
+    ok: bool
+    durationMs: int
+    error: str | None

@@ -48,10 +48,12 @@ async def record(
     page: int | None = None,
     render_id: str | None = None,
     viewer_name: str | None = None,
+    entry_id: str | None = None,
 ) -> str:
-    """Appends an entry; returns its id."""
+    """Appends an entry; returns its id (`entry_id` when the caller chose it beforehand, as a
+    webhook held for this entry does)."""
     entry: AccessLogDoc = {
-        "_id": str(uuid.uuid4()),
+        "_id": entry_id or str(uuid.uuid4()),
         "accountId": account_id,
         "fileId": file_id,
         "action": action,

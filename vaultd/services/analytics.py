@@ -12,13 +12,14 @@ import math
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable
+from vaultd.records import LinkStatsDoc
 from vaultd.timefmt import utcnow
 
 if TYPE_CHECKING:  # files.finish_delete forgets a file's stats: a runtime import would be circular
@@ -93,19 +94,36 @@ def _parse_at(value: Any, where: str) -> datetime | None:
     return moment
 
 
-def _identity(opened: OpenLink) -> dict[str, Any]:
+class _FirstOpen(TypedDict):
+    """The fields of a `link_stats` record (`LinkStatsDoc`) its first write sets."""
+
+    accountId: str
+    fileId: str
+    viewerEmail: str
+    viewerName: str
+    pageCount: int
+    totalSeconds: float
+    firstOpenedAt: datetime
+    openMarker: str
+    openIp: str | None
+    openAnnounced: bool
+
+
+def _first_open(opened: OpenLink, now: datetime, marker: str, ip: str | None) -> _FirstOpen:
     link = opened.link
+    # openAnnounced: the open and "its webhook is not queued yet" are one write (see outbox).
     return {"accountId": link["accountId"], "fileId": link["fileId"],
             "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
-            "pageCount": int(opened.file["pageCount"]), "totalSeconds": 0}
+            "pageCount": int(opened.file["pageCount"]), "totalSeconds": 0.0,
+            "firstOpenedAt": now, "openMarker": marker, "openIp": ip, "openAnnounced": False}
 
 
 async def _touch(
     db: Db, opened: OpenLink, ip: str | None, extra: dict[str, Any]
-) -> tuple[bool, dict[str, Any]]:
+) -> tuple[bool, LinkStatsDoc]:
     """Upsert the link's document (first open stamped once); True when this call created it."""
     now, marker = utcnow(), uuid.uuid4().hex
-    on_insert = {**_identity(opened), "firstOpenedAt": now, "openMarker": marker, "openIp": ip}
+    on_insert = _first_open(opened, now, marker, ip)
     update: dict[str, Any] = {"$setOnInsert": on_insert, "$max": {"lastSeenAt": now}, **extra}
     for _ in range(2):  # two processes upserting at once: the loser finds the document
         try:
@@ -114,7 +132,7 @@ async def _touch(
                 projection={"openMarker": 1, "seen": 1, "pageCount": 1, "completedAt": 1},
                 return_document=ReturnDocument.AFTER)
             assert doc is not None  # upserted
-            return bool(doc["openMarker"] == marker), dict(doc)
+            return bool(doc["openMarker"] == marker), doc
         except DuplicateKeyError:
             continue
     raise Unprocessable("could not record the link's activity; retry")
@@ -134,7 +152,8 @@ async def note_page(db: Db, opened: OpenLink, page: int, ip: str | None) -> Page
     if doc.get("completedAt") is not None or len(doc.get("seen", [])) < doc["pageCount"]:
         return PageNote(first, False)
     result = await db.link_stats.update_one(
-        {"_id": opened.link["_id"], "completedAt": None}, {"$set": {"completedAt": utcnow()}})
+        {"_id": opened.link["_id"], "completedAt": None},
+        {"$set": {"completedAt": utcnow(), "completeAnnounced": False}})
     return PageNote(first, result.modified_count == 1)
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from vaultd.db import Db
 from vaultd.errors import NotFound
+from vaultd.records import FileDoc, LinkStatsDoc
 from vaultd.secrets import digest, is_token
 from vaultd.services.analytics import page_key
 from vaultd.services.files import get_file
@@ -68,7 +70,7 @@ class Tally:
     total: float = 0.0
     links: int = 0
 
-    def add(self, doc: dict[str, Any]) -> None:
+    def add(self, doc: LinkStatsDoc) -> None:
         pages = doc.get("pages", {})
         for page in range(1, self.page_count + 1):
             row = pages.get(page_key(page), {})
@@ -135,7 +137,7 @@ async def file_analytics(db: Db, account_id: str | None, file_id: str) -> FileAn
     }
 
 
-def _file_page(page: int, viewers: Any) -> FilePageRow:
+def _file_page(page: int, viewers: Iterable[Tally]) -> FilePageRow:
     tallies = [t for t in viewers if t.views[page] or t.seconds[page]]
     seconds = [t.seconds[page] for t in tallies]
     return {"page": page, "views": sum(t.views[page] for t in tallies),
@@ -147,8 +149,8 @@ def _viewer(email: str, name: str, tally: Tally) -> ViewerSummary:
     return {"viewerEmail": email, "viewerName": name, "links": tally.links, **tally.summary()}
 
 
-async def _any_file(db: Db, file_id: str) -> dict[str, Any]:
+async def _any_file(db: Db, file_id: str) -> FileDoc:
     doc = await db.files.find_one({"_id": file_id.lower()})
     if doc is None or doc.get("state") != "stored":
         raise NotFound("file not found")
-    return dict(doc)
+    return doc

@@ -19,7 +19,7 @@ log = logging.getLogger("vaultd.analytics")
 
 async def link_opened(db: Db, opened: OpenLink, ip: str | None) -> None:
     if await analytics.note_open(db, opened, ip):
-        await webhook_events.view_opened(db, opened, ip)
+        await webhook_events.opened_now(db, opened, ip)
 
 
 async def page_served(db: Db, opened: OpenLink, page: int, ip: str | None) -> None:
@@ -27,9 +27,9 @@ async def page_served(db: Db, opened: OpenLink, page: int, ip: str | None) -> No
     try:
         note = await analytics.note_page(db, opened, page, ip)
         if note.first_open:
-            await webhook_events.view_opened(db, opened, ip)
+            await webhook_events.opened_now(db, opened, ip)
         if note.completed:
-            await webhook_events.view_completed(db, opened)
+            await webhook_events.completed_now(db, opened)
     except Exception:
         log.warning("page analytics not recorded (database unavailable?)")
 

@@ -22,7 +22,7 @@ from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import FileDoc, LinkDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services import access_log, webhook_events
+from vaultd.services import access_log, outbox, webhook_events
 from vaultd.services.accounts import Account
 from vaultd.services.files import get_file, is_uuid
 from vaultd.timefmt import iso_utc, utcnow
@@ -115,12 +115,14 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             "expiresAt": expires_at,
             "revoked": False,
         }
+        held = await webhook_events.view_created(db, doc, file)  # held until the insert
         try:
             await db.links.insert_one(doc)
-            await webhook_events.view_created(db, doc, file)
-            return token, expires_at
         except DuplicateKeyError:
+            await outbox.discard(db, held)
             continue
+        await outbox.release(db, held)
+        return token, expires_at
 
 
 def is_live(link: LinkDoc) -> bool:
@@ -157,14 +159,17 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
     """Revoke one link of this account; revoking twice is fine, a foreign token is NotFound."""
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)
-    link = await db.links.find_one_and_update(
-        {"hash": digest(token), "accountId": account_id},
-        {"$set": {"revoked": True}},
-    )
+    link = await db.links.find_one({"hash": digest(token), "accountId": account_id})
     if link is None:
         raise NotFound(LINK_NOT_FOUND)
-    if link["revoked"] is False:  # the document as it was before: this call revoked it
-        await webhook_events.view_revoked(db, link)
+    if link["revoked"] is not False:
+        return
+    # Held before the revoke: shared by racing callers (one id), released by the one that won.
+    held = await webhook_events.view_revoked(db, link)
+    result = await db.links.update_one({"_id": link["_id"], "revoked": False},
+                                       {"$set": {"revoked": True}})
+    if result.modified_count:
+        await outbox.release(db, held)
 
 
 async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 from vaultd.config import Settings
 from vaultd.crypto.keyring import MasterKeyring, WrappedKey
 from vaultd.db import Db
+from vaultd.services.webhooks import webhook_binding
 
 DROP_GRACE_SECONDS = 2.0
 
@@ -40,6 +41,10 @@ async def rotate_master_key(settings: Settings, db: Db, drop_old: bool) -> dict[
 
 
 async def rewrap_all(db: Db, ring: MasterKeyring) -> int:
+    return await _rewrap_file_keys(db, ring) + await rewrap_webhook_secrets(db, ring)
+
+
+async def _rewrap_file_keys(db: Db, ring: MasterKeyring) -> int:
     count = 0
     query = {"blob.key.key_id": {"$ne": ring.current_id}}
     async for doc in db.files.find(query, {"accountId": 1, "blob.key": 1}):
@@ -50,5 +55,18 @@ async def rewrap_all(db: Db, ring: MasterKeyring) -> int:
             {"_id": doc["_id"], "blob.key": doc["blob"]["key"]},
             {"$set": {"blob.key": new.to_doc()}},
         )
+        count += result.modified_count
+    return count
+
+
+async def rewrap_webhook_secrets(db: Db, ring: MasterKeyring) -> int:
+    """Webhook signing secrets are wrapped by the same keyring (bound to "webhook:<id>")."""
+    count = 0
+    query = {"secret.key_id": {"$ne": ring.current_id}}
+    async for doc in db.webhook_endpoints.find(query, {"accountId": 1, "secret": 1}):
+        old = WrappedKey.from_doc(doc["secret"])
+        new = ring.rewrap(old, file_id=webhook_binding(doc["_id"]), account_id=doc["accountId"])
+        result = await db.webhook_endpoints.update_one(
+            {"_id": doc["_id"], "secret": doc["secret"]}, {"$set": {"secret": new.to_doc()}})
         count += result.modified_count
     return count

@@ -17,7 +17,7 @@ from vaultd.broker import brokered
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.records import FileDoc, FileKind
-from vaultd.services import access_log, quota, webhook_events
+from vaultd.services import access_log, outbox, quota, webhook_events
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore, BlobUpload
 from vaultd.services.pool_calls import run_task
@@ -165,12 +165,13 @@ class UploadSession:
         except Unprocessable as error:
             raise self._explained(error) from None
         doc["pageCount"] = result.page_count
+        held = await webhook_events.file_uploaded(self.db, doc)  # held until the insert
         await self.db.files.insert_one(doc)
+        await outbox.release(self.db, held)
         # From here the file exists: a failure must not undo it (recovery settles the rest).
         self._blob, self._reserved = None, 0
         await quota.settle_upload(self.db, self.account.id, self.file_id)
         await access_log.record(self.db, self.account.id, self.file_id, "upload")
-        await webhook_events.file_uploaded(self.db, doc)
         return doc
 
     def _explained(self, error: Unprocessable) -> Unprocessable:

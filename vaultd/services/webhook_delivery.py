@@ -11,17 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from standardwebhooks import Webhook
 
 from vaultd.crypto.keyring import KeyUnavailable, MasterKeyring
 from vaultd.db import Db
-from vaultd.services import outbox
+from vaultd.records import WebhookEndpointDoc
+from vaultd.services import outbox, webhook_events
 from vaultd.services.outbox import Message
 from vaultd.services.webhook_http import AttemptResult, post_signed
 from vaultd.services.webhooks import endpoint_secret
@@ -40,6 +41,8 @@ class DeliveryConfig:
     allow_private: bool
     lease_seconds: float
     poll_seconds: float
+    hold_seconds: float = 60.0  # a held message older than this is settled by its record
+    keep_seconds: float = 30 * 86400.0  # finished messages and attempt records are kept so long
 
 
 def signed_headers(secret: str, message: Message, now: datetime) -> dict[str, str]:
@@ -63,6 +66,7 @@ class Deliverer:
                  config: DeliveryConfig) -> None:
         self.db, self.keyring, self.config = db, keyring, config
         self.owner = uuid.uuid4().hex
+        self._next_sweep = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -76,12 +80,25 @@ class Deliverer:
     async def _run(self) -> None:
         while True:
             try:
+                await self.sweep()
                 await self.tick()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database may be down; the next tick retries
                 log.warning("webhook delivery skipped: database unavailable")
             await asyncio.sleep(self.config.poll_seconds)
+
+    async def sweep(self) -> None:
+        """Settle what crashed writers left (held messages, unannounced opens and completions)
+        and prune what retention no longer keeps. Every process runs it; each step is
+        idempotent. At most once per `hold_seconds / 4`, as the bounds are coarse."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + self.config.hold_seconds / 4
+        await outbox.settle_held(self.db, self.config.hold_seconds)
+        await webhook_events.announce_missed(self.db, self.config.hold_seconds)
+        await outbox.prune(self.db, self.config.keep_seconds)
 
     async def tick(self) -> int:
         """Deliver what is due now, a few messages at a time so one slow endpoint does not hold
@@ -112,7 +129,7 @@ class Deliverer:
         await outbox.settle(self.db, message, self.owner, delivered=result.ok,
                             retry_in=retry_in, reason=result.error)
 
-    async def _send(self, endpoint: dict[str, Any], message: Message) -> AttemptResult:
+    async def _send(self, endpoint: WebhookEndpointDoc, message: Message) -> AttemptResult:
         try:
             secret = endpoint_secret(self.keyring(), endpoint)
         except KeyUnavailable:

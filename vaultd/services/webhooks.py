@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
+from pymongo.errors import DuplicateKeyError
+
 from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring, WrappedKey
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
+from vaultd.records import DeliveryDoc, WebhookEndpointDoc
 from vaultd.services.accounts import Account
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -100,12 +103,12 @@ def require_webhook_plan(account: Account) -> None:
             f"webhooks need the Pro or Business plan (account is on {account.plan.name})")
 
 
-def endpoint_json(doc: dict[str, Any]) -> EndpointJson:
+def endpoint_json(doc: WebhookEndpointDoc) -> EndpointJson:
     return {"id": doc["_id"], "url": doc["url"], "events": list(doc["events"]),
             "createdAt": iso_utc(doc["createdAt"])}
 
 
-def _binding(endpoint_id: str) -> str:
+def webhook_binding(endpoint_id: str) -> str:
     # The keyring binds wrapped keys to a "file id": a namespace keeps the two kinds apart.
     return f"webhook:{endpoint_id}"
 
@@ -114,25 +117,42 @@ def encode_secret(raw: bytes) -> str:
     return SECRET_PREFIX + base64.b64encode(raw).decode("ascii")
 
 
-def endpoint_secret(keyring: MasterKeyring, doc: dict[str, Any]) -> str:
+def endpoint_secret(keyring: MasterKeyring, doc: WebhookEndpointDoc) -> str:
     """The endpoint's `whsec_` secret, unwrapped for signing; never stored or logged."""
     wrapped = WrappedKey.from_doc(doc["secret"])
-    raw = keyring.unwrap(wrapped, file_id=_binding(doc["_id"]), account_id=doc["accountId"])
+    raw = keyring.unwrap(wrapped, file_id=webhook_binding(doc["_id"]),
+                         account_id=doc["accountId"])
     return encode_secret(raw)
 
 
 async def create_endpoint(db: Db, keyring: MasterKeyring, account: Account,
                           request: EndpointRequest) -> CreatedEndpointJson:
     require_webhook_plan(account)
-    if await db.webhook_endpoints.count_documents({"accountId": account.id}) >= MAX_ENDPOINTS:
-        raise PlanLimitReached(f"at most {MAX_ENDPOINTS} webhook endpoints per account")
     endpoint_id = "ep_" + uuid.uuid4().hex
     raw = secrets.token_bytes(DATA_KEY_SIZE)
-    wrapped = keyring.wrap(raw, file_id=_binding(endpoint_id), account_id=account.id)
-    doc = {"_id": endpoint_id, "accountId": account.id, "url": request.url,
-           "events": list(request.events), "secret": wrapped.to_doc(), "createdAt": utcnow()}
-    await db.webhook_endpoints.insert_one(doc)
+    wrapped = keyring.wrap(raw, file_id=webhook_binding(endpoint_id), account_id=account.id)
+    doc: WebhookEndpointDoc = {
+        "_id": endpoint_id, "accountId": account.id, "slot": 0, "url": request.url,
+        "events": list(request.events), "secret": wrapped.to_doc(), "createdAt": utcnow()}
+    await _insert_in_free_slot(db, doc)
     return {**endpoint_json(doc), "secret": encode_secret(raw)}
+
+
+async def _insert_in_free_slot(db: Db, doc: WebhookEndpointDoc) -> None:
+    """Take one of the account's slots 0..MAX_ENDPOINTS-1; (accountId, slot) is unique, so
+    concurrent creates can never hold more than MAX_ENDPOINTS endpoints between them."""
+    while True:
+        taken = {row["slot"] async for row in db.webhook_endpoints.find(
+            {"accountId": doc["accountId"]}, {"slot": 1})}
+        free = [slot for slot in range(MAX_ENDPOINTS) if slot not in taken]
+        if not free:
+            raise PlanLimitReached(f"at most {MAX_ENDPOINTS} webhook endpoints per account")
+        doc["slot"] = free[0]
+        try:
+            await db.webhook_endpoints.insert_one(doc)
+            return
+        except DuplicateKeyError:  # another create took that slot first: look again
+            continue
 
 
 async def list_endpoints(db: Db, account_id: str) -> list[EndpointJson]:
@@ -140,21 +160,22 @@ async def list_endpoints(db: Db, account_id: str) -> list[EndpointJson]:
     return [endpoint_json(doc) async for doc in cursor]
 
 
-async def get_endpoint(db: Db, account_id: str, endpoint_id: str) -> dict[str, Any]:
+async def get_endpoint(db: Db, account_id: str, endpoint_id: str) -> WebhookEndpointDoc:
     doc = None
     if _ENDPOINT_ID.match(endpoint_id):
         doc = await db.webhook_endpoints.find_one({"_id": endpoint_id, "accountId": account_id})
     if doc is None:
         raise NotFound(ENDPOINT_NOT_FOUND)
-    return dict(doc)
+    return doc
 
 
 async def delete_endpoint(db: Db, account_id: str, endpoint_id: str) -> None:
     """Remove the endpoint; messages still waiting for it are cancelled, never sent."""
     doc = await get_endpoint(db, account_id, endpoint_id)
     await db.webhook_endpoints.delete_one({"_id": doc["_id"]})
-    await db.webhook_outbox.update_many({"endpointId": doc["_id"], "state": "pending"},
-                                        {"$set": {"state": "cancelled"}})
+    await db.webhook_outbox.update_many(
+        {"endpointId": doc["_id"], "state": {"$in": ["held", "pending"]}},
+        {"$set": {"state": "cancelled", "finishedAt": utcnow()}})
 
 
 async def latest_deliveries(db: Db, account_id: str, endpoint_id: str) -> list[DeliveryJson]:
@@ -164,7 +185,7 @@ async def latest_deliveries(db: Db, account_id: str, endpoint_id: str) -> list[D
     return [delivery_json(row) async for row in cursor]
 
 
-def delivery_json(row: dict[str, Any]) -> DeliveryJson:
+def delivery_json(row: DeliveryDoc) -> DeliveryJson:
     return {"messageId": row["messageId"], "type": row["type"], "attempt": int(row["attempt"]),
-            "at": iso_utc(row["at"]), "status": row.get("status"), "ok": bool(row["ok"]),
-            "durationMs": int(row["durationMs"]), "error": row.get("error")}
+            "at": iso_utc(row["at"]), "status": row["status"], "ok": bool(row["ok"]),
+            "durationMs": int(row["durationMs"]), "error": row["error"]}

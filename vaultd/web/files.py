@@ -63,10 +63,7 @@ class DownloadHandler(BaseHandler):
         files.require_downloadable(doc)
         opener = await self.ctx.store.open_plaintext(doc)  # verified before any byte is sent
         email = optional_email(self.request.headers.get("x-viewer-email"))
-        await access_log.record(
-            self.ctx.db, self.account.id, doc["_id"], "download", viewer_email=email
-        )
-        await webhook_events.file_downloaded(self.ctx.db, doc, email)
+        await webhook_events.record_download(self.ctx.db, doc, email)
         self.set_header("Content-Type", doc["contentType"])
         self.set_header("Content-Length", str(doc["size"]))
         self.set_header("X-File-Name", quote(doc["name"], safe=URI_COMPONENT_SAFE))

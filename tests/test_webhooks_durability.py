@@ -1,0 +1,242 @@
+"""What the webhook outbox promises when things go wrong: a crash between the outbox write and
+the event's record (the message is sent if and only if the record exists), a master-key rotation
+that drops the old key, concurrent endpoint creates against the limit, and retention."""
+
+from __future__ import annotations
+
+import signal
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import assert_json_error, create_link, upload_ok
+from tests.test_faults import wait_for_orphaned_database_to_exit
+from tests.test_webhooks import FAST_RETRIES, subscribe
+from tests.vault_process import running_vault
+from tests.waiting import wait_until
+from tests.webhook_receiver import running_receiver
+from vaultd.db import Db, ensure_indexes
+from vaultd.records import LinkDoc, LinkStatsDoc
+from vaultd.secrets import digest, new_token
+from vaultd.services import outbox, webhook_events
+from vaultd.timefmt import utcnow
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
+HOLD = {**FAST_RETRIES, "VAULTD_WEBHOOKS_HOLD_SECONDS": "3"}
+
+
+def _link(account_id: str, file_id: str, email: str) -> LinkDoc:
+    now = utcnow()
+    return {"_id": str(uuid.uuid4()), "hash": digest(new_token()), "accountId": account_id,
+            "fileId": file_id, "viewerEmail": email, "viewerName": email.partition("@")[0],
+            "createdAt": now, "expiresAt": now + timedelta(hours=1), "revoked": False}
+
+
+def _stats(link: LinkDoc) -> LinkStatsDoc:
+    now = utcnow()
+    return {"_id": link["_id"], "accountId": link["accountId"], "fileId": link["fileId"],
+            "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
+            "pageCount": 1, "totalSeconds": 0.0, "firstOpenedAt": now, "openMarker": "m",
+            "openIp": "203.0.113.7", "lastSeenAt": now, "openAnnounced": False}
+
+
+def test_a_crash_between_the_outbox_and_the_record_sends_exactly_the_recorded_events(
+        tmp_path: Path) -> None:
+    """The writes vaultd makes for an event, done up to the crash point, then SIGKILL."""
+    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+        account_id, key = vault.new_account("Crash Point Ltd", plan="pro")
+        with vault.client(key) as client:
+            subscribe(client, receiver, ["view.created", "view.opened"], vault)
+            file = upload_ok(client, docs.pdf(1), name="Deck.pdf")
+        written = _link(account_id, file["id"], "kept@example.com")
+        never = _link(account_id, file["id"], "lost@example.com")
+        opened = _link(account_id, file["id"], "open@example.com")
+
+        async def crash_points(db: Db) -> tuple[list[str], list[str]]:
+            doc = await db.files.find_one({"_id": file["id"]})
+            assert doc is not None
+            # 1. outbox held, record written, killed before the release
+            kept = await webhook_events.view_created(db, written, doc)
+            await db.links.insert_one(written)
+            # 2. outbox held, killed before the record
+            lost = await webhook_events.view_created(db, never, doc)
+            # 3. the open recorded (with "not announced"), killed before its message
+            await db.links.insert_one(opened)
+            await db.link_stats.insert_one(_stats(opened))
+            return kept, lost
+
+        kept, lost = vault.run_service(crash_points)
+        vault.stop(signal.SIGKILL)  # well within the 3 s hold: nothing was settled yet
+        wait_for_orphaned_database_to_exit(vault)
+        assert receiver.received == []
+        vault.start()
+        seen = receiver.wait_for(lambda got: len(got) >= 2, timeout=30)
+        by_type = {r.event["type"]: r for r in seen}
+        created, announced = by_type["view.created"], by_type["view.opened"]
+        assert created.verified and created.headers["webhook-id"] == kept[0]
+        assert created.event["data"]["viewId"] == written["_id"]
+        assert announced.verified and announced.event["data"]["viewId"] == opened["_id"]
+        assert announced.event["data"]["ip"] == "203.0.113.7"
+
+        def settled(db: Db) -> Any:
+            return db.webhook_outbox.find_one({"_id": lost[0]})
+
+        wait_until(lambda: vault.run_service(settled) is None, what="the orphan dropped")
+        assert vault.run_service(lambda db: db.link_stats.find_one({"_id": opened["_id"]}))[
+            "openAnnounced"] is True
+        # Delivered exactly once each, and nothing for the link that was never written.
+        wait_until(lambda: _states(vault, account_id) == {"delivered": 2}, what="delivered")
+        assert len(receiver.received) == 2
+        assert never["_id"] not in b"".join(r.body for r in receiver.received).decode()
+
+
+def _states(vault: Any, account_id: str) -> dict[str, int]:
+    async def count(db: Db) -> dict[str, int]:
+        states: dict[str, int] = {}
+        async for message in db.webhook_outbox.find({"accountId": account_id}):
+            states[message["state"]] = states.get(message["state"], 0) + 1
+        return states
+
+    return dict(vault.run_service(count))
+
+
+def test_deliveries_still_verify_after_a_rotation_that_drops_the_old_key(
+        tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", **FAST_RETRIES) as vault:
+        _, key = vault.new_account("Rotating Ltd", plan="business")
+        with vault.client(key) as client:
+            created = subscribe(client, receiver, ["file.uploaded"], vault)
+            before = vault.run_service(
+                lambda db: db.webhook_endpoints.find_one({"_id": created["id"]}))["secret"]
+            result = vault.admin_json("master-key", "rotate", "--drop-old")
+            assert result["keyIds"] == [result["currentKeyId"]] and result["rewrapped"] >= 1
+            after = vault.run_service(
+                lambda db: db.webhook_endpoints.find_one({"_id": created["id"]}))["secret"]
+            assert before["key_id"] != after["key_id"] == result["currentKeyId"]
+            upload_ok(client, docs.pdf(1))
+            seen = receiver.wait_for(lambda got: len(got) >= 1)
+            assert seen[0].verified, "signed with the secret shown at creation"
+            deliveries = client.get(f"/webhooks/{created['id']}/deliveries").json()
+            assert deliveries["deliveries"][0]["ok"] is True
+            assert deliveries["deliveries"][0]["error"] is None
+
+
+def test_concurrent_creates_never_pass_ten_endpoints(tmp_path: Path) -> None:
+    with running_vault(tmp_path / "data", **FAST_RETRIES) as vault:
+        account_id, key = vault.new_account("Racing Ltd", plan="pro")
+        body = {"url": "https://example.com/h", "events": ["file.deleted"]}
+        with vault.client(key) as client:
+            assert client.post("/webhooks", json=body).status_code == 201
+            with ThreadPoolExecutor(16) as pool:
+                answers = list(pool.map(lambda _: client.post("/webhooks", json=body),
+                                        range(24)))
+            refused = [a for a in answers if a.status_code != 201]
+            assert len(answers) - len(refused) == 9
+            for answer in refused:
+                assert_json_error(answer, 402, "at most 10 webhook endpoints per account")
+            listed = client.get("/webhooks").json()["webhooks"]
+        assert len(listed) == 10
+        slots = vault.run_service(lambda db: db.webhook_endpoints.distinct(
+            "slot", {"accountId": account_id}))
+        assert sorted(slots) == list(range(10))
+
+
+def test_old_messages_and_attempts_are_pruned_and_deliveries_keep_their_shape(
+        tmp_path: Path) -> None:
+    env = {**HOLD, "VAULTD_WEBHOOKS_KEEP_DAYS": "1"}
+    with running_receiver() as receiver, running_vault(tmp_path / "data", **env) as vault:
+        _, key = vault.new_account("Tidy Ltd", plan="pro")
+        with vault.client(key) as client:
+            created = subscribe(client, receiver, ["view.created"], vault)
+            file = upload_ok(client, docs.pdf(1))
+            create_link(client, file["id"], "a@example.com")
+            receiver.wait_for(lambda got: len(got) >= 1)
+            fresh = wait_until(lambda: client.get(
+                f"/webhooks/{created['id']}/deliveries").json()["deliveries"])
+            old = utcnow() - timedelta(days=2)
+
+            async def age_copies(db: Db) -> None:
+                row = await db.webhook_deliveries.find_one({"endpointId": created["id"]})
+                message = await db.webhook_outbox.find_one({"endpointId": created["id"]})
+                assert row is not None and message is not None
+                await db.webhook_deliveries.insert_one({**row, "_id": "old", "at": old})
+                await db.webhook_outbox.insert_one(
+                    {**message, "_id": "msg_old", "createdAt": old, "finishedAt": old})
+
+            vault.run_service(age_copies)
+
+            def pruned(db: Db) -> Any:
+                return outbox_and_attempts(db, created["id"])
+
+            wait_until(lambda: vault.run_service(pruned) == (1, 1), what="pruned")
+            kept = client.get(f"/webhooks/{created['id']}/deliveries").json()
+        assert kept == {"deliveries": fresh}
+        assert set(fresh[0]) == {"messageId", "type", "attempt", "at", "status", "ok",
+                                 "durationMs", "error"}
+        assert fresh[0]["messageId"].startswith("msg_") and fresh[0]["ok"] is True
+
+
+async def outbox_and_attempts(db: Db, endpoint_id: str) -> tuple[int, int]:
+    messages = await db.webhook_outbox.count_documents({"endpointId": endpoint_id})
+    attempts = await db.webhook_deliveries.count_documents({"endpointId": endpoint_id})
+    return messages, attempts
+
+
+def test_a_held_message_is_never_sent_before_its_record_exists(tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+        account_id, key = vault.new_account("Patient Ltd", plan="pro")
+        with vault.client(key) as client:
+            subscribe(client, receiver, ["view.created"], vault)
+            file = upload_ok(client, docs.pdf(1))
+        link = _link(account_id, file["id"], "late@example.com")
+
+        async def hold(db: Db) -> list[str]:
+            doc = await db.files.find_one({"_id": file["id"]})
+            assert doc is not None
+            return await webhook_events.view_created(db, link, doc)
+
+        held = vault.run_service(hold)
+        with vault.client(key) as client:  # a later event goes out while this one waits
+            create_link(client, file["id"], "now@example.com")
+        first = receiver.wait_for(lambda got: len(got) >= 1)
+        assert first[0].event["data"]["viewerEmail"] == "now@example.com"
+        assert vault.run_service(
+            lambda db: db.webhook_outbox.find_one({"_id": held[0]}))["state"] == "held"
+
+        async def record(db: Db) -> None:
+            await db.links.insert_one(link)
+            await outbox.release(db, held)
+
+        vault.run_service(record)
+        seen = receiver.wait_for(lambda got: len(got) >= 2)
+        assert seen[1].headers["webhook-id"] == held[0] and seen[1].verified
+        assert seen[1].event["data"]["viewId"] == link["_id"]
+
+
+def test_endpoints_created_before_slots_are_numbered_at_start(tmp_path: Path) -> None:
+    with running_vault(tmp_path / "data", **FAST_RETRIES) as vault:
+        account_id, key = vault.new_account("Early Ltd", plan="pro")
+
+        async def legacy(db: Db) -> list[int]:
+            await db.webhook_endpoints.drop_index("accountId_1_slot_1")
+            for number in range(2):
+                await db.raw("webhook_endpoints").insert_one(
+                    {"_id": f"ep_{number:032x}", "accountId": account_id, "createdAt": utcnow(),
+                     "url": "https://example.com/h", "events": ["file.deleted"], "secret": {}})
+            await ensure_indexes(db)
+            return sorted(await db.webhook_endpoints.distinct("slot", {"accountId": account_id}))
+
+        assert vault.run_service(legacy) == [0, 1]
+        with vault.client(key) as client:
+            body = {"url": "https://example.com/h", "events": ["file.deleted"]}
+            created = client.post("/webhooks", json=body)
+            assert created.status_code == 201, created.text
+        stored = vault.run_service(
+            lambda db: db.webhook_endpoints.find_one({"_id": created.json()["id"]}))
+        assert stored["slot"] == 2
