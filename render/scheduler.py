@@ -8,7 +8,9 @@ accounts are idle, one of them is retired: its replacement, forked now, is reser
 task (`assigned`), so the task keeps the turn the queue gave it.
 
 A task with no account, link or IP (the pool's own tests, internal jobs) gets a key of its
-own for each: it is never capped and takes its turn like an account of one task.
+own for each: it is never capped and takes its turn like an account of one task. The per-IP
+cap counts an IP's tasks within one account: on the API route the viewer's IP is what the
+account's backend says (`X-Viewer-IP`), so one tenant must not use up another's share.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ class Scheduler:
     def push(self, task: Task) -> None:
         """Queue `task`; QueueRefused (LinkBusy, ClientBusy, QueueFull) leaves nothing behind."""
         own = f"\0task-{id(task)}"
-        self.queue.push(task, task.account or own, task.link or own, task.ip or own)
+        account = task.account or own
+        ip = f"{account}\0{task.ip}" if task.ip else own
+        self.queue.push(task, account, task.link or own, ip)
 
     def cancel(self, task: Task) -> None:
         """The caller has gone: a task not yet on a worker never runs."""

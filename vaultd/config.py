@@ -263,7 +263,7 @@ FIELDS: tuple[Field, ...] = (
         _int(1, 10_000),
         8,
         "VAULTD_RENDER_MAX_PER_IP",
-        "Pages for one viewer IP queued or rendering at once; more get 429 + Retry-After.",
+        "Pages for one viewer IP of one account in flight at once; more get 429 + Retry-After.",
     ),
     Field(
         "render.max_running_per_account",
