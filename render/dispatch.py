@@ -1,7 +1,7 @@
 """The pool's records of tasks and workers, its dispatch decision, and how a task is settled.
 
-`choose_worker` is the one place that decides which worker takes a task: per-account fairness
-(issue 15) or a warm per-worker page cache (issue 19) slot in here.
+`choose_worker` is the one place that decides which worker takes a task (a warm per-worker page
+cache, issue 19, slots in here); which task goes next is `render.scheduler`'s (issue 15).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ class Task:
     outcome: asyncio.Future[Any]
     account: str | None = None
     document: BrokeredDocument | None = None
+    link: str | None = None  # the view link the task serves (fair queue: per-link turns, cap)
+    ip: str | None = None  # the client's address (fair queue: per-IP cap)
+    started: float = 0.0  # when a worker took it (monotonic)
     timer: asyncio.TimerHandle | None = None
     reading: bool = False
     broker_error: BaseException | None = None
@@ -67,7 +70,7 @@ class Worker:
 
 def choose_worker(task: Task, workers: list[Worker]) -> Worker | None:
     """The dispatch decision: an idle worker already serving the task's account, else an idle
-    worker that has served no account. None: the task waits (see `_make_room`)."""
+    worker that has served no account. None: the task waits (see `render.scheduler`)."""
     idle = [w for w in workers if w.idle and w.process.is_alive()]
     if task.account is None:
         return idle[0] if idle else None

@@ -117,6 +117,10 @@ class FairQueue(Generic[TaskT]):
     def debt(self, account: str) -> int:
         return self._debt.get(account, 0)
 
+    def waiting(self) -> list[TaskT]:
+        """The tasks not yet popped, in no particular order (to fail them when closing)."""
+        return [entry.task for entry in self._entries.values() if not entry.running]
+
     def in_flight(self, *, link: str | None = None, ip: str | None = None) -> int:
         if link is not None:
             return self._per_link.get(link, 0)

@@ -19,13 +19,16 @@ not a ~0.2 s interpreter start. Each worker confines itself (`render.sandbox`) b
 task and reports which layers are active. A worker serves one account in its life: tasks go to
 a worker of their account, or to a fresh one; a worker of another account is replaced first.
 
-What a worker sends is parsed as data (`render.channel`, `render.replies`), never unpickled: a
-malformed, oversized or unexpected message gets the worker killed and replaced, and its task
-fails with WorkerCrashed (503). A task may name one document (its broker): the worker then asks
+What a worker sends is parsed as data (`render.worker_messages`), never unpickled: a malformed,
+oversized or unexpected message gets the worker killed and replaced, and its task fails with
+WorkerCrashed (503). A task may name one document (its broker): the worker then asks
 for plaintext ranges of that document over its channel, and only of that one.
 
 Admission is decided here: at most `workers + queue_size` tasks are in flight, and the next one
-gets PoolBusy at once (the server answers 503 with Retry-After) instead of waiting.
+gets PoolBusy at once (the server answers 503 with Retry-After) instead of waiting. Waiting
+tasks are served fairly (`render.scheduler`, `render.fair_queue`): round-robin per account and
+per link, with caps per link and per client IP (QueueRefused: 429), a per-account running cap
+that keeps a worker for the other accounts, and turns lost by an account whose render timed out.
 """
 
 from __future__ import annotations
@@ -37,37 +40,19 @@ import logging
 import os
 import pickle
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from render import zygote
-from render.channel import (
-    MAX_READ_BYTES,
-    READ_REQUEST,
-    ChannelViolation,
-    ErrorCode,
-    Kind,
-    Message,
-    frame,
-    parse_worker_frames,
-    write_all,
-)
-from render.dispatch import (
-    BrokeredDocument,
-    Task,
-    Worker,
-    answer_read,
-    choose_worker,
-    release,
-    retrieve,
-    settle,
-    settle_after_check,
-)
-from render.replies import decode_error, decode_result
-from render.sandbox.layers import ALL_LAYERS, Layer
+from render.channel import Kind, frame, write_all
+from render.dispatch import BrokeredDocument, Task, Worker, release, retrieve, settle
+from render.fair_queue import FairQueueLimits
+from render.sandbox.layers import ALL_LAYERS
 from render.sandbox.report import SandboxReport
+from render.scheduler import Scheduler
 from render.worker import WorkerConfig, serve
+from render.worker_messages import WorkerCrashed as WorkerCrashed
+from render.worker_messages import WorkerMessages
 
 T = TypeVar("T")
 log = logging.getLogger("vaultd.render")
@@ -86,12 +71,7 @@ class TaskTimedOut(Exception):
     """The task outlived its timeout; its worker was killed and replaced: 503."""
 
 
-class WorkerCrashed(Exception):
-    """The worker died under the task (segfault, SIGKILL, OOM kill), or broke the protocol and
-    was killed. Only this request fails."""
-
-
-class RenderPool:
+class RenderPool(WorkerMessages):
     """A bounded pool of confined render worker processes."""
 
     def __init__(
@@ -102,15 +82,20 @@ class RenderPool:
         max_tasks_per_worker: int = 200,
         memory_limit_bytes: int = 2 << 30,
         sandbox: str = "auto",
+        fairness: FairQueueLimits | None = None,
     ) -> None:
         self._size = workers
         self._capacity = workers + queue_size
+        fairness = fairness or FairQueueLimits(max_running_per_account=max(1, workers - 1))
+        self.scheduler = Scheduler(FairQueueLimits(
+            max_queued=self._capacity, max_per_link=fairness.max_per_link,
+            max_per_ip=fairness.max_per_ip, timeout_penalty=fairness.timeout_penalty,
+            max_running_per_account=fairness.max_running_per_account))
         self._timeout = timeout_seconds
         self._max_tasks = max_tasks_per_worker
         self._config = WorkerConfig(memory_limit_bytes)
         self.sandbox = SandboxReport(sandbox)
         self._context = zygote.context()
-        self._queue: deque[Task] = deque()
         self._workers: list[Worker] = []
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -125,7 +110,7 @@ class RenderPool:
     @property
     def in_flight(self) -> int:
         """Tasks queued or running, including those whose caller has gone away."""
-        return len(self._queue) + sum(1 for worker in self._workers if worker.task is not None)
+        return self.scheduler.in_flight
 
     def worker_pids(self) -> list[int]:
         return [w.process.pid for w in self._workers if w.process.pid and not w.retiring]
@@ -144,22 +129,27 @@ class RenderPool:
         self.sandbox.check_required()
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
-                  account: str | None = None, document: BrokeredDocument | None = None) -> T:
+                  account: str | None = None, document: BrokeredDocument | None = None,
+                  link: str | None = None, ip: str | None = None) -> T:
         """Run `fn(*args)` in a worker and return its result.
 
-        Raises PoolBusy, TaskTimedOut, WorkerCrashed, or the task's own error (rebuilt).
+        Raises PoolBusy, QueueRefused, TaskTimedOut, WorkerCrashed, or the task's own error.
         """
-        return await self.submit(fn, *args, timeout=timeout, account=account, document=document)
+        return await self.submit(fn, *args, timeout=timeout, account=account, document=document,
+                                 link=link, ip=ip)
 
     def submit(
         self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
         account: str | None = None, document: BrokeredDocument | None = None,
+        link: str | None = None, ip: str | None = None,
     ) -> asyncio.Future[T]:
-        """Schedule `fn(*args)` now and return its future; PoolBusy at once if no slot is free.
+        """Queue `fn(*args)` now and return its future; PoolBusy at once if no slot is free,
+        QueueRefused (render.fair_queue) if the link or client IP is over its cap.
 
         `account` keeps the task to workers of that account; `document` is the one document
-        the worker may read during the task. Cancelling the future drops a queued task; a
-        running one is left to finish: killing its worker would cost a replacement.
+        the worker may read during the task; `link` and `ip` are its turn and caps in the fair
+        queue. Cancelling the future drops a queued task; a running one is left to finish:
+        killing its worker would cost a replacement.
         """
         if self._closed:
             raise PoolBusy("the render pool is shutting down")
@@ -172,14 +162,14 @@ class RenderPool:
         outcome: asyncio.Future[T] = self._loop.create_future()
         payload = frame(Kind.TASK, pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL))
         task = Task(payload, self._timeout if timeout is None else timeout, outcome,
-                     account, document)
+                    account, document, link, ip)
+        self.scheduler.push(task)  # QueueRefused: nothing started
         if document is not None:
             # A worker may render from its own cache without a read: the server still checks,
             # during the render, that the document exists and its storage answers.
             task.check = asyncio.ensure_future(document.check())
             task.check.add_done_callback(retrieve)
         outcome.add_done_callback(lambda _: self._drop_if_queued(task))
-        self._queue.append(task)
         self._dispatch()
         return outcome
 
@@ -188,9 +178,8 @@ class RenderPool:
         if self._closed:
             return
         self._closed = True
-        for task in [*self._queue, *(w.task for w in self._workers if w.task)]:
+        for task in [*self.scheduler.drain(), *(w.task for w in self._workers if w.task)]:
             settle(task, error=PoolBusy("the render pool is shutting down"))
-        self._queue.clear()
         workers, self._workers = self._workers, []
         for worker in workers:
             self._detach(worker)
@@ -243,133 +232,26 @@ class RenderPool:
         self._workers.append(worker)
 
     def _dispatch(self) -> None:
-        """Hand queued tasks to workers, oldest first. A task that no worker of its account and
-        no fresh worker can take gets a fresh worker on the way: an idle worker of another
-        account is replaced for it (a worker never serves a second account). Being oldest, it
-        takes that replacement before younger tasks can."""
-        waiting: list[Task] = []
-        coming = sum(1 for w in self._workers if w.account is None and not w.retiring
-                     and w.task is None and not w.ready)
-        while self._queue:
-            task = self._queue.popleft()
-            worker = choose_worker(task, self._workers)
-            if worker is not None:
-                self._hand_over(worker, task)
-                continue
-            waiting.append(task)
-            if task.account is None:
-                continue
-            if coming:
-                coming -= 1
-                continue
-            victim = next((w for w in self._workers if w.idle and w.account is not None
-                           and w.account != task.account), None)
-            if victim is not None:
-                self._switching.append(time.monotonic())
-                self._retire(victim)  # its replacement, forked now, is this task's
-        self._queue.extendleft(reversed(waiting))
+        self.scheduler.dispatch(self._workers, self._hand_over, self._make_room)
+
+    def _make_room(self, victim: Worker) -> None:
+        self._switching.append(time.monotonic())
+        self._retire(victim)  # its replacement, forked now, is the waiting task's
 
     def _hand_over(self, worker: Worker, task: Task) -> None:
         assert self._loop is not None
         worker.task = task
         if task.account is not None:
             worker.account = task.account
+        task.started = time.monotonic()
         task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
         with contextlib.suppress(OSError):  # the worker is dying: its exit fails the task
             write_all(worker.tasks.fileno(), task.payload)
 
-    # --- messages from a worker -------------------------------------------------------------
-
-    def _on_readable(self, worker: Worker) -> None:
-        self._read(worker)
-
-    def _read(self, worker: Worker) -> bool:
-        """Take in what the worker wrote; False when there was nothing (yet, or any more)."""
-        try:
-            data = os.read(worker.results.fileno(), 1 << 20)
-        except BlockingIOError:
-            return False
-        except OSError:
-            data = b""
-        if not data:
-            # End of input: the worker is exiting; its exit handler settles the rest.
-            assert self._loop is not None
-            with contextlib.suppress(OSError):
-                self._loop.remove_reader(worker.results.fileno())
-            return False
-        worker.inbox += data
-        try:
-            for message in parse_worker_frames(worker.inbox):
-                self._on_message(worker, message)
-        except ChannelViolation as exc:
-            self._on_violation(worker, str(exc))
-            return False
-        return True
-
-    def _on_message(self, worker: Worker, message: Message) -> None:
-        if worker.retiring and worker.task is None:
-            return  # killed for a violation: what it still sends is of no interest
-        if message.kind == Kind.READY:
-            self._on_ready(worker, Layer(message.code & ALL_LAYERS))
-            return
-        task = worker.task
-        if task is None or not worker.ready:
-            raise ChannelViolation(f"message kind {message.kind} with no task running")
-        if message.kind == Kind.READ:
-            self._on_read_request(worker, task, message)
-            return
-        if task.reading:
-            raise ChannelViolation("a result while a read is outstanding")
-        if message.kind == Kind.RESULT:
-            settle_after_check(task, decode_result(message))
-        else:
-            error: BaseException = decode_error(message)
-            if message.code == ErrorCode.BROKER and task.broker_error is not None:
-                error = task.broker_error  # what the broker saw, not what the worker says
-            settle(task, error=error)
-        worker.task = None
-        worker.done += 1
-        if self._max_tasks and worker.done >= self._max_tasks:  # 0: never recycled
-            self._retire(worker)
-        self._dispatch()
-
-    def _on_ready(self, worker: Worker, layers: Layer) -> None:
-        if worker.ready:
-            raise ChannelViolation("a second READY")
-        worker.ready, worker.layers = True, layers
-        if not self.sandbox.accept(layers):
-            self._retire(worker, kill=True, replace=False)
-            return
-        if self._switching:
-            self.switch_seconds.append(time.monotonic() - self._switching.pop(0))
-        self._dispatch()
-
-    def _on_read_request(self, worker: Worker, task: Task, message: Message) -> None:
-        offset, length = READ_REQUEST.unpack(message.payload)
-        document = task.document
-        if document is None or task.reading:
-            raise ChannelViolation("a read with no document, or two reads at once")
-        if not 0 < length <= MAX_READ_BYTES or offset + length > document.size:
-            raise ChannelViolation(f"a read of {length} bytes at {offset}")
-        task.reading = True
-        reading = asyncio.ensure_future(answer_read(worker, task, document, offset, length))
-        self._reads.add(reading)  # kept until done: a task with no reference may be collected
-        reading.add_done_callback(self._reads.discard)
-
-    def _on_violation(self, worker: Worker, reason: str) -> None:
-        log.error("render worker %s broke the channel protocol (%s); killed",
-                  worker.process.pid, reason[:200])
-        task, worker.task = worker.task, None
-        if task is not None:
-            settle(task, error=WorkerCrashed("the render worker misbehaved and was replaced"))
-        worker.inbox.clear()
-        self._retire(worker, kill=True)
-        self._dispatch()
-
     def _on_timeout(self, worker: Worker, task: Task) -> None:
         if worker.task is task:
             settle(task, error=TaskTimedOut("the render took too long; its worker was replaced"))
-            worker.task = None
+            self._free(worker, timed_out=True)
             self._retire(worker, kill=True)
             self._dispatch()
 
@@ -394,16 +276,15 @@ class RenderPool:
         release(worker)
         if worker.task is not None:
             settle(worker.task, error=WorkerCrashed(f"the render worker died (exit code {code})"))
-            worker.task = None
+            self._free(worker)
         if worker in self._workers:
             self._workers.remove(worker)
         self._early_deaths = 0 if worker.ready else self._early_deaths + 1
         if self._early_deaths >= _MAX_EARLY_DEATHS:
             # Workers die before they are ready: starting more would only loop.
             log.error("render workers die at start (exit code %s); not restarting them", code)
-            for task in self._queue:
+            for task in self.scheduler.drain():
                 settle(task, error=WorkerCrashed("no render worker could start"))
-            self._queue.clear()
             return
         if not self._closed and (self.sandbox.mode != "required" or worker.layers == ALL_LAYERS):
             self._start_workers()
@@ -418,8 +299,12 @@ class RenderPool:
                 with contextlib.suppress(ValueError, OSError):
                     self._loop.remove_reader(fd)
 
+    def _free(self, worker: Worker, timed_out: bool = False) -> None:
+        if worker.task is not None:
+            self.scheduler.finished(worker.task, timed_out)
+            worker.task = None
+
     def _drop_if_queued(self, task: Task) -> None:
         if task.outcome.cancelled():
-            with contextlib.suppress(ValueError):
-                self._queue.remove(task)
+            self.scheduler.cancel(task)
 

@@ -126,8 +126,9 @@ def prepare_uploaders(vault: VaultProcess) -> list[Uploader]:
 
 def check_answer(kind: str, response: httpx.Response, problems: list[str]) -> None:
     status = response.status_code
-    # 429: the account already has its cap of uploads in progress (per-account back-pressure).
-    expected = {"page": {200, 503}, "upload": {201, 402, 429, 503}}[kind]
+    # 429: the account already has its cap of uploads in progress (per-account back-pressure),
+    # or a link its cap of pages in flight (the fair render queue).
+    expected = {"page": {200, 429, 503}, "upload": {201, 402, 429, 503}}[kind]
     if status not in expected:
         problems.append(f"{kind}: unexpected {status} {response.text[:200]}")
         return
@@ -135,8 +136,10 @@ def check_answer(kind: str, response: httpx.Response, problems: list[str]) -> No
                                      and isinstance(json.loads(response.text).get("error"), str)):
         problems.append(f"{kind}: {status} without Retry-After or JSON error: "
                         f"{response.text[:200]}")
-    if status == 429 and "too many uploads in progress" not in response.json()["error"]:
-        problems.append(f"upload: unexpected 429 message: {response.text[:200]}")
+    too_many = {"upload": "too many uploads in progress",
+                "page": "too many pages of this link are being rendered"}[kind]
+    if status == 429 and too_many not in response.json()["error"]:
+        problems.append(f"{kind}: unexpected 429 message: {response.text[:200]}")
     if status == 402 and "error" not in response.json():
         problems.append(f"upload: 402 without a JSON error: {response.text[:200]}")
     if kind == "page" and status == 200 and response.content[:3] != b"\xff\xd8\xff":

@@ -252,6 +252,34 @@ FIELDS: tuple[Field, ...] = (
         "Upper bound on the pixels of one rendered page.",
     ),
     Field(
+        "render.max_per_link",
+        _int(1, 10_000),
+        4,
+        "VAULTD_RENDER_MAX_PER_LINK",
+        "Pages of one view link queued or rendering at once; more get 429 + Retry-After.",
+    ),
+    Field(
+        "render.max_per_ip",
+        _int(1, 10_000),
+        8,
+        "VAULTD_RENDER_MAX_PER_IP",
+        "Pages for one viewer IP of one account in flight at once; more get 429 + Retry-After.",
+    ),
+    Field(
+        "render.max_running_per_account",
+        _int(0, 256),
+        0,
+        "VAULTD_RENDER_MAX_RUNNING_PER_ACCOUNT",
+        "Workers one account may hold at once; 0: workers - 1 (at least 1), one kept for others.",
+    ),
+    Field(
+        "render.timeout_penalty",
+        _int(0, 1000),
+        4,
+        "VAULTD_RENDER_TIMEOUT_PENALTY",
+        "Turns an account is passed over in the render queue per render that timed out.",
+    ),
+    Field(
         "upload.max_bytes",
         _int(1, 1 << 40),
         26_214_400,
@@ -362,6 +390,10 @@ class Settings:
     render_sandbox: str
     render_long_side: int
     render_max_pixels: int
+    render_max_per_link: int
+    render_max_per_ip: int
+    render_max_running_per_account: int
+    render_timeout_penalty: int
     upload_max_bytes: int
     upload_max_concurrent_per_account: int
     server_max_connections: int

@@ -14,6 +14,7 @@ from tornado.ioloop import PeriodicCallback
 
 from backends.base import BackendUnavailable, BlobBackend
 from render import blend
+from render.fair_queue import FairQueueLimits
 from render.pool import RenderPool
 from render.sandbox.report import SandboxUnavailable
 from vaultd import data_dir
@@ -64,6 +65,13 @@ def make_pool(settings: Settings) -> RenderPool:
         max_tasks_per_worker=settings.render_max_tasks_per_worker,
         memory_limit_bytes=settings.render_memory_limit_mb << 20,
         sandbox=settings.render_sandbox,
+        fairness=FairQueueLimits(
+            max_per_link=settings.render_max_per_link,
+            max_per_ip=settings.render_max_per_ip,
+            timeout_penalty=settings.render_timeout_penalty,
+            max_running_per_account=(settings.render_max_running_per_account
+                                     or max(1, settings.render_workers - 1)),
+        ),
     )
 
 

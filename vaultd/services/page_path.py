@@ -43,7 +43,7 @@ from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore
 from vaultd.services.link_records import LinkRecords
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
-from vaultd.services.pool_calls import start_task
+from vaultd.services.pool_calls import Departure, start_task
 from vaultd.timefmt import paris_display, utcnow
 
 log = logging.getLogger("vaultd.pages")
@@ -62,6 +62,7 @@ class PageRequest:
     page: str  # as in the URL: parsed once the caller is authorised
     ip: str | None  # the viewer's address, for the watermark and the log
     api_key: str | None = None  # the caller's key on the API route; None on the hosted viewer
+    departure: Departure | None = None  # told when the client has gone: a queued render drops
 
 
 @dataclass(frozen=True)
@@ -168,12 +169,15 @@ class PagePath:
         return opened
 
     def render(self, page: Page) -> asyncio.Future[bytes]:
-        """Start the render; a full queue is a 503 now, before anything is written."""
+        """Start the render; a full queue (503) or a link or client IP over its cap (429) is
+        refused now, before anything is written. Queued fairly: under the link's account, with
+        its link and the viewer's IP; dropped if the client leaves before it runs."""
         document = brokered(self.store, page.link.file)
         return asyncio.ensure_future(start_task(
             self.pool, render_page, document.source, page.number,
             watermark_for(page.link, page.request.ip, page.render_id), budget_for(self.settings),
-            document=document))
+            document=document, link=str(page.link.link["_id"]), ip=page.request.ip,
+            departure=page.request.departure))
 
     async def log(self, page: Page) -> str:
         opened = page.link

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from render.fair_queue import QueueRefused
@@ -22,35 +23,75 @@ T = TypeVar("T")
 log = logging.getLogger("vaultd.render")
 
 
+class ClientGone(VaultError):
+    """The client closed its connection while its task waited: nobody reads the answer."""
+
+    status = 499  # nginx's "client closed request"; never seen by anyone
+
+
+class Departure:
+    """Told when a request's client has gone (Tornado's on_connection_close): its task, if
+    still waiting in the render queue, is dropped and never runs."""
+
+    def __init__(self) -> None:
+        self.gone = False
+        self._callbacks: list[Callable[[], object]] = []
+
+    def on_leave(self, callback: Callable[[], object]) -> None:
+        if self.gone:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+    def leave(self) -> None:
+        if not self.gone:
+            self.gone = True
+            callbacks, self._callbacks = self._callbacks, []
+            for callback in callbacks:
+                callback()
+
+
 async def run_task(
     pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False,
-    document: BrokeredFile | None = None, account: str | None = None,
+    document: BrokeredFile | None = None, account: str | None = None, ip: str | None = None,
 ) -> T:
     """Run `fn` in the pool. A crashed or timed-out worker is a 503 (retry with backoff), except
     where the caller knows the input is a fresh upload: then the file is to blame (422)."""
     return await start_task(pool, fn, *args, on_upload=on_upload, document=document,
-                            account=account)
+                            account=account, ip=ip)
 
 
 def start_task(
     pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False,
     document: BrokeredFile | None = None, account: str | None = None,
+    link: str | None = None, ip: str | None = None, departure: Departure | None = None,
 ) -> Coroutine[Any, Any, T]:
-    """Submit `fn` now (a full queue is a 503 at once, before the caller does anything else);
-    the returned coroutine waits for the result, with run_task's errors. `document`: the one
-    file the worker may read, on a worker of that file's account; `account`: the account whose
-    data the arguments carry (a leaked image), when there is no document."""
+    """Submit `fn` now (a full queue is a 503, a link or client IP over its cap a 429, at once,
+    before the caller does anything else); the returned coroutine waits for the result, with
+    run_task's errors. `document`: the one file the worker may read, on a worker of that file's
+    account; `account`: the account whose data the arguments carry (a leaked image), when there
+    is no document; `link`, `ip`: the task's turn and caps in the fair queue; `departure`: told
+    when the client has gone, which drops the task if it still waits (then ClientGone)."""
     account = document.account if document is not None else account
     try:
-        pending = pool.submit(fn, *args, account=account, document=document)
+        pending = pool.submit(fn, *args, account=account, document=document, link=link, ip=ip)
     except PoolBusy:
         raise ServiceUnavailable("render queue is full; retry shortly", retry_after=2) from None
-    return _outcome(pending, on_upload)
+    except QueueRefused as exc:
+        raise queue_refusal(exc) from None
+    if departure is not None:
+        departure.on_leave(pending.cancel)  # a running task finishes; its result is dropped
+    return _outcome(pending, on_upload, departure)
 
 
-async def _outcome(pending: Awaitable[T], on_upload: bool) -> T:
+async def _outcome(pending: asyncio.Future[T], on_upload: bool,
+                   departure: Departure | None = None) -> T:
     try:
         return await pending
+    except asyncio.CancelledError:
+        if departure is not None and departure.gone and pending.cancelled():
+            raise ClientGone("the client went away") from None
+        raise
     except TaskTimedOut:
         if on_upload:
             # A fresh upload that cannot be validated in time would time out on every retry.
@@ -81,8 +122,7 @@ async def _outcome(pending: Awaitable[T], on_upload: bool) -> T:
 
 def queue_refusal(exc: QueueRefused) -> VaultError:
     """The fair queue's refusal as a domain error: the caller's own share used up (per link or
-    client IP) is a 429, a full queue a 503; both with Retry-After. For the pool to raise with
-    `raise queue_refusal(exc) from None` once it queues through render.fair_queue."""
+    client IP) is a 429, a full queue a 503; both with Retry-After."""
     if exc.status == 429:
         return TooManyRequests(str(exc), retry_after=exc.retry_after)
     return ServiceUnavailable(str(exc), retry_after=exc.retry_after)

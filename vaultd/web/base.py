@@ -23,6 +23,7 @@ from vaultd.errors import (
 )
 from vaultd.services.accounts import Account
 from vaultd.services.api_keys import authenticate
+from vaultd.services.pool_calls import Departure
 from vaultd.web.access_log_scrub import scrub_path
 from vaultd.web.context import AppContext
 
@@ -50,6 +51,9 @@ class BaseHandler(RequestHandler):
         self._mapped_error: VaultError | None = None  # set by log_exception for write_error
         self.account: Account | None = None
         self._counted = True
+        # Told if the client closes its connection before the answer: a page still waiting
+        # in the render queue is then dropped (services.pool_calls).
+        self.departure = Departure()
         ctx.active_requests += 1
 
     def on_finish(self) -> None:
@@ -57,6 +61,7 @@ class BaseHandler(RequestHandler):
 
     def on_connection_close(self) -> None:
         self._uncount()
+        self.departure.leave()
 
     def _uncount(self) -> None:
         if self._counted:

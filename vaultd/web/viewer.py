@@ -65,7 +65,8 @@ class ViewerPageHandler(ViewerBase):
 
 class ViewerImageHandler(ViewerBase):
     async def get(self, token: str, page: str) -> None:
-        await self.ctx.pages.serve(PageRequest(token, page, self.client_ip()), self.send_page)
+        request = PageRequest(token, page, self.client_ip(), departure=self.departure)
+        await self.ctx.pages.serve(request, self.send_page)
 
 
 class ViewerStatusHandler(ViewerBase):

@@ -42,7 +42,8 @@ class PageHandler(ViewerIpMixin):
     deferred_auth = True  # the page path checks the key, with the link (services.page_path)
 
     async def get(self, token: str, page: str) -> None:
-        request = PageRequest(token, page, self.viewer_ip(), api_key=self.bearer_key())
+        request = PageRequest(token, page, self.viewer_ip(), api_key=self.bearer_key(),
+                              departure=self.departure)
         await self.ctx.pages.serve(request, self.send_page)
 
 
