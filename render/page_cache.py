@@ -1,0 +1,114 @@
+"""Per-worker cache of rendered pages, before any watermark: a page seen again costs only the
+watermark, the invisible mark and the JPEG encode.
+
+What is kept is the page part of the output canvas (every row above the strip, margins
+included, RGBX), which depends only on the document and the output size, never on the viewer.
+The key holds everything that changes those pixels: the file id, the blob's name (a replaced
+file is a new blob, so a new key), its size and type, the page number and the pixel budget.
+A worker serves one account for its whole life (`render.dispatch`), so the cache never holds
+two accounts' pages. A deleted file is never served from here: the server checks that the blob
+still exists during every task (`RenderPool.submit`, `BrokeredFile.check`) and refuses the page
+otherwise, as it does for a page rendered from `render.doc_cache`.
+
+Bounded by bytes (`render.page_cache_mb`), least recently used out first; memory only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from render.model import DocumentSource, PixelBudget
+
+DEFAULT_BYTES = 128 << 20
+
+
+@dataclass(frozen=True)
+class PageKey:
+    file_id: str
+    version: str
+    plaintext_size: int
+    content_type: str
+    page: int
+    long_side: int
+    max_pixels: int
+
+
+def key_for(source: DocumentSource, page: int, budget: PixelBudget) -> PageKey:
+    return PageKey(source.cache_key, source.version, source.plaintext_size, source.content_type,
+                   page, budget.long_side, budget.max_pixels)
+
+
+@dataclass(frozen=True)
+class CachedPage:
+    """Rows 0..page[1] of a canvas `width` pixels wide, 4 bytes a pixel."""
+
+    page: tuple[int, int]
+    width: int
+    pixels: bytes
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.pixels)
+
+
+class PageCache:
+    def __init__(self, capacity_bytes: int = DEFAULT_BYTES) -> None:
+        self.capacity = capacity_bytes
+        self._entries: OrderedDict[PageKey, CachedPage] = OrderedDict()
+        self._lock = threading.Lock()
+        self.nbytes = 0
+        self.hits = 0  # let tests and the bench see what was served from here
+        self.misses = 0
+
+    def resize(self, capacity_bytes: int) -> None:
+        with self._lock:
+            self.capacity = max(0, capacity_bytes)
+            self._evict()
+
+    def get(self, key: PageKey) -> CachedPage | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry
+
+    def put(self, key: PageKey, entry: CachedPage) -> None:
+        if entry.nbytes > self.capacity:
+            return  # larger than the whole cache: keeping it would only flush the rest
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.nbytes -= old.nbytes
+            self._entries[key] = entry
+            self.nbytes += entry.nbytes
+            self._evict()
+
+    def drop_file(self, file_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._entries if k.file_id == file_id]:
+                self.nbytes -= self._entries.pop(key).nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.nbytes = 0
+
+    def keys(self) -> list[PageKey]:
+        with self._lock:
+            return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _evict(self) -> None:
+        while self.nbytes > self.capacity and self._entries:
+            _, oldest = self._entries.popitem(last=False)
+            self.nbytes -= oldest.nbytes
+
+
+CACHE = PageCache()
