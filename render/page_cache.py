@@ -98,7 +98,7 @@ class PageCache:
             self._entries.clear()
             self.nbytes = 0
 
-    def keys(self) -> list[PageKey]:
+    def kept(self) -> list[PageKey]:
         with self._lock:
             return list(self._entries)
 

@@ -252,6 +252,13 @@ FIELDS: tuple[Field, ...] = (
         "Upper bound on the pixels of one rendered page.",
     ),
     Field(
+        "render.page_cache_mb",
+        _int(0, 65_536),
+        128,
+        "VAULTD_RENDER_PAGE_CACHE_MB",
+        "Rendered pages (before the watermark) each worker keeps in memory (0: none).",
+    ),
+    Field(
         "upload.max_bytes",
         _int(1, 1 << 40),
         26_214_400,
@@ -348,6 +355,7 @@ class Settings:
     render_sandbox: str
     render_long_side: int
     render_max_pixels: int
+    render_page_cache_mb: int
     upload_max_bytes: int
     upload_max_concurrent_per_account: int
     server_max_connections: int

@@ -107,6 +107,9 @@ def watermark_for(
     )
 
 
+JPEG_QUALITY = 80
+
+
 def budget_for(settings: Settings) -> PixelBudget:
     return PixelBudget(long_side=settings.render_long_side, max_pixels=settings.render_max_pixels)
 
@@ -173,7 +176,7 @@ class PagePath:
         return asyncio.ensure_future(start_task(
             self.pool, render_page, document.source, page.number,
             watermark_for(page.link, page.request.ip, page.render_id), budget_for(self.settings),
-            document=document))
+            JPEG_QUALITY, self.settings.render_page_cache_mb << 20, document=document))
 
     async def log(self, page: Page) -> str:
         opened = page.link
