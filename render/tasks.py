@@ -7,7 +7,7 @@ the result (JPEG bytes, a ValidationResult) and any error come back as plain dat
 
 from __future__ import annotations
 
-from render import canvas, page_cache, watermark
+from render import canvas, page_cache, rendition, watermark
 from render.blobs import open_blob
 from render.doc_cache import CACHE
 from render.model import (
@@ -34,11 +34,21 @@ __all__ = [
     "validate_document",
 ]
 
-def validate_document(source: DocumentSource) -> ValidationResult:
-    """Page count of a stored document; Unreadable if we could not render it."""
+def validate_document(
+    source: DocumentSource, rendition_budget: PixelBudget | None = None
+) -> ValidationResult:
+    """Page count of a stored document; Unreadable if we could not render it.
+
+    An image is validated by decoding it in full; with `rendition_budget`, the picture decoded
+    at that size is kept for `render.rendition.image_rendition` (the upload's next task).
+    """
     _check_type(source)
     with open_blob(source) as blob:
-        return validate(blob, source.content_type)
+        if rendition_budget is None or source.content_type == PDF:
+            return validate(blob, source.content_type)
+        image = decode_image(blob, source.content_type, rendition_budget)
+    rendition.LAST.keep(source, rendition_budget, image)
+    return ValidationResult(source.content_type, 1)
 
 
 def render_page(

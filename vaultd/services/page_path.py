@@ -38,7 +38,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.numbers import is_decimal
-from vaultd.services import access_log, api_keys
+from vaultd.services import access_log, api_keys, renditions
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore
 from vaultd.services.link_records import LinkRecords
@@ -172,11 +172,12 @@ class PagePath:
 
     def render(self, page: Page) -> asyncio.Future[bytes]:
         """Start the render; a full queue is a 503 now, before anything is written."""
-        document = brokered(self.store, page.link.file)
+        budget = budget_for(self.settings)
+        document = brokered(self.store, renditions.for_pages(page.link.file, budget))
         return asyncio.ensure_future(start_task(
             self.pool, render_page, document.source, page.number,
-            watermark_for(page.link, page.request.ip, page.render_id), budget_for(self.settings),
-            JPEG_QUALITY, self.settings.render_page_cache_mb << 20, document=document))
+            watermark_for(page.link, page.request.ip, page.render_id), budget, JPEG_QUALITY,
+            self.settings.render_page_cache_mb << 20, document=document))
 
     async def log(self, page: Page) -> str:
         opened = page.link
