@@ -78,8 +78,7 @@ def render_page(
     else:
         page, plan, overlay = _rasterise(source, page_number, mark, budget)
         if page_cache.CACHE.capacity:
-            page_cache.CACHE.put(key, page_cache.CachedPage(
-                plan.page, plan.width, canvas.page_rows(page, plan)))
+            page_cache.CACHE.put(key, plan.page, plan.width, canvas.page_rows(page, plan))
     watermark.apply(page, overlay, plan.page[1])
     return canvas.jpeg(page.image, jpeg_quality)
 
