@@ -3,8 +3,10 @@ against a bare render measured back to back with it.
 
 - **Cold / warm.** Every round uploads a fresh copy of the document (a new file id: no worker
   has any of its pages), opens it with one untimed page, then for each sampled page times its
-  first view (cold: rendered by PDFium), a second view (warm: from the worker's page cache,
-  `render/page_cache.py`) and the bare pypdfium2 render + JPEG, in a rotating order.
+  first view (cold: rendered by PDFium), then, after an untimed second view (rendered again
+  and kept: a worker keeps a page from its second render on), a third (warm: from the
+  worker's page cache, `render/page_cache.py`) and the bare pypdfium2 render + JPEG, in a
+  rotating order.
 - **Big image.** A 100-megapixel PNG uploaded once (its rendition is made at upload), its page
   viewed again and again; the bare figure is what a renderer without a rendition does: Pillow
   decodes the PNG, scales it to the page size and encodes the JPEG.
@@ -76,6 +78,7 @@ def cold_and_warm(vault: Vault, client: Client, doc: Document, budget: PixelBudg
                         bare_seconds = bare.render(number)[0]
                     else:
                         first = _seconds(client, token, number)
+                        client.page(token, number)  # rendered again, and kept from now on
                         second = _seconds(client, token, number)
                 cold.add(first, bare_seconds)
                 warm.add(second, bare_seconds)

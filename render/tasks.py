@@ -77,7 +77,7 @@ def render_page(
         page = canvas.from_rows(kept.pixels, plan)
     else:
         page, plan, overlay = _rasterise(source, page_number, mark, budget)
-        if page_cache.CACHE.capacity:
+        if page_cache.CACHE.capacity and page_cache.CACHE.admit(key):
             page_cache.CACHE.put(key, plan.page, plan.width, canvas.page_rows(page, plan))
     watermark.apply(page, overlay, plan.page[1])
     return canvas.jpeg(page.image, jpeg_quality)

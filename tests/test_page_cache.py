@@ -53,8 +53,12 @@ async def test_a_warm_page_is_the_cold_pages_bytes_and_reads_nothing(
     source = fx.encrypt_to_local(tmp_path, fx.text_pdf(3), fx.PDF)
     uncached, _ = await _page(pool, source, 2, 0)
     cold, _ = await _page(pool, source, 2, 64 * MiB)
+    (entries, *_), _ = await _state(pool)
+    assert entries == 0  # a page rendered once is not kept (PageCache.admit)
+    kept_now, _ = await _page(pool, source, 2, 64 * MiB)
     warm, warm_reads = await _page(pool, source, 2, 64 * MiB)
-    assert warm == cold == uncached  # same viewer, same text: the same JPEG, byte for byte
+    # Same viewer, same text: the same JPEG, byte for byte, from PDFium or from the cache.
+    assert warm == kept_now == cold == uncached
     assert warm_reads == 0  # served from the worker's memory, not from the document
     (entries, _, hits, _), kept = await _state(pool)
     assert entries == 1 and hits == 1 and kept == [f"{source.cache_key} {source.version} 2"]
@@ -73,7 +77,8 @@ async def test_the_cache_never_serves_another_file_or_a_replaced_version(
     text_cold, _ = await _page(pool, text, 1, 64 * MiB)
     grey_cold, _ = await _page(pool, grey, 1, 64 * MiB)
     assert text_cold != grey_cold
-    assert (await _page(pool, text, 1, 64 * MiB))[0] == text_cold
+    assert (await _page(pool, text, 1, 64 * MiB))[0] == text_cold  # kept from now on
+    assert (await _page(pool, text, 1, 64 * MiB)) == (text_cold, 0)  # from the cache
     # The text file replaced by the grey content: same file id, a new blob name.
     replaced = dataclasses.replace(grey, cache_key=text.cache_key)
     served, reads = await _page(pool, replaced, 1, 64 * MiB, document=fx.brokered(grey))
@@ -84,7 +89,8 @@ async def test_another_accounts_worker_holds_none_of_its_pages(
     pool: RenderPool, tmp_path: Path
 ) -> None:
     source = fx.encrypt_to_local(tmp_path, fx.text_pdf(1), fx.PDF)
-    await _page(pool, source, 1, 64 * MiB)
+    for _ in range(2):
+        await _page(pool, source, 1, 64 * MiB)
     (entries, *_), _ = await _state(pool, "acct-a")
     assert entries == 1
     (entries, nbytes, hits, misses), kept = await _state(pool, "acct-b")
@@ -94,12 +100,12 @@ async def test_another_accounts_worker_holds_none_of_its_pages(
 async def test_the_cache_stays_within_its_bound(pool: RenderPool, tmp_path: Path) -> None:
     source = fx.encrypt_to_local(tmp_path, fx.text_pdf(4), fx.PDF)
     bound = 5 * MiB  # two pages of about 2.4 MB fit, a third does not
-    for number in (1, 2, 3, 4):
+    for number in (1, 1, 2, 2, 3, 3, 4, 4):
         await _page(pool, source, number, bound)
     (entries, nbytes, _, misses), kept = await _state(pool)
     assert entries == 2 and 0 < nbytes <= bound
     assert [line.split()[-1] for line in kept] == ["3", "4"]  # least recently used out first
     await _page(pool, source, 1, bound)
     (_, _, _, misses_after), kept = await _state(pool)
-    assert misses_after == misses + 1  # page 1 was evicted: rendered again
+    assert misses_after == misses + 1  # page 1 was evicted: rendered again, and kept again
     assert [line.split()[-1] for line in kept] == ["4", "1"]
