@@ -231,12 +231,13 @@ def markdown(results: Results) -> str:
                      "p95", "vaultd/bare", "vaultd/pdftoppm"], _page_rows(results))
     lines += ["### Cold and warm pages, the 100-megapixel PNG, two accounts alternating", "",
               "*cold*: the first view of a page of a freshly uploaded copy (document already "
-              "open in the worker); *warm*: its third view, from the worker's "
-              "page cache (a worker keeps a page from its second render on). The PNG's bare figure is Pillow decoding it, scaling it to the page "
-              "size and encoding the JPEG (what a page cost without the rendition); its upload "
+              "open in the worker); *warm*: its third view, from the worker's page cache (a "
+              "worker keeps a page from its second render on). The PNG's bare figure is Pillow "
+              "decoding it, scaling it to the page size and encoding the JPEG (what a page cost "
+              "without the rendition); its upload "
               f"took {results.big_upload:.1f} s. Two accounts: the same document in two accounts, "
               "their pages asked for alternately. Since the page cache, the per-document table "
-              "above is mostly warm pages after the first round.", ""]
+              "above is mostly warm pages from its third round on.", ""]
     lines += _table(["case", "samples", "vaultd p50", "p95", "bare p50", "vaultd/bare",
                      "non-200"], _paired_rows(results))
     lines += ["### Where a worker's time goes (in-process, p50)", ""]
