@@ -51,6 +51,11 @@ async def make(pool: RenderPool, store: BlobStore, doc: FileDoc, document: Broke
         await upload.write(png)
         await upload.close_stream()
         size = await upload.writer.commit()
+    except Exception as error:  # a full disk, an unreachable store: the file goes without
+        await upload.writer.abort()
+        log.warning("no rendition for file %s: could not store it (%s)", doc["_id"],
+                    type(error).__name__)
+        return None
     except BaseException:
         await upload.writer.abort()
         raise
