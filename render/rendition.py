@@ -14,12 +14,15 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from render.blobs import open_blob
+from render.blobs import OpenedBlob, open_blob
 from render.model import JPEG, PNG, DocumentSource, PixelBudget, Unreadable
 from render.pages import decode_image
 
 # zlib level 1: about as small as 6 on photographs, several times faster to write.
 _PNG_LEVEL = 1
+# A rendition pays off when the original has more pixels than this many pages' worth: a
+# smaller picture decodes about as fast as its rendition would (and is enlarged for the page).
+WORTH_PAGES = 2
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,26 @@ LAST = _LastDecoded()
 
 
 def image_rendition(source: DocumentSource, budget: PixelBudget) -> bytes:
-    """The picture of `source` at `budget`, upright and flattened on white, as a PNG."""
+    """The picture of `source` at `budget`, upright and flattened on white, as a PNG; empty
+    when the original is small enough to be decoded for every page (no rendition needed)."""
     if source.content_type not in (JPEG, PNG):
         raise Unreadable("only images have a rendition")
     image = LAST.take(source, budget)
-    if image is None:
-        with open_blob(source) as blob:
+    with open_blob(source) as blob:
+        if _source_pixels(blob) <= WORTH_PAGES * budget.max_pixels:
+            return b""
+        if image is None:
             image = decode_image(blob, source.content_type, budget)
     out = io.BytesIO()
     image.save(out, "PNG", compress_level=_PNG_LEVEL)
     return out.getvalue()
+
+
+def _source_pixels(blob: OpenedBlob) -> int:
+    # The header only: Pillow reads the size without decoding (validation already passed).
+    stream = blob.buffered()
+    try:
+        with Image.open(stream) as image:
+            return int(image.size[0] * image.size[1])
+    finally:
+        stream.close()

@@ -3,7 +3,9 @@
 The rendition is made by the worker that validated the image (`render.rendition`), encrypted
 under its own data key as a second blob named `<file id>.rendition`, and recorded on the file
 (`FileDoc.rendition`). It is counted in nothing the user sees (quota, listing and downloads use
-the file's own `size` and `blob`) and removed with the file. Pages of an image use it when it
+the file's own `size` and `blob`) and removed with the file. Only an image with more pixels
+than two pages' worth gets one (`render.rendition.WORTH_PAGES`): a smaller one decodes about
+as fast as its rendition would. Pages of an image use it when it
 was made for the budget pages are rendered at now; otherwise, and for files uploaded before
 renditions existed, the original is decoded as before.
 """
@@ -46,6 +48,8 @@ async def make(pool: RenderPool, store: BlobStore, doc: FileDoc, document: Broke
     except VaultError as error:
         log.warning("no rendition for file %s: %s", doc["_id"], error.message)
         return None
+    if not png:
+        return None  # small enough to be decoded for every page
     upload = await store.begin(doc["accountId"], rendition_id(doc["_id"]))
     try:
         await upload.write(png)
