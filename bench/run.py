@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import breakdown, corpus, latency, load, report, transfer
+from bench import breakdown, corpus, latency, load, report, transfer, warm_cold
 from bench.server import Client, Vault, children, cpu_seconds
 from render.model import PixelBudget
 
@@ -37,11 +37,14 @@ class Plan:
     transfer_rounds: int = 3
     first_page_rounds: int = 15
     cpu_pages: int = 40
+    cold_rounds: int = 3
+    big_rounds: int = 20
 
     @classmethod
     def quick(cls) -> Plan:
         return cls(pages_per_doc=3, rounds=1, system_docs=3, seconds_per_level=2.0,
-                   load_rounds=1, transfer_rounds=1, first_page_rounds=4, cpu_pages=10)
+                   load_rounds=1, transfer_rounds=1, first_page_rounds=4, cpu_pages=10,
+                   cold_rounds=1, big_rounds=6)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -141,6 +144,7 @@ def _measure(vault: Vault, plan: Plan, docs: Corpus, results: report.Results) ->
         results.pages.append(latency.measure(client, tokens[doc.name], doc, budget,
                                              plan.pages_per_doc, plan.rounds))
         results.steps.append(breakdown.measure(doc, budget, plan.pages_per_doc, plan.rounds))
+    _cache_cases(vault, client, plan, docs, results, budget)
     busiest = docs.for_load
     results.load_doc = busiest.name
     log(f"CPU per page by process ({busiest.name})")
@@ -150,6 +154,20 @@ def _measure(vault: Vault, plan: Plan, docs: Corpus, results: report.Results) ->
     results.levels = load.measure(vault, tokens[busiest.name], min(busiest.pages, 40),
                                   plan.seconds_per_level, plan.load_rounds)
     client.close()
+
+
+def _cache_cases(vault: Vault, client: Client, plan: Plan, docs: Corpus,
+                 results: report.Results, budget: PixelBudget) -> None:
+    for doc in docs.all:
+        log(f"cold and warm pages: {doc.name}")
+        results.cold_warm += warm_cold.cold_and_warm(vault, client, doc, budget,
+                                                     plan.pages_per_doc, plan.cold_rounds)
+    log("the 100-megapixel PNG")
+    results.big, results.big_upload = warm_cold.big_image(vault, client, warm_cold.big_png(),
+                                                          budget, plan.big_rounds)
+    log("two accounts alternating")
+    results.two_accounts = warm_cold.two_accounts(vault, docs.for_load, budget,
+                                                  plan.pages_per_doc, plan.rounds)
 
 
 def _machine() -> str:

@@ -110,6 +110,20 @@ def from_image(page: Image.Image, plan: Layout) -> Canvas:
     return canvas
 
 
+def page_rows(drawn: Canvas, plan: Layout) -> memoryview:
+    """The rows above the strip (page and margins), before any watermark: a view, valid until
+    the next request draws on the buffer."""
+    return memoryview(drawn.pixels)[:drawn.stride * plan.page[1]]
+
+
+def from_rows(rows: bytes | bytearray, plan: Layout) -> Canvas:
+    """The canvas with a kept page's rows copied back in; the watermark pastes the strip."""
+    width, height = plan.size
+    buffer = _SCRATCH.get(width * 4 * height)
+    memoryview(buffer)[:len(rows)] = rows
+    return _over(buffer, plan)
+
+
 def _over(buffer: bytearray, plan: Layout) -> Canvas:
     stride = plan.width * 4
     image = Image.frombuffer("RGBX", plan.size, buffer, "raw", "RGBX", stride, 1)

@@ -7,7 +7,7 @@ the result (JPEG bytes, a ValidationResult) and any error come back as plain dat
 
 from __future__ import annotations
 
-from render import canvas, watermark
+from render import canvas, page_cache, rendition, watermark
 from render.blobs import open_blob
 from render.doc_cache import CACHE
 from render.model import (
@@ -34,11 +34,21 @@ __all__ = [
     "validate_document",
 ]
 
-def validate_document(source: DocumentSource) -> ValidationResult:
-    """Page count of a stored document; Unreadable if we could not render it."""
+def validate_document(
+    source: DocumentSource, rendition_budget: PixelBudget | None = None
+) -> ValidationResult:
+    """Page count of a stored document; Unreadable if we could not render it.
+
+    An image is validated by decoding it in full; with `rendition_budget`, the picture decoded
+    at that size is kept for `render.rendition.image_rendition` (the upload's next task).
+    """
     _check_type(source)
     with open_blob(source) as blob:
-        return validate(blob, source.content_type)
+        if rendition_budget is None or source.content_type == PDF:
+            return validate(blob, source.content_type)
+        image = decode_image(blob, source.content_type, rendition_budget)
+    rendition.LAST.keep(source, rendition_budget, image)
+    return ValidationResult(source.content_type, 1)
 
 
 def render_page(
@@ -47,14 +57,39 @@ def render_page(
     mark: WatermarkSpec,
     budget: PixelBudget,
     jpeg_quality: int = 80,
+    page_cache_bytes: int | None = None,
 ) -> bytes:
-    """One page as a watermarked JPEG, sized to `budget` (plus the watermark strip)."""
+    """One page as a watermarked JPEG, sized to `budget` (plus the watermark strip).
+
+    A page this worker rendered before comes from its page cache (`render.page_cache`, sized
+    by `page_cache_bytes`, the server's `render.page_cache_mb`; None leaves it as it is).
+    """
     _check_type(source)
     if isinstance(page_number, bool) or not isinstance(page_number, int):
         raise PageOutOfRange("page number must be an integer")
-    page, plan, overlay = _rasterise(source, page_number, mark, budget)
+    if page_cache_bytes is not None and page_cache_bytes != page_cache.CACHE.capacity:
+        page_cache.CACHE.resize(page_cache_bytes)
+    key = page_cache.key_for(source, page_number, budget)
+    kept = page_cache.CACHE.get(key) if page_cache.CACHE.capacity else None
+    if kept is not None:
+        plan = canvas.layout(kept.page, mark, budget)
+        overlay = watermark.prepare(mark, plan.width, plan.strip)
+        page = canvas.from_rows(kept.pixels, plan)
+    else:
+        page, plan, overlay = _rasterise(source, page_number, mark, budget)
+        if page_cache.CACHE.capacity and page_cache.CACHE.admit(key):
+            page_cache.CACHE.put(key, plan.page, plan.width, canvas.page_rows(page, plan))
     watermark.apply(page, overlay, plan.page[1])
     return canvas.jpeg(page.image, jpeg_quality)
+
+
+def page_cache_state() -> str:
+    """This worker's page cache as text (tests): entries, bytes, hits, misses, then a line
+    per kept page "file_id version page"."""
+    cache = page_cache.CACHE
+    lines = [f"{len(cache)} {cache.nbytes} {cache.hits} {cache.misses}"]
+    lines += [f"{k.file_id} {k.version} {k.page}" for k in cache.kept()]
+    return "\n".join(lines)
 
 
 def _check_type(source: DocumentSource) -> None:

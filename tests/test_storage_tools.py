@@ -261,4 +261,8 @@ def test_migrate_copies_every_blob_both_ways_verifies_and_is_safe_to_rerun(
     returned = admin_json(local_vault, "storage", "migrate", "--to", "local", env=back)
     assert (returned["copied"], returned["failed"]) == (files, [])
     assert "VAULTD_STORAGE_BACKEND=local" in returned["next"]
-    assert len(list((tmp_path / "back").iterdir())) == files
+    copied = sorted(path.name for path in (tmp_path / "back").iterdir())
+    renditions = [name for name in copied if name.endswith(".rendition")]
+    # Every file's blob, and any image's rendition with it (services.renditions).
+    assert len(copied) - len(renditions) == files
+    assert all(name.removesuffix(".rendition") in copied for name in renditions)

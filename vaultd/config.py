@@ -280,6 +280,13 @@ FIELDS: tuple[Field, ...] = (
         "Turns an account is passed over in the render queue per render that timed out.",
     ),
     Field(
+        "render.page_cache_mb",
+        _int(0, 65_536),
+        128,
+        "VAULTD_RENDER_PAGE_CACHE_MB",
+        "Rendered pages (before the watermark) each worker keeps in memory (0: none).",
+    ),
+    Field(
         "upload.max_bytes",
         _int(1, 1 << 40),
         26_214_400,
@@ -394,6 +401,7 @@ class Settings:
     render_max_per_ip: int
     render_max_running_per_account: int
     render_timeout_penalty: int
+    render_page_cache_mb: int
     upload_max_bytes: int
     upload_max_concurrent_per_account: int
     server_max_connections: int

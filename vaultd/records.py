@@ -62,6 +62,15 @@ class BlobDoc(TypedDict):
     key: dict[str, Any]  # WrappedKey.to_doc(): parsed and checked by WrappedKey.from_doc
 
 
+class RenditionDoc(BlobDoc):
+    """An image's picture at the served size (`vaultd.services.renditions`): a second blob,
+    a PNG of `plainSize` bytes, made for the budget it names."""
+
+    plainSize: int
+    longSide: int
+    maxPixels: int
+
+
 class FileDoc(TypedDict):
     """Collection `files`."""
 
@@ -75,6 +84,7 @@ class FileDoc(TypedDict):
     createdAt: datetime
     state: FileState
     blob: BlobDoc
+    rendition: NotRequired[RenditionDoc]
     deletingAt: NotRequired[datetime]
 
 

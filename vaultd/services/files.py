@@ -9,7 +9,7 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
 from vaultd.records import FileDoc
-from vaultd.services import access_log, analytics, quota, webhook_events
+from vaultd.services import access_log, analytics, quota, renditions, webhook_events
 from vaultd.services.blobs import BlobStore
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -98,6 +98,7 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     await analytics.forget_file(db, file_id)
     await quota.release_file(db, account_id, file_id, int(doc["size"]))
     await store.backend.delete(doc["blob"]["name"])
+    await renditions.delete(store, doc)
     await access_log.record(db, account_id, file_id, "delete")
     await webhook_events.file_deleted(db, doc)
     await db.files.delete_one({"_id": file_id})

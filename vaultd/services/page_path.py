@@ -38,7 +38,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.numbers import is_decimal
-from vaultd.services import access_log, api_keys
+from vaultd.services import access_log, api_keys, renditions
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore
 from vaultd.services.link_records import LinkRecords
@@ -108,6 +108,9 @@ def watermark_for(
     )
 
 
+JPEG_QUALITY = 80
+
+
 def budget_for(settings: Settings) -> PixelBudget:
     return PixelBudget(long_side=settings.render_long_side, max_pixels=settings.render_max_pixels)
 
@@ -171,12 +174,15 @@ class PagePath:
     def render(self, page: Page) -> asyncio.Future[bytes]:
         """Start the render; a full queue (503) or a link or client IP over its cap (429) is
         refused now, before anything is written. Queued fairly: under the link's account, with
-        its link and the viewer's IP; dropped if the client leaves before it runs."""
-        document = brokered(self.store, page.link.file)
+        its link and the viewer's IP; dropped if the client leaves before it runs. An image with
+        a stored rendition at this size renders from it."""
+        budget = budget_for(self.settings)
+        document = brokered(self.store, renditions.for_pages(page.link.file, budget))
         return asyncio.ensure_future(start_task(
             self.pool, render_page, document.source, page.number,
-            watermark_for(page.link, page.request.ip, page.render_id), budget_for(self.settings),
-            document=document, link=str(page.link.link["_id"]), ip=page.request.ip,
+            watermark_for(page.link, page.request.ip, page.render_id), budget, JPEG_QUALITY,
+            self.settings.render_page_cache_mb << 20, document=document,
+            link=str(page.link.link["_id"]), ip=page.request.ip,
             departure=page.request.departure))
 
     async def log(self, page: Page) -> str:

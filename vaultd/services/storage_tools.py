@@ -28,7 +28,7 @@ from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyringError, KeyUnavailable, MasterKeyring
 from vaultd.db import Db
 from vaultd.records import FileDoc
-from vaultd.services import accounts
+from vaultd.services import accounts, renditions
 from vaultd.services.blobs import BlobStore
 from vaultd.services.files import is_uuid
 
@@ -120,24 +120,36 @@ async def _in_flight(db: Db) -> set[str]:
 
 async def _referenced(db: Db) -> dict[str, FileDoc]:
     """Blob name -> its record (any state: a file being deleted still owns its blob)."""
-    cursor = db.files.find({}, {"accountId": 1, "state": 1, "blob.name": 1})
-    return {doc["blob"]["name"]: doc async for doc in cursor}
+    cursor = db.files.find({}, {"accountId": 1, "state": 1, "blob.name": 1, "rendition.name": 1})
+    referenced: dict[str, FileDoc] = {}
+    async for doc in cursor:
+        referenced[doc["blob"]["name"]] = doc
+        if "rendition" in doc:  # an image's second blob (services.renditions), not reported
+            referenced[doc["rendition"]["name"]] = doc
+    return referenced
+
+
+def _owner_id(name: str) -> str:
+    """The file id a blob name belongs to: itself, or the file of a rendition."""
+    return name.removesuffix(renditions.SUFFIX)
 
 
 async def _still_unowned(db: Db, name: str) -> bool:
     # Re-checked just before deleting, for records written since the snapshot: a new blob is
     # named after its file id (see BlobStore.begin).
-    if await db.files.find_one({"_id": name}, {"_id": 1}):
+    owner = _owner_id(name)
+    if await db.files.find_one({"_id": owner} if owner == name else
+                               {"_id": owner, "rendition.name": name}, {"_id": 1}):
         return False
-    return await db.accounts.find_one({"pendingUploads.id": name}, {"_id": 1}) is None
+    return await db.accounts.find_one({"pendingUploads.id": owner}, {"_id": 1}) is None
 
 
 async def _records_without_blob(db: Db, backend: BlobBackend, listed: set[str],
                                  records: dict[str, FileDoc]) -> list[dict[str, Any]]:
     missing = []
     for name, doc in records.items():
-        if doc.get("state") != "stored" or name in listed:
-            continue
+        if doc.get("state") != "stored" or name in listed or name != doc["blob"]["name"]:
+            continue  # renditions are not reported here (`migrate` copies them)
         # Uploaded after the listing, or deleted meanwhile? Ask again before reporting.
         still = await db.files.find_one({"_id": doc["_id"], "state": "stored"}, {"_id": 1})
         if still and not await backend.exists(name):
@@ -156,9 +168,9 @@ async def gc(db: Db, backend: BlobBackend, older_than_seconds: float,
     listed = {name for name, _ in listing}
     orphans, young, foreign = [], [], []
     for name, modified in sorted(listing):
-        if name in records or name in in_flight:
+        if name in records or _owner_id(name) in in_flight:
             continue
-        if not is_uuid(name):
+        if not is_uuid(_owner_id(name)):
             foreign.append(name)  # not a name vaultd gives: not ours to delete
         elif modified >= cutoff:
             young.append(name)
@@ -223,6 +235,8 @@ async def migrate(db: Db, keyring: MasterKeyring, source: BlobBackend,
                 copied += 1
             else:
                 present += 1
+            if "rendition" in doc:  # pages of the image are rendered from it
+                await _migrate_one(source, store, renditions.as_file(doc, doc["rendition"]))
         except FileNotFoundError:
             if await db.files.find_one({"_id": doc["_id"], "state": "stored"}, {"_id": 1}):
                 failed.append(_file_entry(doc, f"blob missing in {source.name}"))

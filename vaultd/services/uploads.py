@@ -11,13 +11,14 @@ import logging
 import uuid
 from urllib.parse import unquote
 
+from render.model import PixelBudget
 from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
 from vaultd.broker import brokered
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.records import FileDoc, FileKind
-from vaultd.services import access_log, outbox, quota, webhook_events
+from vaultd.services import access_log, outbox, quota, renditions, webhook_events
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore, BlobUpload
 from vaultd.services.pool_calls import run_task
@@ -106,10 +107,14 @@ def _has_bad_escape(value: str) -> bool:
 
 class UploadSession:
     def __init__(
-        self, db: Db, store: BlobStore, account: Account, name: str, kind: FileKind, owner: str
+        self, db: Db, store: BlobStore, account: Account, name: str, kind: FileKind, owner: str,
+        rendition_budget: PixelBudget | None = None,
     ) -> None:
         self.db, self.store, self.account, self.owner = db, store, account, owner
         self.name, self.kind = name, kind
+        # An image is also stored at this size (the pages' budget): see services.renditions.
+        self.rendition_budget = rendition_budget
+        self._rendition: str | None = None  # its blob, until the file record exists
         self.file_id = str(uuid.uuid4())
         self.content_type: str | None = None
         self.received = 0
@@ -158,18 +163,24 @@ class UploadSession:
         self._committed = True
         doc = self._file_doc(blob, blob_size, self.content_type)
         document = brokered(self.store, doc)
+        budget = self.rendition_budget if renditions.wanted(doc) else None
         try:
             result: ValidationResult = await run_task(
-                pool, validate_document, document.source, on_upload=True, document=document
-            )
+                pool, validate_document, document.source, budget, on_upload=True,
+                document=document)
         except Unprocessable as error:
             raise self._explained(error) from None
         doc["pageCount"] = result.page_count
+        if budget is not None:
+            rendition = await renditions.make(pool, self.store, doc, document, budget)
+            if rendition is not None:
+                self._rendition = rendition["name"]
+                doc["rendition"] = rendition
         held = await webhook_events.file_uploaded(self.db, doc)  # held until the insert
         await self.db.files.insert_one(doc)
         await outbox.release(self.db, held)
         # From here the file exists: a failure must not undo it (recovery settles the rest).
-        self._blob, self._reserved = None, 0
+        self._blob, self._reserved, self._rendition = None, 0, None
         await quota.settle_upload(self.db, self.account.id, self.file_id)
         await access_log.record(self.db, self.account.id, self.file_id, "upload")
         return doc
@@ -197,6 +208,9 @@ class UploadSession:
     async def abort(self) -> None:
         """Undo whatever was done; safe to call at any stage and more than once."""
         blob, self._blob = self._blob, None
+        rendition, self._rendition = self._rendition, None
+        if rendition is not None:
+            await self.store.backend.delete(rendition)
         if blob is not None:
             if self._committed:
                 await self.store.backend.delete(blob.name)

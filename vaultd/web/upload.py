@@ -18,6 +18,7 @@ from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.numbers import is_decimal
 from vaultd.services import quota
 from vaultd.services.files import file_json
+from vaultd.services.page_path import budget_for
 from vaultd.services.uploads import UploadSession, parse_content_type, parse_kind, parse_name
 from vaultd.web.base import BaseHandler, as_vault_error
 
@@ -67,7 +68,7 @@ class UploadHandler(BaseHandler):
             raise self._too_large()
         assert self.account is not None
         return UploadSession(self.ctx.db, self.ctx.store, self.account, name, kind,
-                             self.ctx.instance_id)
+                             self.ctx.instance_id, budget_for(self.ctx.settings))
 
     async def _take_slot_and_check_room(self) -> None:
         # Both before any body byte is stored: a full account, or one already holding its share

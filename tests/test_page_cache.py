@@ -1,0 +1,111 @@
+"""The per-worker page cache (render/page_cache.py) in real confined workers, through the pool.
+
+A warm page must be the cold page's pixels with this view's watermark, never another file's,
+another version's or another account's, and the cache must stay within its bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from render.model import DocumentSource, PixelBudget, WatermarkSpec
+from render.pool import RenderPool
+from render.tasks import page_cache_state, render_page
+from tests import render_fixtures as fx
+
+pytestmark = pytest.mark.slow  # spawns its own worker pool (see docs/testing.md)
+
+MiB = 1 << 20
+BUDGET = PixelBudget(long_side=800)  # about 2.4 MB of kept rows a letter page
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[RenderPool]:
+    # One worker: every task of an account lands on it, so its cache is the one observed.
+    single = RenderPool(workers=1, queue_size=2, timeout_seconds=20, memory_limit_bytes=1 << 30)
+    yield single
+    await single.close()
+
+
+async def _page(pool: RenderPool, source: DocumentSource, number: int, cache_bytes: int,
+                mark: WatermarkSpec | None = None,
+                document: fx.LocalDocument | None = None) -> tuple[bytes, int]:
+    """(JPEG, broker reads the task made)."""
+    broker = document or fx.brokered(source)
+    jpeg = await pool.run(render_page, source, number, mark or fx.mark(), BUDGET, 80,
+                          cache_bytes, account="acct-a", document=broker)
+    return jpeg, len(broker.reads)
+
+
+async def _state(pool: RenderPool, account: str = "acct-a") -> tuple[list[int], list[str]]:
+    text = await pool.run(page_cache_state, account=account)
+    head, *kept = text.split("\n")
+    return [int(n) for n in head.split()], kept
+
+
+async def test_a_warm_page_is_the_cold_pages_bytes_and_reads_nothing(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(3), fx.PDF)
+    uncached, _ = await _page(pool, source, 2, 0)
+    cold, _ = await _page(pool, source, 2, 64 * MiB)
+    (entries, *_), _ = await _state(pool)
+    assert entries == 0  # a page rendered once is not kept (PageCache.admit)
+    kept_now, _ = await _page(pool, source, 2, 64 * MiB)
+    warm, warm_reads = await _page(pool, source, 2, 64 * MiB)
+    # Same viewer, same text: the same JPEG, byte for byte, from PDFium or from the cache.
+    assert warm == kept_now == cold == uncached
+    assert warm_reads == 0  # served from the worker's memory, not from the document
+    (entries, _, hits, _), kept = await _state(pool)
+    assert entries == 1 and hits == 1 and kept == [f"{source.cache_key} {source.version} 2"]
+    other_viewer, reads = await _page(pool, source, 2, 64 * MiB, fx.mark(name="Bruno Keller"))
+    assert reads == 0 and other_viewer != warm  # a warm page still carries its own viewer
+    fx.blob_path(source).unlink()
+    with pytest.raises(FileNotFoundError):  # deleted: refused although its pixels are kept
+        await _page(pool, source, 2, 64 * MiB)
+
+
+async def test_the_cache_never_serves_another_file_or_a_replaced_version(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    text = fx.encrypt_to_local(tmp_path, fx.text_pdf(1), fx.PDF)
+    grey = fx.encrypt_to_local(tmp_path, fx.solid_pdf(0.3), fx.PDF)
+    text_cold, _ = await _page(pool, text, 1, 64 * MiB)
+    grey_cold, _ = await _page(pool, grey, 1, 64 * MiB)
+    assert text_cold != grey_cold
+    assert (await _page(pool, text, 1, 64 * MiB))[0] == text_cold  # kept from now on
+    assert (await _page(pool, text, 1, 64 * MiB)) == (text_cold, 0)  # from the cache
+    # The text file replaced by the grey content: same file id, a new blob name.
+    replaced = dataclasses.replace(grey, cache_key=text.cache_key)
+    served, reads = await _page(pool, replaced, 1, 64 * MiB, document=fx.brokered(grey))
+    assert served == grey_cold and reads > 0  # rendered from the new blob, not the kept page
+
+
+async def test_another_accounts_worker_holds_none_of_its_pages(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(1), fx.PDF)
+    for _ in range(2):
+        await _page(pool, source, 1, 64 * MiB)
+    (entries, *_), _ = await _state(pool, "acct-a")
+    assert entries == 1
+    (entries, nbytes, hits, misses), kept = await _state(pool, "acct-b")
+    assert (entries, nbytes, hits, misses) == (0, 0, 0, 0) and kept == []
+
+
+async def test_the_cache_stays_within_its_bound(pool: RenderPool, tmp_path: Path) -> None:
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(4), fx.PDF)
+    bound = 5 * MiB  # two pages of about 2.4 MB fit, a third does not
+    for number in (1, 1, 2, 2, 3, 3, 4, 4):
+        await _page(pool, source, number, bound)
+    (entries, nbytes, _, misses), kept = await _state(pool)
+    assert entries == 2 and 0 < nbytes <= bound
+    assert [line.split()[-1] for line in kept] == ["3", "4"]  # least recently used out first
+    await _page(pool, source, 1, bound)
+    (_, _, _, misses_after), kept = await _state(pool)
+    assert misses_after == misses + 1  # page 1 was evicted: rendered again, and kept again
+    assert [line.split()[-1] for line in kept] == ["4", "1"]
