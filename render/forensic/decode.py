@@ -29,6 +29,9 @@ _SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate doe
 _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
 _LEVELS = 16.0
 _MAX_PIXELS = 12_000_000
+# Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
+# would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
+_MAX_FOLD_PIXELS = 6_000_000
 _MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
 Floats = npt.NDArray[np.float32]
 
@@ -84,6 +87,7 @@ def _read(grey: Image.Image, vector: tuple[float, float]) -> tuple[Detection | N
 def _fold(grey: Image.Image, vector: tuple[float, float]) -> Floats:
     """The residual in the mark's frame (scale 1, upright), summed over every tile."""
     scale = math.hypot(*vector) / TILE
+    grey = _within_fold_budget(grey, scale)
     detail = sync.residual(grey, max(1.0, CHIP * scale / 2))
     a, d = vector[0] / TILE, vector[1] / TILE
     width, height = grey.size
@@ -100,6 +104,18 @@ def _fold(grey: Image.Image, vector: tuple[float, float]) -> Floats:
     tiles = plane[: rows * TILE, : cols * TILE].reshape(rows, TILE, cols, TILE)
     folded: Floats = tiles.sum(axis=(0, 2), dtype=np.float32)
     return folded
+
+
+def _within_fold_budget(grey: Image.Image, scale: float) -> Image.Image:
+    """`grey`, or its central part whose upright copy at `scale` fits _MAX_FOLD_PIXELS: a
+    mark's tiles repeat everywhere, so a part of a large image holds enough of them."""
+    share = _MAX_FOLD_PIXELS * scale * scale / (grey.width * grey.height)
+    if share >= 1.0:
+        return grey
+    side = math.sqrt(share)
+    width, height = max(1, round(grey.width * side)), max(1, round(grey.height * side))
+    left, top = (grey.width - width) // 2, (grey.height - height) // 2
+    return grey.crop((left, top, left + width, top + height))
 
 
 def _template() -> Floats:
