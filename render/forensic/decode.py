@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import layout, sync
+from render.forensic import ink, layout, sync
 from render.forensic.layout import CHIP, TILE, TILE_CHIPS
 
 SYNC_THRESHOLD = 6.0
@@ -59,9 +59,26 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
         # Halved until the decode fits a render task's time: a page shown that large has
         # chips of 12 px or more, which stay above 4 px.
         grey = grey.reduce(2)
-    for vector in sync.tile_vectors(grey):
+    found = _search(grey, sync.residual)
+    if found is None:
+        # The paper may have been clipped to white (brightness or contrast raised): read the
+        # visible pattern's ink instead (`render.forensic.ink`).
+        level = ink.ink_level(grey)
+        if level is not None:
+            # The pattern's own letters dominate this reading's autocorrelation, so the
+            # served size (a page brightened, not rescaled) is tried first.
+            found = _search(grey, ink.ink_residual(level), first=(float(TILE), 0.0))
+    return found
+
+
+def _search(grey: Image.Image, detail: ink.Residual,
+            first: tuple[float, float] | None = None) -> Detection | None:
+    """The first candidate tile vector (`first`, then those the autocorrelation of the
+    reading `detail` of the image suggests) that decodes."""
+    candidates = [] if first is None else [first]
+    for vector in candidates + sync.tile_vectors(grey, detail=detail):
         for nudge in _SCALE_NUDGES:
-            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge))
+            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), detail)
             if found is not None:
                 return found
             if score < _NUDGE_WORTHY:
@@ -69,10 +86,11 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
     return None
 
 
-def _read(grey: Image.Image, vector: tuple[float, float]) -> tuple[Detection | None, float]:
+def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual,
+          ) -> tuple[Detection | None, float]:
     """The detection along one candidate tile vector (or None), and its sync score."""
     scale = math.hypot(*vector) / TILE
-    folded = _fold(grey, vector)
+    folded = _fold(grey, vector, detail)
     chips = _aligned_chips(folded)
     score = _sync_score(chips)
     if score < SYNC_THRESHOLD:
@@ -84,11 +102,11 @@ def _read(grey: Image.Image, vector: tuple[float, float]) -> tuple[Detection | N
     return Detection(render_id, score, scale, angle), score
 
 
-def _fold(grey: Image.Image, vector: tuple[float, float]) -> Floats:
+def _fold(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual) -> Floats:
     """The residual in the mark's frame (scale 1, upright), summed over every tile."""
     scale = math.hypot(*vector) / TILE
     grey = _within_fold_budget(grey, scale)
-    detail = sync.residual(grey, max(1.0, CHIP * scale / 2))
+    detail = residual(grey, max(1.0, CHIP * scale / 2))
     a, d = vector[0] / TILE, vector[1] / TILE
     width, height = grey.size
     size = (math.ceil(width / scale) + TILE, math.ceil(height / scale) + TILE)
