@@ -9,6 +9,9 @@
    the sync chips must agree with the template far beyond chance (SYNC_THRESHOLD standard
    deviations) before an id is reported. Either check alone would let a random image through
    now and then; both together have never done so in our runs (docs/leak-tracing.md).
+5. If nothing decodes and the paper may have been clipped to white (brightness or contrast
+   raised), the same again on a second reading of the image: the visible pattern's ink
+   (`render.forensic.ink`).
 """
 
 from __future__ import annotations
