@@ -1,6 +1,6 @@
 """Adding the mark: the id's tile, darkened chips only, blended over the page along a lattice.
 
-The tile is a set of `render._blend` pieces (black at opacity STRENGTH/255, one per run of
+The tile is a set of `render.blend` pieces (black at opacity STRENGTH/255, one per run of
 darkened chips), pasted at every corner of a TILE-pixel lattice by the same C loop that blends
 the visible pattern: about 1 ms for a 2 MP page. Darkening scales with the pixel (a
 multiply towards black), so white paper moves by STRENGTH grey levels and black text not at all.
@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render import _blend
+from render import blend
 from render.forensic.layout import CHIP, TILE, TILE_CHIPS, chip_bits
 
 STRENGTH = 3  # grey levels on white; 3 keeps PSNR above 40 dB with room for rounding
@@ -59,7 +59,7 @@ def _corners(area: tuple[int, int]) -> list[tuple[int, int]]:
 
 def embed_into(pixels: bytearray, stride: int, area: tuple[int, int], render_id: int) -> None:
     """Mark the top-left `area` (width, height) of an RGBX buffer in place."""
-    _blend.paste(pixels, stride, area, _corners(area), tile_pieces(render_id))
+    blend.paste(pixels, stride, area, _corners(area), tile_pieces(render_id))
 
 
 def embed(image: Image.Image | npt.NDArray[np.uint8], render_id: int) -> Image.Image:
