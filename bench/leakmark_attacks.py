@@ -112,6 +112,14 @@ def _rotate(image: Image.Image, _: int, rng: random.Random) -> Image.Image:
                         fillcolor=(255, 255, 255))
 
 
+def _brighter(image: Image.Image) -> Image.Image:
+    return ImageEnhance.Brightness(image).enhance(1.2)
+
+
+def _contrastier(image: Image.Image) -> Image.Image:
+    return ImageEnhance.Contrast(image).enhance(1.2)
+
+
 def _tone(image: Image.Image, _: int, rng: random.Random) -> Image.Image:
     kind = rng.choice((ImageEnhance.Brightness, ImageEnhance.Contrast))
     return kind(image).enhance(rng.choice((0.8, 1.2)))
@@ -135,4 +143,10 @@ ATTACKS: dict[str, Attack] = {
     "screenshot + tone": lambda im, ph, rng: _tone(screenshot(im, ph, rng), ph, rng),
     "rotate 2 deg + crop": lambda im, ph, rng: _rotate(half_area_crop(im, ph, rng), ph, rng),
     "greyscale + 640 px": lambda im, ph, rng: _scaled(im.convert("L"), 640 / im.width),
+    "brightness +20% + jpeg q50": lambda im, ph, rng: jpeg(_brighter(im), 50),
+    "contrast +20% + jpeg q50": lambda im, ph, rng: jpeg(_contrastier(im), 50),
+    "brightness +20% + crop": lambda im, ph, rng: _brighter(half_area_crop(im, ph, rng)),
+    "brightness +20% + greyscale": lambda im, ph, rng: _brighter(im).convert("L"),
+    "screenshot + brightness +20%": lambda im, ph, rng: _brighter(screenshot(im, ph, rng)),
+    "640 px + brightness +20%": lambda im, ph, rng: _brighter(_scaled(im, 640 / im.width)),
 }

@@ -45,7 +45,9 @@ def test_mark_is_invisible_by_psnr_and_deterministic() -> None:
 
 @pytest.mark.parametrize("attack", ["none", "jpeg q50", "downscale 50%", "640 px wide",
                                     "half-area crop", "screenshot", "greyscale", "rotate 2 deg",
-                                    "downscale 50% + jpeg q50", "rotate 2 deg + crop"])
+                                    "downscale 50% + jpeg q50", "rotate 2 deg + crop",
+                                    "brightness +20%", "contrast +20%", "brightness -20%",
+                                    "contrast -20%", "brightness +20% + greyscale"])
 def test_exact_id_survives(attack: str) -> None:
     leaked = ATTACKS[attack](_marked(), _page().page_height, random.Random(attack))
     found = detect(leaked)
@@ -60,6 +62,10 @@ def test_unmarked_pages_and_images_give_nothing() -> None:
     served = jpeg(page.image, SERVED_QUALITY)
     candidates = [served, ATTACKS["downscale 50%"](served, page.page_height, rng),
                   ATTACKS["screenshot"](served, page.page_height, rng),
+                  # Clipped paper: the second reading, of the pattern's ink, runs on these.
+                  ATTACKS["brightness +20%"](served, page.page_height, rng),
+                  ATTACKS["contrast +20%"](served, page.page_height, rng),
+                  ATTACKS["brightness +20% + jpeg q50"](served, page.page_height, rng),
                   Image.new("RGB", (1200, 1600), "white"),
                   Image.fromarray(np.random.default_rng(2).integers(0, 256, (900, 700, 3),
                                                                      dtype=np.uint8))]

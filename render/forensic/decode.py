@@ -9,6 +9,9 @@
    the sync chips must agree with the template far beyond chance (SYNC_THRESHOLD standard
    deviations) before an id is reported. Either check alone would let a random image through
    now and then; both together have never done so in our runs (docs/leak-tracing.md).
+5. If nothing decodes and the paper may have been clipped to white (brightness or contrast
+   raised), the same again on a second reading of the image: the visible pattern's ink
+   (`render.forensic.ink`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import layout, sync
+from render.forensic import ink, layout, sync
 from render.forensic.layout import CHIP, TILE, TILE_CHIPS
 
 SYNC_THRESHOLD = 6.0
@@ -29,6 +32,9 @@ _SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate doe
 _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
 _LEVELS = 16.0
 _MAX_PIXELS = 12_000_000
+# Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
+# would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
+_MAX_FOLD_PIXELS = 6_000_000
 _MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
 Floats = npt.NDArray[np.float32]
 
@@ -56,9 +62,26 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
         # Halved until the decode fits a render task's time: a page shown that large has
         # chips of 12 px or more, which stay above 4 px.
         grey = grey.reduce(2)
-    for vector in sync.tile_vectors(grey):
+    found = _search(grey, sync.residual)
+    if found is None:
+        # The paper may have been clipped to white (brightness or contrast raised): read the
+        # visible pattern's ink instead (`render.forensic.ink`).
+        level = ink.ink_level(grey)
+        if level is not None:
+            # The pattern's own letters dominate this reading's autocorrelation, so the
+            # served size (a page brightened, not rescaled) is tried first.
+            found = _search(grey, ink.ink_residual(level), first=(float(TILE), 0.0))
+    return found
+
+
+def _search(grey: Image.Image, detail: ink.Residual,
+            first: tuple[float, float] | None = None) -> Detection | None:
+    """The first candidate tile vector (`first`, then those the autocorrelation of the
+    reading `detail` of the image suggests) that decodes."""
+    candidates = [] if first is None else [first]
+    for vector in candidates + sync.tile_vectors(grey, detail=detail):
         for nudge in _SCALE_NUDGES:
-            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge))
+            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), detail)
             if found is not None:
                 return found
             if score < _NUDGE_WORTHY:
@@ -66,10 +89,11 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
     return None
 
 
-def _read(grey: Image.Image, vector: tuple[float, float]) -> tuple[Detection | None, float]:
+def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual,
+          ) -> tuple[Detection | None, float]:
     """The detection along one candidate tile vector (or None), and its sync score."""
     scale = math.hypot(*vector) / TILE
-    folded = _fold(grey, vector)
+    folded = _fold(grey, vector, detail)
     chips = _aligned_chips(folded)
     score = _sync_score(chips)
     if score < SYNC_THRESHOLD:
@@ -81,10 +105,11 @@ def _read(grey: Image.Image, vector: tuple[float, float]) -> tuple[Detection | N
     return Detection(render_id, score, scale, angle), score
 
 
-def _fold(grey: Image.Image, vector: tuple[float, float]) -> Floats:
+def _fold(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual) -> Floats:
     """The residual in the mark's frame (scale 1, upright), summed over every tile."""
     scale = math.hypot(*vector) / TILE
-    detail = sync.residual(grey, max(1.0, CHIP * scale / 2))
+    grey = _within_fold_budget(grey, scale)
+    detail = residual(grey, max(1.0, CHIP * scale / 2))
     a, d = vector[0] / TILE, vector[1] / TILE
     width, height = grey.size
     size = (math.ceil(width / scale) + TILE, math.ceil(height / scale) + TILE)
@@ -100,6 +125,18 @@ def _fold(grey: Image.Image, vector: tuple[float, float]) -> Floats:
     tiles = plane[: rows * TILE, : cols * TILE].reshape(rows, TILE, cols, TILE)
     folded: Floats = tiles.sum(axis=(0, 2), dtype=np.float32)
     return folded
+
+
+def _within_fold_budget(grey: Image.Image, scale: float) -> Image.Image:
+    """`grey`, or its central part whose upright copy at `scale` fits _MAX_FOLD_PIXELS: a
+    mark's tiles repeat everywhere, so a part of a large image holds enough of them."""
+    share = _MAX_FOLD_PIXELS * scale * scale / (grey.width * grey.height)
+    if share >= 1.0:
+        return grey
+    side = math.sqrt(share)
+    width, height = max(1, round(grey.width * side)), max(1, round(grey.height * side))
+    left, top = (grey.width - width) // 2, (grey.height - height) // 2
+    return grey.crop((left, top, left + width, top + height))
 
 
 def _template() -> Floats:

@@ -20,6 +20,10 @@ import numpy as np
 import numpy.random
 import numpy.typing as npt
 
+# Imported here, not on first use: a sandboxed render worker cannot load modules any more, and
+# the plan below is first computed inside one (numpy loads `random` lazily).
+from numpy import random as numpy_random
+
 from render.forensic.codes import ID_BITS
 
 CHIP = 8  # pixels a side: still 4 after a 50 % downscale, and JPEG q50 keeps them
@@ -37,7 +41,7 @@ Bits = npt.NDArray[np.uint8]
 @functools.cache
 def _plan() -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], Bits]:
     """(payload chip -> bit index, sync chip indices, key bit per chip), from the fixed seed."""
-    rng = np.random.default_rng(_SEED)
+    rng = numpy_random.default_rng(_SEED)
     order = rng.permutation(_CHIPS)
     payload_chips = order[: PAYLOAD_BITS * REPEAT]
     bit_of_chip = np.full(_CHIPS, -1, dtype=np.intp)

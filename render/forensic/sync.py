@@ -10,6 +10,7 @@ vector adds up over the dozen tiles the decoder folds together.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -80,13 +81,16 @@ def _peak(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[float, f
     return x + dx, y + dy, c
 
 
-def tile_vectors(grey: Image.Image, count: int = 2) -> list[tuple[float, float]]:
-    """Up to `count` candidate horizontal tile vectors (dx, dy) in `grey`'s pixels, best first."""
+def tile_vectors(grey: Image.Image, count: int = 2,
+                 detail: Callable[[Image.Image, float], Floats] = residual,
+                 ) -> list[tuple[float, float]]:
+    """Up to `count` candidate horizontal tile vectors (dx, dy) in `grey`'s pixels, best first,
+    from the autocorrelation of `detail` (the residual, or another reading of the image)."""
     factor = 1
     while max(grey.size) > _MAX_ACF_SIDE:
         grey = grey.reduce(2)
         factor *= 2
-    acf = autocorrelation(residual(grey, 2))
+    acf = autocorrelation(detail(grey, 2))
     height, width = acf.shape
     low, high = TILE * MIN_SCALE / factor, min(TILE * MAX_SCALE / factor, width / 2.5)
     xs = np.arange(math.floor(low * math.cos(MAX_ANGLE)), math.ceil(high) + 1)

@@ -1,0 +1,57 @@
+"""A second reading of a page whose paper was clipped to white (brightness or contrast raised).
+
+Brightening by 20 % sends every pixel above 212 to 255: the paper, where the mark usually
+speaks, carries nothing any more. What is left unclipped is mostly ink, and one ink is
+vaultd's own: the visible pattern's letters, blended at a fixed opacity, are one flat grey
+wherever they cover paper (196, a level any brightness or contrast change keeps unique). The
+mark darkens them too (by 3 x 196 / 255 levels), so keeping only the pixels within INK_BAND of
+that level, centred, leaves the mark with little of the page's content around it: the
+high-pass residual of `sync.residual` would drown it in the letters' own edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+Floats = npt.NDArray[np.float32]
+Residual = Callable[[Image.Image, float], Floats]
+INK_BAND = 12.0  # grey levels either side (measured: 6 and 16 do worse, 24 fails)
+_PAPER_MIN = 200  # the commonest level must be paper-like for the page to have ink on paper
+_INK_BELOW_PAPER = (12, 90)  # the pattern's ink sits this far below paper (59 unchanged)
+_RESAMPLED_REACH = 7.5
+_MIN_INK_SHARE = 0.005  # of the image's pixels, or there is too little ink to fold
+
+
+def ink_level(grey: Image.Image) -> int | None:
+    """The grey level of the visible pattern's ink in `grey`, or None if it has none to read:
+    the commonest level well under the paper's."""
+    counts = np.asarray(grey.histogram(), dtype=np.int64)
+    paper = int(np.argmax(counts))
+    if paper < _PAPER_MIN:
+        return None
+    low, high = paper - _INK_BELOW_PAPER[1], paper - _INK_BELOW_PAPER[0]
+    level = low + int(np.argmax(counts[low: high + 1]))
+    band = counts[max(0, level - int(INK_BAND)): level + int(INK_BAND) + 1].sum()
+    return level if band >= _MIN_INK_SHARE * counts.sum() else None
+
+
+def ink_residual(level: int) -> Residual:
+    """A residual (same signature as `sync.residual`) keeping the pixels near the ink `level`,
+    centred on their mean; every other pixel is 0."""
+
+    def residual(grey: Image.Image, _radius: float) -> Floats:
+        detail = np.asarray(grey, dtype=np.float32) - float(level)
+        near = np.abs(detail) <= INK_BAND
+        if near.any():
+            detail -= float(detail[near].mean())
+        detail[~near] = 0.0
+        # Scaled into the +-8 levels the decoder's 8-bit resampling keeps (a linear change:
+        # the fold and the votes do not care).
+        detail *= min(1.0, _RESAMPLED_REACH / INK_BAND)
+        return detail
+
+    return residual
