@@ -52,6 +52,7 @@ def test_a_link_reports_pages_time_and_completion(api: httpx.Client, vault: Vaul
     assert api.get(f"/views/{token}/analytics").json()["completion"] == 1.0
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast loop
 def test_the_file_view_aggregates_viewers_with_a_median(api: httpx.Client, vault: VaultProcess,
                                                         three_pages: dict[str, Any]) -> None:
     viewers = {"a@example.com": 1.0, "b@example.com": 2.0, "c@example.com": 6.0}
@@ -73,6 +74,7 @@ def test_the_file_view_aggregates_viewers_with_a_median(api: httpx.Client, vault
     assert [v["viewerEmail"] for v in body["viewers"]] == sorted(viewers)
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast loop
 def test_concurrent_reports_add_up_exactly(api: httpx.Client, vault: VaultProcess,
                                            three_pages: dict[str, Any]) -> None:
     token = opened_link(api, vault, three_pages["id"])

@@ -72,6 +72,7 @@ def served(vault: VaultProcess, api: httpx.Client) -> dict[str, Any]:
     return {"file": file, "pages": pages, "entries": _page_entries(vault, file["id"])}
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast loop
 def test_leaked_pages_trace_back_to_viewer_page_and_time(
     vault: VaultProcess, api: httpx.Client, served: dict[str, Any]
 ) -> None:
@@ -128,6 +129,7 @@ def _unmarked_images(count: int) -> list[tuple[Image.Image, str]]:
     return images
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast loop
 def test_unmarked_images_are_never_found(api: httpx.Client) -> None:
     images = _unmarked_images(200)
     assert len(images) >= 200
