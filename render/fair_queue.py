@@ -10,7 +10,10 @@ from one account leaves another account's next task at most one round from the h
   `QueueFull` is the server's (HTTP 503 with Retry-After), like the pool's PoolBusy.
 - **Cancellation**: a task whose client has gone is removed before it runs (`cancel`).
 - **Reserve** (optional, `max_running_per_account`): an account may run at most that many
-  tasks at once, so a newcomer finds a free worker instead of waiting for a heavy render.
+  tasks at once, so a newcomer finds a free worker instead of waiting for a heavy render. An
+  account whose recent renders are short (`borrow_below_seconds`) may still take the reserved
+  workers: a newcomer then waits for one short render at most, and one account alone keeps
+  every worker busy (without this, a single tenant on two workers would get one).
 - **Penalty**: a render that timed out gives its account `timeout_penalty` turns of debt; an
   account in debt is passed over (paying one turn each time) while any other account waits.
   The queue stays work-conserving: when only indebted accounts wait, one of them is served.
@@ -27,6 +30,8 @@ from collections import deque
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+_AVERAGE_WEIGHT = 0.3  # of the newest render in an account's moving average
 
 TaskT = TypeVar("TaskT", bound=Hashable)
 _V = TypeVar("_V")
@@ -67,6 +72,9 @@ class FairQueueLimits:
     # least 1) to keep a worker for the other accounts: with every worker busy, round-robin
     # alone still makes a newcomer wait for a whole heavy render to finish.
     max_running_per_account: int | None = None
+    # Past that cap an account may borrow while its recent renders (a moving average of
+    # `done`'s elapsed) are shorter than this; one never measured does not. None: never borrow.
+    borrow_below_seconds: float | None = 0.1
 
 
 @dataclass(eq=False)
@@ -96,6 +104,7 @@ class FairQueue(Generic[TaskT]):
         self._per_ip: dict[str, int] = {}
         self._debt: dict[str, int] = {}
         self._running_by_account: dict[str, int] = {}
+        self._recent_seconds: dict[str, float] = {}  # per account: moving average of renders
         self._queued = 0
         # The account served last goes to the back of the rotation at the next pop, not at
         # once: an account that arrives in between must come before it, not after.
@@ -191,15 +200,17 @@ class FairQueue(Generic[TaskT]):
         return True
 
     def done(self, task: TaskT, elapsed: float, timed_out: bool) -> None:
-        """A running task ended. A timeout puts its account in debt. `elapsed` (seconds) is
-        accepted for the pool's metrics and a future time-weighted share; unused for now."""
-        del elapsed
+        """A running task ended after `elapsed` seconds on a worker (0: it never ran). A timeout
+        puts its account in debt."""
         entry = self._entries.get(task)
         if entry is None:
             return
         if not entry.running:
             raise ValueError("done() on a task that was never popped; use cancel()")
         self._release(entry)
+        if elapsed > 0:
+            before = self._recent_seconds.get(entry.account, elapsed)
+            self._recent_seconds[entry.account] = before + _AVERAGE_WEIGHT * (elapsed - before)
         if timed_out:
             self._debt[entry.account] = self.debt(entry.account) + self.limits.timeout_penalty
 
@@ -225,7 +236,10 @@ class FairQueue(Generic[TaskT]):
 
     def _may_run(self, account: str) -> bool:
         cap = self.limits.max_running_per_account
-        return cap is None or self._running_by_account.get(account, 0) < cap
+        if cap is None or self._running_by_account.get(account, 0) < cap:
+            return True
+        quick, recent = self.limits.borrow_below_seconds, self._recent_seconds.get(account)
+        return quick is not None and recent is not None and recent < quick
 
     def _pay(self, account: str) -> None:
         left = self._debt[account] - 1

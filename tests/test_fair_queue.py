@@ -189,3 +189,30 @@ def test_a_running_cap_per_account_keeps_a_worker_for_the_others() -> None:
     assert queue.pop() == "heavy-1"
     queue.done("light", 0.03, timed_out=False)
     assert queue.pop() is None and queue.queued == 3
+
+
+def test_an_account_of_short_renders_borrows_the_reserved_worker_and_a_heavy_one_does_not() -> None:
+    queue: FairQueue[str] = FairQueue(FairQueueLimits(max_running_per_account=1))
+    for i in range(3):
+        queue.push(f"light-{i}", "acme", "link-a", "10.0.0.1")
+    assert queue.pop() == "light-0"
+    assert queue.pop() is None  # never measured: no borrowing yet
+    queue.done("light-0", 0.02, timed_out=False)
+    assert queue.pop() == "light-1"
+    assert queue.pop() == "light-2"  # short renders: one account alone keeps both workers busy
+    for i in range(3):
+        queue.push(f"heavy-{i}", "globex", "link-g", "10.9.9.9")
+    assert queue.pop() == "heavy-0"
+    queue.done("heavy-0", 3.0, timed_out=False)
+    assert queue.pop() == "heavy-1"
+    assert queue.pop() is None  # 3 s renders: the reserve stays free for others
+
+
+def test_a_task_that_never_ran_does_not_make_its_account_look_quick() -> None:
+    queue: FairQueue[str] = FairQueue(FairQueueLimits(max_running_per_account=1))
+    for i in range(3):
+        queue.push(f"heavy-{i}", "acme", f"link-{i}", "10.0.0.1")
+    assert queue.pop() == "heavy-0"
+    queue.done("heavy-0", 0.0, timed_out=False)  # handed out, then its client left
+    assert queue.pop() == "heavy-1"
+    assert queue.pop() is None
