@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import resource
+import select
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from tests import documents as docs
 from tests.http_helpers import assert_json_error
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -141,8 +143,9 @@ def test_connections_over_the_cap_get_503_and_slots_return_after_the_header_time
         refused = raw_request(tight_vault.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert refused.startswith(b"HTTP/1.1 503 "), refused[:200]
         assert b"Retry-After: 1" in refused and body_of(refused) == {"error": BUSY}
-        time.sleep(3)  # the header timeout (2 s) closes the half-sent ones
-        assert httpx.get(f"{tight_vault.url}/healthz", timeout=5).status_code == 200
+        # The header timeout (2 s) closes the half-sent ones; then requests are served again.
+        wait_until(lambda: httpx.get(f"{tight_vault.url}/healthz", timeout=5).status_code == 200,
+                   timeout=15, what="the half-sent connections timed out")
     finally:
         for sock in held:
             sock.close()
@@ -182,8 +185,8 @@ def test_a_stalled_upload_is_cut_after_the_idle_timeout_and_leaves_nothing(
         started = time.monotonic()
         assert read_all(sock) == b""  # closed without an answer
         assert 1.0 < time.monotonic() - started < 6
-    time.sleep(0.5)
-    assert set(blobs.iterdir()) == before  # no temporary or half-written blob
+    # No temporary or half-written blob once the handler has cleaned up.
+    wait_until(lambda: set(blobs.iterdir()) == before, timeout=10, what="the blob removed")
     with tight_vault.client(key) as api:
         usage = api.get("/account").json()["usage"]
         assert (usage["documents"], usage["storageBytes"]) == (0, 0)
@@ -228,7 +231,9 @@ def test_at_the_descriptor_limit_connections_are_refused_with_one_log_line(
         assert proc.stdout is not None
         port = int(proc.stdout.readline())
         held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(200)]
-        time.sleep(0.5)
+        # The ones past the limit get an answer at once: wait until it has arrived.
+        wait_until(lambda: len(select.select(held, [], [], 0)[0]) > 100, timeout=10,
+                   what="answers to the refused connections")
         answers = []
         for sock in held:  # the ones past the limit were answered and closed at once
             sock.setblocking(False)
@@ -241,8 +246,8 @@ def test_at_the_descriptor_limit_connections_are_refused_with_one_log_line(
         assert len(refused) > 100 and answers.count(None) > 0
         assert all(a.startswith(b"HTTP/1.1 503 ") for a in refused)
         assert body_of(refused[0]) == {"error": BUSY}
-        time.sleep(0.5)
-        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok"
+        wait_until(lambda: httpx.get(f"http://127.0.0.1:{port}/", timeout=5).text == "ok",
+                   timeout=10, what="the server answering again")
     finally:
         proc.terminate()
         proc.wait(10)
