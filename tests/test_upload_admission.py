@@ -15,6 +15,7 @@ import pytest
 from tests import documents as docs
 from tests.http_helpers import assert_json_error, upload
 from tests.vault_process import VaultProcess, running_vault
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -104,8 +105,11 @@ def test_uploads_past_the_per_account_cap_get_429_with_retry_after(
 ) -> None:
     _, key = vault2.new_account()
     data = docs.png_of_size(300_000)
+    before = temporaries(vault2)
     held = [start_upload(vault2, key, data, 100_000) for _ in range(CONCURRENT)]
-    time.sleep(0.5)
+    # Each holds its slot once its temporary blob exists.
+    wait_until(lambda: len(temporaries(vault2)) - len(before) == CONCURRENT, timeout=15,
+               what="every upload under way")
     with vault2.client(key) as api:
         response = upload(api, docs.png(), content_type="image/png")
         assert_json_error(response, 429, f"too many uploads in progress for this account (at "
@@ -125,7 +129,8 @@ def test_an_abandoned_upload_gives_its_slot_back(vault2: VaultProcess) -> None:
     data = docs.png_of_size(300_000)
     for _ in range(CONCURRENT):
         start_upload(vault2, key, data, 100_000).close()
-    time.sleep(0.5)
     with httpx.Client(base_url=f"{vault2.url}/v1",
                       headers={"Authorization": f"Bearer {key}"}) as api:
-        assert upload(api, docs.png(), content_type="image/png").status_code == 201
+        # A 429 stores nothing: ask until the abandoned uploads have given their slots back.
+        wait_until(lambda: upload(api, docs.png(), content_type="image/png").status_code == 201,
+                   timeout=15, what="the slots given back")
