@@ -29,6 +29,7 @@ from render.channel import (
     read_message,
     write_all,
 )
+from render.forensic import trace_task  # noqa: F401  (POST /v1/trace decodes in a worker)
 from render.model import DocumentSource
 from render.replies import encode_error, encode_result
 from render.sandbox.confine import confine

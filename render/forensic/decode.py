@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may not read it later
 import numpy.typing as npt
 from PIL import Image
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may not read it later
 import numpy.typing as npt
 from PIL import Image, ImageFilter
 
