@@ -16,7 +16,7 @@ from bench.leakmark_attacks import ATTACKS
 from render.forensic import codes, decode
 from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
-from tests.ocr import read_text
+from tests.ocr import edit_distance, read_text
 from tests.vault_process import VaultProcess
 
 
@@ -62,6 +62,10 @@ def test_the_strip_prints_the_trace_code(
     page = Image.open(io.BytesIO(jpeg))
     strip = page.crop((0, page.height - page.width // 6, page.width, page.height))
     text = read_text(strip, tmp_path)
-    typed = re.search(r"Trace code:\s*(\S+)", text)
+    typed = re.search(r"Trace code:([^\n]+)", text)
     assert typed is not None, text
-    assert codes.parse_trace_code(typed.group(1)) == render_id  # passes the check symbol too
+    # Tesseract misreads DejaVu's descending J as "]" or ")" in about one random code in
+    # twenty, so the OCR text must be near this page's code, not equal to it: another page's
+    # code differs in about nine of its ten symbols. Exact parsing is tested in test_forensic_codes.
+    read = typed.group(1).replace(" ", "")
+    assert edit_distance(read, codes.trace_code(render_id)) <= 2, (read, text)
