@@ -128,8 +128,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
-    # Leak tracing looks a decoded render id up within one account.
-    await db.access_log.create_index([("accountId", ASCENDING), ("renderId", ASCENDING)])
+    await _unique_render_ids(db)
     await db.link_stats.create_index([("fileId", ASCENDING)])
     # One endpoint per (account, slot 0-9): the endpoint limit holds under concurrent creates.
     await _number_endpoints_without_slot(db)
@@ -141,6 +140,21 @@ async def ensure_indexes(db: Db) -> None:
     await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
     await db.link_stats.create_index([("openAnnounced", ASCENDING)])
     await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
+
+
+RENDER_ID_INDEX = "accountId_renderId_unique"
+
+
+async def _unique_render_ids(db: Db) -> None:
+    """Leak tracing looks a decoded render id up within one account, where it names one page
+    view: the page path draws again when this index refuses an id (`PagePath.start`). Only
+    `page` entries are in it: a `trace` entry names the id it found, again."""
+    indexes = await db.access_log.index_information()
+    if "accountId_1_renderId_1" in indexes:  # before ids were unique: same keys, not unique
+        await db.access_log.drop_index("accountId_1_renderId_1")
+    await db.access_log.create_index(
+        [("accountId", ASCENDING), ("renderId", ASCENDING)], name=RENDER_ID_INDEX, unique=True,
+        partialFilterExpression={"action": "page", "renderId": {"$exists": True}})
 
 
 async def _number_endpoints_without_slot(db: Db) -> None:

@@ -26,8 +26,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from pymongo.errors import DuplicateKeyError
 
 from render.forensic.codes import new_render_id, render_id_hex
 from render.model import PixelBudget, WatermarkSpec
@@ -52,6 +54,7 @@ log = logging.getLogger("vaultd.pages")
 # (queued behind others, a heavy page) reads the link again first. A revoke therefore stops
 # every page requested after it, and any page still rendering this long after it.
 LINK_FRESH_SECONDS = 0.25
+RENDER_ID_DRAWS = 3
 
 
 @dataclass(frozen=True)
@@ -128,14 +131,7 @@ class PagePath:
         """Serve one page to `send`, or raise the domain error that refuses it."""
         opened = await self.authorise(request, self.resolve(request.token))
         number = parse_page_number(request.page, opened.file["pageCount"])
-        page = Page(request, opened, number, new_render_id())
-        render = self.render(page)
-        try:
-            entry_id = await self.log(page)
-        except BaseException:
-            # It renders to the end (stopping a worker mid-task costs a respawn) and is dropped.
-            render.add_done_callback(_drop_result)
-            raise
+        page, render, entry_id = await self.start(Page(request, opened, number, new_render_id()))
         try:
             jpeg = await self.confirm(page, render)
         except BaseException:
@@ -170,6 +166,27 @@ class PagePath:
             raise opened
         _require_owner(key.owner, opened)
         return opened
+
+    async def start(self, page: Page) -> tuple[Page, asyncio.Future[bytes], str]:
+        """Render and log at once. A render id is unique within its account (the log's index,
+        `db.RENDER_ID_INDEX`): when the log refuses one already drawn (about once in 2^46 / n
+        pages for an account with n page views), that render is dropped and the page started
+        again under a new id, so a trace always names one view."""
+        for draw in range(1, RENDER_ID_DRAWS + 1):
+            render = self.render(page)
+            try:
+                return page, render, await self.log(page)
+            except DuplicateKeyError:
+                render.add_done_callback(_drop_result)
+                if draw == RENDER_ID_DRAWS:
+                    raise  # three collisions in a row: the id source is broken, not unlucky
+                log.warning("render id drawn twice in one account: drawing again")
+                page = replace(page, render_id=new_render_id())
+            except BaseException:
+                # It renders to the end (stopping a worker mid-task costs a respawn); dropped.
+                render.add_done_callback(_drop_result)
+                raise
+        raise AssertionError("unreachable")
 
     def render(self, page: Page) -> asyncio.Future[bytes]:
         """Start the render; a full queue (503) or a link or client IP over its cap (429) is
