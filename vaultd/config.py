@@ -62,6 +62,7 @@ class Settings:
     proxy_trusted: tuple[str, ...]
     webhooks_allow_private_networks: bool
     webhooks_retry_schedule: tuple[float, ...]
+    analytics_flush_seconds: float
     webhooks_poll_seconds: float
     webhooks_lease_seconds: float
     webhooks_hold_seconds: float

@@ -116,7 +116,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
         pages = PagePath(database.db, store, pool, settings,
-                         hooks=[engagement.EngagementHook(database.db)])
+                         hooks=[engagement.EngagementHook(
+                             database.db, settings.analytics_flush_seconds)])
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "")
         server, port = listen(settings, ctx, sockets)
         heartbeat = start_housekeeping(database.db, store, instance_id)
@@ -126,6 +127,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
         await wait_for_signal()
         await drain(server, ctx)
+        await pages.settle()  # pages counted but not yet written (EngagementHook)
     finally:
         if heartbeat is not None:
             heartbeat.stop()

@@ -334,6 +334,13 @@ FIELDS: tuple[Field, ...] = (
         "Seconds before each retry; the first attempt is immediate (Standard Webhooks).",
     ),
     Field(
+        "analytics.flush_seconds",
+        _float(0.0, 60.0),
+        0.25,
+        "VAULTD_ANALYTICS_FLUSH_SECONDS",
+        "How long a link's page views are added up before one write (0: every page at once).",
+    ),
+    Field(
         "webhooks.poll_seconds",
         _float(0.05, 60.0),
         1.0,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -144,11 +145,13 @@ async def note_open(db: Db, opened: OpenLink, ip: str | None) -> bool:
     return first
 
 
-async def note_page(db: Db, opened: OpenLink, page: int, ip: str | None) -> PageNote:
-    """Count a served page; `completed` is True for exactly one call: the one that saw the
-    last unseen page."""
-    first, doc = await _touch(db, opened, ip, {"$inc": {f"pages.{page_key(page)}.views": 1},
-                                               "$addToSet": {"seen": page}})
+async def note_pages(db: Db, opened: OpenLink, views: Mapping[int, int], ip: str | None
+                     ) -> PageNote:
+    """Count served pages (`views`: page -> times served) in one update; `completed` is True
+    for exactly one call: the one that saw the last unseen page."""
+    increments = {f"pages.{page_key(page)}.views": count for page, count in views.items()}
+    first, doc = await _touch(db, opened, ip, {"$inc": increments,
+                                               "$addToSet": {"seen": {"$each": sorted(views)}}})
     if doc.get("completedAt") is not None or len(doc.get("seen", [])) < doc["pageCount"]:
         return PageNote(first, False)
     result = await db.link_stats.update_one(

@@ -91,6 +91,9 @@ class PageHook(Protocol):
     async def page_sent(self, sent: SentPage) -> None:
         """Called after a page was sent; an error is logged and does not reach the viewer."""
 
+    async def flush(self) -> None:
+        """Finish what `page_sent` deferred (before a read of its results, and at shutdown)."""
+
 
 def parse_page_number(raw: str, page_count: int) -> int:
     if not is_decimal(raw) or len(raw) > 9 or not 1 <= int(raw) <= page_count:
@@ -220,6 +223,11 @@ class PagePath:
             await access_log.withdraw(self.db, entry_id)
         except Exception:  # the request's own error is the one to answer with
             log.warning("could not withdraw the log entry of a page that was not served")
+
+    async def settle(self) -> None:
+        """Every hook's deferred work done: this process's pages all count in what is read next."""
+        for hook in self.hooks:
+            await hook.flush()
 
     async def _tell_hooks(self, sent: SentPage) -> None:
         for hook in self.hooks:
