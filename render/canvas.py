@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
-from PIL import Image
+from PIL import Image, ImageChops
 
 from render.model import PixelBudget, WatermarkSpec
 from render.sizing import canvas_width
@@ -116,12 +116,28 @@ def page_rows(drawn: Canvas, plan: Layout) -> memoryview:
     return memoryview(drawn.pixels)[:drawn.stride * plan.page[1]]
 
 
-def from_rows(rows: bytes | bytearray, plan: Layout) -> Canvas:
-    """The canvas with a kept page's rows copied back in; the watermark pastes the strip."""
+def from_rows(rows: bytes | bytearray, plan: Layout, grey: bool = False) -> Canvas:
+    """The canvas with a kept page's rows copied back in (RGBX, or L expanded to it when
+    `grey`); the watermark pastes the strip."""
     width, height = plan.size
     buffer = _SCRATCH.get(width * 4 * height)
-    memoryview(buffer)[:len(rows)] = rows
-    return _over(buffer, plan)
+    if not grey:
+        memoryview(buffer)[:len(rows)] = rows
+        return _over(buffer, plan)
+    drawn = _over(buffer, plan)
+    drawn.image.paste(Image.frombuffer("L", (width, plan.page[1]), rows, "raw", "L", 0, 1))
+    return drawn
+
+
+def grey_rows(drawn: Canvas, plan: Layout) -> bytes | None:
+    """The rows above the strip as L, if the page has no colour (R = G = B everywhere), else
+    None. About 1.5 ms for 2 MP: paid once, when a page is kept (`render.page_cache`)."""
+    rows = Image.frombuffer("RGBX", (plan.width, plan.page[1]), drawn.pixels, "raw", "RGBX",
+                            drawn.stride, 1)  # the buffer's first rows: no copy
+    red, green, blue, _ = rows.split()
+    if ImageChops.difference(red, green).getbbox() or ImageChops.difference(green, blue).getbbox():
+        return None
+    return green.tobytes()
 
 
 def _over(buffer: bytearray, plan: Layout) -> Canvas:
@@ -131,9 +147,12 @@ def _over(buffer: bytearray, plan: Layout) -> Canvas:
     return Canvas(image, buffer, stride)
 
 
-def jpeg(image: Image.Image, quality: int) -> bytes:
+def jpeg(image: Image.Image, quality: int, grey: bool = False) -> bytes:
+    """The canvas as a JPEG; a greyscale one when `grey` (the page has no colour, and the
+    watermark never has any): one channel to encode, about 20 % less time and 10 % fewer bytes."""
     out = io.BytesIO()
     # No metadata is written: the output carries only pixels. 4:2:0 chroma and no Huffman
     # optimisation (Pillow's defaults) are the fast settings; optimising costs ~40% for ~10%.
-    image.save(out, "JPEG", quality=max(1, min(quality, 95)), optimize=False)
+    encoded = image.getchannel("G") if grey else image
+    encoded.save(out, "JPEG", quality=max(1, min(quality, 95)), optimize=False)
     return out.getvalue()

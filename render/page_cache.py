@@ -45,11 +45,13 @@ def key_for(source: DocumentSource, page: int, budget: PixelBudget) -> PageKey:
 
 @dataclass(frozen=True)
 class CachedPage:
-    """Rows 0..page[1] of a canvas `width` pixels wide, 4 bytes a pixel."""
+    """Rows 0..page[1] of a canvas `width` pixels wide: 4 bytes a pixel (RGBX), or 1 when the
+    page has no colour (`grey`: kept as L, four times as many pages in the same memory)."""
 
     page: tuple[int, int]
     width: int
     pixels: bytearray
+    grey: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -96,10 +98,12 @@ class PageCache:
                 self._seen.popitem(last=False)
             return False
 
-    def put(self, key: PageKey, page: tuple[int, int], width: int, rows: memoryview) -> None:
-        """Keep a copy of `rows`. An evicted page's buffer of the same size is reused: a fresh
-        8 MB buffer per page, faulted in and freed again, cost about 2.5 ms a page here."""
-        size = rows.nbytes
+    def put(self, key: PageKey, page: tuple[int, int], width: int, rows: bytes | memoryview,
+            grey: bool = False) -> None:
+        """Keep a copy of `rows` (RGBX, or L when `grey`). An evicted page's buffer of the same
+        size is reused: a fresh 8 MB buffer per page, faulted in and freed again, cost about
+        2.5 ms a page here."""
+        size = len(rows) if isinstance(rows, bytes) else rows.nbytes
         if size > self.capacity:
             return  # larger than the whole cache: keeping it would only flush the rest
         with self._lock:
@@ -109,7 +113,7 @@ class PageCache:
             spare = self._evict(room=size)
             buffer = spare if spare is not None else bytearray(size)
             buffer[:] = rows
-            self._entries[key] = CachedPage(page, width, buffer)
+            self._entries[key] = CachedPage(page, width, buffer, grey)
             self.nbytes += size
 
     def clear(self) -> None:

@@ -74,13 +74,22 @@ def render_page(
     if kept is not None:
         plan = canvas.layout(kept.page, mark, budget)
         overlay = watermark.prepare(mark, plan.width, plan.strip)
-        page = canvas.from_rows(kept.pixels, plan)
+        page, grey = canvas.from_rows(kept.pixels, plan, kept.grey), kept.grey
     else:
         page, plan, overlay = _rasterise(source, page_number, mark, budget)
-        if page_cache.CACHE.capacity and page_cache.CACHE.admit(key):
-            page_cache.CACHE.put(key, plan.page, plan.width, canvas.page_rows(page, plan))
+        grey = page_cache.CACHE.capacity > 0 and page_cache.CACHE.admit(key) and _keep(
+            key, page, plan)
     watermark.apply(page, overlay, plan.page[1])
-    return canvas.jpeg(page.image, jpeg_quality)
+    return canvas.jpeg(page.image, jpeg_quality, grey=grey)
+
+
+def _keep(key: page_cache.PageKey, page: canvas.Canvas, plan: canvas.Layout) -> bool:
+    """Keep the page's rows before the watermark, as L when it has no colour; True if so
+    (the page is then encoded as a greyscale JPEG, now and on every later view)."""
+    grey = canvas.grey_rows(page, plan)
+    rows = grey if grey is not None else canvas.page_rows(page, plan)
+    page_cache.CACHE.put(key, plan.page, plan.width, rows, grey=grey is not None)
+    return grey is not None
 
 
 def page_cache_state() -> str:

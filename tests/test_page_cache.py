@@ -7,10 +7,12 @@ another version's or another account's, and the cache must stay within its bound
 from __future__ import annotations
 
 import dataclasses
+import io
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from PIL import Image, ImageChops
 
 from render.model import DocumentSource, PixelBudget, WatermarkSpec
 from render.pool import RenderPool
@@ -47,6 +49,17 @@ async def _state(pool: RenderPool, account: str = "acct-a") -> tuple[list[int], 
     return [int(n) for n in head.split()], kept
 
 
+def _decoded(jpeg: bytes) -> Image.Image:
+    return Image.open(io.BytesIO(jpeg))
+
+
+def _same_pixels(first: bytes, second: bytes) -> bool:
+    """Whether two JPEGs of a page without colour (greyscale or RGB) show the same pixels."""
+    difference = ImageChops.difference(_decoded(first).convert("L"),
+                                       _decoded(second).convert("L"))
+    return max(difference.getextrema()) <= 1
+
+
 async def test_a_warm_page_is_the_cold_pages_bytes_and_reads_nothing(
     pool: RenderPool, tmp_path: Path
 ) -> None:
@@ -57,8 +70,12 @@ async def test_a_warm_page_is_the_cold_pages_bytes_and_reads_nothing(
     assert entries == 0  # a page rendered once is not kept (PageCache.admit)
     kept_now, _ = await _page(pool, source, 2, 64 * MiB)
     warm, warm_reads = await _page(pool, source, 2, 64 * MiB)
-    # Same viewer, same text: the same JPEG, byte for byte, from PDFium or from the cache.
-    assert warm == kept_now == cold == uncached
+    # Same viewer, same text: the same JPEG, byte for byte, from PDFium or from the cache...
+    assert warm == kept_now and cold == uncached
+    # ...greyscale from the render that kept it on, since the page has no colour: the same
+    # pixels (R = G = B, so JPEG's luma plane is the same data) in one channel.
+    assert (_decoded(warm).mode, _decoded(cold).mode) == ("L", "RGB")
+    assert _same_pixels(warm, cold)
     assert warm_reads == 0  # served from the worker's memory, not from the document
     (entries, _, hits, _), kept = await _state(pool)
     assert entries == 1 and hits == 1 and kept == [f"{source.cache_key} {source.version} 2"]
@@ -77,12 +94,27 @@ async def test_the_cache_never_serves_another_file_or_a_replaced_version(
     text_cold, _ = await _page(pool, text, 1, 64 * MiB)
     grey_cold, _ = await _page(pool, grey, 1, 64 * MiB)
     assert text_cold != grey_cold
-    assert (await _page(pool, text, 1, 64 * MiB))[0] == text_cold  # kept from now on
-    assert (await _page(pool, text, 1, 64 * MiB)) == (text_cold, 0)  # from the cache
+    kept_now = (await _page(pool, text, 1, 64 * MiB))[0]  # kept from now on
+    assert _same_pixels(kept_now, text_cold)
+    assert (await _page(pool, text, 1, 64 * MiB)) == (kept_now, 0)  # from the cache
     # The text file replaced by the grey content: same file id, a new blob name.
     replaced = dataclasses.replace(grey, cache_key=text.cache_key)
     served, reads = await _page(pool, replaced, 1, 64 * MiB, document=fx.brokered(grey))
     assert served == grey_cold and reads > 0  # rendered from the new blob, not the kept page
+
+
+async def test_a_colour_page_is_kept_and_served_in_colour(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    source = fx.encrypt_to_local(tmp_path, fx.jpeg(), fx.JPEG)
+    cold, _ = await _page(pool, source, 1, 64 * MiB)
+    kept_now, _ = await _page(pool, source, 1, 64 * MiB)
+    warm, reads = await _page(pool, source, 1, 64 * MiB)
+    assert reads == 0 and warm == kept_now == cold  # RGBX kept: the colour JPEG, byte for byte
+    assert _decoded(warm).mode == "RGB"
+    (entries, nbytes, *_), _ = await _state(pool)
+    width, height = _decoded(warm).size
+    assert entries == 1 and nbytes > 3 * width * height // 2  # 4 bytes a pixel of the page
 
 
 async def test_another_accounts_worker_holds_none_of_its_pages(
@@ -99,7 +131,7 @@ async def test_another_accounts_worker_holds_none_of_its_pages(
 
 async def test_the_cache_stays_within_its_bound(pool: RenderPool, tmp_path: Path) -> None:
     source = fx.encrypt_to_local(tmp_path, fx.text_pdf(4), fx.PDF)
-    bound = 5 * MiB  # two pages of about 2.4 MB fit, a third does not
+    bound = 5 * MiB // 4  # two text pages of about 0.6 MB (grey: kept as L) fit, not three
     for number in (1, 1, 2, 2, 3, 3, 4, 4):
         await _page(pool, source, number, bound)
     (entries, nbytes, _, misses), kept = await _state(pool)
