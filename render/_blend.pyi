@@ -9,3 +9,7 @@ def paste(
     pieces: Sequence[tuple[int, int, int, int, bytes, bytes]],
     /,
 ) -> None: ...
+
+def expand_grey(
+    canvas: bytearray, stride: int, grey: bytes | bytearray, width: int, height: int, /
+) -> None: ...

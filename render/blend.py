@@ -12,18 +12,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 Paste = Callable[[Any, int, tuple[int, int], Sequence[Any], Sequence[Any]], None]
+ExpandGrey = Callable[[bytearray, int, bytes | bytearray, int, int], None]
 
 
-def _choose() -> tuple[Paste, str]:
+def _choose() -> tuple[Paste, ExpandGrey, str]:
     try:
         from render import _blend
     except ImportError:  # installed without a compiler
         from render import blend_pillow
 
-        return blend_pillow.paste, "Pillow"
-    return _blend.paste, "C"
+        return blend_pillow.paste, blend_pillow.expand_grey, "Pillow"
+    return _blend.paste, _blend.expand_grey, "C"
 
 
-paste, IMPLEMENTATION = _choose()
+paste, expand_grey, IMPLEMENTATION = _choose()
 
-__all__ = ["IMPLEMENTATION", "paste"]
+__all__ = ["IMPLEMENTATION", "expand_grey", "paste"]

@@ -62,3 +62,14 @@ def _piece(piece: Any) -> Piece:
         return dx, dy, Image.new("RGBX", (0, 0)), Image.new("L", (0, 0))
     opacity = Image.frombytes("RGBX", (width, height), alpha).getchannel(0)
     return dx, dy, Image.frombytes("RGBX", (width, height), colour), opacity
+
+
+def expand_grey(canvas: bytearray, stride: int, grey: bytes | bytearray, width: int,
+                height: int) -> None:
+    """Same contract as `render._blend.expand_grey`: grey rows into the RGBX canvas."""
+    if width < 0 or height < 0 or stride < width * PIXEL_BYTES or len(canvas) < stride * height \
+            or len(grey) < width * height:
+        raise ValueError("the grey rows do not fit the canvas")
+    target = Image.frombuffer("RGBX", (width, height), canvas, "raw", "RGBX", stride, 1)
+    target.readonly = False  # draw on the buffer itself
+    target.paste(Image.frombuffer("L", (width, height), grey, "raw", "L", 0, 1))

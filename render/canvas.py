@@ -20,6 +20,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageChops
 
+from render import blend
 from render.model import PixelBudget, WatermarkSpec
 from render.sizing import canvas_width
 from render.watermark import STRIP_BACKGROUND, Strip, layout_strip
@@ -124,9 +125,8 @@ def from_rows(rows: bytes | bytearray, plan: Layout, grey: bool = False) -> Canv
     if not grey:
         memoryview(buffer)[:len(rows)] = rows
         return _over(buffer, plan)
-    drawn = _over(buffer, plan)
-    drawn.image.paste(Image.frombuffer("L", (width, plan.page[1]), rows, "raw", "L", 0, 1))
-    return drawn
+    blend.expand_grey(buffer, width * 4, rows, width, plan.page[1])
+    return _over(buffer, plan)
 
 
 def grey_rows(drawn: Canvas, plan: Layout) -> bytes | None:

@@ -131,3 +131,35 @@ def test_a_malformed_corner_is_refused_before_any_pixel_is_drawn(
     with pytest.raises(TypeError):
         paste(pixels, WIDTH * 4, (WIDTH, HEIGHT), [(0, 0), corner], [piece])
     assert pixels == bytearray(b"\x80" * WIDTH * HEIGHT * 4)
+
+
+EXPAND = {"C": _blend.expand_grey, "Pillow": blend_pillow.expand_grey}
+
+
+@pytest.mark.parametrize("expand", EXPAND.values(), ids=list(EXPAND))
+def test_grey_rows_expand_into_the_canvas_and_nothing_else(expand: blend.ExpandGrey) -> None:
+    rng = random.Random(7)
+    stride, rows = WIDTH * 4 + 12, HEIGHT - 5  # a padded stride; rows under them untouched
+    grey = rng.randbytes(WIDTH * rows)
+    canvas = bytearray(rng.randbytes(stride * HEIGHT))
+    before = bytes(canvas)
+    expand(canvas, stride, grey, WIDTH, rows)
+    for y in range(HEIGHT):
+        row = canvas[y * stride:(y + 1) * stride]
+        old = before[y * stride:(y + 1) * stride]
+        assert row[WIDTH * 4:] == old[WIDTH * 4:]  # the padding is never written
+        if y >= rows:
+            assert row == old
+            continue
+        expected = b"".join(bytes((g, g, g, 255)) for g in grey[y * WIDTH:(y + 1) * WIDTH])
+        assert row[:WIDTH * 4] == expected
+
+
+@pytest.mark.parametrize("expand", EXPAND.values(), ids=list(EXPAND))
+def test_grey_rows_that_do_not_fit_are_refused(expand: blend.ExpandGrey) -> None:
+    canvas = bytearray(WIDTH * 4 * HEIGHT)
+    with pytest.raises(ValueError, match="the grey rows do not fit the canvas"):
+        expand(canvas, WIDTH * 4, bytes(WIDTH * HEIGHT), WIDTH, HEIGHT + 1)
+    with pytest.raises(ValueError, match="the grey rows do not fit the canvas"):
+        expand(canvas, WIDTH * 4, bytes(WIDTH * HEIGHT - 1), WIDTH, HEIGHT)
+    assert canvas == bytearray(WIDTH * 4 * HEIGHT)
