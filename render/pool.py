@@ -40,7 +40,7 @@ import logging
 import os
 import pickle
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from render import zygote
@@ -130,25 +130,27 @@ class RenderPool(WorkerMessages):
 
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
                   account: str | None = None, document: BrokeredDocument | None = None,
-                  link: str | None = None, ip: str | None = None) -> T:
+                  link: str | None = None, ip: str | None = None,
+                  affinity: Hashable | None = None) -> T:
         """Run `fn(*args)` in a worker and return its result.
 
         Raises PoolBusy, QueueRefused, TaskTimedOut, WorkerCrashed, or the task's own error.
         """
         return await self.submit(fn, *args, timeout=timeout, account=account, document=document,
-                                 link=link, ip=ip)
+                                 link=link, ip=ip, affinity=affinity)
 
     def submit(
         self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
         account: str | None = None, document: BrokeredDocument | None = None,
-        link: str | None = None, ip: str | None = None,
+        link: str | None = None, ip: str | None = None, affinity: Hashable | None = None,
     ) -> asyncio.Future[T]:
         """Queue `fn(*args)` now and return its future; PoolBusy at once if no slot is free,
         QueueRefused (render.fair_queue) if the link or client IP is over its cap.
 
         `account` keeps the task to workers of that account; `document` is the one document
         the worker may read during the task; `link` and `ip` are its turn and caps in the fair
-        queue. Cancelling the future drops a queued task; a running one is left to finish:
+        queue; `affinity` prefers a worker that ran a task with the same key (`choose_worker`).
+        Cancelling the future drops a queued task; a running one is left to finish:
         killing its worker would cost a replacement.
         """
         if self._closed:
@@ -162,7 +164,7 @@ class RenderPool(WorkerMessages):
         outcome: asyncio.Future[T] = self._loop.create_future()
         payload = frame(Kind.TASK, pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL))
         task = Task(payload, self._timeout if timeout is None else timeout, outcome,
-                    account, document, link, ip)
+                    account, document, link, ip, affinity=affinity)
         self.scheduler.push(task)  # QueueRefused: nothing started
         if document is not None:
             # A worker may render from its own cache without a read: the server still checks,
@@ -243,6 +245,7 @@ class RenderPool(WorkerMessages):
         worker.task = task
         if task.account is not None:
             worker.account = task.account
+        worker.ran(task.affinity)
         task.started = time.monotonic()
         task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
         with contextlib.suppress(OSError):  # the worker is dying: its exit fails the task

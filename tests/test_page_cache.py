@@ -6,6 +6,7 @@ another version's or another account's, and the cache must stay within its bound
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 from collections.abc import AsyncIterator
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops
 
+from render.fair_queue import FairQueueLimits
 from render.model import DocumentSource, PixelBudget, WatermarkSpec
 from render.pool import RenderPool
 from render.tasks import page_cache_state, render_page
@@ -141,3 +143,32 @@ async def test_the_cache_stays_within_its_bound(pool: RenderPool, tmp_path: Path
     (_, _, _, misses_after), kept = await _state(pool)
     assert misses_after == misses + 1  # page 1 was evicted: rendered again, and kept again
     assert [line.split()[-1] for line in kept] == ["4", "1"]
+
+
+async def test_a_page_goes_to_the_worker_that_kept_it(tmp_path: Path) -> None:
+    # Two workers, both allowed to one account: each page should stay on the worker that has it.
+    pool = RenderPool(workers=2, queue_size=4, timeout_seconds=20, memory_limit_bytes=1 << 30,
+                      fairness=FairQueueLimits(max_running_per_account=2))
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(2), fx.PDF)
+
+    def render(number: int) -> asyncio.Future[bytes]:
+        return pool.submit(render_page, source, number, fx.mark(), BUDGET, 80, 64 * MiB,
+                           account="acct-a", document=fx.brokered(source),
+                           affinity=(source.cache_key, number))
+
+    try:
+        await asyncio.gather(render(1), render(2))  # at once: one page on each worker
+        for _ in range(3):  # one at a time: either worker would be idle for either page
+            for number in (1, 2):
+                await render(number)
+        states = [await pool.run(page_cache_state, account="acct-a",
+                                 affinity=(source.cache_key, number)) for number in (1, 2)]
+    finally:
+        await pool.close()
+    for number, state in zip((1, 2), states, strict=True):
+        head, *kept = state.split("\n")
+        entries, _, hits, _ = (int(n) for n in head.split())
+        # Each worker kept only its own page (at its second view) and served the last two
+        # views of it from memory.
+        assert kept == [f"{source.cache_key} {source.version} {number}"], states
+        assert (entries, hits) == (1, 2)

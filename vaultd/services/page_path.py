@@ -203,7 +203,8 @@ class PagePath:
             watermark_for(page.link, page.request.ip, page.render_id), budget, JPEG_QUALITY,
             self.settings.render_page_cache_mb << 20, document=document,
             link=str(page.link.link["_id"]), ip=page.request.ip,
-            departure=page.request.departure))
+            departure=page.request.departure,
+            affinity=(document.source.cache_key, document.source.version, page.number)))
 
     async def log(self, page: Page) -> str:
         opened = page.link

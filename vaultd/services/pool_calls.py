@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Hashable
 from typing import Any, TypeVar
 
 from render.fair_queue import QueueRefused
@@ -65,16 +65,19 @@ def start_task(
     pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False,
     document: BrokeredFile | None = None, account: str | None = None,
     link: str | None = None, ip: str | None = None, departure: Departure | None = None,
+    affinity: Hashable | None = None,
 ) -> Coroutine[Any, Any, T]:
     """Submit `fn` now (a full queue is a 503, a link or client IP over its cap a 429, at once,
     before the caller does anything else); the returned coroutine waits for the result, with
     run_task's errors. `document`: the one file the worker may read, on a worker of that file's
     account; `account`: the account whose data the arguments carry (a leaked image), when there
     is no document; `link`, `ip`: the task's turn and caps in the fair queue; `departure`: told
-    when the client has gone, which drops the task if it still waits (then ClientGone)."""
+    when the client has gone, which drops the task if it still waits (then ClientGone);
+    `affinity`: prefer a worker that ran a task with this key (a page it may have kept)."""
     account = document.account if document is not None else account
     try:
-        pending = pool.submit(fn, *args, account=account, document=document, link=link, ip=ip)
+        pending = pool.submit(fn, *args, account=account, document=document, link=link, ip=ip,
+                              affinity=affinity)
     except PoolBusy:
         raise ServiceUnavailable("render queue is full; retry shortly", retry_after=2) from None
     except QueueRefused as exc:
