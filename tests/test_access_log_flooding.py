@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 
@@ -64,13 +66,34 @@ def test_before_reaches_entries_older_than_the_latest_200(api: httpx.Client) -> 
     for _ in range(205):
         assert api.get(f"/files/{created['id']}/download").status_code == 200
     first = api.get(f"/files/{created['id']}/access-log").json()
-    assert len(first) == 200 and first[-1]["action"] == "download"
+    # 200, plus any entries sharing the 200th's millisecond (the next page starts before it).
+    assert len(first) >= 200 and first[-1]["action"] == "download"
+    assert all(e["at"] == first[199]["at"] for e in first[200:])
     older = api.get(f"/files/{created['id']}/access-log", params={"before": first[-1]["at"]})
     assert older.status_code == 200
     second = older.json()
     assert second[-1]["action"] == "upload"
     assert all(e["at"] < first[-1]["at"] for e in second)
-    assert 4 <= len(second) <= 6  # entries sharing the boundary millisecond are the only gap
+    assert len(first) + len(second) == 206  # every entry once: 205 downloads and the upload
+
+
+def test_a_page_boundary_inside_one_millisecond_skips_nothing(
+    vault: VaultProcess, api: httpx.Client
+) -> None:
+    created = upload_ok(api, docs.png(), kind="delivery")
+    moment = (datetime.now(UTC) + timedelta(minutes=1)).replace(microsecond=123000)  # newest
+
+    async def write(db: Any) -> None:  # 210 downloads logged within one millisecond
+        await db.access_log.insert_many([
+            {"_id": f"tie-{created['id']}-{n:03}", "accountId": "-", "fileId": created["id"],
+             "action": "download", "at": moment} for n in range(210)])
+
+    vault.run_service(write)
+    path = f"/files/{created['id']}/access-log"
+    first = api.get(path).json()
+    assert len(first) == 210 and {e["at"] for e in first} == {first[0]["at"]}
+    second = api.get(path, params={"before": first[-1]["at"]}).json()
+    assert [e["action"] for e in second] == ["upload"]
 
 
 def test_action_filters_the_log(api: httpx.Client) -> None:

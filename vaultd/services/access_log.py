@@ -123,14 +123,22 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
 async def latest_for_file(
     db: Db, file_id: str, *, before: datetime | None = None, action: str | None = None
 ) -> list[dict[str, Any]]:
-    """The latest entries, newest first; `before` (exclusive) and `action` reach older ones."""
+    """The latest entries, newest first; `before` (exclusive) and `action` reach older ones.
+
+    A full page also carries every other entry of its last entry's millisecond: the next page
+    asks for entries strictly before that `at`, which would skip them otherwise."""
     query: dict[str, Any] = {"fileId": file_id}
     if before is not None:
         query["at"] = {"$lt": before}
     if action is not None:
         query["action"] = action
-    cursor = db.access_log.find(query).sort([("at", -1), ("_id", -1)]).limit(LATEST)
-    return [entry_json(doc) async for doc in cursor]
+    order = [("at", -1), ("_id", -1)]
+    docs = [doc async for doc in db.access_log.find(query).sort(order).limit(LATEST)]
+    if len(docs) == LATEST:
+        last = docs[-1]
+        ties = {**query, "at": last["at"], "_id": {"$lt": last["_id"]}}
+        docs += [doc async for doc in db.access_log.find(ties).sort(order).limit(LATEST)]
+    return [entry_json(doc) for doc in docs]
 
 
 async def export_account(db: Db, account_id: str) -> AsyncIterator[dict[str, Any]]:
