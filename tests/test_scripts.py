@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,9 @@ def stamp_of(root: Path) -> str:
     return result.stdout.strip()
 
 
-def timed(cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.monotonic()
-    result = subprocess.run(cmd, cwd=ROOT, env=base_env(), capture_output=True, text=True,
-                            timeout=300)
-    return result, time.monotonic() - started
+def run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, env=base_env(), capture_output=True, text=True,
+                          timeout=300)
 
 
 def test_run_sh_with_nothing_changed_starts_vaultd_without_installing() -> None:
@@ -34,12 +31,12 @@ def test_run_sh_with_nothing_changed_starts_vaultd_without_installing() -> None:
     # scripts/test.sh ran scripts/setup.sh before the tests, which leaves this stamp.
     assert stamp.read_text().strip() == stamp_of(ROOT)
     written = stamp.stat().st_mtime_ns
-    direct, direct_seconds = timed([str(ROOT / ".venv" / "bin" / "vaultd"), "--version"])
-    through, through_seconds = timed(["bash", "scripts/run.sh", "--version"])
+    direct = run([str(ROOT / ".venv" / "bin" / "vaultd"), "--version"])
+    through = run(["bash", "scripts/run.sh", "--version"])
     assert through.stdout == direct.stdout and through.stdout.startswith("vaultd ")
     assert through.stderr == ""  # no pip, no apt
-    assert stamp.stat().st_mtime_ns == written  # setup.sh did not run
-    assert through_seconds < direct_seconds + 1.5
+    # setup.sh did not run (it rewrites the stamp); no timing: a loaded CI machine is slow.
+    assert stamp.stat().st_mtime_ns == written
 
 
 @pytest.mark.parametrize("changed", STAMPED)
