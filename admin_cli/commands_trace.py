@@ -13,6 +13,7 @@ from render.forensic.trace_task import sniff, trace_image
 from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
+from vaultd.services import mark_key, storage_tools
 from vaultd.services import trace as tracing
 from vaultd.services.pool_calls import run_task
 
@@ -49,10 +50,11 @@ def trace(
     data = guarded(lambda: _read(image))
 
     async def action(settings: Settings, db: Db) -> dict[str, Any]:
-        render_id = await _decode_confined(settings, data)
-        if render_id is None:
+        sealed = await _decode_confined(settings, data)
+        if sealed is None:
             return {"found": False}
-        matches = await tracing.find_matches(db, render_id, None)
+        mark = await mark_key.mark_cipher(db, storage_tools.existing_keyring(settings))
+        matches = await tracing.find_matches(db, mark.open(sealed), None)
         return {"found": True, "matches": matches} if matches else {"found": False}
 
     result = run(action)

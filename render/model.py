@@ -36,6 +36,9 @@ class WatermarkSpec:
     # The served page's render id (render.forensic): printed as a trace code in the strip and
     # marked invisibly in the pixels. None draws neither (thumbnails, tools).
     render_id: int | None = None
+    # What the pixels carry instead of the id: vaultd seals it with the deployment's key
+    # (vaultd.services.mark_key), so a mark names a view only through that key. None: the id.
+    mark_value: int | None = None
 
 
 @dataclass(frozen=True)

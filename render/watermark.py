@@ -151,14 +151,17 @@ class Overlay:
     tile: pattern.Tile
     strip: Image.Image  # the whole strip, to be copied under the page
     strip_layout: Strip | None = None
-    render_id: int | None = None  # this page's: code drawn and mark embedded by `apply`
+    render_id: int | None = None  # this page's: its trace code is drawn by `apply`...
+    mark_value: int | None = None  # ...and this embedded (the id, or its sealed value)
 
 
 def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
     """Everything that does not need the page's pixels: the render runs meanwhile (pages.py)."""
     drawn = drawn_overlay(tuple(tile_lines(mark)), width, strip)
-    return drawn if mark.render_id is None else dataclasses.replace(drawn,
-                                                                    render_id=mark.render_id)
+    if mark.render_id is None:
+        return drawn
+    embedded = mark.render_id if mark.mark_value is None else mark.mark_value
+    return dataclasses.replace(drawn, render_id=mark.render_id, mark_value=embedded)
 
 
 @functools.lru_cache(maxsize=8)
@@ -176,10 +179,10 @@ def apply(canvas: Canvas, overlay: Overlay, page_height: int) -> None:
     """Blend the pattern over the page (the top `page_height` rows), then copy the strip
     under it."""
     pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height))
-    if overlay.render_id is not None:
+    if overlay.mark_value is not None:
         # Last, over the final page pixels, just before the JPEG encode (about 1-2 ms).
         forensic.embed_into(canvas.pixels, canvas.stride, (canvas.image.width, page_height),
-                            overlay.render_id)
+                            overlay.mark_value)
     canvas.image.paste(overlay.strip, (0, page_height))
     strip = overlay.strip_layout
     if overlay.render_id is not None and strip is not None and strip.code_at is not None:

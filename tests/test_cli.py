@@ -127,10 +127,13 @@ def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,
     assert (vault.data_dir / "blobs" / created["id"]).read_bytes() == blob
     # the running vaultd picks up the new keyring on its own
     assert api.get(f"/files/{created['id']}/download").content == data
+    sealed_before = vault.mark_cipher().seal(12345)
     dropped = vault.admin_json("master-key", "rotate", "--drop-old")
     assert dropped["keyIds"] == [dropped["currentKeyId"]]
     assert api.get(f"/files/{created['id']}/download").content == data
     assert (vault.data_dir / "master.key").stat().st_mode & 0o777 == 0o600
+    # The invisible mark's key was rewrapped too: the same key, now under the new master key.
+    assert vault.mark_cipher().seal(12345) == sealed_before
 
 
 def test_the_cli_starts_its_own_database_when_vaultd_is_not_running(tmp_path) -> None:

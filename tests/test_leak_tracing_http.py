@@ -42,12 +42,15 @@ def test_pages_from_both_routes_trace_back_to_their_log_entry(
     ids = [codes.parse_render_id_hex(e["renderId"]) for e in entries]
     assert ids[0] != ids[1]
     rng = random.Random(16)
+    mark = vault.mark_cipher()
     for jpeg, render_id, entry in zip(served, ids, entries, strict=True):
         page = Image.open(io.BytesIO(jpeg)).convert("RGB")
-        assert decode(page) == render_id
+        sealed = decode(page)
+        # The pixels carry the id sealed with the deployment's key, never the id itself.
+        assert sealed is not None and sealed != render_id and mark.open(sealed) == render_id
         for attack in ("jpeg q50", "downscale 50%", "screenshot", "rotate 2 deg + crop"):
             leaked = ATTACKS[attack](page, page.height * 9 // 10, rng)
-            assert decode(leaked) == render_id, attack
+            assert decode(leaked) == sealed, attack
         assert entry["viewerEmail"] == "dana@example.com"
 
 

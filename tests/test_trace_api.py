@@ -14,10 +14,12 @@ import httpx
 import numpy as np
 import pypdfium2 as pdfium
 import pytest
-from PIL import Image, ImageEnhance
+from PIL import Image, ImageDraw, ImageEnhance
 
 from bench.corpus import _photo_jpeg
 from bench.leakmark_attacks import ATTACKS
+from render.forensic import codes, decode
+from render.forensic.embed import embed
 from tests import documents as docs
 from tests.http_helpers import MISSING_KEY, assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess
@@ -236,3 +238,27 @@ def test_a_declared_huge_body_is_refused_before_it_is_read(
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 413")
     assert "limit" in json.loads(body)["error"]
+
+
+def test_a_mark_forged_from_the_public_layout_names_no_view(
+    vault: VaultProcess, api: httpx.Client, served: dict[str, Any]
+) -> None:
+    """The attack: frame another viewer by embedding their id (printed on their page as the
+    trace code) with the mark's published layout, over a clean page. The pixels carry the id
+    sealed with the deployment's key, so the forgery opens to no view; the same embed of the
+    sealed value, which needs the key, is found (the control)."""
+    target = served["entries"][1]
+    render_id = codes.parse_render_id_hex(target["renderId"])
+    clean = Image.new("RGB", (1237, 1600), "white")
+    draw = ImageDraw.Draw(clean)
+    for row in range(40):
+        draw.text((100, 80 + row * 36), "Quarterly figures, confidential " * 3, fill=(30, 30, 30))
+    forged = embed(clean, render_id)
+    assert decode(forged) == render_id  # a valid mark: the layout is public
+    response = _trace(api, forged)
+    assert response.status_code == 200 and response.json() == {"found": False}
+    assert _page_entries(vault, served["file"]["id"], "trace") == []
+
+    with_key = embed(clean, vault.mark_cipher().seal(render_id))
+    [match] = _trace(api, with_key).json()["matches"]
+    assert match["renderId"] == target["renderId"] and match["evidence"] == "invisible"

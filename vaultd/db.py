@@ -20,6 +20,7 @@ from vaultd.records import (
     AccountDoc,
     ApiKeyDoc,
     DeliveryDoc,
+    DeploymentKeyDoc,
     FileDoc,
     InstanceDoc,
     LinkDoc,
@@ -75,6 +76,10 @@ class Db:
     @property
     def webhook_endpoints(self) -> AsyncCollection[WebhookEndpointDoc]:
         return cast("AsyncCollection[WebhookEndpointDoc]", self.database["webhook_endpoints"])
+
+    @property
+    def deployment_keys(self) -> AsyncCollection[DeploymentKeyDoc]:
+        return cast("AsyncCollection[DeploymentKeyDoc]", self.database["deployment_keys"])
 
     @property
     def webhook_outbox(self) -> AsyncCollection[OutboxDoc]:

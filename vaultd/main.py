@@ -23,7 +23,7 @@ from vaultd.db import Db
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
-from vaultd.services import engagement, recovery
+from vaultd.services import engagement, mark_key, recovery
 from vaultd.services.blobs import BlobStore
 from vaultd.services.page_path import PagePath
 from vaultd.services.webhook_delivery import Deliverer, DeliveryConfig
@@ -115,7 +115,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         store = BlobStore(backend, keyrings.current(), keyrings.current)
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
-        pages = PagePath(database.db, store, pool, settings,
+        mark = await mark_key.mark_cipher(database.db, keyrings.current())
+        pages = PagePath(database.db, store, pool, settings, mark,
                          hooks=[engagement.EngagementHook(
                              database.db, settings.analytics_flush_seconds)])
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "")

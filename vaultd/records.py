@@ -159,6 +159,14 @@ class LinkStatsDoc(TypedDict):
     completeAnnounced: NotRequired[bool]
 
 
+class DeploymentKeyDoc(TypedDict):
+    """Collection `deployment_keys`: keys of the whole deployment, stored only wrapped by the
+    master keyring (`trace-mark`: the invisible mark's key, `services.mark_key`)."""
+
+    _id: str
+    key: dict[str, Any]  # WrappedKey.to_doc(), bound to "deployment:<_id>"
+
+
 class WebhookEndpointDoc(TypedDict):
     """Collection `webhook_endpoints`. `slot` (0-9) is unique per account: the limit of 10
     endpoints holds under concurrent creates. The secret is stored only wrapped."""

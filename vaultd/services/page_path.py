@@ -45,6 +45,7 @@ from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore
 from vaultd.services.link_records import LinkRecords
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
+from vaultd.services.mark_key import MarkCipher
 from vaultd.services.pool_calls import Departure, start_task
 from vaultd.timefmt import paris_display, utcnow
 
@@ -102,7 +103,8 @@ def parse_page_number(raw: str, page_count: int) -> int:
 
 
 def watermark_for(
-    opened: OpenLink, ip: str | None, render_id: int | None = None
+    opened: OpenLink, ip: str | None, render_id: int | None = None,
+    mark_value: int | None = None,
 ) -> WatermarkSpec:
     return WatermarkSpec(
         viewer_name=opened.link["viewerName"],
@@ -111,6 +113,7 @@ def watermark_for(
         brand=opened.account.brand,
         displayed_at=paris_display(utcnow()),
         render_id=render_id,
+        mark_value=mark_value,
     )
 
 
@@ -127,6 +130,7 @@ class PagePath:
     store: BlobStore
     pool: RenderPool
     settings: Settings
+    mark: MarkCipher  # seals each page's render id for its pixels (services.mark_key)
     records: LinkRecords = field(default_factory=LinkRecords)
     hooks: list[PageHook] = field(default_factory=list)
 
@@ -200,7 +204,8 @@ class PagePath:
         document = brokered(self.store, renditions.for_pages(page.link.file, budget))
         return asyncio.ensure_future(start_task(
             self.pool, render_page, document.source, page.number,
-            watermark_for(page.link, page.request.ip, page.render_id), budget, JPEG_QUALITY,
+            watermark_for(page.link, page.request.ip, page.render_id,
+                          self.mark.seal(page.render_id)), budget, JPEG_QUALITY,
             self.settings.render_page_cache_mb << 20, document=document,
             link=str(page.link.link["_id"]), ip=page.request.ip,
             departure=page.request.departure,

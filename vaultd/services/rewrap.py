@@ -13,6 +13,7 @@ from typing import Any
 from vaultd.config import Settings
 from vaultd.crypto.keyring import MasterKeyring, WrappedKey
 from vaultd.db import Db
+from vaultd.services import mark_key
 from vaultd.services.webhooks import webhook_binding
 
 DROP_GRACE_SECONDS = 2.0
@@ -41,7 +42,8 @@ async def rotate_master_key(settings: Settings, db: Db, drop_old: bool) -> dict[
 
 
 async def rewrap_all(db: Db, ring: MasterKeyring) -> int:
-    return await _rewrap_file_keys(db, ring) + await rewrap_webhook_secrets(db, ring)
+    return (await _rewrap_file_keys(db, ring) + await rewrap_webhook_secrets(db, ring)
+            + await mark_key.rewrap_mark_key(db, ring))
 
 
 async def _rewrap_file_keys(db: Db, ring: MasterKeyring) -> int:

@@ -1,7 +1,8 @@
 """Leak tracing (docs/leak-tracing.md): which page view does a leaked image come from?
 
-The image is decoded in a render worker (`render.forensic.trace_task`); a decoded render id is
-reported only if a `page` entry of the searched account carries it. The caller may also give the
+The image is decoded in a render worker (`render.forensic.trace_task`); the value the mark
+carries is opened with the deployment's key (`services.mark_key`), and the render id it gives
+is reported only if a `page` entry of the searched account carries it. The caller may also give the
 trace code read off the page's strip (`traceCode`): the visible evidence. Each match writes a
 `trace` entry on the file it found. `account_id=None` searches every account (vault-admin only).
 """
@@ -17,6 +18,7 @@ from vaultd.db import Db
 from vaultd.errors import Forbidden, InvalidRequest, UnsupportedMediaType
 from vaultd.services import access_log
 from vaultd.services.accounts import Account
+from vaultd.services.mark_key import MarkCipher
 from vaultd.services.pool_calls import run_task
 from vaultd.timefmt import iso_utc
 
@@ -88,13 +90,14 @@ async def find_matches(db: Db, render_id: int, account_id: str | None,
     return matches
 
 
-async def trace(db: Db, pool: RenderPool, account: Account, data: bytes,
+async def trace(db: Db, pool: RenderPool, mark: MarkCipher, account: Account, data: bytes,
                 content_type: str | None, typed_code: str | None = None) -> dict[str, Any]:
     """The answer of POST /v1/trace for `account`."""
     check_allowed(account)
     typed = parse_typed_code(typed_code)
     check_content_type(content_type, data)
-    decoded = await decode_in_worker(pool, data, account.id)
+    sealed = await decode_in_worker(pool, data, account.id)
+    decoded = None if sealed is None else mark.open(sealed)  # the pixels carry it sealed
     evidence: dict[int, str] = {}
     if decoded is not None:
         evidence[decoded] = "invisible"

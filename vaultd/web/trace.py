@@ -55,7 +55,8 @@ class TraceHandler(BaseHandler):
         if self.rejection is not None:
             raise self.rejection
         assert self.account is not None
-        answer = await trace.trace(self.ctx.db, self.ctx.pool, self.account, bytes(self.body),
+        answer = await trace.trace(self.ctx.db, self.ctx.pool, self.ctx.pages.mark,
+                                   self.account, bytes(self.body),
                                    self.request.headers.get("Content-Type"),
                                    self.get_query_argument("traceCode", None))
         self.send_json(200, answer)

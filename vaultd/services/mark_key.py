@@ -1,0 +1,75 @@
+"""The deployment's key for the invisible mark (docs/leak-tracing.md, "A keyed mark").
+
+A page's pixels carry its render id sealed with FF3-1 (NIST SP 800-38G Rev. 1: format-preserving
+encryption, here a keyed permutation of the 45-bit ids; the `ff3` package) under a 256-bit key
+made once per deployment and stored only wrapped by the master keyring, in `deployment_keys`
+(rewrapped with every other key on rotation, `services.rewrap`). The strip still prints the
+plain id as the trace code. So the mark's layout being public (it is in the source) does not let
+anyone forge a mark naming a view: the value to embed for a given id is unknown without the key,
+and a value made up decodes, once opened, to a random id that is no view. The render worker gets
+the sealed value only (`WatermarkSpec.mark_value`); the key stays in vaultd and vault-admin.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from ff3 import FF3Cipher
+from pymongo.errors import DuplicateKeyError
+
+from render.forensic.codes import ID_BITS
+from vaultd.crypto.keyring import MasterKeyring, WrappedKey
+from vaultd.db import Db
+
+MARK_KEY_ID = "trace-mark"
+_BINDING = "deployment:trace-mark"  # what the wrap is bound to (the keyring's AAD)
+_NO_ACCOUNT = "-"
+_KEY_BYTES = 32  # AES-256
+_TWEAK = "00" * 7  # FF3-1's 56-bit tweak: one permutation for the whole deployment
+
+
+@dataclass(frozen=True)
+class MarkCipher:
+    """The keyed permutation of render ids: `seal` for the pixels, `open` for a decoded mark."""
+
+    _cipher: FF3Cipher
+
+    @classmethod
+    def from_key(cls, key: bytes) -> MarkCipher:
+        return cls(FF3Cipher.withCustomAlphabet(key.hex(), _TWEAK, "01"))
+
+    def seal(self, render_id: int) -> int:
+        return int(self._cipher.encrypt(format(render_id, f"0{ID_BITS}b")), 2)
+
+    def open(self, value: int) -> int:
+        return int(self._cipher.decrypt(format(value, f"0{ID_BITS}b")), 2)
+
+
+async def mark_cipher(db: Db, keyring: MasterKeyring) -> MarkCipher:
+    """The deployment's cipher; its key is made and stored on first use (in any process: the
+    first insert wins, the others read it)."""
+    doc = await db.deployment_keys.find_one({"_id": MARK_KEY_ID})
+    if doc is None:
+        key = secrets.token_bytes(_KEY_BYTES)
+        wrapped = keyring.wrap(key, file_id=_BINDING, account_id=_NO_ACCOUNT)
+        try:
+            await db.deployment_keys.insert_one({"_id": MARK_KEY_ID, "key": wrapped.to_doc()})
+            return MarkCipher.from_key(key)
+        except DuplicateKeyError:
+            doc = await db.deployment_keys.find_one({"_id": MARK_KEY_ID})
+            assert doc is not None  # another process inserted it
+    raw = keyring.unwrap(WrappedKey.from_doc(doc["key"]), file_id=_BINDING,
+                         account_id=_NO_ACCOUNT)
+    return MarkCipher.from_key(raw)
+
+
+async def rewrap_mark_key(db: Db, ring: MasterKeyring) -> int:
+    """The mark key under the ring's current master key (after a rotation); 1 if rewrapped."""
+    doc = await db.deployment_keys.find_one({"_id": MARK_KEY_ID})
+    if doc is None or doc["key"].get("key_id") == ring.current_id:
+        return 0
+    new = ring.rewrap(WrappedKey.from_doc(doc["key"]), file_id=_BINDING, account_id=_NO_ACCOUNT)
+    result = await db.deployment_keys.update_one({"_id": MARK_KEY_ID, "key": doc["key"]},
+                                                 {"$set": {"key": new.to_doc()}})
+    return result.modified_count
