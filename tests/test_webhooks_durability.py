@@ -96,6 +96,57 @@ def test_a_crash_between_the_outbox_and_the_record_sends_exactly_the_recorded_ev
         assert never["_id"] not in b"".join(r.body for r in receiver.received).decode()
 
 
+def test_a_crash_inside_revoke_views_sends_the_event_only_if_links_were_revoked(
+        tmp_path: Path) -> None:
+    """`POST /files/:id/revoke-views` step by step (links.revoke_file_links) up to two crash
+    points on two files, then SIGKILL: the file whose links changed gets its event, the other
+    none."""
+    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+        account_id, key = vault.new_account("Revoke Crash Ltd", plan="pro")
+        with vault.client(key) as client:
+            subscribe(client, receiver, ["view.revoked"], vault)
+            revoked_file = upload_ok(client, docs.pdf(1), name="Revoked.pdf")
+            untouched_file = upload_ok(client, docs.pdf(1), name="Untouched.pdf")
+        links = [_link(account_id, revoked_file["id"], f"r{n}@example.com") for n in range(2)]
+        other = _link(account_id, untouched_file["id"], "u@example.com")
+
+        async def crash_points(db: Db) -> list[str]:
+            await db.links.insert_many([*links, other])
+            # 1. held, the links revoked with the batch id, killed before the release
+            kept = await webhook_events.file_links_revoking(
+                db, account_id, revoked_file["id"], 2, "batch-kept")
+            await db.links.update_many({"fileId": revoked_file["id"]},
+                                       {"$set": {"revoked": True, "revokedBatch": "batch-kept"}})
+            # 2. held, killed before the links' update
+            await webhook_events.file_links_revoking(
+                db, account_id, untouched_file["id"], 1, "batch-lost")
+            return kept
+
+        kept = vault.run_service(crash_points)
+        vault.stop(signal.SIGKILL)  # within the 3 s hold: nothing was settled yet
+        wait_for_orphaned_database_to_exit(vault)
+        vault.start()
+        [sent] = receiver.wait_for(lambda got: len(got) >= 1, timeout=30)
+        assert sent.verified and sent.headers["webhook-id"] == kept[0]
+        assert sent.event["data"]["fileId"] == revoked_file["id"]
+        assert sent.event["data"]["revoked"] == 2
+        wait_until(lambda: _states(vault, account_id) == {"delivered": 1}, what="orphan dropped")
+        assert len(receiver.received) == 1
+
+
+def test_revoke_views_over_http_sends_one_event_with_the_count(tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+        _, key = vault.new_account("Revoke Ltd", plan="pro")
+        with vault.client(key) as client:
+            subscribe(client, receiver, ["view.revoked"], vault)
+            file = upload_ok(client, docs.pdf(1))
+            for n in range(3):
+                create_link(client, file["id"], f"v{n}@example.com")
+            assert client.post(f"/files/{file['id']}/revoke-views").status_code == 200
+        [sent] = receiver.wait_for(lambda got: len(got) >= 1)
+        assert sent.event["type"] == "view.revoked" and sent.event["data"]["revoked"] == 3
+
+
 def _states(vault: Any, account_id: str) -> dict[str, int]:
     async def count(db: Db) -> dict[str, int]:
         states: dict[str, int] = {}

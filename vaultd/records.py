@@ -100,6 +100,7 @@ class LinkDoc(TypedDict):
     createdAt: datetime
     expiresAt: datetime
     revoked: bool
+    revokedBatch: NotRequired[str]  # set by revoke-views: what its held webhook waits for
 
 
 class AccessLogDoc(TypedDict):

@@ -173,20 +173,29 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
 
 
 async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
-    """Revoke the file's active links; logs `revoke` when at least one was disabled."""
+    """Revoke the file's active links; logs `revoke` when at least one was disabled.
+
+    Its webhook is held before the links change, marked with a batch id the update writes on
+    them: a crash between the two sends the event if and only if the links were revoked (the
+    outbox's sweep, as for one link's revoke)."""
     if not is_uuid(file_id):
         return 0
     file_id = file_id.lower()
-    result = await db.links.update_many(
-        {
-            "accountId": account_id,
-            "fileId": file_id,
-            "revoked": False,
-            "expiresAt": {"$gt": utcnow()},
-        },
-        {"$set": {"revoked": True}},
-    )
-    if result.modified_count:
+    live = {"accountId": account_id, "fileId": file_id, "revoked": False,
+            "expiresAt": {"$gt": utcnow()}}
+    ids = [doc["_id"] async for doc in db.links.find(live, {"_id": 1})]
+    if not ids:
+        return 0
+    batch = uuid.uuid4().hex
+    held = await webhook_events.file_links_revoking(db, account_id, file_id, len(ids), batch)
+    result = await db.links.update_many({**live, "_id": {"$in": ids}},
+                                        {"$set": {"revoked": True, "revokedBatch": batch}})
+    revoked = int(result.modified_count)
+    if revoked == len(ids):
+        await outbox.release(db, held)
+    else:  # some were revoked meanwhile by another caller: the held count is wrong
+        await outbox.discard(db, held)
+        await webhook_events.file_links_revoked(db, account_id, file_id, revoked)
+    if revoked:
         await access_log.record(db, account_id, file_id, "revoke")
-        await webhook_events.file_links_revoked(db, account_id, file_id, result.modified_count)
-    return int(result.modified_count)
+    return revoked

@@ -96,9 +96,20 @@ async def view_revoked(db: Db, link: LinkDoc) -> Held:
                              key=f"view.revoked:{link['_id']}")
 
 
+async def file_links_revoking(db: Db, account_id: str, file_id: str, count: int,
+                              batch: str) -> Held:
+    """`POST /files/:id/revoke-views`: one event for the file, with how many links it disables;
+    held until a link carries the update's `batch` (`links.revoke_file_links`)."""
+    file = await db.files.find_one({"_id": file_id})
+    data: EventData = {**_file_data(file_id, file), "revoked": count}
+    return await outbox.emit(db, account_id, "view.revoked", data,
+                             awaits=Awaited("links", {"revokedBatch": batch}),
+                             key=f"view.revoked:batch:{batch}")
+
+
 async def file_links_revoked(db: Db, account_id: str, file_id: str, count: int) -> None:
-    """`POST /files/:id/revoke-views`: one event for the file, with how many links it disabled.
-    Queued after the links' update (the count is known only then): not crash-safe."""
+    """The same event, queued after the update: only when another revoke raced this one (the
+    held count was wrong); not crash-safe, and rare."""
     if count:
         file = await db.files.find_one({"_id": file_id})
         data: EventData = {**_file_data(file_id, file), "revoked": count}
