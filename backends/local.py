@@ -155,7 +155,9 @@ class LocalBackend:
             return False
 
     async def exists(self, name: str) -> bool:
-        return await asyncio.to_thread(self._path(name).exists)
+        # One stat, inline: asked on every page (BrokeredFile.check), where a hand-off to a
+        # thread cost about ten times the stat itself (4 % of the server's CPU in a profile).
+        return self._path(name).exists()
 
     async def list_names(self) -> list[tuple[str, float]]:
         return await asyncio.to_thread(self._list_sync)
