@@ -88,20 +88,27 @@ def parse_worker_frames(inbox: bytearray) -> list[Message]:
     """Complete messages at the front of `inbox`, removed from it. ChannelViolation as soon as a
     header is unknown or announces more than its kind may carry (before the payload arrives)."""
     messages = []
-    while len(inbox) >= HEADER.size:
-        kind, status, code, length = HEADER.unpack_from(inbox)
-        limit = _WORKER_LIMITS.get(kind)
-        if limit is None:
-            raise ChannelViolation(f"unknown message kind {kind}")
-        if length > limit or status != 0:
-            raise ChannelViolation(f"message kind {kind} with length {length}, status {status}")
-        if kind == Kind.READ and length != READ_REQUEST.size:
-            raise ChannelViolation("a read request of the wrong size")
-        if len(inbox) < HEADER.size + length:
-            break
-        payload = bytes(inbox[HEADER.size:HEADER.size + length])
-        del inbox[:HEADER.size + length]
-        messages.append(Message(kind, status, code, payload))
+    at = 0  # parsed up to here; removed from the inbox once, at the end (one copy a payload)
+    try:
+        while len(inbox) - at >= HEADER.size:
+            kind, status, code, length = HEADER.unpack_from(inbox, at)
+            limit = _WORKER_LIMITS.get(kind)
+            if limit is None:
+                raise ChannelViolation(f"unknown message kind {kind}")
+            if length > limit or status != 0:
+                raise ChannelViolation(
+                    f"message kind {kind} with length {length}, status {status}")
+            if kind == Kind.READ and length != READ_REQUEST.size:
+                raise ChannelViolation("a read request of the wrong size")
+            end = at + HEADER.size + length
+            if len(inbox) < end:
+                break
+            with memoryview(inbox) as view:
+                payload = bytes(view[at + HEADER.size:end])
+            messages.append(Message(kind, status, code, payload))
+            at = end
+    finally:
+        del inbox[:at]
     return messages
 
 
