@@ -57,17 +57,16 @@ class EngagementHook:
     exists (an activity report to any process finds it) and `view.opened` fires without delay.
     Later pages are added up per link and written together every `flush_seconds` (the setting
     `analytics.flush_seconds`; 0 writes every page at once): one update per link a flush instead
-    of one per page (a page's update cost about 1.4 ms of server and
-    database CPU, 15 % of a warm page's, see docs/performance.md). The price: pages served in the
-    last `flush_seconds` before a crash are not counted (a clean stop flushes, `flush`), and this
-    process's analytics reads flush first (`PagePath.settle`) while another process's may lag by
-    that long.
+    of one per page, which cost about 1.4 ms of server and database CPU, 15 % of a warm page's
+    (bench/page-path.md, fifth round). The price: pages served in the last `flush_seconds`
+    before a crash are not counted (a clean stop flushes, `flush`), and this process's analytics
+    reads flush first (`PagePath.settle`) while another process's may lag by that long.
     """
 
     def __init__(self, db: Db, flush_seconds: float = 0.25) -> None:
         self.db = db
         self.flush_seconds = flush_seconds
-        self._known: OrderedDict[str, None] = OrderedDict()  # links written for, recent last
+        self._known: OrderedDict[str, None] = OrderedDict()  # links written for, oldest first
         self._pending: dict[str, _Views] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._flushes: set[asyncio.Task[None]] = set()
