@@ -122,10 +122,10 @@ def from_rows(rows: bytes | bytearray, plan: Layout, grey: bool = False) -> Canv
     `grey`); the watermark pastes the strip."""
     width, height = plan.size
     buffer = _SCRATCH.get(width * 4 * height)
-    if not grey:
+    if grey:
+        blend.expand_grey(buffer, width * 4, rows, width, plan.page[1])
+    else:
         memoryview(buffer)[:len(rows)] = rows
-        return _over(buffer, plan)
-    blend.expand_grey(buffer, width * 4, rows, width, plan.page[1])
     return _over(buffer, plan)
 
 
