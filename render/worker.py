@@ -99,9 +99,11 @@ def _warm_up() -> None:
 
 def _close_other_descriptors(*keep: int) -> None:
     # The fork server's own pipes (its alive pipe, the resource tracker's) are of no use here.
+    # Nor is vaultd's stderr: a worker taken over could write forged lines into its log. What a
+    # worker has to say goes through the channel (errors), or is its exit status (a crash).
     null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
+    for std in (0, 1, 2):
+        os.dup2(null, std)
     os.close(null)
     for fd in _open_descriptors():
         if fd > 2 and fd not in keep:

@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -225,6 +226,22 @@ def test_vaultd_kills_a_worker_that_sends_a_pickle_and_keeps_serving_pages(
     layers = body["renderSandbox"]["layers"]
     assert body["renderSandbox"]["mode"] == "auto"
     assert layers and all(layers.values()), layers  # every layer is available on this machine
+
+
+def test_a_worker_cannot_write_into_vaultds_log(vault: VaultProcess, api: httpx.Client) -> None:
+    # A worker taken over writes a forged line to its standard error, from outside through
+    # /proc as the exploit would from inside: it must not reach vaultd's log.
+    file = upload_ok(api, docs.pdf(pages=1))
+    token = create_link(api, file["id"], "erin@example.com")["token"]
+    vault.secrets.append(token)
+    assert api.get(f"/views/{token}/pages/1").status_code == 200
+    assert vault.process is not None
+    forged = f"ERROR vaultd.web: forged by a worker {uuid.uuid4().hex}"
+    for worker in _workers_of(vault.process.pid):
+        with open(f"/proc/{worker}/fd/2", "a") as stderr:
+            stderr.write(forged + "\n")
+    assert api.get(f"/views/{token}/pages/1").status_code == 200
+    assert forged not in vault.log_text()
 
 
 # vaultd started under a seccomp filter that refuses unshare(): the network-namespace layer
