@@ -24,7 +24,7 @@ import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import ink, layout, sync
+from render.forensic import ink, layout, pattern_model, scan, sync
 from render.forensic.layout import CHIP, TILE, TILE_CHIPS
 
 SYNC_THRESHOLD = 6.0
@@ -36,6 +36,7 @@ _MAX_PIXELS = 12_000_000
 # Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
 # would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
 _MAX_FOLD_PIXELS = 6_000_000
+_MAX_SCAN_PIXELS = 3_000_000  # the scan's reading: about 1-2 % of them are ink
 _MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
 Floats = npt.NDArray[np.float32]
 
@@ -72,7 +73,34 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
             # The pattern's own letters dominate this reading's autocorrelation, so the
             # served size (a page brightened, not rescaled) is tried first.
             found = _search(grey, ink.ink_residual(level), first=(float(TILE), 0.0))
+            if found is None:
+                found = _scan(grey, level)
     return found
+
+
+def _scan(grey: Image.Image, level: int) -> Detection | None:
+    """The clipped page read at every scale (`scan`), the visible pattern subtracted first
+    (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale."""
+    factor = 1
+    while grey.width * grey.height > _MAX_SCAN_PIXELS:
+        grey = grey.reduce(2)  # the mark multiplies every unclipped pixel: blur keeps it
+        factor *= 2
+    points = pattern_model.ink_points(grey, level)
+    if points is None or len(points[2]) < scan.MIN_POINTS:
+        return None
+    points = scan.thinned(points, scan.MAX_POINTS)
+    for _, scale in scan.best_scales(points, 0.0, _fold_score):
+        chips = _aligned_chips(scan.fine_fold(points, scale, 0.0))
+        score = _sync_score(chips)
+        if score >= SYNC_THRESHOLD:
+            render_id = scan.chase(_votes(chips), scan.CHASE_BITS)
+            if render_id is not None:
+                return Detection(render_id, score, scale * factor, 0.0)
+    return None
+
+
+def _fold_score(folded: Floats) -> float:
+    return _sync_score(_aligned_chips(folded))
 
 
 def _search(grey: Image.Image, detail: ink.Residual,

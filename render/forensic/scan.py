@@ -1,0 +1,113 @@
+"""The mark's scale found by trying them all, for readings too sparse for the autocorrelation.
+
+After brightness +20 % the mark lives only on the visible pattern's ink, a few per cent of the
+pixels: the autocorrelation's peak at the tile vector is then buried (two ink pixels a tile
+apart are rare), while a fold at the right scale still adds up every ink pixel's share. So the
+scales 0.3-1.8 are tried in steps of 0.4 % (about 450, upright only), each by a cheap fold of
+the ink pixels alone (a histogram of their positions modulo the tile) and its correlation with
+the sync template; the best few are refined in steps of 0.05 % with a bilinear fold, and the
+best of those decoded. Each trial costs about half a millisecond.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from render.forensic import layout
+from render.forensic.layout import TILE
+from render.forensic.pattern_model import Points
+
+Floats = npt.NDArray[np.float32]
+MIN_POINTS = 500
+STEP = 0.004  # ln(scale) between coarse trials: the peak is about 1 % wide on a page
+_SCALES = np.exp(np.arange(math.log(0.3), math.log(1.8), STEP))
+_FINE = 8  # fine trials either side of a coarse one, STEP / _FINE apart
+_REFINED = 3  # coarse candidates refined
+_WORTH_REFINING = 4.0  # sync score (unmarked images: 3-4.5 at their best scale)
+# Time bound: about 0.5 ms a coarse trial with this many points, 2 ms a fine one.
+_COARSE_POINTS = 30_000
+MAX_POINTS = 120_000
+# Up to 64 CRC trials, cheapest flips first, behind sync >= 6 (8 measured: a wrong id passed
+# its CRC once in 36 clipped JPEG q50 pages; 5 missed a 640 px page that 6 reads)
+CHASE_BITS = 6
+
+
+def _positions(points: Points, scale: float, angle: float,
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    ys, xs, _ = points
+    cos, sin = math.cos(angle), math.sin(angle)
+    return (cos * xs + sin * ys) / scale, (cos * ys - sin * xs) / scale
+
+
+def coarse_fold(points: Points, scale: float, angle: float) -> Floats:
+    """Mean value of the points falling on each pixel of the mark's tile (nearest pixel)."""
+    qx, qy = _positions(points, scale, angle)
+    index = (np.floor(qy).astype(np.int64) % TILE) * TILE + np.floor(qx).astype(np.int64) % TILE
+    sums = np.bincount(index, points[2], TILE * TILE)
+    counts = np.bincount(index, None, TILE * TILE)
+    folded: Floats = (sums / np.maximum(counts, 1)).reshape(TILE, TILE).astype(np.float32)
+    return folded
+
+
+def fine_fold(points: Points, scale: float, angle: float) -> Floats:
+    """The same with each point shared bilinearly among its four nearest tile pixels."""
+    qx, qy = _positions(points, scale, angle)
+    x0, y0 = np.floor(qx - 0.5), np.floor(qy - 0.5)
+    fx, fy = qx - 0.5 - x0, qy - 0.5 - y0
+    ix, iy = x0.astype(np.int64), y0.astype(np.int64)
+    sums, weights = np.zeros(TILE * TILE), np.zeros(TILE * TILE)
+    for dx, wx in ((0, 1 - fx), (1, fx)):
+        for dy, wy in ((0, 1 - fy), (1, fy)):
+            index = ((iy + dy) % TILE) * TILE + (ix + dx) % TILE
+            sums += np.bincount(index, points[2] * wx * wy, TILE * TILE)
+            weights += np.bincount(index, wx * wy, TILE * TILE)
+    mean = np.where(weights > 0.05, sums / np.maximum(weights, 1e-3), 0.0)
+    folded: Floats = mean.reshape(TILE, TILE).astype(np.float32)
+    return folded
+
+
+def chase(votes: npt.NDArray[np.float64], flips: int) -> int | None:
+    """The id whose bits pass the CRC, trying the hard decision and then the patterns of flips
+    among the `flips` least reliable bits, cheapest first (the sum of the flipped bits'
+    reliabilities): the likeliest id, not merely the first found (Chase decoding)."""
+    hard = (votes > 0).astype(np.uint8)
+    weakest = np.argsort(np.abs(votes))[:flips]
+    reliability = np.abs(votes[weakest])
+    patterns = np.arange(1 << flips)
+    chosen = (patterns[:, None] >> np.arange(flips)[None, :]) & 1
+    for pattern in np.argsort(chosen @ reliability, kind="stable"):
+        bits = hard.copy()
+        bits[weakest[chosen[pattern] == 1]] ^= 1
+        render_id = layout.unpack(bits)
+        if render_id is not None:
+            return render_id
+    return None
+
+
+def thinned(points: Points, most: int) -> Points:
+    """Every k-th point, at most `most` of them (a fixed subset: the decode is repeatable)."""
+    step = math.ceil(len(points[2]) / most)
+    if step <= 1:
+        return points
+    ys, xs, values = points
+    return ys[::step], xs[::step], values[::step]
+
+
+def best_scales(points: Points, angle: float, score: Callable[[Floats], float],
+                ) -> list[tuple[float, float]]:
+    """(sync score, scale) of the _REFINED best coarse trials worth refining, each refined
+    (`score`: a folded tile's sync score)."""
+    sample = thinned(points, _COARSE_POINTS)
+    trials = sorted(((score(coarse_fold(sample, scale, angle)), float(scale))
+                     for scale in _SCALES), reverse=True)
+    refined = []
+    for value, scale in trials[:_REFINED]:
+        if value < _WORTH_REFINING:
+            break
+        nearby = [scale * math.exp(k * STEP / _FINE) for k in range(-_FINE, _FINE + 1)]
+        refined.append(max((score(fine_fold(points, s, angle)), s) for s in nearby))
+    return refined
