@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -168,6 +169,13 @@ def _within_fold_budget(grey: Image.Image, scale: float) -> Image.Image:
     return grey.crop((left, top, left + width, top + height))
 
 
+@functools.cache
+def _template_spectrum() -> npt.NDArray[np.complex128]:
+    """The conjugate spectrum of the sync template (the same for every fold)."""
+    spectrum: npt.NDArray[np.complex128] = np.conj(np.fft.rfft2(_template()))
+    return spectrum
+
+
 def _template() -> Floats:
     """+1 where a sync chip is darkened, -1 where it is not, 0 on payload chips."""
     signs = np.zeros(TILE_CHIPS * TILE_CHIPS, dtype=np.float32)
@@ -180,7 +188,7 @@ def _aligned_chips(folded: Floats) -> Floats:
     """Per chip, its mean darkening (positive = darkened), with the tile's offset found by
     cyclic cross-correlation with the sync template."""
     darkness = -folded
-    corr = np.fft.irfft2(np.fft.rfft2(darkness) * np.conj(np.fft.rfft2(_template())),
+    corr = np.fft.irfft2(np.fft.rfft2(darkness) * _template_spectrum(),
                          s=darkness.shape)
     dy, dx = np.unravel_index(int(np.argmax(corr)), corr.shape)
     aligned = np.roll(darkness, (-int(dy), -int(dx)), axis=(0, 1))

@@ -27,6 +27,7 @@ STEP = 0.004  # ln(scale) between coarse trials: the peak is about 1 % wide on a
 _SCALES = np.exp(np.arange(math.log(0.3), math.log(1.8), STEP))
 _FINE = 8  # fine trials either side of a coarse one, STEP / _FINE apart
 _REFINED = 3  # coarse candidates refined
+_KEPT = 2  # fine trials decoded per refined candidate
 _WORTH_REFINING = 4.0  # sync score (unmarked images: 3-4.5 at their best scale)
 # Time bound: about 0.5 ms a coarse trial with this many points, 2 ms a fine one.
 _COARSE_POINTS = 30_000
@@ -99,15 +100,21 @@ def thinned(points: Points, most: int) -> Points:
 
 def best_scales(points: Points, angle: float, score: Callable[[Floats], float],
                 ) -> list[tuple[float, float]]:
-    """(sync score, scale) of the _REFINED best coarse trials worth refining, each refined
-    (`score`: a folded tile's sync score)."""
+    """(sync score, scale) of the _REFINED best coarse trials worth refining, each refined,
+    its _KEPT best fine trials, best first (`score`: a folded tile's sync score). A peak's
+    best fine trial is not always the one whose payload passes the CRC."""
     sample = thinned(points, _COARSE_POINTS)
     trials = sorted(((score(coarse_fold(sample, scale, angle)), float(scale))
                      for scale in _SCALES), reverse=True)
-    refined = []
-    for value, scale in trials[:_REFINED]:
-        if value < _WORTH_REFINING:
+    refined: list[tuple[float, float]] = []
+    tried: list[float] = []
+    for value, scale in trials:
+        if value < _WORTH_REFINING or len(tried) == _REFINED:
             break
+        if any(abs(math.log(scale / other)) < 1.5 * STEP for other in tried):
+            continue  # the neighbour of one refined already: the same peak
+        tried.append(scale)
         nearby = [scale * math.exp(k * STEP / _FINE) for k in range(-_FINE, _FINE + 1)]
-        refined.append(max((score(fine_fold(points, s, angle)), s) for s in nearby))
-    return refined
+        fine = sorted(((score(fine_fold(points, s, angle)), s) for s in nearby), reverse=True)
+        refined.extend(fine[:_KEPT])
+    return sorted(refined, reverse=True)
