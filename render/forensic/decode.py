@@ -184,14 +184,20 @@ def _template() -> Floats:
     return np.kron(signs.reshape(TILE_CHIPS, TILE_CHIPS), np.ones((CHIP, CHIP), np.float32))
 
 
+def _tile_offset(folded: Floats) -> tuple[int, int]:
+    """Where the tile starts in `folded` (rows, columns): the peak of its cyclic
+    cross-correlation with the sync template."""
+    corr = np.fft.irfft2(np.fft.rfft2(-folded) * _template_spectrum(), s=folded.shape)
+    dy, dx = np.unravel_index(int(np.argmax(corr)), corr.shape)
+    return int(dy), int(dx)
+
+
 def _aligned_chips(folded: Floats) -> Floats:
     """Per chip, its mean darkening (positive = darkened), with the tile's offset found by
     cyclic cross-correlation with the sync template."""
     darkness = -folded
-    corr = np.fft.irfft2(np.fft.rfft2(darkness) * _template_spectrum(),
-                         s=darkness.shape)
-    dy, dx = np.unravel_index(int(np.argmax(corr)), corr.shape)
-    aligned = np.roll(darkness, (-int(dy), -int(dx)), axis=(0, 1))
+    dy, dx = _tile_offset(folded)
+    aligned = np.roll(darkness, (-dy, -dx), axis=(0, 1))
     inner = aligned.reshape(TILE_CHIPS, CHIP, TILE_CHIPS, CHIP)[:, 1:-1, :, 1:-1]
     chips = inner.mean(axis=(1, 3)).reshape(-1)
     normalised: Floats = ((chips - chips.mean()) / max(float(chips.std()), 1e-9)).astype(
