@@ -25,6 +25,7 @@ Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.
 _MIN_LAG = 25  # px: shorter autocorrelation peaks are the letters' own strokes
 _PEAKS = 12
 _SECOND_PEAK = 0.5  # the second lattice vector's peak, at least this share of the first's
+_SHORTEST = 0.5  # the second lattice vector, at least this share of the first's length
 _NOT_COLLINEAR = 0.3  # |sin| of the angle between the two lattice vectors, at least
 _MIN_CELL = 8
 _MIN_POINTS = 500
@@ -72,8 +73,11 @@ def pattern_lattice(ink: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64] | Non
     for second in peaks[1:]:
         if second[2] < _SECOND_PEAK * first[2]:
             return None
+        length = math.hypot(*second[:2])
+        if length < _SHORTEST * math.hypot(*first[:2]):
+            continue  # letters repeating along a line of the pattern, not its lattice
         cross = first[0] * second[1] - first[1] * second[0]
-        if abs(cross) > _NOT_COLLINEAR * math.hypot(*first[:2]) * math.hypot(*second[:2]):
+        if abs(cross) > _NOT_COLLINEAR * math.hypot(*first[:2]) * length:
             return np.array([_sub_pixel(acf, first[0], first[1]),
                              _sub_pixel(acf, second[0], second[1])], dtype=np.float64)
     return None

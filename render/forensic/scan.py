@@ -32,9 +32,12 @@ _WORTH_REFINING = 4.0  # sync score (unmarked images: 3-4.5 at their best scale)
 # Time bound: about 0.5 ms a coarse trial with this many points, 2 ms a fine one.
 _COARSE_POINTS = 30_000
 MAX_POINTS = 120_000
-# Up to 64 CRC trials, cheapest flips first, behind sync >= 6 (8 measured: a wrong id passed
-# its CRC once in 36 clipped JPEG q50 pages; 5 missed a 640 px page that 6 reads)
+# Flips among the 6 least reliable bits, 3 at most (42 CRC trials), cheapest first, behind
+# sync >= 6. Measured: 5 bits miss 640 px pages that 6 read; 8 bits, or 4 flips and more, let
+# wrong ids through their CRC (the CRC's distance is 4: a few errors plus 4 flips reach
+# another id).
 CHASE_BITS = 6
+MAX_FLIPS = 3
 
 
 def _positions(points: Points, scale: float, angle: float,
@@ -72,14 +75,15 @@ def fine_fold(points: Points, scale: float, angle: float) -> Floats:
 
 
 def chase(votes: npt.NDArray[np.float64], flips: int) -> int | None:
-    """The id whose bits pass the CRC, trying the hard decision and then the patterns of flips
-    among the `flips` least reliable bits, cheapest first (the sum of the flipped bits'
-    reliabilities): the likeliest id, not merely the first found (Chase decoding)."""
+    """The id whose bits pass the CRC, trying the hard decision and then the patterns of at
+    most MAX_FLIPS flips among the `flips` least reliable bits, cheapest first (the sum of the
+    flipped bits' reliabilities): the likeliest id, not merely the first found (Chase)."""
     hard = (votes > 0).astype(np.uint8)
     weakest = np.argsort(np.abs(votes))[:flips]
     reliability = np.abs(votes[weakest])
     patterns = np.arange(1 << flips)
     chosen = (patterns[:, None] >> np.arange(flips)[None, :]) & 1
+    chosen = chosen[chosen.sum(axis=1) <= MAX_FLIPS]
     for pattern in np.argsort(chosen @ reliability, kind="stable"):
         bits = hard.copy()
         bits[weakest[chosen[pattern] == 1]] ^= 1
