@@ -11,7 +11,10 @@
    now and then; both together have never done so in our runs (docs/leak-tracing.md).
 5. If nothing decodes and the paper may have been clipped to white (brightness or contrast
    raised), the same again on a second reading of the image: the visible pattern's ink
-   (`render.forensic.ink`).
+   (`render.forensic.ink`), at the served size.
+6. If that fails too, the ink with the visible pattern modelled and subtracted
+   (`render.forensic.pattern_model`), folded at every scale (`render.forensic.scan`): the
+   autocorrelation of so sparse a reading cannot show the mark's scale.
 """
 
 from __future__ import annotations
