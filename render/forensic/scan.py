@@ -32,12 +32,12 @@ _WORTH_REFINING = 4.0  # sync score (unmarked images: 3-4.5 at their best scale)
 # Time bound: about 0.5 ms a coarse trial with this many points, 2 ms a fine one.
 _COARSE_POINTS = 30_000
 MAX_POINTS = 120_000
-# Flips among the 6 least reliable bits, 2 at most (22 CRC trials), cheapest first, behind
-# sync >= 6. Measured: 5 bits miss 640 px pages that 6 read; 8 bits, or 3 flips and more, let
-# wrong ids through their CRC now and then (its distance is 4: two or three wrong bits plus
-# as many flips reach another id); 2 flips read the same pages as 3.
+# Flips among the 6 least reliable bits, 3 at most (42 CRC trials), cheapest first, behind
+# sync >= 6. Measured: 5 bits miss 640 px pages that 6 read; 8 bits, or 4 flips and more, let
+# a wrong id through its CRC (its distance is 4: two wrong bits plus four flips reach another
+# id); 2 flips miss a 640 px page that 3 read.
 CHASE_BITS = 6
-MAX_FLIPS = 2
+MAX_FLIPS = 3
 
 
 def _positions(points: Points, scale: float, angle: float,
