@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg
-from render.forensic import decode, detect, embed, embed_into
+from render.forensic import decode, detect, embed, embed_into, pattern_model
 from render.forensic.decode import SYNC_THRESHOLD
 
 RENDER_ID = 0x15A2B3C4D5E
@@ -89,3 +89,14 @@ def test_embed_into_touches_only_its_area() -> None:
     assert (pixels[:area_height, :, 3] == 255).all()  # the X byte is left alone
     darkened = pixels[:area_height, :, :3] < 255
     assert 0.35 < darkened.mean() < 0.65  # about half the chips, only on the page area
+
+
+def test_pattern_model_on_a_lattice_whose_cell_fractions_round_up() -> None:
+    # With this lattice, float32 rounds one pixel's cell fraction up to exactly 1: the model
+    # must still put it in the cell (it raised ValueError once, which a trace reports as 422).
+    values = np.random.default_rng(3).integers(0, 256, (1000, 1000)).astype(np.float32)
+    lattice = np.array([[-154.0, -368.0], [-340.0, -387.0]])
+    everywhere = np.ones(values.shape, dtype=bool)
+    model = pattern_model.pattern_model(values, everywhere, lattice, everywhere)
+    assert model.shape == (values.size,)
+    assert 100.0 < float(model.mean()) < 155.0  # each cell averages a few uniform samples

@@ -105,7 +105,8 @@ def pattern_model(values: Floats, weight: npt.NDArray[np.bool_],
     inverse = np.linalg.inv(np.array([[u[0], v[0]], [u[1], v[1]]]))
     ys, xs = np.nonzero(weight)
     a, b = _cell_coordinates(ys, xs, inverse, cells)
-    index = a.astype(np.int64) * cells[1] + b.astype(np.int64)
+    # Modulo again: float32 rounds a fraction just under 1 up to 1, one cell past the end.
+    index = (a.astype(np.int64) % cells[0]) * cells[1] + b.astype(np.int64) % cells[1]
     size = cells[0] * cells[1]
     sums = np.bincount(index, values[ys, xs], size)
     cell = (sums / np.maximum(np.bincount(index, None, size), 1)).reshape(cells)
