@@ -95,7 +95,7 @@ def test_pattern_model_on_a_lattice_whose_cell_fractions_round_up() -> None:
     # With this lattice, float32 rounds one pixel's cell fraction up to exactly 1: the model
     # must still put it in the cell (it raised ValueError once, which a trace reports as 422).
     values = np.random.default_rng(3).integers(0, 256, (1000, 1000)).astype(np.float32)
-    lattice = np.array([[-154.0, -368.0], [-340.0, -387.0]])
+    lattice = np.array([[292.0, 202.0], [270.0, 30.0]])
     everywhere = np.ones(values.shape, dtype=bool)
     model = pattern_model.pattern_model(values, everywhere, lattice, everywhere)
     assert model.shape == (values.size,)
