@@ -29,9 +29,10 @@ _FINE = 8  # fine trials either side of a coarse one, STEP / _FINE apart
 _REFINED = 3  # coarse candidates refined
 _KEPT = 2  # fine trials decoded per refined candidate
 _WORTH_REFINING = 4.0  # sync score (unmarked images: 3-4.5 at their best scale)
-# Time bound: about 0.5 ms a coarse trial with this many points, 2 ms a fine one.
+# Time bound: about 0.5 ms a coarse trial with this many points, 2 ms a fine one (120,000
+# points read no page more than 60,000: a large image is an upscaled one).
 _COARSE_POINTS = 30_000
-MAX_POINTS = 120_000
+MAX_POINTS = 60_000
 # Flips among the 6 least reliable bits, 3 at most (42 CRC trials), cheapest first, behind
 # sync >= 6. Measured: 5 bits miss 640 px pages that 6 read; 8 bits, or 4 flips and more, let
 # a wrong id through its CRC (its distance is 4: two wrong bits plus four flips reach another
