@@ -24,14 +24,17 @@ from tests import documents as docs
 from tests.http_helpers import MISSING_KEY, assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess
 
-# The leaks of the issue (docs/leak-tracing.md), each traced back every time.
+# The leaks of the issue (docs/leak-tracing.md), each traced back every time. Brightness or
+# contrast raised by 20 % clips the paper to white: the mark is then read from the visible
+# pattern's ink, the pattern itself modelled and subtracted.
 LEAKS = ["none", "jpeg q50", "downscale 50%", "640 px wide", "half-area crop", "screenshot",
          "greyscale", "rotate 2 deg", "crop + jpeg q50", "downscale 50% + jpeg q50",
-         "rotate 2 deg + crop", "greyscale + 640 px", "brightness -20%", "contrast -20%"]
-# Brightness or contrast raised by 20 % clips the paper to white; the mark is then read from the
-# visible pattern's ink, for about 11 pages in 12 (docs/leak-tracing.md): such a trace may come
-# back empty, but never with another view's id.
-BEST_EFFORT_LEAKS = ["brightness +20%", "contrast +20%"]
+         "rotate 2 deg + crop", "greyscale + 640 px", "brightness -20%", "contrast -20%",
+         "brightness +20%", "contrast +20%"]
+# A raised tone on a rescaled page is read at every scale from that ink alone: about 9 pages in
+# 10 here (page 2 is mostly a colour block, with little paper for the pattern); such a trace may
+# come back empty, but never with another view's id.
+BEST_EFFORT_LEAKS = ["screenshot + brightness +20%"]
 
 
 def _leak(name: str, page: Image.Image, rng: random.Random) -> Image.Image:

@@ -11,11 +11,15 @@
    now and then; both together have never done so in our runs (docs/leak-tracing.md).
 5. If nothing decodes and the paper may have been clipped to white (brightness or contrast
    raised), the same again on a second reading of the image: the visible pattern's ink
-   (`render.forensic.ink`).
+   (`render.forensic.ink`), at the served size.
+6. If that fails too, the ink with the visible pattern modelled and subtracted
+   (`render.forensic.pattern_model`), folded at every scale (`render.forensic.scan`): the
+   autocorrelation of so sparse a reading cannot show the mark's scale.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -24,7 +28,7 @@ import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import ink, layout, sync
+from render.forensic import ink, layout, pattern_model, scan, sync
 from render.forensic.layout import CHIP, TILE, TILE_CHIPS
 
 SYNC_THRESHOLD = 6.0
@@ -36,6 +40,7 @@ _MAX_PIXELS = 12_000_000
 # Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
 # would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
 _MAX_FOLD_PIXELS = 6_000_000
+_MAX_SCAN_PIXELS = 4_000_000  # read by the scan: a few per cent of them are ink
 _MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
 Floats = npt.NDArray[np.float32]
 
@@ -72,7 +77,32 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
             # The pattern's own letters dominate this reading's autocorrelation, so the
             # served size (a page brightened, not rescaled) is tried first.
             found = _search(grey, ink.ink_residual(level), first=(float(TILE), 0.0))
+            if found is None:
+                found = _scan(grey, level)
     return found
+
+
+def _scan(grey: Image.Image, level: int) -> Detection | None:
+    """The clipped page read at every scale (`scan`), the visible pattern subtracted first
+    (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale."""
+    # Its central part at most (halving instead blurs 3-px chips out: measured worse).
+    grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
+    points = pattern_model.ink_points(grey, level)
+    if points is None or len(points[2]) < scan.MIN_POINTS:
+        return None
+    points = scan.thinned(points, scan.MAX_POINTS)
+    for _, scale in scan.best_scales(points, 0.0, _fold_score):
+        chips = _aligned_chips(scan.fine_fold(points, scale, 0.0))
+        score = _sync_score(chips)
+        if score >= SYNC_THRESHOLD:
+            render_id = scan.chase(_votes(chips), scan.CHASE_BITS)
+            if render_id is not None:
+                return Detection(render_id, score, scale, 0.0)
+    return None
+
+
+def _fold_score(folded: Floats) -> float:
+    return _sync_score(_aligned_chips(folded))
 
 
 def _search(grey: Image.Image, detail: ink.Residual,
@@ -131,13 +161,24 @@ def _fold(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual
 def _within_fold_budget(grey: Image.Image, scale: float) -> Image.Image:
     """`grey`, or its central part whose upright copy at `scale` fits _MAX_FOLD_PIXELS: a
     mark's tiles repeat everywhere, so a part of a large image holds enough of them."""
-    share = _MAX_FOLD_PIXELS * scale * scale / (grey.width * grey.height)
+    return _central_part(grey, _MAX_FOLD_PIXELS * scale * scale / (grey.width * grey.height))
+
+
+def _central_part(grey: Image.Image, share: float) -> Image.Image:
+    """`grey`, or its central part of `share` of its area when that is under 1."""
     if share >= 1.0:
         return grey
     side = math.sqrt(share)
     width, height = max(1, round(grey.width * side)), max(1, round(grey.height * side))
     left, top = (grey.width - width) // 2, (grey.height - height) // 2
     return grey.crop((left, top, left + width, top + height))
+
+
+@functools.cache
+def _template_spectrum() -> npt.NDArray[np.complex128]:
+    """The conjugate spectrum of the sync template (the same for every fold)."""
+    spectrum: npt.NDArray[np.complex128] = np.conj(np.fft.rfft2(_template()))
+    return spectrum
 
 
 def _template() -> Floats:
@@ -148,14 +189,20 @@ def _template() -> Floats:
     return np.kron(signs.reshape(TILE_CHIPS, TILE_CHIPS), np.ones((CHIP, CHIP), np.float32))
 
 
+def _tile_offset(folded: Floats) -> tuple[int, int]:
+    """Where the tile starts in `folded` (rows, columns): the peak of its cyclic
+    cross-correlation with the sync template."""
+    corr = np.fft.irfft2(np.fft.rfft2(-folded) * _template_spectrum(), s=folded.shape)
+    dy, dx = np.unravel_index(int(np.argmax(corr)), corr.shape)
+    return int(dy), int(dx)
+
+
 def _aligned_chips(folded: Floats) -> Floats:
     """Per chip, its mean darkening (positive = darkened), with the tile's offset found by
     cyclic cross-correlation with the sync template."""
     darkness = -folded
-    corr = np.fft.irfft2(np.fft.rfft2(darkness) * np.conj(np.fft.rfft2(_template())),
-                         s=darkness.shape)
-    dy, dx = np.unravel_index(int(np.argmax(corr)), corr.shape)
-    aligned = np.roll(darkness, (-int(dy), -int(dx)), axis=(0, 1))
+    dy, dx = _tile_offset(folded)
+    aligned = np.roll(darkness, (-dy, -dx), axis=(0, 1))
     inner = aligned.reshape(TILE_CHIPS, CHIP, TILE_CHIPS, CHIP)[:, 1:-1, :, 1:-1]
     chips = inner.mean(axis=(1, 3)).reshape(-1)
     normalised: Floats = ((chips - chips.mean()) / max(float(chips.std()), 1e-9)).astype(

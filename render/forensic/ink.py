@@ -23,18 +23,28 @@ INK_BAND = 12.0  # grey levels either side (measured: 6 and 16 do worse, 24 fail
 _PAPER_MIN = 200  # the commonest level must be paper-like for the page to have ink on paper
 _INK_BELOW_PAPER = (12, 90)  # the pattern's ink sits this far below paper (59 unchanged)
 _RESAMPLED_REACH = 7.5
+_MIN_PAPER_SHARE = 0.05
 _MIN_INK_SHARE = 0.005  # of the image's pixels, or there is too little ink to fold
 
 
 def ink_level(grey: Image.Image) -> int | None:
     """The grey level of the visible pattern's ink in `grey`, or None if it has none to read:
-    the commonest level well under the paper's."""
+    the commonest level well under the paper's, among pixels that are not flat (a
+    screenshot's desktop is one flat level, and may outnumber the ink)."""
     counts = np.asarray(grey.histogram(), dtype=np.int64)
-    paper = int(np.argmax(counts))
-    if paper < _PAPER_MIN:
+    # The paper: the lightest level holding a share of the image (not a desktop's grey,
+    # which may be the commonest level of a screenshot).
+    papers = np.nonzero(counts[_PAPER_MIN:] >= _MIN_PAPER_SHARE * counts.sum())[0]
+    if len(papers) == 0:
         return None
+    paper = _PAPER_MIN + int(papers[-1])
+    values = np.asarray(grey, dtype=np.int16)
+    textured = np.zeros(values.shape, dtype=bool)
+    textured[:-1, :-1] = (values[:-1, :-1] != values[1:, :-1]) | (values[:-1, :-1] !=
+                                                                   values[:-1, 1:])
+    ink_counts = np.bincount(values[textured].ravel(), minlength=256)
     low, high = paper - _INK_BELOW_PAPER[1], paper - _INK_BELOW_PAPER[0]
-    level = low + int(np.argmax(counts[low: high + 1]))
+    level = low + int(np.argmax(ink_counts[low: high + 1]))
     band = counts[max(0, level - int(INK_BAND)): level + int(INK_BAND) + 1].sum()
     return level if band >= _MIN_INK_SHARE * counts.sum() else None
 

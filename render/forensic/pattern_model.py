@@ -1,0 +1,157 @@
+"""The visible pattern, modelled and subtracted: what is left of a clipped page is the mark.
+
+When brightness or contrast was raised, the mark survives only in the visible pattern's ink
+(`render.forensic.ink`). Its letters repeat on a brick lattice (`render.pattern.lattice`), and
+their edges dominate any reading of that ink: the autocorrelation shows the pattern's lattice,
+not the mark's. Here the lattice is found (the strongest autocorrelation peaks of the ink
+pixels), every copy of the pattern tile is averaged into one (the mark's 192-px period is
+incommensurate with the pattern's, so it averages out) and that model is subtracted: the
+residual on the ink pixels is the mark times the ink's level, plus noise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image, ImageFilter
+
+from render.forensic import sync
+from render.forensic.ink import INK_BAND
+
+Floats = npt.NDArray[np.float32]
+Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]
+_MIN_LAG = 25  # px: shorter autocorrelation peaks are the letters' own strokes
+_PEAKS = 12
+_SECOND_PEAK = 0.5  # the second lattice vector's peak, at least this share of the first's
+_SHORTEST = 0.5  # the second lattice vector, at least this share of the first's length
+_NOT_COLLINEAR = 0.3  # |sin| of the angle between the two lattice vectors, at least
+_MIN_CELL = 8
+_MIN_POINTS = 500
+_FLAT_REACH = 3
+
+
+def _local_maxima(acf: Floats) -> list[tuple[int, int, float]]:
+    """The highest local maxima (dx, dy, height) of `acf` at lags of _MIN_LAG or more, one
+    half plane (the autocorrelation is symmetric)."""
+    centred = np.fft.fftshift(acf)
+    neighbourhood = centred.copy()
+    for dy in range(-2, 3):
+        for dx in range(-2, 3):
+            np.maximum(neighbourhood, np.roll(centred, (dy, dx), axis=(0, 1)), out=neighbourhood)
+    height, width = centred.shape
+    ys, xs = np.nonzero(centred == neighbourhood)
+    dy, dx = ys - height // 2, xs - width // 2
+    keep = (np.hypot(dx, dy) >= _MIN_LAG) & ((dy > 0) | ((dy == 0) & (dx > 0)))
+    values = centred[ys[keep], xs[keep]]
+    order = np.argsort(values)[::-1][:_PEAKS]
+    return [(int(dx[keep][k]), int(dy[keep][k]), float(values[k])) for k in order]
+
+
+def _sub_pixel(acf: Floats, x: int, y: int) -> tuple[float, float]:
+    height, width = acf.shape
+
+    def at(dx: int, dy: int) -> float:
+        return float(acf[(y + dy) % height, (x + dx) % width])
+
+    def offset(minus: float, centre: float, plus: float) -> float:
+        bend = minus - 2 * centre + plus
+        return 0.0 if bend >= 0 else 0.5 * (minus - plus) / bend
+
+    centre = at(0, 0)
+    return (x + offset(at(-1, 0), centre, at(1, 0)), y + offset(at(0, -1), centre, at(0, 1)))
+
+
+def pattern_lattice(ink: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64] | None:
+    """Two vectors (rows: dx, dy) spanning the lattice the ink pixels repeat on, or None."""
+    acf = sync.autocorrelation((ink - ink.mean()).astype(np.float32))
+    peaks = _local_maxima(acf)
+    if len(peaks) < 2:
+        return None
+    first = peaks[0]
+    for second in peaks[1:]:
+        if second[2] < _SECOND_PEAK * first[2]:
+            return None
+        length = math.hypot(*second[:2])
+        if length < _SHORTEST * math.hypot(*first[:2]):
+            continue  # letters repeating along a line of the pattern, not its lattice
+        cross = first[0] * second[1] - first[1] * second[0]
+        if abs(cross) > _NOT_COLLINEAR * math.hypot(*first[:2]) * length:
+            return np.array([_sub_pixel(acf, first[0], first[1]),
+                             _sub_pixel(acf, second[0], second[1])], dtype=np.float64)
+    return None
+
+
+def _cell_coordinates(ys: npt.NDArray[np.intp], xs: npt.NDArray[np.intp],
+                      inverse: npt.NDArray[np.float64], cells: tuple[int, int],
+                      ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """Where the pixels (ys, xs) fall in the lattice's cell, in cell pixels."""
+    y, x = ys.astype(np.float32), xs.astype(np.float32)
+    a = (np.float32(inverse[0, 0]) * x + np.float32(inverse[0, 1]) * y) % 1.0 * cells[0]
+    b = (np.float32(inverse[1, 0]) * x + np.float32(inverse[1, 1]) * y) % 1.0 * cells[1]
+    return a.astype(np.float32), b.astype(np.float32)
+
+
+def pattern_model(values: Floats, weight: npt.NDArray[np.bool_],
+                  lattice: npt.NDArray[np.float64], wanted: npt.NDArray[np.bool_]) -> Floats:
+    """At the `wanted` pixels (row-major order), the value predicted by the average of
+    their copies on `lattice`, over the pixels where `weight` holds (the page's own text left
+    out): one histogram of the pixels by position in the lattice's cell."""
+    u, v = lattice[0], lattice[1]
+    area = abs(u[0] * v[1] - u[1] * v[0])
+    cells = (max(_MIN_CELL, round(math.hypot(*u))),
+             max(_MIN_CELL, round(area / max(math.hypot(*u), 1.0))))
+    inverse = np.linalg.inv(np.array([[u[0], v[0]], [u[1], v[1]]]))
+    ys, xs = np.nonzero(weight)
+    a, b = _cell_coordinates(ys, xs, inverse, cells)
+    # Modulo again: float32 rounds a fraction just under 1 up to 1, one cell past the end.
+    index = (a.astype(np.int64) % cells[0]) * cells[1] + b.astype(np.int64) % cells[1]
+    size = cells[0] * cells[1]
+    sums = np.bincount(index, values[ys, xs], size)
+    cell = (sums / np.maximum(np.bincount(index, None, size), 1)).reshape(cells)
+    ys, xs = np.nonzero(wanted)
+    a, b = _cell_coordinates(ys, xs, inverse, cells)
+    a, b = a - 0.5, b - 0.5  # bilinear between the cell pixels' centres
+    a0, b0 = np.floor(a), np.floor(b)
+    fa, fb = a - a0, b - b0
+    ia, ib = a0.astype(np.int64), b0.astype(np.int64)
+    model = np.zeros(len(ys), dtype=np.float64)
+    for da, wa in ((0, 1 - fa), (1, fa)):
+        for db, wb in ((0, 1 - fb), (1, fb)):
+            model += cell[(ia + da) % cells[0], (ib + db) % cells[1]] * wa * wb
+    result: Floats = model.astype(np.float32)
+    return result
+
+
+def _flat_areas(grey: Image.Image) -> npt.NDArray[np.bool_]:
+    """Pixels inside an area of one level (a screenshot's desktop): ink never is."""
+    values = np.asarray(grey, dtype=np.int16)
+    changes = np.zeros(values.shape, dtype=np.uint8)
+    changes[:-1, :] |= (values[:-1, :] != values[1:, :]).astype(np.uint8)
+    changes[:, :-1] |= (values[:, :-1] != values[:, 1:]).astype(np.uint8)
+    spread = Image.fromarray(changes * 255, mode="L").filter(ImageFilter.BoxBlur(_FLAT_REACH))
+    flat: npt.NDArray[np.bool_] = np.asarray(spread) == 0
+    return flat
+
+
+def ink_points(grey: Image.Image, level: int) -> Points | None:
+    """The mark's reading on the ink pixels: (rows, columns, values), positions relative to the
+    image's centre, with the visible pattern subtracted when its lattice is found."""
+    values = np.asarray(grey, dtype=np.float32)
+    near = (np.abs(values - level) <= INK_BAND) & ~_flat_areas(grey)
+    lattice = pattern_lattice(near)
+    ys, xs = np.nonzero(near)
+    found = values[ys, xs].astype(np.float64) - level
+    if lattice is not None:
+        # Pixels darker than the ink (the page's own text) are left out of the model.
+        model = pattern_model(values, values >= level - INK_BAND, lattice, near)
+        on_pattern = np.abs(model - level) <= INK_BAND
+        if on_pattern.sum() >= _MIN_POINTS:  # else the lattice was not the pattern's
+            ys, xs = ys[on_pattern], xs[on_pattern]
+            found = (values[ys, xs] - model[on_pattern]).astype(np.float64)
+    if len(ys) == 0:
+        return None
+    found -= found.mean()
+    height, width = values.shape
+    return ys - height / 2.0, xs - width / 2.0, found

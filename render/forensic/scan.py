@@ -1,0 +1,125 @@
+"""The mark's scale found by trying them all, for readings too sparse for the autocorrelation.
+
+After brightness +20 % the mark lives only on the visible pattern's ink, a few per cent of the
+pixels: the autocorrelation's peak at the tile vector is then buried (two ink pixels a tile
+apart are rare), while a fold at the right scale still adds up every ink pixel's share. So the
+scales 0.3-1.8 are tried in steps of 0.4 % (about 450, upright only), each by a cheap fold of
+the ink pixels alone (a histogram of their positions modulo the tile) and its correlation with
+the sync template; the best few are refined in steps of 0.05 % with a bilinear fold, and the
+best of those decoded. Each trial costs about half a millisecond.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from render.forensic import layout
+from render.forensic.layout import TILE
+from render.forensic.pattern_model import Points
+
+Floats = npt.NDArray[np.float32]
+MIN_POINTS = 500
+STEP = 0.004  # ln(scale) between coarse trials: the peak is about 1 % wide on a page
+_SCALES = np.exp(np.arange(math.log(0.3), math.log(1.8), STEP))
+_FINE = 8  # fine trials either side of a coarse one, STEP / _FINE apart
+_REFINED = 3  # coarse candidates refined
+_KEPT = 2  # fine trials decoded per refined candidate
+_WORTH_REFINING = 4.0  # sync score (unmarked images: 3-4.5 at their best scale)
+# Time bound: about 0.5 ms a coarse trial with this many points, 2 ms a fine one (120,000
+# points read no page more than 60,000: a large image is an upscaled one).
+_COARSE_POINTS = 30_000
+MAX_POINTS = 60_000
+# Flips among the 6 least reliable bits, 3 at most (42 CRC trials), cheapest first, behind
+# sync >= 6. Measured: 5 bits miss 640 px pages that 6 read; 8 bits, or 4 flips and more, let
+# a wrong id through its CRC (its distance is 4: two wrong bits plus four flips reach another
+# id); 2 flips miss a 640 px page that 3 read.
+CHASE_BITS = 6
+MAX_FLIPS = 3
+
+
+def _positions(points: Points, scale: float, angle: float,
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    ys, xs, _ = points
+    cos, sin = math.cos(angle), math.sin(angle)
+    return (cos * xs + sin * ys) / scale, (cos * ys - sin * xs) / scale
+
+
+def coarse_fold(points: Points, scale: float, angle: float) -> Floats:
+    """Mean value of the points falling on each pixel of the mark's tile (nearest pixel)."""
+    qx, qy = _positions(points, scale, angle)
+    index = (np.floor(qy).astype(np.int64) % TILE) * TILE + np.floor(qx).astype(np.int64) % TILE
+    sums = np.bincount(index, points[2], TILE * TILE)
+    counts = np.bincount(index, None, TILE * TILE)
+    folded: Floats = (sums / np.maximum(counts, 1)).reshape(TILE, TILE).astype(np.float32)
+    return folded
+
+
+def fine_fold(points: Points, scale: float, angle: float) -> Floats:
+    """The same with each point shared bilinearly among its four nearest tile pixels."""
+    qx, qy = _positions(points, scale, angle)
+    x0, y0 = np.floor(qx - 0.5), np.floor(qy - 0.5)
+    fx, fy = qx - 0.5 - x0, qy - 0.5 - y0
+    ix, iy = x0.astype(np.int64), y0.astype(np.int64)
+    sums, weights = np.zeros(TILE * TILE), np.zeros(TILE * TILE)
+    for dx, wx in ((0, 1 - fx), (1, fx)):
+        for dy, wy in ((0, 1 - fy), (1, fy)):
+            index = ((iy + dy) % TILE) * TILE + (ix + dx) % TILE
+            sums += np.bincount(index, points[2] * wx * wy, TILE * TILE)
+            weights += np.bincount(index, wx * wy, TILE * TILE)
+    mean = np.where(weights > 0.05, sums / np.maximum(weights, 1e-3), 0.0)
+    folded: Floats = mean.reshape(TILE, TILE).astype(np.float32)
+    return folded
+
+
+def chase(votes: npt.NDArray[np.float64], flips: int) -> int | None:
+    """The id whose bits pass the CRC, trying the hard decision and then the patterns of at
+    most MAX_FLIPS flips among the `flips` least reliable bits, cheapest first (the sum of the
+    flipped bits' reliabilities): the likeliest id, not merely the first found (Chase)."""
+    hard = (votes > 0).astype(np.uint8)
+    weakest = np.argsort(np.abs(votes))[:flips]
+    reliability = np.abs(votes[weakest])
+    patterns = np.arange(1 << flips)
+    chosen = (patterns[:, None] >> np.arange(flips)[None, :]) & 1
+    chosen = chosen[chosen.sum(axis=1) <= MAX_FLIPS]
+    for pattern in np.argsort(chosen @ reliability, kind="stable"):
+        bits = hard.copy()
+        bits[weakest[chosen[pattern] == 1]] ^= 1
+        render_id = layout.unpack(bits)
+        if render_id is not None:
+            return render_id
+    return None
+
+
+def thinned(points: Points, most: int) -> Points:
+    """Every k-th point, at most `most` of them (a fixed subset: the decode is repeatable)."""
+    step = math.ceil(len(points[2]) / most)
+    if step <= 1:
+        return points
+    ys, xs, values = points
+    return ys[::step], xs[::step], values[::step]
+
+
+def best_scales(points: Points, angle: float, score: Callable[[Floats], float],
+                ) -> list[tuple[float, float]]:
+    """(sync score, scale) of the _REFINED best coarse trials worth refining, each refined,
+    its _KEPT best fine trials, best first (`score`: a folded tile's sync score). A peak's
+    best fine trial is not always the one whose payload passes the CRC."""
+    sample = thinned(points, _COARSE_POINTS)
+    trials = sorted(((score(coarse_fold(sample, scale, angle)), float(scale))
+                     for scale in _SCALES), reverse=True)
+    refined: list[tuple[float, float]] = []
+    tried: list[float] = []
+    for value, scale in trials:
+        if value < _WORTH_REFINING or len(tried) == _REFINED:
+            break
+        if any(abs(math.log(scale / other)) < 1.5 * STEP for other in tried):
+            continue  # the neighbour of one refined already: the same peak
+        tried.append(scale)
+        nearby = [scale * math.exp(k * STEP / _FINE) for k in range(-_FINE, _FINE + 1)]
+        fine = sorted(((score(fine_fold(points, s, angle)), s) for s in nearby), reverse=True)
+        refined.extend(fine[:_KEPT])
+    return sorted(refined, reverse=True)
