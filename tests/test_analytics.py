@@ -199,3 +199,22 @@ def test_vault_admin_prints_the_per_page_table(api: httpx.Client, vault: VaultPr
                           expect_ok=False)
     assert missing.returncode == 1
     assert missing.stderr.strip() == "vault-admin: file not found"
+
+
+def test_concurrent_first_opens_of_a_link_all_succeed(api: httpx.Client, vault: VaultProcess,
+                                                      three_pages: dict[str, Any]) -> None:
+    # Several viewers opening one new link at once: every upsert of its record but one races
+    # (the embedded database answers some of them with no document); none may fail.
+    tokens = [str(create_link(api, three_pages["id"], f"race{n}@example.com")["token"])
+              for n in range(10)]
+    vault.secrets.extend(tokens)
+
+    def open_link(token: str) -> int:
+        return api.get(f"/views/{token}", headers={"x-viewer-ip": "198.51.100.9"}).status_code
+
+    with ThreadPoolExecutor(8) as threads:
+        statuses = list(threads.map(open_link, [t for t in tokens for _ in range(8)]))
+    assert set(statuses) == {200}
+    for token in tokens:
+        body = api.get(f"/views/{token}/analytics").json()
+        assert body["firstOpenedAt"] is not None and body["pagesViewed"] == 0

@@ -126,16 +126,22 @@ async def _touch(
     now, marker = utcnow(), uuid.uuid4().hex
     on_insert = _first_open(opened, now, marker, ip)
     update: dict[str, Any] = {"$setOnInsert": on_insert, "$max": {"lastSeenAt": now}, **extra}
+    projection = {"openMarker": 1, "seen": 1, "pageCount": 1, "completedAt": 1}
     for _ in range(2):  # two processes upserting at once: the loser finds the document
         try:
             doc = await db.link_stats.find_one_and_update(
-                {"_id": opened.link["_id"]}, update, upsert=True,
-                projection={"openMarker": 1, "seen": 1, "pageCount": 1, "completedAt": 1},
+                {"_id": opened.link["_id"]}, update, upsert=True, projection=projection,
                 return_document=ReturnDocument.AFTER)
-            assert doc is not None  # upserted
-            return bool(doc["openMarker"] == marker), doc
-        except DuplicateKeyError:
+        except DuplicateKeyError:  # MongoDB: the loser's update was not applied, run it again
             continue
+        if doc is None:
+            # SecantusDB (0.7) answers some of several concurrent upserts with no document,
+            # the update applied all the same (measured: 8 concurrent $inc, n = 8, up to 6 of
+            # them None): read it, never apply it again (page views would count twice).
+            doc = await db.link_stats.find_one({"_id": opened.link["_id"]}, projection)
+            if doc is None:
+                continue
+        return bool(doc["openMarker"] == marker), doc
     raise Unprocessable("could not record the link's activity; retry")
 
 
