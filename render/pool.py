@@ -112,6 +112,10 @@ class RenderPool(WorkerMessages):
         """Tasks queued or running, including those whose caller has gone away."""
         return self.scheduler.in_flight
 
+    def ready_workers(self) -> int:
+        """Workers that reported READY and are not retiring (tests, health)."""
+        return sum(1 for w in self._workers if w.ready and not w.retiring)
+
     def worker_pids(self) -> list[int]:
         return [w.process.pid for w in self._workers if w.process.pid and not w.retiring]
 

@@ -20,6 +20,7 @@ from render.model import DocumentSource, PixelBudget, WatermarkSpec
 from render.pool import RenderPool
 from render.tasks import page_cache_state, render_page
 from tests import render_fixtures as fx
+from tests.waiting import wait_until_async
 
 pytestmark = pytest.mark.slow  # spawns its own worker pool (see docs/testing.md)
 
@@ -157,6 +158,8 @@ async def test_a_page_goes_to_the_worker_that_kept_it(tmp_path: Path) -> None:
                            affinity=(source.cache_key, number))
 
     try:
+        await pool.wait_ready()
+        await wait_until_async(lambda: pool.ready_workers() == 2, what="both workers ready")
         await asyncio.gather(render(1), render(2))  # at once: one page on each worker
         for _ in range(3):  # one at a time: either worker would be idle for either page
             for number in (1, 2):
