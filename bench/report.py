@@ -127,22 +127,22 @@ def targets(results: Results) -> list[list[str]]:
     return rows
 
 
+def _ratio_row(results: Results, kind: str, limit: float) -> list[str] | None:
+    """The target row of the `kind` ("warm" or "cold") pages: each document's p50 over bare."""
+    ratios = [(p.name, p50(p.over_bare)) for p in results.cold_warm
+              if p.name.endswith(f" {kind}")]
+    if not ratios:
+        return None
+    worst = max(ratios, key=lambda item: item[1])
+    met = sum(1 for _, r in ratios if r <= limit)
+    return [f"{kind} page p50 ≤ {limit}× the bare render of the same page",
+            f"{met}/{len(ratios)} documents; worst {worst[1]:.2f}× ({worst[0]})",
+            verdict(met == len(ratios))]
+
+
 def _cache_targets(results: Results) -> list[list[str]]:
-    warm = [(p.name, p50(p.over_bare)) for p in results.cold_warm if p.name.endswith(" warm")]
-    cold = [(p.name, p50(p.over_bare)) for p in results.cold_warm if p.name.endswith(" cold")]
-    rows = []
-    if warm:
-        worst = max(warm, key=lambda item: item[1])
-        met = sum(1 for _, r in warm if r <= WARM_OVER_BARE)
-        rows.append([f"warm page p50 ≤ {WARM_OVER_BARE}× the bare render of the same page",
-                     f"{met}/{len(warm)} documents; worst {worst[1]:.2f}× ({worst[0]})",
-                     verdict(met == len(warm))])
-    if cold:
-        worst = max(cold, key=lambda item: item[1])
-        met = sum(1 for _, r in cold if r <= PAGE_OVER_BARE)
-        rows.append([f"cold page p50 ≤ {PAGE_OVER_BARE}× the bare render of the same page",
-                     f"{met}/{len(cold)} documents; worst {worst[1]:.2f}× ({worst[0]})",
-                     verdict(met == len(cold))])
+    rows = [row for kind, limit in (("warm", WARM_OVER_BARE), ("cold", PAGE_OVER_BARE))
+            if (row := _ratio_row(results, kind, limit)) is not None]
     every = [t.http for t in results.pages] + [p.http for p in results.cold_warm]
     if results.big is not None:
         every.append(results.big.http)
