@@ -56,6 +56,7 @@ class Settings:
     render_page_cache_mb: int
     upload_max_bytes: int
     upload_max_concurrent_per_account: int
+    trace_max_concurrent_per_account: int
     server_max_connections: int
     server_header_timeout_seconds: float
     server_body_idle_timeout_seconds: float

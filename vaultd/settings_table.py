@@ -292,6 +292,14 @@ FIELDS: tuple[Field, ...] = (
         "Uploads one account may have in progress at once; the next gets 429.",
     ),
     Field(
+        "trace.max_concurrent_per_account",
+        _int(1, 1000),
+        2,
+        "VAULTD_TRACE_MAX_CONCURRENT_PER_ACCOUNT",
+        "Leak traces one account may have in progress at once (each holds its image in "
+        "memory); the next gets 429.",
+    ),
+    Field(
         "server.max_connections",
         _int(16, 1_000_000),
         4096,

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
+from vaultd.services.account_slots import AccountSlots
 from vaultd.services.blobs import BlobStore
 from vaultd.services.page_path import PagePath
-from vaultd.services.upload_slots import UploadSlots
 
 
 @dataclass
@@ -22,8 +22,13 @@ class AppContext:
     instance_id: str
     viewer_url: str
     active_requests: int = 0  # for a graceful stop: requests still being answered
-    upload_slots: UploadSlots | None = None  # made from settings when not given
+    upload_slots: AccountSlots | None = None  # made from settings when not given
+    trace_slots: AccountSlots | None = None
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:
-            self.upload_slots = UploadSlots(self.settings.upload_max_concurrent_per_account)
+            self.upload_slots = AccountSlots(self.settings.upload_max_concurrent_per_account,
+                                             "uploads")
+        if self.trace_slots is None:
+            self.trace_slots = AccountSlots(self.settings.trace_max_concurrent_per_account,
+                                            "traces")

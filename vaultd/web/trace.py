@@ -18,6 +18,8 @@ from vaultd.web.upload import drain_cap
 @stream_request_body
 class TraceHandler(BaseHandler):
     rejection: VaultError | None = None
+    slot_account: str | None = None  # the account whose trace slot this request holds
+    decoding = False  # `post` is running: the image is still held
 
     async def prepare(self) -> None:
         self.body = bytearray()
@@ -31,6 +33,7 @@ class TraceHandler(BaseHandler):
             trace.check_allowed(self.account)
             if length is not None and length > trace.MAX_TRACE_BYTES:
                 raise self._too_large()
+            self._take_slot()
         except Exception as error:  # answered after the body is read (see web.upload)
             self.rejection = as_vault_error(error)
             if self.rejection is None:
@@ -38,6 +41,26 @@ class TraceHandler(BaseHandler):
         if self.rejection is not None and length is not None and length > cap:
             self.set_header("Connection", "close")  # too much to drain: answer now, then close
             raise self.rejection
+
+    def _take_slot(self) -> None:
+        # Before any body byte is kept: the image stays in memory until a worker decoded it.
+        assert self.account is not None and self.ctx.trace_slots is not None
+        self.ctx.trace_slots.acquire(self.account.id)
+        self.slot_account = self.account.id
+
+    def on_finish(self) -> None:
+        super().on_finish()
+        self._release_slot()
+
+    def on_connection_close(self) -> None:
+        super().on_connection_close()
+        if not self.decoding:  # else `post` gives the slot back when the image is let go
+            self._release_slot()
+
+    def _release_slot(self) -> None:
+        account, self.slot_account = self.slot_account, None
+        if account is not None and self.ctx.trace_slots is not None:
+            self.ctx.trace_slots.release(account)
 
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"image larger than the {trace.MAX_TRACE_BYTES} byte limit")
@@ -55,10 +78,14 @@ class TraceHandler(BaseHandler):
         if self.rejection is not None:
             raise self.rejection
         assert self.account is not None
-        answer = await trace.trace(self.ctx.db, self.ctx.pool, self.ctx.pages.mark,
-                                   self.account, bytes(self.body),
-                                   self.request.headers.get("Content-Type"),
-                                   self.get_query_argument("traceCode", None))
+        data, self.body = bytes(self.body), bytearray()  # one copy of the image, not two
+        self.decoding = True
+        try:
+            answer = await trace.trace(self.ctx.db, self.ctx.pool, self.ctx.pages.mark,
+                                       self.account, data, self.request.headers.get("Content-Type"),
+                                       self.get_query_argument("traceCode", None))
+        finally:
+            self._release_slot()
         self.send_json(200, answer)
 
 

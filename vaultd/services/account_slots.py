@@ -1,8 +1,9 @@
-"""A per-account cap on uploads in progress, in this process.
+"""Per-account caps on requests in progress, in this process: uploads and leak traces.
 
-Each upload holds a temporary blob until it is finished; without a cap, one account (even one
-already at its plan limit) can hold many at once. The count is per vaultd process: with several
-processes behind a balancer the cap applies to each.
+An upload holds a temporary blob until it is finished, and a trace holds its image (up to 25
+MiB) in memory until a worker has decoded it; without a cap, one account (even one already at
+its plan limit) can hold many at once. The count is per vaultd process: with several processes
+behind a balancer the cap applies to each.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ RETRY_AFTER_SECONDS = 5
 
 
 @dataclass
-class UploadSlots:
+class AccountSlots:
     per_account: int
+    what: str  # the requests counted, plural: "uploads", "traces"
     _held: dict[str, int] = field(default_factory=dict)
 
     def acquire(self, account_id: str) -> None:
@@ -24,8 +26,8 @@ class UploadSlots:
         held = self._held.get(account_id, 0)
         if held >= self.per_account:
             raise TooManyRequests(
-                f"too many uploads in progress for this account (at most {self.per_account}); "
-                "retry when one has finished",
+                f"too many {self.what} in progress for this account (at most "
+                f"{self.per_account}); retry when one has finished",
                 retry_after=RETRY_AFTER_SECONDS,
             )
         self._held[account_id] = held + 1
