@@ -149,4 +149,6 @@ ATTACKS: dict[str, Attack] = {
     "brightness +20% + greyscale": lambda im, ph, rng: _brighter(im).convert("L"),
     "screenshot + brightness +20%": lambda im, ph, rng: _brighter(screenshot(im, ph, rng)),
     "640 px + brightness +20%": lambda im, ph, rng: _brighter(_scaled(im, 640 / im.width)),
+    "rotate 2 deg + brightness +20%": lambda im, ph, rng: _brighter(_rotate(im, ph, rng)),
+    "rotate 2 deg + contrast +20%": lambda im, ph, rng: _contrastier(_rotate(im, ph, rng)),
 }

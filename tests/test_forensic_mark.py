@@ -48,7 +48,9 @@ def test_mark_is_invisible_by_psnr_and_deterministic() -> None:
                                     "downscale 50% + jpeg q50", "rotate 2 deg + crop",
                                     "brightness +20%", "contrast +20%", "brightness -20%",
                                     "contrast -20%", "brightness +20% + greyscale",
-                                    "screenshot + brightness +20%"])
+                                    "screenshot + brightness +20%",
+                                    "rotate 2 deg + brightness +20%",
+                                    "rotate 2 deg + contrast +20%"])
 def test_exact_id_survives(attack: str) -> None:
     leaked = ATTACKS[attack](_marked(), _page().page_height, random.Random(attack))
     found = detect(leaked)

@@ -41,6 +41,7 @@ _MAX_PIXELS = 12_000_000
 # would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
 _MAX_FOLD_PIXELS = 6_000_000
 _MAX_SCAN_PIXELS = 4_000_000  # read by the scan: a few per cent of them are ink
+_UPRIGHT = 0.25  # degrees: a lattice this near its served angle is read upright only
 _MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
 Floats = npt.NDArray[np.float32]
 
@@ -87,17 +88,23 @@ def _scan(grey: Image.Image, level: int) -> Detection | None:
     (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale."""
     # Its central part at most (halving instead blurs 3-px chips out: measured worse).
     grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
-    points = pattern_model.ink_points(grey, level)
-    if points is None or len(points[2]) < scan.MIN_POINTS:
+    reading = pattern_model.ink_points(grey, level)
+    if reading is None or len(reading.points[2]) < scan.MIN_POINTS:
         return None
-    points = scan.thinned(points, scan.MAX_POINTS)
-    for _, scale in scan.best_scales(points, 0.0, _fold_score):
-        chips = _aligned_chips(scan.fine_fold(points, scale, 0.0))
-        score = _sync_score(chips)
-        if score >= SYNC_THRESHOLD:
-            render_id = scan.chase(_votes(chips), scan.CHASE_BITS)
-            if render_id is not None:
-                return Detection(render_id, score, scale, 0.0)
+    points = scan.thinned(reading.points, scan.MAX_POINTS)
+    # A rotated leak is read at the angle the pattern's lattice shows, then upright (the
+    # lattice's angle is measured to about 0.1 degree; an upright page costs one scan only).
+    rotation = reading.rotation
+    angles = [rotation, 0.0] if rotation is not None and abs(rotation) > _UPRIGHT else [0.0]
+    for degrees in angles:
+        angle = math.radians(degrees)
+        for _, scale in scan.best_scales(points, angle, _fold_score):
+            chips = _aligned_chips(scan.fine_fold(points, scale, angle))
+            score = _sync_score(chips)
+            if score >= SYNC_THRESHOLD:
+                render_id = scan.chase(_votes(chips), scan.CHASE_BITS)
+                if render_id is not None:
+                    return Detection(render_id, score, scale, degrees)
     return None
 
 

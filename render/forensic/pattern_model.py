@@ -12,6 +12,7 @@ residual on the ink pixels is the mark times the ink's level, plus noise.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +31,15 @@ _NOT_COLLINEAR = 0.3  # |sin| of the angle between the two lattice vectors, at l
 _MIN_CELL = 8
 _MIN_POINTS = 500
 _FLAT_REACH = 3
+# On a served page the lattice's first vector (`render.pattern.lattice`) lies at -30 degrees;
+# a leak rotated by up to this much is read at the angle that brings it back there.
+_PATTERN_ANGLE = -30.0
+_MAX_ROTATION = 8.0
+
+
+class InkReading(NamedTuple):
+    points: Points
+    rotation: float | None  # degrees, the mark's x axis in the image, from the pattern's lattice
 
 
 def _local_maxima(acf: Floats) -> list[tuple[int, int, float]]:
@@ -81,6 +91,23 @@ def pattern_lattice(ink: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64] | Non
             return np.array([_sub_pixel(acf, first[0], first[1]),
                              _sub_pixel(acf, second[0], second[1])], dtype=np.float64)
     return None
+
+
+def lattice_rotation(lattice: npt.NDArray[np.float64]) -> float | None:
+    """The rotation of the page, in degrees (the direction of the mark's x axis), read off the
+    pattern's lattice: the lattice vector nearest the direction of the pattern's rows.
+
+    The other lattice vectors depend on the viewer's text (the block's size), that one only on
+    the pattern's angle. None when no lattice vector lies within _MAX_ROTATION of it.
+    """
+    u, v = lattice[0], lattice[1]
+    best: float | None = None
+    for vector in (u, v, u + v, u - v):
+        direction = math.degrees(math.atan2(vector[1], vector[0]))
+        rotation = (direction - _PATTERN_ANGLE + 90.0) % 180.0 - 90.0  # a vector's sign is free
+        if abs(rotation) <= _MAX_ROTATION and (best is None or abs(rotation) < abs(best)):
+            best = rotation
+    return best
 
 
 def _cell_coordinates(ys: npt.NDArray[np.intp], xs: npt.NDArray[np.intp],
@@ -135,12 +162,14 @@ def _flat_areas(grey: Image.Image) -> npt.NDArray[np.bool_]:
     return flat
 
 
-def ink_points(grey: Image.Image, level: int) -> Points | None:
+def ink_points(grey: Image.Image, level: int) -> InkReading | None:
     """The mark's reading on the ink pixels: (rows, columns, values), positions relative to the
-    image's centre, with the visible pattern subtracted when its lattice is found."""
+    image's centre, with the visible pattern subtracted when its lattice is found (which also
+    gives the page's rotation)."""
     values = np.asarray(grey, dtype=np.float32)
     near = (np.abs(values - level) <= INK_BAND) & ~_flat_areas(grey)
     lattice = pattern_lattice(near)
+    rotation = None
     ys, xs = np.nonzero(near)
     found = values[ys, xs].astype(np.float64) - level
     if lattice is not None:
@@ -148,10 +177,11 @@ def ink_points(grey: Image.Image, level: int) -> Points | None:
         model = pattern_model(values, values >= level - INK_BAND, lattice, near)
         on_pattern = np.abs(model - level) <= INK_BAND
         if on_pattern.sum() >= _MIN_POINTS:  # else the lattice was not the pattern's
+            rotation = lattice_rotation(lattice)
             ys, xs = ys[on_pattern], xs[on_pattern]
             found = (values[ys, xs] - model[on_pattern]).astype(np.float64)
     if len(ys) == 0:
         return None
     found -= found.mean()
     height, width = values.shape
-    return ys - height / 2.0, xs - width / 2.0, found
+    return InkReading((ys - height / 2.0, xs - width / 2.0, found), rotation)

@@ -3,7 +3,7 @@
 After brightness +20 % the mark lives only on the visible pattern's ink, a few per cent of the
 pixels: the autocorrelation's peak at the tile vector is then buried (two ink pixels a tile
 apart are rare), while a fold at the right scale still adds up every ink pixel's share. So the
-scales 0.3-1.8 are tried in steps of 0.4 % (about 450, upright only), each by a cheap fold of
+scales 0.3-1.8 are tried in steps of 0.4 % (about 450, at one angle), each by a cheap fold of
 the ink pixels alone (a histogram of their positions modulo the tile) and its correlation with
 the sync template; the best few are refined in steps of 0.05 % with a bilinear fold, and the
 best of those decoded. Each trial costs about half a millisecond.
