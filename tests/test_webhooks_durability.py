@@ -134,6 +134,46 @@ def test_a_crash_inside_revoke_views_sends_the_event_only_if_links_were_revoked(
         assert len(receiver.received) == 1
 
 
+def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another caller revokes one of the file's links after revoke-views has listed them and
+    held its event (forced here by wrapping the hold): the event goes out once, with the count
+    this revoke made, as the held message itself (released, corrected)."""
+    from vaultd.services import links as link_service
+
+    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+        account_id, key = vault.new_account("Race Ltd", plan="pro")
+        with vault.client(key) as client:
+            subscribe(client, receiver, ["view.revoked"], vault)
+            file = upload_ok(client, docs.pdf(1), name="Raced.pdf")
+        links = [_link(account_id, file["id"], f"v{n}@example.com") for n in range(3)]
+        holding = webhook_events.file_links_revoking
+        held: list[str] = []
+
+        async def held_then_raced(db: Db, *args: Any) -> list[str]:
+            held.extend(await holding(db, *args))
+            await db.links.update_one({"_id": links[0]["_id"]}, {"$set": {"revoked": True}})
+            return held
+
+        monkeypatch.setattr(webhook_events, "file_links_revoking", held_then_raced)
+
+        async def revoke(db: Db) -> tuple[int, list[str]]:
+            await db.links.insert_many(links)
+            revoked = await link_service.revoke_file_links(db, account_id, file["id"])
+            return revoked, [m["_id"] async for m in db.webhook_outbox.find(
+                {"accountId": account_id, "type": "view.revoked"})]
+
+        revoked, messages = vault.run_service(revoke)
+        assert revoked == 2
+        [sent] = receiver.wait_for(lambda got: len(got) >= 1, timeout=30)
+        # The held message itself: there was no moment without a message to send.
+        assert sent.verified and [sent.headers["webhook-id"]] == messages == held
+        assert sent.event["data"]["fileId"] == file["id"]
+        assert sent.event["data"]["revoked"] == 2
+        wait_until(lambda: _states(vault, account_id) == {"delivered": 1}, what="delivered")
+        assert len(receiver.received) == 1
+
+
 def test_revoke_views_over_http_sends_one_event_with_the_count(tmp_path: Path) -> None:
     with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
         _, key = vault.new_account("Revoke Ltd", plan="pro")

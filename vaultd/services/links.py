@@ -177,7 +177,8 @@ async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
 
     Its webhook is held before the links change, marked with a batch id the update writes on
     them: a crash between the two sends the event if and only if the links were revoked (the
-    outbox's sweep, as for one link's revoke)."""
+    outbox's sweep, as for one link's revoke). Only a crash right after an update that raced
+    another revoke sends the count it expected rather than the one it made."""
     if not is_uuid(file_id):
         return 0
     file_id = file_id.lower()
@@ -193,9 +194,8 @@ async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
     revoked = int(result.modified_count)
     if revoked == len(ids):
         await outbox.release(db, held)
-    else:  # some were revoked meanwhile by another caller: the held count is wrong
-        await outbox.discard(db, held)
-        await webhook_events.file_links_revoked(db, account_id, file_id, revoked)
+    else:  # some were revoked meanwhile by another caller: the held count is corrected
+        await webhook_events.release_recounted(db, held, account_id, file_id, revoked)
     if revoked:
         await access_log.record(db, account_id, file_id, "revoke")
     return revoked

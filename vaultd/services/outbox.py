@@ -99,12 +99,16 @@ async def emit(db: Db, account_id: str, event_type: str, data: Mapping[str, obje
     return [message["_id"] for message in messages]
 
 
-async def release(db: Db, message_ids: list[str]) -> None:
-    """The record is written: the held messages become deliverable, now."""
+async def release(db: Db, message_ids: list[str], body: str | None = None) -> None:
+    """The record is written: the held messages become deliverable, now; with `body`, as
+    corrected by the writer (what it wrote turned out to differ from what it announced)."""
     if message_ids:
+        changes: dict[str, object] = {"state": "pending", "nextAttemptAt": utcnow()}
+        if body is not None:
+            changes["body"] = body
         await db.webhook_outbox.update_many(
             {"_id": {"$in": message_ids}, "state": "held"},
-            {"$set": {"state": "pending", "nextAttemptAt": utcnow()}, "$unset": {"awaits": ""}})
+            {"$set": changes, "$unset": {"awaits": ""}})
 
 
 async def discard(db: Db, message_ids: list[str]) -> None:

@@ -107,13 +107,16 @@ async def file_links_revoking(db: Db, account_id: str, file_id: str, count: int,
                              key=f"view.revoked:batch:{batch}")
 
 
-async def file_links_revoked(db: Db, account_id: str, file_id: str, count: int) -> None:
-    """The same event, queued after the update: only when another revoke raced this one (the
-    held count was wrong); not crash-safe, and rare."""
-    if count:
-        file = await db.files.find_one({"_id": file_id})
-        data: EventData = {**_file_data(file_id, file), "revoked": count}
-        await outbox.emit(db, account_id, "view.revoked", data)
+async def release_recounted(db: Db, held: Held, account_id: str, file_id: str,
+                            count: int) -> None:
+    """Release `file_links_revoking`'s event with the count the update made, when another
+    revoke raced this one and disabled some of its links first (none left: no event)."""
+    if not count:
+        await outbox.discard(db, held)
+        return
+    file = await db.files.find_one({"_id": file_id})
+    data: EventData = {**_file_data(file_id, file), "revoked": count}
+    await outbox.release(db, held, outbox.event_body("view.revoked", data, utcnow()))
 
 
 async def view_opened(db: Db, link: LinkDoc, file: FileDoc | None, ip: str | None) -> None:
