@@ -85,6 +85,21 @@ def test_pending_views_wait_for_the_interval(own_vault: VaultProcess) -> None:
     assert sum(_stored_views(own_vault, token).values()) < len(REQUESTS)  # first page(s) only
 
 
+def test_an_analytics_read_writes_its_own_accounts_views_only(own_vault: VaultProcess) -> None:
+    _, reader_key = own_vault.new_account("Reader Co")
+    _, other_key = own_vault.new_account("Other Co")
+    mine, theirs = _burst(own_vault, reader_key, REQUESTS), _burst(own_vault, other_key, REQUESTS)
+    with _client(own_vault, reader_key) as api:
+        body = api.get(f"/views/{mine}/analytics").json()
+    assert [p["views"] for p in body["pages"]] == [6] * PAGES
+    assert _stored_views(own_vault, mine) == EXPECTED
+    # Another account's pages still wait for their interval: a read is not a flush of all.
+    assert sum(_stored_views(own_vault, theirs).values()) < len(REQUESTS)
+    with _client(own_vault, other_key) as api:
+        assert api.get(f"/views/{theirs}/analytics").status_code == 200
+    assert _stored_views(own_vault, theirs) == EXPECTED
+
+
 def test_pending_views_reach_the_database_without_a_read(vault: VaultProcess) -> None:
     _, key = vault.new_account("Timer Co")  # the shared vaultd: the default interval
     token = _burst(vault, key, REQUESTS)

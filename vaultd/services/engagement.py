@@ -60,7 +60,8 @@ class EngagementHook:
     of one per page, which cost about 1.4 ms of server and database CPU, 15 % of a warm page's
     (bench/page-path.md, fifth round). The price: pages served in the last `flush_seconds`
     before a crash are not counted (a clean stop flushes, `flush`), and this process's analytics
-    reads flush first (`PagePath.settle`) while another process's may lag by that long.
+    reads flush that account's links first (`PagePath.settle`) while another process's may lag
+    by that long.
     """
 
     def __init__(self, db: Db, flush_seconds: float = 0.25) -> None:
@@ -85,12 +86,13 @@ class EngagementHook:
             self._timer = asyncio.get_running_loop().call_later(self.flush_seconds,
                                                                    self._flush_later)
 
-    async def flush(self) -> None:
-        """Write every page counted so far, and wait for timed writes already under way."""
-        if self._timer is not None:
+    async def flush(self, account_id: str | None = None) -> None:
+        """Write every page counted so far (of `account_id`'s links only, when given: what its
+        analytics read needs), and wait for timed writes already under way."""
+        if account_id is None and self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        await self._write(self._take())
+        await self._write(self._take(account_id))
         if self._flushes:
             await asyncio.gather(*self._flushes)
 
@@ -100,9 +102,13 @@ class EngagementHook:
         self._flushes.add(task)
         task.add_done_callback(self._flushes.discard)
 
-    def _take(self) -> list[_Views]:
-        pending, self._pending = self._pending, {}
-        return list(pending.values())
+    def _take(self, account_id: str | None = None) -> list[_Views]:
+        if account_id is None:
+            pending, self._pending = self._pending, {}
+            return list(pending.values())
+        taken = [link for link, views in self._pending.items()
+                 if views.opened.account.id == account_id]
+        return [self._pending.pop(link) for link in taken]
 
     async def _write(self, pending: list[_Views]) -> None:
         for views in pending:

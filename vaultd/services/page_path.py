@@ -92,8 +92,9 @@ class PageHook(Protocol):
     async def page_sent(self, sent: SentPage) -> None:
         """Called after a page was sent; an error is logged and does not reach the viewer."""
 
-    async def flush(self) -> None:
-        """Finish what `page_sent` deferred (before a read of its results, and at shutdown)."""
+    async def flush(self, account_id: str | None = None) -> None:
+        """Finish what `page_sent` deferred (before a read of its results, and at shutdown):
+        for one account's pages, or everyone's."""
 
 
 def parse_page_number(raw: str, page_count: int) -> int:
@@ -230,10 +231,11 @@ class PagePath:
         except Exception:  # the request's own error is the one to answer with
             log.warning("could not withdraw the log entry of a page that was not served")
 
-    async def settle(self) -> None:
-        """Every hook's deferred work done: this process's pages all count in what is read next."""
+    async def settle(self, account_id: str | None = None) -> None:
+        """Every hook's deferred work done: this process's pages (of `account_id`, when given)
+        all count in what is read next."""
         for hook in self.hooks:
-            await hook.flush()
+            await hook.flush(account_id)
 
     async def _tell_hooks(self, sent: SentPage) -> None:
         for hook in self.hooks:

@@ -32,7 +32,8 @@ class ApiActivityHandler(BaseHandler):
 class ViewAnalyticsHandler(BaseHandler):
     async def get(self, token: str) -> None:
         assert self.account is not None
-        await self.ctx.pages.settle()  # this process's latest pages count (EngagementHook)
+        # This process's latest pages of the account count (EngagementHook).
+        await self.ctx.pages.settle(self.account.id)
         self.send_json(200, await analytics_report.view_analytics(
             self.ctx.db, self.account.id, token))
 
@@ -40,7 +41,7 @@ class ViewAnalyticsHandler(BaseHandler):
 class FileAnalyticsHandler(BaseHandler):
     async def get(self, file_id: str) -> None:
         assert self.account is not None
-        await self.ctx.pages.settle()
+        await self.ctx.pages.settle(self.account.id)
         self.send_json(200, await analytics_report.file_analytics(
             self.ctx.db, self.account.id, file_id))
 
