@@ -135,14 +135,9 @@ class PageStatsDoc(TypedDict, total=False):
     seconds: float
 
 
-class LinkStatsDoc(TypedDict):
-    """Collection `link_stats`: one link's engagement aggregates, keyed by the link's id.
+class LinkStatsOpening(TypedDict):
+    """The fields of a `link_stats` record set once, by the link's first open."""
 
-    `openAnnounced` / `completeAnnounced` are False from the moment the open (or completion)
-    is recorded until its webhook is queued: written in the same document as the fact, so the
-    outbox sweep finds an event a crash left unqueued."""
-
-    _id: str
     accountId: str
     fileId: str
     viewerEmail: str
@@ -152,6 +147,16 @@ class LinkStatsDoc(TypedDict):
     firstOpenedAt: datetime
     openMarker: str
     openIp: str | None
+
+
+class LinkStatsDoc(LinkStatsOpening):
+    """Collection `link_stats`: one link's engagement aggregates, keyed by the link's id.
+
+    `openAnnounced` / `completeAnnounced` are False from the moment the open (or completion)
+    is recorded until its webhook is queued: written in the same document as the fact, so the
+    outbox sweep finds an event a crash left unqueued."""
+
+    _id: str
     lastSeenAt: datetime
     seen: NotRequired[list[int]]
     pages: NotRequired[dict[str, PageStatsDoc]]  # "p1": {views, seconds}

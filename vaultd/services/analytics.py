@@ -13,14 +13,14 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable
-from vaultd.records import LinkStatsDoc
+from vaultd.records import LinkStatsDoc, LinkStatsOpening
 from vaultd.timefmt import utcnow
 
 if TYPE_CHECKING:  # files.finish_delete forgets a file's stats: a runtime import would be circular
@@ -95,18 +95,9 @@ def _parse_at(value: Any, where: str) -> datetime | None:
     return moment
 
 
-class _FirstOpen(TypedDict):
-    """The fields of a `link_stats` record (`LinkStatsDoc`) its first write sets."""
+class _FirstOpen(LinkStatsOpening):
+    """What a `link_stats` record's first write sets: the opening, not announced yet."""
 
-    accountId: str
-    fileId: str
-    viewerEmail: str
-    viewerName: str
-    pageCount: int
-    totalSeconds: float
-    firstOpenedAt: datetime
-    openMarker: str
-    openIp: str | None
     openAnnounced: bool
 
 
