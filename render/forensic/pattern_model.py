@@ -18,7 +18,7 @@ import numpy.typing as npt
 from PIL import Image, ImageFilter
 
 from render.forensic import sync
-from render.forensic.ink import INK_BAND
+from render.forensic.ink import INK_BAND, ink_range, near_paper, paper_level
 
 Floats = npt.NDArray[np.float32]
 Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]
@@ -30,6 +30,7 @@ _NOT_COLLINEAR = 0.3  # |sin| of the angle between the two lattice vectors, at l
 _MIN_CELL = 8
 _MIN_POINTS = 500
 _FLAT_REACH = 3
+_SMEARED_INK_GAP = 10  # the level ink found through the lattice keeps off the paper's
 
 
 def _local_maxima(acf: Floats) -> list[tuple[int, int, float]]:
@@ -155,3 +156,24 @@ def ink_points(grey: Image.Image, level: int) -> Points | None:
     found -= found.mean()
     height, width = values.shape
     return ys - height / 2.0, xs - width / 2.0, found
+
+
+def lattice_ink_level(grey: Image.Image) -> int | None:
+    """The visible pattern's ink level read through its lattice, for images where the
+    histogram shows no ink peak (JPEG q50 after a raised tone smears the letters' 3-4 px
+    strokes into every level between ink and paper): the lattice of every pixel between the
+    two, the pattern modelled on it, and the commonest level of the model there (each cell
+    averages every copy of the letter, so JPEG's noise and the mark average out)."""
+    paper = paper_level(grey)
+    if paper is None:
+        return None
+    low, high = ink_range(paper)
+    values = np.asarray(grey, dtype=np.float32)
+    between = ((values >= low) & (values <= paper - _SMEARED_INK_GAP) & ~_flat_areas(grey)
+               & near_paper(grey, paper))
+    lattice = pattern_lattice(between)
+    if lattice is None:
+        return None
+    model = pattern_model(values, values >= low, lattice, between)
+    counts = np.bincount(np.clip(np.round(model), 0, 255).astype(np.int64), minlength=256)
+    return low + int(np.argmax(counts[low: high + 1]))
