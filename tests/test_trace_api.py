@@ -30,7 +30,11 @@ from tests.vault_process import VaultProcess
 LEAKS = ["none", "jpeg q50", "downscale 50%", "640 px wide", "half-area crop", "screenshot",
          "greyscale", "rotate 2 deg", "crop + jpeg q50", "downscale 50% + jpeg q50",
          "rotate 2 deg + crop", "greyscale + 640 px", "brightness -20%", "contrast -20%",
-         "brightness +20%", "contrast +20%"]
+         "brightness +20%", "contrast +20%",
+         # Read through the pattern's letters, which carry the mark more strongly, and after
+         # JPEG q50 at the ink level the pattern's lattice shows.
+         "brightness +20% + jpeg q50", "contrast +20% + jpeg q50", "brightness +20% + crop",
+         "640 px + brightness +20%"]
 # A raised tone on a rescaled page is read at every scale from that ink alone: about 9 pages in
 # 10 here (page 2 is mostly a colour block, with little paper for the pattern); such a trace may
 # come back empty, but never with another view's id.

@@ -30,11 +30,12 @@ _NOT_COLLINEAR = 0.3  # |sin| of the angle between the two lattice vectors, at l
 _MIN_CELL = 8
 _MIN_POINTS = 500
 _FLAT_REACH = 3
+_SMEARED_MIN_LAG = 60  # px: the pattern's shorter lattice vector at the smallest scale, 0.3
 _SMEARED_INK_GAP = 10  # the level ink found through the lattice keeps off the paper's
 
 
-def _local_maxima(acf: Floats) -> list[tuple[int, int, float]]:
-    """The highest local maxima (dx, dy, height) of `acf` at lags of _MIN_LAG or more, one
+def _local_maxima(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
+    """The highest local maxima (dx, dy, height) of `acf` at lags of `min_lag` or more, one
     half plane (the autocorrelation is symmetric)."""
     centred = np.fft.fftshift(acf)
     neighbourhood = centred.copy()
@@ -44,7 +45,7 @@ def _local_maxima(acf: Floats) -> list[tuple[int, int, float]]:
     height, width = centred.shape
     ys, xs = np.nonzero(centred == neighbourhood)
     dy, dx = ys - height // 2, xs - width // 2
-    keep = (np.hypot(dx, dy) >= _MIN_LAG) & ((dy > 0) | ((dy == 0) & (dx > 0)))
+    keep = (np.hypot(dx, dy) >= min_lag) & ((dy > 0) | ((dy == 0) & (dx > 0)))
     values = centred[ys[keep], xs[keep]]
     order = np.argsort(values)[::-1][:_PEAKS]
     return [(int(dx[keep][k]), int(dy[keep][k]), float(values[k])) for k in order]
@@ -64,10 +65,11 @@ def _sub_pixel(acf: Floats, x: int, y: int) -> tuple[float, float]:
     return (x + offset(at(-1, 0), centre, at(1, 0)), y + offset(at(0, -1), centre, at(0, 1)))
 
 
-def pattern_lattice(ink: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64] | None:
+def pattern_lattice(ink: npt.NDArray[np.bool_], min_lag: int = _MIN_LAG,
+                    ) -> npt.NDArray[np.float64] | None:
     """Two vectors (rows: dx, dy) spanning the lattice the ink pixels repeat on, or None."""
     acf = sync.autocorrelation((ink - ink.mean()).astype(np.float32))
-    peaks = _local_maxima(acf)
+    peaks = _local_maxima(acf, min_lag)
     if len(peaks) < 2:
         return None
     first = peaks[0]
@@ -169,11 +171,13 @@ def lattice_ink_level(grey: Image.Image) -> int | None:
         return None
     low, high = ink_range(paper)
     values = np.asarray(grey, dtype=np.float32)
-    between = ((values >= low) & (values <= paper - _SMEARED_INK_GAP) & ~_flat_areas(grey)
-               & near_paper(grey, paper))
-    lattice = pattern_lattice(between)
+    on_paper = near_paper(grey, paper)  # not a photograph's mid-greys
+    between = (values >= low) & (values <= paper - _SMEARED_INK_GAP) & ~_flat_areas(grey)
+    # Smeared letters repeat along their lines more clearly than the pattern does: only lags
+    # the lattice has at any scale searched (its shorter vector: about 280 px served).
+    lattice = pattern_lattice(between & on_paper, _SMEARED_MIN_LAG)
     if lattice is None:
         return None
-    model = pattern_model(values, values >= low, lattice, between)
+    model = pattern_model(values, (values >= low) & on_paper, lattice, between & on_paper)
     counts = np.bincount(np.clip(np.round(model), 0, 255).astype(np.int64), minlength=256)
     return low + int(np.argmax(counts[low: high + 1]))
