@@ -183,4 +183,4 @@ def lattice_ink_level(grey: Image.Image) -> int | None:
     # A low quantile, not the commonest value: the letters' edges, more numerous than their
     # cores, pull the commonest towards the paper (239 for an ink of 232-236 once).
     inked = model[(model >= low) & (model <= high)]
-    return None if len(inked) == 0 else int(round(float(np.quantile(inked, _INK_QUANTILE))))
+    return None if len(inked) == 0 else round(float(np.quantile(inked, _INK_QUANTILE)))
