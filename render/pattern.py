@@ -107,21 +107,19 @@ def rotated_size(size: Size) -> Size:
     return math.ceil(width * cos + height * sin), math.ceil(width * sin + height * cos)
 
 
-def word(text: str, size: int) -> tuple[Piece, ...]:
+class Word(NamedTuple):
+    """A word's bands, plain and with the invisible mark's two opacities on its letters."""
+
+    plain: tuple[Piece, ...]
+    marked: tuple[MarkedPiece, ...]
+
+
+@functools.lru_cache(maxsize=1024)
+def word(text: str, size: int) -> Word:
     """`text` in bold at `size` px, rotated by ANGLE, with its halo, cut into tight bands.
 
     Cached per process: a word's pixels depend only on its text and size.
     """
-    return _word(text, size)[0]
-
-
-def marked_word(text: str, size: int) -> tuple[MarkedPiece, ...]:
-    """The same bands with the mark's two opacities on the letters' ink (cached too)."""
-    return _word(text, size)[1]
-
-
-@functools.lru_cache(maxsize=1024)
-def _word(text: str, size: int) -> tuple[tuple[Piece, ...], tuple[MarkedPiece, ...]]:
     upright = words.mask(text, size, bold=True, pad=max(2, size // 4))  # room for the halo
     ink = upright.image.rotate(ANGLE, resample=Image.Resampling.BILINEAR, expand=True)
     halo = ink.filter(ImageFilter.BoxBlur(max(1, size // 12))).point(_BOOST)
@@ -140,7 +138,7 @@ def _plane(opacity: Image.Image) -> bytes:
 
 
 def _bands(colour: Image.Image, alpha: Image.Image, shift: Image.Image, origin: Size,
-           height: int) -> tuple[tuple[Piece, ...], tuple[MarkedPiece, ...]]:
+           height: int) -> Word:
     """Horizontal bands of a rotated word, each cropped to where it has any opacity, plain and
     with the mark's opacities (`shift`: what the mark adds to or takes off the letters).
 
@@ -159,7 +157,7 @@ def _bands(colour: Image.Image, alpha: Image.Image, shift: Image.Image, origin: 
             pieces.append(piece)
             marked.append(MarkedPiece(*piece[:5], _plane(ImageChops.subtract(opacity, stroke)),
                                       _plane(ImageChops.add(opacity, stroke))))
-    return tuple(pieces), tuple(marked)
+    return Word(tuple(pieces), tuple(marked))
 
 
 def make_tile(lines: list[str], size: int) -> Tile:
@@ -176,7 +174,7 @@ def make_tile(lines: list[str], size: int) -> Tile:
         baseline = pad + row * line_height + round(size * 0.95)
         for x, text in words.positions(line, size, True):
             ax, ay = _rotate_point((pad + x, baseline), centre, new_centre)
-            plain, with_mark = _word(text, size)
+            plain, with_mark = word(text, size)
             for piece in plain:
                 pieces.append(piece._replace(dx=round(ax) + piece.dx, dy=round(ay) + piece.dy))
             for marked_piece in with_mark:
