@@ -20,9 +20,8 @@ import time
 import numpy as np
 from PIL import Image
 
-from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg
+from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg, marked
 from render.forensic import codes, decode, embed_into
-from render.forensic.embed import embed
 
 
 def psnr(reference: Image.Image, marked: Image.Image) -> float:
@@ -49,11 +48,8 @@ def embed_ms(page: Page, render_id: int) -> tuple[float, float]:
 
 
 def mark_page(page: Page, render_id: int) -> Image.Image:
-    """The page marked as the worker marks it (the page area only, not the strip)."""
-    top = embed(page.image.crop((0, 0, page.image.width, page.page_height)), render_id)
-    marked = page.image.copy()
-    marked.paste(top, (0, 0))
-    return marked
+    """The page marked as the worker marks it (`bench.leakmark_attacks.marked`)."""
+    return marked(page, render_id)
 
 
 def photos(count: int, rng: random.Random) -> list[Image.Image]:
@@ -74,12 +70,16 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=12)
     parser.add_argument("--unmarked", type=int, default=200, help="false-positive trials")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--attacks", default="",
+                        help="only these transformations (names, comma-separated)")
     args = parser.parse_args()
+    attacks = {name: attack for name, attack in ATTACKS.items()
+               if not args.attacks or name in args.attacks.split(",")}
     rng = random.Random(args.seed)
     pages = corpus_pages(args.pages)
     print(f"{len(pages)} pages: " + ", ".join(
         f"{p.name} {p.image.width}x{p.image.height}" for p in pages))
-    hits = {name: 0 for name in ATTACKS}
+    hits = {name: 0 for name in attacks}
     decode_times: list[float] = []
     psnrs, served_psnrs, embeds, encodes = [], [], [], []
     served_pages: list[Image.Image] = []
@@ -94,7 +94,7 @@ def main() -> None:
         mark_ms, encode_ms = embed_ms(page, render_id)
         embeds.append(mark_ms)
         encodes.append(encode_ms)
-        for name, attack in ATTACKS.items():
+        for name, attack in attacks.items():
             leaked = attack(served, page.page_height, rng)
             start = time.perf_counter()
             found = decode(leaked)

@@ -4,6 +4,7 @@ transformations a leaked page goes through, all with Pillow."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import random
 from collections.abc import Callable
@@ -27,6 +28,24 @@ class Page:
     name: str
     image: Image.Image  # RGB, the whole served canvas (page + strip), unmarked
     page_height: int  # rows above the strip
+    drawn: bytes  # the RGBX canvas as PDFium drew it, before the watermark
+    overlay: watermark.Overlay  # the viewer's watermark, without a render id
+
+
+def _watermarked(drawn: bytes, size: tuple[int, int], overlay: watermark.Overlay,
+                 page_height: int) -> Image.Image:
+    pixels = bytearray(drawn)
+    image = Image.frombuffer("RGBX", size, pixels, "raw", "RGBX", 0, 1)
+    image.readonly = False  # drawn on the buffer itself, as render/canvas.py does
+    watermark.apply(canvas.Canvas(image, pixels, size[0] * 4), overlay, page_height)
+    return image.convert("RGB")
+
+
+def marked(page: Page, mark_value: int) -> Image.Image:
+    """The page as the worker serves it with `mark_value` embedded (the pattern's letters
+    marked, then the page area), without the printed trace code: the same strip as unmarked."""
+    overlay = dataclasses.replace(page.overlay, mark_value=mark_value)
+    return _watermarked(page.drawn, page.image.size, overlay, page.page_height)
 
 
 def _render(document: pdfium.PdfDocument, index: int) -> Page:
@@ -37,8 +56,11 @@ def _render(document: pdfium.PdfDocument, index: int) -> Page:
         plan = canvas.layout(scaled_size(width, height, fit_scale(width, height, budget)),
                              MARK, budget)
         drawn = canvas.render_pdf(page, plan)
-        watermark.apply(drawn, watermark.prepare(MARK, plan.width, plan.strip), plan.page[1])
-        return Page("", drawn.image.convert("RGB"), plan.page[1])
+        overlay = watermark.prepare(MARK, plan.width, plan.strip)
+        before = bytes(drawn.pixels[: drawn.stride * drawn.image.height])
+        assert drawn.stride == drawn.image.width * 4
+        image = _watermarked(before, drawn.image.size, overlay, plan.page[1])
+        return Page("", image, plan.page[1], before, overlay)
     finally:
         page.close()
 
@@ -59,7 +81,7 @@ def corpus_pages(limit: int) -> list[Page]:
                 rendered = _render(document, index)
             finally:
                 document.close()
-            pages.append(Page(f"{source.name}#{index + 1}", rendered.image, rendered.page_height))
+            pages.append(dataclasses.replace(rendered, name=f"{source.name}#{index + 1}"))
             if len(pages) >= limit:
                 return pages
     return pages

@@ -15,8 +15,15 @@
 
 typedef struct {
     Py_ssize_t dx, dy, width, height;
-    Py_buffer colour, alpha;
+    Py_buffer colour, alpha, marked; /* marked.buf is NULL when the piece has no such plane */
 } Piece;
+
+/* A chip pattern fixed to the canvas: a square of chips x chips cells of chip x chip pixels
+ * repeated from (0, 0); a piece's `marked` opacity replaces its own on the cells set to 1. */
+typedef struct {
+    Py_buffer cells;
+    Py_ssize_t chip, chips;
+} ChipMask;
 
 /* out = out * (255 - a) / 255 + colour * a / 255, rounded; every step fits in 16 bits, which
  * is what lets gcc and clang work on 8 or 16 bytes at once. */
@@ -31,9 +38,29 @@ blend_run(uint8_t *restrict out, const uint8_t *restrict colour,
     }
 }
 
+/* One row of a piece, its opacity switched chip by chip: `alpha` on cells of the mask set to
+ * 0, `marked` on those set to 1. Runs end on chip edges (32 bytes), still vectorised. */
+static void
+blend_masked_row(uint8_t *out, const uint8_t *colour, const uint8_t *alpha,
+                 const uint8_t *marked, Py_ssize_t x0, Py_ssize_t x1, Py_ssize_t row,
+                 const ChipMask *mask)
+{
+    const uint8_t *cells = mask->cells.buf;
+    const uint8_t *cell_row = cells + ((row / mask->chip) % mask->chips) * mask->chips;
+    Py_ssize_t x = x0;
+    while (x < x1) {
+        Py_ssize_t end = (x / mask->chip + 1) * mask->chip;
+        end = end < x1 ? end : x1;
+        Py_ssize_t at = (x - x0) * PIXEL_BYTES;
+        const uint8_t *opacity = cell_row[(x / mask->chip) % mask->chips] ? marked : alpha;
+        blend_run(out + at, colour + at, opacity + at, (end - x) * PIXEL_BYTES);
+        x = end;
+    }
+}
+
 static void
 blend_piece(uint8_t *canvas, Py_ssize_t stride, Py_ssize_t right, Py_ssize_t bottom,
-            Py_ssize_t left, Py_ssize_t top, const Piece *piece)
+            Py_ssize_t left, Py_ssize_t top, const Piece *piece, const ChipMask *mask)
 {
     Py_ssize_t x = left + piece->dx, y = top + piece->dy;
     Py_ssize_t x0 = x > 0 ? x : 0, y0 = y > 0 ? y : 0;
@@ -43,11 +70,16 @@ blend_piece(uint8_t *canvas, Py_ssize_t stride, Py_ssize_t right, Py_ssize_t bot
         return;
     }
     const uint8_t *colour = piece->colour.buf, *alpha = piece->alpha.buf;
+    const uint8_t *marked = piece->marked.buf;
     Py_ssize_t piece_stride = piece->width * PIXEL_BYTES;
     for (Py_ssize_t row = y0; row < y1; row++) {
         Py_ssize_t at = (row - y) * piece_stride + (x0 - x) * PIXEL_BYTES;
-        blend_run(canvas + row * stride + x0 * PIXEL_BYTES, colour + at, alpha + at,
-                  (x1 - x0) * PIXEL_BYTES);
+        uint8_t *out = canvas + row * stride + x0 * PIXEL_BYTES;
+        if (mask != NULL && marked != NULL) {
+            blend_masked_row(out, colour + at, alpha + at, marked + at, x0, x1, row, mask);
+        } else {
+            blend_run(out, colour + at, alpha + at, (x1 - x0) * PIXEL_BYTES);
+        }
     }
 }
 
@@ -57,12 +89,15 @@ release_pieces(Piece *pieces, Py_ssize_t count)
     for (Py_ssize_t i = 0; i < count; i++) {
         PyBuffer_Release(&pieces[i].colour);
         PyBuffer_Release(&pieces[i].alpha);
+        if (pieces[i].marked.obj != NULL) {
+            PyBuffer_Release(&pieces[i].marked);
+        }
     }
     PyMem_Free(pieces);
 }
 
-/* Reads (dx, dy, width, height, colour, alpha) tuples; NULL with an exception set if any is
- * malformed, so no pixel is touched for a bad call. */
+/* Reads (dx, dy, width, height, colour, alpha[, marked or None]) tuples; NULL with an exception set if
+ * any is malformed, so no pixel is touched for a bad call. */
 static Piece *
 read_pieces(PyObject *sequence, Py_ssize_t *count)
 {
@@ -84,14 +119,20 @@ read_pieces(PyObject *sequence, Py_ssize_t *count)
             PyErr_SetString(PyExc_TypeError, "a piece must be a tuple");
             goto fail;
         }
-        if (!PyArg_ParseTuple(item, "nnnny*y*", &p->dx, &p->dy, &p->width, &p->height,
-                              &p->colour, &p->alpha)) {
+        PyObject *marked = Py_None;
+        if (!PyArg_ParseTuple(item, "nnnny*y*|O", &p->dx, &p->dy, &p->width, &p->height,
+                              &p->colour, &p->alpha, &marked)) {
+            goto fail;
+        }
+        if (marked != Py_None && PyObject_GetBuffer(marked, &p->marked, PyBUF_SIMPLE) < 0) {
+            read++; /* its colour and alpha were taken: release them too */
             goto fail;
         }
         int sane = p->width >= 0 && p->height >= 0 &&
                    (p->width == 0 || p->height <= PY_SSIZE_T_MAX / PIXEL_BYTES / p->width);
         Py_ssize_t bytes = sane ? p->width * p->height * PIXEL_BYTES : -1;
-        if (!sane || p->colour.len != bytes || p->alpha.len != bytes) {
+        if (!sane || p->colour.len != bytes || p->alpha.len != bytes ||
+            (p->marked.obj != NULL && p->marked.len != bytes)) {
             read++; /* its buffers were taken: release them too */
             PyErr_SetString(PyExc_ValueError, "a piece's planes do not match its size");
             goto fail;
@@ -142,14 +183,35 @@ fail:
     return NULL;
 }
 
+/* The optional mask argument: None, or (cells, chip, chips) with chips * chips cells. */
+static int
+read_mask(PyObject *object, ChipMask *mask)
+{
+    if (!PyTuple_Check(object)) {
+        PyErr_SetString(PyExc_TypeError, "the mask must be a tuple (cells, chip, chips)");
+        return 0;
+    }
+    if (!PyArg_ParseTuple(object, "y*nn", &mask->cells, &mask->chip, &mask->chips)) {
+        return 0;
+    }
+    if (mask->chip <= 0 || mask->chips <= 0 || mask->chips > 4096 ||
+        mask->cells.len != mask->chips * mask->chips) {
+        PyBuffer_Release(&mask->cells);
+        PyErr_SetString(PyExc_ValueError, "the mask's cells do not match its size");
+        return 0;
+    }
+    return 1;
+}
+
 static PyObject *
 paste(PyObject *Py_UNUSED(module), PyObject *args)
 {
     Py_buffer canvas;
     Py_ssize_t stride, right, bottom, piece_count = 0, corner_count = 0;
-    PyObject *corner_list, *piece_list;
-    if (!PyArg_ParseTuple(args, "w*n(nn)OO:paste", &canvas, &stride, &right, &bottom,
-                          &corner_list, &piece_list)) {
+    PyObject *corner_list, *piece_list, *mask_object = Py_None;
+    ChipMask mask;
+    if (!PyArg_ParseTuple(args, "w*n(nn)OO|O:paste", &canvas, &stride, &right, &bottom,
+                          &corner_list, &piece_list, &mask_object)) {
         return NULL;
     }
     if (right < 0 || bottom < 0 || stride < right * PIXEL_BYTES || canvas.len < stride * bottom) {
@@ -157,10 +219,18 @@ paste(PyObject *Py_UNUSED(module), PyObject *args)
         PyErr_SetString(PyExc_ValueError, "the area does not fit the canvas");
         return NULL;
     }
+    int masked = mask_object != Py_None;
+    if (masked && !read_mask(mask_object, &mask)) {
+        PyBuffer_Release(&canvas);
+        return NULL;
+    }
     Py_ssize_t *corners = read_corners(corner_list, &corner_count);
     Piece *pieces = corners == NULL ? NULL : read_pieces(piece_list, &piece_count);
     if (pieces == NULL) {
         PyMem_Free(corners);
+        if (masked) {
+            PyBuffer_Release(&mask.cells);
+        }
         PyBuffer_Release(&canvas);
         return NULL;
     }
@@ -168,12 +238,15 @@ paste(PyObject *Py_UNUSED(module), PyObject *args)
     for (Py_ssize_t c = 0; c < corner_count; c++) {
         for (Py_ssize_t i = 0; i < piece_count; i++) {
             blend_piece(canvas.buf, stride, right, bottom, corners[2 * c], corners[2 * c + 1],
-                        &pieces[i]);
+                        &pieces[i], masked ? &mask : NULL);
         }
     }
     Py_END_ALLOW_THREADS
     release_pieces(pieces, piece_count);
     PyMem_Free(corners);
+    if (masked) {
+        PyBuffer_Release(&mask.cells);
+    }
     PyBuffer_Release(&canvas);
     Py_RETURN_NONE;
 }
@@ -225,11 +298,12 @@ static PyMethodDef methods[] = {
      "Write `height` rows of `width` grey bytes into the RGBX `canvas` as R = G = B = grey,\n"
      "X = 255."},
     {"paste", paste, METH_VARARGS,
-     "paste(canvas, stride, (right, bottom), corners, pieces)\n--\n\n"
+     "paste(canvas, stride, (right, bottom), corners, pieces, mask=None)\n--\n\n"
      "Blend every piece at every corner into the RGBX `canvas` (a writable buffer, `stride`\n"
      "bytes a row), clipped to its top-left `right` x `bottom` pixels. A piece is\n"
-     "(dx, dy, width, height, colour, alpha): offsets from the corner, and two planes of\n"
-     "width * height * 4 bytes."},
+     "(dx, dy, width, height, colour, alpha[, marked]): offsets from the corner, and planes\n"
+     "of width * height * 4 bytes. With a mask (cells, chip, chips), a piece's `marked`\n"
+     "opacity is used instead of `alpha` on the canvas's chips whose cell is set."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,7 +6,9 @@ def paste(
     stride: int,
     area: tuple[int, int],
     corners: Sequence[tuple[int, int]],
-    pieces: Sequence[tuple[int, int, int, int, bytes, bytes]],
+    pieces: Sequence[tuple[int, int, int, int, bytes, bytes]
+                     | tuple[int, int, int, int, bytes, bytes, bytes | None]],
+    mask: tuple[bytes, int, int] | None = None,
     /,
 ) -> None: ...
 

@@ -9,9 +9,16 @@ logs it at start-up.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-Paste = Callable[[Any, int, tuple[int, int], Sequence[Any], Sequence[Any]], None]
+
+class Paste(Protocol):
+    """`render._blend.paste`'s signature (the mask is optional)."""
+
+    def __call__(self, canvas: Any, stride: int, area: tuple[int, int], corners: Sequence[Any],
+                 pieces: Sequence[Any], mask: Any = None, /) -> None: ...
+
+
 ExpandGrey = Callable[[bytearray, int, bytes | bytearray, int, int], None]
 
 

@@ -15,11 +15,12 @@ from typing import Any
 from PIL import Image
 
 PIXEL_BYTES = 4
-Piece = tuple[int, int, Image.Image, Image.Image]  # dx, dy, colour, opacity
+# dx, dy, colour, opacity, and the opacity on the mask's chips (None: the same)
+Piece = tuple[int, int, Image.Image, Image.Image, Image.Image | None]
 
 
 def paste(canvas: Any, stride: int, area: tuple[int, int], corners: Sequence[Any],
-          pieces: Sequence[Any]) -> None:
+          pieces: Sequence[Any], mask: Any = None) -> None:
     """Blend every piece at every corner into the RGBX `canvas`, clipped to `area`.
 
     Same contract as `render._blend.paste`: everything is checked before any pixel is touched.
@@ -31,14 +32,39 @@ def paste(canvas: Any, stride: int, area: tuple[int, int], corners: Sequence[Any
     if right < 0 or bottom < 0 or stride < right * PIXEL_BYTES or view.nbytes < stride * bottom:
         raise ValueError("the area does not fit the canvas")
     checked_corners = [_corner(corner) for corner in corners]
+    switch = None if mask is None else _switch(mask, area)
     checked_pieces = [_piece(piece) for piece in pieces]
     if right == 0 or bottom == 0 or not checked_corners or not checked_pieces:
         return
     page = Image.frombuffer("RGBX", area, view, "raw", "RGBX", stride, 1)  # type: ignore[arg-type]
     page.readonly = False  # paste into the canvas's buffer itself, as render/canvas.py does
     for left, top in checked_corners:
-        for dx, dy, colour, opacity in checked_pieces:
-            page.paste(colour, (left + dx, top + dy), opacity)
+        for dx, dy, colour, opacity, marked in checked_pieces:
+            used = opacity
+            if switch is not None and marked is not None:
+                box = (left + dx, top + dy, left + dx + colour.width, top + dy + colour.height)
+                used = Image.composite(marked, opacity, switch.crop(box))
+            page.paste(colour, (left + dx, top + dy), used)
+
+
+def _switch(mask: Any, area: tuple[int, int]) -> Image.Image:
+    """The mask (cells, chip, chips) drawn over `area`: 255 where a piece's `marked` opacity
+    applies, 0 elsewhere (and outside the area, where nothing is drawn anyway)."""
+    if not isinstance(mask, tuple):
+        raise TypeError("the mask must be a tuple (cells, chip, chips)")
+    if len(mask) != 3 or not isinstance(mask[1], int) or not isinstance(mask[2], int):
+        raise TypeError("the mask is (cells, chip, chips)")
+    cells, chip, chips = mask
+    if chip <= 0 or chips <= 0 or chips > 4096 or len(cells) != chips * chips:
+        raise ValueError("the mask's cells do not match its size")
+    period = chip * chips
+    tile = Image.frombytes("L", (chips, chips), bytes(b and 255 for b in bytes(cells)))
+    tile = tile.resize((period, period), Image.Resampling.NEAREST)
+    switch = Image.new("L", (max(1, area[0]), max(1, area[1])))
+    for top in range(0, area[1], period):
+        for left in range(0, area[0], period):
+            switch.paste(tile, (left, top))
+    return switch
 
 
 def _corner(corner: Any) -> tuple[int, int]:
@@ -52,16 +78,20 @@ def _corner(corner: Any) -> tuple[int, int]:
 def _piece(piece: Any) -> Piece:
     if not isinstance(piece, tuple):
         raise TypeError("a piece must be a tuple")
-    if len(piece) != 6 or not all(isinstance(value, int) for value in piece[:4]):
-        raise TypeError("a piece is (dx, dy, width, height, colour, alpha)")
-    dx, dy, width, height, colour, alpha = piece
+    if len(piece) not in (6, 7) or not all(isinstance(value, int) for value in piece[:4]):
+        raise TypeError("a piece is (dx, dy, width, height, colour, alpha[, marked])")
+    dx, dy, width, height, colour, alpha = piece[:6]
+    marked = piece[6] if len(piece) == 7 else None
     size = width * height * PIXEL_BYTES
-    if width < 0 or height < 0 or len(colour) != size or len(alpha) != size:
+    if width < 0 or height < 0 or len(colour) != size or len(alpha) != size or (
+            marked is not None and len(marked) != size):
         raise ValueError("a piece's planes do not match its size")
     if width == 0 or height == 0:
-        return dx, dy, Image.new("RGBX", (0, 0)), Image.new("L", (0, 0))
+        return dx, dy, Image.new("RGBX", (0, 0)), Image.new("L", (0, 0)), None
     opacity = Image.frombytes("RGBX", (width, height), alpha).getchannel(0)
-    return dx, dy, Image.frombytes("RGBX", (width, height), colour), opacity
+    marked_opacity = None if marked is None else Image.frombytes(
+        "RGBX", (width, height), marked).getchannel(0)
+    return dx, dy, Image.frombytes("RGBX", (width, height), colour), opacity, marked_opacity
 
 
 def expand_grey(canvas: bytearray, stride: int, grey: bytes | bytearray, width: int,

@@ -34,6 +34,13 @@ _BOOST = [min(255, v * 4) for v in range(256)]  # blurred ink -> a solid, soft-e
 _ALPHA = [a if a >= 5 else 0 for a in (round(v * OPACITY) for v in range(256))]
 # Ink coverage -> grey level: the ink's own grey on the letters, the halo's around them.
 _COLOUR = [round(HALO + (INK - HALO) * v / 255) for v in range(256)]
+# Ink coverage -> opacity added on the chips the invisible mark darkens and taken off the
+# others: the letters' ink is what survives a raised brightness or contrast
+# (docs/leak-tracing.md), so the mark is stronger there: 2 x INK_MARK x 235 / 255 grey levels
+# between the two on white paper, plus the mark's own 2.3. Both ways rather than darkening
+# only: the same difference for half the squared error (PSNR).
+INK_MARK = 4
+_INK_MARK = [round(INK_MARK * v / 255) for v in range(256)]
 Size = tuple[int, int]
 Point = tuple[float, float]
 
@@ -57,6 +64,21 @@ class Piece(NamedTuple):
     alpha: bytes
 
 
+class MarkedPiece(NamedTuple):
+    """A Piece as blended on a page carrying the invisible mark (`render.forensic.embed`): the
+    letters' ink a little lighter (`alpha`) on the chips the mark leaves alone, a little darker
+    (`marked`) on those it darkens; the halo as in the Piece. What `render.blend.paste` reads
+    with a chip mask."""
+
+    dx: int
+    dy: int
+    width: int
+    height: int
+    colour: bytes
+    alpha: bytes
+    marked: bytes
+
+
 @dataclass(frozen=True)
 class Tile:
     """The pattern for one request: every piece of the rotated text block, ready to paste."""
@@ -64,6 +86,7 @@ class Tile:
     pieces: list[Piece]  # offsets relative to the tile's top-left corner
     size: Size  # the rotated tile
     block: Size  # the text block before rotation (spacing of the lattice)
+    marked_pieces: list[MarkedPiece]  # the same, for a page carrying the invisible mark
 
 
 def _rotation() -> tuple[float, float]:
@@ -84,8 +107,15 @@ def rotated_size(size: Size) -> Size:
     return math.ceil(width * cos + height * sin), math.ceil(width * sin + height * cos)
 
 
+class Word(NamedTuple):
+    """A word's bands, plain and with the invisible mark's two opacities on its letters."""
+
+    plain: tuple[Piece, ...]
+    marked: tuple[MarkedPiece, ...]
+
+
 @functools.lru_cache(maxsize=1024)
-def word(text: str, size: int) -> tuple[Piece, ...]:
+def word(text: str, size: int) -> Word:
     """`text` in bold at `size` px, rotated by ANGLE, with its halo, cut into tight bands.
 
     Cached per process: a word's pixels depend only on its text and size.
@@ -97,27 +127,37 @@ def word(text: str, size: int) -> tuple[Piece, ...]:
     colour = ink.point(_COLOUR).convert("RGBX")
     centre = (upright.image.width / 2, upright.image.height / 2)
     origin = _rotate_point(upright.origin, centre, (ink.width / 2, ink.height / 2))
-    return tuple(_bands(colour, alpha, (round(origin[0]), round(origin[1])), max(4, size // 2)))
+    return _bands(colour, alpha, ink.point(_INK_MARK), (round(origin[0]), round(origin[1])),
+                  max(4, size // 2))
 
 
-def _bands(colour: Image.Image, alpha: Image.Image, origin: Size, height: int) -> list[Piece]:
-    """Horizontal bands of a rotated word, each cropped to where it has any opacity.
+def _plane(opacity: Image.Image) -> bytes:
+    """An opacity as the blend reads it: on R, G and B, none on X."""
+    none = Image.new("L", opacity.size)
+    return Image.merge("RGBA", (opacity, opacity, opacity, none)).tobytes()
+
+
+def _bands(colour: Image.Image, alpha: Image.Image, shift: Image.Image, origin: Size,
+           height: int) -> Word:
+    """Horizontal bands of a rotated word, each cropped to where it has any opacity, plain and
+    with the mark's opacities (`shift`: what the mark adds to or takes off the letters).
 
     Diagonal text fills a small part of its bounding box; blending tight bands instead of the
     whole box is what keeps the pattern cheap (blending is its main cost).
     """
-    pieces = []
+    pieces, marked = [], []
     for top in range(0, alpha.height, height):
         band = (0, top, alpha.width, min(top + height, alpha.height))
         bbox = alpha.crop(band).getbbox()
         if bbox is not None:
             box = (bbox[0], top + bbox[1], bbox[2], top + bbox[3])
-            opacity = alpha.crop(box)
-            none = Image.new("L", opacity.size)
-            pieces.append(Piece(box[0] - origin[0], box[1] - origin[1], *opacity.size,
-                                colour.crop(box).tobytes(),
-                                Image.merge("RGBA", (opacity, opacity, opacity, none)).tobytes()))
-    return pieces
+            opacity, stroke = alpha.crop(box), shift.crop(box)
+            piece = Piece(box[0] - origin[0], box[1] - origin[1], *opacity.size,
+                          colour.crop(box).tobytes(), _plane(opacity))
+            pieces.append(piece)
+            marked.append(MarkedPiece(*piece[:5], _plane(ImageChops.subtract(opacity, stroke)),
+                                      _plane(ImageChops.add(opacity, stroke))))
+    return Word(tuple(pieces), tuple(marked))
 
 
 def make_tile(lines: list[str], size: int) -> Tile:
@@ -128,14 +168,19 @@ def make_tile(lines: list[str], size: int) -> Tile:
     block = (width, line_height * len(lines) + 2 * pad)
     tile = rotated_size(block)
     centre, new_centre = (block[0] / 2, block[1] / 2), (tile[0] / 2, tile[1] / 2)
-    pieces = []
+    pieces: list[Piece] = []
+    marked: list[MarkedPiece] = []
     for row, line in enumerate(lines):
         baseline = pad + row * line_height + round(size * 0.95)
         for x, text in words.positions(line, size, True):
             ax, ay = _rotate_point((pad + x, baseline), centre, new_centre)
-            for piece in word(text, size):
+            plain, with_mark = word(text, size)
+            for piece in plain:
                 pieces.append(piece._replace(dx=round(ax) + piece.dx, dy=round(ay) + piece.dy))
-    return Tile(pieces, tile, block)
+            for marked_piece in with_mark:
+                marked.append(marked_piece._replace(dx=round(ax) + marked_piece.dx,
+                                                    dy=round(ay) + marked_piece.dy))
+    return Tile(pieces, tile, block, marked)
 
 
 @functools.lru_cache(maxsize=64)
@@ -162,11 +207,17 @@ def lattice(canvas: Size, block: Size, tile: Size) -> tuple[Size, ...]:
     return tuple(corners)
 
 
-def paste(pixels: bytearray, stride: int, tile: Tile, area: Size) -> None:
+def paste(pixels: bytearray, stride: int, tile: Tile, area: Size,
+          mark: tuple[bytes, int, int] | None = None) -> None:
     """Blend the tile along the lattice over the top-left `area` of an RGBX canvas, in place.
 
     `pixels` is the canvas's buffer, `stride` bytes a row. Copies are clipped to `area`, so the
     strip below the page is left alone. Neighbouring words' halos may meet, where they are
-    blended twice.
+    blended twice. `mark`: the invisible mark's chips (`render.forensic.embed.ink_chips`): the
+    letters are then a little darker on its darkened chips, a little lighter elsewhere.
     """
-    blend.paste(pixels, stride, area, lattice(area, tile.block, tile.size), tile.pieces)
+    corners = lattice(area, tile.block, tile.size)
+    if mark is None:
+        blend.paste(pixels, stride, area, corners, tile.pieces)
+    else:
+        blend.paste(pixels, stride, area, corners, tile.marked_pieces, mark)

@@ -25,6 +25,7 @@ from PIL import Image, ImageDraw
 
 from render import forensic, pattern, words
 from render.forensic.codes import trace_code
+from render.forensic.embed import ink_chips
 from render.model import WatermarkSpec
 
 if TYPE_CHECKING:  # render.canvas lays its strip out with this module
@@ -178,7 +179,10 @@ def drawn_overlay(lines: tuple[str, ...], width: int, strip: Strip) -> Overlay:
 def apply(canvas: Canvas, overlay: Overlay, page_height: int) -> None:
     """Blend the pattern over the page (the top `page_height` rows), then copy the strip
     under it."""
-    pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height))
+    # The mark starts in the pattern: its letters' ink is darker on the mark's darkened chips.
+    ink_mark = None if overlay.mark_value is None else ink_chips(overlay.mark_value)
+    pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height),
+                  ink_mark)
     if overlay.mark_value is not None:
         # Last, over the final page pixels, just before the JPEG encode (about 1-2 ms).
         forensic.embed_into(canvas.pixels, canvas.stride, (canvas.image.width, page_height),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg
+from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg, marked
 from render.forensic import decode, detect, embed, embed_into, pattern_model
 from render.forensic.decode import SYNC_THRESHOLD
 
@@ -23,11 +23,9 @@ def _page() -> Page:
 
 
 def _marked(render_id: int = RENDER_ID) -> Image.Image:
-    page = _page()
-    top = embed(page.image.crop((0, 0, page.image.width, page.page_height)), render_id)
-    whole = page.image.copy()
-    whole.paste(top, (0, 0))
-    return jpeg(whole, SERVED_QUALITY)
+    """Served as the worker marks a page: the pattern's letters darker on the darkened chips,
+    then every chip of the page area (`watermark.apply`)."""
+    return jpeg(marked(_page(), render_id), SERVED_QUALITY)
 
 
 def _psnr(a: Image.Image, b: Image.Image) -> float:
@@ -43,6 +41,15 @@ def test_mark_is_invisible_by_psnr_and_deterministic() -> None:
     assert not np.array_equal(np.asarray(once), np.asarray(embed(page.image, RENDER_ID + 1)))
 
 
+def test_the_whole_mark_letters_included_stays_under_the_visibility_bar() -> None:
+    page = _page()
+    whole = marked(page, RENDER_ID)
+    assert 40.0 <= _psnr(page.image, whole) < 45.0
+    # The letters' share: the same page with the paper-only mark is closer to the original.
+    paper_only = embed(page.image, RENDER_ID)
+    assert _psnr(page.image, paper_only) > _psnr(page.image, whole)
+
+
 @pytest.mark.parametrize("attack", ["none", "jpeg q50", "downscale 50%", "640 px wide",
                                     "half-area crop", "screenshot", "greyscale", "rotate 2 deg",
                                     "downscale 50% + jpeg q50", "rotate 2 deg + crop",
@@ -50,7 +57,11 @@ def test_mark_is_invisible_by_psnr_and_deterministic() -> None:
                                     "contrast -20%", "brightness +20% + greyscale",
                                     "screenshot + brightness +20%",
                                     "rotate 2 deg + brightness +20%",
-                                    "rotate 2 deg + contrast +20%"])
+                                    "rotate 2 deg + contrast +20%",
+                                    # Read through the letters' stronger mark (and, after
+                                    # JPEG q50, the ink level the pattern's lattice shows).
+                                    "brightness +20% + jpeg q50", "contrast +20% + jpeg q50",
+                                    "640 px + brightness +20%", "brightness +20% + crop"])
 def test_exact_id_survives(attack: str) -> None:
     leaked = ATTACKS[attack](_marked(), _page().page_height, random.Random(attack))
     found = detect(leaked)

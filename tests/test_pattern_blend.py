@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from render import _blend, blend, blend_pillow, pattern
-from render.pattern import Piece
+from render.pattern import MarkedPiece, Piece
 
 IMPLEMENTATIONS = {"C": _blend.paste, "Pillow": blend_pillow.paste}
 
@@ -86,6 +86,99 @@ def test_a_tile_blends_over_a_page_like_pillow_did(paste: blend.Paste) -> None:
     paste(pixels, size[0] * 4, size, corners, tile.pieces)
     assert _rgb(pixels, size) == _rgb(expected.tobytes(), size)
     assert _rgb(pixels, size) != _rgb(page.tobytes(), size)
+
+
+def _pillow_masked_paste(canvas: Image.Image, corners: list[tuple[int, int]],
+                         pieces: list[Piece | MarkedPiece], area: tuple[int, int],
+                         mask: tuple[bytes, int, int]) -> None:
+    """The reference for a masked paste: pixel by pixel, the piece's `marked` opacity on the
+    chips whose cell is set, its own elsewhere."""
+    cells, chip, chips = mask
+    page = canvas.crop((0, 0, *area))
+    for left, top in corners:
+        for piece in pieces:
+            size = (piece.width, piece.height)
+            alpha = Image.frombytes("RGBX", size, piece.alpha).getchannel(0)
+            marked = alpha if not isinstance(piece, MarkedPiece) else Image.frombytes(
+                "RGBX", size, piece.marked).getchannel(0)
+            chosen, stronger = bytearray(alpha.tobytes()), marked.tobytes()
+            for y in range(piece.height):
+                for x in range(piece.width):
+                    cx, cy = left + piece.dx + x, top + piece.dy + y
+                    if cx >= 0 and cy >= 0 and cells[(cy // chip) % chips * chips
+                                                     + (cx // chip) % chips]:
+                        chosen[y * piece.width + x] = stronger[y * piece.width + x]
+            page.paste(Image.frombytes("RGBX", size, piece.colour),
+                       (left + piece.dx, top + piece.dy), Image.frombytes("L", size, chosen))
+    canvas.paste(page, (0, 0))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_masked_blend_uses_the_marked_opacity_on_the_set_chips_only(
+    seed: int, paste: blend.Paste
+) -> None:
+    rng = random.Random(100 + seed)
+    before = Image.frombytes("RGBX", (WIDTH, HEIGHT), rng.randbytes(WIDTH * HEIGHT * 4))
+    corners = [(rng.randint(-40, WIDTH + 10), rng.randint(-40, HEIGHT + 10)) for _ in range(10)]
+    pieces: list[Piece | MarkedPiece] = []
+    for n in range(8):
+        piece = _random_piece(rng)
+        if n % 4:  # a quarter keep their one opacity (no marked plane)
+            pieces.append(MarkedPiece(*piece, bytes(min(255, b + 40) for b in piece.alpha)))
+        else:
+            pieces.append(piece)
+    mask = (bytes(rng.choice((0, 1)) for _ in range(9)), rng.choice((3, 4, 8)), 3)
+    area = (WIDTH - 5, HEIGHT - 3)
+    expected = before.copy()
+    _pillow_masked_paste(expected, corners, pieces, area, mask)
+    pixels = bytearray(before.tobytes())
+    paste(pixels, WIDTH * 4, area, corners, pieces, mask)
+    assert _rgb(pixels) == _rgb(expected.tobytes())
+    # The mask made a difference, and without it the marked planes are ignored.
+    plain = bytearray(before.tobytes())
+    paste(plain, WIDTH * 4, area, corners, pieces)
+    reference = before.copy()
+    _pillow_paste(reference, corners, [Piece(*p[:6]) for p in pieces], area)
+    assert _rgb(plain) == _rgb(reference.tobytes()) != _rgb(pixels)
+
+
+@pytest.mark.parametrize(("mask", "error"), [
+    ((bytes(8), 8, 3), ValueError),  # 8 cells for 3 x 3
+    ((bytes(9), 0, 3), ValueError),  # chips of no size
+    ((bytes(9), 8), TypeError),
+    ("mask", TypeError),
+])
+def test_a_malformed_mask_is_refused_before_any_pixel_is_drawn(
+    mask: object, error: type[Exception], paste: blend.Paste
+) -> None:
+    pixels = bytearray(b"\x80" * WIDTH * HEIGHT * 4)
+    piece = MarkedPiece(0, 0, 2, 2, bytes(16), b"\xff" * 16, b"\xff" * 16)
+    with pytest.raises(error):
+        paste(pixels, WIDTH * 4, (WIDTH, HEIGHT), [(0, 0)], [piece], mask)
+    assert pixels == bytearray(b"\x80" * WIDTH * HEIGHT * 4)
+
+
+def test_a_pattern_tile_marks_only_its_letters_ink() -> None:
+    """With the mark's chips, the letters are darker on the set chips and lighter on the
+    others, by up to INK_MARK x 235 / 255 each way; white paper (under the halo) stays white."""
+    tile = pattern.make_tile(["Confidential — Acme", "Ann Lee"], 24)
+    size = (384, 384)
+    corners = pattern.lattice(size, tile.block, tile.size)
+    plain = bytearray(b"\xff" * size[0] * size[1] * 4)
+    marked = bytearray(plain)
+    blend.paste(plain, size[0] * 4, size, corners, tile.pieces)
+    pattern.paste(marked, size[0] * 4, tile, size, (b"\x01\x00\x00\x01", 96, 2))
+    before = Image.frombytes("RGBX", size, bytes(plain)).getchannel(0).tobytes()
+    after = Image.frombytes("RGBX", size, bytes(marked)).getchannel(0).tobytes()
+    darker: dict[str, list[int]] = {"set": [], "unset": []}
+    for index, (old, new) in enumerate(zip(before, after, strict=True)):
+        y, x = divmod(index, size[0])
+        darker["set" if (y // 96 + x // 96) % 2 == 0 else "unset"].append(old - new)
+        if old == 255:
+            assert new == 255  # paper, or the halo on paper
+    step = pattern.INK_MARK * 235 / 255
+    assert min(darker["set"]) >= 0 and abs(max(darker["set"]) - step) <= 1
+    assert max(darker["unset"]) <= 0 and abs(min(darker["unset"]) + step) <= 1
 
 
 @pytest.mark.parametrize("damage", ["short colour", "short alpha", "negative size", "not a tuple"])

@@ -31,11 +31,15 @@ LEAKS = ["none", "jpeg q50", "downscale 50%", "640 px wide", "half-area crop", "
          "greyscale", "rotate 2 deg", "crop + jpeg q50", "downscale 50% + jpeg q50",
          "rotate 2 deg + crop", "greyscale + 640 px", "brightness -20%", "contrast -20%",
          "brightness +20%", "contrast +20%", "rotate 2 deg + brightness +20%",
-         "rotate 2 deg + contrast +20%"]
+         "rotate 2 deg + contrast +20%",
+         # Read through the pattern's letters, which carry the mark more strongly, and after
+         # JPEG q50 at the ink level the pattern's lattice shows.
+         "brightness +20% + jpeg q50", "contrast +20% + jpeg q50", "640 px + brightness +20%"]
 # A raised tone on a rescaled page is read at every scale from that ink alone: about 9 pages in
-# 10 here (page 2 is mostly a colour block, with little paper for the pattern); such a trace may
-# come back empty, but never with another view's id.
-BEST_EFFORT_LEAKS = ["screenshot + brightness +20%"]
+# 10 here (these pages are half a colour block, with little paper for the pattern; a brightened
+# half-area crop may hold mostly the block); such a trace may come back empty, but never with
+# another view's id.
+BEST_EFFORT_LEAKS = ["screenshot + brightness +20%", "brightness +20% + crop"]
 
 
 def _leak(name: str, page: Image.Image, rng: random.Random) -> Image.Image:

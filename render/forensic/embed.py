@@ -53,6 +53,13 @@ def tile_pieces(render_id: int) -> tuple[Piece, ...]:
     return tuple(pieces)
 
 
+@functools.lru_cache(maxsize=64)
+def ink_chips(render_id: int) -> tuple[bytes, int, int]:
+    """The id's darkened chips as the mask `render.blend.paste` reads (cells, chip, chips):
+    the visible pattern's letters are blended a little darker on them (`render.pattern`)."""
+    return chip_bits(render_id).tobytes(), CHIP, TILE_CHIPS
+
+
 def _corners(area: tuple[int, int]) -> list[tuple[int, int]]:
     width, height = area
     return [(x, y) for y in range(0, height, TILE) for x in range(0, width, TILE)]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
-from PIL import Image
+from PIL import Image, ImageFilter
 
 Floats = npt.NDArray[np.float32]
 Residual = Callable[[Image.Image, float], Floats]
@@ -24,7 +24,31 @@ _PAPER_MIN = 200  # the commonest level must be paper-like for the page to have 
 _INK_BELOW_PAPER = (12, 90)  # the pattern's ink sits this far below paper (59 unchanged)
 _RESAMPLED_REACH = 7.5
 _MIN_PAPER_SHARE = 0.05
+_PAPER_REACH = 4  # px: the letters' strokes are 4-5 px wide on a served page
+_PAPER_TOLERANCE = 4  # grey levels under the paper's level still paper (JPEG noise)
 _MIN_INK_SHARE = 0.005  # of the image's pixels, or there is too little ink to fold
+
+
+def paper_level(grey: Image.Image) -> int | None:
+    """The paper's grey level: the lightest level holding a share of the image (not a
+    desktop's grey, which may be the commonest level of a screenshot), or None."""
+    counts = np.asarray(grey.histogram(), dtype=np.int64)
+    papers = np.nonzero(counts[_PAPER_MIN:] >= _MIN_PAPER_SHARE * counts.sum())[0]
+    return None if len(papers) == 0 else _PAPER_MIN + int(papers[-1])
+
+
+def near_paper(grey: Image.Image, paper: int) -> npt.NDArray[np.bool_]:
+    """Pixels within _PAPER_REACH px of paper: the pattern's letters are drawn on paper (their
+    halo is paper-white), a photograph's mid-greys, which may outnumber them, are not."""
+    is_paper = grey.point([255 if v >= paper - _PAPER_TOLERANCE else 0 for v in range(256)])
+    spread: npt.NDArray[np.bool_] = np.asarray(
+        is_paper.filter(ImageFilter.BoxBlur(_PAPER_REACH))) > 0
+    return spread
+
+
+def ink_range(paper: int) -> tuple[int, int]:
+    """The grey levels the visible pattern's ink may have on paper of level `paper`."""
+    return paper - _INK_BELOW_PAPER[1], paper - _INK_BELOW_PAPER[0]
 
 
 def ink_level(grey: Image.Image) -> int | None:
@@ -32,18 +56,16 @@ def ink_level(grey: Image.Image) -> int | None:
     the commonest level well under the paper's, among pixels that are not flat (a
     screenshot's desktop is one flat level, and may outnumber the ink)."""
     counts = np.asarray(grey.histogram(), dtype=np.int64)
-    # The paper: the lightest level holding a share of the image (not a desktop's grey,
-    # which may be the commonest level of a screenshot).
-    papers = np.nonzero(counts[_PAPER_MIN:] >= _MIN_PAPER_SHARE * counts.sum())[0]
-    if len(papers) == 0:
+    paper = paper_level(grey)
+    if paper is None:
         return None
-    paper = _PAPER_MIN + int(papers[-1])
     values = np.asarray(grey, dtype=np.int16)
     textured = np.zeros(values.shape, dtype=bool)
     textured[:-1, :-1] = (values[:-1, :-1] != values[1:, :-1]) | (values[:-1, :-1] !=
                                                                    values[:-1, 1:])
+    textured &= near_paper(grey, paper)
     ink_counts = np.bincount(values[textured].ravel(), minlength=256)
-    low, high = paper - _INK_BELOW_PAPER[1], paper - _INK_BELOW_PAPER[0]
+    low, high = ink_range(paper)
     level = low + int(np.argmax(ink_counts[low: high + 1]))
     band = counts[max(0, level - int(INK_BAND)): level + int(INK_BAND) + 1].sum()
     return level if band >= _MIN_INK_SHARE * counts.sum() else None

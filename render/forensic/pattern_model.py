@@ -19,7 +19,7 @@ import numpy.typing as npt
 from PIL import Image, ImageFilter
 
 from render.forensic import sync
-from render.forensic.ink import INK_BAND
+from render.forensic.ink import INK_BAND, ink_range, near_paper, paper_level
 
 Floats = npt.NDArray[np.float32]
 Points = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]
@@ -31,6 +31,9 @@ _NOT_COLLINEAR = 0.3  # |sin| of the angle between the two lattice vectors, at l
 _MIN_CELL = 8
 _MIN_POINTS = 500
 _FLAT_REACH = 3
+_SMEARED_MIN_LAG = 60  # px: the pattern's shorter lattice vector at the smallest scale, 0.3
+_SMEARED_INK_GAP = 10
+_INK_QUANTILE = 0.25  # the level ink found through the lattice keeps off the paper's
 # On a served page the lattice's first vector (`render.pattern.lattice`) lies at -30 degrees;
 # a leak rotated by up to this much is read at the angle that brings it back there.
 _PATTERN_ANGLE = -30.0
@@ -42,8 +45,8 @@ class InkReading(NamedTuple):
     rotation: float | None  # degrees, the mark's x axis in the image, from the pattern's lattice
 
 
-def _local_maxima(acf: Floats) -> list[tuple[int, int, float]]:
-    """The highest local maxima (dx, dy, height) of `acf` at lags of _MIN_LAG or more, one
+def _local_maxima(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
+    """The highest local maxima (dx, dy, height) of `acf` at lags of `min_lag` or more, one
     half plane (the autocorrelation is symmetric)."""
     centred = np.fft.fftshift(acf)
     neighbourhood = centred.copy()
@@ -53,7 +56,7 @@ def _local_maxima(acf: Floats) -> list[tuple[int, int, float]]:
     height, width = centred.shape
     ys, xs = np.nonzero(centred == neighbourhood)
     dy, dx = ys - height // 2, xs - width // 2
-    keep = (np.hypot(dx, dy) >= _MIN_LAG) & ((dy > 0) | ((dy == 0) & (dx > 0)))
+    keep = (np.hypot(dx, dy) >= min_lag) & ((dy > 0) | ((dy == 0) & (dx > 0)))
     values = centred[ys[keep], xs[keep]]
     order = np.argsort(values)[::-1][:_PEAKS]
     return [(int(dx[keep][k]), int(dy[keep][k]), float(values[k])) for k in order]
@@ -73,10 +76,11 @@ def _sub_pixel(acf: Floats, x: int, y: int) -> tuple[float, float]:
     return (x + offset(at(-1, 0), centre, at(1, 0)), y + offset(at(0, -1), centre, at(0, 1)))
 
 
-def pattern_lattice(ink: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64] | None:
+def pattern_lattice(ink: npt.NDArray[np.bool_], min_lag: int = _MIN_LAG,
+                    ) -> npt.NDArray[np.float64] | None:
     """Two vectors (rows: dx, dy) spanning the lattice the ink pixels repeat on, or None."""
     acf = sync.autocorrelation((ink - ink.mean()).astype(np.float32))
-    peaks = _local_maxima(acf)
+    peaks = _local_maxima(acf, min_lag)
     if len(peaks) < 2:
         return None
     first = peaks[0]
@@ -185,3 +189,28 @@ def ink_points(grey: Image.Image, level: int) -> InkReading | None:
     found -= found.mean()
     height, width = values.shape
     return InkReading((ys - height / 2.0, xs - width / 2.0, found), rotation)
+
+
+def lattice_ink_level(grey: Image.Image) -> int | None:
+    """The visible pattern's ink level read through its lattice, for images where the
+    histogram shows no ink peak (JPEG q50 after a raised tone smears the letters' 3-4 px
+    strokes into every level between ink and paper): the lattice of every pixel between the
+    two, the pattern modelled on it, and the commonest level of the model there (each cell
+    averages every copy of the letter, so JPEG's noise and the mark average out)."""
+    paper = paper_level(grey)
+    if paper is None:
+        return None
+    low, high = ink_range(paper)
+    values = np.asarray(grey, dtype=np.float32)
+    on_paper = near_paper(grey, paper)  # not a photograph's mid-greys
+    between = (values >= low) & (values <= paper - _SMEARED_INK_GAP) & ~_flat_areas(grey)
+    # Smeared letters repeat along their lines more clearly than the pattern does: only lags
+    # the lattice has at any scale searched (its shorter vector: about 280 px served).
+    lattice = pattern_lattice(between & on_paper, _SMEARED_MIN_LAG)
+    if lattice is None:
+        return None
+    model = pattern_model(values, (values >= low) & on_paper, lattice, between & on_paper)
+    # A low quantile, not the commonest value: the letters' edges, more numerous than their
+    # cores, pull the commonest towards the paper (239 for an ink of 232-236 once).
+    inked = model[(model >= low) & (model <= high)]
+    return None if len(inked) == 0 else round(float(np.quantile(inked, _INK_QUANTILE)))
