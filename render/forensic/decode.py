@@ -91,16 +91,24 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
 
 
 def _scan_ink(grey: Image.Image, level: int | None) -> Detection | None:
-    """The scan at the histogram's ink level, then at the level the pattern's lattice shows
-    when that differs (after JPEG q50 the histogram has no ink peak)."""
+    """The scan at the histogram's ink level, then at the levels the pattern's lattice shows
+    that differ from every level tried (after JPEG q50 the histogram has no ink peak; on a page
+    shrunk to half it shows the letters' edges, lighter than their cores)."""
     # Its central part at most (halving instead blurs 3-px chips out: measured worse).
     grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
-    found = None if level is None else _scan(grey, level)
-    if found is None:
-        second = pattern_model.lattice_ink_level(grey)
-        if second is not None and (level is None or abs(second - level) > _SAME_INK):
-            found = _scan(grey, second)
-    return found
+    tried: list[int] = []
+    if level is not None:
+        found = _scan(grey, level)
+        if found is not None:
+            return found
+        tried.append(level)
+    for other in pattern_model.lattice_ink_levels(grey):
+        if all(abs(other - done) > _SAME_INK for done in tried):
+            found = _scan(grey, other)
+            if found is not None:
+                return found
+            tried.append(other)
+    return None
 
 
 def _scan(grey: Image.Image, level: int) -> Detection | None:

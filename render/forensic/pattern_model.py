@@ -33,7 +33,11 @@ _MIN_POINTS = 500
 _FLAT_REACH = 3
 _SMEARED_MIN_LAG = 60  # px: the pattern's shorter lattice vector at the smallest scale, 0.3
 _SMEARED_INK_GAP = 10
-_INK_QUANTILE = 0.25  # the level ink found through the lattice keeps off the paper's
+# Quantiles of the modelled letters' levels tried as the ink level, in turn: the letters'
+# edges, more numerous than their cores, pull the commonest level towards the paper (239 for an
+# ink of 232-236 once); on a page shrunk to half, whose 2-px strokes are mostly edge, the cores
+# are rarer still (ink near 190 read at 0.25 as 200-207, at 0.05 as 190-198).
+_INK_QUANTILES = (0.25, 0.05)
 # On a served page the lattice's first vector (`render.pattern.lattice`) lies at -30 degrees;
 # a leak rotated by up to this much is read at the angle that brings it back there.
 _PATTERN_ANGLE = -30.0
@@ -191,15 +195,16 @@ def ink_points(grey: Image.Image, level: int) -> InkReading | None:
     return InkReading((ys - height / 2.0, xs - width / 2.0, found), rotation)
 
 
-def lattice_ink_level(grey: Image.Image) -> int | None:
+def lattice_ink_levels(grey: Image.Image) -> list[int]:
     """The visible pattern's ink level read through its lattice, for images where the
     histogram shows no ink peak (JPEG q50 after a raised tone smears the letters' 3-4 px
     strokes into every level between ink and paper): the lattice of every pixel between the
-    two, the pattern modelled on it, and the commonest level of the model there (each cell
-    averages every copy of the letter, so JPEG's noise and the mark average out)."""
+    two, the pattern modelled on it, and low quantiles of the model's levels there (each cell
+    averages every copy of the letter, so JPEG's noise and the mark average out), likeliest
+    first; none when the image shows no such lattice."""
     paper = paper_level(grey)
     if paper is None:
-        return None
+        return []
     low, high = ink_range(paper)
     values = np.asarray(grey, dtype=np.float32)
     on_paper = near_paper(grey, paper)  # not a photograph's mid-greys
@@ -208,9 +213,9 @@ def lattice_ink_level(grey: Image.Image) -> int | None:
     # the lattice has at any scale searched (its shorter vector: about 280 px served).
     lattice = pattern_lattice(between & on_paper, _SMEARED_MIN_LAG)
     if lattice is None:
-        return None
+        return []
     model = pattern_model(values, (values >= low) & on_paper, lattice, between & on_paper)
-    # A low quantile, not the commonest value: the letters' edges, more numerous than their
-    # cores, pull the commonest towards the paper (239 for an ink of 232-236 once).
     inked = model[(model >= low) & (model <= high)]
-    return None if len(inked) == 0 else round(float(np.quantile(inked, _INK_QUANTILE)))
+    if len(inked) == 0:
+        return []
+    return [round(float(level)) for level in np.quantile(inked, _INK_QUANTILES)]
