@@ -1,10 +1,11 @@
 """The leak-tracing mark's cost on a page served over HTTP, with and without it, in one run.
 
-    python -m bench.leakmark_run [--pages 6] [--rounds 4] [--docs 4]
+    python -m bench.leakmark_run [--pages 6] [--rounds 4] [--docs 4] [--keep-code]
 
 Starts two vaultd exactly as `bench.run` does; the second with `bench/unmarked_site` first on
 its PYTHONPATH, which serves pages without the mark (no invisible mark, no trace code; the
-strip keeps its layout). The same documents go to both; page requests alternate between the
+strip keeps its layout; with `--keep-code` the trace code is drawn on both, so the figure is
+the invisible mark's alone). The same documents go to both; page requests alternate between the
 two servers (which one goes first alternates too), so load elsewhere on the machine hits both
 alike. Reports, per document, the page p50 of each and the median of the paired ratios.
 """
@@ -28,11 +29,13 @@ from render.forensic import decode
 UNMARKED_SITE = Path(__file__).resolve().parent / "unmarked_site"
 
 
-def _vault(work: Path, marked: bool) -> Vault:
+def _vault(work: Path, marked: bool, keep_code: bool = False) -> Vault:
     vault = Vault(work)
     if not marked:
         root = Path(__file__).resolve().parent.parent
         vault.process.env["PYTHONPATH"] = f"{UNMARKED_SITE}:{root}"
+        if keep_code:
+            vault.process.env["VAULTD_BENCH_KEEP_TRACE_CODE"] = "1"
     return vault.start()
 
 
@@ -60,10 +63,13 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=6, help="pages sampled per document")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--docs", type=int, default=4, help="system PDFs besides the generated")
+    parser.add_argument("--keep-code", action="store_true",
+                        help="draw the trace code on both servers: the invisible mark's cost")
     args = parser.parse_args()
     docs = [corpus.small_pdf(), corpus.image_heavy_pdf(), *corpus.system_pdfs(args.docs)]
     with tempfile.TemporaryDirectory(prefix="vaultd-leakmark-") as work:
-        vaults = [_vault(Path(work) / "marked", True), _vault(Path(work) / "unmarked", False)]
+        vaults = [_vault(Path(work) / "marked", True),
+                  _vault(Path(work) / "unmarked", False, args.keep_code)]
         try:
             clients = [v.client() for v in vaults]
             tokens = [[v.link(c, v.store(c, d.data, d.name)["id"]) for d in docs]
