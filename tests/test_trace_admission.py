@@ -4,7 +4,6 @@ once could otherwise fill vaultd's memory."""
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import assert_json_error
+from tests.raw_posts import finish_post, start_post
 from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 
@@ -34,32 +34,11 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
 
 def start_trace(vault: VaultProcess, key: str) -> socket.socket:
     """A raw trace that declares the whole image and sends only its first SENT bytes for now."""
-    head = (f"POST /v1/trace HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
-            f"Content-Type: image/png\r\nContent-Length: {len(IMAGE)}\r\n\r\n").encode()
-    sock = socket.create_connection(("127.0.0.1", vault.port), timeout=60)
-    sock.sendall(head + IMAGE[:SENT])
-    return sock
+    return start_post(vault.port, "/v1/trace", key, "image/png", IMAGE, SENT)
 
 
 def finish_trace(sock: socket.socket) -> tuple[int, dict[str, Any]]:
-    with sock:
-        sock.sendall(IMAGE[SENT:])
-        raw = b""
-        while b"\r\n\r\n" not in raw or len(raw.split(b"\r\n\r\n", 1)[1]) < _length(raw):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            raw += chunk
-    head, body = raw.split(b"\r\n\r\n", 1)
-    return int(head.split()[1]), json.loads(body)
-
-
-def _length(raw: bytes) -> int:
-    for line in raw.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return int(value)
-    return 0
+    return finish_post(sock, IMAGE, SENT)
 
 
 def trace(vault: VaultProcess, key: str) -> httpx.Response:

@@ -3,7 +3,6 @@ the per-account cap on uploads in progress (429 with Retry-After)."""
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import assert_json_error, upload
+from tests.raw_posts import finish_post, start_post
 from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 
@@ -44,32 +44,7 @@ def temporaries(vault: VaultProcess) -> list[str]:
 
 
 def start_upload(vault: VaultProcess, key: str, data: bytes, sent: int) -> socket.socket:
-    """A raw upload that declares len(data) and sends only `sent` bytes of it for now."""
-    head = (f"POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
-            f"Content-Type: image/png\r\nContent-Length: {len(data)}\r\n\r\n").encode()
-    sock = socket.create_connection(("127.0.0.1", vault.port), timeout=30)
-    sock.sendall(head + data[:sent])
-    return sock
-
-
-def finish_upload(sock: socket.socket, data: bytes, sent: int) -> tuple[int, dict[str, Any]]:
-    with sock:
-        sock.sendall(data[sent:])
-        raw = b""
-        while b"\r\n\r\n" not in raw or len(raw.split(b"\r\n\r\n", 1)[1]) < _length(raw):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            raw += chunk
-    head, body = raw.split(b"\r\n\r\n", 1)
-    return int(head.split()[1]), json.loads(body)
-
-
-def _length(raw: bytes) -> int:
-    for line in raw.split(b"\r\n\r\n", 1)[0].split(b"\r\n"):
-        if line.lower().startswith(b"content-length:"):
-            return int(line.split(b":", 1)[1])
-    return 0
+    return start_post(vault.port, "/v1/files", key, "image/png", data, sent)
 
 
 def test_an_account_at_its_document_limit_is_refused_before_any_byte_is_stored(
@@ -82,7 +57,7 @@ def test_an_account_at_its_document_limit_is_refused_before_any_byte_is_stored(
     sock = start_upload(vault2, key, data, 300_000)
     time.sleep(0.5)
     assert temporaries(vault2) == before  # no temporary blob while the body arrives
-    status, body = finish_upload(sock, data, 300_000)
+    status, body = finish_post(sock, data, 300_000)
     assert status == 402
     assert body["error"] == "document limit reached: plan Free allows 100 documents"
     assert temporaries(vault2) == before
@@ -119,7 +94,7 @@ def test_uploads_past_the_per_account_cap_get_429_with_retry_after(
     with vault2.client(other_key) as other:  # another account is not affected
         assert upload(other, docs.png(), content_type="image/png").status_code == 201
     for sock in held:
-        assert finish_upload(sock, data, 100_000)[0] == 201
+        assert finish_post(sock, data, 100_000)[0] == 201
     with vault2.client(key) as api:  # the slots were given back
         assert upload(api, docs.png(), content_type="image/png").status_code == 201
 
