@@ -17,7 +17,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageEnhance
 
 from bench.corpus import _photo_jpeg
-from bench.leakmark_attacks import ATTACKS
+from bench.leakmark_attacks import ATTACKS, _render
 from render.forensic import codes, decode
 from render.forensic.embed import embed
 from tests import documents as docs
@@ -152,6 +152,22 @@ def test_unmarked_images_are_never_found(api: httpx.Client) -> None:
     answers = [_trace(api, image, fmt) for image, fmt in images]
     assert [a.status_code for a in answers] == [200] * len(images)
     assert [a.json() for a in answers] == [{"found": False}] * len(images)
+
+
+@pytest.mark.slow  # several seconds: kept out of the fast loop
+def test_unmarked_pages_with_the_pattern_go_through_every_reading(api: httpx.Client) -> None:
+    """Pages drawn as vaultd draws them, visible pattern and strip, but with no mark: the
+    decoder in the confined worker tries every reading (the pattern's lattice, its ink levels,
+    the scans at each), and answers not found, never an error."""
+    document = pdfium.PdfDocument(docs.pdf(pages=2))
+    pages = [_render(document, index) for index in range(2)]
+    rng = random.Random(7)
+    for page in pages:
+        for leak in ("brightness +20% + jpeg q50", "640 px + brightness +20%",
+                     "rotate 2 deg + brightness +20%", "downscale 50% + jpeg q50"):
+            leaked = ATTACKS[leak](page.image, page.page_height, rng)
+            response = _trace(api, leaked, "JPEG" if "jpeg" in leak else "PNG")
+            assert (response.status_code, response.json()) == (200, {"found": False}), leak
 
 
 def test_another_accounts_page_is_not_found(

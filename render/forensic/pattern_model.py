@@ -15,6 +15,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import numpy.ma  # loaded now: np.quantile imports it lazily; a confined worker may not read it
 import numpy.typing as npt
 from PIL import Image, ImageFilter
 
