@@ -39,7 +39,7 @@ blend_run(uint8_t *restrict out, const uint8_t *restrict colour,
 }
 
 /* One row of a piece, its opacity switched chip by chip: `alpha` on cells of the mask set to
- * 0, `marked` on those set to 1. Runs end on chip edges (32 bytes), still vectorised. */
+ * 0, `marked` on those set to 1. Runs end where the cell changes, each still vectorised. */
 static void
 blend_masked_row(uint8_t *out, const uint8_t *colour, const uint8_t *alpha,
                  const uint8_t *marked, Py_ssize_t x0, Py_ssize_t x1, Py_ssize_t row,

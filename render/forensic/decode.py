@@ -96,25 +96,26 @@ def _scan_ink(grey: Image.Image, level: int | None) -> Detection | None:
     shrunk to half it shows the letters' edges, lighter than their cores)."""
     # Its central part at most (halving instead blurs 3-px chips out: measured worse).
     grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
+    flat = pattern_model.flat_areas(grey)  # the same for every level read
     tried: list[int] = []
     if level is not None:
-        found = _scan(grey, level)
+        found = _scan(grey, level, flat)
         if found is not None:
             return found
         tried.append(level)
-    for other in pattern_model.lattice_ink_levels(grey):
+    for other in pattern_model.lattice_ink_levels(grey, flat):
         if all(abs(other - done) > _SAME_INK for done in tried):
-            found = _scan(grey, other)
+            found = _scan(grey, other, flat)
             if found is not None:
                 return found
             tried.append(other)
     return None
 
 
-def _scan(grey: Image.Image, level: int) -> Detection | None:
+def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_]) -> Detection | None:
     """The clipped page read at every scale (`scan`), the visible pattern subtracted first
     (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale."""
-    reading = pattern_model.ink_points(grey, level)
+    reading = pattern_model.ink_points(grey, level, flat)
     if reading is None or len(reading.points[2]) < scan.MIN_POINTS:
         return None
     points = scan.thinned(reading.points, scan.MAX_POINTS)

@@ -29,10 +29,12 @@ _PAPER_TOLERANCE = 4  # grey levels under the paper's level still paper (JPEG no
 _MIN_INK_SHARE = 0.005  # of the image's pixels, or there is too little ink to fold
 
 
-def paper_level(grey: Image.Image) -> int | None:
+def paper_level(grey: Image.Image, counts: npt.NDArray[np.int64] | None = None) -> int | None:
     """The paper's grey level: the lightest level holding a share of the image (not a
-    desktop's grey, which may be the commonest level of a screenshot), or None."""
-    counts = np.asarray(grey.histogram(), dtype=np.int64)
+    desktop's grey, which may be the commonest level of a screenshot), or None. `counts`:
+    the image's histogram, when the caller has it already."""
+    if counts is None:
+        counts = np.asarray(grey.histogram(), dtype=np.int64)
     papers = np.nonzero(counts[_PAPER_MIN:] >= _MIN_PAPER_SHARE * counts.sum())[0]
     return None if len(papers) == 0 else _PAPER_MIN + int(papers[-1])
 
@@ -56,7 +58,7 @@ def ink_level(grey: Image.Image) -> int | None:
     the commonest level well under the paper's, among pixels that are not flat (a
     screenshot's desktop is one flat level, and may outnumber the ink)."""
     counts = np.asarray(grey.histogram(), dtype=np.int64)
-    paper = paper_level(grey)
+    paper = paper_level(grey, counts)
     if paper is None:
         return None
     values = np.asarray(grey, dtype=np.int16)

@@ -160,7 +160,7 @@ def pattern_model(values: Floats, weight: npt.NDArray[np.bool_],
     return result
 
 
-def _flat_areas(grey: Image.Image) -> npt.NDArray[np.bool_]:
+def flat_areas(grey: Image.Image) -> npt.NDArray[np.bool_]:
     """Pixels inside an area of one level (a screenshot's desktop): ink never is."""
     values = np.asarray(grey, dtype=np.int16)
     changes = np.zeros(values.shape, dtype=np.uint8)
@@ -171,12 +171,14 @@ def _flat_areas(grey: Image.Image) -> npt.NDArray[np.bool_]:
     return flat
 
 
-def ink_points(grey: Image.Image, level: int) -> InkReading | None:
+def ink_points(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_] | None = None,
+               ) -> InkReading | None:
     """The mark's reading on the ink pixels: (rows, columns, values), positions relative to the
     image's centre, with the visible pattern subtracted when its lattice is found (which also
-    gives the page's rotation)."""
+    gives the page's rotation). `flat`: `flat_areas(grey)`, when the caller has it already."""
     values = np.asarray(grey, dtype=np.float32)
-    near = (np.abs(values - level) <= INK_BAND) & ~_flat_areas(grey)
+    flat = flat_areas(grey) if flat is None else flat
+    near = (np.abs(values - level) <= INK_BAND) & ~flat
     lattice = pattern_lattice(near)
     rotation = None
     ys, xs = np.nonzero(near)
@@ -196,7 +198,8 @@ def ink_points(grey: Image.Image, level: int) -> InkReading | None:
     return InkReading((ys - height / 2.0, xs - width / 2.0, found), rotation)
 
 
-def lattice_ink_levels(grey: Image.Image) -> list[int]:
+def lattice_ink_levels(grey: Image.Image, flat: npt.NDArray[np.bool_] | None = None,
+                       ) -> list[int]:
     """The visible pattern's ink level read through its lattice, for images where the
     histogram shows no ink peak (JPEG q50 after a raised tone smears the letters' 3-4 px
     strokes into every level between ink and paper): the lattice of every pixel between the
@@ -209,7 +212,8 @@ def lattice_ink_levels(grey: Image.Image) -> list[int]:
     low, high = ink_range(paper)
     values = np.asarray(grey, dtype=np.float32)
     on_paper = near_paper(grey, paper)  # not a photograph's mid-greys
-    between = (values >= low) & (values <= paper - _SMEARED_INK_GAP) & ~_flat_areas(grey)
+    flat = flat_areas(grey) if flat is None else flat
+    between = (values >= low) & (values <= paper - _SMEARED_INK_GAP) & ~flat
     # Smeared letters repeat along their lines more clearly than the pattern does: only lags
     # the lattice has at any scale searched (its shorter vector: about 280 px served).
     lattice = pattern_lattice(between & on_paper, _SMEARED_MIN_LAG)
