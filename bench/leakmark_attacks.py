@@ -43,7 +43,8 @@ def _watermarked(drawn: bytes, size: tuple[int, int], overlay: watermark.Overlay
 
 def marked(page: Page, mark_value: int) -> Image.Image:
     """The page as the worker serves it with `mark_value` embedded (the pattern's letters
-    marked, then the page area), without the printed trace code: the same strip as unmarked."""
+    marked too, over the marked paper), without the printed trace code: the same strip as
+    unmarked."""
     overlay = dataclasses.replace(page.overlay, mark_value=mark_value)
     return _watermarked(page.drawn, page.image.size, overlay, page.page_height)
 

@@ -17,6 +17,7 @@ import io
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PIL import Image
@@ -58,6 +59,74 @@ def _check_switch(clients: list[Client], tokens: list[str]) -> None:
         raise RuntimeError(f"the switch did not work: marked/unmarked decoded {found}")
 
 
+@dataclass
+class MarkCost:
+    """One document's page times (ms) on the marked and the unmarked server, paired in order."""
+
+    name: str
+    marked: list[float] = field(default_factory=list)
+    unmarked: list[float] = field(default_factory=list)
+
+    @property
+    def added(self) -> float:
+        """What the mark adds to the page p50, as a share of the unmarked p50."""
+        return p50(self.marked) / p50(self.unmarked) - 1
+
+    @property
+    def paired_added(self) -> float:
+        return statistics.median(m / u for m, u in zip(self.marked, self.unmarked,
+                                                       strict=True)) - 1
+
+
+def measure(work: Path, docs: list[corpus.Document], pages: int, rounds: int,
+            keep_code: bool = True) -> list[MarkCost]:
+    """Each document's pages on a marked and an unmarked vaultd, alternately; the last entry
+    is every page together ("all pages")."""
+    vaults = [_vault(work / "marked", True), _vault(work / "unmarked", False, keep_code)]
+    try:
+        clients = [v.client() for v in vaults]
+        tokens = [[v.link(c, v.store(c, d.data, d.name)["id"]) for d in docs]
+                  for v, c in zip(vaults, clients, strict=True)]
+        _check_switch(clients, [t[0] for t in tokens])
+        costs = [_document(clients, [t[index] for t in tokens], doc, pages, rounds)
+                 for index, doc in enumerate(docs)]
+        for client in clients:
+            client.close()
+    finally:
+        for vault in vaults:
+            vault.stop()
+    every = MarkCost("all pages")
+    for cost in costs:
+        every.marked += cost.marked
+        every.unmarked += cost.unmarked
+    return [*costs, every]
+
+
+def _document(clients: list[Client], tokens: list[str], doc: corpus.Document, pages: int,
+              rounds: int) -> MarkCost:
+    numbers = sample_pages(doc.pages, pages)
+    for number in numbers[:3]:  # each worker opens the document once: not measured
+        for side in (0, 1):
+            clients[side].page(tokens[side], number)
+    cost = MarkCost(doc.name)
+    times = (cost.marked, cost.unmarked)
+    for turn in range(rounds):
+        for position, number in enumerate(numbers):
+            order = (0, 1) if (turn + position) % 2 == 0 else (1, 0)
+            for side in order:
+                times[side].append(_page_ms(clients[side], tokens[side], number))
+    return cost
+
+
+def table(costs: list[MarkCost]) -> list[str]:
+    lines = ["| Document | page p50 marked | page p50 unmarked | added (p50s) "
+             "| added (paired median) |", "|---|---|---|---|---|"]
+    for cost in costs:
+        lines.append(f"| {cost.name} | {p50(cost.marked):.1f} ms | {p50(cost.unmarked):.1f} ms "
+                     f"| {100 * cost.added:+.1f} % | {100 * cost.paired_added:+.1f} % |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=6, help="pages sampled per document")
@@ -68,41 +137,8 @@ def main() -> None:
     args = parser.parse_args()
     docs = [corpus.small_pdf(), corpus.image_heavy_pdf(), *corpus.system_pdfs(args.docs)]
     with tempfile.TemporaryDirectory(prefix="vaultd-leakmark-") as work:
-        vaults = [_vault(Path(work) / "marked", True),
-                  _vault(Path(work) / "unmarked", False, args.keep_code)]
-        try:
-            clients = [v.client() for v in vaults]
-            tokens = [[v.link(c, v.store(c, d.data, d.name)["id"]) for d in docs]
-                      for v, c in zip(vaults, clients, strict=True)]
-            _check_switch(clients, [t[0] for t in tokens])
-            print("| Document | page p50 marked | page p50 unmarked | added (p50s) "
-                  "| added (paired median) |\n|---|---|---|---|---|")
-            all_marked, all_unmarked = [], []
-            for index, doc in enumerate(docs):
-                pages = sample_pages(doc.pages, args.pages)
-                for number in pages[:3]:  # each worker opens the document once: not measured
-                    for side in (0, 1):
-                        clients[side].page(tokens[side][index], number)
-                times: list[list[float]] = [[], []]
-                for turn in range(args.rounds):
-                    for position, number in enumerate(pages):
-                        order = (0, 1) if (turn + position) % 2 == 0 else (1, 0)
-                        for side in order:
-                            times[side].append(_page_ms(clients[side], tokens[side][index],
-                                                        number))
-                ratios = [m / u for m, u in zip(times[0], times[1], strict=True)]
-                all_marked += times[0]
-                all_unmarked += times[1]
-                print(f"| {doc.name} | {p50(times[0]):.1f} ms | {p50(times[1]):.1f} ms | "
-                      f"{100 * (p50(times[0]) / p50(times[1]) - 1):+.1f} % | "
-                      f"{100 * (statistics.median(ratios) - 1):+.1f} % |")
-            print(f"| all pages | {p50(all_marked):.1f} ms | {p50(all_unmarked):.1f} ms | "
-                  f"{100 * (p50(all_marked) / p50(all_unmarked) - 1):+.1f} % | |")
-            for client in clients:
-                client.close()
-        finally:
-            for vault in vaults:
-                vault.stop()
+        costs = measure(Path(work), docs, args.pages, args.rounds, args.keep_code)
+    print("\n".join(table(costs)))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from typing import Any
 from bench.breakdown import Steps
 from bench.corpus import Document
 from bench.latency import PageTimes, p50, percentile
+from bench.leakmark_run import MarkCost, table
 from bench.load import Level
 from bench.transfer import Ceiling, Memory
 from bench.warm_cold import Paired
@@ -23,6 +24,7 @@ DOWNLOAD_MB_S = 200.0
 UPLOAD_RSS_MB = 32.0
 WARM_OVER_BARE = 0.5
 ANY_PAGE_P95_MS = 150.0
+MARK_ADDS = 0.15  # the invisible mark's share of the page p50, at most (issue 16)
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Results:
     big: Paired | None = None
     big_upload: float = float("nan")
     two_accounts: Paired | None = None
+    mark_cost: list[MarkCost] = field(default_factory=list)  # the last: all pages together
 
 
 def ms(seconds: float) -> str:
@@ -124,6 +127,12 @@ def targets(results: Results) -> list[list[str]]:
     rows.append([f"page 1 of the 20 MB PDF ≤ {LARGE_OVER_SMALL}× page 1 of a small one",
                  f"{first:.2f}×", verdict(first <= LARGE_OVER_SMALL)])
     rows += _transfer_targets(results)
+    if results.mark_cost:
+        every = results.mark_cost[-1]
+        rows.append([f"the invisible mark adds ≤ {MARK_ADDS:.0%} to the page p50 (all pages, "
+                     "against a vaultd without it, same run)",
+                     f"{every.added:+.1%} ({p50(every.marked):.1f} against "
+                     f"{p50(every.unmarked):.1f} ms)", verdict(every.added <= MARK_ADDS)])
     return rows
 
 
@@ -255,6 +264,13 @@ def markdown(results: Results) -> str:
     lines += [f"### Throughput ({results.load_doc}, pages cycled per client)", ""]
     lines += _table(["clients", "pages/s", "× 1 client", "p50", "p95", "non-200", "Retry-After"],
                     _level_rows(results))
+    if results.mark_cost:
+        lines += ["### The invisible mark's cost", "",
+                  "Two more vaultd: one as deployed, one with `bench/unmarked_site` on its path "
+                  "(no invisible mark; the trace code is still drawn, so the difference is the "
+                  "mark alone). The same pages of every document, asked for of each in turn, "
+                  "which goes first alternating (bench/leakmark_run.py).", ""]
+        lines += [*table(results.mark_cost), ""]
     lines += ["### Page cost against file size", ""]
     lines += _table(["", "p50", "p95", "first view (document opened)"], _first_rows(results))
     lines += ["### Uploads and downloads (MB = 10^6 bytes)", ""]

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import breakdown, corpus, latency, load, report, transfer, warm_cold
+from bench import breakdown, corpus, latency, leakmark_run, load, report, transfer, warm_cold
 from bench.server import Client, Vault, children, cpu_seconds
 from render.model import PixelBudget
 
@@ -39,12 +39,13 @@ class Plan:
     cpu_pages: int = 40
     cold_rounds: int = 3
     big_rounds: int = 20
+    mark_rounds: int = 4
 
     @classmethod
     def quick(cls) -> Plan:
         return cls(pages_per_doc=3, rounds=1, system_docs=3, seconds_per_level=2.0,
                    load_rounds=1, transfer_rounds=1, first_page_rounds=4, cpu_pages=10,
-                   cold_rounds=1, big_rounds=6)
+                   cold_rounds=1, big_rounds=6, mark_rounds=1)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -102,6 +103,9 @@ def run(plan: Plan, command: str) -> report.Results:
             _measure(vault, plan, corpus_docs, results)
         finally:
             vault.stop()
+        log("the invisible mark's cost: a vaultd without it, pages alternated with one with it")
+        results.mark_cost = leakmark_run.measure(Path(work) / "mark", corpus_docs.all,
+                                                 plan.pages_per_doc, plan.mark_rounds)
     return results
 
 

@@ -8,7 +8,7 @@ logs it at start-up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 
@@ -19,19 +19,30 @@ class Paste(Protocol):
                  pieces: Sequence[Any], mask: Any = None, /) -> None: ...
 
 
-ExpandGrey = Callable[[bytearray, int, bytes | bytearray, int, int], None]
+class ExpandGrey(Protocol):
+    """`render._blend.expand_grey`'s signature (the mark's mask and strength are optional)."""
+
+    def __call__(self, canvas: bytearray, stride: int, grey: bytes | bytearray, width: int,
+                 height: int, mask: Any = None, strength: int = 0, /) -> None: ...
 
 
-def _choose() -> tuple[Paste, ExpandGrey, str]:
+class Darken(Protocol):
+    """`render._blend.darken`'s signature (the source is optional)."""
+
+    def __call__(self, canvas: Any, stride: int, area: tuple[int, int], mask: Any,
+                 strength: int, source: Any = None, /) -> None: ...
+
+
+def _choose() -> tuple[Paste, ExpandGrey, Darken, str]:
     try:
         from render import _blend
     except ImportError:  # installed without a compiler
         from render import blend_pillow
 
-        return blend_pillow.paste, blend_pillow.expand_grey, "Pillow"
-    return _blend.paste, _blend.expand_grey, "C"
+        return blend_pillow.paste, blend_pillow.expand_grey, blend_pillow.darken, "Pillow"
+    return _blend.paste, _blend.expand_grey, _blend.darken, "C"
 
 
-paste, expand_grey, IMPLEMENTATION = _choose()
+paste, expand_grey, darken, IMPLEMENTATION = _choose()
 
-__all__ = ["IMPLEMENTATION", "expand_grey", "paste"]
+__all__ = ["IMPLEMENTATION", "darken", "expand_grey", "paste"]

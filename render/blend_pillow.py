@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
 PIXEL_BYTES = 4
+MAX_STRENGTH = 4  # the C loop's limit (the mark is faint by design), kept here alike
 # dx, dy, colour, opacity, and the opacity on the mask's chips (None: the same)
 Piece = tuple[int, int, Image.Image, Image.Image, Image.Image | None]
 
@@ -95,11 +98,59 @@ def _piece(piece: Any) -> Piece:
 
 
 def expand_grey(canvas: bytearray, stride: int, grey: bytes | bytearray, width: int,
-                height: int) -> None:
-    """Same contract as `render._blend.expand_grey`: grey rows into the RGBX canvas."""
+                height: int, mask: Any = None, strength: int = 0) -> None:
+    """Same contract as `render._blend.expand_grey`: grey rows into the RGBX canvas, darkened
+    on the mask's set chips when there is one."""
     if width < 0 or height < 0 or stride < width * PIXEL_BYTES or len(canvas) < stride * height \
             or len(grey) < width * height:
         raise ValueError("the grey rows do not fit the canvas")
+    keep = None if mask is None else _keep(mask, strength, (width, height))
     target = Image.frombuffer("RGBX", (width, height), canvas, "raw", "RGBX", stride, 1)
     target.readonly = False  # draw on the buffer itself
     target.paste(Image.frombuffer("L", (width, height), grey, "raw", "L", 0, 1))
+    if keep is not None:
+        _scale(memoryview(canvas).cast("B"), stride, keep)
+
+
+def darken(canvas: Any, stride: int, area: tuple[int, int], mask: Any, strength: int,
+           source: Any = None) -> None:
+    """Same contract as `render._blend.darken`: R, G, B on the mask's set chips multiplied by
+    (255 - strength) / 255 with the C loop's rounding (numpy: Pillow has no such operation)."""
+    view = memoryview(canvas).cast("B")
+    if view.readonly:
+        raise TypeError("the canvas must be a writable buffer")
+    right, bottom = area
+    if right < 0 or bottom < 0 or stride < right * PIXEL_BYTES or view.nbytes < stride * bottom:
+        raise ValueError("the area does not fit the canvas")
+    if mask is None:
+        raise TypeError("the mask must be a tuple (cells, chip, chips)")
+    keep = _keep(mask, strength, area)
+    rows = None if source is None else memoryview(source).cast("B")
+    if rows is not None and rows.nbytes < stride * max(bottom - 1, 0) + right * PIXEL_BYTES:
+        raise ValueError("the source rows do not fit the canvas")
+    _scale(view, stride, keep, rows)
+
+
+def _scale(view: memoryview, stride: int, keep: npt.NDArray[np.uint16],
+           source: memoryview | None = None) -> None:
+    """view's rows = source's (or its own) times keep / 255, rounded as the C loop rounds."""
+    if keep.size == 0:
+        return
+    shape, strides = keep.shape, (stride, 1)
+    into = np.lib.stride_tricks.as_strided(np.frombuffer(view, np.uint8), shape, strides)
+    read = into if source is None else np.lib.stride_tricks.as_strided(
+        np.frombuffer(source, np.uint8), shape, strides)
+    value = read.astype(np.uint16) * keep + 128
+    into[...] = (value + (value >> 8)) >> 8
+
+
+def _keep(mask: Any, strength: int, area: tuple[int, int]) -> npt.NDArray[np.uint16]:
+    """Per byte of the area (4 a pixel), what it is multiplied by: 255 - strength on R, G, B
+    of set chips, 255 elsewhere and on every X byte."""
+    if not 0 <= strength <= MAX_STRENGTH:
+        raise ValueError(f"the strength must be 0-{MAX_STRENGTH}")
+    switch = np.asarray(_switch(mask, area), dtype=bool)[:area[1], :area[0]]
+    keep = np.where(switch, 255 - strength, 255).astype(np.uint16)
+    per_byte = np.repeat(keep[:, :, None], PIXEL_BYTES, axis=2)
+    per_byte[:, :, 3] = 255
+    return per_byte.reshape(area[1], area[0] * PIXEL_BYTES)

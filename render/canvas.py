@@ -23,7 +23,7 @@ from PIL import Image, ImageChops
 from render import blend
 from render.model import PixelBudget, WatermarkSpec
 from render.sizing import canvas_width
-from render.watermark import STRIP_BACKGROUND, Strip, layout_strip
+from render.watermark import STRIP_BACKGROUND, PaperMark, Strip, layout_strip
 
 WHITE = 0xFFFFFFFF
 _RENDER_FLAGS = pdfium_c.FPDF_ANNOT | pdfium_c.FPDF_REVERSE_BYTE_ORDER  # RGBx in memory
@@ -117,13 +117,19 @@ def page_rows(drawn: Canvas, plan: Layout) -> memoryview:
     return memoryview(drawn.pixels)[:drawn.stride * plan.page[1]]
 
 
-def from_rows(rows: bytes | bytearray, plan: Layout, grey: bool = False) -> Canvas:
+def from_rows(rows: bytes | bytearray, plan: Layout, grey: bool = False,
+              mark: PaperMark | None = None) -> Canvas:
     """The canvas with a kept page's rows copied back in (RGBX, or L expanded to it when
-    `grey`); the watermark pastes the strip."""
+    `grey`), its paper darkened by the invisible `mark` on the way (the copy writes every
+    pixel anyway: no second pass); the watermark pastes the strip."""
     width, height = plan.size
     buffer = _SCRATCH.get(width * 4 * height)
-    if grey:
+    if grey and mark is not None:
+        blend.expand_grey(buffer, width * 4, rows, width, plan.page[1], *mark)
+    elif grey:
         blend.expand_grey(buffer, width * 4, rows, width, plan.page[1])
+    elif mark is not None:
+        blend.darken(buffer, width * 4, (width, plan.page[1]), mark.mask, mark.strength, rows)
     else:
         memoryview(buffer)[:len(rows)] = rows
     return _over(buffer, plan)

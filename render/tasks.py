@@ -74,12 +74,16 @@ def render_page(
     if kept is not None:
         plan = canvas.layout(kept.page, mark, budget)
         overlay = watermark.prepare(mark, plan.width, plan.strip)
-        page, grey = canvas.from_rows(kept.pixels, plan, kept.grey), kept.grey
+        paper = watermark.paper_mark(overlay)
+        page = canvas.from_rows(kept.pixels, plan, kept.grey, paper)
+        grey, paper_marked = kept.grey, paper is not None
     else:
         page, plan, overlay = _rasterise(source, page_number, mark, budget)
+        # Kept before any mark or watermark: the rows are this page's, not this view's.
         grey = page_cache.CACHE.capacity > 0 and page_cache.CACHE.admit(key) and _keep(
             key, page, plan)
-    watermark.apply(page, overlay, plan.page[1])
+        paper_marked = False
+    watermark.apply(page, overlay, plan.page[1], paper_marked)
     return canvas.jpeg(page.image, jpeg_quality, grey=grey)
 
 

@@ -5,6 +5,6 @@ there is none); `codes` turns a render id into the human trace code printed in t
 """
 
 from render.forensic.decode import Detection, decode, detect
-from render.forensic.embed import embed, embed_into
+from render.forensic.embed import STRENGTH, embed, embed_into
 
-__all__ = ["Detection", "decode", "detect", "embed", "embed_into"]
+__all__ = ["STRENGTH", "Detection", "decode", "detect", "embed", "embed_into"]

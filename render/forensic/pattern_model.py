@@ -12,6 +12,7 @@ residual on the ink pixels is the mark times the ink's level, plus noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +32,7 @@ _SHORTEST = 0.5  # the second lattice vector, at least this share of the first's
 _NOT_COLLINEAR = 0.3  # |sin| of the angle between the two lattice vectors, at least
 _MIN_CELL = 8
 _MIN_POINTS = 500
+_BAND_PIXELS = 1 << 19  # pixels a band of `_bands`: about 50 MB of temporaries at most
 _FLAT_REACH = 3
 _SMEARED_MIN_LAG = 60  # px: the pattern's shorter lattice vector at the smallest scale, 0.3
 _SMEARED_INK_GAP = 10
@@ -129,6 +131,16 @@ def _cell_coordinates(ys: npt.NDArray[np.intp], xs: npt.NDArray[np.intp],
     return a.astype(np.float32), b.astype(np.float32)
 
 
+def _bands(mask: npt.NDArray[np.bool_]) -> Iterator[tuple[npt.NDArray[np.intp],
+                                                            npt.NDArray[np.intp]]]:
+    """The (ys, xs) of `mask`'s pixels, row-major, a band of rows at a time: the temporaries
+    below cost about 100 bytes a point, a few hundred MB at once on a 4 MP image."""
+    rows = max(1, _BAND_PIXELS // max(1, mask.shape[1]))
+    for top in range(0, mask.shape[0], rows):
+        ys, xs = np.nonzero(mask[top:top + rows])
+        yield ys + top, xs
+
+
 def pattern_model(values: Floats, weight: npt.NDArray[np.bool_],
                   lattice: npt.NDArray[np.float64], wanted: npt.NDArray[np.bool_]) -> Floats:
     """At the `wanted` pixels (row-major order), the value predicted by the average of
@@ -139,16 +151,26 @@ def pattern_model(values: Floats, weight: npt.NDArray[np.bool_],
     cells = (max(_MIN_CELL, round(math.hypot(*u))),
              max(_MIN_CELL, round(area / max(math.hypot(*u), 1.0))))
     inverse = np.linalg.inv(np.array([[u[0], v[0]], [u[1], v[1]]]))
-    ys, xs = np.nonzero(weight)
-    a, b = _cell_coordinates(ys, xs, inverse, cells)
-    # Modulo again: float32 rounds a fraction just under 1 up to 1, one cell past the end.
-    index = (a.astype(np.int64) % cells[0]) * cells[1] + b.astype(np.int64) % cells[1]
     size = cells[0] * cells[1]
-    sums = np.bincount(index, values[ys, xs], size)
-    cell = (sums / np.maximum(np.bincount(index, None, size), 1)).reshape(cells)
-    ys, xs = np.nonzero(wanted)
+    sums, counts = np.zeros(size), np.zeros(size)
+    for ys, xs in _bands(weight):
+        a, b = _cell_coordinates(ys, xs, inverse, cells)
+        # Modulo again: float32 rounds a fraction just under 1 up to 1, one cell past the end.
+        index = (a.astype(np.int64) % cells[0]) * cells[1] + b.astype(np.int64) % cells[1]
+        sums += np.bincount(index, values[ys, xs], size)
+        counts += np.bincount(index, None, size)
+    cell = (sums / np.maximum(counts, 1)).reshape(cells)
+    models = [_interpolated(cell, cells, inverse, ys, xs) for ys, xs in _bands(wanted)]
+    result: Floats = np.concatenate(models) if models else np.zeros(0, dtype=np.float32)
+    return result
+
+
+def _interpolated(cell: npt.NDArray[np.float64], cells: tuple[int, int],
+                  inverse: npt.NDArray[np.float64], ys: npt.NDArray[np.intp],
+                  xs: npt.NDArray[np.intp]) -> Floats:
+    """The cell's averages at the pixels (ys, xs), bilinear between the cell pixels' centres."""
     a, b = _cell_coordinates(ys, xs, inverse, cells)
-    a, b = a - 0.5, b - 0.5  # bilinear between the cell pixels' centres
+    a, b = a - 0.5, b - 0.5
     a0, b0 = np.floor(a), np.floor(b)
     fa, fb = a - a0, b - b0
     ia, ib = a0.astype(np.int64), b0.astype(np.int64)
