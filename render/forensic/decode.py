@@ -98,31 +98,38 @@ def _scan_ink(grey: Image.Image, level: int | None) -> Detection | None:
     grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
     flat = pattern_model.flat_areas(grey)  # the same for every level read
     tried: list[int] = []
+    # The page's rotation, from the first reading whose lattice showed it: a later level's
+    # reading may hold more of the mark but show no lattice (too many other pixels).
+    rotation: list[float] = []
     if level is not None:
-        found = _scan(grey, level, flat)
+        found = _scan(grey, level, flat, rotation)
         if found is not None:
             return found
         tried.append(level)
     for other in pattern_model.lattice_ink_levels(grey, flat):
         if all(abs(other - done) > _SAME_INK for done in tried):
-            found = _scan(grey, other, flat)
+            found = _scan(grey, other, flat, rotation)
             if found is not None:
                 return found
             tried.append(other)
     return None
 
 
-def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_]) -> Detection | None:
+def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
+          rotation: list[float]) -> Detection | None:
     """The clipped page read at every scale (`scan`), the visible pattern subtracted first
-    (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale."""
+    (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale.
+    `rotation`: the page's, once a reading has shown it (this one adds it when it is first)."""
     reading = pattern_model.ink_points(grey, level, flat)
+    if reading is not None and reading.rotation is not None and not rotation:
+        rotation.append(reading.rotation)
     if reading is None or len(reading.points[2]) < scan.MIN_POINTS:
         return None
     points = scan.thinned(reading.points, scan.MAX_POINTS)
     # A rotated leak is read at the angle the pattern's lattice shows, then upright (the
     # lattice's angle is measured to about 0.1 degree; an upright page costs one scan only).
-    rotation = reading.rotation
-    angles = [rotation, 0.0] if rotation is not None and abs(rotation) > _UPRIGHT else [0.0]
+    turned = reading.rotation if reading.rotation is not None else next(iter(rotation), None)
+    angles = [turned, 0.0] if turned is not None and abs(turned) > _UPRIGHT else [0.0]
     for degrees in angles:
         angle = math.radians(degrees)
         for _, scale in scan.best_scales(points, angle, _fold_score):

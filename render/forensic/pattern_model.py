@@ -201,11 +201,16 @@ def ink_points(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_] | None
     values = np.asarray(grey, dtype=np.float32)
     flat = flat_areas(grey) if flat is None else flat
     near = (np.abs(values - level) <= INK_BAND) & ~flat
-    lattice = pattern_lattice(near)
     rotation = None
     ys, xs = np.nonzero(near)
     found = values[ys, xs].astype(np.float64) - level
-    if lattice is not None:
+    # Letters repeating along a line of the pattern (26 px apart, seen on a photograph page
+    # turned by -2 degrees) can pass for its lattice; then the model fits nothing, and the
+    # lattice is looked for again among the longer lags only.
+    for min_lag in (_MIN_LAG, _SMEARED_MIN_LAG):
+        lattice = pattern_lattice(near, min_lag)
+        if lattice is None:
+            continue
         # Pixels darker than the ink (the page's own text) are left out of the model.
         model = pattern_model(values, values >= level - INK_BAND, lattice, near)
         on_pattern = np.abs(model - level) <= INK_BAND
@@ -213,6 +218,7 @@ def ink_points(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_] | None
             rotation = lattice_rotation(lattice)
             ys, xs = ys[on_pattern], xs[on_pattern]
             found = (values[ys, xs] - model[on_pattern]).astype(np.float64)
+            break
     if len(ys) == 0:
         return None
     found -= found.mean()
