@@ -76,12 +76,23 @@ build_select(const ChipMask *mask, Py_ssize_t widest, SelectTable *table)
     if (table->bytes == NULL) {
         return 0;
     }
+    const Py_ssize_t chip_bytes = table->chip * PIXEL_BYTES;
+    const Py_ssize_t period_bytes = chip_bytes * table->chips;
     for (Py_ssize_t r = 0; r < table->chips; r++) {
         uint8_t *row = table->bytes + r * table->row_bytes;
-        for (Py_ssize_t x = 0; x < width; x++) {
-            uint8_t set = cells[r * table->chips + (x / table->chip) % table->chips] ? 0xFF : 0;
-            row[x * PIXEL_BYTES] = row[x * PIXEL_BYTES + 1] = set;
-            row[x * PIXEL_BYTES + 2] = row[x * PIXEL_BYTES + 3] = set;
+        for (Py_ssize_t c = 0; c < table->chips; c++) {
+            Py_ssize_t at = c * chip_bytes;
+            Py_ssize_t bytes = at + chip_bytes <= table->row_bytes ? chip_bytes
+                                                                   : table->row_bytes - at;
+            if (bytes > 0) {
+                memset(row + at, cells[r * table->chips + c] ? 0xFF : 0, (size_t)bytes);
+            }
+        }
+        /* The rest repeats the first period (no division per pixel: this runs per page). */
+        for (Py_ssize_t at = period_bytes; at < table->row_bytes; at += period_bytes) {
+            Py_ssize_t bytes = at + period_bytes <= table->row_bytes ? period_bytes
+                                                                     : table->row_bytes - at;
+            memcpy(row + at, row, (size_t)bytes);
         }
     }
     return 1;
@@ -226,7 +237,7 @@ read_mask(PyObject *object, ChipMask *mask)
     if (!PyArg_ParseTuple(object, "y*nn", &mask->cells, &mask->chip, &mask->chips)) {
         return 0;
     }
-    if (mask->chip <= 0 || mask->chips <= 0 || mask->chips > 4096 ||
+    if (mask->chip <= 0 || mask->chip > 4096 || mask->chips <= 0 || mask->chips > 4096 ||
         mask->cells.len != mask->chips * mask->chips) {
         PyBuffer_Release(&mask->cells);
         PyErr_SetString(PyExc_ValueError, "the mask's cells do not match its size");

@@ -58,7 +58,7 @@ def _switch(mask: Any, area: tuple[int, int]) -> Image.Image:
     if len(mask) != 3 or not isinstance(mask[1], int) or not isinstance(mask[2], int):
         raise TypeError("the mask is (cells, chip, chips)")
     cells, chip, chips = mask
-    if chip <= 0 or chips <= 0 or chips > 4096 or len(cells) != chips * chips:
+    if not 0 < chip <= 4096 or not 0 < chips <= 4096 or len(cells) != chips * chips:
         raise ValueError("the mask's cells do not match its size")
     period = chip * chips
     tile = Image.frombytes("L", (chips, chips), bytes(b and 255 for b in bytes(cells)))

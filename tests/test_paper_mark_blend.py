@@ -89,6 +89,8 @@ def test_bad_darkening_calls_are_refused_before_any_pixel_changes(name: str) -> 
         darken(canvas, stride, (WIDTH, HEIGHT + 1), mask, STRENGTH)
     with pytest.raises(ValueError, match="the mask's cells do not match its size"):
         darken(canvas, stride, (WIDTH, HEIGHT), (b"\x01" * 24, 3, 5), STRENGTH)
+    with pytest.raises(ValueError, match="the mask's cells do not match its size"):
+        darken(canvas, stride, (WIDTH, HEIGHT), (b"\x01" * 25, 1 << 40, 5), STRENGTH)
     with pytest.raises(TypeError, match="the mask must be a tuple"):
         darken(canvas, stride, (WIDTH, HEIGHT), None, STRENGTH)
     with pytest.raises(ValueError, match="the source rows do not fit the canvas"):
