@@ -21,9 +21,10 @@ import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageChops
 
 from render import blend
+from render.forensic.embed import PaperMark
 from render.model import PixelBudget, WatermarkSpec
 from render.sizing import canvas_width
-from render.watermark import STRIP_BACKGROUND, PaperMark, Strip, layout_strip
+from render.watermark import STRIP_BACKGROUND, Strip, layout_strip
 
 WHITE = 0xFFFFFFFF
 _RENDER_FLAGS = pdfium_c.FPDF_ANNOT | pdfium_c.FPDF_REVERSE_BYTE_ORDER  # RGBx in memory
@@ -129,7 +130,7 @@ def from_rows(rows: bytes | bytearray, plan: Layout, grey: bool = False,
     elif grey:
         blend.expand_grey(buffer, width * 4, rows, width, plan.page[1])
     elif mark is not None:
-        blend.darken(buffer, width * 4, (width, plan.page[1]), mark.mask, mark.strength, rows)
+        blend.darken(buffer, width * 4, (width, plan.page[1]), *mark, rows)
     else:
         memoryview(buffer)[:len(rows)] = rows
     return _over(buffer, plan)

@@ -19,13 +19,13 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from PIL import Image, ImageDraw
 
-from render import blend, forensic, pattern, words
+from render import pattern, words
 from render.forensic.codes import trace_code
-from render.forensic.embed import ChipMask, ink_chips
+from render.forensic.embed import PaperMark, embed_into, ink_chips, paper_mark_for
 from render.model import WatermarkSpec
 
 if TYPE_CHECKING:  # render.canvas lays its strip out with this module
@@ -145,13 +145,6 @@ def layout_strip(mark: WatermarkSpec, width: int) -> Strip:
     return Strip(tuple(wrapped), size, pad, round(size * 1.4), code_at)
 
 
-class PaperMark(NamedTuple):
-    """The invisible mark as the paper gets it: the id's chips, darkened by `strength`."""
-
-    mask: ChipMask
-    strength: int
-
-
 @dataclass(frozen=True)
 class Overlay:
     """Both copies of the facts for one request, drawn but not yet on the page."""
@@ -186,19 +179,17 @@ def drawn_overlay(lines: tuple[str, ...], width: int, strip: Strip) -> Overlay:
 def paper_mark(overlay: Overlay) -> PaperMark | None:
     """The mask and strength the page's paper is darkened with for this overlay's id (None
     when it carries none): what `canvas.from_rows` applies while it copies a kept page in."""
-    if overlay.mark_value is None:
-        return None
-    return PaperMark(ink_chips(overlay.mark_value), forensic.STRENGTH)
+    return None if overlay.mark_value is None else paper_mark_for(overlay.mark_value)
 
 
 def apply(canvas: Canvas, overlay: Overlay, page_height: int, paper_marked: bool = False) -> None:
     """Mark the paper (unless `paper_marked`: done while the page was copied in), blend the
     pattern over the page (the top `page_height` rows), then copy the strip under it."""
-    ink_mark = None if overlay.mark_value is None else ink_chips(overlay.mark_value)
-    if ink_mark is not None and not paper_marked:
+    if overlay.mark_value is not None and not paper_marked:
         # Under the pattern, as on a warm page: the same pixels whichever way the page came.
-        blend.darken(canvas.pixels, canvas.stride, (canvas.image.width, page_height), ink_mark,
-                     forensic.STRENGTH)
+        embed_into(canvas.pixels, canvas.stride, (canvas.image.width, page_height),
+                   overlay.mark_value)
+    ink_mark = None if overlay.mark_value is None else ink_chips(overlay.mark_value)
     # The mark is in the pattern too: its letters' ink is darker on the mark's darkened chips.
     pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height),
                   ink_mark)

@@ -10,6 +10,7 @@ mark lies under the visible pattern, whose letters carry it too (`ink_chips`).
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +24,14 @@ STRENGTH = 3  # grey levels on white; 3 keeps PSNR above 40 dB with room for rou
 ChipMask = tuple[bytes, int, int]
 
 
+class PaperMark(NamedTuple):
+    """The mark as the paper gets it: the id's chips, darkened by `strength` grey levels on
+    white (the arguments `render.blend.darken` and `expand_grey` take)."""
+
+    mask: ChipMask
+    strength: int
+
+
 @functools.lru_cache(maxsize=64)
 def ink_chips(render_id: int) -> ChipMask:
     """The id's darkened chips as the mask `render.blend` reads (cells, chip, chips): the
@@ -31,9 +40,13 @@ def ink_chips(render_id: int) -> ChipMask:
     return chip_bits(render_id).tobytes(), CHIP, TILE_CHIPS
 
 
+def paper_mark_for(render_id: int) -> PaperMark:
+    return PaperMark(ink_chips(render_id), STRENGTH)
+
+
 def embed_into(pixels: bytearray, stride: int, area: tuple[int, int], render_id: int) -> None:
     """Mark the top-left `area` (width, height) of an RGBX buffer in place."""
-    blend.darken(pixels, stride, area, ink_chips(render_id), STRENGTH)
+    blend.darken(pixels, stride, area, *paper_mark_for(render_id))
 
 
 def embed(image: Image.Image | npt.NDArray[np.uint8], render_id: int) -> Image.Image:
