@@ -88,6 +88,16 @@ def corpus_pages(limit: int) -> list[Page]:
     return pages
 
 
+def photo_page() -> Page:
+    """The generated photograph document's page 4 (`corpus_pages`' own, mostly photograph): the
+    page where a turned and raised-tone leak once showed the pattern's letters a false lattice."""
+    document = pdfium.PdfDocument(corpus.image_heavy_pdf(pages=4, target=3_000_000).data)
+    try:
+        return dataclasses.replace(_render(document, 3), name="generated-20-page-images.pdf#4")
+    finally:
+        document.close()
+
+
 def jpeg(image: Image.Image, quality: int) -> Image.Image:
     out = io.BytesIO()
     image.save(out, "JPEG", quality=quality)

@@ -128,11 +128,14 @@ def targets(results: Results) -> list[list[str]]:
                  f"{first:.2f}×", verdict(first <= LARGE_OVER_SMALL)])
     rows += _transfer_targets(results)
     if results.mark_cost:
+        # Same-page pairs: the p50 of a mixture of documents lands between their clusters
+        # (+15 % pooled where the pairs said +11 %, in one run), the pairs' median does not.
         every = results.mark_cost[-1]
-        rows.append([f"the invisible mark adds ≤ {MARK_ADDS:.0%} to the page p50 (all pages, "
-                     "against a vaultd without it, same run)",
-                     f"{every.added:+.1%} ({p50(every.marked):.1f} against "
-                     f"{p50(every.unmarked):.1f} ms)", verdict(every.added <= MARK_ADDS)])
+        worst = max(results.mark_cost[:-1], key=lambda cost: cost.added)
+        rows.append([f"the invisible mark adds ≤ {MARK_ADDS:.0%} to a page's p50 (median of "
+                     "same-page pairs, all pages, against a vaultd without it)",
+                     f"{every.paired_added:+.1%}; per document p50s {worst.added:+.1%} at worst "
+                     f"({worst.name})", verdict(every.paired_added <= MARK_ADDS)])
     return rows
 
 

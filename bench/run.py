@@ -39,7 +39,7 @@ class Plan:
     cpu_pages: int = 40
     cold_rounds: int = 3
     big_rounds: int = 20
-    mark_rounds: int = 4
+    mark_rounds: int = 6
 
     @classmethod
     def quick(cls) -> Plan:
