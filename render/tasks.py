@@ -7,7 +7,7 @@ the result (JPEG bytes, a ValidationResult) and any error come back as plain dat
 
 from __future__ import annotations
 
-from render import canvas, page_cache, rendition, watermark
+from render import canvas, late_imports, page_cache, rendition, watermark
 from render.blobs import open_blob
 from render.doc_cache import CACHE
 from render.model import (
@@ -103,6 +103,12 @@ def page_cache_state() -> str:
     lines = [f"{len(cache)} {cache.nbytes} {cache.hits} {cache.misses}"]
     lines += [f"{k.file_id} {k.version} {k.page}" for k in cache.kept()]
     return "\n".join(lines)
+
+
+def worker_late_imports() -> str:
+    """Modules this worker imported after it was confined, one a line (tests: there should be
+    none, `render.late_imports`)."""
+    return "\n".join(late_imports.since_confinement())
 
 
 def _check_type(source: DocumentSource) -> None:

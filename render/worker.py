@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection
 from PIL import Image
 
 # Imported here so the zygote has done all of rendering's imports before any worker forks.
-from render import fonts, pages, tasks  # noqa: F401
+from render import fonts, late_imports, pages, tasks  # noqa: F401
 from render.blobs import BrokerError, ReadAt, install_opener
 from render.channel import (
     MAX_READ_BYTES,
@@ -71,6 +71,7 @@ def serve(tasks_end: Connection, results_end: Connection, config: WorkerConfig) 
     _close_other_descriptors(channel.tasks_fd, channel.results_fd)
     _warm_up()
     layers = confine(config.memory_limit)
+    late_imports.note_confinement()
     _die_with_parent()  # again: the kernel clears the parent-death signal on a uid change
     install_opener(channel.opener)
     write_all(channel.results_fd, frame(Kind.READY, code=int(layers)))

@@ -2,7 +2,7 @@
 
 The page's R, G, B bytes on every darkened chip are multiplied by (255 - STRENGTH) / 255
 (`render.blend.darken`, a C loop): a multiply towards black, so white paper moves by STRENGTH
-grey levels and black text not at all. A warm page gets it while its kept rows are expanded
+grey levels and black text not at all. A warm page gets it while its kept rows are copied
 into the canvas (`render.canvas.from_rows`), which writes every pixel anyway; either way the
 mark lies under the visible pattern, whose letters carry it too (`ink_chips`).
 """

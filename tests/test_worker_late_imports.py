@@ -1,0 +1,85 @@
+"""A confined render worker imports nothing after its confinement, whatever task it runs.
+
+It runs under a uid of its own, and where the checkout or the virtualenv is private (a 0700
+home) that uid cannot read them: a module first imported during a task fails there only (a
+lazily loaded `numpy.ma` did, seen once as a 422 in a clean-clone CI run). Here every kind of
+task runs in one real worker, through every path (uploads of each format, cold and warm pages
+with the mark, traces through every reading of the decoder), then the worker says what it
+imported since it was confined (`render.late_imports`), so such an import fails this test on
+any layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageEnhance
+
+from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, marked
+from render.forensic.trace_task import trace_image
+from render.model import PixelBudget, Unreadable
+from render.pool import RenderPool
+from render.tasks import render_page, validate_document, worker_late_imports
+from tests import render_fixtures as fx
+
+pytestmark = pytest.mark.slow  # spawns its own worker pool (see docs/testing.md)
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[RenderPool]:
+    # One worker: every task lands on it, so its imports are the ones observed.
+    single = RenderPool(workers=1, queue_size=2, timeout_seconds=60, memory_limit_bytes=2 << 30)
+    yield single
+    await single.close()
+
+
+def _encoded(image: Image.Image, kind: str, quality: int = SERVED_QUALITY) -> bytes:
+    out = io.BytesIO()
+    image.save(out, kind, **({"quality": quality} if kind == "JPEG" else {}))
+    return out.getvalue()
+
+
+async def _late(pool: RenderPool) -> list[str]:
+    return [name for name in (await pool.run(worker_late_imports, account="acct")).split("\n")
+            if name]
+
+
+async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
+                                                          tmp_path: Path) -> None:
+    assert await _late(pool) == []
+    sources = {
+        "pdf": fx.encrypt_to_local(tmp_path, fx.text_pdf(2), fx.PDF),
+        "jpeg": fx.encrypt_to_local(tmp_path, fx.sideways_jpeg(), fx.JPEG),
+        "png": fx.encrypt_to_local(tmp_path, fx.palette_png(), fx.PNG),
+        "grey16": fx.encrypt_to_local(tmp_path, fx.grey16_png(), fx.PNG),
+    }
+    for source in sources.values():
+        await pool.run(validate_document, source, account="acct", document=fx.brokered(source))
+    mark = dataclasses.replace(fx.mark(), render_id=0x0123_4567_89AB, mark_value=0x0BA9_8765_4321)
+    for source in (sources["pdf"], sources["jpeg"]):
+        for _ in range(3):  # cold, cold and kept, warm
+            await pool.run(render_page, source, 1, mark, PixelBudget(long_side=900), 80,
+                           64 * MiB, account="acct", document=fx.brokered(source))
+    page = corpus_pages(1)[0]
+    rng = random.Random(3)
+    # Marked, through the clipped-paper readings and the lattice's ink levels, as JPEG and PNG.
+    leak = ATTACKS["brightness +20% + jpeg q50"](marked(page, 0x0BA9_8765_4321),
+                                                 page.page_height, rng)
+    assert [await pool.run(trace_image, _encoded(leak, kind), account="acct")
+            for kind in ("JPEG", "PNG")] == [0x0BA9_8765_4321] * 2
+    # Unmarked pages with the pattern (every reading runs, none finds a mark), and a photo.
+    unmarked = [ImageEnhance.Brightness(page.image).enhance(1.2),
+                ATTACKS["contrast +20% + jpeg q50"](page.image, page.page_height, rng),
+                ATTACKS["screenshot"](page.image, page.page_height, rng), fx.photo()]
+    assert [await pool.run(trace_image, _encoded(image, "JPEG"), account="acct")
+            for image in unmarked] == [None] * len(unmarked)
+    with pytest.raises(Unreadable, match="the image is damaged"):
+        await pool.run(trace_image, fx.truncated_jpeg(), account="acct")
+    assert await _late(pool) == []
