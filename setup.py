@@ -1,5 +1,5 @@
 """The one part of the build pyproject.toml cannot declare stably: the watermark pattern's blend
-(render/_blend.c), a C extension.
+(render/_blend.c) and the invisible mark's pass over the paper (render/_paper.c), C extensions.
 
 It is optional: without a C compiler (or without the Python headers) the build goes on and
 vaultd blends with Pillow's paste instead (render/blend.py), about six times slower on that
@@ -9,5 +9,9 @@ compiler*).
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("render._blend", ["render/_blend.c"], extra_compile_args=["-O3"],
-                             optional=True)])
+# Each depends on the shared header, so editing it rebuilds both.
+setup(ext_modules=[
+    Extension(name, [f"render/{name.split('.')[-1]}.c"], depends=["render/_chipmask.h"],
+              extra_compile_args=["-O3"], optional=True)
+    for name in ("render._blend", "render._paper")
+])

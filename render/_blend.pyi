@@ -11,24 +11,3 @@ def paste(
     mask: tuple[bytes, int, int] | None = None,
     /,
 ) -> None: ...
-
-def expand_grey(
-    canvas: bytearray,
-    stride: int,
-    grey: bytes | bytearray,
-    width: int,
-    height: int,
-    mask: tuple[bytes, int, int] | None = None,
-    strength: int = 0,
-    /,
-) -> None: ...
-
-def darken(
-    canvas: bytearray,
-    stride: int,
-    area: tuple[int, int],
-    mask: tuple[bytes, int, int],
-    strength: int,
-    source: bytes | bytearray | memoryview | None = None,
-    /,
-) -> None: ...

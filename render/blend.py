@@ -1,9 +1,10 @@
 """Which blend the watermark pattern uses: the C loop when it was built, else Pillow's paste.
+The same for the invisible mark's pass over the paper (`darken`, `expand_grey`): C, or numpy.
 
-`render/_blend.c` is an optional extension (setup.py): an install without a C compiler still
-works, on Pillow's masked paste (`render/blend_pillow.py`), which gives the same RGB bytes at
-about six times the cost (docs/performance.md). `IMPLEMENTATION` names the one in use; vaultd
-logs it at start-up.
+`render/_blend.c` and `render/_paper.c` are optional extensions (setup.py): an install without
+a C compiler still works, on Pillow's masked paste (`render/blend_pillow.py`), which gives the
+same RGB bytes at about six times the cost (docs/performance.md). `IMPLEMENTATION` names the
+one in use; vaultd logs it at start-up.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ class Darken(Protocol):
 
 def _choose() -> tuple[Paste, ExpandGrey, Darken, str]:
     try:
-        from render import _blend
+        from render import _blend, _paper
     except ImportError:  # installed without a compiler
         from render import blend_pillow
 
         return blend_pillow.paste, blend_pillow.expand_grey, blend_pillow.darken, "Pillow"
-    return _blend.paste, _blend.expand_grey, _blend.darken, "C"
+    return _blend.paste, _paper.expand_grey, _paper.darken, "C"
 
 
 paste, expand_grey, darken, IMPLEMENTATION = _choose()

@@ -99,7 +99,7 @@ def _piece(piece: Any) -> Piece:
 
 def expand_grey(canvas: bytearray, stride: int, grey: bytes | bytearray, width: int,
                 height: int, mask: Any = None, strength: int = 0) -> None:
-    """Same contract as `render._blend.expand_grey`: grey rows into the RGBX canvas, darkened
+    """Same contract as `render._paper.expand_grey`: grey rows into the RGBX canvas, darkened
     on the mask's set chips when there is one."""
     if width < 0 or height < 0 or stride < width * PIXEL_BYTES or len(canvas) < stride * height \
             or len(grey) < width * height:
@@ -114,7 +114,7 @@ def expand_grey(canvas: bytearray, stride: int, grey: bytes | bytearray, width: 
 
 def darken(canvas: Any, stride: int, area: tuple[int, int], mask: Any, strength: int,
            source: Any = None) -> None:
-    """Same contract as `render._blend.darken`: R, G, B on the mask's set chips multiplied by
+    """Same contract as `render._paper.darken`: R, G, B on the mask's set chips multiplied by
     (255 - strength) / 255 with the C loop's rounding (numpy: Pillow has no such operation)."""
     view = memoryview(canvas).cast("B")
     if view.readonly:

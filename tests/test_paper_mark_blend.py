@@ -9,11 +9,11 @@ import random
 import pytest
 from PIL import Image
 
-from render import _blend, blend_pillow
+from render import _paper, blend_pillow
 from render.forensic import STRENGTH
 
-DARKEN = {"C": _blend.darken, "Pillow": blend_pillow.darken}
-EXPAND = {"C": _blend.expand_grey, "Pillow": blend_pillow.expand_grey}
+DARKEN = {"C": _paper.darken, "Pillow": blend_pillow.darken}
+EXPAND = {"C": _paper.expand_grey, "Pillow": blend_pillow.expand_grey}
 WIDTH, HEIGHT, PAD = 53, 37, 12  # odd sizes, and a stride with padding after each row
 
 

@@ -10,7 +10,7 @@ import random
 import pytest
 from PIL import Image
 
-from render import _blend, blend, blend_pillow, pattern
+from render import _blend, _paper, blend, blend_pillow, pattern
 from render.pattern import MarkedPiece, Piece
 
 IMPLEMENTATIONS = {"C": _blend.paste, "Pillow": blend_pillow.paste}
@@ -52,6 +52,7 @@ def paste(request: pytest.FixtureRequest) -> blend.Paste:
 
 def test_the_c_loop_is_used_when_it_was_built() -> None:
     assert blend.IMPLEMENTATION == "C" and blend.paste is _blend.paste
+    assert blend.darken is _paper.darken and blend.expand_grey is _paper.expand_grey
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -226,7 +227,7 @@ def test_a_malformed_corner_is_refused_before_any_pixel_is_drawn(
     assert pixels == bytearray(b"\x80" * WIDTH * HEIGHT * 4)
 
 
-EXPAND = {"C": _blend.expand_grey, "Pillow": blend_pillow.expand_grey}
+EXPAND = {"C": _paper.expand_grey, "Pillow": blend_pillow.expand_grey}
 
 
 @pytest.mark.parametrize("expand", EXPAND.values(), ids=list(EXPAND))

@@ -12,7 +12,8 @@ from tests.vault_process import ROOT, base_env
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
-STAMPED = ["pyproject.toml", "setup.py", "render/_blend.c", "scripts/setup.sh"]
+STAMPED = ["pyproject.toml", "setup.py", "render/_blend.c", "render/_paper.c",
+           "render/_chipmask.h", "scripts/setup.sh"]
 
 
 def stamp_of(root: Path) -> str:
