@@ -28,12 +28,8 @@ def paste(canvas: Any, stride: int, area: tuple[int, int], corners: Sequence[Any
 
     Same contract as `render._blend.paste`: everything is checked before any pixel is touched.
     """
-    view = memoryview(canvas).cast("B")
-    if view.readonly:
-        raise TypeError("the canvas must be a writable buffer")
+    view = _writable(canvas, stride, area)
     right, bottom = area
-    if right < 0 or bottom < 0 or stride < right * PIXEL_BYTES or view.nbytes < stride * bottom:
-        raise ValueError("the area does not fit the canvas")
     checked_corners = [_corner(corner) for corner in corners]
     switch = None if mask is None else _switch(mask, area)
     checked_pieces = [_piece(piece) for piece in pieces]
@@ -48,6 +44,17 @@ def paste(canvas: Any, stride: int, area: tuple[int, int], corners: Sequence[Any
                 box = (left + dx, top + dy, left + dx + colour.width, top + dy + colour.height)
                 used = Image.composite(marked, opacity, switch.crop(box))
             page.paste(colour, (left + dx, top + dy), used)
+
+
+def _writable(canvas: Any, stride: int, area: tuple[int, int]) -> memoryview:
+    """The canvas's bytes, once it is known to be writable and to hold the area."""
+    view = memoryview(canvas).cast("B")
+    if view.readonly:
+        raise TypeError("the canvas must be a writable buffer")
+    right, bottom = area
+    if right < 0 or bottom < 0 or stride < right * PIXEL_BYTES or view.nbytes < stride * bottom:
+        raise ValueError("the area does not fit the canvas")
+    return view
 
 
 def _switch(mask: Any, area: tuple[int, int]) -> Image.Image:
@@ -116,12 +123,8 @@ def darken(canvas: Any, stride: int, area: tuple[int, int], mask: Any, strength:
            source: Any = None) -> None:
     """Same contract as `render._paper.darken`: R, G, B on the mask's set chips multiplied by
     (255 - strength) / 255 with the C loop's rounding (numpy: Pillow has no such operation)."""
-    view = memoryview(canvas).cast("B")
-    if view.readonly:
-        raise TypeError("the canvas must be a writable buffer")
+    view = _writable(canvas, stride, area)
     right, bottom = area
-    if right < 0 or bottom < 0 or stride < right * PIXEL_BYTES or view.nbytes < stride * bottom:
-        raise ValueError("the area does not fit the canvas")
     if mask is None:
         raise TypeError("the mask must be a tuple (cells, chip, chips)")
     keep = _keep(mask, strength, area)
