@@ -6,8 +6,9 @@
 
 /* The invisible mark's darkening (render/forensic/embed.py): every R, G, B byte on a set chip
  * of the mask loses round(value * strength / 255), which is what blending black at opacity
- * `strength` (`blend_run`) gives. With a strength of at most MAX_STRENGTH that is a count of
- * thresholds passed, in byte-wide compares: a quarter of the work of 16-bit products. */
+ * `strength` gives (`blend_run` in _blend.c, and Pillow's paste). With a strength of at most
+ * MAX_STRENGTH that is a count of thresholds passed: byte-wide compares, 16 lanes to a
+ * vector, where the products would need 16-bit lanes. */
 #define MAX_STRENGTH 4
 
 typedef struct {
