@@ -193,6 +193,23 @@ def test_a_stalled_upload_is_cut_after_the_idle_timeout_and_leaves_nothing(
     assert "request body idle for 1.5 s: connection closed" in tight_vault.log_text()
 
 
+def test_a_stalled_upload_leaves_no_request_behind_for_the_shutdown(tmp_path: Path) -> None:
+    """Its request ends when the idle timeout closes the connection. Before, its coroutine
+    stayed suspended (a handler and its request held per stalled upload) until the server
+    stopped, which then logged a 500 for it."""
+    with running_vault(tmp_path / "data", VAULTD_BODY_IDLE_TIMEOUT_SECONDS="1",
+                       VAULTD_RENDER_WORKERS="1") as server:
+        key = server.new_account()[1]
+        head = (f"POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+                "Content-Type: image/png\r\nContent-Length: 300000\r\n\r\n").encode()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(head + docs.png_of_size(300_000)[:50_000])
+            assert read_all(sock) == b""  # closed without an answer
+    log = server.log_text()
+    assert "request body idle for 1 s: connection closed" in log and "vaultd stopping" in log
+    assert "POST /v1/files" not in log  # neither answered nor failed: the client had left
+
+
 EMFILE_SERVER = """
 import asyncio, resource, sys
 from tornado.web import Application, RequestHandler

@@ -60,6 +60,10 @@ class BaseHandler(RequestHandler):
         self._uncount()
 
     def on_connection_close(self) -> None:
+        # Tornado's own fails a streamed body's pending read, so the request's coroutine ends
+        # now (quietly: Tornado returns on that error); without it an upload whose client left,
+        # or whose body went idle, stayed suspended until shutdown, then logged a 500.
+        super().on_connection_close()
         self._uncount()
         self.departure.leave()
 
