@@ -100,15 +100,15 @@ def _scan_ink(grey: Image.Image, level: int | None) -> Detection | None:
     tried: list[int] = []
     # The page's rotation, from the first reading whose lattice showed it: a later level's
     # reading may hold more of the mark but show no lattice (too many other pixels).
-    rotation: list[float] = []
+    rotation: float | None = None
     if level is not None:
-        found = _scan(grey, level, flat, rotation)
+        found, rotation = _scan(grey, level, flat, rotation)
         if found is not None:
             return found
         tried.append(level)
     for other in pattern_model.lattice_ink_levels(grey, flat):
         if all(abs(other - done) > _SAME_INK for done in tried):
-            found = _scan(grey, other, flat, rotation)
+            found, rotation = _scan(grey, other, flat, rotation)
             if found is not None:
                 return found
             tried.append(other)
@@ -116,19 +116,20 @@ def _scan_ink(grey: Image.Image, level: int | None) -> Detection | None:
 
 
 def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
-          rotation: list[float]) -> Detection | None:
+          known_rotation: float | None) -> tuple[Detection | None, float | None]:
     """The clipped page read at every scale (`scan`), the visible pattern subtracted first
-    (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale.
-    `rotation`: the page's, once a reading has shown it (this one adds it when it is first)."""
+    (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale. Also the
+    page's rotation as known after this reading: `known_rotation` (an earlier reading's) or,
+    when there was none, this reading's."""
     reading = pattern_model.ink_points(grey, level, flat)
-    if reading is not None and reading.rotation is not None and not rotation:
-        rotation.append(reading.rotation)
+    shown = None if reading is None else reading.rotation
+    known = known_rotation if known_rotation is not None else shown
     if reading is None or len(reading.points[2]) < scan.MIN_POINTS:
-        return None
+        return None, known
     points = scan.thinned(reading.points, scan.MAX_POINTS)
     # A rotated leak is read at the angle the pattern's lattice shows, then upright (the
     # lattice's angle is measured to about 0.1 degree; an upright page costs one scan only).
-    turned = reading.rotation if reading.rotation is not None else next(iter(rotation), None)
+    turned = shown if shown is not None else known_rotation
     angles = [turned, 0.0] if turned is not None and abs(turned) > _UPRIGHT else [0.0]
     for degrees in angles:
         angle = math.radians(degrees)
@@ -138,8 +139,8 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
             if score >= SYNC_THRESHOLD:
                 render_id = scan.chase(_votes(chips), scan.CHASE_BITS)
                 if render_id is not None:
-                    return Detection(render_id, score, scale, degrees)
-    return None
+                    return Detection(render_id, score, scale, degrees), known
+    return None, known
 
 
 def _fold_score(folded: Floats) -> float:

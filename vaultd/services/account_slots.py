@@ -16,13 +16,28 @@ RETRY_AFTER_SECONDS = 5
 
 
 @dataclass
+class Slot:
+    """One request's place in its account's count. Given back once, however often a handler's
+    exits (finished, client gone, decode done) call `release`."""
+
+    slots: AccountSlots
+    account_id: str
+    released: bool = False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.slots.give_back(self.account_id)
+
+
+@dataclass
 class AccountSlots:
     per_account: int
     what: str  # the requests counted, plural: "uploads", "traces"
     _held: dict[str, int] = field(default_factory=dict)
 
-    def acquire(self, account_id: str) -> None:
-        """Take a slot, or raise TooManyRequests (429 with Retry-After)."""
+    def take(self, account_id: str) -> Slot:
+        """A slot, or TooManyRequests (429 with Retry-After)."""
         held = self._held.get(account_id, 0)
         if held >= self.per_account:
             raise TooManyRequests(
@@ -31,8 +46,9 @@ class AccountSlots:
                 retry_after=RETRY_AFTER_SECONDS,
             )
         self._held[account_id] = held + 1
+        return Slot(self, account_id)
 
-    def release(self, account_id: str) -> None:
+    def give_back(self, account_id: str) -> None:
         left = self._held.get(account_id, 0) - 1
         if left > 0:
             self._held[account_id] = left

@@ -11,6 +11,7 @@ from tornado.web import stream_request_body
 
 from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.services import trace
+from vaultd.services.account_slots import Slot
 from vaultd.web.base import BaseHandler, as_vault_error
 from vaultd.web.upload import drain_cap
 
@@ -18,7 +19,7 @@ from vaultd.web.upload import drain_cap
 @stream_request_body
 class TraceHandler(BaseHandler):
     rejection: VaultError | None = None
-    slot_account: str | None = None  # the account whose trace slot this request holds
+    slot: Slot | None = None  # this request's place in its account's traces in progress
     decoding = False  # `post` is running: the image is still held
 
     async def prepare(self) -> None:
@@ -45,8 +46,7 @@ class TraceHandler(BaseHandler):
     def _take_slot(self) -> None:
         # Before any body byte is kept: the image stays in memory until a worker decoded it.
         assert self.account is not None and self.ctx.trace_slots is not None
-        self.ctx.trace_slots.acquire(self.account.id)
-        self.slot_account = self.account.id
+        self.slot = self.ctx.trace_slots.take(self.account.id)
 
     def on_finish(self) -> None:
         super().on_finish()
@@ -58,9 +58,8 @@ class TraceHandler(BaseHandler):
             self._release_slot()
 
     def _release_slot(self) -> None:
-        account, self.slot_account = self.slot_account, None
-        if account is not None and self.ctx.trace_slots is not None:
-            self.ctx.trace_slots.release(account)
+        if self.slot is not None:
+            self.slot.release()
 
     def _too_large(self) -> PayloadTooLarge:
         return PayloadTooLarge(f"image larger than the {trace.MAX_TRACE_BYTES} byte limit")

@@ -17,6 +17,7 @@ from tornado.web import stream_request_body
 from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.numbers import is_decimal
 from vaultd.services import quota
+from vaultd.services.account_slots import Slot
 from vaultd.services.files import file_json
 from vaultd.services.page_path import budget_for
 from vaultd.services.uploads import UploadSession, parse_content_type, parse_kind, parse_name
@@ -37,7 +38,7 @@ class UploadHandler(BaseHandler):
     session: UploadSession | None = None
     rejection: VaultError | None = None
     finishing = False  # once the whole body is in, the upload completes even if the client leaves
-    slot_account: str | None = None  # the account whose upload slot this request holds
+    slot: Slot | None = None  # this request's place in its account's uploads in progress
 
     async def prepare(self) -> None:
         # Errors are answered from the method, after the body is read: a response finished
@@ -74,14 +75,12 @@ class UploadHandler(BaseHandler):
         # Both before any body byte is stored: a full account, or one already holding its share
         # of uploads in progress, gets its answer without a temporary blob.
         assert self.account is not None and self.ctx.upload_slots is not None
-        self.ctx.upload_slots.acquire(self.account.id)
-        self.slot_account = self.account.id
+        self.slot = self.ctx.upload_slots.take(self.account.id)
         await quota.check_room(self.ctx.db, self.account.id, self._content_length())
 
     def _release_slot(self) -> None:
-        account, self.slot_account = self.slot_account, None
-        if account is not None and self.ctx.upload_slots is not None:
-            self.ctx.upload_slots.release(account)
+        if self.slot is not None:
+            self.slot.release()
 
     def on_finish(self) -> None:
         super().on_finish()
