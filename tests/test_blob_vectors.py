@@ -48,9 +48,8 @@ VECTORS = _vector_params()
 
 def _need(vector: dict[str, Any]) -> dict[str, Any]:
     if "missing" in vector:
-        pytest.fail(f"Wycheproof test vectors not found: {vector['missing']} (expected the "
-                    "shared test vectors at ../shared/testvectors/wycheproof from the project "
-                    "root)", pytrace=False)
+        pytest.fail(f"Wycheproof test vectors not found: {vector['missing']} (expected them "
+                    "in tests/vectors/wycheproof, copied from C2SP/wycheproof)", pytrace=False)
     return vector
 
 

@@ -43,9 +43,8 @@ def _aes_gcm_params() -> list[Any]:
 def test_wycheproof_aes_gcm_vectors_pass_through_aead_seal_and_open(
         vector: dict[str, Any]) -> None:
     if "missing" in vector:
-        pytest.fail(f"Wycheproof test vectors not found: {vector['missing']} (expected the "
-                    "shared test vectors at ../shared/testvectors/wycheproof from the project "
-                    "root)", pytrace=False)
+        pytest.fail(f"Wycheproof test vectors not found: {vector['missing']} (expected them "
+                    "in tests/vectors/wycheproof, copied from C2SP/wycheproof)", pytrace=False)
     key, iv, aad, msg = (bytes.fromhex(vector[name]) for name in ("key", "iv", "aad", "msg"))
     sealed = bytes.fromhex(vector["ct"]) + bytes.fromhex(vector["tag"])
     result = vector["result"]

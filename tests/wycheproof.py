@@ -1,4 +1,4 @@
-"""Wycheproof vectors, read from ../shared/testvectors/wycheproof (never copied in)."""
+"""Wycheproof vectors, carried in tests/vectors/wycheproof (Apache-2.0, LICENSE beside them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-VECTORS_DIR = Path(__file__).resolve().parents[2] / "shared" / "testvectors" / "wycheproof"
+VECTORS_DIR = Path(__file__).resolve().parent / "vectors" / "wycheproof"
 
 
 def vector_params(filename: str, algorithm: str,
