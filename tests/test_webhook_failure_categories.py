@@ -5,6 +5,7 @@ reach 127.0.0.1 (private networks allowed), so that each kind of failure really 
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from collections.abc import Iterator
@@ -24,6 +25,10 @@ pytestmark = pytest.mark.slow  # starts its own vaultd (see docs/testing.md)
 PRIVATE_ALLOWED = {"VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "true",
                    "VAULTD_WEBHOOKS_POLL_SECONDS": "0.1"}
 QUERY_SECRET = "?sig=tenant-query-secret"  # a URL's query is the tenant's: never logged
+OPENAPI = Path(__file__).resolve().parents[1] / "vaultd" / "web" / "openapi.json"
+# The published contract's list of categories (`WebhookDelivery.error`).
+CATEGORY_PATTERN = json.loads(OPENAPI.read_text())["components"]["schemas"][
+    "WebhookDelivery"]["properties"]["error"]["pattern"]
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +59,7 @@ def attempt(owner: httpx.Client, vault: VaultProcess, url: str) -> tuple[dict[st
 def assert_category_only(owner: httpx.Client, delivery: dict[str, object], category: str,
                          detail: str) -> None:
     assert (delivery["ok"], delivery["status"], delivery["error"]) == (False, None, category)
+    assert re.fullmatch(CATEGORY_PATTERN, category)
     # Nothing of the detail reaches the tenant: not the address, the errno or the reply.
     [endpoint] = owner.get("/webhooks").json()["webhooks"]
     deliveries = owner.get(f"/webhooks/{endpoint['id']}/deliveries").text
@@ -116,6 +122,8 @@ def test_an_error_answer_is_its_status(owner: httpx.Client, open_vault: VaultPro
         delivery, detail = attempt(owner, open_vault, receiver.url)
     assert (delivery["status"], delivery["error"], detail) == (503, "answered 503",
                                                                "answered 503")
+    assert re.fullmatch(CATEGORY_PATTERN, "answered 503")
+    assert re.fullmatch(CATEGORY_PATTERN, "answered 302 (redirects are not followed)")
 
 
 def test_no_secret_reaches_the_log(open_vault: VaultProcess) -> None:
