@@ -126,6 +126,23 @@ def test_an_error_answer_is_its_status(owner: httpx.Client, open_vault: VaultPro
     assert re.fullmatch(CATEGORY_PATTERN, "answered 302 (redirects are not followed)")
 
 
+def test_a_status_then_a_stalled_body_is_decided_by_the_status(
+        owner: httpx.Client, open_vault: VaultProcess) -> None:
+    def stall(conn: socket.socket) -> None:  # the event was taken; the body never ends
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nok")
+
+    with raw_server(stall) as port:
+        created = owner.post("/webhooks", json={"url": f"http://127.0.0.1:{port}/hooks",
+                                                "events": ["file.uploaded"]})
+        assert created.status_code == 201, created.text
+        open_vault.secrets.append(created.json()["secret"])
+        upload_ok(owner, docs.pdf(1))
+        delivery = first_delivery(owner, created.json()["id"])
+    assert (delivery["ok"], delivery["status"], delivery["error"]) == (True, 200, None)
+    assert delivery["durationMs"] >= 5000  # it waited out the attempt's time for the body
+
+
 def test_no_secret_reaches_the_log(open_vault: VaultProcess) -> None:
     log = open_vault.log_text()
     assert "webhook delivery " in log  # the attempts above were logged

@@ -139,13 +139,14 @@ async def post_signed(url: str, body: str, headers: dict[str, str],
         # or a body slower than the attempt's time.
         failure = None if status else classify(exc)
     code = status[0] if status else None
-    ok = failure is None and code is not None and 200 <= code < 300
-    if failure is None and code is not None and not ok:
+    if failure is None and code is None:  # the client returned without a status line
+        failure = Failure(NO_ANSWER, "no status line")
+    elif failure is None and code is not None and not 200 <= code < 300:
         failure = Failure(answered(code), answered(code))
     duration_ms = int((time.monotonic() - started) * 1000)
     if failure is None:
-        return AttemptResult(code, ok, duration_ms, None)
-    return AttemptResult(code, ok, duration_ms, failure.category, failure.detail)
+        return AttemptResult(code, True, duration_ms, None)
+    return AttemptResult(code, False, duration_ms, failure.category, failure.detail)
 
 
 def classify(exc: Exception) -> Failure:
