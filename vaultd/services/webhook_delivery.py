@@ -24,6 +24,7 @@ from vaultd.db import Db
 from vaultd.records import WebhookEndpointDoc
 from vaultd.services import outbox, webhook_events
 from vaultd.services.outbox import Message
+from vaultd.services.webhook_failures import SECRET_UNAVAILABLE
 from vaultd.services.webhook_http import AttemptResult, post_signed
 from vaultd.services.webhooks import endpoint_secret
 from vaultd.timefmt import utcnow
@@ -134,14 +135,20 @@ class Deliverer:
             secret = endpoint_secret(self.keyring(), endpoint)
         except KeyUnavailable:
             log.error("webhook secret of endpoint %s cannot be unwrapped", endpoint["_id"])
-            return AttemptResult(None, False, 0, "signing secret unavailable (master key)")
+            return AttemptResult(None, False, 0, SECRET_UNAVAILABLE, SECRET_UNAVAILABLE)
         headers = signed_headers(secret, message, utcnow())
         return await post_signed(endpoint["url"], message.body, headers,
                                  self.config.allow_private)
 
     async def _record(self, message: Message, result: AttemptResult) -> None:
+        """Store the attempt with the tenant's category; the detail goes to the log only."""
+        delivery_id = uuid.uuid4().hex
+        if not result.ok:
+            log.warning("webhook delivery %s failed (message %s, endpoint %s, attempt %d): %s",
+                        delivery_id, message.id, message.endpoint_id, message.attempts + 1,
+                        result.detail)
         await self.db.webhook_deliveries.insert_one({
-            "_id": uuid.uuid4().hex, "messageId": message.id, "endpointId": message.endpoint_id,
+            "_id": delivery_id, "messageId": message.id, "endpointId": message.endpoint_id,
             "accountId": message.account_id, "type": message.type,
             "attempt": message.attempts + 1, "at": utcnow(), "status": result.status,
             "ok": result.ok, "durationMs": result.duration_ms, "error": result.error})

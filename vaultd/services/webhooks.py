@@ -22,6 +22,7 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import DeliveryDoc, WebhookEndpointDoc
 from vaultd.services.accounts import Account
+from vaultd.services.webhook_failures import tenant_error
 from vaultd.timefmt import iso_utc, utcnow
 
 EVENTS = ("file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
@@ -188,4 +189,4 @@ async def latest_deliveries(db: Db, account_id: str, endpoint_id: str) -> list[D
 def delivery_json(row: DeliveryDoc) -> DeliveryJson:
     return {"messageId": row["messageId"], "type": row["type"], "attempt": int(row["attempt"]),
             "at": iso_utc(row["at"]), "status": row["status"], "ok": bool(row["ok"]),
-            "durationMs": int(row["durationMs"]), "error": row["error"]}
+            "durationMs": int(row["durationMs"]), "error": tenant_error(row["error"])}

@@ -9,6 +9,7 @@ from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest
 from vaultd.numbers import is_decimal
 from vaultd.services import access_log, files, webhook_events
+from vaultd.web.attachment import content_disposition
 from vaultd.web.base import BaseHandler
 
 # encodeURIComponent leaves these unescaped; clients decode X-File-Name with decodeURIComponent.
@@ -67,6 +68,7 @@ class DownloadHandler(BaseHandler):
         self.set_header("Content-Type", doc["contentType"])
         self.set_header("Content-Length", str(doc["size"]))
         self.set_header("X-File-Name", quote(doc["name"], safe=URI_COMPONENT_SAFE))
+        self.set_header("Content-Disposition", content_disposition(doc["name"]))
         self.set_header("Cache-Control", "private, no-store")
         async for chunk in self.ctx.store.iter_plaintext(doc, opener):
             self.write(chunk)
