@@ -44,9 +44,10 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from render import zygote
-from render.channel import Kind, frame, write_all
+from render.channel import Kind, frame
 from render.dispatch import BrokeredDocument, Task, Worker, release, retrieve, settle
 from render.fair_queue import FairQueueLimits
+from render.outbox import Outbox
 from render.sandbox.layers import ALL_LAYERS
 from render.sandbox.report import SandboxReport
 from render.scheduler import Scheduler
@@ -228,7 +229,8 @@ class RenderPool(WorkerMessages):
             raise
         task_reader.close()
         result_writer.close()
-        worker = Worker(process, task_writer, result_reader)
+        worker = Worker(process, task_writer, result_reader,
+                        Outbox(self._loop, task_writer.fileno()))
         os.set_blocking(result_reader.fileno(), False)
         for end in (result_reader, task_writer):  # room for a page or a read: one write
             with contextlib.suppress(OSError):
@@ -251,9 +253,10 @@ class RenderPool(WorkerMessages):
             worker.account = task.account
         worker.ran(task.affinity)
         task.started = time.monotonic()
+        # The deadline covers the task's transfers too: the loop never blocks on a worker's
+        # pipe (render.outbox), so this timer fires even for a worker that stopped reading.
         task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
-        with contextlib.suppress(OSError):  # the worker is dying: its exit fails the task
-            write_all(worker.tasks.fileno(), task.payload)
+        worker.outbox.send(task.payload)  # a worker whose pipe broke is dying: its exit fails it
 
     def _on_timeout(self, worker: Worker, task: Task) -> None:
         if worker.task is task:
@@ -265,6 +268,7 @@ class RenderPool(WorkerMessages):
     def _retire(self, worker: Worker, kill: bool = False, replace: bool = True) -> None:
         """Replace `worker` now; it exits on end of input (or is killed) and is reaped later."""
         worker.retiring = True
+        worker.outbox.close()  # first: the loop must not watch a closed pipe
         with contextlib.suppress(OSError):
             worker.tasks.close()
         if kill:
