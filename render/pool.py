@@ -8,11 +8,12 @@ and a result reader, both contending for the GIL with the event loop) and one pi
 workers under a lock, about 2.5 ms of hand-overs on a page that renders in 20.
 
 Here each worker has its own two pipes, written and read by the event loop itself (`add_reader`,
-no thread). A worker says once that it is ready (its imports done), then each task costs one
-message each way; a task's timeout starts when it is handed to a ready worker, and at the
-timeout the worker is killed and replaced. A worker that dies fails its own task only
-(WorkerCrashed) and is replaced; workers are also replaced after `max_tasks_per_worker` tasks,
-which bounds leaks in native code.
+no thread; writes through a non-blocking, bounded `render.outbox.Outbox`, so a worker that stops
+reading never blocks the loop). A worker says once that it is ready (its imports done), then
+each task costs one message each way; a task's timeout starts when it is handed to a ready
+worker and covers its transfers, and at the timeout the worker is killed and replaced. A
+worker that dies fails its own task only (WorkerCrashed) and is replaced; workers are also
+replaced after `max_tasks_per_worker` tasks, which bounds leaks in native code.
 Workers are forked by a zygote (multiprocessing's fork server, started with no VAULTD_* variable
 and preloaded with every rendering import, having seen no data), so a new worker costs a fork,
 not a ~0.2 s interpreter start. Each worker confines itself (`render.sandbox`) before its first
