@@ -32,7 +32,7 @@ import pytest
 
 from render.channel import HEADER, MAX_READ_BYTES, READ_REQUEST, Kind, frame
 from render.model import PixelBudget
-from render.pool import RenderPool, TaskTimedOut
+from render.pool import RenderPool, TaskTimedOut, WorkerCrashed
 from render.tasks import render_page
 from tests import documents as docs
 from tests import pool_helpers as helpers
@@ -287,3 +287,42 @@ def _ask_three_times(tasks: int, results_path: str) -> None:
             if number < 2:
                 wait_until(lambda held=held: _held(tasks) > held, timeout=5,
                            what="an answer arriving")
+
+
+def answer_left_unread() -> str:
+    """A worker taken over: ask for data, let the answer arrive, never read it, report a
+    result (value None) as if the task were done, and read nothing more."""
+    import fcntl
+    import os
+    import stat
+    import struct
+    import time
+
+    pipes = {}
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                pipes[fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE] = fd
+        except OSError:
+            continue
+    os.write(pipes[os.O_WRONLY], struct.pack("!BBHI", 4, 0, 0, 12) + struct.pack("!QI", 0, 16))
+    while not int.from_bytes(fcntl.ioctl(pipes[os.O_RDONLY], 0x541B, b"\0\0\0\0"), "little"):
+        time.sleep(0.005)
+    os.write(pipes[os.O_WRONLY], struct.pack("!BBHI", 2, 0, 0, 0))
+    time.sleep(120)
+    return "not killed"
+
+
+async def test_a_result_with_an_answer_left_unread_costs_that_worker(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    # Its next task would wait behind the stale answer (here: until its deadline): the worker
+    # is replaced at once instead, and the account's next pages render.
+    source = fx.encrypt_to_local(tmp_path, fx.text_pdf(2), fx.PDF)
+    document = fx.brokered(source)
+    with pytest.raises(WorkerCrashed, match="the render worker misbehaved and was replaced"):
+        await pool.run(*helpers.task(answer_left_unread), account="a", document=document)
+    for number in (1, 2):
+        page = await pool.run(render_page, source, number, fx.mark(), PixelBudget(),
+                              account="a", document=document)
+        assert page[:2] == b"\xff\xd8"
