@@ -127,8 +127,8 @@ async def answer_read(worker: Worker, task: Task, document: BrokeredDocument, of
                        length: int) -> None:
     """The broker's answer to one checked read: the bytes, or a bare "no" (status 1) while the
     real error is kept for the task's caller. Back-pressure: nothing is read for a worker until
-    it has taken its earlier answers, so a worker that stops reading holds at most one answer
-    here (`render.outbox`) and its task ends at its deadline."""
+    its previous answer has left the outbox for the pipe, so a worker that stops reading holds
+    at most one answer in the server (`render.outbox`) and its task ends at its deadline."""
     await worker.outbox.drained()
     if worker.task is not task or worker.outbox.closed:
         return  # timed out or killed meanwhile (`reading` no longer matters)

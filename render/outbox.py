@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import sys
 import termios
 
 
@@ -69,7 +70,7 @@ class Outbox:
             held = fcntl.ioctl(self._fd, termios.FIONREAD, b"\0\0\0\0")
         except OSError:
             return self.pending
-        return self.pending + int.from_bytes(held, "little")
+        return self.pending + int.from_bytes(held, sys.byteorder)  # a C int
 
     def close(self) -> None:
         """Stop writing (before the pipe is closed: the loop must not watch a closed fd) and
