@@ -210,12 +210,13 @@ class HealthWatch:
 
 
 def test_vaultd_serves_everyone_while_a_worker_does_not_read_its_data(
-    vault: VaultProcess
+    vault: VaultProcess, request: pytest.FixtureRequest
 ) -> None:
     assert vault.process is not None
     stuck_token = _link(vault, "Stuck Ltd", docs.png_of_size(BIG))
     other_token = _link(vault, "Other Inc", docs.pdf(pages=3))
     web = httpx.Client(base_url=vault.url, timeout=30)
+    request.addfinalizer(web.close)
 
     def other_page(number: int) -> float:
         start = time.monotonic()
@@ -230,33 +231,32 @@ def test_vaultd_serves_everyone_while_a_worker_does_not_read_its_data(
     assert len(workers) == 3
     for pid in workers:
         os.kill(pid, signal.SIGSTOP)
+    # What each worker's task pipe holds (never read here): the page task shows which one got it.
+    openings = {pid: os.open(_pipes(pid)[0], os.O_RDONLY | os.O_NONBLOCK) for pid in workers}
+    caller = ThreadPoolExecutor(1)
     sent_at = time.monotonic()
-    requests = ThreadPoolExecutor(1)
-    stuck = requests.submit(
+    stuck = caller.submit(
         lambda: httpx.get(f"{vault.url}/v/{stuck_token}/pages/1", timeout=30))
     try:
-        openings = {pid: os.open(_pipes(pid)[0], os.O_RDONLY | os.O_NONBLOCK) for pid in workers}
         victim = wait_until(lambda: next((p for p, fd in openings.items() if _held(fd)), None),
                             timeout=10, what="the page task in a worker's pipe")
-        tasks = openings.pop(victim)
-        for fd in openings.values():
-            os.close(fd)
         for pid in workers:
             if pid != victim:
                 os.kill(pid, signal.SIGCONT)
         with HealthWatch(vault.url) as health:
-            _ask_three_times(tasks, _pipes(victim)[1])
+            _ask_three_times(openings[victim], _pipes(victim)[1])
             during: list[float] = []
             while not stuck.done():
                 during.append(other_page(len(during) % 3 + 1))
             response = stuck.result()
             ended = time.monotonic() - sent_at
-        os.close(tasks)
     finally:
         for pid in workers:  # a stopped worker the server failed to kill must not outlive us
             if processes.alive(pid):
                 os.kill(pid, signal.SIGCONT)
-        requests.shutdown()
+        for fd in openings.values():
+            os.close(fd)
+        caller.shutdown()
 
     assert_json_error(response, 503, TIMED_OUT)
     assert DEADLINE - 0.1 <= ended < DEADLINE + 2.0, ended
@@ -271,7 +271,6 @@ def test_vaultd_serves_everyone_while_a_worker_does_not_read_its_data(
     assert set(replaced) - set(workers) and victim not in replaced
     again = web.get(f"/v/{stuck_token}/pages/1")
     assert again.status_code == 200 and again.content[:2] == b"\xff\xd8"
-    web.close()
 
 
 def _ask_three_times(tasks: int, results_path: str) -> None:
