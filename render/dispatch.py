@@ -16,7 +16,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
-from render.channel import Kind, frame, write_all
+from render.channel import Kind, frame
+from render.outbox import Outbox
 from render.sandbox.layers import Layer
 
 
@@ -60,6 +61,7 @@ class Worker:
     process: BaseProcess
     tasks: Connection  # the parent's end: tasks and broker answers go out
     results: Connection  # the parent's end: READY, results, errors and reads come in
+    outbox: Outbox  # writes `tasks` from the event loop, never blocking it
     task: Task | None = None
     account: str | None = None  # bound by its first task that names one, for life
     done: int = 0
@@ -102,6 +104,7 @@ def choose_worker(task: Task, workers: list[Worker]) -> Worker | None:
 
 def release(worker: Worker) -> None:
     """Close an exited worker's pipes and process handle (its sentinel is a file descriptor)."""
+    worker.outbox.close()
     for connection in (worker.tasks, worker.results):
         with contextlib.suppress(OSError):
             connection.close()
@@ -123,7 +126,12 @@ def settle(task: Task, value: Any = None, error: BaseException | None = None) ->
 async def answer_read(worker: Worker, task: Task, document: BrokeredDocument, offset: int,
                        length: int) -> None:
     """The broker's answer to one checked read: the bytes, or a bare "no" (status 1) while the
-    real error is kept for the task's caller."""
+    real error is kept for the task's caller. Back-pressure: nothing is read for a worker until
+    its previous answer has left the outbox for the pipe, so a worker that stops reading holds
+    at most one answer in the server (`render.outbox`) and its task ends at its deadline."""
+    await worker.outbox.drained()
+    if worker.task is not task or worker.outbox.closed:
+        return  # timed out or killed meanwhile (`reading` no longer matters)
     try:
         data, status = await document.read(offset, length), 0
     except Exception as exc:  # noqa: BLE001 - kept for the caller; the worker learns "no"
@@ -132,8 +140,7 @@ async def answer_read(worker: Worker, task: Task, document: BrokeredDocument, of
     task.reading = False
     if worker.task is not task or (task.outcome.done() and worker.retiring):
         return  # timed out or killed meanwhile
-    with contextlib.suppress(OSError):
-        write_all(worker.tasks.fileno(), frame(Kind.DATA, data, status=status))
+    worker.outbox.send(frame(Kind.DATA, data, status=status))
 
 
 def settle_after_check(task: Task, value: Any) -> None:

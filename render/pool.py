@@ -8,11 +8,12 @@ and a result reader, both contending for the GIL with the event loop) and one pi
 workers under a lock, about 2.5 ms of hand-overs on a page that renders in 20.
 
 Here each worker has its own two pipes, written and read by the event loop itself (`add_reader`,
-no thread). A worker says once that it is ready (its imports done), then each task costs one
-message each way; a task's timeout starts when it is handed to a ready worker, and at the
-timeout the worker is killed and replaced. A worker that dies fails its own task only
-(WorkerCrashed) and is replaced; workers are also replaced after `max_tasks_per_worker` tasks,
-which bounds leaks in native code.
+no thread; writes through a non-blocking, bounded `render.outbox.Outbox`, so a worker that stops
+reading never blocks the loop). A worker says once that it is ready (its imports done), then
+each task costs one message each way; a task's timeout starts when it is handed to a ready
+worker and covers its transfers, and at the timeout the worker is killed and replaced. A
+worker that dies fails its own task only (WorkerCrashed) and is replaced; workers are also
+replaced after `max_tasks_per_worker` tasks, which bounds leaks in native code.
 Workers are forked by a zygote (multiprocessing's fork server, started with no VAULTD_* variable
 and preloaded with every rendering import, having seen no data), so a new worker costs a fork,
 not a ~0.2 s interpreter start. Each worker confines itself (`render.sandbox`) before its first
@@ -44,9 +45,10 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from render import zygote
-from render.channel import Kind, frame, write_all
+from render.channel import Kind, frame
 from render.dispatch import BrokeredDocument, Task, Worker, release, retrieve, settle
 from render.fair_queue import FairQueueLimits
+from render.outbox import Outbox
 from render.sandbox.layers import ALL_LAYERS
 from render.sandbox.report import SandboxReport
 from render.scheduler import Scheduler
@@ -228,7 +230,8 @@ class RenderPool(WorkerMessages):
             raise
         task_reader.close()
         result_writer.close()
-        worker = Worker(process, task_writer, result_reader)
+        worker = Worker(process, task_writer, result_reader,
+                        Outbox(self._loop, task_writer.fileno()))
         os.set_blocking(result_reader.fileno(), False)
         for end in (result_reader, task_writer):  # room for a page or a read: one write
             with contextlib.suppress(OSError):
@@ -251,9 +254,10 @@ class RenderPool(WorkerMessages):
             worker.account = task.account
         worker.ran(task.affinity)
         task.started = time.monotonic()
+        # The deadline covers the task's transfers too: the loop never blocks on a worker's
+        # pipe (render.outbox), so this timer fires even for a worker that stopped reading.
         task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
-        with contextlib.suppress(OSError):  # the worker is dying: its exit fails the task
-            write_all(worker.tasks.fileno(), task.payload)
+        worker.outbox.send(task.payload)  # a worker whose pipe broke is dying: its exit fails it
 
     def _on_timeout(self, worker: Worker, task: Task) -> None:
         if worker.task is task:
@@ -265,6 +269,7 @@ class RenderPool(WorkerMessages):
     def _retire(self, worker: Worker, kill: bool = False, replace: bool = True) -> None:
         """Replace `worker` now; it exits on end of input (or is killed) and is reaped later."""
         worker.retiring = True
+        worker.outbox.close()  # first: the loop must not watch a closed pipe
         with contextlib.suppress(OSError):
             worker.tasks.close()
         if kill:

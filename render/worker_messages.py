@@ -95,6 +95,9 @@ class WorkerMessages:
             return
         if task.reading:
             raise ChannelViolation("a result while a read is outstanding")
+        if worker.outbox.unread():
+            # It skipped an answer: its next task would sit behind it, the worker out of step.
+            raise ChannelViolation("a result with a broker answer left unread")
         if message.kind == Kind.RESULT:
             settle_after_check(task, decode_result(message))
         else:
