@@ -14,13 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from backends.base import (
-    BackendConfigError,
-    BackendUnavailable,
-    BlobBackend,
-    BlobRef,
-    SyncBlobReader,
-)
+from backends.base import BackendConfigError, BackendUnavailable, BlobBackend
 
 
 class BackendModule(Protocol):
@@ -29,9 +23,6 @@ class BackendModule(Protocol):
     def create(self, options: Mapping[str, str]) -> BlobBackend:
         """The backend from its options: its `storage.<name>.*` settings by their last part,
         and `data_dir`. BackendConfigError when they are wrong or an SDK is missing."""
-
-    def open_reader(self, ref: BlobRef) -> SyncBlobReader:
-        """Open a blob for synchronous random access, in a worker process."""
 
 
 @dataclass(frozen=True)
@@ -63,20 +54,12 @@ def create_backend(name: str, options: Mapping[str, str]) -> BlobBackend:
     return backend_module(name).create(options)
 
 
-def open_reader(ref: BlobRef) -> SyncBlobReader:
-    """Open a blob for synchronous random access; used in worker processes."""
-    return backend_module(ref.backend).open_reader(ref)
-
-
 __all__ = [
     "BACKENDS",
     "BackendConfigError",
     "BackendModule",
     "BackendUnavailable",
     "BlobBackend",
-    "BlobRef",
-    "SyncBlobReader",
     "backend_module",
     "create_backend",
-    "open_reader",
 ]

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-import backends
 from backends.azure import AzureBackend, AzureConfig
 from backends.base import BlobBackend
 from backends.local import LocalBackend
@@ -187,36 +186,11 @@ async def test_concurrent_writers_never_mix_their_blobs(backend: BlobBackend) ->
         assert await backend.read_range(blob, 0, len(data) + 1) == data
 
 
-async def test_a_ref_opens_a_sync_random_access_reader(backend: BlobBackend) -> None:
-    data, blob = os.urandom(3 * MiB), name()
-    await put(backend, blob, data)
-    reader = await asyncio.to_thread(backends.open_reader, backend.ref(blob))
-    try:
-        assert reader.size == len(data)
-        assert await asyncio.to_thread(reader.read_at, 1_000_000, 70_000) == \
-            data[1_000_000:1_070_000]
-        assert await asyncio.to_thread(reader.read_at, len(data) - 5, 100) == data[-5:]
-        assert await asyncio.to_thread(reader.exists)
-        await backend.delete(blob)
-        assert not await asyncio.to_thread(reader.exists)
-    finally:
-        reader.close()
-    with pytest.raises(FileNotFoundError):
-        await asyncio.to_thread(backends.open_reader, backend.ref(blob))
-
-
-async def test_a_ref_survives_pickling_and_hides_its_options(backend: BlobBackend) -> None:
-    import pickle
-
-    ref = backend.ref(name())
-    assert pickle.loads(pickle.dumps(ref)) == ref
-    for _, value in ref.options:
-        assert not value or value not in repr(ref)
-
-
 @pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".hidden", "x" * 300])
 async def test_names_outside_the_safe_alphabet_are_refused(backend: BlobBackend, bad: str) -> None:
     with pytest.raises(ValueError):
         await backend.open_writer(bad)
     with pytest.raises(ValueError):
-        backend.ref(bad)
+        await backend.read_range(bad, 0, 10)
+    with pytest.raises(ValueError):
+        await backend.delete(bad)
