@@ -4,7 +4,7 @@
 its module's `create(options)`. Adding a backend is a module with the `BackendModule` functions
 (its class following `BlobBackend`) and a line here; its settings are `storage.<name>.*` in
 `vaultd/config.py`, passed to `create` by name. Implementations are imported lazily, so a
-deployment that never uses Azure needs no Azure SDK.
+deployment that never uses Azure or S3 needs neither SDK.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class BackendSpec:
 BACKENDS: dict[str, BackendSpec] = {
     "local": BackendSpec("backends.local", ""),
     "azure": BackendSpec("backends.azure", "pip install azure-storage-blob aiohttp"),
+    "s3": BackendSpec("backends.s3", "pip install aiobotocore"),
 }
 
 

@@ -224,7 +224,7 @@ def test_gc_removes_old_orphans_only_keeps_uploads_in_flight_and_reports_lost_bl
 @pytest.mark.parametrize(("args", "message"), [
     (("storage", "gc", "--older-than", "soon"), "--older-than 'soon'"),
     (("storage", "verify", "--account", "no-such-account"), "account not found"),
-    (("storage", "migrate", "--to", "floppy"), "--to must be one of azure, local"),
+    (("storage", "migrate", "--to", "floppy"), "--to must be one of azure, local, s3"),
     (("storage", "migrate", "--to", "local"), "storage.backend is already 'local'"),
 ])
 def test_bad_arguments_are_one_line_errors(local_vault: VaultProcess, args: tuple[str, ...],
