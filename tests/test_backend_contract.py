@@ -50,8 +50,10 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[],
     if request.param == "s3":
         moto: MotoServer = request.getfixturevalue("moto")
         bucket = f"contract-{uuid.uuid4().hex[:16]}"
-        # A small part size (S3's minimum), so that the sizes below cross part boundaries too.
-        return lambda: S3Backend(moto.config(bucket, prefix="vault/"), part_size=PART)
+        # A small part size (S3's minimum), so that the sizes below cross part boundaries too;
+        # the sweep's own floor (an hour without a part) off, as for local temporaries.
+        return lambda: S3Backend(moto.config(bucket, prefix="vault/"), part_size=PART,
+                                 stale_upload_seconds=0)
     azurite: Azurite = request.getfixturevalue("azurite")
     connection_string = azurite.connection_string
     container = f"contract-{uuid.uuid4().hex[:16]}"

@@ -39,7 +39,8 @@ async def bucket(moto: MotoServer) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def store(moto: MotoServer, bucket: str) -> AsyncIterator[S3Backend]:
-    backend = S3Backend(moto.config(bucket, prefix="vault/"), part_size=PART)
+    backend = S3Backend(moto.config(bucket, prefix="vault/"), part_size=PART,
+                        stale_upload_seconds=0)
     await backend.start()
     yield backend
     await backend.close()
@@ -105,6 +106,22 @@ async def test_the_sweep_keeps_an_old_upload_that_is_still_adding_parts(
     assert await store.sweep_temporaries(2) == 0
     assert await writer.commit() == 2 * PART
     assert await store.size("slow-but-alive") == 2 * PART
+
+
+async def test_by_default_the_sweep_leaves_an_upload_alone_for_an_hour(
+        moto: MotoServer, bucket: str) -> None:
+    backend = S3Backend(moto.config(bucket), part_size=PART)
+    try:
+        writer = await backend.open_writer("slow-client")
+        await writer.write(os.urandom(PART))
+        started = time.time()
+        await wait_until_async(lambda: time.time() > started + 1.2, timeout=10, what="1 s passed")
+        assert await backend.sweep_temporaries(0) == 0  # a slow upload's next part may be far
+        backend.stale_upload_seconds = 1
+        assert await backend.sweep_temporaries(0) == 1
+        await writer.abort()
+    finally:
+        await backend.close()
 
 
 async def test_the_bucket_is_created_at_start_and_a_second_start_finds_it(

@@ -11,7 +11,15 @@ from aiobotocore.session import get_session
 from botocore.exceptions import ClientError
 
 from backends.base import BackendUnavailable
-from backends.s3.options import PART_SIZE, S3Config, _check_name, error_code, log, translated
+from backends.s3.options import (
+    PART_SIZE,
+    STALE_UPLOAD_SECONDS,
+    S3Config,
+    _check_name,
+    error_code,
+    log,
+    translated,
+)
 
 _BUCKET_EXISTS = {"BucketAlreadyOwnedByYou", "BucketAlreadyExists"}
 
@@ -107,9 +115,11 @@ class S3Backend:
 
     name = "s3"
 
-    def __init__(self, config: S3Config, part_size: int = PART_SIZE) -> None:
+    def __init__(self, config: S3Config, part_size: int = PART_SIZE,
+                 stale_upload_seconds: float = STALE_UPLOAD_SECONDS) -> None:
         self.config = config.check()
         self.part_size = part_size
+        self.stale_upload_seconds = stale_upload_seconds
         self._client: Any = None
         self._context: Any = None
         self._bucket_ready = False
@@ -220,9 +230,11 @@ class S3Backend:
                     raise
 
     async def sweep_temporaries(self, older_than_seconds: float) -> int:
-        """Abort multipart uploads left by dead writers: idle (no part added, or started) for at
-        least `older_than_seconds`. Their parts are stored, and billed, until aborted."""
-        client, cutoff = await self.client(), time.time() - older_than_seconds
+        """Abort multipart uploads left by dead writers: without a new part for at least
+        `older_than_seconds`, and never sooner than `stale_upload_seconds` (a live writer's parts
+        come only every `part_size` bytes). Their parts are stored, and billed, until aborted."""
+        idle = max(older_than_seconds, self.stale_upload_seconds)
+        client, cutoff = await self.client(), time.time() - idle
         aborted = 0
         pages = client.get_paginator("list_multipart_uploads").paginate(
             Bucket=self.config.bucket, Prefix=self.config.prefix)

@@ -22,7 +22,9 @@ from backends.base import BackendConfigError, BackendUnavailable
 log = logging.getLogger("vaultd.backends.s3")
 
 PART_SIZE = 8 << 20  # bytes per uploaded part: S3 needs at least 5 MiB for all but the last
-MIN_PART_SIZE = 5 << 20
+# A live writer sends a part only every PART_SIZE bytes, so a slow upload's newest part can be
+# minutes old: the sweep leaves every upload alone until it has been this long without a part.
+STALE_UPLOAD_SECONDS = 3600.0
 TOTAL_ATTEMPTS = 3  # the first and two retries: a dead endpoint fails within a few seconds
 CONNECT_TIMEOUT_SECONDS = 2
 READ_TIMEOUT_SECONDS = 20
