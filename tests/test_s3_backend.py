@@ -144,6 +144,8 @@ async def test_the_bucket_is_created_at_start_and_a_second_start_finds_it(
     ({"bucket": "fine", "endpoint_url": "https://user:pw@minio.example"},
      "config: storage.s3.endpoint_url is invalid: an http:// or https:// URL without user or "
      "password"),
+    ({"bucket": "fine", "region": "EU West"}, "config: storage.s3.region is invalid: lowercase "
+     "letters, digits and hyphens (e.g. eu-west-1)"),
     ({"bucket": "fine", "addressing_style": "dns"},
      "config: storage.s3.addressing_style must be virtual or path"),
 ])

@@ -30,6 +30,7 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 BUCKET, PREFIX = "vault-on-s3", "blobs/"
 AZURE_SECRET = "azure-client-secret-a-worker-must-not-see"
+SESSION_TOKEN = "aws-session-token-for-the-server-only"
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +43,14 @@ def moto(request: pytest.FixtureRequest,
 @pytest.fixture(scope="module")
 def s3_vault(tmp_path_factory: pytest.TempPathFactory,
              moto: MotoServer) -> Iterator[VaultProcess]:
-    env = {**moto.env(BUCKET, PREFIX), "AZURE_CLIENT_SECRET": AZURE_SECRET,
-           "VAULTD_RENDER_WORKERS": "1"}
+    # DEBUG: botocore would log every request's headers, the session token among them.
+    env = {**moto.env(BUCKET, PREFIX), "AWS_SESSION_TOKEN": SESSION_TOKEN,
+           "AZURE_CLIENT_SECRET": AZURE_SECRET, "VAULTD_RENDER_WORKERS": "1",
+           "VAULTD_LOG_LEVEL": "DEBUG"}
     server = VaultProcess(tmp_path_factory.mktemp("s3-vault") / "data", env=env).start()
     yield server
     server.stop()
-    server.secrets += [SECRET_ACCESS_KEY, AZURE_SECRET]
+    server.secrets += [SECRET_ACCESS_KEY, SESSION_TOKEN, AZURE_SECRET]
     assert_no_secrets_in_log(server)
 
 
@@ -95,7 +98,8 @@ def test_vaultds_workers_hold_none_of_its_cloud_credentials(
     assert workers, "no render worker found under vaultd"
     for pid in workers:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
-        for leaked in (b"AWS_", b"AZURE_", SECRET_ACCESS_KEY.encode(), AZURE_SECRET.encode()):
+        for leaked in (b"AWS_", b"AZURE_", SECRET_ACCESS_KEY.encode(), SESSION_TOKEN.encode(),
+                       AZURE_SECRET.encode()):
             assert leaked not in environ, (pid, leaked)
 
 
@@ -122,7 +126,7 @@ def test_a_worker_cannot_read_the_servers_aws_credentials(tmp_path: Path) -> Non
     (tmp_path / ".aws").mkdir()
     (tmp_path / ".aws" / "credentials").write_text(
         f"[default]\naws_secret_access_key = {SECRET_ACCESS_KEY}\n")
-    env = base_env({**AWS_ENV, "AWS_SESSION_TOKEN": "session-token-for-the-server-only",
+    env = base_env({**AWS_ENV, "AWS_SESSION_TOKEN": SESSION_TOKEN,
                     "AZURE_CLIENT_SECRET": AZURE_SECRET, "HOME": str(tmp_path)})
     result = subprocess.run([sys.executable, "-c", ATTACK_FROM_A_WORKER], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120)

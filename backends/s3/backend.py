@@ -195,10 +195,11 @@ class S3Backend:
     async def delete(self, name: str) -> bool:
         key, client = self.config.key(name), await self.client()
         # S3 deletes whether or not the key exists; the interface reports which it was.
-        existed = await self.exists(name)
+        if not await self.exists(name):
+            return False
         with translated(name):
             await client.delete_object(Bucket=self.config.bucket, Key=key)
-        return existed
+        return True
 
     async def exists(self, name: str) -> bool:
         try:

@@ -20,6 +20,10 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from backends.base import BackendConfigError, BackendUnavailable
 
 log = logging.getLogger("vaultd.backends.s3")
+# botocore logs every request's headers at DEBUG, a session token (X-Amz-Security-Token) among
+# them: keep the SDK's loggers out of vaultd's log below WARNING, whatever log_level says.
+for _sdk in ("botocore", "aiobotocore"):
+    logging.getLogger(_sdk).setLevel(logging.WARNING)
 
 PART_SIZE = 8 << 20  # bytes per uploaded part: S3 needs at least 5 MiB for all but the last
 # A live writer sends a part only every PART_SIZE bytes, so a slow upload's newest part can be
@@ -33,6 +37,7 @@ ADDRESSING_STYLES = ("virtual", "path")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 _BUCKET = re.compile(r"^(?!.*\.\.)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _PREFIX = re.compile(r"^(?:[A-Za-z0-9._-]+/){0,10}$")
+_REGION = re.compile(r"^[a-z0-9-]{0,40}$")
 _MISSING_KEY = {"404", "NoSuchKey", "NotFound"}
 
 
@@ -65,6 +70,9 @@ class S3Config:
             raise BackendConfigError("config: storage.s3.prefix is invalid: empty, or folder "
                                      "names of letters, digits, '.', '_', '-', each ending in "
                                      "'/' (e.g. vaultd/)")
+        if not _REGION.match(self.region):
+            raise BackendConfigError("config: storage.s3.region is invalid: lowercase letters, "
+                                     "digits and hyphens (e.g. eu-west-1)")
         if self.endpoint_url and not _is_http_url(self.endpoint_url):
             raise BackendConfigError("config: storage.s3.endpoint_url is invalid: an http:// or "
                                      "https:// URL without user or password")
