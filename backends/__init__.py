@@ -34,7 +34,7 @@ class BackendSpec:
 BACKENDS: dict[str, BackendSpec] = {
     "local": BackendSpec("backends.local", ""),
     "azure": BackendSpec("backends.azure", "pip install azure-storage-blob aiohttp"),
-    "s3": BackendSpec("backends.s3", "pip install aiobotocore"),
+    "s3": BackendSpec("backends.s3", "pip install 'aiobotocore>=2.19'"),
 }
 
 
