@@ -110,7 +110,8 @@ def _gc_text(report: dict[str, Any]) -> str:
 
 @app.command("migrate")
 def migrate(
-    to: Annotated[str, typer.Option("--to", help="Backend to copy every blob to: local or azure.")],
+    to: Annotated[str, typer.Option(
+        "--to", help="Backend to copy every blob to: local, azure or s3.")],
     as_json: JsonFlag = False,
 ) -> None:
     """Copy every blob to the other backend and verify it; safe to re-run."""

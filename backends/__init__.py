@@ -4,7 +4,7 @@
 its module's `create(options)`. Adding a backend is a module with the `BackendModule` functions
 (its class following `BlobBackend`) and a line here; its settings are `storage.<name>.*` in
 `vaultd/config.py`, passed to `create` by name. Implementations are imported lazily, so a
-deployment that never uses Azure needs no Azure SDK.
+deployment that never uses Azure or S3 needs neither SDK.
 """
 
 from __future__ import annotations
@@ -14,13 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from backends.base import (
-    BackendConfigError,
-    BackendUnavailable,
-    BlobBackend,
-    BlobRef,
-    SyncBlobReader,
-)
+from backends.base import BackendConfigError, BackendUnavailable, BlobBackend
 
 
 class BackendModule(Protocol):
@@ -29,9 +23,6 @@ class BackendModule(Protocol):
     def create(self, options: Mapping[str, str]) -> BlobBackend:
         """The backend from its options: its `storage.<name>.*` settings by their last part,
         and `data_dir`. BackendConfigError when they are wrong or an SDK is missing."""
-
-    def open_reader(self, ref: BlobRef) -> SyncBlobReader:
-        """Open a blob for synchronous random access, in a worker process."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +34,7 @@ class BackendSpec:
 BACKENDS: dict[str, BackendSpec] = {
     "local": BackendSpec("backends.local", ""),
     "azure": BackendSpec("backends.azure", "pip install azure-storage-blob aiohttp"),
+    "s3": BackendSpec("backends.s3", "pip install 'aiobotocore>=2.19'"),
 }
 
 
@@ -63,20 +55,12 @@ def create_backend(name: str, options: Mapping[str, str]) -> BlobBackend:
     return backend_module(name).create(options)
 
 
-def open_reader(ref: BlobRef) -> SyncBlobReader:
-    """Open a blob for synchronous random access; used in worker processes."""
-    return backend_module(ref.backend).open_reader(ref)
-
-
 __all__ = [
     "BACKENDS",
     "BackendConfigError",
     "BackendModule",
     "BackendUnavailable",
     "BlobBackend",
-    "BlobRef",
-    "SyncBlobReader",
     "backend_module",
     "create_backend",
-    "open_reader",
 ]

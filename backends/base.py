@@ -1,14 +1,12 @@
 """The blob backend interface.
 
-A backend stores opaque encrypted blobs under names chosen by vaultd. The server process uses the
-async interface (`BlobBackend`); render workers, which run in other processes, open a blob for
-synchronous random-access reads through a picklable `BlobRef` (`open_reader`), so that a page
-render reads only the segments it needs and whole files never cross a process boundary.
+A backend stores opaque encrypted blobs under names chosen by vaultd. Only the server process
+uses it (`BlobBackend`, async): render workers never reach storage, they ask the server for the
+byte ranges they need (`vaultd/broker.py`), which reads them with `read_range`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -25,22 +23,6 @@ class StorageFull(BackendUnavailable):
     """The backend has no room left (ENOSPC, quota); the write was abandoned."""
 
 
-@dataclass(frozen=True)
-class BlobRef:
-    """Everything a worker process needs to open one blob: backend name, its options, the name."""
-
-    backend: str
-    options: tuple[tuple[str, str], ...]
-    name: str
-
-    def option(self, key: str) -> str:
-        return dict(self.options)[key]
-
-    def __repr__(self) -> str:
-        # Options may hold credentials (an Azure connection string): never print them.
-        return f"BlobRef(backend={self.backend!r}, name={self.name!r})"
-
-
 class BlobWriter(Protocol):
     """A blob being written. Nothing is visible under the final name until `commit`."""
 
@@ -52,20 +34,6 @@ class BlobWriter(Protocol):
 
     async def abort(self) -> None:
         """Discard everything written; safe to call more than once and after a failure."""
-
-
-class SyncBlobReader(Protocol):
-    """Random-access reads of one committed blob, used inside worker processes."""
-
-    size: int
-
-    def read_at(self, offset: int, length: int) -> bytes:
-        """Exactly `length` bytes from `offset` (fewer only at the end of the blob)."""
-
-    def exists(self) -> bool:
-        """Whether the blob is still stored (a deleted file's cached document is dropped)."""
-
-    def close(self) -> None: ...
 
 
 class BlobBackend(Protocol):
@@ -93,9 +61,6 @@ class BlobBackend(Protocol):
 
     async def list_names(self) -> list[tuple[str, float]]:
         """Every committed blob as (name, modified time as a Unix timestamp)."""
-
-    def ref(self, name: str) -> BlobRef:
-        """A picklable reference that `open_reader` can open in another process."""
 
     async def sweep_temporaries(self, older_than_seconds: float) -> int:
         """Remove what writers left behind when their process died, idle for at least

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from backends.base import BlobRef, StorageFull
+from backends.base import StorageFull
 
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
@@ -99,22 +99,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-class LocalSyncReader:
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
-        self.size = os.fstat(self._file.fileno()).st_size
-
-    def read_at(self, offset: int, length: int) -> bytes:
-        return os.pread(self._file.fileno(), length, offset)
-
-    def exists(self) -> bool:
-        return self._path.exists()
-
-    def close(self) -> None:
-        self._file.close()
-
-
 class LocalBackend:
     """Blobs as files in `root`."""
 
@@ -182,15 +166,8 @@ class LocalBackend:
                 removed += 1
         return removed
 
-    def ref(self, name: str) -> BlobRef:
-        return BlobRef("local", (("root", str(self.root)),), _check_name(name))
-
     async def close(self) -> None:
         return None
-
-
-def open_reader(ref: BlobRef) -> LocalSyncReader:
-    return LocalSyncReader(Path(ref.option("root")) / _check_name(ref.name))
 
 
 def create(options: Mapping[str, str]) -> LocalBackend:

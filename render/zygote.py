@@ -5,7 +5,8 @@ replacement (after a crash, a recycle or an account switch) costs a fork, not an
 start. A worker also skips multiprocessing's re-import of the server's `__main__` (vaultd.main:
 about 0.6 s of imports, and server code a worker has no use for): its task names what it runs.
 The fork server inherits the environment at the moment it starts: VAULTD_* variables
-(the master key, backend credentials) are taken out for that moment so no worker ever has them.
+(the master key, backend settings) and the cloud SDKs' AWS_* and AZURE_* credentials are taken
+out for that moment so no worker ever has them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from multiprocessing import forkserver, popen_forkserver, reduction, spawn, util
 from multiprocessing.context import ForkServerContext, ForkServerProcess, set_spawning_popen
 from typing import Any
 
+from render.sandbox.layers import SECRET_ENV_PREFIXES
+
 _PRELOAD = ["render.worker"]
 _PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
 _lock = threading.Lock()
@@ -31,7 +34,7 @@ def context() -> ForkServerContext:
     assert isinstance(ctx, ForkServerContext)
     with _lock:
         ctx.set_forkserver_preload(_PRELOAD)
-        secrets = {k: v for k, v in os.environ.items() if k.startswith("VAULTD_")}
+        secrets = {k: v for k, v in os.environ.items() if k.startswith(SECRET_ENV_PREFIXES)}
         for name in secrets:
             del os.environ[name]
         try:

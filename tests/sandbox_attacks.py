@@ -92,6 +92,18 @@ def secret_environment() -> str:
     return f"ESCAPED: {names}" if names else "refused: no VAULTD_* variable"
 
 
+def cloud_credentials() -> str:
+    import os
+
+    names = [name for name in os.environ if name.startswith(("AWS_", "AZURE_"))]
+    try:  # the AWS chain's other sources: a profile's files, an instance role's endpoint
+        with open(os.path.expanduser("~/.aws/credentials")) as f:
+            return f"ESCAPED: read ~/.aws/credentials ({len(f.read())} bytes)"
+    except OSError:
+        pass
+    return f"ESCAPED: {names}" if names else "refused: no AWS_* or AZURE_* variable"
+
+
 def new_namespace() -> str:
     import ctypes
 

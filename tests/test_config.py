@@ -23,7 +23,7 @@ def test_flags_beat_environment_beat_file_beat_defaults() -> None:
 @pytest.mark.parametrize(("file_values", "env", "named"), [
     ({"port": "eighty"}, {}, "port"),
     ({}, {"VAULTD_RENDER_WORKERS": "0"}, "render.workers"),
-    ({}, {"VAULTD_STORAGE_BACKEND": "s3"}, "storage.backend"),
+    ({}, {"VAULTD_STORAGE_BACKEND": "floppy"}, "storage.backend"),
     ({"render": 1, "colour": "blue"}, {}, "colour"),
     ({}, {"VAULTD_PUBLIC_URL": "ftp://x"}, "public_url"),
     ({}, {"VAULTD_TRUSTED_PROXIES": "10.0.0.0/33"}, "proxy.trusted"),

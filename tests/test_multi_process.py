@@ -1,8 +1,8 @@
-"""Two vaultd processes behind one (imaginary) load balancer: one database, one Azure container.
+"""Two vaultd processes behind one (imaginary) load balancer: one database, one blob store.
 
 Process A starts the embedded database; B is pointed at it through VAULTD_MONGODB_URI. Both use
-the same master key and the same Azurite container, as two nodes of one deployment would.
-Nothing is sticky: every request may land on either process.
+the same master key and the same Azurite container, or the same S3 bucket (moto_server), as two
+nodes of one deployment would. Nothing is sticky: every request may land on either process.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from backends.azure import AzureBackend, AzureConfig
 from tests import documents as docs
-from tests.azurite import ACCOUNT_KEY, Azurite, session_azurite
+from tests.azurite import session_azurite
 from tests.http_helpers import (
     FILE_NOT_FOUND,
     LINK_GONE,
@@ -29,6 +28,9 @@ from tests.http_helpers import (
     upload,
     upload_ok,
 )
+from tests.moto_server import aws_credentials, session_moto
+from tests.shared_storage import AzureStorage, S3Storage, SharedStorage
+from tests.tcp_relay import TcpRelay
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.embedded_db import running_address
@@ -40,17 +42,27 @@ CONTAINER = "shared-vault"
 STORAGE_DOWN = "storage unavailable; retry shortly"
 
 
-@pytest.fixture(scope="module")
-def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
-    return session_azurite(request.config, tmp_path_factory)
+@pytest.fixture(scope="module", params=["azure", "s3"])
+def storage(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStorage]:
+    if request.param == "azure":
+        yield AzureStorage(session_azurite(request.config, tmp_path_factory), CONTAINER)
+        return
+    with aws_credentials():
+        moto = session_moto(request.config, tmp_path_factory)
+        relay = TcpRelay(moto.port).start()
+        try:
+            yield S3Storage(moto, relay, CONTAINER)
+        finally:
+            relay.stop()
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory,
-         azurite: Azurite) -> Iterator[tuple[VaultProcess, VaultProcess]]:
+         storage: SharedStorage) -> Iterator[tuple[VaultProcess, VaultProcess]]:
     ring = MasterKeyring.generate().serialize(one_line=True)
     # The upload cap is per process: these tests race more uploads than its default of 4.
-    env = {**azurite.env(CONTAINER), "VAULTD_MASTER_KEY": ring, "VAULTD_RENDER_WORKERS": "1",
+    env = {**storage.env(), "VAULTD_MASTER_KEY": ring, "VAULTD_RENDER_WORKERS": "1",
            "VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT": "16"}
     root = tmp_path_factory.mktemp("multi")
     a = VaultProcess(root / "a", env=dict(env)).start()
@@ -67,7 +79,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory,
         a.stop()
     assert b is not None
     key_bytes = ring.split(":", 1)[1]  # the id before it is not secret
-    handed_out = [key_bytes, ACCOUNT_KEY, *a.secrets, *b.secrets]
+    handed_out = [key_bytes, storage.secret, *a.secrets, *b.secrets]
     for server in (a, b):
         server.secrets = handed_out
         assert_no_secrets_in_log(server)
@@ -81,9 +93,9 @@ def clients(pair: tuple[VaultProcess, VaultProcess]) -> Iterator[tuple[httpx.Cli
         yield api_a, api_b
 
 
-def container_names(azurite: Azurite) -> set[str]:
+def container_names(storage: SharedStorage) -> set[str]:
     async def listing() -> set[str]:
-        backend = AzureBackend(AzureConfig(CONTAINER, connection_string=azurite.connection_string))
+        backend = storage.backend()
         try:
             return {name for name, _ in await backend.list_names()}
         finally:
@@ -92,11 +104,11 @@ def container_names(azurite: Azurite) -> set[str]:
     return asyncio.run(listing())
 
 
-def orphan_blobs(server: VaultProcess, azurite: Azurite) -> set[str]:
+def orphan_blobs(server: VaultProcess, storage: SharedStorage) -> set[str]:
     async def file_ids(db: Any) -> set[str]:
         return {doc["_id"] async for doc in db.files.find({}, {"_id": 1})}
 
-    return container_names(azurite) - server.run_service(file_ids)
+    return container_names(storage) - server.run_service(file_ids)
 
 
 def link_token(server: VaultProcess, api: httpx.Client, file_id: str) -> str:
@@ -111,7 +123,7 @@ def is_jpeg(response: httpx.Response) -> bool:
 
 def test_a_file_uploaded_through_one_process_is_listed_downloaded_and_rendered_by_the_other(
         pair: tuple[VaultProcess, VaultProcess], clients: tuple[httpx.Client, ...],
-        azurite: Azurite) -> None:
+        storage: SharedStorage) -> None:
     api_a, api_b = clients
     original = docs.pdf(pages=3)
     stored = upload_ok(api_a, original, name="Q3 report.pdf", kind="delivery")
@@ -122,7 +134,7 @@ def test_a_file_uploaded_through_one_process_is_listed_downloaded_and_rendered_b
     assert download.status_code == 200 and download.content == original
     token = link_token(pair[1], api_b, stored["id"])
     assert is_jpeg(api_b.get(f"/views/{token}/pages/3"))
-    assert stored["id"] in container_names(azurite)
+    assert stored["id"] in container_names(storage)
 
 
 def test_a_link_revoked_through_one_process_stops_pages_in_the_other_on_the_next_request(
@@ -152,7 +164,7 @@ def set_usage(server: VaultProcess, api: httpx.Client, documents: int, storage: 
 @pytest.mark.parametrize("limit", ["documents", "storage"])
 def test_concurrent_uploads_through_both_processes_never_pass_the_plan_limits(
         pair: tuple[VaultProcess, VaultProcess], clients: tuple[httpx.Client, ...],
-        azurite: Azurite, limit: str) -> None:
+        storage: SharedStorage, limit: str) -> None:
     body, free = docs.png(), get_plan("free")
     assert free.maxDocuments is not None
     # Room for exactly three more files, by count or by bytes.
@@ -177,13 +189,13 @@ def test_concurrent_uploads_through_both_processes_never_pass_the_plan_limits(
                                                           start[1] + 3 * len(body))
     assert clients[0].get("/files").json()["total"] == 3
     # The refused uploads left no blob behind: every blob in the container belongs to a file.
-    assert {r.json()["id"] for r in responses if r.status_code == 201} <= container_names(azurite)
-    assert orphan_blobs(pair[0], azurite) == set()
+    assert {r.json()["id"] for r in responses if r.status_code == 201} <= container_names(storage)
+    assert orphan_blobs(pair[0], storage) == set()
 
 
 def test_deleting_through_one_process_makes_the_file_gone_in_the_other(
         pair: tuple[VaultProcess, VaultProcess], clients: tuple[httpx.Client, ...],
-        azurite: Azurite) -> None:
+        storage: SharedStorage) -> None:
     api_a, api_b = clients
     stored = upload_ok(api_a, docs.pdf(pages=2), kind="delivery")
     token = link_token(pair[1], api_b, stored["id"])
@@ -195,7 +207,7 @@ def test_deleting_through_one_process_makes_the_file_gone_in_the_other(
         assert_json_error(api_b.get(path), 404, message)
     assert api_b.get("/files").json()["total"] == 0
     assert api_b.get("/account").json()["usage"]["documents"] == 0
-    assert stored["id"] not in container_names(azurite)
+    assert stored["id"] not in container_names(storage)
 
 
 def timed(call: Any) -> httpx.Response:
@@ -212,14 +224,14 @@ def assert_storage_down(response: httpx.Response) -> None:
 
 def test_a_storage_outage_is_a_json_503_and_both_processes_recover_by_themselves(
         pair: tuple[VaultProcess, VaultProcess], clients: tuple[httpx.Client, ...],
-        azurite: Azurite) -> None:
+        storage: SharedStorage) -> None:
     api_a, api_b = clients
     original = docs.pdf(pages=2)
     stored = upload_ok(api_a, original, kind="delivery")
     token = link_token(pair[0], api_a, stored["id"])
     assert is_jpeg(api_b.get(f"/views/{token}/pages/1"))
     usage = api_a.get("/account").json()["usage"]
-    azurite.stop()
+    storage.stop()
     try:
         assert_storage_down(timed(lambda: api_a.get(f"/files/{stored['id']}/download")))
         assert_storage_down(timed(lambda: api_b.get(f"/views/{token}/pages/2")))
@@ -228,9 +240,9 @@ def test_a_storage_outage_is_a_json_503_and_both_processes_recover_by_themselves
         assert api_b.get("/files").json()["total"] == 1
         assert api_b.get("/account").json()["usage"] == usage
     finally:
-        azurite.start()
+        storage.start()
     for server in pair:  # logged once per failed request, without any secret (fixture checks)
-        assert "Azure storage unavailable: ServiceRequestError" in server.log_text()
+        assert storage.down_log in server.log_text()
     assert api_a.get(f"/files/{stored['id']}/download").content == original
     assert is_jpeg(api_b.get(f"/views/{token}/pages/2"))
     assert is_jpeg(api_a.get(f"/views/{token}/pages/1"))

@@ -1,5 +1,5 @@
 """`vault-admin storage verify | gc | migrate`, run as real processes against a running vaultd,
-on the local backend and on Azure (Azurite)."""
+on the local backend, on Azure (Azurite) and on S3 (moto_server)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ import pytest
 from backends.azure import AzureBackend, AzureConfig
 from backends.base import BlobBackend
 from backends.local import LocalBackend
+from backends.s3 import S3Backend, S3Config
 from tests import documents as docs
 from tests.azurite import ACCOUNT_KEY, Azurite, session_azurite
 from tests.http_helpers import upload_ok
+from tests.moto_server import SECRET_ACCESS_KEY, MotoServer, aws_credentials, session_moto
 from tests.test_cli import one_line_error
 from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
 from vaultd.crypto.blob_format import HEADER_SIZE, WIRE_CHUNK_SIZE
@@ -35,11 +37,18 @@ def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     return session_azurite(request.config, tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def moto(request: pytest.FixtureRequest,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    with aws_credentials():  # for the backends this module opens itself
+        yield session_moto(request.config, tmp_path_factory)
+
+
 def running_vault(root: Any, env: dict[str, str]) -> Iterator[VaultProcess]:
     server = VaultProcess(root / "data", env={"VAULTD_RENDER_WORKERS": "1", **env}).start()
     yield server
     server.stop()
-    server.secrets.append(ACCOUNT_KEY)
+    server.secrets += [ACCOUNT_KEY, SECRET_ACCESS_KEY]
     assert_no_secrets_in_log(server)
 
 
@@ -55,7 +64,13 @@ def azure_vault(tmp_path_factory: pytest.TempPathFactory,
     yield from running_vault(tmp_path_factory.mktemp("tools-azure"), azurite.env(container))
 
 
-@pytest.fixture(params=["local", "azure"])
+@pytest.fixture(scope="module")
+def s3_vault(tmp_path_factory: pytest.TempPathFactory, moto: MotoServer) -> Iterator[VaultProcess]:
+    bucket = f"tools-{uuid.uuid4().hex[:12]}"
+    yield from running_vault(tmp_path_factory.mktemp("tools-s3"), moto.env(bucket, "blobs/"))
+
+
+@pytest.fixture(params=["local", "azure", "s3"])
 def vault(request: pytest.FixtureRequest) -> VaultProcess:
     server: VaultProcess = request.getfixturevalue(f"{request.param}_vault")
     return server
@@ -87,6 +102,11 @@ def storage_of(env: dict[str, str], vault: VaultProcess) -> BlobBackend:
     if env.get("VAULTD_STORAGE_BACKEND") == "azure":
         return AzureBackend(AzureConfig(env["VAULTD_AZURE_CONTAINER"],
                                         connection_string=env["VAULTD_AZURE_CONNECTION_STRING"]))
+    if env.get("VAULTD_STORAGE_BACKEND") == "s3":
+        return S3Backend(S3Config(env["VAULTD_S3_BUCKET"], prefix=env["VAULTD_S3_PREFIX"],
+                                  region=env["VAULTD_S3_REGION"],
+                                  endpoint_url=env["VAULTD_S3_ENDPOINT_URL"],
+                                  addressing_style=env["VAULTD_S3_ADDRESSING_STYLE"]))
     return LocalBackend(vault.data_dir / "blobs")
 
 
@@ -224,7 +244,7 @@ def test_gc_removes_old_orphans_only_keeps_uploads_in_flight_and_reports_lost_bl
 @pytest.mark.parametrize(("args", "message"), [
     (("storage", "gc", "--older-than", "soon"), "--older-than 'soon'"),
     (("storage", "verify", "--account", "no-such-account"), "account not found"),
-    (("storage", "migrate", "--to", "floppy"), "--to must be one of azure, local"),
+    (("storage", "migrate", "--to", "floppy"), "--to must be one of azure, local, s3"),
     (("storage", "migrate", "--to", "local"), "storage.backend is already 'local'"),
 ])
 def test_bad_arguments_are_one_line_errors(local_vault: VaultProcess, args: tuple[str, ...],
@@ -239,25 +259,39 @@ def stored_files(vault: VaultProcess) -> int:
     return int(vault.run_service(count))
 
 
+def cloud_env(target: str, azurite: Azurite, moto: MotoServer) -> dict[str, str]:
+    """Settings (environment) for a new, empty container or bucket of `target`."""
+    if target == "azure":
+        return azurite.env(f"migrated-{uuid.uuid4().hex[:12]}")
+    return moto.env(f"migrated-{uuid.uuid4().hex[:12]}", "vault/")
+
+
+def migrate_ok(vault: VaultProcess, env: dict[str, str], to: str, files: int) -> None:
+    """`storage migrate --to`, twice (the second copies nothing), then verify on `to`."""
+    first = admin_json(vault, "storage", "migrate", "--to", to, env=env)
+    assert (first["copied"], first["alreadyPresent"], first["failed"]) == (files, 0, [])
+    assert f"VAULTD_STORAGE_BACKEND={to}" in first["next"]
+    again = admin(vault, "storage", "migrate", "--to", to, env=env)
+    assert again.returncode == 0
+    assert f"{files} files, 0 copied, {files} already present, 0 failed" in again.stdout
+    # Switched over: the same records, every blob read and authenticated from `to`.
+    on_target = {**env, "VAULTD_STORAGE_BACKEND": to}
+    assert admin_json(vault, "storage", "verify", env=on_target)["ok"] == files
+
+
+@pytest.mark.parametrize("target", ["azure", "s3"])
 def test_migrate_copies_every_blob_both_ways_verifies_and_is_safe_to_rerun(
-        local_vault: VaultProcess, azurite: Azurite, tmp_path: Any) -> None:
+        local_vault: VaultProcess, azurite: Azurite, moto: MotoServer, tmp_path: Any,
+        target: str) -> None:
     _, key = local_vault.new_account("Moving Co")
     with local_vault.client(key) as api:
         for body in (docs.pdf(pages=3), docs.png_of_size(300_000)):
             upload_ok(api, body, content_type="application/octet-stream")
     files = stored_files(local_vault)
-    to_azure = azurite.env(f"migrated-{uuid.uuid4().hex[:12]}")
-    to_azure["VAULTD_STORAGE_BACKEND"] = "local"
-    first = admin_json(local_vault, "storage", "migrate", "--to", "azure", env=to_azure)
-    assert (first["copied"], first["alreadyPresent"], first["failed"]) == (files, 0, [])
-    assert "VAULTD_STORAGE_BACKEND=azure" in first["next"]
-    again = admin(local_vault, "storage", "migrate", "--to", "azure", env=to_azure)
-    assert again.returncode == 0
-    assert f"{files} files, 0 copied, {files} already present, 0 failed" in again.stdout
-    # Switched over: the same records, every blob read and authenticated from Azure.
-    on_azure = {**to_azure, "VAULTD_STORAGE_BACKEND": "azure"}
-    assert admin_json(local_vault, "storage", "verify", env=on_azure)["ok"] == files
-    back = {**on_azure, "VAULTD_STORAGE_LOCAL_DIR": str(tmp_path / "back")}
+    to_cloud = {**cloud_env(target, azurite, moto), "VAULTD_STORAGE_BACKEND": "local"}
+    migrate_ok(local_vault, to_cloud, target, files)
+    back = {**to_cloud, "VAULTD_STORAGE_BACKEND": target,
+            "VAULTD_STORAGE_LOCAL_DIR": str(tmp_path / "back")}
     returned = admin_json(local_vault, "storage", "migrate", "--to", "local", env=back)
     assert (returned["copied"], returned["failed"]) == (files, [])
     assert "VAULTD_STORAGE_BACKEND=local" in returned["next"]
@@ -266,3 +300,16 @@ def test_migrate_copies_every_blob_both_ways_verifies_and_is_safe_to_rerun(
     # Every file's blob, and any image's rendition with it (services.renditions).
     assert len(copied) - len(renditions) == files
     assert all(name.removesuffix(".rendition") in copied for name in renditions)
+
+
+def test_migrate_goes_between_azure_and_s3_both_ways(
+        local_vault: VaultProcess, azurite: Azurite, moto: MotoServer) -> None:
+    _, key = local_vault.new_account("Cloud Hopper")
+    with local_vault.client(key) as api:
+        upload_ok(api, docs.pdf(pages=2))
+    files = stored_files(local_vault)
+    azure, s3 = cloud_env("azure", azurite, moto), cloud_env("s3", azurite, moto)
+    migrate_ok(local_vault, {**azure, **s3, "VAULTD_STORAGE_BACKEND": "local"}, "azure", files)
+    migrate_ok(local_vault, {**azure, **s3, "VAULTD_STORAGE_BACKEND": "azure"}, "s3", files)
+    azure_again = cloud_env("azure", azurite, moto)
+    migrate_ok(local_vault, {**s3, **azure_again, "VAULTD_STORAGE_BACKEND": "s3"}, "azure", files)

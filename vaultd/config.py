@@ -39,6 +39,11 @@ class Settings:
     storage_azure_connection_string: str
     storage_azure_account_url: str
     storage_azure_container: str
+    storage_s3_endpoint_url: str
+    storage_s3_region: str
+    storage_s3_bucket: str
+    storage_s3_prefix: str
+    storage_s3_addressing_style: str
     master_key_file: str
     master_key_value: str
     render_workers: int

@@ -1,5 +1,4 @@
-"""Azure Blob Storage backend: azure-storage-blob's async client in the server, the sync client
-in render workers.
+"""Azure Blob Storage backend: azure-storage-blob's async client, in the server process.
 
 Uploads are block blobs written as staged blocks: a writer buffers ciphertext and stages a block
 whenever `block_size` bytes (a few MiB: hundreds of 16 KiB encrypted chunks) have accumulated;
@@ -19,7 +18,6 @@ from collections.abc import Mapping
 
 from backends.azure.backend import AzureBackend, AzureBlobWriter
 from backends.azure.options import AzureConfig
-from backends.azure.reader import AzureSyncReader, open_reader
 
 
 def create(options: Mapping[str, str]) -> AzureBackend:
@@ -31,5 +29,4 @@ def create(options: Mapping[str, str]) -> AzureBackend:
     ))
 
 
-__all__ = ["AzureBackend", "AzureBlobWriter", "AzureConfig", "AzureSyncReader", "create",
-           "open_reader"]
+__all__ = ["AzureBackend", "AzureBlobWriter", "AzureConfig", "create"]

@@ -24,7 +24,7 @@ from backends.azure.options import (
     _translated,
     log,
 )
-from backends.base import BackendUnavailable, BlobRef
+from backends.base import BackendUnavailable
 
 
 class AzureBlobWriter:
@@ -191,9 +191,6 @@ class AzureBackend:
         with _translated(None):
             return [(item.name, item.last_modified.timestamp())
                     async for item in self.container.list_blobs()]
-
-    def ref(self, name: str) -> BlobRef:
-        return BlobRef("azure", self.config.options(), _check_name(name))
 
     async def sweep_temporaries(self, older_than_seconds: float) -> int:
         """Nothing to sweep: Azure discards uncommitted blocks by itself (after 7 days)."""

@@ -13,10 +13,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from azure.core.exceptions import AzureError, HttpResponseError, ResourceNotFoundError
-from azure.storage.blob import ExponentialRetry as SyncExponentialRetry
 from azure.storage.blob.aio import ExponentialRetry as AsyncExponentialRetry
 
-from backends.base import BackendConfigError, BackendUnavailable, BlobRef
+from backends.base import BackendConfigError, BackendUnavailable
 
 log = logging.getLogger("vaultd.backends.azure")
 
@@ -42,11 +41,6 @@ def _backoff(count: int) -> float:
 
 
 class _AsyncRetry(AsyncExponentialRetry):
-    def get_backoff_time(self, settings: dict[str, Any]) -> float:
-        return _backoff(int(settings["count"]))
-
-
-class _SyncRetry(SyncExponentialRetry):
     def get_backoff_time(self, settings: dict[str, Any]) -> float:
         return _backoff(int(settings["count"]))
 
@@ -88,16 +82,6 @@ class AzureConfig:
     @property
     def needs_identity(self) -> bool:
         return not self.connection_string and not urlsplit(self.account_url).query
-
-    def options(self) -> tuple[tuple[str, str], ...]:
-        return (("container", self.container), ("connection_string", self.connection_string),
-                ("account_url", self.account_url))
-
-    @classmethod
-    def from_ref(cls, ref: BlobRef) -> AzureConfig:
-        return cls(ref.option("container"), ref.option("connection_string"),
-                   ref.option("account_url"))
-
 
 def _identity_module(aio: bool = False) -> Any:
     try:

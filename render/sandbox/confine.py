@@ -18,7 +18,7 @@ import sys
 import sysconfig
 
 from render.sandbox import landlock, seccomp_filter
-from render.sandbox.layers import Layer
+from render.sandbox.layers import SECRET_ENV_PREFIXES, Layer
 
 _CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 4, 38
@@ -34,7 +34,7 @@ def confine(memory_limit: int) -> Layer:
     """Apply every layer this kernel and our privileges allow; return those now active."""
     readable = readable_paths()  # while the interpreter's files can still be listed
     active = Layer(0)
-    if not any(name.startswith("VAULTD_") for name in os.environ):
+    if not any(name.startswith(SECRET_ENV_PREFIXES) for name in os.environ):
         active |= Layer.CLEAN_ENV
     if _set_rlimits(memory_limit):
         active |= Layer.RLIMITS

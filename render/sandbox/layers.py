@@ -19,6 +19,10 @@ class Layer(IntFlag):
 
 ALL_LAYERS = Layer(sum(Layer))
 
+# Variables a worker must never inherit: vaultd's own (the master key, backend settings) and the
+# cloud SDKs' credential chains (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AZURE_CLIENT_SECRET).
+SECRET_ENV_PREFIXES = ("VAULTD_", "AWS_", "AZURE_")
+
 DESCRIPTIONS = {
     Layer.NO_NEW_PRIVS: "PR_SET_NO_NEW_PRIVS: no privilege gain through exec",
     Layer.SECCOMP: "seccomp-bpf allow-list: no socket, exec, ptrace, mount, unshare, kill",
@@ -28,7 +32,7 @@ DESCRIPTIONS = {
     Layer.NET_NAMESPACE: "own network namespace: no interface but a downed loopback",
     Layer.OWN_IDENTITY: "own uid (vaultd as root) or own user namespace",
     Layer.RLIMITS: "hard rlimits: address space, open files, processes, CPU time",
-    Layer.CLEAN_ENV: "no VAULTD_* variable in the environment",
+    Layer.CLEAN_ENV: "no VAULTD_*, AWS_* or AZURE_* variable in the environment",
 }
 
 
