@@ -19,7 +19,7 @@ from tornado.web import stream_request_body
 
 from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.numbers import is_decimal
-from vaultd.services import quota
+from vaultd.services import db_room, quota
 from vaultd.services.account_slots import Slot
 from vaultd.services.files import file_json
 from vaultd.services.page_path import budget_for
@@ -70,6 +70,7 @@ class UploadHandler(BaseHandler):
         assert self.account is not None and self.ctx.upload_slots is not None
         self.slot = self.ctx.upload_slots.take(self.account.id)
         await quota.check_room(self.ctx.db, self.account.id, self._content_length())
+        db_room.check_database_room(db_room.embedded_db_dir(self.ctx.settings))
 
     def _release_slot(self) -> None:
         if self.slot is not None:
