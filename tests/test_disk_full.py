@@ -94,3 +94,24 @@ def test_a_nearly_full_database_disk_refuses_uploads_with_503_and_keeps_serving(
             filler.unlink()
             upload_ok(api, docs.pdf(pages=3))
             assert usage(api)[0] == 2
+
+
+@pytest.fixture
+def shared_disk(tmp_path: Path) -> Iterator[Path]:
+    with mounted_tmpfs(tmp_path / "data", "160m") as mount:
+        yield mount
+
+
+def test_blobs_on_the_database_disk_count_against_its_reserve(
+    shared_disk: Path,
+) -> None:
+    with running_vault(shared_disk, VAULTD_RENDER_WORKERS="1") as server:
+        _, key = server.new_account()
+        with server.client(key) as api:
+            filler = fill(shared_disk, leave=DB_RESERVE + (8 << 20))
+            large = docs.png_of_size(10 << 20)  # would leave the database less than its reserve
+            assert_json_error(upload(api, large, content_type="image/png"), 503, DATABASE_FULL)
+            assert usage(api) == (0, 0)
+            upload_ok(api, docs.pdf())  # a small one still fits beside the reserve
+            filler.unlink()
+            upload_ok(api, large, content_type="image/png")

@@ -3,9 +3,10 @@
 WiredTiger cannot live with a full disk: a journal write that finds no room panics the
 storage engine, and every later command fails until the database is restarted. Uploads are
 therefore refused (503, nothing stored) while the disk holding `<data_dir>/db` has less than
-`DB_RESERVE_BYTES` free, which leaves the reserve to what pages, links and the access log
-write, so files already stored keep being served. A configured `mongodb.uri` lives on another
-machine's disk, which its own operator watches: nothing is checked then.
+`DB_RESERVE_BYTES` free, beyond what the upload itself will write there when the local blobs
+share that disk (as `<data_dir>/blobs` does). The reserve is left to what pages, links and the
+access log write, so files already stored keep being served. A configured `mongodb.uri` lives
+on another machine's disk, which its own operator watches: nothing is checked then.
 """
 
 from __future__ import annotations
@@ -22,23 +23,27 @@ DB_FULL = "database storage is full; retry later"
 RETRY_AFTER_SECONDS = 60
 
 
-def embedded_db_dir(settings: Settings) -> Path | None:
-    return None if settings.mongodb_uri else settings.data_path / "db"
+def check_database_room(settings: Settings, upload_size: int | None) -> None:
+    """ServiceUnavailable when the embedded database's disk is short of room (a statvfs and,
+    for local blobs, two stats)."""
+    if settings.mongodb_uri:
+        return
+    directory = settings.data_path / "db"
+    try:
+        free = _free_bytes(directory)
+        shared = settings.storage_backend == "local" and _same_disk(
+            directory, settings.local_blob_dir)
+    except OSError:
+        return  # not there (yet): the database's own errors say what is wrong
+    incoming = (upload_size or 0) if shared else 0
+    if free - incoming < DB_RESERVE_BYTES:
+        raise ServiceUnavailable(DB_FULL, retry_after=RETRY_AFTER_SECONDS)
 
 
-def free_bytes(directory: Path) -> int:
+def _free_bytes(directory: Path) -> int:
     stats = os.statvfs(directory)
     return stats.f_bavail * stats.f_frsize
 
 
-def check_database_room(directory: Path | None) -> None:
-    """ServiceUnavailable when the embedded database in `directory` is short of room (one
-    statvfs; None: the database is not ours to watch)."""
-    if directory is None:
-        return
-    try:
-        free = free_bytes(directory)
-    except OSError:
-        return  # not there (yet): the database's own errors say what is wrong
-    if free < DB_RESERVE_BYTES:
-        raise ServiceUnavailable(DB_FULL, retry_after=RETRY_AFTER_SECONDS)
+def _same_disk(one: Path, other: Path) -> bool:
+    return os.stat(one).st_dev == os.stat(other).st_dev

@@ -175,14 +175,15 @@ class UploadSession:
         except Unprocessable as error:
             raise self._explained(error) from None
         doc["pageCount"] = result.page_count
-        doc["blob"]["key"] = self.store.seal(blob).to_doc()  # under the key current now
-        sealed = [("blob.key", doc["blob"]["key"], blob)]
+        sealed = []
         if budget is not None:
             made = await renditions.make(pool, self.store, doc, document, budget)
             if made is not None:
                 doc["rendition"], rendition_blob = made
                 self._rendition = rendition_blob.name
                 sealed.append(("rendition.key", doc["rendition"]["key"], rendition_blob))
+        doc["blob"]["key"] = self.store.seal(blob).to_doc()  # under the key current now
+        sealed.append(("blob.key", doc["blob"]["key"], blob))
         held = await webhook_events.file_uploaded(self.db, doc)  # held until the insert
         await self.db.files.insert_one(doc)
         await outbox.release(self.db, held)

@@ -70,7 +70,7 @@ class UploadHandler(BaseHandler):
         assert self.account is not None and self.ctx.upload_slots is not None
         self.slot = self.ctx.upload_slots.take(self.account.id)
         await quota.check_room(self.ctx.db, self.account.id, self._content_length())
-        db_room.check_database_room(db_room.embedded_db_dir(self.ctx.settings))
+        db_room.check_database_room(self.ctx.settings, self._content_length())
 
     def _release_slot(self) -> None:
         if self.slot is not None:
