@@ -10,6 +10,7 @@ import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def full_account(server: VaultProcess) -> str:
     """The key of a Free account with 1000 bytes of room left."""
     account_id, key = server.new_account("Full Co", plan="free")
 
-    async def nearly_full(db) -> None:  # type: ignore[no-untyped-def]
+    async def nearly_full(db: Any) -> None:
         await db.accounts.update_one(
             {"_id": account_id}, {"$set": {"usage.storageBytes": 1024**3 - 1000}})
 
