@@ -12,8 +12,9 @@ APT_PACKAGES=(fonts-dejavu-core fonts-droid-fallback gcc libseccomp2)
 include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$include/Python.h" ] || APT_PACKAGES+=(python3-dev)
 if [ "${1:-}" = "--test" ]; then
-  # OCR of watermarks, poppler's pdftoppm (benchmarks), Chromium for the browser tests.
-  APT_PACKAGES+=(tesseract-ocr poppler-utils chromium)
+  # OCR of watermarks, poppler's pdftoppm (benchmarks), Chromium for the browser tests, curl
+  # (an upload with Expect: 100-continue, as curl sends it).
+  APT_PACKAGES+=(tesseract-ocr poppler-utils chromium curl)
 fi
 
 missing=()

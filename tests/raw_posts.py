@@ -9,10 +9,12 @@ from typing import Any
 
 
 def start_post(port: int, path: str, key: str, content_type: str, data: bytes,
-               sent: int) -> socket.socket:
+               sent: int, headers: dict[str, str] | None = None) -> socket.socket:
     """A raw POST that declares len(data) and sends only `sent` bytes of it for now."""
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
-            f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n\r\n").encode()
+            f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n{extra}"
+            "\r\n").encode()
     sock = socket.create_connection(("127.0.0.1", port), timeout=60)
     sock.sendall(head + data[:sent])
     return sock

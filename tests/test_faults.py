@@ -1,10 +1,10 @@
 """Faults injected into a running vaultd: killed workers, a killed server, a database that goes
-away and comes back, a full disk. Each leaves vaultd working and its records exact."""
+away and comes back (a full disk: `test_disk_full.py`). Each leaves vaultd working and its
+records exact."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -242,35 +242,3 @@ def healthy(server: VaultProcess) -> bool:
         return httpx.get(f"{server.url}/healthz", timeout=30).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-@pytest.fixture
-def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount)], check=True)
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def test_a_full_disk_fails_the_upload_cleanly_and_keeps_nothing(
-    tmp_path: Path, tiny_disk: Path
-) -> None:
-    server = VaultProcess(
-        tmp_path / "data",
-        env={"VAULTD_STORAGE_LOCAL_DIR": str(tiny_disk), "VAULTD_RENDER_WORKERS": "1"},
-    ).start()
-    try:
-        _, key = server.new_account()
-        with server.client(key) as api:
-            first = upload_ok(api, docs.png_of_size(350_000), content_type="image/png")
-            response = upload(api, docs.png_of_size(350_000), content_type="image/png")
-            assert_json_error(response, 503, "storage is full; retry later")
-            assert sorted(p.name for p in tiny_disk.iterdir()) == [first["id"]]
-            usage = api.get("/account").json()["usage"]
-            assert (usage["documents"], usage["storageBytes"]) == (1, 350_000)
-            assert api.delete(f"/files/{first['id']}").status_code == 204
-            upload_ok(api, docs.png_of_size(350_000), content_type="image/png")
-    finally:
-        server.stop()
-    shutil.rmtree(tmp_path / "data", ignore_errors=True)

@@ -20,9 +20,11 @@ from vaultd.services.blobs import BlobStore
 class BrokeredFile:
     """One file's plaintext, read on demand for one task."""
 
-    def __init__(self, store: BlobStore, file_doc: FileDoc) -> None:
+    def __init__(self, store: BlobStore, file_doc: FileDoc, data_key: bytes | None = None
+                 ) -> None:
         self._store = store
         self._file = file_doc
+        self._data_key = data_key  # an upload's own, before its record holds it wrapped
         self._opener: ChunkOpener | None = None
         self._opening: asyncio.Lock | None = None
         self.source = DocumentSource(
@@ -57,9 +59,10 @@ class BrokeredFile:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._opener is None:
-                self._opener = await self._store.open_plaintext(self._file)
+                self._opener = await self._store.open_plaintext(self._file, self._data_key)
             return self._opener
 
 
-def brokered(store: BlobStore, file_doc: FileDoc) -> BrokeredFile:
-    return BrokeredFile(store, file_doc)
+def brokered(store: BlobStore, file_doc: FileDoc, data_key: bytes | None = None
+             ) -> BrokeredFile:
+    return BrokeredFile(store, file_doc, data_key)

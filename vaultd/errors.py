@@ -72,3 +72,9 @@ class ServiceUnavailable(VaultError):
     def __init__(self, message: str, retry_after: int = 1) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class InsufficientStorage(ServiceUnavailable):
+    """The blob store has no room for the file: nothing of it was kept (507, with Retry-After)."""
+
+    status = 507

@@ -7,7 +7,7 @@ file is named after the file id, so a crash between blob and record is always re
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from backends.base import BlobBackend, BlobWriter
 from vaultd.crypto.blob_format import (
@@ -24,12 +24,15 @@ from vaultd.records import FileDoc
 
 @dataclass
 class BlobUpload:
-    """An encrypted blob being written; plaintext only passes through memory."""
+    """An encrypted blob being written; plaintext only passes through memory. Its data key
+    stays in memory until the record is written, wrapped then (`BlobStore.seal`): an upload
+    never depends on the master key that was current when it began."""
 
     name: str
+    account_id: str
     writer: BlobWriter
     encryptor: BlobEncryptor
-    wrapped_key: WrappedKey
+    data_key: bytes = field(repr=False)
 
     async def write(self, plaintext: bytes) -> None:
         sealed = self.encryptor.update(plaintext)
@@ -66,23 +69,33 @@ class BlobStore:
 
     async def begin(self, account_id: str, file_id: str) -> BlobUpload:
         key = new_data_key()
-        wrapped = self._current_keyring().wrap(key, file_id=file_id, account_id=account_id)
         encryptor = BlobEncryptor(key, blob_context(account_id, file_id))
         writer = await self.backend.open_writer(file_id)
-        return BlobUpload(file_id, writer, encryptor, wrapped)
+        return BlobUpload(file_id, account_id, writer, encryptor, key)
+
+    def seal(self, upload: BlobUpload) -> WrappedKey:
+        """The upload's data key wrapped under the master key current now, for its record."""
+        return self._current_keyring().wrap(
+            upload.data_key, file_id=upload.name, account_id=upload.account_id)
+
+    def in_ring(self, wrapped: WrappedKey) -> bool:
+        """Whether the keyring (as it is now) still holds the key `wrapped` is under."""
+        return wrapped.key_id in self._current_keyring()
 
     def _data_key(self, file_doc: FileDoc) -> bytes:
         wrapped = WrappedKey.from_doc(file_doc["blob"]["key"])
         ids = {"file_id": file_doc["_id"], "account_id": file_doc["accountId"]}
         return self._current_keyring().unwrap(wrapped, **ids)
 
-    async def open_plaintext(self, file_doc: FileDoc) -> ChunkOpener:
-        """Verify length, commitment and final chunk before a single byte is served."""
+    async def open_plaintext(self, file_doc: FileDoc, data_key: bytes | None = None
+                             ) -> ChunkOpener:
+        """Verify length, commitment and final chunk before a single byte is served. An upload
+        in progress passes the data key it holds (its record may not exist yet)."""
         name = file_doc["blob"]["name"]
         return await open_verified_async(
             lambda offset, length: self.backend.read_range(name, offset, length),
             await self.backend.size(name),
-            self._data_key(file_doc),
+            data_key if data_key is not None else self._data_key(file_doc),
             blob_context(file_doc["accountId"], file_doc["_id"]),
             int(file_doc["size"]),
         )

@@ -20,7 +20,7 @@ from render.rendition import image_rendition
 from vaultd.broker import BrokeredFile
 from vaultd.errors import VaultError
 from vaultd.records import FileDoc, RenditionDoc
-from vaultd.services.blobs import BlobStore
+from vaultd.services.blobs import BlobStore, BlobUpload
 from vaultd.services.pool_calls import run_task
 
 log = logging.getLogger("vaultd.renditions")
@@ -39,9 +39,10 @@ def wanted(doc: FileDoc) -> bool:
 
 
 async def make(pool: RenderPool, store: BlobStore, doc: FileDoc, document: BrokeredFile,
-               budget: PixelBudget) -> RenditionDoc | None:
-    """Store the rendition of the validated image `doc`; None (logged) if it could not be
-    made: the file is served from its original then, as before renditions."""
+               budget: PixelBudget) -> tuple[RenditionDoc, BlobUpload] | None:
+    """Store the rendition of the validated image `doc` (its record, and its blob whose data
+    key the upload may need to seal again); None (logged) if it could not be made: the file is
+    served from its original then, as before renditions."""
     try:
         png = await run_task(pool, image_rendition, document.source, budget, on_upload=True,
                              document=document)
@@ -63,8 +64,9 @@ async def make(pool: RenderPool, store: BlobStore, doc: FileDoc, document: Broke
     except BaseException:
         await upload.writer.abort()
         raise
-    return {"name": upload.name, "size": size, "key": upload.wrapped_key.to_doc(),
-            "plainSize": len(png), "longSide": budget.long_side, "maxPixels": budget.max_pixels}
+    return {"name": upload.name, "size": size, "key": store.seal(upload).to_doc(),
+            "plainSize": len(png), "longSide": budget.long_side,
+            "maxPixels": budget.max_pixels}, upload
 
 
 def as_file(doc: FileDoc, rendition: RenditionDoc) -> FileDoc:

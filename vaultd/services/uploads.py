@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Any
 from urllib.parse import unquote
 
 from render.model import PixelBudget
 from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
 from vaultd.broker import brokered
+from vaultd.crypto.keyring import WrappedKey
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.records import FileDoc, FileKind
@@ -162,7 +164,9 @@ class UploadSession:
         blob_size = await blob.writer.commit()
         self._committed = True
         doc = self._file_doc(blob, blob_size, self.content_type)
-        document = brokered(self.store, doc)
+        # Read with the data key in memory, not the record's wrapped copy: a rotation that
+        # drops old master keys may run while the file is validated (docs/security.md).
+        document = brokered(self.store, doc, blob.data_key)
         budget = self.rendition_budget if renditions.wanted(doc) else None
         try:
             result: ValidationResult = await run_task(
@@ -171,19 +175,37 @@ class UploadSession:
         except Unprocessable as error:
             raise self._explained(error) from None
         doc["pageCount"] = result.page_count
+        sealed = []
         if budget is not None:
-            rendition = await renditions.make(pool, self.store, doc, document, budget)
-            if rendition is not None:
-                self._rendition = rendition["name"]
-                doc["rendition"] = rendition
+            made = await renditions.make(pool, self.store, doc, document, budget)
+            if made is not None:
+                doc["rendition"], rendition_blob = made
+                self._rendition = rendition_blob.name
+                sealed.append(("rendition.key", doc["rendition"]["key"], rendition_blob))
+        doc["blob"]["key"] = self.store.seal(blob).to_doc()  # under the key current now
+        sealed.append(("blob.key", doc["blob"]["key"], blob))
         held = await webhook_events.file_uploaded(self.db, doc)  # held until the insert
         await self.db.files.insert_one(doc)
         await outbox.release(self.db, held)
         # From here the file exists: a failure must not undo it (recovery settles the rest).
         self._blob, self._reserved, self._rendition = None, 0, None
+        await self._keep_keys_in_ring(doc, sealed)
         await quota.settle_upload(self.db, self.account.id, self.file_id)
         await access_log.record(self.db, self.account.id, self.file_id, "upload")
         return doc
+
+    async def _keep_keys_in_ring(
+        self, doc: FileDoc, sealed: list[tuple[str, dict[str, Any], BlobUpload]]
+    ) -> None:
+        """A rotation with --drop-old passes over the records once more after the old keys left
+        the key file. A record written after that pass, sealed under a dropped key (this
+        process had not yet read the new key file), is sealed again here: the check reads the
+        key file after the insert, so either it sees the drop or the rotation's pass sees us."""
+        for path, stored, upload in sealed:
+            if not self.store.in_ring(WrappedKey.from_doc(stored)):
+                await self.db.files.update_one(
+                    {"_id": doc["_id"], path: stored},
+                    {"$set": {path: self.store.seal(upload).to_doc()}})
 
     def _explained(self, error: Unprocessable) -> Unprocessable:
         if self.content_type != "application/pdf" or self._line_breaks:
@@ -202,7 +224,7 @@ class UploadSession:
             "pageCount": 0,
             "createdAt": utcnow(),
             "state": "stored",
-            "blob": {"name": blob.name, "size": blob_size, "key": blob.wrapped_key.to_doc()},
+            "blob": {"name": blob.name, "size": blob_size, "key": self.store.seal(blob).to_doc()},
         }
 
     async def abort(self) -> None:

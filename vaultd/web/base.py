@@ -14,6 +14,7 @@ from backends.base import BackendUnavailable, StorageFull
 from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyUnavailable
 from vaultd.errors import (
+    InsufficientStorage,
     InvalidRequest,
     ServiceUnavailable,
     StorageCorrupt,
@@ -179,7 +180,7 @@ def as_vault_error(e: BaseException) -> VaultError | None:
         return StorageCorrupt("stored file failed its integrity check")
     if isinstance(e, StorageFull):
         log.error("blob storage is full")
-        return ServiceUnavailable("storage is full; retry later", retry_after=60)
+        return InsufficientStorage("storage is full; retry later", retry_after=60)
     if isinstance(e, BackendUnavailable):
         return ServiceUnavailable("storage unavailable; retry shortly", retry_after=2)
     return None

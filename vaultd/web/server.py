@@ -38,8 +38,11 @@ class VaultHTTPServer(HTTPServer):
     def start_request(
         self, server_conn: object, request_conn: httputil.HTTPConnection
     ) -> httputil.HTTPMessageDelegate:
-        inner = super().start_request(server_conn, request_conn)
-        return body_guard.wrap(inner, request_conn, self.body_idle_seconds)
+        guard = body_guard.guard_for(request_conn, self.body_idle_seconds)
+        if guard is None:
+            return super().start_request(server_conn, request_conn)
+        guard.inner = super().start_request(server_conn, guard.app_connection)
+        return guard
 
 
 def make_server(app: Application, limits: ServerLimits) -> VaultHTTPServer:

@@ -1,10 +1,13 @@
 """POST /v1/files: streamed upload. GET on the same path is `web.files.FileListHandler`.
 
 Stages: `prepare` authenticates and checks headers before any body byte is read; `data_received`
-encrypts each chunk as it arrives; `post` finalises. A request refused early is still read (up
-to a hard cap) before it is answered, because clients such as Python's http.client send the
-whole body before reading: answering early and closing would show them a connection reset
-instead of the 413. Tornado's own max_body_size answers a bare 400, so it is only the hard cap.
+encrypts each chunk as it arrives; `post` finalises. A request refused by its headers (key,
+type, declared size, plan, uploads in progress) is answered from `prepare`, before any body
+byte is read, and instead of `100 Continue` when the client asked for one; the body guard then
+reads and drops what body still comes, up to `drain_cap`, because clients such as Python's
+http.client send the whole body before reading (past the cap, or declared larger, the connection
+is closed). A refusal found in the body (its type, its real size, a full disk) is answered once
+the body has been read, as before.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from tornado.web import stream_request_body
 
 from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.numbers import is_decimal
-from vaultd.services import quota
+from vaultd.services import db_room, quota
 from vaultd.services.account_slots import Slot
 from vaultd.services.files import file_json
 from vaultd.services.page_path import budget_for
@@ -41,23 +44,13 @@ class UploadHandler(BaseHandler):
     slot: Slot | None = None  # this request's place in its account's uploads in progress
 
     async def prepare(self) -> None:
-        # Errors are answered from the method, after the body is read: a response finished
-        # here would make Tornado drop the kept-alive connection without saying so.
+        # A refusal raised here is answered at once (web.body_guard drains the body after it).
         cap = drain_cap(self.ctx.settings.upload_max_bytes)
         self.request.connection.set_max_body_size(cap)  # type: ignore[union-attr]
-        try:
-            await super().prepare()
-            self.session = self._open_session()
-            await self._take_slot_and_check_room()
-        except Exception as error:  # a refusal, or the database being down
-            self.session = None  # nothing was stored yet
-            self.rejection = as_vault_error(error)
-            if self.rejection is None:
-                raise
-        length = self._content_length()
-        if self.rejection is not None and length is not None and length > cap:
-            self.set_header("Connection", "close")
-            raise self.rejection
+        await super().prepare()
+        session = self._open_session()
+        await self._take_slot_and_check_room()
+        self.session = session
 
     def _open_session(self) -> UploadSession:
         headers = self.request.headers
@@ -77,6 +70,7 @@ class UploadHandler(BaseHandler):
         assert self.account is not None and self.ctx.upload_slots is not None
         self.slot = self.ctx.upload_slots.take(self.account.id)
         await quota.check_room(self.ctx.db, self.account.id, self._content_length())
+        db_room.check_database_room(self.ctx.settings, self._content_length())
 
     def _release_slot(self) -> None:
         if self.slot is not None:
