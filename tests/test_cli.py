@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import upload_ok
+from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
+COLUMNS = ["at", "fileId", "action", "viewerEmail", "ip", "page"]  # spec 2.4, in this order
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -95,22 +101,55 @@ def test_log_export_needs_the_business_plan(vault: VaultProcess) -> None:
     assert "Business" in line
 
 
-def test_log_export_writes_jsonl_and_csv(vault: VaultProcess) -> None:
-    account_id, key = vault.new_account("Big Co", plan="business")
+def every_kind_of_entry(vault: VaultProcess, account_id: str, key: str) -> dict[str, str]:
+    """A log with an entry of each action, and one written by an older release (a coalesced
+    view with `count` and `firstAt`, fields the export does not know); the two files' ids."""
     with vault.client(key) as api:
-        kept = upload_ok(api, docs.png(), kind="delivery")
+        kept = upload_ok(api, docs.pdf(), kind="delivery")
         gone = upload_ok(api, docs.png())
-        api.get(f"/files/{kept['id']}/download", headers={"x-viewer-email": "a@b.example"})
-        api.delete(f"/files/{gone['id']}")
+        token = create_link(api, kept["id"], email="reader@example.com")["token"]
+        vault.secrets.append(token)
+        viewer = {"x-viewer-ip": "203.0.113.5"}
+        assert api.get(f"/views/{token}", headers=viewer).status_code == 200
+        page = api.get(f"/views/{token}/pages/1", headers=viewer)
+        assert page.status_code == 200
+        traced = api.post("/trace", content=page.content, timeout=120,
+                          headers={"Content-Type": "image/jpeg"})
+        assert traced.status_code == 200 and traced.json()["found"] is True, traced.text
+        email = {"x-viewer-email": "a@b.example"}
+        assert api.get(f"/files/{kept['id']}/download", headers=email).status_code == 200
+        assert api.post(f"/files/{kept['id']}/revoke-views").json() == {"revoked": 1}
+        assert api.delete(f"/files/{gone['id']}").status_code == 204
+
+    async def legacy(db: Any) -> None:
+        at = datetime.now(UTC)
+        await db.access_log.insert_one({
+            "_id": "view-legacy", "accountId": account_id, "fileId": kept["id"],
+            "action": "view", "at": at, "firstAt": at - timedelta(seconds=30), "count": 3,
+            "viewerEmail": "reader@example.com", "ip": "203.0.113.5"})
+
+    vault.run_service(legacy)
+    return {"kept": kept["id"], "gone": gone["id"]}
+
+
+def test_log_export_writes_every_kind_of_entry_as_jsonl_and_csv(vault: VaultProcess) -> None:
+    account_id, key = vault.new_account("Big Co", plan="business")
+    files = every_kind_of_entry(vault, account_id, key)
     lines = vault.admin("log", "export", account_id).stdout.splitlines()
     entries = [json.loads(line) for line in lines]
-    assert [(e["fileId"], e["action"]) for e in entries] == [
-        (kept["id"], "upload"), (gone["id"], "upload"), (kept["id"], "download"),
-        (gone["id"], "delete")]
-    assert entries[2]["viewerEmail"] == "a@b.example"
-    csv_lines = vault.admin("log", "export", account_id, "--format", "csv").stdout.splitlines()
-    assert csv_lines[0] == "at,fileId,action,viewerEmail,ip,page"
-    assert len(csv_lines) == 5 and "a@b.example" in csv_lines[3]
+    assert sorted(e["action"] for e in entries) == sorted(
+        ["upload", "upload", "view", "view", "page", "trace", "download", "revoke", "delete"])
+    assert all(set(e) <= set(COLUMNS) for e in entries), entries  # no count, firstAt, renderId
+    by_action = {e["action"]: e for e in entries}
+    assert by_action["page"]["page"] == 1 and by_action["page"]["ip"] == "203.0.113.5"
+    assert by_action["download"]["viewerEmail"] == "a@b.example"
+    assert by_action["delete"]["fileId"] == files["gone"]
+
+    exported = vault.admin("log", "export", account_id, "--format", "csv").stdout
+    assert exported.splitlines()[0] == ",".join(COLUMNS)
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    as_text = [{name: str(e.get(name, "")) for name in COLUMNS} for e in entries]
+    assert sorted(rows, key=repr) == sorted(as_text, key=repr)
 
 
 def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,
