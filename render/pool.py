@@ -27,8 +27,9 @@ for plaintext ranges of that document over its channel, and only of that one.
 Admission is decided here: at most `workers + queue_size` tasks are in flight, and the next one
 gets PoolBusy at once (the server answers 503 with Retry-After) instead of waiting. Waiting
 tasks are served fairly (`render.scheduler`, `render.fair_queue`): round-robin per account and
-per link, with caps per link and per client IP (QueueRefused: 429), a per-account running cap
-that keeps a worker for the other accounts, and turns lost by an account whose render timed out.
+per link, caps on what one link or client IP has waiting (past them QueueRefused: 429; a burst
+below them waits its turns), a per-account running cap that keeps a worker for the other
+accounts, and turns lost by an account whose render timed out.
 """
 
 from __future__ import annotations
