@@ -5,11 +5,14 @@ wait. This queue serves accounts in turn, and within an account its links in tur
 from one account leaves another account's next task at most one round from the head.
 
 - **Caps**: at most `max_per_link` and `max_per_ip` tasks *waiting* per link and per client
-  IP, and at most `max_queued` waiting in all. A burst of one link's pages is queued, not
-  refused: what runs at once is bounded by the turns and the per-account running cap below,
-  so the caps only bound how much one link or client may hold waiting. Refusals are typed:
-  `LinkBusy` and `ClientBusy` are the caller's own doing (HTTP 429 with Retry-After),
-  `QueueFull` is the server's (HTTP 503 with Retry-After), like the pool's PoolBusy.
+  IP, `max_waiting_per_account` per account, and at most `max_queued` waiting in all. A burst
+  of one link's pages is queued, not refused: what runs at once is bounded by the turns and
+  the per-account running cap below, so the caps only bound how much one link, client or
+  account may hold waiting. The account cap, below `max_queued`, is what keeps one account
+  spreading a flood over many links from filling the queue for every other account.
+  Refusals are typed: `LinkBusy`, `ClientBusy` and `AccountBusy` are the caller's own doing
+  (HTTP 429 with Retry-After), `QueueFull` is the server's (HTTP 503 with Retry-After), like
+  the pool's PoolBusy.
 - **Cancellation**: a task whose client has gone is removed before it runs (`cancel`).
 - **Reserve** (optional, `max_running_per_account`): an account may run at most that many
   tasks at once, so a newcomer finds a free worker instead of waiting for a heavy render. An
@@ -64,11 +67,19 @@ class ClientBusy(QueueRefused):
     status = 429
 
 
+class AccountBusy(QueueRefused):
+    """This account already has its share of the queue waiting (429)."""
+
+    status = 429
+
+
 @dataclass(frozen=True)
 class FairQueueLimits:
     max_queued: int = 64  # tasks waiting, all accounts together
     max_per_link: int = 64  # waiting (not running), per link
     max_per_ip: int = 64  # waiting (not running), per client IP
+    # Waiting, per account: below max_queued, so one account never fills the queue.
+    max_waiting_per_account: int = 128
     timeout_penalty: int = 4  # turns an account is passed over per timed-out render
     # Tasks one account may have running at once; None: no cap. Set it to workers - 1 (at
     # least 1) to keep a worker for the other accounts: with every worker busy, round-robin
@@ -145,13 +156,17 @@ class FairQueue(Generic[TaskT]):
     # --- the four operations -----------------------------------------------------------------
 
     def push(self, task: TaskT, account: str, link: str, ip: str) -> None:
-        """Queue `task`, or raise QueueFull / LinkBusy / ClientBusy (nothing is changed then)."""
+        """Queue `task`, or raise QueueFull / LinkBusy / ClientBusy / AccountBusy (nothing is
+        changed then)."""
         if task in self._entries:
             raise ValueError("task is already queued or running")
         if self._per_link.get(link, 0) >= self.limits.max_per_link:
             raise LinkBusy("too many pages of this link are being rendered; retry shortly")
         if self._per_ip.get(ip, 0) >= self.limits.max_per_ip:
             raise ClientBusy("too many pages requested at once from this address")
+        held = self._accounts.get(account)
+        if held is not None and held.queued >= self.limits.max_waiting_per_account:
+            raise AccountBusy("too many renders of this account are waiting; retry shortly")
         if self._queued >= self.limits.max_queued:
             raise QueueFull("server busy; retry shortly")
         entry = _Entry(task, account, link, ip)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from render.fair_queue import (
+    AccountBusy,
     ClientBusy,
     FairQueue,
     FairQueueLimits,
@@ -14,7 +15,8 @@ from render.fair_queue import (
 from vaultd.errors import ServiceUnavailable, TooManyRequests
 from vaultd.services.pool_calls import queue_refusal
 
-ROOMY = FairQueueLimits(max_queued=1000, max_per_link=1000, max_per_ip=1000, timeout_penalty=4)
+ROOMY = FairQueueLimits(max_queued=1000, max_per_link=1000, max_per_ip=1000,
+                        max_waiting_per_account=1000, timeout_penalty=4)
 
 
 def drain(queue: FairQueue[str]) -> list[str]:
@@ -90,6 +92,25 @@ def test_a_client_ip_past_its_cap_is_refused_across_links_and_accounts() -> None
     queue.push("t4", "C", "z", "7.7.7.7")  # another address is not affected
     assert queue.pop() == "t1"  # running: no longer waiting under its address
     queue.push("t3", "C", "z", "6.6.6.6")
+
+
+def test_an_account_past_its_waiting_cap_is_refused_across_links_and_addresses() -> None:
+    queue: FairQueue[str] = FairQueue(FairQueueLimits(max_queued=10, max_per_link=100,
+                                                      max_per_ip=100, max_waiting_per_account=3))
+    for i in range(3):  # each on a link and address of its own: only the account's cap counts
+        queue.push(f"a{i}", "A", f"link-{i}", f"1.1.1.{i}")
+    with pytest.raises(AccountBusy) as refused:
+        queue.push("a3", "A", "link-3", "1.1.1.3")
+    assert str(refused.value) == "too many renders of this account are waiting; retry shortly"
+    assert refused.value.status == 429 and refused.value.retry_after == 1
+    assert queue.queued == 3 and queue.waiting_for(link="link-3") == 0
+    queue.push("b0", "B", "link-b", "1.1.1.1")  # another account still gets its place
+    assert queue.pop() == "a0"  # running: no longer waiting against the account's cap
+    queue.push("a3", "A", "link-3", "1.1.1.3")
+    with pytest.raises(AccountBusy):
+        queue.push("a4", "A", "link-4", "1.1.1.4")
+    assert queue.cancel("a1") is True  # a dropped task frees its place too
+    queue.push("a4", "A", "link-4", "1.1.1.4")
 
 
 def test_a_full_queue_is_refused_with_503() -> None:
@@ -185,6 +206,7 @@ def test_refusals_map_to_429_for_the_callers_share_and_503_for_a_full_queue() ->
     assert isinstance(busy_link, TooManyRequests) and busy_link.status == 429
     assert busy_link.message == "too many pages of this link are being rendered"
     assert isinstance(queue_refusal(ClientBusy("x")), TooManyRequests)
+    assert isinstance(queue_refusal(AccountBusy("x")), TooManyRequests)
     full = queue_refusal(QueueFull("server busy; retry shortly"))
     assert isinstance(full, ServiceUnavailable) and full.status == 503 and full.retry_after == 1
 

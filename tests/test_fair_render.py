@@ -1,7 +1,8 @@
 """Fair rendering over HTTP (issue 15): one account's or one link's burst of heavy pages leaves
 another account's page prompt; a burst of one link's pages is queued and served, and only pages
-past the per-link and per-IP caps on *waiting* pages get 429; a page whose client left while it
-waited is never rendered.
+past the per-link, per-IP and per-account caps on *waiting* pages get 429 (one account flooding
+many links never fills the queue: others get no 503); a page whose client left while it waited
+is never rendered.
 
 One vaultd with two render workers (the deployed default on the 2-core machine), so the
 per-account running cap is 1: the burst holds one worker, the other stays for everyone else.
@@ -13,6 +14,7 @@ rendered after its client had gone.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
 import statistics
 import threading
@@ -34,7 +36,9 @@ pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
 
 LINK_BUSY = "too many pages of this link are being rendered; retry shortly"
 CLIENT_BUSY = "too many pages requested at once from this address"
+ACCOUNT_BUSY = "too many renders of this account are waiting; retry shortly"
 WAITING_CAP = 64  # the defaults of render.max_per_link and render.max_per_ip
+ACCOUNT_CAP = 128  # render.max_waiting_per_account's default: half of render.queue_size (256)
 
 
 @pytest.fixture(scope="module")
@@ -174,14 +178,16 @@ def unanswered(connections: list[socket.socket]) -> bool:
 
 
 @contextlib.contextmanager
-def waiting_pages(vault: VaultProcess, owner: Tenant,
-                  held: list[tuple[str, str | None]]) -> Iterator[list[socket.socket]]:
-    """One heavy page of `owner` rendering and the rest of `held` (token, IP) waiting behind
-    it; hung up at the end, so the waiting ones are dropped unrendered."""
+def waiting_pages(vault: VaultProcess, owner: Tenant, held: list[tuple[str, str | None]],
+                  already: int = 0) -> Iterator[list[socket.socket]]:
+    """One heavy page of `owner` rendering (one of `held`, or `already` sent) and the rest of
+    `held` (token, IP) waiting behind it; hung up at the end, so the waiting ones are dropped
+    unrendered."""
     connections = [send_and_hang_up(vault, owner.key, token, ip) for token, ip in held]
+    admitted = already + len(held)
     try:
-        wait_until(lambda: len(page_entries(vault, owner.key, owner.heavy_id)) == len(held),
-                   what=f"{len(held)} pages admitted")
+        wait_until(lambda: len(page_entries(vault, owner.key, owner.heavy_id)) == admitted,
+                   what=f"{admitted} pages admitted")
         yield connections
     finally:
         for connection in connections:
@@ -241,3 +247,46 @@ def test_a_page_whose_client_left_while_queued_is_never_rendered(vault: VaultPro
     assert light < heavy_seconds * 1.5, f"light page {light:.2f} s, heavy {heavy_seconds:.2f} s"
     entries = page_entries(vault, owner.key, owner.heavy_id)
     assert len(entries) == 1 and entries[0]["viewerEmail"] == "v0@example.com", entries
+
+
+def answer_at_once(connection: socket.socket) -> httpx.Response:
+    """The answer to a request sent on `connection`, which must come without a render."""
+    connection.setblocking(True)
+    connection.settimeout(20)
+    raw = http.client.HTTPResponse(connection)
+    try:
+        raw.begin()
+    except TimeoutError:
+        raise AssertionError("no answer at once: the page was queued") from None
+    return httpx.Response(raw.status, headers=raw.getheaders(), content=raw.read())
+
+
+def test_one_account_flooding_many_links_gets_429_and_never_fills_the_queue(
+    vault: VaultProcess
+) -> None:
+    links = 5  # 26 waiting on each at most: well below the per-link cap, and no viewer IP
+    flooder = tenant(vault, "Flood Co", docs.slow_pdf(shapes=100_000), links=links)
+    bystander = tenant(vault, "Bystander Two", docs.pdf(pages=2), links=1)
+    timed_page(vault, bystander.key, bystander.light_token)  # warm
+    idle = statistics.median(timed_page(vault, bystander.key, bystander.light_token)
+                             for _ in range(5))
+    tokens = flooder.heavy_tokens
+    with ThreadPoolExecutor(1) as running:
+        heavy = running.submit(page, vault, flooder.key, tokens[0])  # the account's one worker
+        wait_until(lambda: len(page_entries(vault, flooder.key, flooder.heavy_id)) == 1)
+        held = [(tokens[n % links], None) for n in range(1, 1 + ACCOUNT_CAP)]
+        with waiting_pages(vault, flooder, held, already=1) as waiting:
+            # 1 + 128 + 160 = 289 pages: past the 258 slots (2 workers + render.queue_size).
+            flood = [send_and_hang_up(vault, flooder.key, tokens[n % links]) for n in range(160)]
+            try:
+                answers = [answer_at_once(connection) for connection in flood]
+            finally:
+                for connection in flood:
+                    connection.close()
+            under_flood = statistics.median(
+                timed_page(vault, bystander.key, bystander.light_token) for _ in range(5))
+            assert not heavy.done() and unanswered(waiting), "the heavy page ended too soon"
+        assert heavy.result().status_code == 200
+    assert_refused(answers, 160, ACCOUNT_BUSY)  # none was queued, none got 503
+    # Relative to its own idle figure; a loaded test machine gets a second of slack.
+    assert under_flood < 2 * idle + 1.0, f"{under_flood:.2f} s under the flood, {idle:.3f} idle"

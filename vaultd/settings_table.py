@@ -257,6 +257,14 @@ FIELDS: tuple[Field, ...] = (
         "Pages for one viewer IP of one account waiting for a worker; more get 429 + Retry-After.",
     ),
     Field(
+        "render.max_waiting_per_account",
+        _int(0, 10_000),
+        0,
+        "VAULTD_RENDER_MAX_WAITING_PER_ACCOUNT",
+        "Renders of one account waiting for a worker; more get 429 + Retry-After. "
+        "0: half of render.queue_size (at least 1), so one account never fills the queue.",
+    ),
+    Field(
         "render.max_running_per_account",
         _int(0, 256),
         0,
