@@ -1,11 +1,17 @@
-"""vault-admin log export ..."""
+"""vault-admin log export ...
+
+The csv export is opened in spreadsheets, and some of its values come from viewers (a viewer
+email is whatever the account's site was given: `=cmd|'/c_calc'!A0@evil.example` is a valid
+address). A value a spreadsheet would read as a formula is written with a leading `'`, as
+OWASP's "CSV Injection" advice says; the jsonl export keeps every value as it is.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,7 +22,17 @@ from vaultd.errors import Forbidden
 from vaultd.services import access_log, accounts
 
 app = typer.Typer(no_args_is_help=True, help="Access log export.")
-COLUMNS = ["at", "fileId", "action", "viewerEmail", "ip", "page"]
+
+# A cell starting with one of these is a formula (or starts one) in Excel, LibreOffice, Sheets.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """`value` as a csv cell no spreadsheet evaluates: text that would start a formula gets a
+    leading single quote (shown as text, the quote hidden); anything else is unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 @app.command("export")
@@ -37,13 +53,15 @@ def export(
             raise Forbidden(
                 f"access log export needs the Business plan (account is on {account.plan.name})"
             )
-        writer = csv.DictWriter(sys.stdout, COLUMNS) if fmt == "csv" else None
+        # A field the columns do not know is left out rather than ending the export half-way.
+        writer = (csv.DictWriter(sys.stdout, access_log.ENTRY_FIELDS, extrasaction="ignore")
+                  if fmt == "csv" else None)
         if writer:
             writer.writeheader()
         count = 0
         async for entry in access_log.export_account(db, account_id):
             if writer:
-                writer.writerow(entry)
+                writer.writerow({name: spreadsheet_safe(value) for name, value in entry.items()})
             else:
                 sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
             count += 1

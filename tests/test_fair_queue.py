@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from render.fair_queue import (
+    AccountBusy,
     ClientBusy,
     FairQueue,
     FairQueueLimits,
@@ -14,7 +15,8 @@ from render.fair_queue import (
 from vaultd.errors import ServiceUnavailable, TooManyRequests
 from vaultd.services.pool_calls import queue_refusal
 
-ROOMY = FairQueueLimits(max_queued=1000, max_per_link=1000, max_per_ip=1000, timeout_penalty=4)
+ROOMY = FairQueueLimits(max_queued=1000, max_per_link=1000, max_per_ip=1000,
+                        max_waiting_per_account=1000, timeout_penalty=4)
 
 
 def drain(queue: FairQueue[str]) -> list[str]:
@@ -59,15 +61,25 @@ def test_a_link_past_its_cap_is_refused_with_429_and_nothing_changes() -> None:
     with pytest.raises(LinkBusy, match="too many pages of this link") as refused:
         queue.push("t3", "A", "x", "1.1.1.3")
     assert refused.value.status == 429
-    assert queue.queued == 2 and queue.in_flight(ip="1.1.1.3") == 0
-    # Running tasks still count; a finished one frees the slot.
+    assert queue.queued == 2 and queue.waiting_for(ip="1.1.1.3") == 0
+    # The cap bounds the waiting: a task taken by a worker frees its place in the line.
     task = queue.pop()
     assert task == "t1"
-    with pytest.raises(LinkBusy):
-        queue.push("t3", "A", "x", "1.1.1.3")
-    queue.done(task, 0.1, timed_out=False)
     queue.push("t3", "A", "x", "1.1.1.3")
-    assert queue.in_flight(link="x") == 2
+    assert queue.waiting_for(link="x") == 2 and queue.in_flight() == 3
+    with pytest.raises(LinkBusy):
+        queue.push("t4", "A", "x", "1.1.1.4")
+    queue.done(task, 0.1, timed_out=False)  # nor does its end change the waiting count
+    assert queue.waiting_for(link="x") == 2
+
+
+def test_a_burst_of_one_link_up_to_the_cap_is_queued_not_refused() -> None:
+    queue: FairQueue[str] = FairQueue(FairQueueLimits(max_queued=1000))
+    for i in range(64):  # the default cap: 64 waiting per link (and per IP)
+        queue.push(f"page-{i}", "A", "x", "1.1.1.1")
+    with pytest.raises(LinkBusy):
+        queue.push("page-64", "A", "x", "1.1.1.1")
+    assert drain(queue) == [f"page-{i}" for i in range(64)]
 
 
 def test_a_client_ip_past_its_cap_is_refused_across_links_and_accounts() -> None:
@@ -78,6 +90,27 @@ def test_a_client_ip_past_its_cap_is_refused_across_links_and_accounts() -> None
         queue.push("t3", "C", "z", "6.6.6.6")
     assert refused.value.status == 429
     queue.push("t4", "C", "z", "7.7.7.7")  # another address is not affected
+    assert queue.pop() == "t1"  # running: no longer waiting under its address
+    queue.push("t3", "C", "z", "6.6.6.6")
+
+
+def test_an_account_past_its_waiting_cap_is_refused_across_links_and_addresses() -> None:
+    queue: FairQueue[str] = FairQueue(FairQueueLimits(max_queued=10, max_per_link=100,
+                                                      max_per_ip=100, max_waiting_per_account=3))
+    for i in range(3):  # each on a link and address of its own: only the account's cap counts
+        queue.push(f"a{i}", "A", f"link-{i}", f"1.1.1.{i}")
+    with pytest.raises(AccountBusy) as refused:
+        queue.push("a3", "A", "link-3", "1.1.1.3")
+    assert str(refused.value) == "too many renders of this account are waiting; retry shortly"
+    assert refused.value.status == 429 and refused.value.retry_after == 1
+    assert queue.queued == 3 and queue.waiting_for(link="link-3") == 0
+    queue.push("b0", "B", "link-b", "1.1.1.1")  # another account still gets its place
+    assert queue.pop() == "a0"  # running: no longer waiting against the account's cap
+    queue.push("a3", "A", "link-3", "1.1.1.3")
+    with pytest.raises(AccountBusy):
+        queue.push("a4", "A", "link-4", "1.1.1.4")
+    assert queue.cancel("a1") is True  # a dropped task frees its place too
+    queue.push("a4", "A", "link-4", "1.1.1.4")
 
 
 def test_a_full_queue_is_refused_with_503() -> None:
@@ -97,7 +130,7 @@ def test_a_cancelled_task_never_runs_and_frees_its_slots() -> None:
     queue.push("stays", "A", "x", "1.1.1.1")
     assert queue.cancel("gone") is True
     assert queue.cancel("gone") is False  # a second cancel is a no-op
-    assert queue.in_flight(link="x") == 1 and queue.in_flight(ip="1.1.1.1") == 1
+    assert queue.waiting_for(link="x") == 1 and queue.waiting_for(ip="1.1.1.1") == 1
     assert drain(queue) == ["stays"]
 
 
@@ -117,7 +150,7 @@ def test_a_running_task_cannot_be_cancelled_but_is_released_when_done() -> None:
     assert queue.cancel("t") is False
     assert queue.running == 1
     queue.done("t", 1.0, timed_out=False)
-    assert queue.running == 0 and queue.in_flight(link="x") == 0
+    assert queue.running == 0 and queue.in_flight() == 0
 
 
 def test_a_timed_out_account_is_passed_over_for_its_penalty_in_turns() -> None:
@@ -173,6 +206,7 @@ def test_refusals_map_to_429_for_the_callers_share_and_503_for_a_full_queue() ->
     assert isinstance(busy_link, TooManyRequests) and busy_link.status == 429
     assert busy_link.message == "too many pages of this link are being rendered"
     assert isinstance(queue_refusal(ClientBusy("x")), TooManyRequests)
+    assert isinstance(queue_refusal(AccountBusy("x")), TooManyRequests)
     full = queue_refusal(QueueFull("server busy; retry shortly"))
     assert isinstance(full, ServiceUnavailable) and full.status == 503 and full.retry_after == 1
 

@@ -89,13 +89,15 @@ async def test_a_cancelled_waiting_task_never_runs_and_a_running_one_finishes() 
         await pool.close()
 
 
-async def test_caps_refuse_at_once_and_leave_nothing_queued() -> None:
+async def test_caps_bound_the_waiting_tasks_refuse_at_once_and_leave_nothing_queued() -> None:
     pool = RenderPool(workers=1, queue_size=16, timeout_seconds=20,
                       fairness=FairQueueLimits(max_per_link=2, max_per_ip=3))
     try:
         await pool.wait_ready()
-        held = [pool.submit(*helpers.task(helpers.sleep_for, 0.3), account="a", link="l",
-                            ip="198.51.100.1") for _ in range(2)]
+        # One running and two waiting: the running one does not count against the cap.
+        held = [pool.submit(*helpers.task(helpers.sleep_for, 1.0), account="a", link="l",
+                            ip="198.51.100.1") for _ in range(3)]
+        assert pool.scheduler.queue.running == 1 and pool.scheduler.queue.queued == 2
         with pytest.raises(LinkBusy, match="too many pages of this link"):
             pool.submit(*helpers.task(helpers.pid), account="a", link="l", ip="198.51.100.2")
         held.append(pool.submit(*helpers.task(helpers.pid), account="a", link="m",
@@ -105,7 +107,7 @@ async def test_caps_refuse_at_once_and_leave_nothing_queued() -> None:
         # Counted within the account: another tenant naming the same viewer IP is not refused.
         held.append(pool.submit(*helpers.task(helpers.pid), account="b", link="o",
                                 ip="198.51.100.1"))
-        assert pool.in_flight == 4
+        assert pool.in_flight == 5
         await asyncio.gather(*held)
         assert pool.in_flight == 0
     finally:

@@ -56,6 +56,7 @@ class Settings:
     render_max_pixels: int
     render_max_per_link: int
     render_max_per_ip: int
+    render_max_waiting_per_account: int
     render_max_running_per_account: int
     render_timeout_penalty: int
     render_page_cache_mb: int

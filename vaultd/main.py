@@ -68,6 +68,8 @@ def make_pool(settings: Settings) -> RenderPool:
         fairness=FairQueueLimits(
             max_per_link=settings.render_max_per_link,
             max_per_ip=settings.render_max_per_ip,
+            max_waiting_per_account=(settings.render_max_waiting_per_account
+                                     or max(1, settings.render_queue_size // 2)),
             timeout_penalty=settings.render_timeout_penalty,
             max_running_per_account=(settings.render_max_running_per_account
                                      or max(1, settings.render_workers - 1)),

@@ -116,8 +116,6 @@ class AccessLogDoc(TypedDict):
     page: NotRequired[int]
     viewerName: NotRequired[str]  # page entries: for leak tracing, not part of the spec's entry
     renderId: NotRequired[str]  # page entries: the served page's forensic id (render.forensic)
-    count: NotRequired[int]  # view entries coalesced within COALESCE_SECONDS: how many
-    firstAt: NotRequired[datetime]  # ... and when the first of them happened
 
 
 class InstanceDoc(TypedDict):

@@ -224,9 +224,9 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "render.queue_size",
         _int(0, 10_000),
-        16,
+        256,
         "VAULTD_RENDER_QUEUE_SIZE",
-        "Renders allowed to wait for a worker before requests get 503.",
+        "Renders allowed to wait for a worker, all accounts together, before requests get 503.",
     ),
     Field(
         "render.timeout_seconds",
@@ -274,16 +274,24 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "render.max_per_link",
         _int(1, 10_000),
-        4,
+        64,
         "VAULTD_RENDER_MAX_PER_LINK",
-        "Pages of one view link queued or rendering at once; more get 429 + Retry-After.",
+        "Pages of one view link waiting for a worker; more get 429 + Retry-After.",
     ),
     Field(
         "render.max_per_ip",
         _int(1, 10_000),
-        8,
+        64,
         "VAULTD_RENDER_MAX_PER_IP",
-        "Pages for one viewer IP of one account in flight at once; more get 429 + Retry-After.",
+        "Pages for one viewer IP of one account waiting for a worker; more get 429 + Retry-After.",
+    ),
+    Field(
+        "render.max_waiting_per_account",
+        _int(0, 10_000),
+        0,
+        "VAULTD_RENDER_MAX_WAITING_PER_ACCOUNT",
+        "Renders of one account waiting for a worker; more get 429 + Retry-After. "
+        "0: half of render.queue_size (at least 1), so one account never fills the queue.",
     ),
     Field(
         "render.max_running_per_account",

@@ -1,22 +1,17 @@
 """The access log: one entry per action on a file (spec 2.4 and 6).
 
-Repeated `view` entries of one viewer (file, viewer email, IP) within a `COALESCE_SECONDS`
-window are one entry with a `count` (its `at` is the latest view, `firstAt` the first), so
-reloading a link cannot push the file's other entries out of the latest 200. The window is a
-fixed bucket of time and the entry's `_id` is derived from it, so the upsert is atomic across
-any number of vaultd processes.
+Every action is its own entry, repeated `view`s included (spec 4.9: each details call writes
+one). A flood of entries cannot hide older ones: `latest_for_file` pages back with `before` and
+filters with `action`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any, get_args
-
-from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, Action
@@ -24,7 +19,8 @@ from vaultd.timefmt import iso_utc, utcnow
 
 LATEST = 200
 ACTIONS: frozenset[str] = frozenset(get_args(Action))
-COALESCE_SECONDS = 60
+# The fields of an entry as the API and the export show it (spec 2.4), in the export's order.
+ENTRY_FIELDS = ("at", "fileId", "action", "viewerEmail", "ip", "page")
 
 
 def valid_ip(value: str | None) -> str | None:
@@ -69,31 +65,8 @@ async def record(
         entry["viewerName"] = viewer_name  # for leak tracing; not part of the spec's entry
     if render_id is not None:
         entry["renderId"] = render_id  # the served page's forensic id (render.forensic)
-    if action == "view":
-        return await _record_view(db, entry)
     await db.access_log.insert_one(entry)
     return entry["_id"]
-
-
-def _view_bucket_id(entry: AccessLogDoc) -> str:
-    bucket = int(entry["at"].timestamp()) // COALESCE_SECONDS
-    parts = (entry["accountId"], entry["fileId"], entry.get("viewerEmail", ""),
-             entry.get("ip", ""), str(bucket))
-    return "view-" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:40]
-
-
-async def _record_view(db: Db, entry: AccessLogDoc) -> str:
-    entry_id = _view_bucket_id(entry)
-    # `at` follows the latest view, so the entry stays where the newest activity is;
-    # `firstAt` keeps when the window's first view happened.
-    fields = {k: v for k, v in entry.items() if k not in ("_id", "at")}
-    fields["firstAt"] = entry["at"]
-    update = {"$setOnInsert": fields, "$inc": {"count": 1}, "$max": {"at": entry["at"]}}
-    try:
-        await db.access_log.update_one({"_id": entry_id}, update, upsert=True)
-    except DuplicateKeyError:  # two first views at once: the other insert won, count on it
-        await db.access_log.update_one({"_id": entry_id}, update)
-    return entry_id
 
 
 async def withdraw(db: Db, entry_id: str) -> None:
@@ -103,6 +76,7 @@ async def withdraw(db: Db, entry_id: str) -> None:
 
 
 def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
+    """The spec's fields of an entry (ENTRY_FIELDS); internal ones (renderId...) stay out."""
     out: dict[str, Any] = {
         "at": iso_utc(doc["at"]),
         "fileId": doc["fileId"],
@@ -114,9 +88,6 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
         out["ip"] = doc["ip"]
     if "page" in doc:
         out["page"] = doc["page"]
-    if "count" in doc and doc["count"] > 1:  # coalesced views: how many, the first one's time
-        out["count"] = doc["count"]
-        out["firstAt"] = iso_utc(doc.get("firstAt", doc["at"]))
     return out
 
 
