@@ -66,7 +66,7 @@ def check_empty_dir(path: Path) -> None:
 
 
 async def check_empty_database(db: Db) -> None:
-    for name in await db.database.list_collection_names():
+    for name in sorted(await db.database.list_collection_names()):
         if not name.startswith("system.") and await db.raw(name).find_one({}, {"_id": 1}):
             raise BackupError(f"database {db.database.name} is not empty (collection {name}): "
                               "restore needs an empty database")
