@@ -4,6 +4,7 @@ vaultd again, on the embedded database and on a MongoDB-wire server of our own."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from backends.local import LocalBackend
+from tests import documents as docs
 from tests.backup_helpers import (
     HeldUpload,
     VaultContents,
@@ -22,8 +25,12 @@ from tests.backup_helpers import (
     run_in_thread,
     secantus_server,
 )
+from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess, running_vault
 from vaultd.crypto.keyring import MasterKeyring
+from vaultd.db import Db
+from vaultd.services.backup import BlobCopy, export_collection, prepare_destination
+from vaultd.services.backup_manifest import collection_path, restorable_files
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -226,3 +233,45 @@ def test_restore_moves_a_vault_into_an_external_database(backed_up: BackedUp,
 def test_restore_without_a_backup_is_a_usage_error(backed_up: BackedUp) -> None:
     result: subprocess.CompletedProcess[str] = backed_up.vault.admin("restore", expect_ok=False)
     assert result.returncode == 2 and "Missing argument 'BACKUP'" in result.stderr
+
+
+def test_a_file_deleted_while_its_blob_is_copied_is_named_and_left_out(
+        backed_up: BackedUp, tmp_path: Path) -> None:
+    """The steps of `create_backup` in its order, with a deletion between the export of the
+    records and the copy of the blobs."""
+    vault, dest = backed_up.vault, tmp_path / "backup"
+    with vault.client(backed_up.before.key) as client:
+        doomed = upload_ok(client, docs.pdf(1), kind="delivery")["id"]
+
+        async def steps(db: Db) -> BlobCopy:
+            prepare_destination(dest, copy_blobs=True)
+            await export_collection(db.raw("files"), collection_path(dest, "files"))
+            deleted = await asyncio.to_thread(client.delete, f"/files/{doomed}")
+            assert deleted.status_code == 204
+            copier = BlobCopy(db, LocalBackend(vault.data_dir / "blobs"), dest, copy=True)
+            for doc in restorable_files(dest, {}):
+                await copier.take(doc)
+            return copier
+
+        copier = vault.run_service(steps)
+    assert copier.deleted == [doomed] and copier.missing == []
+    assert doomed not in copier.listing and not (dest / "blobs" / doomed).exists()
+    assert set(copier.listing) == set(backed_up.originals) | {backed_up.late_file["id"]}
+
+
+def test_a_backup_names_a_file_whose_blob_is_missing_from_storage(backed_up: BackedUp,
+                                                                   tmp_path: Path) -> None:
+    vault = backed_up.vault
+    with vault.client(backed_up.before.key) as client:
+        broken = upload_ok(client, docs.pdf(1), kind="delivery")["id"]
+    (vault.data_dir / "blobs" / broken).unlink()
+    result = vault.admin("backup", str(tmp_path / "backup"), expect_ok=False)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == (
+        f"file {broken}: blob {broken} is missing from storage (see vault-admin storage verify)")
+    verified = vault.admin("--json", "backup", "verify", str(tmp_path / "backup"),
+                           expect_ok=False)
+    assert verified.returncode == 1
+    problems = json.loads(verified.stdout)
+    assert problems["problems"] == [f"file {broken}: blob {broken} is not in the backup's "
+                                    "listing"]
