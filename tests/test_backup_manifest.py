@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,8 @@ def make_backup(root: Path, files: list[dict[str, Any]], blobs: dict[str, bytes]
             checksums[str(path.relative_to(root))] = {"sha256": digest, "size": size}
     listing = {name: checksums[f"blobs/{name}"] for name in blobs}
     write_manifest(root, {"format": FORMAT, "files": checksums, "blobs": listing,
-                          "blobsCopied": True, "deletedDuringBackup": ["gone"]})
+                          "blobsCopied": True, "deletedDuringBackup": ["gone"],
+                          "masterKey": {"currentId": "mk-a", "fingerprints": {"mk-a": "00"}}})
     return root
 
 
@@ -87,3 +89,10 @@ def test_verify_names_a_record_without_a_blob_and_a_stray_file(tmp_path: Path) -
         "blobs/extra: not in the manifest",
         "file c: blob c is not in the backup's listing",
     ]
+
+
+def test_verify_wants_the_master_key_named(tmp_path: Path) -> None:
+    backup = make_backup(tmp_path / "b", [], {})
+    manifest = json.loads((backup / "manifest.json").read_text())
+    write_manifest(backup, {**manifest, "masterKey": {}})
+    assert verify_backup(backup).problems == ["manifest.json: names no master key fingerprint"]

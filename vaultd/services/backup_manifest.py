@@ -135,6 +135,8 @@ class Verification:
 def verify_backup(dest: Path) -> Verification:
     """Every checksum, no stray files, and every restorable file record's blob present."""
     result = Verification(read_manifest(dest))
+    if not result.manifest.get("masterKey", {}).get("fingerprints"):
+        result.problems.append(f"{MANIFEST}: names no master key fingerprint")
     _check_checksums(dest, result)
     _check_strays(dest, result)
     _check_records_have_blobs(dest, result)
