@@ -275,3 +275,24 @@ def test_a_backup_names_a_file_whose_blob_is_missing_from_storage(backed_up: Bac
     problems = json.loads(verified.stdout)
     assert problems["problems"] == [f"file {broken}: blob {broken} is not in the backup's "
                                     "listing"]
+
+
+def test_restore_leaves_out_a_file_deleted_during_the_backup_and_recounts_usage(
+        backed_up: BackedUp, tmp_path: Path) -> None:
+    copy = damaged_copy(backed_up, tmp_path)  # the manifest is not among the checksummed files
+    manifest = json.loads((copy / "manifest.json").read_text())
+    gone = next(f for f in backed_up.before.files if f["kind"] == "delivery")
+    manifest["deletedDuringBackup"] = [gone["id"]]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    new = tmp_path / "restored"
+    backed_up.vault.admin("restore", str(copy), "--data-dir", str(new), "--master-key-file",
+                          str(backed_up.key_file))
+    account = backed_up.before.account
+    shown = VaultProcess(new).admin_json("accounts", "show", account["id"])
+    assert shown["usage"] == {
+        "documents": account["usage"]["documents"] - 1,
+        "storageBytes": account["usage"]["storageBytes"] - gone["size"],
+        "activeLinks": account["usage"]["activeLinks"] - 1,  # its link went with it
+        "apiKeys": 1,
+    }
+    assert not (new / "blobs" / gone["id"]).exists()
