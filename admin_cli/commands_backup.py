@@ -112,8 +112,8 @@ def restore(
 
 
 def _restored_text(report: dict[str, Any]) -> str:
-    lines = [f"blob {name} is not in {report['storageBackend']} storage: copy the container "
-             "first" for name in report["absentFromStorage"]]
+    lines = [f"blob {name} is missing from {report['storageBackend']} storage, or of another "
+             "size: copy the container first" for name in report["absentFromStorage"]]
     documents = sum(report["collections"].values())
     where = ("the database of mongodb.uri" if report["database"] == "mongodb.uri"
              else f"{report['dataDir']}")

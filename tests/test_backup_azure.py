@@ -62,5 +62,6 @@ def test_an_azure_vault_is_listed_with_checksums_and_restored_over_its_container
                          expect_ok=False)
     assert result.returncode == 1
     assert sorted(result.stdout.splitlines()[:2]) == sorted(
-        f"blob {name} is not in azure storage: copy the container first"
+        f"blob {name} is missing from azure storage, or of another size: copy the container "
+        "first"
         for name in manifest["blobs"])

@@ -91,13 +91,20 @@ async def _insert(db: Db, name: str, docs: Iterable[RawDoc]) -> int:
     return count
 
 
-def _usage(files: list[RawDoc]) -> dict[str, dict[str, int]]:
-    usage: dict[str, dict[str, int]] = {}
-    for doc in files:
-        entry = usage.setdefault(doc["accountId"], {"documents": 0, "storageBytes": 0})
-        entry["documents"] += 1
-        entry["storageBytes"] += int(doc["size"])
-    return usage
+class FileTally:
+    """The restored files' ids and each account's usage, counted as the records stream past."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.usage: dict[str, dict[str, int]] = {}
+
+    def counted(self, files: Iterable[RawDoc]) -> Iterator[RawDoc]:
+        for doc in files:
+            self.ids.add(str(doc["_id"]))
+            entry = self.usage.setdefault(doc["accountId"], {"documents": 0, "storageBytes": 0})
+            entry["documents"] += 1
+            entry["storageBytes"] += int(doc["size"])
+            yield doc
 
 
 def _accounts(backup: Path, usage: dict[str, dict[str, int]]) -> Iterator[RawDoc]:
@@ -115,15 +122,15 @@ def _others(backup: Path, name: str, file_ids: set[str]) -> Iterator[RawDoc]:
 
 
 async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dict[str, int]:
-    files = list(restorable_files(backup, manifest))
-    counts = {"files": await _insert(db, "files", files)}
-    file_ids = {str(doc["_id"]) for doc in files}
+    tally = FileTally()
+    counts = {"files": await _insert(db, "files", tally.counted(
+        restorable_files(backup, manifest)))}
     for name in sorted(manifest.get("collections", {})):
         if name in LAST or name in SKIPPED:
             continue
-        counts[name] = await _insert(db, name, _others(backup, name, file_ids))
+        counts[name] = await _insert(db, name, _others(backup, name, tally.ids))
     if collection_path(backup, "accounts").exists():
-        counts["accounts"] = await _insert(db, "accounts", _accounts(backup, _usage(files)))
+        counts["accounts"] = await _insert(db, "accounts", _accounts(backup, tally.usage))
     return counts
 
 
