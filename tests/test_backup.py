@@ -27,6 +27,7 @@ from tests.backup_helpers import (
 )
 from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess, running_vault
+from tests.waiting import wait_until
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
 from vaultd.services.backup import BlobCopy, export_collection, prepare_destination
@@ -275,6 +276,8 @@ def test_a_backup_names_a_file_whose_blob_is_missing_from_storage(backed_up: Bac
     problems = json.loads(verified.stdout)
     assert problems["problems"] == [f"file {broken}: blob {broken} is not in the backup's "
                                     "listing"]
+    with vault.client(backed_up.before.key) as client:  # later tests back this vault up again
+        assert client.delete(f"/files/{broken}").status_code == 204
 
 
 def test_restore_leaves_out_a_file_deleted_during_the_backup_and_recounts_usage(
@@ -296,3 +299,19 @@ def test_restore_leaves_out_a_file_deleted_during_the_backup_and_recounts_usage(
         "apiKeys": 1,
     }
     assert not (new / "blobs" / gone["id"]).exists()
+
+
+def test_an_upload_finishing_during_a_backup_is_in_it_whole_or_not_at_all(
+        backed_up: BackedUp, tmp_path: Path) -> None:
+    vault, dest = backed_up.vault, tmp_path / "backup"
+    held = HeldUpload(vault, backed_up.before.key)
+    thread, result = run_in_thread(
+        lambda: vault.admin("--json", "backup", str(dest), expect_ok=False))
+    wait_until((dest / "db").is_dir, what="the backup under way")
+    finished = held.finish()
+    thread.join(120)
+    assert result and result[0].returncode == 0, result
+    manifest = json.loads((dest / "manifest.json").read_text())
+    recorded = finished["id"] in (dest / "db" / "files.jsonl").read_text()
+    assert recorded == (finished["id"] in manifest["blobs"])  # never a record without its blob
+    assert vault.admin_json("backup", "verify", str(dest))["ok"] is True
