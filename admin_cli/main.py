@@ -13,6 +13,7 @@ import typer
 from admin_cli import (
     commands_accounts,
     commands_analytics,
+    commands_backup,
     commands_doctor,
     commands_init,
     commands_keys,
@@ -42,6 +43,8 @@ app.add_typer(commands_keys.app, name="keys")
 app.add_typer(commands_log.app, name="log")
 app.add_typer(commands_master_key.app, name="master-key")
 app.add_typer(commands_storage.app, name="storage")
+app.add_typer(commands_backup.app, name="backup")
+app.command("restore")(commands_backup.restore)
 app.add_typer(commands_analytics.app, name="files")
 app.command("trace")(commands_trace.trace)
 app.command("doctor")(commands_doctor.doctor)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import os
 import re
 import secrets
@@ -50,6 +52,7 @@ DATA_KEY_SIZE = 32
 KEY_ID_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _B64_KEY = re.compile(r"[A-Za-z0-9_-]{43}")  # 32 bytes, base64url without padding
 _AAD_PREFIX = b"vaultd/data-key/v1\x00"
+_FINGERPRINT_LABEL = b"vaultd/master-key-fingerprint/v1"
 _DOC_VERSION = 1
 _FILE_HEADER = (
     "# vaultd master keyring: <id>:<base64url 32-byte key>, one per line.\n"
@@ -230,6 +233,13 @@ class MasterKeyring:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def fingerprints(self) -> dict[str, str]:
+        """Key id -> fingerprint: HMAC-SHA256 keyed by the master key over a fixed label, first
+        16 bytes as hex. A MAC under the key, not a hash of it, so it tells nothing about the
+        key and says only whether another copy of the keyring holds the same key."""
+        return {key_id: hmac.new(key, _FINGERPRINT_LABEL, hashlib.sha256).hexdigest()[:32]
+                for key_id, key in self._entries}
 
     def __repr__(self) -> str:
         return f"MasterKeyring(current={self.current_id!r}, ids={self.ids!r})"
