@@ -114,10 +114,13 @@ def test_a_database_left_on_the_store_is_stopped_with_one_line(tmp_path: Path) -
         other.wait(10)
 
 
-def secantus(storage: Path, log_path: Path) -> subprocess.Popen[bytes]:
+def secantus(storage: Path, log_path: Path, port: int | None = None,
+             auth: bool = True) -> subprocess.Popen[bytes]:
+    """A SecantusDB of the test's own, parented to no vaultd."""
     storage.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port", str(free_port()),
-           "--storage-path", str(storage), "--log-level", "INFO", "--auth"]
+    cmd = [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port",
+           str(port or free_port()), "--storage-path", str(storage), "--log-level", "INFO",
+           *(["--auth"] if auth else [])]
     with open(log_path, "ab") as log:
         return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)

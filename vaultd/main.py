@@ -104,6 +104,7 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
 async def run_service(settings: Settings, sockets: list[socket.socket],
                       keyrings: KeyringSource, backend: BlobBackend) -> None:
     database = await open_database(settings)
+    database.supervise()  # a dead embedded database is restarted; requests get 503 meanwhile
     pool: RenderPool | None = None
     instance_id = recovery.new_instance_id()
     heartbeat: PeriodicCallback | None = None
