@@ -3,6 +3,7 @@ database left running on the store by a dead vaultd is stopped by the next one (
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -124,3 +125,22 @@ def secantus(storage: Path, log_path: Path, port: int | None = None,
     with open(log_path, "ab") as log:
         return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+
+
+def test_a_store_held_by_something_else_is_named_with_the_databases_reason(
+        tmp_path: Path) -> None:
+    # Not a SecantusDB (so nothing to stop): the embedded database cannot open its store, and
+    # vaultd says why in one line rather than a bare exit code.
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    server.stop()
+    storage = server.data_dir / "db"
+    with open(storage / "WiredTiger.lock", "r+") as held:
+        fcntl.lockf(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = subprocess.run(
+            [sys.executable, "-m", "vaultd.main", "--port", "0", "--data-dir",
+             str(server.data_dir)], cwd=ROOT, env=base_env({"VAULTD_RENDER_WORKERS": "1"}),
+            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result
+    assert result.stderr.splitlines() == [
+        f"vaultd: embedded database in {storage} exited with code 1: _wiredtiger.WiredTigerError: "
+        f"Device or resource busy (see {server.data_dir / 'secantus.log'})"], result.stderr

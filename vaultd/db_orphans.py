@@ -57,8 +57,10 @@ def _serves(pid: int, storage: Path) -> bool:
     index = args.index("--storage-path") + 1
     if index >= len(args):
         return False
+    where = Path(args[index])
     try:  # a relative path is relative to that process's working directory
-        where = Path(os.readlink(f"/proc/{pid}/cwd")) / args[index]
+        if not where.is_absolute():
+            where = Path(os.readlink(f"/proc/{pid}/cwd")) / where
         return where.resolve() == storage.resolve()
     except OSError:
         return False

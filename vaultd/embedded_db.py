@@ -177,8 +177,11 @@ def _wait_until_up(server: EmbeddedServer) -> None:
 def exit_message(server: EmbeddedServer) -> str:
     """Why a server that was starting exited: the last line of its log, not just a code."""
     path = log_file(server.storage)
-    try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    try:  # the log is appended to at every start: read its end only
+        with open(path, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
+            tail = log.read().decode(errors="replace")
+        lines = [line for line in tail.splitlines() if line.strip()]
     except OSError:
         lines = []
     reason = f": {lines[-1].strip()[-300:]}" if lines else ""
