@@ -120,15 +120,16 @@ def _connect(settings: Settings, uri: str) -> Db:
 async def _first_contact(settings: Settings, db: Db, uri: str) -> None:
     """Ping and create the indexes; an unreachable or refusing database is one line naming the
     setting and the address (never the password), not a traceback."""
-    where = public_address(uri) if settings.mongodb_uri else "the embedded database"
+    where = (f"the database at {public_address(uri)} ({SETTING})" if settings.mongodb_uri
+             else f"the embedded database in {settings.data_path / 'db'}")
     try:
         await ping(db)
         await ensure_indexes(db)
     except ConnectionFailure:
-        raise StartupError(f"cannot reach the database at {where} ({SETTING}): no answer "
-                           f"within {SELECTION_TIMEOUT_MS / 1000:g} s; is it running?") from None
+        raise StartupError(f"cannot reach {where}: no answer within "
+                           f"{SELECTION_TIMEOUT_MS / 1000:g} s; is it running?") from None
     except OperationFailure as exc:
-        raise StartupError(f"the database at {where} ({SETTING}) refused vaultd: "
+        raise StartupError(f"{where} refused vaultd: "
                            f"{(exc.details or {}).get('codeName') or exc.code}") from None
 
 
