@@ -58,10 +58,14 @@ class DbSupervisor:
         for attempt in itertools.count():
             # The same port first (the driver finds it again); another if that one is taken.
             port = old.port if attempt == 0 else None
-            self.server = embedded_db.spawn(old.storage, None, old.credentials, port)
-            if await _came_up(self.server):
-                break
-            log.warning("embedded database did not restart: %s", _why(self.server))
+            try:
+                self.server = embedded_db.spawn(old.storage, None, old.credentials, port)
+            except OSError as exc:  # no process at all (out of pids or files): retry later
+                log.warning("embedded database did not restart: %s", exc.strerror or exc)
+            else:
+                if await _came_up(self.server):
+                    break
+                log.warning("embedded database did not restart: %s", _why(self.server))
             await asyncio.sleep(RETRY_DELAYS_SECONDS[min(attempt, len(RETRY_DELAYS_SECONDS) - 1)])
         embedded_db.record(self.server)
         if self.server.port != old.port:
