@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import pymongo
 from pymongo.errors import ConfigurationError, ConnectionFailure, OperationFailure
 
 from backends import BackendConfigError, create_backend
@@ -107,6 +108,7 @@ async def open_database(settings: Settings, reuse_running: bool = False) -> Data
 
 
 SETTING = "mongodb.uri / VAULTD_MONGODB_URI"
+INDEX_BUILD_SECONDS = 600.0
 
 
 def _connect(settings: Settings, uri: str) -> Db:
@@ -124,7 +126,9 @@ async def _first_contact(settings: Settings, db: Db, uri: str) -> None:
              else f"the embedded database in {settings.data_path / 'db'}")
     try:
         await ping(db)
-        await ensure_indexes(db)
+        # A new index on a large collection may build for longer than the socket timeout.
+        with pymongo.timeout(INDEX_BUILD_SECONDS):
+            await ensure_indexes(db)
     except ConnectionFailure:
         raise StartupError(f"cannot reach {where}: no answer within "
                            f"{SELECTION_TIMEOUT_MS / 1000:g} s; is it running?") from None
