@@ -86,6 +86,8 @@ def _stop(pid: int, storage: Path) -> None:
     if _gone_within(pid, GRACE_SECONDS):
         log.warning("waited for %s to stop", left)
         return
+    if not _serves(pid, storage):  # gone, and its pid already reused by something else
+        return
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
