@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultd import db_credentials
+from vaultd import db_credentials, db_orphans
 from vaultd.db_credentials import DbCredentials
 
 ADDRESS_FILE = "address.json"
@@ -74,6 +74,10 @@ def start(
     """Start SecantusDB with authentication on a free loopback port (creating its user at
     first start: vaultd.db_credentials) and wait until it accepts connections."""
     storage.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:  # the caller holds the data directory: a server already on this store is an orphan
+        db_orphans.stop_orphans(storage)
+    except db_orphans.OrphanDbError as exc:
+        raise EmbeddedDbError(str(exc)) from None
     credentials = db_credentials.load_or_create(storage)
     if not credentials.provisioned:
         credentials = _provision(storage, log_path, credentials)
@@ -96,8 +100,18 @@ def _provision(storage: Path, log_path: Path | None, credentials: DbCredentials)
 def _launch(
     storage: Path, log_path: Path | None, record_address: bool, credentials: DbCredentials | None
 ) -> EmbeddedServer:
-    host, port = "127.0.0.1", free_port()
-    log = open(log_path or storage.parent / "secantus.log", "ab")  # noqa: SIM115
+    server = spawn(storage, log_path, credentials)
+    _wait_until_up(server)
+    if record_address:
+        record(server)
+    return server
+
+
+def spawn(storage: Path, log_path: Path | None, credentials: DbCredentials | None,
+          port: int | None = None) -> EmbeddedServer:
+    """Start the server process (on `port`, or a free one) without waiting for it."""
+    host, port = "127.0.0.1", port or free_port()
+    log = open(log_path or log_file(storage), "ab")  # noqa: SIM115
     cmd = [
         sys.executable,
         "-m",
@@ -115,22 +129,33 @@ def _launch(
     # A new session keeps a Ctrl-C in the terminal from killing the database before vaultd
     # has closed its connections; vaultd stops it explicitly. If vaultd itself is killed, the
     # kernel sends the database SIGTERM (PR_SET_PDEATHSIG), so no orphan keeps the store locked.
+    # Popen must run on the thread that lives as long as vaultd: the signal follows the
+    # death of the parent *thread*.
     process = subprocess.Popen(
         cmd,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=_terminate_with_parent,  # noqa: PLW1509 the hook only calls prctl
+        preexec_fn=_die_with_parent,  # noqa: PLW1509 the hook only calls prctl
     )
     log.close()
-    server = EmbeddedServer(process, host, port, storage, credentials)
-    _wait_until_up(server)
-    if record_address:
-        _write_address(storage, host, port, process.pid)
-    return server
+    return EmbeddedServer(process, host, port, storage, credentials)
 
 
-def _terminate_with_parent() -> None:
+def record(server: EmbeddedServer) -> None:
+    """Publish the server's address for vault-admin (`running_address`)."""
+    _write_address(server.storage, server.host, server.port, server.process.pid)
+
+
+def log_file(storage: Path) -> Path:
+    return storage.parent / "secantus.log"
+
+
+def _die_with_parent() -> None:
+    # SIGTERM, not SIGKILL: SecantusDB buffers journal records in the process for a few ms
+    # after acknowledging them (measured: writes acknowledged just before a SIGKILL were lost),
+    # and its SIGTERM path closes the store cleanly. A slow shutdown is cut short by the next
+    # vaultd (vaultd.db_orphans), once that window has long passed.
     if sys.platform.startswith("linux"):
         pr_set_pdeathsig = 1
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
@@ -140,16 +165,25 @@ def _wait_until_up(server: EmbeddedServer) -> None:
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise EmbeddedDbError(
-                f"embedded database exited with code {server.process.returncode}; "
-                f"see {server.storage.parent / 'secantus.log'}"
-            )
+            raise EmbeddedDbError(exit_message(server))
         if _answers(server.host, server.port):
             return
         time.sleep(0.05)
     server.stop()
     raise EmbeddedDbError(f"embedded database in {server.storage} did not start within 30 s; "
-                          f"see {server.storage.parent / 'secantus.log'}")
+                          f"see {log_file(server.storage)}")
+
+
+def exit_message(server: EmbeddedServer) -> str:
+    """Why a server that was starting exited: the last line of its log, not just a code."""
+    path = log_file(server.storage)
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    reason = f": {lines[-1].strip()[-300:]}" if lines else ""
+    return (f"embedded database in {server.storage} exited with code "
+            f"{server.process.returncode}{reason} (see {path})")
 
 
 def _write_address(storage: Path, host: str, port: int, pid: int) -> None:

@@ -1,0 +1,123 @@
+"""A vaultd killed outright is replaced at once: its embedded database does not outlive it, and a
+database left running on the store by a dead vaultd is stopped by the next one (issue 24)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import upload_ok
+from tests.processes import cmdline, database_process
+from tests.vault_process import ROOT, VaultProcess, base_env, free_port
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
+RESTART_SECONDS = 5.0  # the brief: /healthz 200 within 5 s of the new vaultd's start
+
+
+def running(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def start_in_own_group(server: VaultProcess) -> None:
+    """As VaultProcess.start, but vaultd leads a process group of its own (as under a service
+    manager), so the test can kill the group."""
+    server.data_dir.mkdir(parents=True, exist_ok=True)
+    server.port = free_port()
+    cmd = [sys.executable, "-m", "vaultd.main", "--host", "127.0.0.1", "--port",
+           str(server.port), "--data-dir", str(server.data_dir)]
+    with open(server.log_path, "ab") as log:
+        server.process = subprocess.Popen(cmd, cwd=ROOT, env=base_env(server.env), stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+    wait_until(healthy(server), timeout=60, interval=0.1, what="vaultd healthy")
+
+
+def healthy(server: VaultProcess) -> object:
+    def check() -> bool:
+        assert server.process is not None and server.process.poll() is None, server.log_text()
+        try:
+            return httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+    return check
+
+
+def restart_within_limit(server: VaultProcess) -> float:
+    started = time.monotonic()
+    server.start(timeout=30)
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("whole_group", [False, True], ids=["main-process", "process-group"])
+def test_a_vaultd_killed_outright_is_replaced_within_seconds(
+        tmp_path: Path, whole_group: bool) -> None:
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"})
+    start_in_own_group(server)
+    assert server.process is not None
+    _, key = server.new_account()
+    data = docs.pdf(pages=1)
+    with server.client(key) as api:
+        created = upload_ok(api, data, kind="delivery")
+    database = database_process(server.process.pid)
+    assert database is not None
+    if whole_group:
+        os.killpg(server.process.pid, signal.SIGKILL)
+    else:
+        server.process.kill()
+    server.process.wait(10)
+    try:
+        took = restart_within_limit(server)
+        assert took < RESTART_SECONDS, f"healthy {took:.1f} s after the restart"
+        assert not running(database)  # gone with its vaultd, not merely replaced
+        with server.client(key) as api:  # an acknowledged upload survived the kill
+            assert api.get(f"/files/{created['id']}/download").content == data
+    finally:
+        server.stop()
+    assert "Traceback" not in server.log_text()
+
+
+def test_a_database_left_on_the_store_is_stopped_with_one_line(tmp_path: Path) -> None:
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    _, key = server.new_account()
+    server.stop()
+    # What a dead vaultd may leave: a SecantusDB serving its store, parented to nobody of ours;
+    # and one serving another store, which must be left alone.
+    orphan = secantus(server.data_dir / "db", tmp_path / "orphan.log")
+    other = secantus(tmp_path / "elsewhere" / "db", tmp_path / "other.log")
+    try:
+        wait_until(lambda: "listening" in (tmp_path / "orphan.log").read_text(),
+                   what="orphan listening")
+        server.start(timeout=30)
+        assert orphan.wait(10) == -signal.SIGKILL  # it had no reason to stop on its own
+        assert other.poll() is None and "secantus" in cmdline(other.pid)
+        lines = [line for line in server.log_text().splitlines() if "previous vaultd" in line]
+        assert len(lines) == 1 and lines[0].endswith(
+            f"stopped the embedded database (pid {orphan.pid}) a previous vaultd left running "
+            f"on {server.data_dir / 'db'}"), lines
+        with server.client(key) as api:
+            assert api.get("/account").status_code == 200
+    finally:
+        server.stop()
+        other.kill()
+        other.wait(10)
+
+
+def secantus(storage: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    storage.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port", str(free_port()),
+           "--storage-path", str(storage), "--log-level", "INFO", "--auth"]
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
