@@ -36,6 +36,7 @@ class Ledger:
     files: list[str] = field(default_factory=list)  # ids answered 201
     links: dict[str, str] = field(default_factory=dict)  # token -> viewer email, answered 201
     revoked: dict[str, float] = field(default_factory=dict)  # token -> when its 204 arrived
+    revoking: set[str] = field(default_factory=set)  # DELETE sent: revoked unless unanswered
     pages: list[PageAsked] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)  # every answer, to find a 500
     unanswered: int = 0
@@ -118,6 +119,8 @@ class Client:
         # A page first (its link's records are then kept for a second), the revoke, and a
         # page again at once: the kept records must not serve it.
         self.page(api, token)
+        with self.ledger.lock:
+            self.ledger.revoking.add(token)
         response = self._answered(api.delete(f"/views/{token}"))
         if response.status_code == 204:
             with self.ledger.lock:

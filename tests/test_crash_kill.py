@@ -148,9 +148,12 @@ def check_storage_and_usage(server: VaultProcess, key: str, ledger: Ledger) -> N
     assert blob_names(server) == {f["id"] for f in files}
     assert set(ledger.files) <= {f["id"] for f in files}
     with server.client(key) as api:  # every link acknowledged is there, revoked or not
-        for token in ledger.links:
-            status = api.get(f"/views/{token}").status_code
-            assert status == (404 if token in ledger.revoked else 200), token[:8]
+        statuses = {token: api.get(f"/views/{token}").status_code for token in ledger.links}
+    # A revoke the kill left unanswered may or may not have been made.
+    wrong = {token[:8]: status for token, status in statuses.items()
+             if status != (404 if token in ledger.revoked else 200)
+             and not (token in ledger.revoking and token not in ledger.revoked)}
+    assert wrong == {}, wrong
     with server.client(key) as api:
         usage = api.get("/account").json()["usage"]
     assert usage["documents"] == len(files), (usage, len(files))
