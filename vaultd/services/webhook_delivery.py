@@ -81,7 +81,7 @@ class Deliverer:
             return
         self._stopping.set()
         done, _ = await asyncio.wait({self._task}, timeout=max(flush_seconds, 0.0))
-        if not done:
+        if not done and flush_seconds > 0:
             log.warning("webhook deliveries still under way at the stop: sent after restart")
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
