@@ -3,11 +3,13 @@ database left running on the store by a dead vaultd is stopped by the next one (
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -18,6 +20,7 @@ from tests.http_helpers import upload_ok
 from tests.processes import cmdline, database_process
 from tests.vault_process import ROOT, VaultProcess, base_env, free_port
 from tests.waiting import wait_until
+from vaultd.db_orphans import GRACE_SECONDS
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -54,10 +57,16 @@ def healthy(server: VaultProcess) -> object:
     return check
 
 
-def restart_within_limit(server: VaultProcess) -> float:
+def timed(start: Callable[[], object]) -> float:
     started = time.monotonic()
-    server.start(timeout=30)
+    start()
     return time.monotonic() - started
+
+
+def restart_limit(clean_start_seconds: float) -> float:
+    """5 s; on a machine so loaded that a clean start of the same vault takes longer, that
+    start's time plus the grace an orphan may be given (db_orphans.GRACE_SECONDS) and 1 s."""
+    return max(RESTART_SECONDS, clean_start_seconds + GRACE_SECONDS + 1.0)
 
 
 @pytest.mark.parametrize("whole_group", [False, True], ids=["main-process", "process-group"])
@@ -65,10 +74,12 @@ def test_a_vaultd_killed_outright_is_replaced_within_seconds(
         tmp_path: Path, whole_group: bool) -> None:
     server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"})
     start_in_own_group(server)
-    assert server.process is not None
     _, key = server.new_account()
+    assert server.stop() == 0
+    clean_start = timed(lambda: start_in_own_group(server))
+    assert server.process is not None
     data = docs.pdf(pages=1)
-    with server.client(key) as api:
+    with server.client(key) as api:  # acknowledged just before the kill
         created = upload_ok(api, data, kind="delivery")
     database = database_process(server.process.pid)
     assert database is not None
@@ -78,8 +89,9 @@ def test_a_vaultd_killed_outright_is_replaced_within_seconds(
         server.process.kill()
     server.process.wait(10)
     try:
-        took = restart_within_limit(server)
-        assert took < RESTART_SECONDS, f"healthy {took:.1f} s after the restart"
+        took = timed(lambda: server.start(timeout=30))
+        limit = restart_limit(clean_start)
+        assert took < limit, f"healthy {took:.1f} s after the restart (clean: {clean_start:.1f})"
         assert not running(database)  # gone with its vaultd, not merely replaced
         with server.client(key) as api:  # an acknowledged upload survived the kill
             assert api.get(f"/files/{created['id']}/download").content == data
@@ -114,10 +126,32 @@ def test_a_database_left_on_the_store_is_stopped_with_one_line(tmp_path: Path) -
         other.wait(10)
 
 
-def secantus(storage: Path, log_path: Path) -> subprocess.Popen[bytes]:
+def secantus(storage: Path, log_path: Path, port: int | None = None,
+             auth: bool = True) -> subprocess.Popen[bytes]:
+    """A SecantusDB of the test's own, parented to no vaultd."""
     storage.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port", str(free_port()),
-           "--storage-path", str(storage), "--log-level", "INFO", "--auth"]
+    cmd = [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port",
+           str(port or free_port()), "--storage-path", str(storage), "--log-level", "INFO",
+           *(["--auth"] if auth else [])]
     with open(log_path, "ab") as log:
         return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+
+
+def test_a_store_held_by_something_else_is_named_with_the_databases_reason(
+        tmp_path: Path) -> None:
+    # Not a SecantusDB (so nothing to stop): the embedded database cannot open its store, and
+    # vaultd says why in one line rather than a bare exit code.
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    server.stop()
+    storage = server.data_dir / "db"
+    with open(storage / "WiredTiger.lock", "r+") as held:
+        fcntl.lockf(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = subprocess.run(
+            [sys.executable, "-m", "vaultd.main", "--port", "0", "--data-dir",
+             str(server.data_dir)], cwd=ROOT, env=base_env({"VAULTD_RENDER_WORKERS": "1"}),
+            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result
+    assert result.stderr.splitlines() == [
+        f"vaultd: embedded database in {storage} exited with code 1: _wiredtiger.WiredTigerError: "
+        f"Device or resource busy (see {server.data_dir / 'secantus.log'})"], result.stderr

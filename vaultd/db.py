@@ -92,6 +92,14 @@ class Db:
     async def close(self) -> None:
         await self.client.close()
 
+    async def reconnect(self, uri: str) -> None:
+        """Point every holder of this Db at a new address (the embedded database restarted on
+        another port); operations on the old client fail and are answered 503."""
+        old = self.client
+        fresh = connect(uri, self.database.name)
+        self.client, self.database = fresh.client, fresh.database
+        await old.close()
+
 
 def _uri_option(uri: str, name: str) -> str | None:
     query = uri.split("?", 1)[1] if "?" in uri else ""
@@ -102,12 +110,20 @@ def _uri_option(uri: str, name: str) -> str | None:
     return None
 
 
-def connect(uri: str, database: str, timeout_ms: int = 5000) -> Db:
+# While the database is unreachable a request must fail fast (a JSON 503 within 5 s, one
+# retried read included) rather than wait out the driver's 30 s default; a hung server is cut
+# after SOCKET_TIMEOUT_MS. URI options override these.
+SELECTION_TIMEOUT_MS = 2000
+SOCKET_TIMEOUT_MS = 10000
+
+
+def connect(uri: str, database: str, timeout_ms: int = SELECTION_TIMEOUT_MS) -> Db:
     client: AsyncMongoClient[RawDoc] = AsyncMongoClient(
         uri,
         tz_aware=True,
-        serverSelectionTimeoutMS=timeout_ms,
-        connectTimeoutMS=timeout_ms,
+        serverSelectionTimeoutMS=int(_uri_option(uri, "serverSelectionTimeoutMS") or timeout_ms),
+        connectTimeoutMS=int(_uri_option(uri, "connectTimeoutMS") or timeout_ms),
+        socketTimeoutMS=int(_uri_option(uri, "socketTimeoutMS") or SOCKET_TIMEOUT_MS),
         uuidRepresentation="standard",
         appname="vaultd",
         # Many concurrent requests queue for a connection rather than open hundreds; measured
@@ -116,6 +132,13 @@ def connect(uri: str, database: str, timeout_ms: int = 5000) -> Db:
         maxPoolSize=int(_uri_option(uri, "maxPoolSize") or 20),
     )
     return Db(client, client[database])
+
+
+def public_address(uri: str) -> str:
+    """The hosts of a MongoDB URI, without its credentials (for messages and logs)."""
+    scheme, _, rest = uri.partition("://")
+    hosts = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+    return f"{scheme}://{hosts}" if rest else "(not a MongoDB URI)"
 
 
 async def ping(db: Db) -> None:

@@ -5,9 +5,9 @@ outlives it (an older vaultd, a parent killed while the child was starting) stil
 WiredTiger's lock on `<data_dir>/db`, and a new server on that store would exit at once. The
 caller holds the data directory's lock, so any SecantusDB serving this store is an orphan: it
 is given a moment to finish the clean stop its parent's death began (SIGTERM), then killed.
-SIGKILL is safe once its journal buffer has reached the file, within ~10 ms of a write
-(measured); an orphan has had no client since its vaultd died, at least a second before this
-runs (docs/architecture.md, "The embedded database").
+SIGKILL is safe once its journal buffer has reached the file, within 0.2 s of a write
+(measured); an orphan has had no client since its vaultd died, over a second before it is
+killed (docs/architecture.md, "The embedded database").
 
 Only a process whose /proc cmdline is `python -m secantus ... --storage-path <this store>` is
 ever signalled; anything else is left alone.
@@ -57,8 +57,10 @@ def _serves(pid: int, storage: Path) -> bool:
     index = args.index("--storage-path") + 1
     if index >= len(args):
         return False
+    where = Path(args[index])
     try:  # a relative path is relative to that process's working directory
-        where = Path(os.readlink(f"/proc/{pid}/cwd")) / args[index]
+        if not where.is_absolute():
+            where = Path(os.readlink(f"/proc/{pid}/cwd")) / where
         return where.resolve() == storage.resolve()
     except OSError:
         return False

@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 
+from pymongo.errors import PyMongoError
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
 
@@ -105,6 +106,7 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
 async def run_service(settings: Settings, sockets: list[socket.socket],
                       keyrings: KeyringSource, backend: BlobBackend) -> None:
     database = await open_database(settings)
+    database.supervise()  # a dead embedded database is restarted; requests get 503 meanwhile
     pool: RenderPool | None = None
     instance_id = recovery.new_instance_id()
     heartbeat: PeriodicCallback | None = None
@@ -135,7 +137,10 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
             heartbeat.stop()
         if deliverer is not None:
             await deliverer.stop()
-        await recovery.forget_instance(database.db, instance_id)
+        try:  # with the database down, the instance is settled by the next start's recovery
+            await recovery.forget_instance(database.db, instance_id)
+        except PyMongoError:
+            log.warning("stopping without deregistering: database unavailable")
         if pool is not None:
             await pool.close()
         await backend.close()

@@ -7,12 +7,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from pymongo.errors import ConfigurationError, ConnectionFailure, OperationFailure
+
 from backends import BackendConfigError, create_backend
 from backends.base import BlobBackend
 from vaultd import embedded_db
 from vaultd.config import ConfigError, Settings
 from vaultd.crypto.keyring import KeyringError, MasterKeyring
-from vaultd.db import Db, connect, ensure_indexes, ping
+from vaultd.db import SELECTION_TIMEOUT_MS, Db, connect, ensure_indexes, ping, public_address
+from vaultd.db_supervisor import DbSupervisor
+from vaultd.startup import StartupError
 
 log = logging.getLogger("vaultd")
 
@@ -64,8 +68,18 @@ class KeyringSource:
 class Database:
     db: Db
     server: embedded_db.EmbeddedServer | None
+    supervisor: DbSupervisor | None = None
+
+    def supervise(self) -> None:
+        """Restart the embedded database whenever it dies (vaultd only, not vault-admin)."""
+        if self.server is not None and self.supervisor is None:
+            self.supervisor = DbSupervisor(self.server, self.db)
+            self.supervisor.start()
 
     async def close(self) -> None:
+        if self.supervisor is not None:  # first, or it would restart what is stopped below
+            await self.supervisor.stop()
+            self.server = self.supervisor.server
         await self.db.close()
         if self.server is not None:
             self.server.stop()
@@ -81,16 +95,41 @@ async def open_database(settings: Settings, reuse_running: bool = False) -> Data
         if uri is None:
             server = embedded_db.start(storage, record_address=not reuse_running)
             uri = server.uri
-    db = connect(uri, settings.mongodb_database)
+    db = _connect(settings, uri)
     try:
-        await ping(db)
-        await ensure_indexes(db)
+        await _first_contact(settings, db, uri)
     except BaseException:
         await db.close()
         if server is not None:
             server.stop()
         raise
     return Database(db, server)
+
+
+SETTING = "mongodb.uri / VAULTD_MONGODB_URI"
+
+
+def _connect(settings: Settings, uri: str) -> Db:
+    try:
+        return connect(uri, settings.mongodb_database)
+    except ConfigurationError as exc:  # pymongo's text may quote the URI: name only the kind
+        raise ConfigError(f"{SETTING}: not a usable MongoDB URI ({type(exc).__name__}) for "
+                          f"{public_address(uri)}") from None
+
+
+async def _first_contact(settings: Settings, db: Db, uri: str) -> None:
+    """Ping and create the indexes; an unreachable or refusing database is one line naming the
+    setting and the address (never the password), not a traceback."""
+    where = public_address(uri) if settings.mongodb_uri else "the embedded database"
+    try:
+        await ping(db)
+        await ensure_indexes(db)
+    except ConnectionFailure:
+        raise StartupError(f"cannot reach the database at {where} ({SETTING}): no answer "
+                           f"within {SELECTION_TIMEOUT_MS / 1000:g} s; is it running?") from None
+    except OperationFailure as exc:
+        raise StartupError(f"the database at {where} ({SETTING}) refused vaultd: "
+                           f"{(exc.details or {}).get('codeName') or exc.code}") from None
 
 
 @asynccontextmanager

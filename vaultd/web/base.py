@@ -7,7 +7,7 @@ import logging
 from http.client import responses
 from typing import Any
 
-from pymongo.errors import ConnectionFailure, ExecutionTimeout, WTimeoutError
+from pymongo.errors import ConnectionFailure, ExecutionTimeout, OperationFailure, WTimeoutError
 from tornado.web import HTTPError, RequestHandler
 
 from backends.base import BackendUnavailable, StorageFull
@@ -168,10 +168,23 @@ class BaseHandler(RequestHandler):
         self.finish(json.dumps(body, ensure_ascii=False))
 
 
+# A server shutting down, restarting or stepping down answers a command with one of these
+# (ShutdownInProgress, InterruptedAtShutdown, InterruptedDueToReplStateChange, NotWritablePrimary,
+# NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary, PrimarySteppedDown): the same outage as a
+# refused connection, seen from inside a request.
+_DB_STOPPING_CODES = frozenset({91, 11600, 11602, 10107, 13435, 13436, 189})
+
+
+def _database_unavailable(e: BaseException) -> bool:
+    if isinstance(e, (ConnectionFailure, ExecutionTimeout, WTimeoutError)):
+        return True
+    return isinstance(e, OperationFailure) and e.code in _DB_STOPPING_CODES
+
+
 def as_vault_error(e: BaseException) -> VaultError | None:
     if isinstance(e, VaultError):
         return e
-    if isinstance(e, (ConnectionFailure, ExecutionTimeout, WTimeoutError)):
+    if _database_unavailable(e):
         log.warning("database unavailable: %s", type(e).__name__)
         return ServiceUnavailable("database unavailable; retry shortly", retry_after=2)
     if isinstance(e, (BlobCorrupt, KeyUnavailable)):
