@@ -66,6 +66,7 @@ class Settings:
     server_max_connections: int
     server_header_timeout_seconds: float
     server_body_idle_timeout_seconds: float
+    server_shutdown_grace_seconds: float
     proxy_trusted: tuple[str, ...]
     webhooks_allow_private_networks: bool
     webhooks_retry_schedule: tuple[float, ...]

@@ -28,6 +28,7 @@ from vaultd.services import engagement, mark_key, recovery
 from vaultd.services.blobs import BlobStore
 from vaultd.services.page_path import PagePath
 from vaultd.services.webhook_delivery import Deliverer, DeliveryConfig
+from vaultd.shutdown import stop_gracefully
 from vaultd.startup import DataDirLock, StartupError, bind, prepare_data_dir
 from vaultd.version import VERSION
 from vaultd.web.app import make_app
@@ -131,8 +132,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
                  VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
         await wait_for_signal()
-        await drain(server, ctx)
-        await pages.settle()  # pages counted but not yet written (EngagementHook)
+        await stop_gracefully(server, ctx, pages, deliverer,
+                              settings.server_shutdown_grace_seconds)
     finally:
         if heartbeat is not None:
             heartbeat.stop()
@@ -154,15 +155,6 @@ async def start_backend(backend: BlobBackend) -> None:
         await backend.start()
     except BackendUnavailable:
         log.warning("storage unavailable at start-up; requests get 503 until it answers")
-
-
-async def drain(server: HTTPServer, ctx: AppContext, grace_seconds: float = 10.0) -> None:
-    """Stop accepting, let requests in flight finish (bounded), then close what remains."""
-    server.stop()
-    deadline = asyncio.get_running_loop().time() + grace_seconds
-    while ctx.active_requests and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.05)
-    await server.close_all_connections()
 
 
 def listen(

@@ -358,6 +358,13 @@ FIELDS: tuple[Field, ...] = (
         "A request body that stops arriving this long is cut off (a slow steady one is not).",
     ),
     Field(
+        "server.shutdown_grace_seconds",
+        _float(0, 3600),
+        10.0,
+        "VAULTD_SERVER_SHUTDOWN_GRACE_SECONDS",
+        "On SIGTERM or SIGINT: how long requests in flight may finish before the rest are cut.",
+    ),
+    Field(
         "proxy.trusted",
         _networks,
         (),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -77,7 +77,8 @@ class EngagementHook:
         link_id = page.link.link["_id"]
         if link_id not in self._known or not self.flush_seconds:
             self._remember(link_id)
-            await page_served(self.db, page.link, {page.number: 1}, page.request.ip)
+            # Tracked with the timed writes: a flush (and so a clean stop) waits for it too.
+            await self._track(page_served(self.db, page.link, {page.number: 1}, page.request.ip))
             return
         views = self._pending.setdefault(link_id, _Views(page.link, page.request.ip))
         views.opened, views.ip = page.link, page.request.ip
@@ -88,7 +89,7 @@ class EngagementHook:
 
     async def flush(self, account_id: str | None = None) -> None:
         """Write every page counted so far (of `account_id`'s links only, when given: what its
-        analytics read needs), and wait for timed writes already under way."""
+        analytics read needs), and wait for writes already under way."""
         if account_id is None and self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -98,9 +99,13 @@ class EngagementHook:
 
     def _flush_later(self) -> None:
         self._timer = None
-        task = asyncio.ensure_future(self._write(self._take()))
+        self._track(self._write(self._take()))
+
+    def _track(self, write: Coroutine[object, object, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(write)
         self._flushes.add(task)
         task.add_done_callback(self._flushes.discard)
+        return task
 
     def _take(self, account_id: str | None = None) -> list[_Views]:
         if account_id is None:

@@ -9,6 +9,7 @@ retry), `webhook-timestamp` the attempt's time (verifiers reject stale ones), an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -69,25 +70,38 @@ class Deliverer:
         self.owner = uuid.uuid4().hex
         self._next_sweep = 0.0
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+    async def stop(self, flush_seconds: float = 0.0) -> None:
+        """Deliver what is due now (what the last requests queued), for up to `flush_seconds`,
+        then stop. An attempt cut short keeps its lease: it is sent again once that runs out."""
+        if self._task is None:
+            return
+        self._stopping.set()
+        done, _ = await asyncio.wait({self._task}, timeout=max(flush_seconds, 0.0))
+        if not done and flush_seconds > 0:
+            log.warning("webhook deliveries still under way at the stop: sent after restart")
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
-        while True:
-            try:
-                await self.sweep()
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the database may be down; the next tick retries
-                log.warning("webhook delivery skipped: database unavailable")
-            await asyncio.sleep(self.config.poll_seconds)
+        while not self._stopping.is_set():
+            await self._round()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.config.poll_seconds)
+        await self._round()  # the stop's flush: begun after the stop was asked for
+
+    async def _round(self) -> None:
+        try:
+            await self.sweep()
+            await self.tick()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the database may be down; the next round retries
+            log.warning("webhook delivery skipped: database unavailable")
 
     async def sweep(self) -> None:
         """Settle what crashed writers left (held messages, unannounced opens and completions)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from render.pool import RenderPool
 from vaultd.config import Settings
@@ -10,6 +10,7 @@ from vaultd.db import Db
 from vaultd.services.account_slots import AccountSlots
 from vaultd.services.blobs import BlobStore
 from vaultd.services.page_path import PagePath
+from vaultd.web.pending_work import PendingWork
 
 
 @dataclass
@@ -24,6 +25,8 @@ class AppContext:
     active_requests: int = 0  # for a graceful stop: requests still being answered
     upload_slots: AccountSlots | None = None  # made from settings when not given
     trace_slots: AccountSlots | None = None
+    # What requests leave running (an aborted upload's clean-up): a graceful stop waits for it.
+    pending_work: PendingWork = field(default_factory=PendingWork)
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 
-from tornado.ioloop import IOLoop
 from tornado.web import stream_request_body
 
 from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.numbers import is_decimal
+from vaultd.records import FileDoc
 from vaultd.services import db_room, quota
 from vaultd.services.account_slots import Slot
 from vaultd.services.files import file_json
@@ -106,13 +106,18 @@ class UploadHandler(BaseHandler):
             raise self.rejection
         assert self.session is not None
         self.finishing = True
+        # The body is all in: stored even if the client leaves, and a graceful stop waits for it.
+        doc = await self.ctx.pending_work.run(self._store(self.session))
+        self.send_json(201, file_json(doc))
+
+    async def _store(self, session: UploadSession) -> FileDoc:
         try:
-            doc = await self.session.finish(self.ctx.pool)
+            doc = await session.finish(self.ctx.pool)
         except BaseException:
             await self._discard()
             raise
         self.session = None
-        self.send_json(201, file_json(doc))
+        return doc
 
     async def _discard(self) -> None:
         session, self.session = self.session, None
@@ -125,7 +130,7 @@ class UploadHandler(BaseHandler):
             self._release_slot()
         # A client that goes away mid-upload leaves nothing behind.
         if self.session is not None and not self.finishing:
-            IOLoop.current().spawn_callback(self._discard)
+            self.ctx.pending_work.spawn(self._discard(), "removing an aborted upload's blob")
 
 
 ROUTES = [(r"/v1/files", UploadHandler)]
