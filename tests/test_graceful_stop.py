@@ -108,7 +108,7 @@ def test_a_stop_under_load_answers_pages_in_flight_and_cuts_a_trickling_upload(
         tmp_path: Path) -> None:
     server = VaultProcess(tmp_path / "data", env={
         "VAULTD_RENDER_WORKERS": "2",
-        "VAULTD_SERVER_SHUTDOWN_GRACE_SECONDS": str(GRACE)}).start()
+        "VAULTD_SHUTDOWN_GRACE_SECONDS": str(GRACE)}).start()
     try:
         _, key = server.new_account()
         with server.client(key) as api:

@@ -361,7 +361,7 @@ FIELDS: tuple[Field, ...] = (
         "server.shutdown_grace_seconds",
         _float(0, 3600),
         10.0,
-        "VAULTD_SERVER_SHUTDOWN_GRACE_SECONDS",
+        "VAULTD_SHUTDOWN_GRACE_SECONDS",
         "On SIGTERM or SIGINT: how long requests in flight may finish before the rest are cut.",
     ),
     Field(
