@@ -10,6 +10,7 @@ billion-laughs entity expansion and external entities get in.
 
 from __future__ import annotations
 
+import encodings.cp437  # noqa: F401 - zipfile decodes names with it, after confinement
 import zipfile
 from typing import BinaryIO, cast
 
@@ -47,15 +48,20 @@ HAS_DTD = "the Office document declares XML entities (a DTD), which Office forma
 
 
 def identify_office(source: DocumentSource) -> str:
-    """The Office content type of a ZIP upload, "" if it is a ZIP of something else;
-    Unreadable if the archive is damaged, a bomb, or declares a DTD."""
+    """The Office content type of a ZIP upload, "" if it is a ZIP of something else or has no
+    readable index; Unreadable if its entries are damaged, a bomb, or declare a DTD."""
     with open_blob(source) as blob:
         stream = blob.stream()
         try:
-            with zipfile.ZipFile(cast(BinaryIO, stream)) as archive:
+            try:
+                archive = zipfile.ZipFile(cast(BinaryIO, stream))
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, OSError):
+                stream.raise_pending()
+                return ""  # no readable index (a truncated archive): nothing we can call ours
+            with archive:
                 return _identify(archive)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError,
-                ValueError, KeyError, OSError):
+        except (zipfile.BadZipFile, EOFError, NotImplementedError, ValueError, KeyError,
+                OSError):
             stream.raise_pending()
             raise Unreadable(ARCHIVE_DAMAGED) from None
         finally:
