@@ -5,13 +5,16 @@ while the server keeps serving (docs/security.md, "Office converter")."""
 
 from __future__ import annotations
 
-import asyncio
 import http.server
-import io
+import json
+import os
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar
 
 import httpx
 import pypdfium2 as pdfium
@@ -21,7 +24,7 @@ from backends.local import LocalBackend
 from tests import documents as docs
 from tests import office_documents as od
 from tests.http_helpers import assert_json_error, create_link, upload, upload_ok
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
 from vaultd.broker import brokered
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.services.blobs import BlobStore
@@ -121,9 +124,9 @@ def test_a_legacy_office_file_is_refused_naming_the_modern_formats(api: httpx.Cl
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         type(self).hits.append(self.path)
         self.send_response(200)
         self.send_header("Content-Type", "image/png")
@@ -218,33 +221,64 @@ def test_office_files_are_refused_when_the_feature_is_off(
             assert_json_error(upload(client, data, content_type=OCTET), 415, NOT_OURS)
 
 
-def test_a_conversion_past_its_deadline_is_killed_with_its_process_group(
+TOO_SLOW = "the document took longer than 1 s to convert"
+BUSY = "the Office converter is busy; retry shortly"
+
+
+def test_a_conversion_past_its_deadline_is_killed_and_the_queue_is_bounded(
         tmp_path_factory: pytest.TempPathFactory) -> None:
+    # A 1 s deadline: LibreOffice cannot even start in it, so every conversion is killed.
     with running_vault(tmp_path_factory.mktemp("office-slow") / "data",
                        VAULTD_UPLOAD_OFFICE_TIMEOUT_SECONDS="1") as server:
-        key = server.new_account()[1]
-        with server.client(key) as client:
-            response = upload(client, od.docx(["slow"]), content_type=OCTET)
-            assert_json_error(response, 422, "the document took longer than 1 s to convert")
+        keys = [server.new_account()[1] for _ in range(3)]  # 4 uploads at once per account
+        with server.client(keys[0]) as client:
+            assert_json_error(upload(client, od.docx(["slow"]), content_type=OCTET), 422,
+                              TOO_SLOW)
+        answers = _uploads_at_once(server, keys, od.docx(["queued"]), per_key=4)
+        statuses = sorted(response.status_code for response in answers)
+        assert statuses.count(422) >= 1 + 4 and statuses.count(429) >= 1, statuses
+        for response in answers:
+            assert_json_error(response, response.status_code,
+                              TOO_SLOW if response.status_code == 422 else BUSY)
+        with server.client(keys[0]) as client:
             assert upload_ok(client, docs.pdf(1))["pageCount"] == 1
     assert not _converters_running()
 
 
+def _uploads_at_once(server: VaultProcess, keys: list[str], data: bytes,
+                     per_key: int) -> list[httpx.Response]:
+    clients = [server.client(key) for key in keys for _ in range(per_key)]
+    barrier = threading.Barrier(len(clients))
+
+    def send(client: httpx.Client) -> httpx.Response:
+        barrier.wait()
+        return upload(client, data, content_type=OCTET)
+
+    try:
+        with ThreadPoolExecutor(len(clients)) as pool:
+            return list(pool.map(send, clients))
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_doctor_reports_the_converter_installed_and_confined() -> None:
+    done = subprocess.run([sys.executable, "-m", "admin_cli.main", "doctor", "--json"],
+                          cwd=ROOT, env=base_env(), capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    converter = json.loads(done.stdout)["officeConverter"]
+    assert (converter["installed"], converter["converted"], converter["complete"]) == (
+        True, True, True)
+    assert converter["layers"]["net_namespace"] and converter["layers"]["landlock_fs"]
+
+
 def _converters_running() -> bool:
-    found = []
-    for pid in (p for p in _proc_pids()):
+    """Any process whose command line names a job directory (the launcher, soffice.bin)."""
+    for pid in (name for name in os.listdir("/proc") if name.isdigit()):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
                 if b"vaultd-convert-" in cmdline.read():
-                    found.append(pid)
+                    return True
         except OSError:
             continue
-    return bool(found)
-
-
-def _proc_pids() -> list[str]:
-    import os
-    return [name for name in os.listdir("/proc") if name.isdigit()]
-
-
-_ = (asyncio, io)
+    return False
