@@ -11,6 +11,7 @@ billion-laughs entity expansion and external entities get in.
 from __future__ import annotations
 
 import encodings.cp437  # noqa: F401 - zipfile decodes names with it, after confinement
+import re
 import zipfile
 from typing import BinaryIO, cast
 
@@ -36,14 +37,17 @@ OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc, .xls, .ppt
 
 MAX_ENTRIES = 10_000
 MAX_EXPANDED = 512 << 20  # all entries together, as declared
-MAX_RATIO = 200  # an entry of over 1 MiB expanding more than this is a bomb
+MAX_RATIO = 500  # an entry of over 1 MiB expanding more than this is a bomb (XML: ~10-50)
 _SMALL_ENTRY = 1 << 20
 _MAX_INDEX_ENTRY = 256 << 10  # [Content_Types].xml or mimetype
 _DTD_MARKERS = (b"<!DOCTYPE", b"<!ENTITY")
 _SCAN_PIECE = 256 << 10
+MAX_DEPTH = 1000  # element nesting; Word's deepest real documents stay far below
+_TAG_TOKEN = re.compile(rb"<[A-Za-z_]|</|/>")
 
 ARCHIVE_DAMAGED = "the Office document is damaged (its ZIP archive cannot be read)"
 TOO_LARGE = "the Office document expands too much (a ZIP bomb?)"
+TOO_DEEP = f"the Office document nests XML elements deeper than {MAX_DEPTH} levels"
 HAS_DTD = "the Office document declares XML entities (a DTD), which Office formats never do"
 
 
@@ -78,7 +82,7 @@ def _identify(archive: zipfile.ZipFile) -> str:
     elif "mimetype" in names:
         kind = _odf_kind(_small_entry(archive, names["mimetype"]))
     if kind:
-        _refuse_dtds(archive, entries)
+        _scan_parts(archive, entries)
     return kind
 
 
@@ -109,18 +113,28 @@ def _odf_kind(mimetype: bytes) -> str:
     return text if text in (ODT, ODS, ODP) else ""
 
 
-def _refuse_dtds(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo]) -> None:
+def _scan_parts(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo]) -> None:
     for entry in entries:
-        if not entry.filename.endswith((".xml", ".rels")):
-            continue
-        with archive.open(entry) as member:
-            tail = b""
-            expanded = 0
-            while piece := member.read(_SCAN_PIECE):
-                expanded += len(piece)
-                if expanded > max(entry.file_size, 0) + _SCAN_PIECE:
-                    raise Unreadable(TOO_LARGE)  # more than the index declared: a lie
-                window = tail + piece
-                if any(marker in window for marker in _DTD_MARKERS):
-                    raise Unreadable(HAS_DTD)
-                tail = window[-16:]
+        if entry.filename.endswith((".xml", ".rels")):
+            _scan_part(archive, entry)
+
+
+def _scan_part(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> None:
+    """No DTD, and no element nested deeper than MAX_DEPTH. In well-formed XML a raw '<' is
+    only ever markup, so counting '<name', '</' and '/>' follows the depth (comments, CDATA and
+    processing instructions aside, which Office parts hardly use and which only lower it)."""
+    depth, tail, expanded = 0, b"", 0
+    with archive.open(entry) as member:
+        while piece := member.read(_SCAN_PIECE):
+            expanded += len(piece)
+            if expanded > max(entry.file_size, 0) + _SCAN_PIECE:
+                raise Unreadable(TOO_LARGE)  # more than the index declared: a lie
+            window = tail + piece
+            if any(marker in window for marker in _DTD_MARKERS):
+                raise Unreadable(HAS_DTD)
+            # Tokens are two bytes: one split between pieces starts at the tail's last byte.
+            for token in _TAG_TOKEN.finditer(window, max(len(tail) - 1, 0)):
+                depth += 1 if token.group(0)[1:] not in (b"/", b">") else -1
+                if depth > MAX_DEPTH:
+                    raise Unreadable(TOO_DEEP)
+            tail = window[-16:]
