@@ -1,4 +1,4 @@
-"""The converter's launcher: `python -m render.office.launch JOB_DIR INPUT MEMORY CPU`.
+"""The converter's launcher: `python -m render.office.launch JOB_DIR INPUT MEMORY CPU [required]`.
 
 Started by the server (`render.office.runner`) in a process group of its own; it confines
 itself (`render.sandbox.converter`) and then becomes LibreOffice, which converts JOB_DIR/INPUT
@@ -15,10 +15,11 @@ import signal
 import sys
 
 from render.sandbox.converter import confine_converter
-from render.sandbox.layers import Layer
+from render.sandbox.layers import ALL_LAYERS, Layer
 
 SOFFICE = "/usr/lib/libreoffice/program/oosplash"  # restarts soffice.bin when a new profile asks
 _PR_SET_PDEATHSIG = 1
+UNCONFINED = 3  # exit status: a layer is missing and the sandbox is required
 LAYERS_FILE = "layers"  # the active layers' mask, written before the exec (doctor, tests)
 
 
@@ -38,6 +39,7 @@ def clean_environment(job_dir: str) -> dict[str, str]:
 
 def main(argv: list[str]) -> None:
     job_dir, input_name, memory, cpu = argv[0], argv[1], int(argv[2]), int(argv[3])
+    required = argv[4:] == ["required"]
     os.environ.clear()
     layers: Layer = confine_converter(job_dir, memory, cpu)
     _die_with_parent()  # after the uid switch, which clears the parent-death signal
@@ -45,6 +47,8 @@ def main(argv: list[str]) -> None:
     fd = os.open(os.path.join(job_dir, LAYERS_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.write(fd, b"%d" % int(layers))
     os.close(fd)
+    if required and layers != ALL_LAYERS:
+        os._exit(UNCONFINED)  # render.sandbox = "required": LibreOffice never starts
     os.execve(SOFFICE, soffice_argv(job_dir, input_name), clean_environment(job_dir))
 
 

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from render.office.launch import LAYERS_FILE, SOFFICE
+from render.office.launch import LAYERS_FILE, SOFFICE, UNCONFINED
 
 JOB_ROOT = "/var/tmp"  # not /tmp: the converter's /tmp is its job's own tmp (a bind mount)
 _PIECE = 1 << 20
@@ -44,6 +44,10 @@ class ConversionFailed(Exception):
     """The converter gave no PDF: the message names why and is safe to show the client."""
 
 
+class ConverterUnconfined(Exception):
+    """The sandbox is required and the converter could not apply every layer: not run."""
+
+
 @dataclass(frozen=True)
 class Job:
     size: int  # plaintext bytes
@@ -51,6 +55,7 @@ class Job:
     timeout: float
     memory_limit: int
     max_output: int
+    required: bool = False  # render.sandbox = "required": refuse to run with a layer missing
 
 
 def installed() -> bool:
@@ -63,7 +68,8 @@ async def convert(job: Job, read: ReadRange) -> tuple[bytes, int]:
     try:
         name = f"document.{job.extension}"
         await _write_input(os.path.join(job_dir, name), job.size, read)
-        await _run(job_dir, name, job)
+        if await _run(job_dir, name, job) == UNCONFINED and job.required:
+            raise ConverterUnconfined("a sandbox layer is missing")
         return await asyncio.to_thread(_collect, job_dir, job.max_output)
     finally:
         await asyncio.to_thread(shutil.rmtree, job_dir, True)
@@ -89,14 +95,16 @@ async def _write_input(path: str, size: int, read: ReadRange) -> None:
         os.close(fd)
 
 
-async def _run(job_dir: str, name: str, job: Job) -> None:
+async def _run(job_dir: str, name: str, job: Job) -> int:
+    """The converter's exit status."""
+    mode = ["required"] if job.required else []
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "render.office.launch", job_dir, name, str(job.memory_limit),
-        str(int(job.timeout) + 5), stdin=asyncio.subprocess.DEVNULL,
+        str(int(job.timeout) + 5), *mode, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         start_new_session=True, cwd=job_dir, env={"PYTHONPATH": _PROJECT})
     try:
-        await asyncio.wait_for(process.wait(), job.timeout)
+        return await asyncio.wait_for(process.wait(), job.timeout)
     except TimeoutError:
         raise ConversionFailed(
             f"the document took longer than {job.timeout:.0f} s to convert") from None

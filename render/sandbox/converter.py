@@ -50,10 +50,14 @@ def confine_converter(job_dir: str, memory_limit: int, cpu_seconds: int) -> Laye
     active = Layer(0) if any(k.startswith("VAULTD_") for k in os.environ) else Layer.CLEAN_ENV
     if _set_rlimits(memory_limit, cpu_seconds):
         active |= Layer.RLIMITS
-    if os.geteuid() == 0:
+    tmp = os.path.join(job_dir, "tmp")
+    as_root = os.geteuid() == 0
+    if as_root:  # the mount before the uid switch; unprivileged, inside the user namespace
         _give_job_dir(job_dir, own_uid())
-        _private_tmp(os.path.join(job_dir, "tmp"))
+        _private_tmp(tmp)
     active |= own_namespaces_and_identity()
+    if not as_root:
+        _private_tmp(tmp)
     prctl(_PR_SET_DUMPABLE, 0)
     if prctl(_PR_SET_NO_NEW_PRIVS, 1):
         active |= Layer.NO_NEW_PRIVS

@@ -18,7 +18,7 @@ from render.office.formats import EXTENSIONS, identify_office
 from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
 from vaultd.broker import BrokeredFile, brokered
-from vaultd.errors import TooManyRequests, Unprocessable
+from vaultd.errors import ServiceUnavailable, TooManyRequests, Unprocessable
 from vaultd.records import FileDoc, RenditionDoc
 from vaultd.services import renditions
 from vaultd.services.blobs import BlobStore
@@ -36,9 +36,10 @@ MAX_PERIODS = 4
 class OfficeConverter:
     """The one conversion slot of this vaultd process and the queue in front of it."""
 
-    def __init__(self, enabled: bool, timeout: float) -> None:
+    def __init__(self, enabled: bool, timeout: float, sandbox_required: bool = False) -> None:
         self.enabled = enabled and runner.installed()
         self.timeout = timeout
+        self.sandbox_required = sandbox_required
         self._slot = asyncio.Semaphore(1)
         self._waiting = 0
         self.last_layers = 0  # the sandbox layers the latest conversion reported
@@ -63,11 +64,14 @@ class OfficeConverter:
     async def _run(self, document: BrokeredFile, content_type: str) -> bytes:
         job = runner.Job(size=document.size, extension=EXTENSIONS[content_type],
                          timeout=self.timeout_for(document.size), memory_limit=MEMORY_LIMIT,
-                         max_output=MAX_PDF)
+                         max_output=MAX_PDF, required=self.sandbox_required)
         try:
             pdf, self.last_layers = await runner.convert(job, document.read)
         except runner.ConversionFailed as failure:
             raise Unprocessable(str(failure)) from None
+        except runner.ConverterUnconfined:
+            log.error("the Office converter lacks a sandbox layer; render.sandbox is required")
+            raise ServiceUnavailable("the Office converter is unavailable", 60) from None
         return pdf
 
 

@@ -33,7 +33,8 @@ class AppContext:
                                              "uploads")
         if self.office is None:
             self.office = OfficeConverter(self.settings.upload_office,
-                                          self.settings.upload_office_timeout_seconds)
+                                          self.settings.upload_office_timeout_seconds,
+                                          self.settings.render_sandbox == "required")
         if self.trace_slots is None:
             self.trace_slots = AccountSlots(self.settings.trace_max_concurrent_per_account,
                                             "traces")
