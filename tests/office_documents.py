@@ -81,6 +81,23 @@ def xlsx(sheets: Sequence[Sequence[Sequence[str]]]) -> bytes:
                    ("xl/_rels/workbook.xml.rels", _rels(sheet_rels)), *parts])
 
 
+def xlsx_that_hangs(cells: int = 400) -> bytes:
+    """A sheet of formulas without cached values, each summing two full columns (a million
+    rows): LibreOffice computes them on load for minutes."""
+    formula = "SUMPRODUCT(ROW(B1:B1048576)*ROW(C1:C1048576))"
+    rows = "".join(f'<row r="{r}"><c r="A{r}"><f>{formula}</f></c></row>'
+                   for r in range(1, cells + 1))
+    sheet = f'{_XML}<worksheet xmlns="{_S}"><sheetData>{rows}</sheetData></worksheet>'
+    return _replace_part(xlsx([[["x"]]]), "xl/worksheets/sheet1.xml", sheet)
+
+
+def _replace_part(package: bytes, name: str, data: str) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(package)) as archive:
+        parts: list[tuple[str, str | bytes]] = [
+            (n, data if n == name else archive.read(n)) for n in archive.namelist()]
+    return zip_of(parts)
+
+
 def pptx(slides: Sequence[str]) -> bytes:
     """One text box per slide."""
     ids = "".join(f'<p:sldId id="{256 + i}" r:id="rId{i + 1}"/>' for i in range(len(slides)))

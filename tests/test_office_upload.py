@@ -243,6 +243,19 @@ def test_a_conversion_past_its_deadline_is_killed_and_the_queue_is_bounded(
     assert not _converters_running()
 
 
+def test_a_document_that_hangs_libreoffice_is_killed_and_the_next_one_converts(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    with running_vault(tmp_path_factory.mktemp("office-hang") / "data",
+                       VAULTD_UPLOAD_OFFICE_TIMEOUT_SECONDS="12") as server:
+        key = server.new_account()[1]
+        with server.client(key) as client:
+            assert_json_error(upload(client, od.xlsx_that_hangs(), content_type=OCTET), 422,
+                              "the document took longer than 12 s to convert")
+            assert not _converters_running()
+            created = upload_ok(client, od.docx(["after the hang"]), content_type=OCTET)
+            assert created["pageCount"] == 1
+
+
 def _uploads_at_once(server: VaultProcess, keys: list[str], data: bytes,
                      per_key: int) -> list[httpx.Response]:
     clients = [server.client(key) for key in keys for _ in range(per_key)]
