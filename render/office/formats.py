@@ -13,6 +13,7 @@ from __future__ import annotations
 import encodings.cp437  # noqa: F401 - zipfile decodes names with it, after confinement
 import re
 import zipfile
+import zlib
 from typing import BinaryIO, cast
 
 from render.blobs import open_blob
@@ -64,8 +65,8 @@ def identify_office(source: DocumentSource) -> str:
                 return ""  # no readable index (a truncated archive): nothing we can call ours
             with archive:
                 return _identify(archive)
-        except (zipfile.BadZipFile, EOFError, NotImplementedError, ValueError, KeyError,
-                OSError):
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError,
+                KeyError, OSError):
             stream.raise_pending()
             raise Unreadable(ARCHIVE_DAMAGED) from None
         finally:
