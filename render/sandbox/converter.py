@@ -42,6 +42,7 @@ _DENIED = (
     "name_to_handle_at", "settimeofday", "clock_settime", "adjtimex", "sethostname",
     "setdomainname", "iopl", "ioperm", "quotactl", "fanotify_init", "move_mount",
     "fsopen", "fsmount", "open_tree", "mount_setattr",
+    "setsid", "setpgid",  # no escape from the process group that the deadline kills
 )
 
 
