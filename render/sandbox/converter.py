@@ -55,10 +55,10 @@ def confine_converter(job_dir: str, memory_limit: int, cpu_seconds: int) -> Laye
     as_root = os.geteuid() == 0
     if as_root:  # the mount before the uid switch; unprivileged, inside the user namespace
         _give_job_dir(job_dir, own_uid())
-        _private_tmp(tmp)
+        _private_mounts(tmp)
     active |= own_namespaces_and_identity()
     if not as_root:
-        _private_tmp(tmp)
+        _private_mounts(tmp)
     prctl(_PR_SET_DUMPABLE, 0)
     if prctl(_PR_SET_NO_NEW_PRIVS, 1):
         active |= Layer.NO_NEW_PRIVS
@@ -89,14 +89,19 @@ def _give_job_dir(job_dir: str, uid: int) -> None:
             os.chown(name, uid, uid)
 
 
-def _private_tmp(tmp: str) -> None:
+def _private_mounts(tmp: str) -> None:
     # LibreOffice's single-instance pipe is a socket in /tmp whatever TMPDIR says: in a mount
     # namespace of its own, /tmp is the job's tmp directory (so /tmp itself stays unwritable).
+    # Landlock does not govern connecting to a named socket, and AF_UNIX sockets are allowed:
+    # the host's sockets in /tmp and /run (D-Bus, container runtimes) are hidden by the mounts.
     if not _unshare_mounts():
         return
+    ms_rdonly, ms_nosuid, ms_nodev, ms_noexec = 1, 2, 4, 8
     ms_rec, ms_private, ms_bind = 0x4000, 1 << 18, 0x1000
     if _libc.mount(None, b"/", None, ms_rec | ms_private, None) == 0:
         _libc.mount(tmp.encode(), b"/tmp", None, ms_bind, None)
+        _libc.mount(b"none", b"/run", b"tmpfs", ms_rdonly | ms_nosuid | ms_nodev | ms_noexec,
+                    b"size=4k")
 
 
 def _unshare_mounts() -> bool:
