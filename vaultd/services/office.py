@@ -16,6 +16,7 @@ from render.model import PDF
 from render.office import runner
 from render.office.formats import EXTENSIONS, identify_office
 from render.pool import RenderPool
+from render.sandbox.layers import ALL_LAYERS, Layer, names
 from render.tasks import ValidationResult, validate_document
 from vaultd.broker import BrokeredFile, brokered
 from vaultd.errors import ServiceUnavailable, TooManyRequests, Unprocessable
@@ -43,6 +44,7 @@ class OfficeConverter:
         self._slot = asyncio.Semaphore(1)
         self._waiting = 0
         self.last_layers = 0  # the sandbox layers the latest conversion reported
+        self._warned = Layer(0)  # each missing layer is logged once
 
     def timeout_for(self, size: int) -> float:
         return self.timeout * min(1 + size // SIZE_STEP, MAX_PERIODS)
@@ -72,7 +74,14 @@ class OfficeConverter:
         except runner.ConverterUnconfined:
             log.error("the Office converter lacks a sandbox layer; render.sandbox is required")
             raise ServiceUnavailable("the Office converter is unavailable", 60) from None
+        self._warn_missing(Layer(self.last_layers))
         return pdf
+
+    def _warn_missing(self, layers: Layer) -> None:
+        missing = ALL_LAYERS & ~layers & ~self._warned
+        if missing:
+            self._warned |= missing
+            log.warning("Office converter sandbox layers missing: %s", ", ".join(names(missing)))
 
 
 async def identify(pool: RenderPool, document: BrokeredFile) -> str:
