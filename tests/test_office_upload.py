@@ -25,6 +25,7 @@ from tests import documents as docs
 from tests import office_documents as od
 from tests.http_helpers import assert_json_error, create_link, upload, upload_ok
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
+from tests.waiting import wait_until
 from vaultd.broker import brokered
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.services.blobs import BlobStore
@@ -92,6 +93,26 @@ def test_each_format_uploads_and_its_pages_carry_its_text(
         page = api.get(f"/views/{token}/pages/{number}")
         assert page.status_code == 200 and page.headers["content-type"] == "image/jpeg"
     assert_json_error(api.get(f"/views/{token}/pages/3"), 404, "page not found")
+
+
+def test_an_office_page_is_traced_and_counted_like_a_pdfs(api: httpx.Client) -> None:
+    created = upload_ok(api, od.pptx(["deck cover", "deck numbers"]), content_type=OCTET,
+                        name="Board deck.pptx")
+    token = create_link(api, created["id"], "dana@example.com", viewerName="Dana Scully")["token"]
+    page = api.get(f"/views/{token}/pages/2", headers={"x-viewer-ip": "203.0.113.9"})
+    assert page.status_code == 200
+    traced = api.post("/trace", content=page.content, headers={"Content-Type": "image/jpeg"},
+                      timeout=120)
+    assert traced.status_code == 200, traced.text
+    [match] = traced.json()["matches"]
+    assert (match["fileId"], match["fileName"], match["page"], match["viewerEmail"]) == (
+        created["id"], "Board deck.pptx", 2, "dana@example.com")
+
+    def page_two_counted() -> bool:
+        pages = api.get(f"/views/{token}/analytics").json()["pages"]
+        return bool(pages == [{"page": 1, "views": 0, "seconds": 0.0},
+                              {"page": 2, "views": 1, "seconds": 0.0}])
+    wait_until(page_two_counted, timeout=10)
 
 
 def test_a_delivery_office_file_downloads_byte_identical(api: httpx.Client) -> None:
