@@ -1,8 +1,10 @@
 """vault-admin doctor: the render sandbox on this machine, layer by layer.
 
 It starts one real render worker the way vaultd does (zygote, confinement) and prints what the
-worker reports: each layer active or missing. Exit code 1 when a layer is missing and the
-settings say `render.sandbox = "required"`.
+worker reports: each layer active or missing. It then converts a tiny document with the Office
+converter (when `upload.office` is on) and prints whether LibreOffice is installed, converted,
+and which layers confined it. Exit code 1 when a layer is missing and the settings say
+`render.sandbox = "required"`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Annotated, Any
 import typer
 
 from admin_cli.context import STATE
+from render.office import probe as office_probe
 from render.pool import RenderPool
-from render.sandbox.layers import DESCRIPTIONS, Layer
+from render.sandbox.layers import ALL_LAYERS, DESCRIPTIONS, Layer, report
 from vaultd.config import load_settings, read_config_file
 
 
@@ -30,15 +33,44 @@ async def probe(sandbox: str) -> dict[str, Any]:
     return state
 
 
+async def probe_converter(enabled: bool, timeout: float) -> dict[str, Any]:
+    """The Office converter's state: installed, converted a tiny document, its layers."""
+    from vaultd.services.office import MEMORY_LIMIT  # the server's own limit
+
+    if not enabled:
+        return {"enabled": False, "installed": None, "converted": None, "layers": None,
+                "complete": False}
+    installed, converted, mask = await office_probe.probe(timeout, MEMORY_LIMIT)
+    complete = converted and Layer(mask) == ALL_LAYERS
+    return {"enabled": True, "installed": installed, "converted": converted,
+            "layers": report(mask) if converted else None, "complete": complete}
+
+
+def _print_converter(state: dict[str, Any]) -> None:
+    if not state["enabled"]:
+        typer.echo("office converter: off (upload.office = false)")
+        return
+    if not state["installed"]:
+        typer.echo("office converter: LibreOffice not installed: Office uploads are refused (415)")
+        return
+    for name, active in (state["layers"] or {}).items():
+        typer.echo(f"{'active ' if active else 'MISSING'}  converter {name}")
+    verdict = "converted a test document" if state["converted"] else "FAILED to convert"
+    confined = "every layer active" if state["complete"] else "some layers missing"
+    typer.echo(f"office converter: installed, {verdict}, {confined}")
+
+
 def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Check the render sandbox: each confinement layer, active or missing."""
     settings = load_settings(read_config_file(STATE.config) if STATE.config else {})
     state = asyncio.run(probe(settings.render_sandbox))
+    converter = asyncio.run(probe_converter(settings.upload_office,
+                                            settings.upload_office_timeout_seconds))
     layers: dict[str, bool] = state["layers"] or {}
     if as_json or STATE.json:
-        typer.echo(json.dumps({"renderSandbox": state}, indent=2))
+        typer.echo(json.dumps({"renderSandbox": state, "officeConverter": converter}, indent=2))
     else:
         describe = {(layer.name or "").lower(): text for layer, text in DESCRIPTIONS.items()}
         describe["server_not_dumpable"] = "PR_SET_DUMPABLE 0 on the server"
@@ -47,7 +79,9 @@ def doctor(
             typer.echo(f"{mark}  {name:<20} {describe.get(name, '')}")
         typer.echo(f"render.sandbox = {state['mode']!r}: "
                    + ("every layer active" if state["complete"] else "some layers missing"))
-    if state["mode"] == "required" and not state["complete"]:
+        _print_converter(converter)
+    converter_short = converter["installed"] and not converter["complete"]
+    if state["mode"] == "required" and (not state["complete"] or converter_short):
         raise typer.Exit(1)
 
 

@@ -31,6 +31,7 @@ from render.channel import (
 )
 from render.forensic import trace_task  # noqa: F401  (POST /v1/trace decodes in a worker)
 from render.model import DocumentSource
+from render.office.formats import identify_office  # noqa: F401  (an Office upload's index)
 from render.replies import encode_error, encode_result
 from render.sandbox.confine import confine
 

@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 
 # libseccomp2: the render workers' seccomp filter (through pyseccomp).
 APT_PACKAGES=(fonts-dejavu-core fonts-droid-fallback gcc libseccomp2)
+# LibreOffice without its GUI (~240 MB, about a minute): the Office converter (upload.office).
+APT_PACKAGES+=(libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
 # The watermark's blend is a C extension: a compiler, and the interpreter's own headers.
 include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$include/Python.h" ] || APT_PACKAGES+=(python3-dev)

@@ -352,8 +352,9 @@ PDF_GENERATORS: list[Callable[[], Iterator[Case]]] = [
 def corpus() -> list[Case]:
     # Imported here: the image cases build on this module's Case and PDF helpers.
     from tests.hostile_images import jpeg_cases, png_cases, polyglot_cases
+    from tests.hostile_office import office_cases
 
-    generators = [*PDF_GENERATORS, png_cases, jpeg_cases, polyglot_cases]
+    generators = [*PDF_GENERATORS, png_cases, jpeg_cases, polyglot_cases, office_cases]
     cases = [case for generate in generators for case in generate()]
     names = [case.name for case in cases]
     assert len(names) == len(set(names)), "corpus names must be unique"

@@ -45,8 +45,17 @@ UNREADABLE = re.compile(one_of(
     "the image is damaged or too large", "the image dimensions are too large",
     "the page has no usable size", "the file takes too long to process",
     "the file could not be processed", "the file needs more memory than a render may use",
-    "the page could not be rendered").pattern + r"|page \d+ of the PDF is damaged")
-REFUSALS = {415: one_of("content is not a PDF, JPEG or PNG file"), 422: UNREADABLE,
+    "the page could not be rendered",
+    # Office uploads, refused by the worker's check of the ZIP index (render/office/formats.py)
+    "the Office document expands too much (a ZIP bomb?)",
+    "the Office document declares XML entities (a DTD), which Office formats never do",
+    "the Office document nests XML elements deeper than 1000 levels",
+    "the Office document is damaged (its ZIP archive cannot be read)",
+    ).pattern + r"|page \d+ of the PDF is damaged")
+REFUSALS = {415: one_of("content is not a PDF, JPEG or PNG file",
+                        "legacy Office files (.doc, .xls, .ppt) are not accepted: save the "
+                        "document as DOCX, XLSX, PPTX, ODT, ODS or ODP, or as a PDF"),
+            422: UNREADABLE,
             503: one_of("rendering timed out; retry later",
                         "the page could not be rendered; retry later",
                         "render queue is full; retry shortly")}
@@ -68,7 +77,8 @@ class Answer:
 def hostile_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     with running_vault(tmp_path_factory.mktemp("hostile") / "data",
                        VAULTD_RENDER_TIMEOUT_SECONDS=str(RENDER_TIMEOUT),
-                       VAULTD_RENDER_MEMORY_LIMIT_MB="1024") as server:
+                       VAULTD_RENDER_MEMORY_LIMIT_MB="1024",
+                       VAULTD_UPLOAD_OFFICE="true") as server:
         yield server
 
 

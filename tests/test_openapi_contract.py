@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.generation.meta import negated_parameters
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
+from render.office.formats import OFFICE_TYPES
 from tests.vault_process import VaultProcess
 from vaultd.web.app import all_routes
 
@@ -51,7 +52,7 @@ def contract_key(vault: VaultProcess) -> str:
 
 
 # Uploads are raw bytes whatever their declared type.
-schemathesis.serializer.alias(["application/pdf", "image/jpeg", "image/png"],
+schemathesis.serializer.alias(["application/pdf", "image/jpeg", "image/png", *OFFICE_TYPES],
                               "application/octet-stream")
 
 # Loaded from the repository file at import time (the served copy is checked equal above);

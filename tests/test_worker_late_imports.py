@@ -23,8 +23,10 @@ from PIL import Image, ImageEnhance
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, marked
 from render.forensic.trace_task import trace_image
 from render.model import PixelBudget, Unreadable
+from render.office.formats import identify_office
 from render.pool import RenderPool
 from render.tasks import render_page, validate_document, worker_late_imports
+from tests import office_documents as od
 from tests import render_fixtures as fx
 
 pytestmark = pytest.mark.slow  # spawns its own worker pool (see docs/testing.md)
@@ -62,6 +64,11 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
     }
     for source in sources.values():
         await pool.run(validate_document, source, account="acct", document=fx.brokered(source))
+    # An Office upload's index, read and scanned in the worker (render.office.formats).
+    for office in (od.docx(["late"]), od.ods([[["late"]]])):
+        source = fx.encrypt_to_local(tmp_path, office, "application/zip")
+        assert await pool.run(identify_office, source, account="acct",
+                              document=fx.brokered(source))
     mark = dataclasses.replace(fx.mark(), render_id=0x0123_4567_89AB, mark_value=0x0BA9_8765_4321)
     for source in (sources["pdf"], sources["jpeg"]):
         for _ in range(3):  # cold, cold and kept, warm

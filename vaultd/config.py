@@ -62,6 +62,8 @@ class Settings:
     render_page_cache_mb: int
     upload_max_bytes: int
     upload_max_concurrent_per_account: int
+    upload_office: bool
+    upload_office_timeout_seconds: float
     trace_max_concurrent_per_account: int
     server_max_connections: int
     server_header_timeout_seconds: float

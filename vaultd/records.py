@@ -64,11 +64,13 @@ class BlobDoc(TypedDict):
 
 class RenditionDoc(BlobDoc):
     """An image's picture at the served size (`vaultd.services.renditions`): a second blob,
-    a PNG of `plainSize` bytes, made for the budget it names."""
+    a PNG of `plainSize` bytes, made for the budget it names; or an Office document's PDF
+    (`vaultd.services.office`: `contentType` PDF, for every budget, longSide and maxPixels 0)."""
 
     plainSize: int
     longSide: int
     maxPixels: int
+    contentType: NotRequired[str]  # absent: a PNG
 
 
 class FileDoc(TypedDict):

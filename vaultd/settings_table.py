@@ -329,6 +329,22 @@ FIELDS: tuple[Field, ...] = (
         "Uploads one account may have in progress at once; the next gets 429.",
     ),
     Field(
+        "upload.office",
+        _bool,
+        False,
+        "VAULTD_UPLOAD_OFFICE",
+        "true: accept DOCX, XLSX, PPTX, ODT, ODS and ODP, converted to PDF by a confined "
+        "LibreOffice where it is installed; false (the spec's PDF/JPEG/PNG only): 415.",
+    ),
+    Field(
+        "upload.office_timeout_seconds",
+        _float(1, 3600),
+        60.0,
+        "VAULTD_UPLOAD_OFFICE_TIMEOUT_SECONDS",
+        "A conversion's deadline for a file of up to 8 MiB, one more such period per further "
+        "8 MiB (at most four); past it the converter is killed and the upload is a 422.",
+    ),
+    Field(
         "trace.max_concurrent_per_account",
         _int(1, 1000),
         2,

@@ -38,9 +38,9 @@ def confine(memory_limit: int) -> Layer:
         active |= Layer.CLEAN_ENV
     if _set_rlimits(memory_limit):
         active |= Layer.RLIMITS
-    active |= _own_namespaces_and_identity()
-    _prctl(_PR_SET_DUMPABLE, 0)  # other workers and the server cannot read this one's memory
-    if _prctl(_PR_SET_NO_NEW_PRIVS, 1):
+    active |= own_namespaces_and_identity()
+    prctl(_PR_SET_DUMPABLE, 0)  # other workers and the server cannot read this one's memory
+    if prctl(_PR_SET_NO_NEW_PRIVS, 1):
         active |= Layer.NO_NEW_PRIVS
         active |= _landlock(readable)
         with contextlib.suppress(OSError, RuntimeError, ValueError):
@@ -49,11 +49,11 @@ def confine(memory_limit: int) -> Layer:
     return active
 
 
-def _prctl(option: int, value: int) -> bool:
+def prctl(option: int, value: int) -> bool:
     return int(_libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0)) == 0
 
 
-def _hard(limit: int, value: int) -> None:
+def hard_limit(limit: int, value: int) -> None:
     _, hard = resource.getrlimit(limit)
     value = value if hard == resource.RLIM_INFINITY else min(value, hard)
     resource.setrlimit(limit, (value, value))
@@ -62,11 +62,11 @@ def _hard(limit: int, value: int) -> None:
 def _set_rlimits(memory_limit: int) -> bool:
     try:
         if memory_limit > 0:
-            _hard(resource.RLIMIT_AS, memory_limit)
-        _hard(resource.RLIMIT_NOFILE, _MAX_OPEN_FILES)
-        _hard(resource.RLIMIT_NPROC, _MAX_PROCESSES)
-        _hard(resource.RLIMIT_CPU, _CPU_SECONDS)
-        _hard(resource.RLIMIT_CORE, 0)
+            hard_limit(resource.RLIMIT_AS, memory_limit)
+        hard_limit(resource.RLIMIT_NOFILE, _MAX_OPEN_FILES)
+        hard_limit(resource.RLIMIT_NPROC, _MAX_PROCESSES)
+        hard_limit(resource.RLIMIT_CPU, _CPU_SECONDS)
+        hard_limit(resource.RLIMIT_CORE, 0)
     except (OSError, ValueError):
         return False
     return memory_limit > 0
@@ -76,10 +76,16 @@ def _unshare(flags: int) -> bool:
     return int(_libc.unshare(ctypes.c_int(flags))) == 0
 
 
-def _own_namespaces_and_identity() -> Layer:
+def own_uid() -> int:
+    """The uid this process takes when vaultd runs as root: no two confined processes share one."""
+    return _FIRST_WORKER_UID + os.getpid()
+
+
+def own_namespaces_and_identity() -> Layer:
+    """A new network namespace, and a uid of its own (as root) or a user namespace."""
     if os.geteuid() == 0:
         active = Layer.NET_NAMESPACE if _unshare(_CLONE_NEWNET) else Layer(0)
-        uid = _FIRST_WORKER_UID + os.getpid()
+        uid = own_uid()
         try:
             os.setgroups([])
             os.setresgid(uid, uid, uid)

@@ -16,6 +16,7 @@ _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | 1 << 14 | 1 << 15  # + TRUNCATE, IOCTL_DEV
 _FS_ABI1 = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
 _FS_BY_ABI = {1: _FS_ABI1, 2: _FS_ABI1 | 1 << 13, 3: _FS_ABI1 | 3 << 13, 5: _FS_ABI1 | 7 << 13}
 _NET_TCP = 1 | 2  # BIND_TCP | CONNECT_TCP, ABI 4
@@ -52,6 +53,13 @@ def restrict(readable: Iterable[str]) -> tuple[bool, bool, bool]:
     Returns which of (filesystem, network, scope) is now enforced. The caller has set
     no_new_privs. OSError if the kernel refuses a call it claims to support.
     """
+    return restrict_rules([(path, READ_FILE | READ_DIR) for path in readable])
+
+
+def restrict_rules(rules: Iterable[tuple[str, int]], writable: Iterable[str] = ()) -> tuple[
+        bool, bool, bool]:
+    """As `restrict`, with each path's own rights (READ_DIR is dropped for a file) and every
+    right under `writable` (the converter's job directory)."""
     abi = abi_version()
     if abi < 1:
         return (False, False, False)
@@ -63,8 +71,10 @@ def restrict(readable: Iterable[str]) -> tuple[bool, bool, bool]:
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
-        for path in readable:
-            _allow_read(ruleset, path)
+        for path, rights in rules:
+            _allow(ruleset, path, rights)
+        for path in writable:
+            _allow(ruleset, path, fs)
         if _libc.syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     finally:
@@ -72,13 +82,14 @@ def restrict(readable: Iterable[str]) -> tuple[bool, bool, bool]:
     return (True, abi >= 4, abi >= 6)
 
 
-def _allow_read(ruleset: int, path: str) -> None:
+def _allow(ruleset: int, path: str, rights: int) -> None:
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError:
         return  # absent on this machine: nothing to allow
     try:
-        rights = READ_FILE | (READ_DIR if os.path.isdir(path) else 0)
+        if not os.path.isdir(path):
+            rights &= _FILE_RIGHTS  # a file's rule may name no directory right
         rule = _PathBeneath(rights, fd)
         if _libc.syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
                          ctypes.byref(rule), ctypes.c_uint32(0)) != 0:

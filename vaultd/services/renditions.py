@@ -7,14 +7,15 @@ the file's own `size` and `blob`) and removed with the file. Only an image with 
 than two pages' worth gets one (`render.rendition.WORTH_PAGES`): a smaller one decodes about
 as fast as its rendition would. Pages of an image use it when it
 was made for the budget pages are rendered at now; otherwise, and for files uploaded before
-renditions existed, the original is decoded as before.
+renditions existed, the original is decoded as before. An Office document's rendition is its
+PDF (`services.office`): every page is rendered from it.
 """
 
 from __future__ import annotations
 
 import logging
 
-from render.model import PNG, PixelBudget
+from render.model import PDF, PNG, PixelBudget
 from render.pool import RenderPool
 from render.rendition import image_rendition
 from vaultd.broker import BrokeredFile
@@ -72,13 +73,16 @@ async def make(pool: RenderPool, store: BlobStore, doc: FileDoc, document: Broke
 def as_file(doc: FileDoc, rendition: RenditionDoc) -> FileDoc:
     """The rendition as a file record of its own, for the broker and the blob tools."""
     blob = {"name": rendition["name"], "size": rendition["size"], "key": rendition["key"]}
-    return {**doc, "_id": rendition_id(doc["_id"]), "contentType": PNG,
+    content_type = rendition.get("contentType", PNG)
+    return {**doc, "_id": rendition_id(doc["_id"]), "contentType": content_type,
             "size": rendition["plainSize"], "blob": blob}  # type: ignore[typeddict-item]
 
 
 def for_pages(doc: FileDoc, budget: PixelBudget) -> FileDoc:
     """What a page of `doc` is rendered from: its rendition when made for this budget."""
     rendition = doc.get("rendition")
+    if rendition is not None and rendition.get("contentType") == PDF:
+        return as_file(doc, rendition)  # an Office document is only ever read as its PDF
     if rendition is None or (rendition["longSide"], rendition["maxPixels"]) != (
             budget.long_side, budget.max_pixels):
         return doc

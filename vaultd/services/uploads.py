@@ -13,16 +13,18 @@ from typing import Any
 from urllib.parse import unquote
 
 from render.model import PixelBudget
+from render.office.formats import OFFICE_TYPES, OLE2_MAGIC, ZIP_MAGIC
 from render.pool import RenderPool
 from render.tasks import ValidationResult, validate_document
-from vaultd.broker import brokered
+from vaultd.broker import BrokeredFile, brokered
 from vaultd.crypto.keyring import WrappedKey
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.records import FileDoc, FileKind
-from vaultd.services import access_log, outbox, quota, renditions, webhook_events
+from vaultd.services import access_log, office, outbox, quota, renditions, webhook_events
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore, BlobUpload
+from vaultd.services.office import OfficeConverter
 from vaultd.services.pool_calls import run_task
 from vaultd.timefmt import utcnow
 
@@ -35,6 +37,10 @@ KINDS: dict[str, FileKind] = {"source": "source", "delivery": "delivery"}
 MAX_NAME = 200
 DEFAULT_NAME = "document"
 SNIFF_BYTES = 8
+NOT_OURS = "content is not a PDF, JPEG or PNG file"
+LEGACY_OFFICE = ("legacy Office files (.doc, .xls, .ppt) are not accepted: save the document as "
+                 "DOCX, XLSX, PPTX, ODT, ODS or ODP, or as a PDF")
+ZIP_PENDING = "application/zip"  # until a worker has read the archive's index
 
 
 def sniff(head: bytes) -> str | None:
@@ -60,11 +66,13 @@ _FORM_HINTS = {
 }
 
 
-def parse_content_type(value: str | None) -> str:
+def parse_content_type(value: str | None, office: bool = False) -> str:
+    """The declared type, if accepted (the Office types too when `office`); the content's own
+    type is what counts."""
     media = (value or "").split(";", 1)[0].strip().lower()
     if media in _FORM_HINTS:
         raise UnsupportedMediaType(_FORM_HINTS[media])
-    if media not in ACCEPTED_CONTENT_TYPES:
+    if media not in ACCEPTED_CONTENT_TYPES and not (office and media in OFFICE_TYPES):
         raise UnsupportedMediaType(
             "Content-Type must be application/pdf, image/jpeg, image/png "
             "or application/octet-stream"
@@ -110,13 +118,14 @@ def _has_bad_escape(value: str) -> bool:
 class UploadSession:
     def __init__(
         self, db: Db, store: BlobStore, account: Account, name: str, kind: FileKind, owner: str,
-        rendition_budget: PixelBudget | None = None,
+        rendition_budget: PixelBudget | None = None, office: OfficeConverter | None = None,
     ) -> None:
         self.db, self.store, self.account, self.owner = db, store, account, owner
         self.name, self.kind = name, kind
         # An image is also stored at this size (the pages' budget): see services.renditions.
         self.rendition_budget = rendition_budget
         self._rendition: str | None = None  # its blob, until the file record exists
+        self.office = office if office is not None and office.enabled else None
         self.file_id = str(uuid.uuid4())
         self.content_type: str | None = None
         self.received = 0
@@ -142,8 +151,13 @@ class UploadSession:
 
     async def _start(self, head: bytes) -> None:
         detected = sniff(head)
+        if detected is None and self.office is not None:
+            if head.startswith(OLE2_MAGIC):
+                raise UnsupportedMediaType(LEGACY_OFFICE)
+            if head.startswith(ZIP_MAGIC):
+                detected = ZIP_PENDING  # an Office document or not: decided in a worker
         if detected is None:
-            raise UnsupportedMediaType("content is not a PDF, JPEG or PNG file")
+            raise UnsupportedMediaType(NOT_OURS)
         self.content_type = detected
         self._blob = await self.store.begin(self.account.id, self.file_id)
         await self._blob.write(head)
@@ -167,6 +181,10 @@ class UploadSession:
         # Read with the data key in memory, not the record's wrapped copy: a rotation that
         # drops old master keys may run while the file is validated (docs/security.md).
         document = brokered(self.store, doc, blob.data_key)
+        sealed: list[tuple[str, dict[str, Any], BlobUpload]] = []
+        if self.content_type == ZIP_PENDING:
+            await self._convert_office(doc, document, pool, sealed)
+            return await self._record(doc, blob, sealed)
         budget = self.rendition_budget if renditions.wanted(doc) else None
         try:
             result: ValidationResult = await run_task(
@@ -175,13 +193,29 @@ class UploadSession:
         except Unprocessable as error:
             raise self._explained(error) from None
         doc["pageCount"] = result.page_count
-        sealed = []
         if budget is not None:
             made = await renditions.make(pool, self.store, doc, document, budget)
             if made is not None:
                 doc["rendition"], rendition_blob = made
                 self._rendition = rendition_blob.name
                 sealed.append(("rendition.key", doc["rendition"]["key"], rendition_blob))
+        return await self._record(doc, blob, sealed)
+
+    async def _convert_office(self, doc: FileDoc, document: BrokeredFile, pool: RenderPool,
+                              sealed: list[tuple[str, dict[str, Any], BlobUpload]]) -> None:
+        assert self.office is not None
+        kind = await office.identify(pool, document)
+        if not kind:
+            raise UnsupportedMediaType(NOT_OURS)  # a ZIP, but of nothing we read
+        doc["contentType"] = self.content_type = kind
+        rendition, rendition_blob = await office.make_pdf_rendition(
+            pool, self.store, self.office, doc, document)
+        self._rendition = rendition_blob.name
+        doc["rendition"] = rendition
+        sealed.append(("rendition.key", rendition["key"], rendition_blob))
+
+    async def _record(self, doc: FileDoc, blob: BlobUpload,
+                      sealed: list[tuple[str, dict[str, Any], BlobUpload]]) -> FileDoc:
         doc["blob"]["key"] = self.store.seal(blob).to_doc()  # under the key current now
         sealed.append(("blob.key", doc["blob"]["key"], blob))
         held = await webhook_events.file_uploaded(self.db, doc)  # held until the insert

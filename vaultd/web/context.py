@@ -9,6 +9,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.account_slots import AccountSlots
 from vaultd.services.blobs import BlobStore
+from vaultd.services.office import OfficeConverter
 from vaultd.services.page_path import PagePath
 from vaultd.web.pending_work import PendingWork
 
@@ -27,11 +28,16 @@ class AppContext:
     trace_slots: AccountSlots | None = None
     # What requests leave running (an aborted upload's clean-up): a graceful stop waits for it.
     pending_work: PendingWork = field(default_factory=PendingWork)
+    office: OfficeConverter | None = None  # made from settings when not given
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:
             self.upload_slots = AccountSlots(self.settings.upload_max_concurrent_per_account,
                                              "uploads")
+        if self.office is None:
+            self.office = OfficeConverter(self.settings.upload_office,
+                                          self.settings.upload_office_timeout_seconds,
+                                          self.settings.render_sandbox == "required")
         if self.trace_slots is None:
             self.trace_slots = AccountSlots(self.settings.trace_max_concurrent_per_account,
                                             "traces")

@@ -54,7 +54,8 @@ class UploadHandler(BaseHandler):
 
     def _open_session(self) -> UploadSession:
         headers = self.request.headers
-        parse_content_type(headers.get("Content-Type"))
+        converter = self.ctx.office
+        parse_content_type(headers.get("Content-Type"), converter is not None and converter.enabled)
         kind = parse_kind(headers.get("x-file-kind"))
         name = parse_name(headers.get("x-file-name"))
         length = self._content_length()
@@ -62,7 +63,7 @@ class UploadHandler(BaseHandler):
             raise self._too_large()
         assert self.account is not None
         return UploadSession(self.ctx.db, self.ctx.store, self.account, name, kind,
-                             self.ctx.instance_id, budget_for(self.ctx.settings))
+                             self.ctx.instance_id, budget_for(self.ctx.settings), converter)
 
     async def _take_slot_and_check_room(self) -> None:
         # Both before any body byte is stored: a full account, or one already holding its share
