@@ -104,8 +104,8 @@ class AccessLogHandler(BaseHandler):
         before = parse_before(self.get_query_argument("before", None))
         action = parse_action(self.get_query_argument("action", None))
         doc = await files.get_file(self.ctx.db, self.account.id, file_id)
-        entries = await access_log.latest_for_file(self.ctx.db, doc["_id"], before=before,
-                                                   action=action)
+        entries = await access_log.latest_for_file(self.ctx.db, doc["_id"], since=doc["createdAt"],
+                                                   before=before, action=action)
         self.send_json(200, entries)
 
 

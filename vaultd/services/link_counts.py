@@ -1,0 +1,92 @@
+"""Active-link counts kept on write, on the account and on each file, right as links expire.
+
+A count of live links by query reads every live link (the embedded database counts by reading
+each match). Instead each account and file record carries `linkCount: {live, sweptAt}`:
+
+- `live` is +1 when a link is created and -1 when it is revoked before it expires (the link is
+  then marked `countedOut`), so it counts the links not revoked whose expiry is after `sweptAt`;
+- the links that expired since `sweptAt` and were not counted out are a range on the
+  `expiresAt` index, read when the count is read: the answer is `live` minus those;
+- a read that found any, or one more than a day after the last sweep, moves `sweptAt` to its
+  `now` and subtracts them, only if `sweptAt` is still what it read (concurrent readers in any
+  process subtract once).
+
+So a read costs the links that expired since the last read, and each link leaves the count
+exactly once: by its revoke while live, or by the sweep past its expiry. Records without a
+`linkCount` (written before it existed) get one at start-up (`db.count_links_once`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo.asynchronous.collection import AsyncCollection
+
+from vaultd.db import Db
+from vaultd.timefmt import utcnow
+
+SWEEP_EVERY = timedelta(days=1)  # a sweep is a write: after expiries, or daily to bound the range
+
+
+async def added(db: Db, account_id: str, file_id: str) -> None:
+    """A link was created for `file_id`."""
+    await _shift(db, account_id, file_id, 1)
+
+
+async def revoked(db: Db, account_id: str, file_id: str, count: int) -> None:
+    """`count` links of `file_id` were revoked while live (and marked `countedOut`)."""
+    if count:
+        await _shift(db, account_id, file_id, -count)
+
+
+async def _shift(db: Db, account_id: str, file_id: str, by: int) -> None:
+    await db.accounts.update_one({"_id": account_id}, {"$inc": {"linkCount.live": by}})
+    await db.files.update_one({"_id": file_id}, {"$inc": {"linkCount.live": by}})
+
+
+async def forget_file(db: Db, account_id: str, file_live: int) -> None:
+    """A deleted file's live links leave the account's count (its links are being deleted)."""
+    if file_live:
+        await db.accounts.update_one({"_id": account_id},
+                                     {"$inc": {"linkCount.live": -file_live}})
+
+
+async def account_live(db: Db, account_id: str) -> int:
+    """The account's links that are neither revoked nor expired, now."""
+    doc = await db.accounts.find_one({"_id": account_id}, {"linkCount": 1, "createdAt": 1})
+    if doc is None:
+        return 0
+    return await _live(db.raw(db.accounts.name), dict(doc), "accountId", db)
+
+
+async def file_live(db: Db, file_id: str) -> int:
+    """The file's links that are neither revoked nor expired, now."""
+    doc = await db.files.find_one({"_id": file_id}, {"linkCount": 1, "createdAt": 1})
+    if doc is None:
+        return 0
+    return await _live(db.raw(db.files.name), dict(doc), "fileId", db)
+
+
+async def files_live(db: Db, docs: list[dict[str, Any]]) -> dict[str, int]:
+    """`file_live` of listed file records (read with their `linkCount` and `createdAt`)."""
+    raw = db.raw(db.files.name)
+    return {doc["_id"]: await _live(raw, doc, "fileId", db) for doc in docs}
+
+
+async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], key: str,
+                db: Db) -> int:
+    counted = doc.get("linkCount") or {}
+    swept: datetime | None = counted.get("sweptAt")
+    since = swept or doc["createdAt"]
+    now = utcnow()
+    # The range alone is the filter (an extra field would make SecantusDB scan every link).
+    ended = db.links.find({key: doc["_id"], "expiresAt": {"$gt": since, "$lte": now}},
+                          {"countedOut": 1})
+    expired = sum([not link.get("countedOut") async for link in ended])
+    if expired or now - since > SWEEP_EVERY:
+        # Only if no one swept meanwhile (a missing sweptAt matches None, as on MongoDB).
+        await records.update_one(
+            {"_id": doc["_id"], "linkCount.sweptAt": swept},
+            {"$inc": {"linkCount.live": -expired}, "$set": {"linkCount.sweptAt": now}})
+    return max(int(counted.get("live", 0)) - expired, 0)
