@@ -18,7 +18,7 @@ exactly once: by its revoke while live, or by the sweep past its expiry. Records
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
@@ -26,6 +26,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from vaultd.db import Db
 from vaultd.timefmt import utcnow
 
+NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 SWEEP_EVERY = timedelta(days=1)  # a sweep is a write: after expiries, or daily to bound the range
 
 
@@ -54,7 +55,7 @@ async def forget_file(db: Db, account_id: str, file_live: int) -> None:
 
 async def account_live(db: Db, account_id: str) -> int:
     """The account's links that are neither revoked nor expired, now."""
-    doc = await db.accounts.find_one({"_id": account_id}, {"linkCount": 1, "createdAt": 1})
+    doc = await db.accounts.find_one({"_id": account_id}, {"linkCount": 1})
     if doc is None:
         return 0
     return await _live(db.raw(db.accounts.name), dict(doc), "accountId", db)
@@ -62,14 +63,14 @@ async def account_live(db: Db, account_id: str) -> int:
 
 async def file_live(db: Db, file_id: str) -> int:
     """The file's links that are neither revoked nor expired, now."""
-    doc = await db.files.find_one({"_id": file_id}, {"linkCount": 1, "createdAt": 1})
+    doc = await db.files.find_one({"_id": file_id}, {"linkCount": 1})
     if doc is None:
         return 0
     return await _live(db.raw(db.files.name), dict(doc), "fileId", db)
 
 
 async def files_live(db: Db, docs: list[dict[str, Any]]) -> dict[str, int]:
-    """`file_live` of listed file records (read with their `linkCount` and `createdAt`)."""
+    """`file_live` of listed file records (read with their `linkCount`)."""
     raw = db.raw(db.files.name)
     return {doc["_id"]: await _live(raw, doc, "fileId", db) for doc in docs}
 
@@ -78,7 +79,9 @@ async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], k
                 db: Db) -> int:
     counted = doc.get("linkCount") or {}
     swept: datetime | None = counted.get("sweptAt")
-    since = swept or doc["createdAt"]
+    # Never swept: from the start of time, once (the first read sweeps). Not the record's
+    # creation: a link's expiry may be set back, by an operator or a test standing in for time.
+    since = swept or NEVER
     now = utcnow()
     # The range alone is the filter (an extra field would make SecantusDB scan every link).
     ended = db.links.find({key: doc["_id"], "expiresAt": {"$gt": since, "$lte": now}},
