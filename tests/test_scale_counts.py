@@ -64,6 +64,12 @@ async def _counts(db: Db, account: Account, file_id: str) -> tuple[int, int, int
         await link_counts.file_live(db, file_id)
 
 
+async def _link(db: Db, token: str) -> dict[str, Any]:
+    link = await db.links.find_one({"hash": digest(token)})
+    assert link is not None
+    return dict(link)
+
+
 async def _expire(db: Db, token: str) -> None:
     """As if the link's time had passed: it ends now (not earlier: a count swept a moment ago
     has already passed that time, which no real link's expiry can precede)."""
@@ -80,6 +86,10 @@ async def test_live_links_follow_revokes_and_expiry(db: Db) -> None:
     await _expire(db, tokens[1])
     assert await _counts(db, account, file_id) == (3, 3, 3)
     assert await _counts(db, account, file_id) == (3, 3, 3)  # the sweep subtracted it once
+    for record in (await db.accounts.find_one({"_id": account.id}),
+                   await db.files.find_one({"_id": file_id})):
+        assert record is not None  # swept and kept: the next read starts after the expiry
+        assert record["linkCount"]["sweptAt"] >= (await _link(db, tokens[1]))["expiresAt"]
     await links.revoke_link(db, account.id, tokens[1])  # revoked after it expired
     assert await _counts(db, account, file_id) == (3, 3, 3)
     assert await links.revoke_file_links(db, account.id, file_id) == 3

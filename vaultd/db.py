@@ -154,8 +154,9 @@ async def ensure_indexes(db: Db) -> None:
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
     await _unique_render_ids(db)
     await db.link_stats.create_index([("fileId", ASCENDING)])
-    # The page path's conditional updates of one link's aggregates (services.analytics).
-    await db.link_stats.create_index([("_id", ASCENDING), ("completedAt", ASCENDING)])
+    # The activity report's conditional update of one link's aggregates (services.analytics).
+    # Not (_id, completedAt): its update asks for completedAt None, which SecantusDB's index
+    # does not match on a record without the field (a collection scan does).
     await db.link_stats.create_index([("_id", ASCENDING), ("totalSeconds", ASCENDING)])
     # One endpoint per (account, slot 0-9): the endpoint limit holds under concurrent creates.
     await _number_endpoints_without_slot(db)

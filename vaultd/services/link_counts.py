@@ -18,6 +18,7 @@ exactly once: by its revoke while live, or by the sweep past its expiry. Records
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -72,13 +73,17 @@ async def file_live(db: Db, file_id: str) -> int:
 async def files_live(db: Db, docs: list[dict[str, Any]]) -> dict[str, int]:
     """`file_live` of listed file records (read with their `linkCount`)."""
     raw = db.raw(db.files.name)
-    return {doc["_id"]: await _live(raw, doc, "fileId", db) for doc in docs}
+    counts = await asyncio.gather(*(_live(raw, doc, "fileId", db) for doc in docs))
+    return {doc["_id"]: count for doc, count in zip(docs, counts, strict=True)}
 
 
 async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], key: str,
                 db: Db) -> int:
     counted = doc.get("linkCount") or {}
     swept: datetime | None = counted.get("sweptAt")
+    if int(counted.get("live", 0)) <= 0:
+        return 0  # the links expired since the sweep are among those counted: none
+
     # Never swept: from the start of time, once (the first read sweeps). Not the record's
     # creation: a link's expiry may be set back, by an operator or a test standing in for time.
     since = swept or NEVER
@@ -88,8 +93,9 @@ async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], k
                           {"countedOut": 1})
     expired = sum([not link.get("countedOut") async for link in ended])
     if expired or now - since > SWEEP_EVERY:
-        # Only if no one swept meanwhile (a missing sweptAt matches None, as on MongoDB).
+        # Only if no one swept meanwhile. A missing sweptAt is asked with $exists, not None:
+        # SecantusDB's index does not match None to a missing field (once per record).
         await records.update_one(
-            {"_id": doc["_id"], "linkCount.sweptAt": swept},
+            {"_id": doc["_id"], "linkCount.sweptAt": swept or {"$exists": False}},
             {"$inc": {"linkCount.live": -expired}, "$set": {"linkCount.sweptAt": now}})
     return max(int(counted.get("live", 0)) - expired, 0)

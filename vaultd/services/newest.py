@@ -8,7 +8,7 @@ possible time is passed. On MongoDB the same range queries use the index with th
 
 Cost: what is returned plus the overshoot of the last window (about half a window's documents
 at a steady rate), plus one round trip per window (a log-scale count of them: windows grow
-fourfold while they come back empty).
+eightfold while they come back empty).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-FIRST_WINDOW = timedelta(seconds=2)
-GROWTH = 4  # an empty window is followed by one this many times longer
+FIRST_WINDOW = timedelta(seconds=1)
+GROWTH = 8  # an empty window is followed by one this many times longer
 ORDER = [("_id", -1)]
 
 Doc = TypeVar("Doc", bound=Any)
@@ -34,14 +34,16 @@ async def newest(
     oldest: datetime,
     before: datetime | None = None,
     latest: datetime | None = None,
+    first_window: timedelta = FIRST_WINDOW,
 ) -> list[Doc]:
     """Up to `count` documents matching `query`, newest `field` first (ties by `_id`, newest
     first), from `before` (exclusive; None: no upper bound) back to `oldest` (inclusive).
 
     `latest` is the time the newest document can have (now, for documents stamped by now):
-    the first window ends there."""
+    the first window ends there; `first_window`, when the caller knows the density, saves the
+    round trips of growing to it."""
     found: list[Doc] = []
-    upper, window = before, FIRST_WINDOW
+    upper, window = before, max(first_window, FIRST_WINDOW)
     top = before or latest
     while len(found) < count and (upper is None or upper > oldest):
         edge = (upper or top or oldest) - window
