@@ -51,7 +51,7 @@ def _file(account_id: str, at: datetime) -> dict[str, Any]:
 
 
 async def seed_account(db: Db, name: str, *, files: int, entries: int, links: int) -> Seeded:
-    account = await accounts.create_account(db, name, "pro")
+    account = await accounts.create_account(db, name, "business")  # no document limit
     _, key = await api_keys.create_key(db, account.id)
     now = utcnow()
     start = now - YEAR
