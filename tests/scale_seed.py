@@ -46,7 +46,7 @@ def _file(account_id: str, at: datetime) -> dict[str, Any]:
     return {"_id": file_id, "accountId": account_id, "name": f"{file_id[:8]}.pdf",
             "kind": "delivery", "contentType": "application/pdf", "size": 1000, "pageCount": 3,
             "createdAt": at, "state": "stored",
-            "blob": {"name": f"seeded/{file_id}", "size": 1000, "key": {}},
+            "blob": {"name": f"seeded-{file_id}", "size": 1000, "key": {}},
             "linkCount": {"live": 0, "sweptAt": at}}
 
 

@@ -12,12 +12,15 @@ from typing import Any
 
 import pytest
 
+from backends.local import LocalBackend
 from tests.scale_seed import _file
 from vaultd import embedded_db
+from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db, connect, ensure_indexes
 from vaultd.secrets import digest
 from vaultd.services import accounts, files, link_counts, links
 from vaultd.services.accounts import Account
+from vaultd.services.blobs import BlobStore
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
@@ -113,3 +116,22 @@ async def test_a_revoke_all_larger_than_a_batch_revokes_every_live_link(db: Db) 
     assert await links.revoke_file_links(db, account.id, file_id) == count
     assert await _counts(db, account, file_id) == (0, 0, 0)
     assert await db.links.count_documents({"fileId": file_id, "revoked": False}) == 0
+
+
+async def test_deleting_a_file_takes_its_live_links_from_the_account(
+        db: Db, tmp_path: Path) -> None:
+    account, kept_file = await _account_with_file(db)
+    await _new_links(db, account, kept_file, 2)
+    _, doomed = await _account_with_file(db)
+    await db.files.update_one({"_id": doomed}, {"$set": {"accountId": account.id}})
+    count = files.DELETE_BATCH + 3
+    tokens = await _new_links(db, account, doomed, count)
+    await _expire(db, tokens[0])
+    await db.raw("link_stats").insert_many(
+        [{"_id": f"stats-{n}", "fileId": doomed} for n in range(files.DELETE_BATCH + 1)])
+    assert (await accounts.usage(db, account.id))["activeLinks"] == 2 + count - 1
+    store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring([("k1", bytes(32))]))
+    await files.delete_file(db, store, account.id, doomed)
+    assert (await accounts.usage(db, account.id))["activeLinks"] == 2
+    assert await db.links.count_documents({"fileId": doomed}) == 0
+    assert await db.link_stats.count_documents({"fileId": doomed}) == 0

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from datetime import timedelta
 from typing import Any
+
+from pymongo.asynchronous.collection import AsyncCollection
 
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
 from vaultd.records import FileDoc
 from vaultd.services import (
     access_log,
-    analytics,
     link_counts,
     quota,
     renditions,
@@ -28,6 +30,7 @@ PER_PAGE_DEFAULT = 25
 PER_PAGE_MAX = 100
 # Records are stamped by each process's clock: a little apart from this one's is still read.
 SLACK = timedelta(minutes=1)
+DELETE_BATCH = 500  # records per delete of a file's links and aggregates
 
 
 def is_uuid(value: str) -> bool:
@@ -110,8 +113,8 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     if live is None:  # claimed by a version that did not note it: its links are still there
         live = await link_counts.file_live(db, file_id)
     # Links go first so that no page is served from here on, in any process.
-    await db.links.delete_many({"fileId": file_id})
-    await analytics.forget_file(db, file_id)
+    await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
+    await delete_in_batches(db.raw(db.link_stats.name), {"fileId": file_id})
     await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
     await store.backend.delete(doc["blob"]["name"])
     await renditions.delete(store, doc)
@@ -119,3 +122,14 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     await webhook_events.file_deleted(db, doc)
     await db.files.delete_one({"_id": file_id})
     await quota.finish_release(db, account_id, file_id)
+
+
+async def delete_in_batches(records: AsyncCollection[dict[str, Any]], query: dict[str, Any]
+                            ) -> None:
+    """Delete what `query` matches DELETE_BATCH records per operation, yielding between them,
+    so a file with 60,000 links does not hold the embedded database's lock for seconds. The
+    ids are read once (a bounded index range); each delete is by `_id` alone."""
+    ids = [doc["_id"] async for doc in records.find(query, {"_id": 1})]
+    for first in range(0, len(ids), DELETE_BATCH):
+        await records.delete_many({"_id": {"$in": ids[first:first + DELETE_BATCH]}})
+        await asyncio.sleep(0)

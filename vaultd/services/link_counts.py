@@ -47,13 +47,6 @@ async def _shift(db: Db, account_id: str, file_id: str, by: int) -> None:
     await db.files.update_one({"_id": file_id}, {"$inc": {"linkCount.live": by}})
 
 
-async def forget_file(db: Db, account_id: str, file_live: int) -> None:
-    """A deleted file's live links leave the account's count (its links are being deleted)."""
-    if file_live:
-        await db.accounts.update_one({"_id": account_id},
-                                     {"$inc": {"linkCount.live": -file_live}})
-
-
 async def account_live(db: Db, account_id: str) -> int:
     """The account's links that are neither revoked nor expired, now."""
     doc = await db.accounts.find_one({"_id": account_id}, {"linkCount": 1})
