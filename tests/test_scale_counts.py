@@ -18,7 +18,7 @@ from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db, connect, ensure_indexes
 from vaultd.secrets import digest
-from vaultd.services import accounts, files, link_counts, links
+from vaultd.services import accounts, files, link_counts, links, revoke_jobs
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore
 from vaultd.timefmt import utcnow
@@ -111,7 +111,7 @@ async def test_concurrent_reads_after_an_expiry_subtract_it_once(db: Db) -> None
 
 async def test_a_revoke_all_larger_than_a_batch_revokes_every_live_link(db: Db) -> None:
     account, file_id = await _account_with_file(db)
-    count = links.REVOKE_BATCH * 2 + 7
+    count = revoke_jobs.BATCH * 2 + 7
     await _new_links(db, account, file_id, count)
     assert await links.revoke_file_links(db, account.id, file_id) == count
     assert await _counts(db, account, file_id) == (0, 0, 0)

@@ -8,7 +8,6 @@ for a second for the page path, are `services.link_records`.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 import uuid
@@ -23,7 +22,7 @@ from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import FileDoc, LinkDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services import access_log, link_counts, outbox, webhook_events
+from vaultd.services import link_counts, outbox, revoke_jobs, webhook_events
 from vaultd.services.accounts import Account
 from vaultd.services.files import get_file, is_uuid
 from vaultd.timefmt import iso_utc, utcnow
@@ -32,7 +31,6 @@ DEFAULT_TTL = 3600
 MAX_VIEWER_NAME = 100
 LINK_NOT_FOUND = "link not found or no longer available"
 LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1}  # what `is_live` reads of a link
-REVOKE_BATCH = 200  # links per update of a revoke-all: each well under 50 ms on the embedded DB
 
 
 @dataclass(frozen=True)
@@ -177,45 +175,13 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
         await link_counts.revoked(db, account_id, link["fileId"], int(live))
 
 
-async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
+async def revoke_file_links(db: Db, account_id: str, file_id: str,
+                            owner: str = "vaultd-admin") -> int:
     """Revoke the file's active links; logs `revoke` when at least one was disabled.
 
-    Its webhook is held before the links change, marked with a batch id the update writes on
-    them: a crash between the two sends the event if and only if the links were revoked (the
-    outbox's sweep, as for one link's revoke). Only a crash right after an update that raced
-    another revoke sends the count it expected rather than the one it made."""
+    A job in short batches that recovery finishes if `owner` (an instance id) dies
+    (`services.revoke_jobs`); its webhook is held before the links change and carries the
+    count of links the job revoked."""
     if not is_uuid(file_id):
         return 0
-    file_id = file_id.lower()
-    # Exactly the fields of an index (SecantusDB scans every link otherwise); the account is
-    # checked here.
-    live = {"fileId": file_id, "revoked": False, "expiresAt": {"$gt": utcnow()}}
-    ids = [doc["_id"] async for doc in db.links.find(live, {"accountId": 1})
-           if doc["accountId"] == account_id]
-    if not ids:
-        return 0
-    batch = uuid.uuid4().hex
-    held = await webhook_events.file_links_revoking(db, account_id, file_id, len(ids), batch)
-    revoked = 0
-    for first in range(0, len(ids), REVOKE_BATCH):
-        revoked += await _revoke_batch(db, account_id, file_id, ids[first:first + REVOKE_BATCH],
-                                       batch)
-    if revoked == len(ids):
-        await outbox.release(db, held)
-    else:  # some were revoked meanwhile by another caller: the held count is corrected
-        await webhook_events.release_recounted(db, held, account_id, file_id, revoked)
-    if revoked:
-        await access_log.record(db, account_id, file_id, "revoke")
-    return revoked
-
-
-async def _revoke_batch(db: Db, account_id: str, file_id: str, ids: list[str], batch: str) -> int:
-    """One short update (REVOKE_BATCH links on the `(revoked, _id)` index), its links leaving
-    the live counts; other requests run between two batches."""
-    result = await db.links.update_many(
-        {"revoked": False, "_id": {"$in": ids}},
-        {"$set": {"revoked": True, "revokedBatch": batch, "countedOut": True}})
-    revoked = int(result.modified_count)
-    await link_counts.revoked(db, account_id, file_id, revoked)
-    await asyncio.sleep(0)
-    return revoked
+    return await revoke_jobs.revoke_all(db, account_id, file_id.lower(), owner)

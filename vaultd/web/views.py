@@ -52,7 +52,8 @@ class RevokeViewsHandler(BaseHandler):
     db_deadline = None  # waits on other things between its database calls
     async def post(self, file_id: str) -> None:
         assert self.account is not None
-        revoked = await links.revoke_file_links(self.ctx.db, self.account.id, file_id)
+        revoked = await links.revoke_file_links(self.ctx.db, self.account.id, file_id,
+                                                 self.ctx.instance_id)
         self.send_json(200, {"revoked": revoked})
 
 
