@@ -18,7 +18,7 @@ from vaultd.services import accounts, api_keys
 from vaultd.timefmt import utcnow
 
 YEAR = timedelta(days=365)
-BATCH = 5000  # documents per insert_many: each one well under a second on the embedded DB
+BATCH = 2000  # documents per insert_many: each one well under a second on the embedded DB
 ACTIONS = ("view", "page", "page", "page", "download")
 
 
