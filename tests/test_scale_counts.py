@@ -18,7 +18,7 @@ from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db, connect, ensure_indexes
 from vaultd.secrets import digest
-from vaultd.services import accounts, files, link_counts, links, revoke_jobs
+from vaultd.services import accounts, batches, files, link_counts, links, revoke_jobs
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore
 from vaultd.timefmt import utcnow
@@ -124,11 +124,11 @@ async def test_deleting_a_file_takes_its_live_links_from_the_account(
     await _new_links(db, account, kept_file, 2)
     _, doomed = await _account_with_file(db)
     await db.files.update_one({"_id": doomed}, {"$set": {"accountId": account.id}})
-    count = files.DELETE_BATCH + 3
+    count = batches.DELETE_BATCH + 3
     tokens = await _new_links(db, account, doomed, count)
     await _expire(db, tokens[0])
     await db.raw("link_stats").insert_many(
-        [{"_id": f"stats-{n}", "fileId": doomed} for n in range(files.DELETE_BATCH + 1)])
+        [{"_id": f"stats-{n}", "fileId": doomed} for n in range(batches.DELETE_BATCH + 1)])
     assert (await accounts.usage(db, account.id))["activeLinks"] == 2 + count - 1
     store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring([("k1", bytes(32))]))
     await files.delete_file(db, store, account.id, doomed)

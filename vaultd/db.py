@@ -165,6 +165,7 @@ async def ensure_indexes(db: Db) -> None:
         [("accountId", ASCENDING), ("slot", ASCENDING)], unique=True)
     await db.webhook_outbox.create_index([("state", ASCENDING), ("nextAttemptAt", ASCENDING)])
     await db.webhook_outbox.create_index([("state", ASCENDING), ("createdAt", ASCENDING)])
+    await db.webhook_outbox.create_index([("state", ASCENDING), ("finishedAt", ASCENDING)])
     await db.webhook_deliveries.create_index([("endpointId", ASCENDING), ("at", DESCENDING)])
     await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
     await db.link_stats.create_index([("openAnnounced", ASCENDING)])

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from datetime import timedelta
 from typing import Any
-
-from pymongo.asynchronous.collection import AsyncCollection
 
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
@@ -20,6 +17,7 @@ from vaultd.services import (
     renditions,
     webhook_events,
 )
+from vaultd.services.batches import delete_in_batches
 from vaultd.services.blobs import BlobStore
 from vaultd.services.newest import newest
 from vaultd.timefmt import iso_utc, utcnow
@@ -30,7 +28,6 @@ PER_PAGE_DEFAULT = 25
 PER_PAGE_MAX = 100
 # Records are stamped by each process's clock: a little apart from this one's is still read.
 SLACK = timedelta(minutes=1)
-DELETE_BATCH = 500  # records per delete of a file's links and aggregates
 
 
 def is_uuid(value: str) -> bool:
@@ -123,13 +120,3 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     await db.files.delete_one({"_id": file_id})
     await quota.finish_release(db, account_id, file_id)
 
-
-async def delete_in_batches(records: AsyncCollection[dict[str, Any]], query: dict[str, Any]
-                            ) -> None:
-    """Delete what `query` matches DELETE_BATCH records per operation, yielding between them,
-    so a file with 60,000 links does not hold the embedded database's lock for seconds. The
-    ids are read once (a bounded index range); each delete is by `_id` alone."""
-    ids = [doc["_id"] async for doc in records.find(query, {"_id": 1})]
-    for first in range(0, len(ids), DELETE_BATCH):
-        await records.delete_many({"_id": {"$in": ids[first:first + DELETE_BATCH]}})
-        await asyncio.sleep(0)
