@@ -191,7 +191,10 @@ def test_concurrent_uploads_never_pass_the_document_limit(vault: VaultProcess) -
         usage = client.get("/account").json()["usage"]
         assert usage["documents"] == 100
         assert usage["storageBytes"] == 3 * len(data)
-        assert client.get("/files").json()["total"] == 3
+        listing = client.get("/files").json()
+        assert len(listing["files"]) == 3
+        # `total` is the account's documents counter (issue 25), here set to 97 beforehand.
+        assert listing["total"] == usage["documents"]
 
 
 def test_the_storage_limit_is_enforced_and_named(vault: VaultProcess) -> None:

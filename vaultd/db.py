@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
@@ -149,25 +150,71 @@ async def ensure_indexes(db: Db) -> None:
     """Idempotent; run at start-up by vaultd and by vault-admin."""
     await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
     await db.api_keys.create_index([("accountId", ASCENDING)])
+    await db.api_keys.create_index([("accountId", ASCENDING), ("revokedAt", ASCENDING)])
     await db.files.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
+    # SecantusDB uses an index only when it holds every field of the filter (equalities, then
+    # one range): a field outside the index turns a query into a collection scan. Hence the
+    # listing's index, and the `_id`-led pairs for conditional updates of one record.
+    await db.files.create_index(
+        [("accountId", ASCENDING), ("state", ASCENDING), ("createdAt", DESCENDING)])
+    await db.files.create_index([("_id", ASCENDING), ("state", ASCENDING)])
+    await db.files.create_index([("_id", ASCENDING), ("linkCount.sweptAt", ASCENDING)])
+    await db.accounts.create_index([("_id", ASCENDING), ("linkCount.sweptAt", ASCENDING)])
     await db.files.create_index([("state", ASCENDING)])  # recovery looks for "deleting"
     await db.links.create_index([("hash", ASCENDING)], unique=True)
     await db.links.create_index([("fileId", ASCENDING), ("revoked", ASCENDING)])
+    # A file's live links (revoke-all), and one link or a batch revoked only if still live.
+    await db.links.create_index(
+        [("fileId", ASCENDING), ("revoked", ASCENDING), ("expiresAt", ASCENDING)])
+    await db.links.create_index([("revoked", ASCENDING), ("_id", ASCENDING)])
+    await db.links.create_index([("revokedBatch", ASCENDING)])  # a revoke-all's count
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
+    # Links expired since the last sweep of a file's live count (services.link_counts).
+    await db.links.create_index([("fileId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
+    # The log filtered by action is a time range too (services.access_log, services.newest).
+    await db.access_log.create_index(
+        [("fileId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
     await _unique_render_ids(db)
     await db.link_stats.create_index([("fileId", ASCENDING)])
+    # The activity report's conditional update of one link's aggregates (services.analytics).
+    # Not (_id, completedAt): its update asks for completedAt None, which SecantusDB's index
+    # does not match on a record without the field (a collection scan does).
+    await db.link_stats.create_index([("_id", ASCENDING), ("totalSeconds", ASCENDING)])
     # One endpoint per (account, slot 0-9): the endpoint limit holds under concurrent creates.
     await _number_endpoints_without_slot(db)
     await db.webhook_endpoints.create_index(
         [("accountId", ASCENDING), ("slot", ASCENDING)], unique=True)
     await db.webhook_outbox.create_index([("state", ASCENDING), ("nextAttemptAt", ASCENDING)])
     await db.webhook_outbox.create_index([("state", ASCENDING), ("createdAt", ASCENDING)])
+    await db.webhook_outbox.create_index([("state", ASCENDING), ("finishedAt", ASCENDING)])
     await db.webhook_deliveries.create_index([("endpointId", ASCENDING), ("at", DESCENDING)])
     await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
     await db.link_stats.create_index([("openAnnounced", ASCENDING)])
     await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
+    await count_links_once(db)
+
+
+LINK_COUNT_MIGRATION = "linkCount"
+
+
+async def count_links_once(db: Db) -> None:
+    """Accounts and files written before live-link counts existed get theirs, counted once
+    (`services.link_counts`); a marker in `migrations` keeps later start-ups from recounting."""
+    marks = db.raw("migrations")
+    if await marks.find_one({"_id": LINK_COUNT_MIGRATION}) is not None:
+        return
+    for records, key in ((db.raw(db.accounts.name), "accountId"), (db.raw(db.files.name),
+                                                                   "fileId")):
+        async for doc in records.find({"linkCount": {"$exists": False}}, {"_id": 1}):
+            now = datetime.now(UTC)
+            live = await db.links.count_documents(
+                {key: doc["_id"], "revoked": False, "expiresAt": {"$gt": now}})
+            await records.update_one({"_id": doc["_id"], "linkCount": {"$exists": False}},
+                                     {"$set": {"linkCount": {"live": live, "sweptAt": now}}})
+    await marks.update_one({"_id": LINK_COUNT_MIGRATION}, {"$set": {"at": datetime.now(UTC)}},
+                           upsert=True)
 
 
 RENDER_ID_INDEX = "accountId_renderId_unique"

@@ -21,6 +21,14 @@ class UsageDoc(TypedDict):
     storageBytes: int
 
 
+class LinkCountDoc(TypedDict):
+    """Live links kept on write (`services.link_counts`): those not revoked whose expiry is
+    after `sweptAt`."""
+
+    live: int
+    sweptAt: NotRequired[datetime]
+
+
 class PendingUploadDoc(TypedDict):
     """A reserved upload not yet settled; `owner` is the reserving instance's id."""
 
@@ -41,6 +49,7 @@ class AccountDoc(TypedDict):
     usage: UsageDoc
     pendingUploads: list[PendingUploadDoc]
     pendingDeletes: list[str]
+    linkCount: NotRequired[LinkCountDoc]
 
 
 class ApiKeyDoc(TypedDict):
@@ -88,6 +97,8 @@ class FileDoc(TypedDict):
     blob: BlobDoc
     rendition: NotRequired[RenditionDoc]
     deletingAt: NotRequired[datetime]
+    linkCount: NotRequired[LinkCountDoc]
+    liveLinksAtDelete: NotRequired[int]  # taken from the account's count when deleted
 
 
 class LinkDoc(TypedDict):
@@ -103,6 +114,7 @@ class LinkDoc(TypedDict):
     expiresAt: datetime
     revoked: bool
     revokedBatch: NotRequired[str]  # set by revoke-views: what its held webhook waits for
+    countedOut: NotRequired[bool]  # revoked while live: left the live counts then
 
 
 class AccessLogDoc(TypedDict):

@@ -10,17 +10,21 @@ from __future__ import annotations
 import ipaddress
 import uuid
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, get_args
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, Action
+from vaultd.services.newest import newest
 from vaultd.timefmt import iso_utc, utcnow
 
 LATEST = 200
 ACTIONS: frozenset[str] = frozenset(get_args(Action))
 # The fields of an entry as the API and the export show it (spec 2.4), in the export's order.
 ENTRY_FIELDS = ("at", "fileId", "action", "viewerEmail", "ip", "page")
+# Entries are stamped by each process's clock: a little before the file's record, or ahead of
+# this process's now, is still read.
+UPLOAD_SLACK = timedelta(minutes=1)
 
 
 def valid_ip(value: str | None) -> str | None:
@@ -92,23 +96,26 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
 
 
 async def latest_for_file(
-    db: Db, file_id: str, *, before: datetime | None = None, action: str | None = None
+    db: Db, file_id: str, *, since: datetime, before: datetime | None = None,
+    action: str | None = None,
 ) -> list[dict[str, Any]]:
     """The latest entries, newest first; `before` (exclusive) and `action` reach older ones.
 
-    A full page also carries every other entry of its last entry's millisecond: the next page
-    asks for entries strictly before that `at`, which would skip them otherwise."""
+    `since` is the file's upload: no entry of it is older, so the read stops there. Entries are
+    read by time ranges (`services.newest`), so a page costs what it returns however long the
+    log. A full page also carries every other entry of its last entry's millisecond: the next
+    page asks for entries strictly before that `at`, which would skip them otherwise."""
     query: dict[str, Any] = {"fileId": file_id}
-    if before is not None:
-        query["at"] = {"$lt": before}
     if action is not None:
-        query["action"] = action
-    order = [("at", -1), ("_id", -1)]
-    docs = [doc async for doc in db.access_log.find(query).sort(order).limit(LATEST)]
+        query["action"] = action  # on the (fileId, action, at) index: a range as well
+    docs = await newest(db.access_log, query, "at", count=LATEST, before=before,
+                        oldest=since - UPLOAD_SLACK, latest=utcnow() + UPLOAD_SLACK)
     if len(docs) == LATEST:
         last = docs[-1]
-        ties = {**query, "at": last["at"], "_id": {"$lt": last["_id"]}}
-        docs += [doc async for doc in db.access_log.find(ties).sort(order).limit(LATEST)]
+        # One millisecond's entries, on the index; the `_id` bound is applied here (a filter
+        # field outside the index would make SecantusDB scan the whole log).
+        tied = db.access_log.find({**query, "at": last["at"]}).sort("_id", -1)
+        docs += [doc async for doc in tied if doc["_id"] < last["_id"]][:LATEST]
     return [entry_json(doc) for doc in docs]
 
 

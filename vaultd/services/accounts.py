@@ -10,6 +10,7 @@ from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.plans import Plan, get_plan
 from vaultd.records import AccountDoc
+from vaultd.services import link_counts
 from vaultd.timefmt import utcnow
 
 MAX_ACCOUNT_NAME = 200
@@ -90,14 +91,12 @@ async def _update(db: Db, account_id: str, fields: dict[str, Any]) -> None:
 
 
 async def usage(db: Db, account_id: str) -> dict[str, int]:
-    """Live usage: stored counters for documents and bytes, counts for links and keys."""
+    """Live usage: counters kept on write for documents, bytes and links; keys are counted
+    (an account has a handful)."""
     doc = await db.accounts.find_one({"_id": account_id}, {"usage": 1})
     if doc is None:
         raise NotFound("account not found")
-    now = utcnow()
-    active_links = await db.links.count_documents(
-        {"accountId": account_id, "revoked": False, "expiresAt": {"$gt": now}}
-    )
+    active_links = await link_counts.account_live(db, account_id)
     api_keys = await db.api_keys.count_documents({"accountId": account_id, "revokedAt": None})
     return {
         "documents": int(doc["usage"]["documents"]),

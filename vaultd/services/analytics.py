@@ -23,7 +23,7 @@ from vaultd.errors import InvalidRequest, Unprocessable
 from vaultd.records import LinkStatsDoc, LinkStatsOpening
 from vaultd.timefmt import utcnow
 
-if TYPE_CHECKING:  # files.finish_delete forgets a file's stats: a runtime import would be circular
+if TYPE_CHECKING:  # for annotations only: the page path passes an OpenLink in
     from vaultd.services.links import OpenLink
 
 MAX_EVENTS = 100
@@ -155,11 +155,6 @@ async def note_pages(db: Db, opened: OpenLink, views: Mapping[int, int], ip: str
         {"_id": opened.link["_id"], "completedAt": None},
         {"$set": {"completedAt": utcnow(), "completeAnnounced": False}})
     return PageNote(first, result.modified_count == 1)
-
-
-async def forget_file(db: Db, file_id: str) -> None:
-    """A deleted file's links are gone, and so are their aggregates."""
-    await db.link_stats.delete_many({"fileId": file_id})
 
 
 async def add_time(db: Db, opened: OpenLink, events: list[ActivityEvent]) -> float:

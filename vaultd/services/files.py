@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import timedelta
 from typing import Any
 
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
 from vaultd.records import FileDoc
-from vaultd.services import access_log, analytics, quota, renditions, webhook_events
+from vaultd.services import (
+    access_log,
+    link_counts,
+    quota,
+    renditions,
+    webhook_events,
+)
+from vaultd.services.batches import delete_in_batches
 from vaultd.services.blobs import BlobStore
+from vaultd.services.newest import newest
 from vaultd.timefmt import iso_utc, utcnow
 
 log = logging.getLogger("vaultd.files")
 
 PER_PAGE_DEFAULT = 25
 PER_PAGE_MAX = 100
+# Records are stamped by each process's clock: a little apart from this one's is still read.
+SLACK = timedelta(minutes=1)
 
 
 def is_uuid(value: str) -> bool:
@@ -51,27 +62,25 @@ async def get_file(db: Db, account_id: str, file_id: str) -> FileDoc:
     return doc
 
 
-async def active_link_counts(db: Db, file_ids: list[str]) -> dict[str, int]:
-    pipeline: list[dict[str, Any]] = [
-        {"$match": {"fileId": {"$in": file_ids}, "revoked": False, "expiresAt": {"$gt": utcnow()}}},
-        {"$group": {"_id": "$fileId", "n": {"$sum": 1}}},
-    ]
-    cursor = await db.raw(db.links.name).aggregate(pipeline)
-    return {row["_id"]: int(row["n"]) async for row in cursor}
-
-
 async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[str, Any]:
+    """Newest first. `total` is the account's documents counter (less its unfinished uploads),
+    and the page is read by time ranges (`services.newest`): page n reads n pages' records, so
+    page 1 costs the same at 100 files as at 100,000, and a deep page what precedes it."""
+    account = await db.accounts.find_one({"_id": account_id},
+                                         {"usage": 1, "pendingUploads": 1, "createdAt": 1})
+    if account is None:
+        raise NotFound("account not found")
+    total = max(int(account["usage"]["documents"]) - len(account["pendingUploads"]), 0)
+    wanted = min(page * per_page, total)
     query = {"accountId": account_id, "state": "stored"}
-    total = await db.files.count_documents(query)
-    cursor = (
-        db.files.find(query)
-        .sort([("createdAt", -1), ("_id", -1)])
-        .skip((page - 1) * per_page)
-        .limit(per_page)
-    )
-    docs = [doc async for doc in cursor]
-    counts = await active_link_counts(db, [doc["_id"] for doc in docs])
-    return {"files": [file_json(d, counts.get(d["_id"], 0)) for d in docs], "total": total}
+    now, oldest = utcnow(), account["createdAt"] - SLACK
+    # At the account's average rate, the window that holds the page (and a tenth more).
+    first = (now - oldest) * (1.1 * wanted / total) if total else timedelta(0)
+    docs = await newest(db.files, query, "createdAt", count=wanted, latest=now + SLACK,
+                        oldest=oldest, first_window=first) if wanted else []
+    docs = docs[(page - 1) * per_page:]
+    counts = await link_counts.files_live(db, [dict(doc) for doc in docs])
+    return {"files": [file_json(d, counts[d["_id"]]) for d in docs], "total": total}
 
 
 def require_downloadable(doc: FileDoc) -> None:
@@ -82,24 +91,32 @@ def require_downloadable(doc: FileDoc) -> None:
 async def delete_file(db: Db, store: BlobStore, account_id: str, file_id: str) -> None:
     """Claim the file, then remove links, usage, blob and record; `finish_delete` is resumable."""
     doc = await get_file(db, account_id, file_id)
+    # The live links it takes from the account's count, fixed at the claim: a resumed delete
+    # finds them there once its links are gone.
+    live = await link_counts.file_live(db, doc["_id"])
     claimed = await db.files.find_one_and_update(
         {"_id": doc["_id"], "state": "stored"},
-        {"$set": {"state": "deleting"}, "$currentDate": {"deletingAt": True}},
+        {"$set": {"state": "deleting", "liveLinksAtDelete": live},
+         "$currentDate": {"deletingAt": True}},
     )
     if claimed is None:
         raise NotFound("file not found")
-    await finish_delete(db, store, claimed)
+    await finish_delete(db, store, {**claimed, "liveLinksAtDelete": live})
 
 
 async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     account_id, file_id = doc["accountId"], doc["_id"]
+    live = doc.get("liveLinksAtDelete")
+    if live is None:  # claimed by a version that did not note it: its links are still there
+        live = await link_counts.file_live(db, file_id)
     # Links go first so that no page is served from here on, in any process.
-    await db.links.delete_many({"fileId": file_id})
-    await analytics.forget_file(db, file_id)
-    await quota.release_file(db, account_id, file_id, int(doc["size"]))
+    await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
+    await delete_in_batches(db.raw(db.link_stats.name), {"fileId": file_id})
+    await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
     await store.backend.delete(doc["blob"]["name"])
     await renditions.delete(store, doc)
     await access_log.record(db, account_id, file_id, "delete")
     await webhook_events.file_deleted(db, doc)
     await db.files.delete_one({"_id": file_id})
     await quota.finish_release(db, account_id, file_id)
+

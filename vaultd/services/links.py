@@ -22,7 +22,7 @@ from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import FileDoc, LinkDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services import access_log, outbox, webhook_events
+from vaultd.services import link_counts, outbox, revoke_jobs, webhook_events
 from vaultd.services.accounts import Account
 from vaultd.services.files import get_file, is_uuid
 from vaultd.timefmt import iso_utc, utcnow
@@ -122,6 +122,7 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             await outbox.discard(db, held)
             continue
         await outbox.release(db, held)
+        await link_counts.added(db, account.id, request.file_id)
         return token, expires_at
 
 
@@ -166,36 +167,21 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
         return
     # Held before the revoke: shared by racing callers (one id), released by the one that won.
     held = await webhook_events.view_revoked(db, link)
+    live = is_live(link)  # an expired link already left the count (`services.link_counts`)
     result = await db.links.update_one({"_id": link["_id"], "revoked": False},
-                                       {"$set": {"revoked": True}})
+                                       {"$set": {"revoked": True, "countedOut": live}})
     if result.modified_count:
         await outbox.release(db, held)
+        await link_counts.revoked(db, account_id, link["fileId"], int(live))
 
 
-async def revoke_file_links(db: Db, account_id: str, file_id: str) -> int:
+async def revoke_file_links(db: Db, account_id: str, file_id: str,
+                            owner: str = "vaultd-admin") -> int:
     """Revoke the file's active links; logs `revoke` when at least one was disabled.
 
-    Its webhook is held before the links change, marked with a batch id the update writes on
-    them: a crash between the two sends the event if and only if the links were revoked (the
-    outbox's sweep, as for one link's revoke). Only a crash right after an update that raced
-    another revoke sends the count it expected rather than the one it made."""
+    A job in short batches that recovery finishes if `owner` (an instance id) dies
+    (`services.revoke_jobs`); its webhook is held before the links change and carries the
+    count of links the job revoked."""
     if not is_uuid(file_id):
         return 0
-    file_id = file_id.lower()
-    live = {"accountId": account_id, "fileId": file_id, "revoked": False,
-            "expiresAt": {"$gt": utcnow()}}
-    ids = [doc["_id"] async for doc in db.links.find(live, {"_id": 1})]
-    if not ids:
-        return 0
-    batch = uuid.uuid4().hex
-    held = await webhook_events.file_links_revoking(db, account_id, file_id, len(ids), batch)
-    result = await db.links.update_many({**live, "_id": {"$in": ids}},
-                                        {"$set": {"revoked": True, "revokedBatch": batch}})
-    revoked = int(result.modified_count)
-    if revoked == len(ids):
-        await outbox.release(db, held)
-    else:  # some were revoked meanwhile by another caller: the held count is corrected
-        await webhook_events.release_recounted(db, held, account_id, file_id, revoked)
-    if revoked:
-        await access_log.record(db, account_id, file_id, "revoke")
-    return revoked
+    return await revoke_jobs.revoke_all(db, account_id, file_id.lower(), owner)

@@ -28,6 +28,7 @@ from pymongo.errors import BulkWriteError
 
 from vaultd.db import Db
 from vaultd.records import AwaitedRecordDoc, OutboxDoc, OutboxState
+from vaultd.services.batches import delete_in_batches
 from vaultd.timefmt import iso_utc, utcnow
 
 NEVER_LEASED = datetime(1970, 1, 1, tzinfo=UTC)
@@ -139,10 +140,12 @@ async def settle_held(db: Db, older_than_seconds: float) -> tuple[int, int]:
 async def prune(db: Db, keep_seconds: float) -> int:
     """Retention: finished messages and delivery records older than the bound go."""
     cutoff = utcnow() - timedelta(seconds=keep_seconds)
-    messages = await db.webhook_outbox.delete_many(
-        {"state": {"$in": list(FINISHED)}, "finishedAt": {"$lt": cutoff}})
-    attempts = await db.webhook_deliveries.delete_many({"at": {"$lt": cutoff}})
-    return int(messages.deleted_count) + int(attempts.deleted_count)
+    pruned = 0
+    for state in FINISHED:  # one index range each: `$in` beside a range would scan them all
+        pruned += await delete_in_batches(db.raw(db.webhook_outbox.name),
+                                          {"state": state, "finishedAt": {"$lt": cutoff}})
+    return pruned + await delete_in_batches(db.raw(db.webhook_deliveries.name),
+                                            {"at": {"$lt": cutoff}})
 
 
 async def claim_due(db: Db, owner: str, lease_seconds: float) -> Message | None:

@@ -94,12 +94,15 @@ async def cancel_upload(db: Db, account_id: str, file_id: str, size: int) -> Non
     )
 
 
-async def release_file(db: Db, account_id: str, file_id: str, size: int) -> bool:
-    """Uncount a file being deleted; the pendingDeletes marker makes it happen exactly once."""
+async def release_file(db: Db, account_id: str, file_id: str, size: int,
+                       live_links: int = 0) -> bool:
+    """Uncount a file being deleted, and its `live_links` (`services.link_counts`); the
+    pendingDeletes marker makes it happen exactly once."""
     result = await db.accounts.update_one(
         {"_id": account_id, "pendingDeletes": {"$ne": file_id}},
         {
-            "$inc": {"usage.documents": -1, "usage.storageBytes": -size},
+            "$inc": {"usage.documents": -1, "usage.storageBytes": -size,
+                     "linkCount.live": -live_links},
             "$push": {"pendingDeletes": file_id},
         },
     )

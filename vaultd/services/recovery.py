@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from vaultd.db import Db
 from vaultd.records import InstanceDoc, PendingUploadDoc
-from vaultd.services import quota
+from vaultd.services import quota, revoke_jobs
 from vaultd.services.blobs import BlobStore
 from vaultd.services.files import finish_delete
 from vaultd.timefmt import utcnow
@@ -98,6 +98,7 @@ async def recover(db: Db, store: BlobStore) -> int:
     async for doc in db.files.find({"state": "deleting", "deletingAt": {"$lt": cutoff}}):
         await finish_delete(db, store, doc)
         settled += 1
+    settled += await revoke_jobs.resume_orphaned(db, live)
     settled += await _sweep_temporaries(store)
     if settled:
         log.info("recovery settled %d interrupted operations", settled)

@@ -61,7 +61,7 @@ class MethodAndPath(PathMatches):
 def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
     methods = handler.only_methods
     matcher = MethodAndPath(pattern, methods) if methods else PathMatches(pattern)
-    return Rule(matcher, handler, {"ctx": ctx})
+    return Rule(matcher, handler, {"ctx": ctx, "route": pattern})
 
 
 def make_app(ctx: AppContext) -> tornado.web.Application:

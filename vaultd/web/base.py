@@ -7,7 +7,14 @@ import logging
 from http.client import responses
 from typing import Any
 
-from pymongo.errors import ConnectionFailure, ExecutionTimeout, OperationFailure, WTimeoutError
+import pymongo
+from pymongo.errors import (
+    ConnectionFailure,
+    ExecutionTimeout,
+    OperationFailure,
+    PyMongoError,
+    WTimeoutError,
+)
 from tornado.web import HTTPError, RequestHandler
 
 from backends.base import BackendUnavailable, StorageFull
@@ -29,6 +36,7 @@ from vaultd.web.access_log_scrub import scrub_path
 from vaultd.web.context import AppContext
 
 log = logging.getLogger("vaultd.web")
+DB_DEADLINE_SECONDS = 2.0
 
 
 _REASONS = {400: "bad request", 401: "unauthorized", 404: "not found", 405: "method not allowed",
@@ -46,9 +54,15 @@ class BaseHandler(RequestHandler):
     # one takes (empty: all), and the other's, which a 405 lists as allowed too.
     only_methods: tuple[str, ...] = ()
     shared_route_methods: tuple[str, ...] = ()
+    # Seconds the request's database work may take in all (pymongo.timeout: each call gets
+    # what remains as its maxTimeMS), so a call stuck behind another tenant's long operation
+    # fails alone with a 503. None for the routes that wait on something else between their
+    # calls (a streamed body, a render, a streamed blob, a revoke-all's batches).
+    db_deadline: float | None = DB_DEADLINE_SECONDS
 
-    def initialize(self, ctx: AppContext) -> None:
+    def initialize(self, ctx: AppContext, route: str = "") -> None:
         self.ctx = ctx
+        self.route = route  # the route's template, for logs: never the path, tokens live there
         self._mapped_error: VaultError | None = None  # set by log_exception for write_error
         self.account: Account | None = None
         self._counted = True
@@ -78,6 +92,13 @@ class BaseHandler(RequestHandler):
         self.set_header("Cache-Control", "no-store")
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Referrer-Policy", "no-referrer")
+
+    async def _execute(self, transforms: Any, *args: bytes, **kwargs: bytes) -> None:
+        if self.db_deadline is None:
+            await super()._execute(transforms, *args, **kwargs)
+            return
+        with pymongo.timeout(self.db_deadline):
+            await super()._execute(transforms, *args, **kwargs)
 
     def compute_etag(self) -> None:
         # Pages carry their display time and must never be revalidated or re-served.
@@ -135,6 +156,9 @@ class BaseHandler(RequestHandler):
         # answers with the mapping) and logged without a traceback.
         self._mapped_error = as_vault_error(value) if isinstance(value, BaseException) else None
         if self._mapped_error is not None:
+            if isinstance(value, PyMongoError) and value.timeout:
+                log.warning("database deadline passed: %s %s", self.request.method,
+                            self.route or type(self).__name__)
             return
         # Tornado's version prints the request's URI and repr: tokens live in our paths.
         path = scrub_path(self.request.uri or "")

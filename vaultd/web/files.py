@@ -58,6 +58,7 @@ class FileHandler(BaseHandler):
 
 
 class DownloadHandler(BaseHandler):
+    db_deadline = None  # waits on other things between its database calls
     async def get(self, file_id: str) -> None:
         assert self.account is not None
         doc = await files.get_file(self.ctx.db, self.account.id, file_id)
@@ -104,8 +105,8 @@ class AccessLogHandler(BaseHandler):
         before = parse_before(self.get_query_argument("before", None))
         action = parse_action(self.get_query_argument("action", None))
         doc = await files.get_file(self.ctx.db, self.account.id, file_id)
-        entries = await access_log.latest_for_file(self.ctx.db, doc["_id"], before=before,
-                                                   action=action)
+        entries = await access_log.latest_for_file(self.ctx.db, doc["_id"], since=doc["createdAt"],
+                                                   before=before, action=action)
         self.send_json(200, entries)
 
 

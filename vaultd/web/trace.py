@@ -18,6 +18,7 @@ from vaultd.web.upload import drain_cap
 
 @stream_request_body
 class TraceHandler(BaseHandler):
+    db_deadline = None  # waits on other things between its database calls
     rejection: VaultError | None = None
     slot: Slot | None = None  # this request's place in its account's traces in progress
     decoding = False  # `post` is running: the image is still held

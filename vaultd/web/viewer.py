@@ -64,6 +64,7 @@ class ViewerPageHandler(ViewerBase):
 
 
 class ViewerImageHandler(ViewerBase):
+    db_deadline = None  # waits on other things between its database calls
     async def get(self, token: str, page: str) -> None:
         request = PageRequest(token, page, self.client_ip(), departure=self.departure)
         await self.ctx.pages.serve(request, self.send_page)

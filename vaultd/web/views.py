@@ -39,6 +39,7 @@ class LinkHandler(ViewerIpMixin):
 
 
 class PageHandler(ViewerIpMixin):
+    db_deadline = None  # waits on other things between its database calls
     deferred_auth = True  # the page path checks the key, with the link (services.page_path)
 
     async def get(self, token: str, page: str) -> None:
@@ -48,9 +49,11 @@ class PageHandler(ViewerIpMixin):
 
 
 class RevokeViewsHandler(BaseHandler):
+    db_deadline = None  # waits on other things between its database calls
     async def post(self, file_id: str) -> None:
         assert self.account is not None
-        revoked = await links.revoke_file_links(self.ctx.db, self.account.id, file_id)
+        revoked = await links.revoke_file_links(self.ctx.db, self.account.id, file_id,
+                                                 self.ctx.instance_id)
         self.send_json(200, {"revoked": revoked})
 
 

@@ -1,0 +1,69 @@
+"""A revoke-all interrupted by a crash after its first batch is finished by recovery: every link
+live at its start ends revoked, the live counts reach zero, and its webhook goes out once with
+the full count (`services.revoke_jobs`)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import upload_ok
+from tests.test_faults import wait_for_orphaned_database_to_exit
+from tests.test_webhooks import FAST_RETRIES, subscribe
+from tests.vault_process import running_vault
+from tests.webhook_receiver import running_receiver
+from vaultd.db import Db
+from vaultd.services import link_counts, revoke_jobs
+from vaultd.services.accounts import get_account
+from vaultd.services.links import LinkRequest, create_link
+
+pytestmark = pytest.mark.slow  # starts, kills and restarts a vaultd
+
+LINKS = revoke_jobs.BATCH * 2 + 50
+HOLD = {**FAST_RETRIES, "VAULTD_WEBHOOKS_HOLD_SECONDS": "3"}
+
+
+def test_a_revoke_all_cut_after_its_first_batch_is_finished_and_announced_once(
+        tmp_path: Path) -> None:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+        account_id, key = vault.new_account("Cut Short Ltd", plan="business")
+        with vault.client(key) as client:
+            subscribe(client, receiver, ["view.revoked"], vault)
+            file_id = upload_ok(client, docs.pdf(1))["id"]
+
+        async def first_batch_only(db: Db) -> Any:
+            account = await get_account(db, account_id)
+            request = LinkRequest(file_id, "kim@example.com", "Kim", 3600)
+            for _ in range(LINKS):
+                await create_link(db, account, request)
+            # The job of an instance that dies after its first batch.
+            job = await revoke_jobs.start(db, account_id, file_id, owner="vaultd-killed")
+            assert job is not None
+            ids = [link["_id"] async for link in db.links.find({"fileId": file_id})]
+            return await revoke_jobs.revoke_batch(db, job, ids[:revoke_jobs.BATCH])
+
+        assert vault.run_service(first_batch_only) == revoke_jobs.BATCH
+        vault.stop(signal.SIGKILL)
+        wait_for_orphaned_database_to_exit(vault)
+        vault.start()  # recovery at start-up finishes the job
+        [sent] = receiver.wait_for(lambda got: len(got) >= 1, timeout=30)
+        assert sent.verified and sent.event["data"]["revoked"] == LINKS
+
+        async def state(db: Db) -> tuple[int, ...]:
+            return (await db.links.count_documents({"fileId": file_id, "revoked": False}),
+                    await link_counts.account_live(db, account_id),
+                    await link_counts.file_live(db, file_id),
+                    await db.raw(revoke_jobs.JOBS).count_documents({}),
+                    await db.webhook_outbox.count_documents({"accountId": account_id,
+                                                             "type": "view.revoked"}))
+
+        # Finished, counted, and one message (a second would share its id, never be sent).
+        assert vault.run_service(state) == (0, 0, 0, 0, 1)
+        assert len(receiver.received) == 1
+        with vault.client(key) as client:
+            log = client.get(f"/files/{file_id}/access-log?action=revoke").json()
+        assert len(log) == 1

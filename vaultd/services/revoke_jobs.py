@@ -1,0 +1,99 @@
+"""`POST /files/:id/revoke-views` as a job that survives its process: revoke every live link of
+a file in short batches, then announce once how many were revoked.
+
+A job record (`revoke_jobs`, `_id` = the batch id written on each revoked link) is written
+before the first batch, with its owner (the instance id) and the held webhook's message ids.
+The count announced is what the links say: those carrying the batch id (an index read), so it
+is right whatever point a crash interrupted. If the owner dies, recovery (`resume_orphaned`)
+revokes the rest of the file's links live at the job's start with the same batch id, then
+releases the held event with that count and ends the job. The outbox's own sweep of held
+messages may release the event first (with the count expected at the start): either way one
+message, with the same id, goes out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from vaultd.db import Db
+from vaultd.services import access_log, link_counts, outbox, webhook_events
+from vaultd.timefmt import utcnow
+
+BATCH = 200  # links per update: each well under 50 ms on the embedded database
+JOBS = "revoke_jobs"
+
+
+async def revoke_all(db: Db, account_id: str, file_id: str, owner: str) -> int:
+    """Revoke the file's live links of this account; returns how many this call revoked."""
+    job = await start(db, account_id, file_id, owner)
+    if job is None:
+        return 0
+    return await finish(db, job)
+
+
+async def start(db: Db, account_id: str, file_id: str, owner: str) -> dict[str, Any] | None:
+    """The job, recorded with its held event, or None when the file has no live link."""
+    started = utcnow()
+    ids = await _live_ids(db, account_id, file_id, started, started)
+    if not ids:
+        return None
+    batch = uuid.uuid4().hex
+    held = await webhook_events.file_links_revoking(db, account_id, file_id, len(ids), batch)
+    job = {"_id": batch, "accountId": account_id, "fileId": file_id, "owner": owner,
+           "startedAt": started, "held": held, "expected": len(ids)}
+    await db.raw(JOBS).insert_one(job)
+    return job
+
+
+async def finish(db: Db, job: dict[str, Any]) -> int:
+    """Revoke what is left of the job, announce its count, end it (idempotent)."""
+    ids = await _live_ids(db, job["accountId"], job["fileId"], job["startedAt"], utcnow())
+    for first in range(0, len(ids), BATCH):
+        await revoke_batch(db, job, ids[first:first + BATCH])
+    revoked = len([link async for link in db.links.find({"revokedBatch": job["_id"]}, {"_id": 1})])
+    if revoked == job["expected"]:
+        await outbox.release(db, job["held"])
+    else:  # some were revoked meanwhile by another caller: the held count is corrected
+        await webhook_events.release_recounted(db, job["held"], job["accountId"],
+                                               job["fileId"], revoked)
+    if revoked:
+        with contextlib.suppress(DuplicateKeyError):  # one entry per job, resumed or not
+            await access_log.record(db, job["accountId"], job["fileId"], "revoke",
+                                    entry_id=f"revoke-{job['_id']}")
+    await db.raw(JOBS).delete_one({"_id": job["_id"]})
+    return revoked
+
+
+async def revoke_batch(db: Db, job: dict[str, Any], ids: list[str]) -> int:
+    """One short update on the `(revoked, _id)` index; its links leave the live counts."""
+    result = await db.links.update_many(
+        {"revoked": False, "_id": {"$in": ids}},
+        {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": True}})
+    revoked = int(result.modified_count)
+    await link_counts.revoked(db, job["accountId"], job["fileId"], revoked)
+    await asyncio.sleep(0)  # other requests run between two batches
+    return revoked
+
+
+async def resume_orphaned(db: Db, live_instances: set[str]) -> int:
+    """Finish the jobs whose owner is gone; returns how many."""
+    orphans = [job async for job in db.raw(JOBS).find({})
+               if job["owner"] not in live_instances]
+    for job in orphans:
+        await finish(db, job)
+    return len(orphans)
+
+
+async def _live_ids(db: Db, account_id: str, file_id: str, started: datetime, now: datetime
+                    ) -> list[str]:
+    """Links of the file live `now` and created by the job's start: exactly an index's fields
+    (SecantusDB scans every link otherwise), the account and creation time checked here."""
+    live = {"fileId": file_id, "revoked": False, "expiresAt": {"$gt": now}}
+    return [doc["_id"] async for doc in db.links.find(live, {"accountId": 1, "createdAt": 1})
+            if doc["accountId"] == account_id and doc["createdAt"] <= started]
