@@ -74,6 +74,12 @@ class Settings:
     webhooks_lease_seconds: float
     webhooks_hold_seconds: float
     webhooks_keep_days: float
+    smtp_host: str
+    smtp_port: int
+    smtp_username: str
+    smtp_password: str
+    smtp_starttls: bool
+    smtp_from: str
 
     @property
     def data_path(self) -> Path:
@@ -103,7 +109,7 @@ class Settings:
 
     def __repr__(self) -> str:
         # The inline master key and the Azure connection string are secrets.
-        hidden = {"master_key_value", "storage_azure_connection_string"}
+        hidden = {"master_key_value", "storage_azure_connection_string", "smtp_password"}
         shown = []
         for f in fields(self):
             value = getattr(self, f.name)

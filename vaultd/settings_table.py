@@ -413,4 +413,13 @@ FIELDS: tuple[Field, ...] = (
         "VAULTD_WEBHOOKS_KEEP_DAYS",
         "Days finished outbox messages and delivery records are kept before pruning.",
     ),
+    Field("smtp.host", _str, "", "VAULTD_SMTP_HOST",
+          "SMTP server for email codes; empty: links with verifyEmail are refused."),
+    Field("smtp.port", _int(1, 65535), 587, "VAULTD_SMTP_PORT", "SMTP server port."),
+    Field("smtp.username", _str, "", "VAULTD_SMTP_USERNAME", "SMTP login; empty: none."),
+    Field("smtp.password", _str, "", "VAULTD_SMTP_PASSWORD", "SMTP password (a secret)."),
+    Field("smtp.starttls", _bool, True, "VAULTD_SMTP_STARTTLS",
+          "Upgrade the SMTP connection with STARTTLS before logging in."),
+    Field("smtp.from", _str, "", "VAULTD_SMTP_FROM",
+          "Sender address of code mails; empty: vaultd@<the SMTP host>."),
 )

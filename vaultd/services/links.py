@@ -20,7 +20,7 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
-from vaultd.records import FileDoc, LinkDoc
+from vaultd.records import FileDoc, LinkDoc, PolicyDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services import access_log, outbox, webhook_events
 from vaultd.services.accounts import Account
@@ -30,7 +30,7 @@ from vaultd.timefmt import iso_utc, utcnow
 DEFAULT_TTL = 3600
 MAX_VIEWER_NAME = 100
 LINK_NOT_FOUND = "link not found or no longer available"
-LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1}  # what `is_live` reads of a link
+LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1, "exhausted": 1}  # what `is_live` reads
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class LinkRequest:
     viewer_email: str
     viewer_name: str
     ttl_seconds: int
+    policy: PolicyDoc | None = None  # the link's gates (services.gates.policy); None: none
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,10 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             "expiresAt": expires_at,
             "revoked": False,
         }
+        if request.policy is not None:
+            doc["policy"] = request.policy
+            if "maxOpens" in request.policy:
+                doc["opens"] = 0
         held = await webhook_events.view_created(db, doc, file)  # held until the insert
         try:
             await db.links.insert_one(doc)
@@ -126,7 +131,9 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
 
 
 def is_live(link: LinkDoc) -> bool:
-    return link.get("revoked") is False and link["expiresAt"] > utcnow()
+    # `exhausted`: an open beyond the policy's maxOpens was refused (services.gates.sessions).
+    return (link.get("revoked") is False and link["expiresAt"] > utcnow()
+            and not link.get("exhausted"))
 
 
 async def still_open(db: Db, opened: OpenLink, fresh_for: float = 0.0) -> bool:

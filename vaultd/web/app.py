@@ -10,8 +10,10 @@ from tornado.routing import PathMatches, Rule
 
 from vaultd.web import (
     account,
+    agreements,
     analytics,
     files,
+    gate_sessions,
     health,
     index,
     openapi,
@@ -26,7 +28,7 @@ from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
-                            analytics, webhooks, trace]
+                            analytics, webhooks, trace, gate_sessions, agreements]
 
 
 class RouteAuditError(Exception):
