@@ -21,7 +21,7 @@ from vaultd.services.files import is_uuid
 from vaultd.timefmt import iso_utc, utcnow
 
 MAX_NAME = 200
-MAX_TEXT = 100_000
+MAX_TEXT = 12_000  # characters: the body must fit the 16 KiB JSON limit (web.body_guard)
 AGREEMENT_NOT_FOUND = "agreement not found"
 PLANS_WITH_AGREEMENTS = ("pro", "business")
 
