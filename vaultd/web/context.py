@@ -9,6 +9,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.account_slots import AccountSlots
 from vaultd.services.blobs import BlobStore
+from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.page_path import PagePath
 
 
@@ -24,6 +25,7 @@ class AppContext:
     active_requests: int = 0  # for a graceful stop: requests still being answered
     upload_slots: AccountSlots | None = None  # made from settings when not given
     trace_slots: AccountSlots | None = None
+    codes: EmailCodes | None = None  # email codes of gated links; None: smtp.host not set
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:

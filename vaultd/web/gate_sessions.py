@@ -3,8 +3,13 @@ The proxy sends the session id back on pages as `x-viewer-session`."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from vaultd.errors import ServiceUnavailable
+from vaultd.records import ViewerSessionDoc
 from vaultd.services.gates import actions, sessions
 from vaultd.services.gates.actions import Reader
+from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.links import OpenLink
 from vaultd.web.views import ViewerIpMixin
 
@@ -19,6 +24,29 @@ class ApiReaderMixin(ViewerIpMixin):
         return await self.ctx.pages.open_link(token, self.account)
 
 
+async def act(handler: ApiReaderMixin, opened: OpenLink, session: ViewerSessionDoc,
+              action: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """One of a session's four actions, shared by the API and the hosted viewer:
+    (status, body)."""
+    db, reader = handler.ctx.db, handler.reader()
+    if action == "code":
+        return 202, await mail_codes(handler).send(opened, session, reader)
+    if action == "verify":
+        pending = await mail_codes(handler).verify(opened, session, body.get("code"), reader)
+    elif action == "passcode":
+        pending = await actions.give_passcode(db, opened, session, body.get("passcode"), reader)
+    else:
+        pending = await actions.accept_agreement(db, opened, session, body.get("name"), reader)
+    return 200, {"pending": pending}
+
+
+def mail_codes(handler: ApiReaderMixin) -> EmailCodes:
+    if handler.ctx.codes is None:  # the link was made while SMTP was configured
+        raise ServiceUnavailable("mail is not configured on this server (smtp.host)",
+                                 retry_after=60)
+    return handler.ctx.codes
+
+
 class OpenSessionHandler(ApiReaderMixin):
     async def post(self, token: str) -> None:
         opened = await self.own_link(token)
@@ -30,18 +58,11 @@ class SessionActionHandler(ApiReaderMixin):
     async def post(self, token: str, session_id: str, action: str) -> None:
         opened = await self.own_link(token)
         session = await sessions.session_of(self.ctx.db, session_id, opened.link)
-        body = self.json_body()
-        db, reader = self.ctx.db, self.reader()
-        if action == "passcode":
-            pending = await actions.give_passcode(db, opened, session, body.get("passcode"),
-                                                  reader)
-        else:
-            pending = await actions.accept_agreement(db, opened, session, body.get("name"),
-                                                     reader)
-        self.send_json(200, {"pending": pending})
+        body = self.json_body() if action != "code" else {}
+        self.send_json(*await act(self, opened, session, action, body))
 
 
 ROUTES = [
     (r"/v1/views/([^/]+)/sessions", OpenSessionHandler),
-    (r"/v1/views/([^/]+)/sessions/([^/]+)/(passcode|agreement)", SessionActionHandler),
+    (r"/v1/views/([^/]+)/sessions/([^/]+)/(code|verify|passcode|agreement)", SessionActionHandler),
 ]

@@ -44,7 +44,7 @@ def pending_of(opened: OpenLink, session: ViewerSessionDoc | None) -> list[str]:
     return sessions.pending(session_gates(policy), session) if policy else []
 
 
-def _require_gate(opened: OpenLink, gate: str) -> None:
+def require_gate(opened: OpenLink, gate: str) -> None:
     policy = opened.link.get("policy")
     if policy is None or gate not in session_gates(policy):
         raise InvalidRequest(f"this link has no {gate} gate")
@@ -53,7 +53,7 @@ def _require_gate(opened: OpenLink, gate: str) -> None:
 async def give_passcode(db: Db, opened: OpenLink, session: ViewerSessionDoc, value: Any,
                         reader: Reader) -> list[str]:
     """Check the passcode; every try counts (5 per session, 30 an hour per link)."""
-    _require_gate(opened, "passcode")
+    require_gate(opened, "passcode")
     if not isinstance(value, str) or not value:
         raise InvalidRequest("passcode is required")
     link = opened.link
@@ -84,7 +84,7 @@ async def accept_agreement(db: Db, opened: OpenLink, session: ViewerSessionDoc, 
                            reader: Reader) -> list[str]:
     """Record the acceptance of the link's agreement version under the typed full name. The
     other gates come first: the name is then typed by the verified reader."""
-    _require_gate(opened, "agreement")
+    require_gate(opened, "agreement")
     before = [gate for gate in pending_of(opened, session) if gate != "agreement"]
     if before:
         raise Forbidden(pending_message(before))
