@@ -20,6 +20,7 @@ from vaultd.web import (
     trace,
     upload,
     viewer,
+    viewer_gates,
     views,
     webhooks,
 )
@@ -28,7 +29,8 @@ from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
-                            analytics, webhooks, trace, gate_sessions, agreements]
+                            analytics, webhooks, trace, gate_sessions, agreements,
+                            viewer_gates]
 
 
 class RouteAuditError(Exception):

@@ -1,5 +1,6 @@
 """Viewer sessions over the API (Option B): open one for a gated link, then pass its gates.
-The proxy sends the session id back on pages as `x-viewer-session`."""
+The proxy sends the session id back on pages as `x-viewer-session`. `act` is the four actions,
+shared with the hosted viewer (`web.viewer_gates`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from vaultd.services.gates import actions, sessions
 from vaultd.services.gates.actions import Reader
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.links import OpenLink
+from vaultd.web.context import AppContext
 from vaultd.web.views import ViewerIpMixin
 
 
@@ -24,27 +26,28 @@ class ApiReaderMixin(ViewerIpMixin):
         return await self.ctx.pages.open_link(token, self.account)
 
 
-async def act(handler: ApiReaderMixin, opened: OpenLink, session: ViewerSessionDoc,
+async def act(ctx: AppContext, reader: Reader, opened: OpenLink, session: ViewerSessionDoc,
               action: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """One of a session's four actions, shared by the API and the hosted viewer:
     (status, body)."""
-    db, reader = handler.ctx.db, handler.reader()
     if action == "code":
-        return 202, await mail_codes(handler).send(opened, session, reader)
+        return 202, await mail_codes(ctx).send(opened, session, reader)
     if action == "verify":
-        pending = await mail_codes(handler).verify(opened, session, body.get("code"), reader)
+        pending = await mail_codes(ctx).verify(opened, session, body.get("code"), reader)
     elif action == "passcode":
-        pending = await actions.give_passcode(db, opened, session, body.get("passcode"), reader)
+        pending = await actions.give_passcode(ctx.db, opened, session, body.get("passcode"),
+                                              reader)
     else:
-        pending = await actions.accept_agreement(db, opened, session, body.get("name"), reader)
+        pending = await actions.accept_agreement(ctx.db, opened, session, body.get("name"),
+                                                 reader)
     return 200, {"pending": pending}
 
 
-def mail_codes(handler: ApiReaderMixin) -> EmailCodes:
-    if handler.ctx.codes is None:  # the link was made while SMTP was configured
+def mail_codes(ctx: AppContext) -> EmailCodes:
+    if ctx.codes is None:  # the link was made while SMTP was configured
         raise ServiceUnavailable("mail is not configured on this server (smtp.host)",
                                  retry_after=60)
-    return handler.ctx.codes
+    return ctx.codes
 
 
 class OpenSessionHandler(ApiReaderMixin):
@@ -59,7 +62,7 @@ class SessionActionHandler(ApiReaderMixin):
         opened = await self.own_link(token)
         session = await sessions.session_of(self.ctx.db, session_id, opened.link)
         body = self.json_body() if action != "code" else {}
-        self.send_json(*await act(self, opened, session, action, body))
+        self.send_json(*await act(self.ctx, self.reader(), opened, session, action, body))
 
 
 ROUTES = [

@@ -10,10 +10,12 @@ from tornado.web import StaticFileHandler
 
 from vaultd.errors import NotFound
 from vaultd.services import access_log, engagement, links
+from vaultd.services.links import OpenLink
 from vaultd.services.page_path import PageRequest
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
 
+SESSION_COOKIE = "vaultd_session"  # the viewer session of a gated link (web.viewer_gates)
 WEB_DIR = Path(__file__).resolve().parent
 STATIC_DIR = WEB_DIR / "static"
 TEMPLATE_DIR = WEB_DIR / "templates"
@@ -54,8 +56,9 @@ class ViewerPageHandler(ViewerBase):
         try:
             opened = await self.ctx.pages.open_link(token)
         except NotFound:
-            self.set_status(404)
-            self.render("not_available.html")
+            self.not_available()
+            return
+        if "policy" in opened.link and await self.gated(token, opened):
             return
         await access_log.record(self.ctx.db, opened.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.client_ip())
@@ -63,9 +66,25 @@ class ViewerPageHandler(ViewerBase):
         self.render("viewer.html", details=links.link_details(opened))
 
 
+    def not_available(self) -> None:
+        self.set_status(404)
+        self.render("not_available.html")
+
+    async def gated(self, token: str, opened: OpenLink) -> bool:
+        """The gate screens instead of the document, while gates are pending (web.viewer_gates)."""
+        from vaultd.web.viewer_gates import guard  # it builds on ViewerBase, defined here
+
+        try:
+            return await guard(self, token, opened)
+        except NotFound:  # spent by maxOpens as this open was counted
+            self.not_available()
+            return True
+
+
 class ViewerImageHandler(ViewerBase):
     async def get(self, token: str, page: str) -> None:
-        request = PageRequest(token, page, self.client_ip(), departure=self.departure)
+        request = PageRequest(token, page, self.client_ip(), departure=self.departure,
+                              session=self.get_cookie(SESSION_COOKIE))
         await self.ctx.pages.serve(request, self.send_page)
 
 
@@ -98,5 +117,5 @@ ROUTES = [
     (r"/v/([^/]+)/pages/([^/]+)", ViewerImageHandler),
     (r"/v/([^/]+)/status", ViewerStatusHandler),
 ]
-STATIC_ROUTE = (r"/assets/(viewer(?:-activity)?\.(?:js|css))", ViewerStaticHandler,
+STATIC_ROUTE = (r"/assets/(viewer(?:-activity|-gate)?\.(?:js|css))", ViewerStaticHandler,
                 {"path": str(STATIC_DIR)})
