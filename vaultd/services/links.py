@@ -167,6 +167,19 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)
     link = await db.links.find_one({"hash": digest(token), "accountId": account_id})
+    await _revoke_found(db, link)
+
+
+async def revoke_link_id(db: Db, account_id: str, file_id: str, link_id: str) -> None:
+    """`revoke_link` by the link's id (as `GET /files/:id/views` lists it), within its file."""
+    if not is_uuid(file_id) or not is_uuid(link_id):
+        raise NotFound(LINK_NOT_FOUND)
+    link = await db.links.find_one({"_id": link_id.lower(), "accountId": account_id,
+                                    "fileId": file_id.lower()})
+    await _revoke_found(db, link)
+
+
+async def _revoke_found(db: Db, link: LinkDoc | None) -> None:
     if link is None:
         raise NotFound(LINK_NOT_FOUND)
     if link["revoked"] is not False:

@@ -58,14 +58,36 @@ class OpenSessionHandler(ApiReaderMixin):
 
 
 class SessionActionHandler(ApiReaderMixin):
-    async def post(self, token: str, session_id: str, action: str) -> None:
+    action = ""  # code, verify, passcode or agreement: one route each (the OpenAPI file's)
+
+    async def post(self, token: str, session_id: str) -> None:
         opened = await self.own_link(token)
         session = await sessions.session_of(self.ctx.db, session_id, opened.link)
-        body = self.json_body() if action != "code" else {}
-        self.send_json(*await act(self.ctx, self.reader(), opened, session, action, body))
+        body = self.json_body() if self.action != "code" else {}
+        self.send_json(*await act(self.ctx, self.reader(), opened, session, self.action, body))
 
 
+class SendCodeHandler(SessionActionHandler):
+    action = "code"
+
+
+class VerifyCodeHandler(SessionActionHandler):
+    action = "verify"
+
+
+class PasscodeHandler(SessionActionHandler):
+    action = "passcode"
+
+
+class AgreementHandler(SessionActionHandler):
+    action = "agreement"
+
+
+SESSION = r"/v1/views/([^/]+)/sessions/([^/]+)"
 ROUTES = [
     (r"/v1/views/([^/]+)/sessions", OpenSessionHandler),
-    (r"/v1/views/([^/]+)/sessions/([^/]+)/(code|verify|passcode|agreement)", SessionActionHandler),
+    (SESSION + "/code", SendCodeHandler),
+    (SESSION + "/verify", VerifyCodeHandler),
+    (SESSION + "/passcode", PasscodeHandler),
+    (SESSION + "/agreement", AgreementHandler),
 ]

@@ -69,8 +69,10 @@ async def screen(handler: ViewerBase, opened: OpenLink, pending: list[str]) -> d
     if "agreement" in pending:
         agreement = await agreements.version_of(handler.ctx.db,
                                                 opened.link["policy"]["agreement"])
+    name, email = opened.link["viewerName"], opened.link["viewerEmail"]
     return {"details": {"fileName": opened.file["name"], "brand": opened.account.brand,
-                        "viewerName": opened.link["viewerName"]},
+                        # The address is what the reader proves: never shown whole before that.
+                        "viewerName": masked(email) if name == email else name},
             "screen": {"gate": pending[0], "pending": pending, "agreement": agreement,
                        "maskedEmail": masked(opened.link["viewerEmail"]),
                        "resendSeconds": RESEND_SECONDS}}

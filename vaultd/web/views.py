@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from vaultd.services import access_log, engagement, links
+from vaultd.services import access_log, engagement, link_listing, links
+from vaultd.services.files import PER_PAGE_DEFAULT, PER_PAGE_MAX
 from vaultd.services.gates import sessions
 from vaultd.services.gates.check import Gates
 from vaultd.services.gates.policy import parse_policy, policy_json, session_gates
 from vaultd.services.page_path import PageRequest
 from vaultd.timefmt import iso_utc, utcnow
 from vaultd.web.base import BaseHandler
+from vaultd.web.files import parse_bounded_int
 
 
 class ViewerIpMixin(BaseHandler):
@@ -74,9 +76,31 @@ class RevokeViewsHandler(BaseHandler):
         self.send_json(200, {"revoked": revoked})
 
 
+class FileLinksHandler(BaseHandler):
+    """GET /v1/files/:id/views: the file's links, newest first (services.link_listing)."""
+
+    async def get(self, file_id: str) -> None:
+        assert self.account is not None
+        page = parse_bounded_int(self.get_query_argument("page", None), "page", 1, 1, 10**9)
+        per_page = parse_bounded_int(self.get_query_argument("perPage", None), "perPage",
+                                     PER_PAGE_DEFAULT, 1, PER_PAGE_MAX)
+        state = link_listing.parse_state(self.get_query_argument("state", None))
+        self.send_json(200, await link_listing.list_file_links(
+            self.ctx.db, self.account.id, file_id, page, per_page, state))
+
+
+class FileLinkHandler(BaseHandler):
+    async def delete(self, file_id: str, link_id: str) -> None:
+        assert self.account is not None
+        await links.revoke_link_id(self.ctx.db, self.account.id, file_id, link_id)
+        self.send_empty(204)
+
+
 ROUTES = [
     (r"/v1/views", CreateLinkHandler),
     (r"/v1/views/([^/]+)", LinkHandler),
     (r"/v1/views/([^/]+)/pages/([^/]+)", PageHandler),
     (r"/v1/files/([^/]+)/revoke-views", RevokeViewsHandler),
+    (r"/v1/files/([^/]+)/views", FileLinksHandler),
+    (r"/v1/files/([^/]+)/views/([^/]+)", FileLinkHandler),
 ]
