@@ -3,14 +3,19 @@ mail; guessing, replaying and resending are limited as docs/security.md says."""
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
+from PIL import Image
 
 from tests import documents as docs
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.mail_server import MailServer, code_in, parts
+from tests.ocr import read_text
 from tests.vault_process import VaultProcess, running_vault
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -28,7 +33,9 @@ def mail() -> Iterator[MailServer]:
 @pytest.fixture(scope="module")
 def mailing_vault(tmp_path_factory: pytest.TempPathFactory,
                   mail: MailServer) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("gates") / "data", **mail.env()) as server:
+    # A watermark time zone other than the default: its abbreviation is on the page.
+    with running_vault(tmp_path_factory.mktemp("gates") / "data",
+                       VAULTD_WATERMARK_TIMEZONE="America/New_York", **mail.env()) as server:
         yield server
 
 
@@ -67,7 +74,8 @@ def send_code(api: httpx.Client, token: str, session: str, mail: MailServer) -> 
 
 
 def test_the_reader_who_reads_the_mail_gets_pages_marked_verified(
-        api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
+        api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess,
+        tmp_path: Path) -> None:
     session = new_session(api, link, mailing_vault)
     before = mail.inbox.count()
     code = send_code(api, link, session, mail)
@@ -80,8 +88,13 @@ def test_the_reader_who_reads_the_mail_gets_pages_marked_verified(
     assert not any(word in text for text in bodies.values() for word in ("http", "/v/", link))
     verify = f"/views/{link}/sessions/{session}/verify"
     assert api.post(verify, json={"code": code}).json() == {"pending": []}
-    page = api.get(f"/views/{link}/pages/1", headers={"x-viewer-session": session})
+    page = api.get(f"/views/{link}/pages/1", headers={"x-viewer-session": session,
+                                                      "x-viewer-ip": "192.0.2.10"})
     assert page.status_code == 200
+    image = Image.open(io.BytesIO(page.content)).convert("L")
+    strip = read_text(image.crop((0, image.height - 120, image.width, image.height)), tmp_path)
+    assert "ann.reader@example.com (verified)" in strip
+    assert re.search(r"\b(EST|EDT) \(UTC-0[45]:00\)", strip), strip
     steps = [e["detail"]["step"] for e in
              api.get(f"/files/{_file_of(api, link)}/access-log?action=verify").json()]
     assert steps == ["verified", "code-sent"]
@@ -160,3 +173,14 @@ def test_webhook_event_names_include_the_gate_events(api: httpx.Client) -> None:
     response = api.post("/webhooks", json={"url": "https://hooks.example.com/x",
                                            "events": ["view.verified", "agreement.accepted"]})
     assert response.status_code == 201, response.text
+
+
+def test_a_forwarded_link_page_without_verification_is_not_marked_verified(
+        api: httpx.Client, mailing_vault: VaultProcess, tmp_path: Path) -> None:
+    file = upload_ok(api, docs.pdf(pages=1))
+    token = create_link(api, file["id"], "bo.plain@example.com")["token"]
+    mailing_vault.secrets.append(token)
+    page = api.get(f"/views/{token}/pages/1", headers={"x-viewer-ip": "192.0.2.10"})
+    image = Image.open(io.BytesIO(page.content)).convert("L")
+    strip = read_text(image.crop((0, image.height - 120, image.width, image.height)), tmp_path)
+    assert "bo.plain@example.com" in strip and "verified" not in strip

@@ -74,6 +74,7 @@ class Settings:
     webhooks_lease_seconds: float
     webhooks_hold_seconds: float
     webhooks_keep_days: float
+    watermark_timezone: str
     smtp_host: str
     smtp_port: int
     smtp_username: str

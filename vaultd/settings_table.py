@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from backends import BACKENDS
 
@@ -83,6 +84,14 @@ def _networks(value: Any) -> tuple[str, ...]:
 
 def _path(value: Any) -> str:
     return _str(value)
+
+
+def _timezone(value: Any) -> str:
+    try:
+        ZoneInfo(_str(value))
+    except (ValueError, ZoneInfoNotFoundError):
+        raise ValueError("must be an IANA time zone name such as Europe/Paris") from None
+    return str(value)
 
 
 def _bool(value: Any) -> bool:
@@ -413,6 +422,8 @@ FIELDS: tuple[Field, ...] = (
         "VAULTD_WEBHOOKS_KEEP_DAYS",
         "Days finished outbox messages and delivery records are kept before pruning.",
     ),
+    Field("watermark.timezone", _timezone, "Europe/Paris", "VAULTD_WATERMARK_TIMEZONE",
+          "IANA time zone of the time printed in the watermark, shown with its abbreviation."),
     Field("smtp.host", _str, "", "VAULTD_SMTP_HOST",
           "SMTP server for email codes; empty: links with verifyEmail are refused."),
     Field("smtp.port", _int(1, 65535), 587, "VAULTD_SMTP_PORT", "SMTP server port."),

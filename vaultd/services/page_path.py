@@ -31,6 +31,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
 from pymongo.errors import DuplicateKeyError
 
@@ -53,7 +54,7 @@ from vaultd.services.link_records import LinkRecords
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
 from vaultd.services.mark_key import MarkCipher
 from vaultd.services.pool_calls import Departure, start_task
-from vaultd.timefmt import paris_display, utcnow
+from vaultd.timefmt import PARIS, paris_display, utcnow
 
 log = logging.getLogger("vaultd.pages")
 
@@ -116,7 +117,7 @@ VERIFIED_MARK = " (verified)"
 
 def watermark_for(
     opened: OpenLink, ip: str | None, render_id: int | None = None,
-    mark_value: int | None = None, verified: bool = False,
+    mark_value: int | None = None, verified: bool = False, zone: ZoneInfo = PARIS,
 ) -> WatermarkSpec:
     email = opened.link["viewerEmail"]
     return WatermarkSpec(
@@ -124,7 +125,7 @@ def watermark_for(
         viewer_email=email + VERIFIED_MARK if verified else email,
         ip=ip,
         brand=opened.account.brand,
-        displayed_at=paris_display(utcnow()),
+        displayed_at=paris_display(utcnow(), zone),
         render_id=render_id,
         mark_value=mark_value,
     )
@@ -229,7 +230,8 @@ class PagePath:
         return asyncio.ensure_future(start_task(
             self.pool, render_page, document.source, page.number,
             watermark_for(page.link, page.request.ip, page.render_id,
-                          self.mark.seal(page.render_id), page.verified), budget, JPEG_QUALITY,
+                          self.mark.seal(page.render_id), page.verified,
+                          ZoneInfo(self.settings.watermark_timezone)), budget, JPEG_QUALITY,
             self.settings.render_page_cache_mb << 20, document=document,
             link=str(page.link.link["_id"]), ip=page.request.ip,
             departure=page.request.departure,
