@@ -17,6 +17,7 @@ from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.mail_server import MailServer, code_in, parts
 from tests.ocr import read_text
 from tests.vault_process import VaultProcess, running_vault
+from tests.webhook_receiver import running_receiver
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -35,7 +36,9 @@ def mailing_vault(tmp_path_factory: pytest.TempPathFactory,
                   mail: MailServer) -> Iterator[VaultProcess]:
     # A watermark time zone other than the default: its abbreviation is on the page.
     with running_vault(tmp_path_factory.mktemp("gates") / "data",
-                       VAULTD_WATERMARK_TIMEZONE="America/New_York", **mail.env()) as server:
+                       VAULTD_WATERMARK_TIMEZONE="America/New_York",
+                       VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS="true",
+                       VAULTD_WEBHOOKS_POLL_SECONDS="0.1", **mail.env()) as server:
         yield server
 
 
@@ -169,10 +172,38 @@ def test_the_policy_with_verify_email_is_accepted_when_smtp_is_set(
     assert api.get(f"/views/{link}").json()["policy"] == {"verifyEmail": True}
 
 
-def test_webhook_event_names_include_the_gate_events(api: httpx.Client) -> None:
-    response = api.post("/webhooks", json={"url": "https://hooks.example.com/x",
-                                           "events": ["view.verified", "agreement.accepted"]})
-    assert response.status_code == 201, response.text
+def test_verifying_and_accepting_are_announced_by_signed_webhooks(
+        api: httpx.Client, mail: MailServer, mailing_vault: VaultProcess) -> None:
+    with running_receiver() as receiver:
+        response = api.post("/webhooks", json={"url": receiver.url,
+                                               "events": ["view.verified", "agreement.accepted"]})
+        assert response.status_code == 201, response.text
+        receiver.secret = response.json()["secret"]
+        mailing_vault.secrets.append(receiver.secret)
+        nda = api.post("/agreements", json={"name": "NDA", "text": "Quiet."}).json()
+        file = upload_ok(api, docs.pdf(pages=1))
+        token = create_link(api, file["id"], "cy.reader@example.com",
+                            policy={"verifyEmail": True, "agreementId": nda["id"]})["token"]
+        mailing_vault.secrets.append(token)
+        session = api.post(f"/views/{token}/sessions").json()["sessionId"]
+        mailing_vault.secrets.append(session)
+        before = mail.inbox.count()
+        assert api.post(f"/views/{token}/sessions/{session}/code").status_code == 202
+        code = code_in(mail.inbox.wait_for(before + 1))
+        api.post(f"/views/{token}/sessions/{session}/verify", json={"code": code})
+        api.post(f"/views/{token}/sessions/{session}/agreement", json={"name": "Cy Reader"},
+                 headers={"x-viewer-ip": "192.0.2.77"})
+        receiver.wait_for(lambda seen: len(seen) >= 2)
+        verified, accepted = receiver.of_type("view.verified"), receiver.of_type(
+            "agreement.accepted")
+    assert len(verified) == 1 and len(accepted) == 1
+    assert verified[0].verified and accepted[0].verified  # signed with the endpoint's secret
+    assert verified[0].event["data"]["viewerEmail"] == "cy.reader@example.com"
+    data = accepted[0].event["data"]
+    assert {k: data[k] for k in ("name", "version", "sha256", "ip", "agreementId")} == {
+        "name": "Cy Reader", "version": 1, "sha256": nda["sha256"], "ip": "192.0.2.77",
+        "agreementId": nda["id"]}
+    assert token not in accepted[0].body.decode() and session not in accepted[0].body.decode()
 
 
 def test_a_forwarded_link_page_without_verification_is_not_marked_verified(
