@@ -175,8 +175,11 @@ class PagePath:
                         ) -> tuple[OpenLink, ViewerSessionDoc | None]:
         """The link found live now for a caller entitled to it, and the viewer session named;
         Unauthorized, NotFound, or Forbidden naming the gates still pending."""
-        opened, session = await asyncio.gather(
-            self._live_link(request, kept), sessions.find_session(self.db, request.session))
+        if request.session is None:  # no session named: the link's reads alone, as before
+            opened, session = await self._live_link(request, kept), None
+        else:
+            opened, session = await asyncio.gather(
+                self._live_link(request, kept), sessions.find_session(self.db, request.session))
         self.gates.admit_page(opened.link, request.ip, session)
         return opened, session
 
