@@ -215,3 +215,37 @@ def test_a_forwarded_link_page_without_verification_is_not_marked_verified(
     image = Image.open(io.BytesIO(page.content)).convert("L")
     strip = read_text(image.crop((0, image.height - 120, image.width, image.height)), tmp_path)
     assert "bo.plain@example.com" in strip and "verified" not in strip
+
+
+def test_a_link_sends_at_most_ten_codes_an_hour(
+        api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
+    # Ten sessions may each ask once; the eleventh send of the hour is refused.
+    for _ in range(10):
+        session = new_session(api, link, mailing_vault)
+        assert api.post(f"/views/{link}/sessions/{session}/code").status_code == 202
+    session = new_session(api, link, mailing_vault)
+    response = api.post(f"/views/{link}/sessions/{session}/code")
+    assert_json_error(response, 429, "too many codes sent for this link: try again within the "
+                                     "hour")
+    assert response.headers["Retry-After"] == "600"
+
+
+def test_one_address_gets_at_most_twenty_codes_an_hour(
+        api: httpx.Client, mailing_vault: VaultProcess) -> None:
+    file = upload_ok(api, docs.pdf(pages=1))
+    tokens = []
+    for _ in range(3):
+        token = create_link(api, file["id"], "dee@example.com",
+                            policy={"verifyEmail": True})["token"]
+        mailing_vault.secrets.append(token)
+        tokens.append(token)
+    ip = {"x-viewer-ip": "198.51.100.200"}
+    answers = []
+    for token in tokens:
+        for _ in range(7):
+            session = api.post(f"/views/{token}/sessions").json()["sessionId"]
+            mailing_vault.secrets.append(session)
+            answers.append(api.post(f"/views/{token}/sessions/{session}/code", headers=ip))
+    assert [a.status_code for a in answers] == [202] * 20 + [429]
+    assert_json_error(answers[-1], 429,
+                      "too many codes sent to this address: try again within the hour")

@@ -77,6 +77,8 @@
       return;
     }
     say("");
+    const intro = document.getElementById("code-intro");
+    if (intro && intro.firstChild) intro.firstChild.textContent = "We sent a six-digit code to ";
     document.getElementById("send-code").hidden = true;
     form.hidden = false;
     document.getElementById("resend-status").textContent = "";
