@@ -14,7 +14,7 @@ from typing import Any
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
-from vaultd.records import LinkDoc, PolicyDoc
+from vaultd.records import PolicyDoc
 from vaultd.services.accounts import Account
 from vaultd.services.gates import agreements
 from vaultd.services.gates.passcodes import hash_passcode
@@ -123,10 +123,6 @@ def session_gates(policy: PolicyDoc) -> list[str]:
     present = {"verifyEmail": policy.get("verifyEmail", False),
                "passcode": "passcodeHash" in policy, "agreement": "agreement" in policy}
     return [gate for gate in SESSION_GATES if present[gate]]
-
-
-def policy_of(link: LinkDoc) -> PolicyDoc | None:
-    return link.get("policy")
 
 
 def policy_json(policy: PolicyDoc) -> dict[str, Any]:

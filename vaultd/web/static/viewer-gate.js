@@ -14,6 +14,8 @@
     "passcode is not correct": "That passcode is not correct.",
     "too many passcode tries in this session: open a new session":
       "Too many wrong passcodes. Reload the page to try again.",
+    "viewer session not found or ended: open a new one":
+      "Your session has ended. Reload the page to start again.",
   };
   const GONE = "This link is no longer available. Ask the person who shared it for a new one.";
 
@@ -46,8 +48,8 @@
   }
 
   function explain(result) {
-    if (result.status === 404) return GONE;
     const text = result.data.error || "Something went wrong. Try again.";
+    if (result.status === 404 && !MESSAGES[text]) return GONE;
     return MESSAGES[text] || text.charAt(0).toUpperCase() + text.slice(1) + ".";
   }
 
