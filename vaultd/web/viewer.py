@@ -4,7 +4,6 @@ credential; no API key. Every response forbids framing, caching, sniffing and re
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tornado.web import StaticFileHandler
 
@@ -12,41 +11,12 @@ from vaultd.errors import NotFound
 from vaultd.services import access_log, engagement, links
 from vaultd.services.links import OpenLink
 from vaultd.services.page_path import PageRequest
-from vaultd.web.base import BaseHandler
-from vaultd.web.client_ip import viewer_ip
+from vaultd.web.viewer_base import SESSION_COOKIE, ViewerBase, protect
+from vaultd.web.viewer_gates import guard
 
-SESSION_COOKIE = "vaultd_session"  # the viewer session of a gated link (web.viewer_gates)
 WEB_DIR = Path(__file__).resolve().parent
 STATIC_DIR = WEB_DIR / "static"
 TEMPLATE_DIR = WEB_DIR / "templates"
-
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
-    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
-)
-
-
-def protect(handler: Any) -> None:
-    handler.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-    handler.set_header("X-Frame-Options", "DENY")
-    handler.set_header("Referrer-Policy", "no-referrer")
-    handler.set_header("Cache-Control", "no-store")
-    handler.set_header("X-Content-Type-Options", "nosniff")
-    handler.set_header("Cross-Origin-Opener-Policy", "same-origin")
-    handler.set_header("Cross-Origin-Resource-Policy", "same-origin")
-    handler.set_header("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-
-
-class ViewerBase(BaseHandler):
-    public = True
-
-    def set_default_headers(self) -> None:
-        super().set_default_headers()
-        protect(self)
-
-    def client_ip(self) -> str | None:
-        return viewer_ip(self.request, self.ctx.settings.proxy_trusted)
 
 
 class ViewerPageHandler(ViewerBase):
@@ -65,15 +35,12 @@ class ViewerPageHandler(ViewerBase):
         await engagement.link_opened(self.ctx.db, opened, self.client_ip())
         self.render("viewer.html", details=links.link_details(opened))
 
-
     def not_available(self) -> None:
         self.set_status(404)
         self.render("not_available.html")
 
     async def gated(self, token: str, opened: OpenLink) -> bool:
         """The gate screens instead of the document, while gates are pending (web.viewer_gates)."""
-        from vaultd.web.viewer_gates import guard  # it builds on ViewerBase, defined here
-
         try:
             return await guard(self, token, opened)
         except NotFound:  # spent by maxOpens as this open was counted

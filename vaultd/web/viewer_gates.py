@@ -20,8 +20,8 @@ from vaultd.services.gates.policy import session_gates
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink
 from vaultd.timefmt import utcnow
 from vaultd.web.gate_sessions import act
-from vaultd.web.viewer import SESSION_COOKIE as COOKIE
-from vaultd.web.viewer import ViewerBase
+from vaultd.web.viewer_base import SESSION_COOKIE as COOKIE
+from vaultd.web.viewer_base import ViewerBase
 
 
 def reader_of(handler: ViewerBase) -> Reader:
