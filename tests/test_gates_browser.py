@@ -133,3 +133,20 @@ def test_a_reader_without_the_mailbox_never_sees_a_page(
         assert message_text(viewer) == "Too many wrong codes. Send a new code and use that one."
         assert not any("/pages/" in request.url for request in viewer.requests)
         viewer.shoot("gates-code")
+
+
+def test_a_link_revoked_while_its_gate_is_open_says_so(
+        browser: Browser, owner: httpx.Client, mailing_vault: VaultProcess) -> None:
+    file = upload_ok(owner, docs.pdf(pages=1), name="Withdrawn.pdf")
+    link = create_link(owner, file["id"], "ann.lee@example.com", policy={"passcode": "tide 7"})
+    mailing_vault.secrets.append(link["token"])
+    with open_viewer(browser, link["url"]) as viewer:
+        page = viewer.page
+        page.wait_for_selector("#passcode-input:focus", timeout=WAIT_MS)
+        assert owner.delete(f"/views/{link['token']}").status_code == 204
+        page.keyboard.type("tide 7")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.getElementById('gate-message').textContent"
+                               ".startsWith('This link')", timeout=WAIT_MS)
+        assert message_text(viewer) == ("This link is no longer available. Ask the person who "
+                                         "shared it for a new one.")
