@@ -51,6 +51,7 @@ class Results:
     big_upload: float = float("nan")
     two_accounts: Paired | None = None
     mark_cost: list[MarkCost] = field(default_factory=list)  # the last: all pages together
+    gates: dict[str, list[float]] = field(default_factory=dict)  # "plain" / "gated" page times
 
 
 def ms(seconds: float) -> str:
@@ -231,6 +232,18 @@ def _transfer_rows(results: Results) -> list[list[str]]:
     return rows
 
 
+def _gate_lines(results: Results) -> list[str]:
+    plain, gated = results.gates.get("plain", []), results.gates.get("gated", [])
+    if not plain or not gated:
+        return []
+    return ["### Link gates", "",
+            "The same pages through a link without a policy and a gated one (passcode and "
+            "allowedIps, in a session that passed them), asked for alternately: "
+            f"p50 {ms(p50(plain))} ms without a policy, {ms(p50(gated))} ms gated "
+            f"(gated/plain {ratio(p50(gated), p50(plain)):.3f}; {len(plain)} and {len(gated)} "
+            "pages).", ""]
+
+
 def markdown(results: Results) -> str:
     lines = [f"## vaultd benchmark — {results.started}", "",
              f"`{results.command}` · {results.machine} · took {results.elapsed:.0f} s. "
@@ -264,6 +277,7 @@ def markdown(results: Results) -> str:
         lines += [f"CPU per page by process ({results.load_doc}, sequential requests): "
                   + ", ".join(f"{kind} {value:.1f} ms" for kind, value in results.cpu.items()),
                   ""]
+    lines += _gate_lines(results)
     lines += [f"### Throughput ({results.load_doc}, pages cycled per client)", ""]
     lines += _table(["clients", "pages/s", "× 1 client", "p50", "p95", "non-200", "Retry-After"],
                     _level_rows(results))

@@ -20,7 +20,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import breakdown, corpus, latency, leakmark_run, load, report, transfer, warm_cold
+from bench import (
+    breakdown,
+    corpus,
+    gates,
+    latency,
+    leakmark_run,
+    load,
+    report,
+    transfer,
+    warm_cold,
+)
 from bench.server import Client, Vault, children, cpu_seconds
 from render.model import PixelBudget
 
@@ -149,6 +159,8 @@ def _measure(vault: Vault, plan: Plan, docs: Corpus, results: report.Results) ->
                                              plan.pages_per_doc, plan.rounds))
         results.steps.append(breakdown.measure(doc, budget, plan.pages_per_doc, plan.rounds))
     _cache_cases(vault, client, plan, docs, results, budget)
+    log(f"gated and plain links alternated ({small.name})")
+    results.gates = gates.measure(vault, client, small, plan.pages_per_doc, plan.rounds * 4)
     busiest = docs.for_load
     results.load_doc = busiest.name
     log(f"CPU per page by process ({busiest.name})")

@@ -127,4 +127,5 @@ def test_invalid_before_and_action_are_400_with_a_message(api: httpx.Client) -> 
         assert_json_error(api.get(path, params={"before": bad}), 400,
                           re.compile(r"before must be an ISO 8601 time with a zone.*"))
     assert_json_error(api.get(path, params={"action": "steal"}), 400,
-                      "action must be one of delete, download, page, revoke, trace, upload, view")
+                      "action must be one of agreement, delete, download, page, revoke, trace, "
+                      "upload, verify, view")

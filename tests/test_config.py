@@ -27,6 +27,8 @@ def test_flags_beat_environment_beat_file_beat_defaults() -> None:
     ({"render": 1, "colour": "blue"}, {}, "colour"),
     ({}, {"VAULTD_PUBLIC_URL": "ftp://x"}, "public_url"),
     ({}, {"VAULTD_TRUSTED_PROXIES": "10.0.0.0/33"}, "proxy.trusted"),
+    ({}, {"VAULTD_WATERMARK_TIMEZONE": "Mars/Olympus"}, "watermark.timezone"),
+    ({}, {"VAULTD_SMTP_PORT": "0"}, "smtp.port"),
 ])
 def test_invalid_settings_name_the_setting(file_values: dict, env: dict, named: str) -> None:
     with pytest.raises(ConfigError) as caught:
@@ -36,8 +38,10 @@ def test_invalid_settings_name_the_setting(file_values: dict, env: dict, named: 
 
 def test_repr_hides_secrets() -> None:
     settings = load_settings({}, env={"VAULTD_MASTER_KEY": "k1:secretvalue",
-                                      "VAULTD_AZURE_CONNECTION_STRING": "AccountKey=zzz"})
+                                      "VAULTD_AZURE_CONNECTION_STRING": "AccountKey=zzz",
+                                      "VAULTD_SMTP_PASSWORD": "mailpass"})
     assert "secretvalue" not in repr(settings) and "zzz" not in repr(settings)
+    assert "mailpass" not in repr(settings)
 
 
 def run_vaultd(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 ALL_EVENTS = ["file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
               "view.completed", "file.downloaded"]
+GATE_EVENTS = ["view.verified", "agreement.accepted"]  # tests/test_gates_email.py sends them
 FAST_RETRIES = {"VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "true",
                 "VAULTD_WEBHOOKS_RETRY_SCHEDULE": "0.5,0.5,0.5",
                 "VAULTD_WEBHOOKS_POLL_SECONDS": "0.1",
@@ -89,9 +90,9 @@ def test_deleting_an_endpoint_twice_is_a_404_the_second_time(
     ({"url": "https://exa mple.com/x", "events": ["file.uploaded"]},
      "url must not contain spaces or control characters"),
     ({"url": "https://example.com/x", "events": ["file.eaten"]},
-     "unknown event 'file.eaten'; events: " + ", ".join(ALL_EVENTS)),
+     "unknown event 'file.eaten'; events: " + ", ".join(ALL_EVENTS + GATE_EVENTS)),
     ({"url": "https://example.com/x", "events": []},
-     "events must be a non-empty list among: " + ", ".join(ALL_EVENTS)),
+     "events must be a non-empty list among: " + ", ".join(ALL_EVENTS + GATE_EVENTS)),
 ])
 def test_bad_endpoints_are_refused(owner: httpx.Client, body: dict[str, Any],
                                    message: str) -> None:

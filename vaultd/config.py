@@ -77,6 +77,13 @@ class Settings:
     webhooks_lease_seconds: float
     webhooks_hold_seconds: float
     webhooks_keep_days: float
+    watermark_timezone: str
+    smtp_host: str
+    smtp_port: int
+    smtp_username: str
+    smtp_password: str
+    smtp_starttls: bool
+    smtp_from: str
 
     @property
     def data_path(self) -> Path:
@@ -106,7 +113,7 @@ class Settings:
 
     def __repr__(self) -> str:
         # The inline master key and the Azure connection string are secrets.
-        hidden = {"master_key_value", "storage_azure_connection_string"}
+        hidden = {"master_key_value", "storage_azure_connection_string", "smtp_password"}
         shown = []
         for f in fields(self):
             value = getattr(self, f.name)

@@ -19,6 +19,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from vaultd.records import (
     AccessLogDoc,
     AccountDoc,
+    AgreementDoc,
     ApiKeyDoc,
     DeliveryDoc,
     DeploymentKeyDoc,
@@ -27,6 +28,7 @@ from vaultd.records import (
     LinkDoc,
     LinkStatsDoc,
     OutboxDoc,
+    ViewerSessionDoc,
     WebhookEndpointDoc,
 )
 
@@ -89,6 +91,14 @@ class Db:
     @property
     def webhook_deliveries(self) -> AsyncCollection[DeliveryDoc]:
         return cast("AsyncCollection[DeliveryDoc]", self.database["webhook_deliveries"])
+
+    @property
+    def viewer_sessions(self) -> AsyncCollection[ViewerSessionDoc]:
+        return cast("AsyncCollection[ViewerSessionDoc]", self.database["viewer_sessions"])
+
+    @property
+    def agreements(self) -> AsyncCollection[AgreementDoc]:
+        return cast("AsyncCollection[AgreementDoc]", self.database["agreements"])
 
     async def close(self) -> None:
         await self.client.close()
@@ -193,6 +203,10 @@ async def ensure_indexes(db: Db) -> None:
     await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
     await db.link_stats.create_index([("openAnnounced", ASCENDING)])
     await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
+    await db.viewer_sessions.create_index([("hash", ASCENDING)], unique=True)
+    await db.viewer_sessions.create_index([("linkId", ASCENDING), ("createdAt", DESCENDING)])
+    await db.agreements.create_index([("accountId", ASCENDING), ("agreementId", ASCENDING),
+                                      ("version", DESCENDING)])
     await count_links_once(db)
 
 

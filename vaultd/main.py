@@ -26,6 +26,9 @@ from vaultd.logs import setup_logging
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import engagement, mark_key, recovery
 from vaultd.services.blobs import BlobStore
+from vaultd.services.gates.code_key import code_key
+from vaultd.services.gates.codes import EmailCodes
+from vaultd.services.gates.mail import Mailer
 from vaultd.services.page_path import PagePath
 from vaultd.services.webhook_delivery import Deliverer, DeliveryConfig
 from vaultd.shutdown import stop_gracefully
@@ -124,7 +127,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         pages = PagePath(database.db, store, pool, settings, mark,
                          hooks=[engagement.EngagementHook(
                              database.db, settings.analytics_flush_seconds)])
-        ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "")
+        ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "",
+                         codes=await email_codes(settings, database.db, keyrings))
         server, port = listen(settings, ctx, sockets)
         heartbeat = start_housekeeping(database.db, store, instance_id)
         deliverer = start_webhook_delivery(settings, database.db, keyrings)
@@ -147,6 +151,13 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
             await pool.close()
         await backend.close()
         await database.close()
+
+
+async def email_codes(settings: Settings, db: Db, keyrings: KeyringSource) -> EmailCodes | None:
+    """The email codes of verified links, when SMTP is configured (settings `smtp.*`)."""
+    if not settings.smtp_host:
+        return None
+    return EmailCodes(db, await code_key(db, keyrings.current()), Mailer(settings))
 
 
 async def start_backend(backend: BlobBackend) -> None:

@@ -13,7 +13,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 FileKind = Literal["source", "delivery"]
 FileState = Literal["stored", "deleting"]
-Action = Literal["upload", "view", "page", "download", "delete", "revoke", "trace"]
+Action = Literal["upload", "view", "page", "download", "delete", "revoke", "trace", "verify",
+                 "agreement"]
 
 
 class UsageDoc(TypedDict):
@@ -115,6 +116,59 @@ class LinkDoc(TypedDict):
     revoked: bool
     revokedBatch: NotRequired[str]  # set by revoke-views: what its held webhook waits for
     countedOut: NotRequired[bool]  # revoked while live: left the live counts then
+    policy: NotRequired[PolicyDoc]  # the link's gates (services.gates); absent: none
+    opens: NotRequired[int]  # opens counted against policy.maxOpens
+    exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
+
+
+class AgreementRefDoc(TypedDict):
+    """The agreement version a link was created with: it keeps it whatever is added later."""
+
+    id: str
+    version: int
+    sha256: str
+
+
+class PolicyDoc(TypedDict, total=False):
+    """A link's gates as stored (`services.gates.policy`); the passcode only as a slow hash."""
+
+    verifyEmail: bool
+    passcodeHash: str
+    agreement: AgreementRefDoc
+    allowedIps: list[str]
+    notBefore: datetime
+    maxOpens: int
+
+
+class ViewerSessionDoc(TypedDict):
+    """Collection `viewer_sessions`: gates passed by one reader of one link. Only the session
+    id's SHA-256 (`hash`) is stored. `linkId` names any link (file links today)."""
+
+    _id: str
+    hash: str
+    linkId: str
+    accountId: str
+    createdAt: datetime
+    expiresAt: datetime
+    passed: dict[str, datetime]  # gate name -> when it was passed
+    ip: NotRequired[str]
+    code: NotRequired[dict[str, Any]]  # the current email code: keyed hash, expiry, tries
+    lastCodeAt: NotRequired[datetime]
+    wrongPasscodes: NotRequired[int]
+    acceptedName: NotRequired[str]
+
+
+class AgreementDoc(TypedDict):
+    """Collection `agreements`: one immutable version of an agreement's text."""
+
+    _id: str  # "<agreementId>:<version>"
+    agreementId: str
+    accountId: str
+    version: int
+    name: str
+    text: str
+    sha256: str
+    createdAt: datetime
 
 
 class AccessLogDoc(TypedDict):
@@ -130,6 +184,7 @@ class AccessLogDoc(TypedDict):
     page: NotRequired[int]
     viewerName: NotRequired[str]  # page entries: for leak tracing, not part of the spec's entry
     renderId: NotRequired[str]  # page entries: the served page's forensic id (render.forensic)
+    detail: NotRequired[dict[str, Any]]  # verify / agreement entries: what happened (gates)
 
 
 class InstanceDoc(TypedDict):

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from backends import BACKENDS
 
@@ -83,6 +84,14 @@ def _networks(value: Any) -> tuple[str, ...]:
 
 def _path(value: Any) -> str:
     return _str(value)
+
+
+def _timezone(value: Any) -> str:
+    try:
+        ZoneInfo(_str(value))
+    except (ValueError, ZoneInfoNotFoundError):
+        raise ValueError("must be an IANA time zone name such as Europe/Paris") from None
+    return str(value)
 
 
 def _bool(value: Any) -> bool:
@@ -436,4 +445,15 @@ FIELDS: tuple[Field, ...] = (
         "VAULTD_WEBHOOKS_KEEP_DAYS",
         "Days finished outbox messages and delivery records are kept before pruning.",
     ),
+    Field("watermark.timezone", _timezone, "Europe/Paris", "VAULTD_WATERMARK_TIMEZONE",
+          "IANA time zone of the time printed in the watermark, shown with its abbreviation."),
+    Field("smtp.host", _str, "", "VAULTD_SMTP_HOST",
+          "SMTP server for email codes; empty: links with verifyEmail are refused."),
+    Field("smtp.port", _int(1, 65535), 587, "VAULTD_SMTP_PORT", "SMTP server port."),
+    Field("smtp.username", _str, "", "VAULTD_SMTP_USERNAME", "SMTP login; empty: none."),
+    Field("smtp.password", _str, "", "VAULTD_SMTP_PASSWORD", "SMTP password (a secret)."),
+    Field("smtp.starttls", _bool, True, "VAULTD_SMTP_STARTTLS",
+          "Upgrade the SMTP connection with STARTTLS before logging in."),
+    Field("smtp.from", _str, "", "VAULTD_SMTP_FROM",
+          "Sender address of code mails; empty: vaultd@<the SMTP host>."),
 )

@@ -23,8 +23,9 @@ def iso_utc(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def paris_display(moment: datetime) -> str:
-    """Display time for watermarks: Europe/Paris with seconds and the UTC offset."""
-    local = moment.astimezone(PARIS)
+def paris_display(moment: datetime, zone: ZoneInfo = PARIS) -> str:
+    """Display time for watermarks: in `zone` (setting `watermark.timezone`, default the
+    spec's Europe/Paris) with seconds, its abbreviation and the UTC offset."""
+    local = moment.astimezone(zone)
     offset = local.strftime("%z")
     return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()} (UTC{offset[:3]}:{offset[3:]})"

@@ -49,6 +49,7 @@ async def record(
     render_id: str | None = None,
     viewer_name: str | None = None,
     entry_id: str | None = None,
+    detail: dict[str, Any] | None = None,
 ) -> str:
     """Appends an entry; returns its id (`entry_id` when the caller chose it beforehand, as a
     webhook held for this entry does)."""
@@ -69,6 +70,8 @@ async def record(
         entry["viewerName"] = viewer_name  # for leak tracing; not part of the spec's entry
     if render_id is not None:
         entry["renderId"] = render_id  # the served page's forensic id (render.forensic)
+    if detail:
+        entry["detail"] = detail  # verify / agreement entries (services.gates.events)
     await db.access_log.insert_one(entry)
     return entry["_id"]
 
@@ -92,6 +95,8 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
         out["ip"] = doc["ip"]
     if "page" in doc:
         out["page"] = doc["page"]
+    if "detail" in doc:
+        out["detail"] = doc["detail"]
     return out
 
 

@@ -20,7 +20,7 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
-from vaultd.records import FileDoc, LinkDoc
+from vaultd.records import FileDoc, LinkDoc, PolicyDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services import link_counts, outbox, revoke_jobs, webhook_events
 from vaultd.services.accounts import Account
@@ -30,7 +30,7 @@ from vaultd.timefmt import iso_utc, utcnow
 DEFAULT_TTL = 3600
 MAX_VIEWER_NAME = 100
 LINK_NOT_FOUND = "link not found or no longer available"
-LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1}  # what `is_live` reads of a link
+LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1, "exhausted": 1}  # what `is_live` reads
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class LinkRequest:
     viewer_email: str
     viewer_name: str
     ttl_seconds: int
+    policy: PolicyDoc | None = None  # the link's gates (services.gates.policy); None: none
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,10 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             "expiresAt": expires_at,
             "revoked": False,
         }
+        if request.policy is not None:
+            doc["policy"] = request.policy
+            if "maxOpens" in request.policy:
+                doc["opens"] = 0
         held = await webhook_events.view_created(db, doc, file)  # held until the insert
         try:
             await db.links.insert_one(doc)
@@ -127,7 +132,9 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
 
 
 def is_live(link: LinkDoc) -> bool:
-    return link.get("revoked") is False and link["expiresAt"] > utcnow()
+    # `exhausted`: an open beyond the policy's maxOpens was refused (services.gates.sessions).
+    return (link.get("revoked") is False and link["expiresAt"] > utcnow()
+            and not link.get("exhausted"))
 
 
 async def still_open(db: Db, opened: OpenLink, fresh_for: float = 0.0) -> bool:
@@ -161,6 +168,19 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)
     link = await db.links.find_one({"hash": digest(token), "accountId": account_id})
+    await _revoke_found(db, link)
+
+
+async def revoke_link_id(db: Db, account_id: str, file_id: str, link_id: str) -> None:
+    """`revoke_link` by the link's id (as `GET /files/:id/views` lists it), within its file."""
+    if not is_uuid(file_id) or not is_uuid(link_id):
+        raise NotFound(LINK_NOT_FOUND)
+    link = await db.links.find_one({"_id": link_id.lower(), "accountId": account_id,
+                                    "fileId": file_id.lower()})
+    await _revoke_found(db, link)
+
+
+async def _revoke_found(db: Db, link: LinkDoc | None) -> None:
     if link is None:
         raise NotFound(LINK_NOT_FOUND)
     if link["revoked"] is not False:
@@ -172,7 +192,7 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
                                        {"$set": {"revoked": True, "countedOut": live}})
     if result.modified_count:
         await outbox.release(db, held)
-        await link_counts.revoked(db, account_id, link["fileId"], int(live))
+        await link_counts.revoked(db, link["accountId"], link["fileId"], int(live))
 
 
 async def revoke_file_links(db: Db, account_id: str, file_id: str,

@@ -5,7 +5,10 @@
                on the API route the key first (a bad key is 401 whatever else is wrong), then
                the link live; on the hosted viewer the token alone. A link kept from the last
                second is confirmed with the key in one round trip; otherwise the key and the
-               link (with its file and account) are read concurrently, and the key judged first
+               link (with its file and account) are read concurrently, and the key judged first.
+               The viewer session, when the request names one, is read alongside; then the
+               link's gates (`services.gates.check`) are judged from the link record and it:
+               a link without a policy costs nothing more
     render     the page, in the render pool, watermarked for this viewer and this moment
     log        the `page` entry, written while the page renders
     confirm    the render's result; the link read again if the render took long, so a revoke or
@@ -28,6 +31,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
 from pymongo.errors import DuplicateKeyError
 
@@ -40,14 +44,17 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.numbers import is_decimal
+from vaultd.records import ViewerSessionDoc
 from vaultd.services import access_log, api_keys, renditions
 from vaultd.services.accounts import Account
 from vaultd.services.blobs import BlobStore
+from vaultd.services.gates import sessions
+from vaultd.services.gates.check import Gates
 from vaultd.services.link_records import LinkRecords
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
 from vaultd.services.mark_key import MarkCipher
 from vaultd.services.pool_calls import Departure, start_task
-from vaultd.timefmt import paris_display, utcnow
+from vaultd.timefmt import PARIS, paris_display, utcnow
 
 log = logging.getLogger("vaultd.pages")
 
@@ -67,6 +74,7 @@ class PageRequest:
     ip: str | None  # the viewer's address, for the watermark and the log
     api_key: str | None = None  # the caller's key on the API route; None on the hosted viewer
     departure: Departure | None = None  # told when the client has gone: a queued render drops
+    session: str | None = None  # the viewer session's id (header or cookie), for gated links
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class Page:
     link: OpenLink
     number: int
     render_id: int  # this page view's forensic id (docs/leak-tracing.md), in mark and log
+    verified: bool = False  # the reader proved the viewer's email in this session
 
 
 @dataclass(frozen=True)
@@ -103,16 +112,20 @@ def parse_page_number(raw: str, page_count: int) -> int:
     return int(raw)
 
 
+VERIFIED_MARK = " (verified)"
+
+
 def watermark_for(
     opened: OpenLink, ip: str | None, render_id: int | None = None,
-    mark_value: int | None = None,
+    mark_value: int | None = None, verified: bool = False, zone: ZoneInfo = PARIS,
 ) -> WatermarkSpec:
+    email = opened.link["viewerEmail"]
     return WatermarkSpec(
         viewer_name=opened.link["viewerName"],
-        viewer_email=opened.link["viewerEmail"],
+        viewer_email=email + VERIFIED_MARK if verified else email,
         ip=ip,
         brand=opened.account.brand,
-        displayed_at=paris_display(utcnow()),
+        displayed_at=paris_display(utcnow(), zone),
         render_id=render_id,
         mark_value=mark_value,
     )
@@ -134,12 +147,15 @@ class PagePath:
     mark: MarkCipher  # seals each page's render id for its pixels (services.mark_key)
     records: LinkRecords = field(default_factory=LinkRecords)
     hooks: list[PageHook] = field(default_factory=list)
+    gates: Gates = field(default_factory=Gates)
 
     async def serve(self, request: PageRequest, send: Callable[[bytes], None]) -> None:
         """Serve one page to `send`, or raise the domain error that refuses it."""
-        opened = await self.authorise(request, self.resolve(request.token))
+        opened, session = await self.authorise(request, self.resolve(request.token))
         number = parse_page_number(request.page, opened.file["pageCount"])
-        page, render, entry_id = await self.start(Page(request, opened, number, new_render_id()))
+        verified = session is not None and "verifyEmail" in session["passed"]
+        page, render, entry_id = await self.start(
+            Page(request, opened, number, new_render_id(), verified))
         try:
             jpeg = await self.confirm(page, render)
         except BaseException:
@@ -155,8 +171,19 @@ class PagePath:
     def resolve(self, token: str) -> OpenLink | None:
         return self.records.kept(token)
 
-    async def authorise(self, request: PageRequest, kept: OpenLink | None) -> OpenLink:
-        """The link found live now for a caller entitled to it; Unauthorized or NotFound."""
+    async def authorise(self, request: PageRequest, kept: OpenLink | None
+                        ) -> tuple[OpenLink, ViewerSessionDoc | None]:
+        """The link found live now for a caller entitled to it, and the viewer session named;
+        Unauthorized, NotFound, or Forbidden naming the gates still pending."""
+        if request.session is None:  # no session named: the link's reads alone, as before
+            opened, session = await self._live_link(request, kept), None
+        else:
+            opened, session = await asyncio.gather(
+                self._live_link(request, kept), sessions.find_session(self.db, request.session))
+        self.gates.admit_page(opened.link, request.ip, session)
+        return opened, session
+
+    async def _live_link(self, request: PageRequest, kept: OpenLink | None) -> OpenLink:
         if request.api_key is None:
             if kept is not None:
                 return await self.records.confirm(self.db, kept)
@@ -206,7 +233,8 @@ class PagePath:
         return asyncio.ensure_future(start_task(
             self.pool, render_page, document.source, page.number,
             watermark_for(page.link, page.request.ip, page.render_id,
-                          self.mark.seal(page.render_id)), budget, JPEG_QUALITY,
+                          self.mark.seal(page.render_id), page.verified,
+                          ZoneInfo(self.settings.watermark_timezone)), budget, JPEG_QUALITY,
             self.settings.render_page_cache_mb << 20, document=document,
             link=str(page.link.link["_id"]), ip=page.request.ip,
             departure=page.request.departure,

@@ -1,4 +1,5 @@
-"""Tornado's access log, with view tokens scrubbed from paths (they are credentials)."""
+"""Tornado's access log, with view tokens and viewer session ids scrubbed from paths (they are
+credentials)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from tornado.web import RequestHandler
 access_log = logging.getLogger("tornado.access")
 
 _TOKEN_IN_PATH = re.compile(r"(/(?:v1/views|v)/)[^/?#]+")
+_SESSION_IN_PATH = re.compile(r"(/sessions/)[^/?#]+")
 
 
 def scrub_path(uri: str) -> str:
     """Drop the query (it may carry anything) and replace tokens by a placeholder."""
     path = uri.split("?", 1)[0]
-    return _TOKEN_IN_PATH.sub(r"\1<token>", path)
+    return _SESSION_IN_PATH.sub(r"\1<session>", _TOKEN_IN_PATH.sub(r"\1<token>", path))
 
 
 def log_request(handler: RequestHandler) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from vaultd.services import analytics, analytics_report
 from vaultd.services.links import OpenLink
 from vaultd.web.base import BaseHandler
-from vaultd.web.viewer import ViewerBase
+from vaultd.web.viewer_base import ViewerBase
 
 
 async def report_activity(handler: BaseHandler, opened: OpenLink) -> None:

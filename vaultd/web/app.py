@@ -10,14 +10,17 @@ from tornado.routing import PathMatches, Rule
 
 from vaultd.web import (
     account,
+    agreements,
     analytics,
     files,
+    gate_sessions,
     health,
     index,
     openapi,
     trace,
     upload,
     viewer,
+    viewer_gates,
     views,
     webhooks,
 )
@@ -26,7 +29,8 @@ from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
-                            analytics, webhooks, trace]
+                            analytics, webhooks, trace, gate_sessions, agreements,
+                            viewer_gates]
 
 
 class RouteAuditError(Exception):

@@ -9,6 +9,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.account_slots import AccountSlots
 from vaultd.services.blobs import BlobStore
+from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.office import OfficeConverter
 from vaultd.services.page_path import PagePath
 from vaultd.web.pending_work import PendingWork
@@ -29,6 +30,7 @@ class AppContext:
     # What requests leave running (an aborted upload's clean-up): a graceful stop waits for it.
     pending_work: PendingWork = field(default_factory=PendingWork)
     office: OfficeConverter | None = None  # made from settings when not given
+    codes: EmailCodes | None = None  # email codes of gated links; None: smtp.host not set
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:

@@ -4,47 +4,19 @@ credential; no API key. Every response forbids framing, caching, sniffing and re
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tornado.web import StaticFileHandler
 
 from vaultd.errors import NotFound
 from vaultd.services import access_log, engagement, links
+from vaultd.services.links import OpenLink
 from vaultd.services.page_path import PageRequest
-from vaultd.web.base import BaseHandler
-from vaultd.web.client_ip import viewer_ip
+from vaultd.web.viewer_base import SESSION_COOKIE, ViewerBase, protect
+from vaultd.web.viewer_gates import guard
 
 WEB_DIR = Path(__file__).resolve().parent
 STATIC_DIR = WEB_DIR / "static"
 TEMPLATE_DIR = WEB_DIR / "templates"
-
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
-    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
-)
-
-
-def protect(handler: Any) -> None:
-    handler.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-    handler.set_header("X-Frame-Options", "DENY")
-    handler.set_header("Referrer-Policy", "no-referrer")
-    handler.set_header("Cache-Control", "no-store")
-    handler.set_header("X-Content-Type-Options", "nosniff")
-    handler.set_header("Cross-Origin-Opener-Policy", "same-origin")
-    handler.set_header("Cross-Origin-Resource-Policy", "same-origin")
-    handler.set_header("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-
-
-class ViewerBase(BaseHandler):
-    public = True
-
-    def set_default_headers(self) -> None:
-        super().set_default_headers()
-        protect(self)
-
-    def client_ip(self) -> str | None:
-        return viewer_ip(self.request, self.ctx.settings.proxy_trusted)
 
 
 class ViewerPageHandler(ViewerBase):
@@ -54,19 +26,33 @@ class ViewerPageHandler(ViewerBase):
         try:
             opened = await self.ctx.pages.open_link(token)
         except NotFound:
-            self.set_status(404)
-            self.render("not_available.html")
+            self.not_available()
+            return
+        if "policy" in opened.link and await self.gated(token, opened):
             return
         await access_log.record(self.ctx.db, opened.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.client_ip())
         await engagement.link_opened(self.ctx.db, opened, self.client_ip())
         self.render("viewer.html", details=links.link_details(opened))
 
+    def not_available(self) -> None:
+        self.set_status(404)
+        self.render("not_available.html")
+
+    async def gated(self, token: str, opened: OpenLink) -> bool:
+        """The gate screens instead of the document, while gates are pending (web.viewer_gates)."""
+        try:
+            return await guard(self, token, opened)
+        except NotFound:  # spent by maxOpens as this open was counted
+            self.not_available()
+            return True
+
 
 class ViewerImageHandler(ViewerBase):
     db_deadline = None  # waits on other things between its database calls
     async def get(self, token: str, page: str) -> None:
-        request = PageRequest(token, page, self.client_ip(), departure=self.departure)
+        request = PageRequest(token, page, self.client_ip(), departure=self.departure,
+                              session=self.get_cookie(SESSION_COOKIE))
         await self.ctx.pages.serve(request, self.send_page)
 
 
@@ -99,5 +85,5 @@ ROUTES = [
     (r"/v/([^/]+)/pages/([^/]+)", ViewerImageHandler),
     (r"/v/([^/]+)/status", ViewerStatusHandler),
 ]
-STATIC_ROUTE = (r"/assets/(viewer(?:-activity)?\.(?:js|css))", ViewerStaticHandler,
+STATIC_ROUTE = (r"/assets/(viewer(?:-activity|-gate)?\.(?:js|css))", ViewerStaticHandler,
                 {"path": str(STATIC_DIR)})

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from vaultd.services import access_log, engagement, links
+from dataclasses import replace
+from datetime import timedelta
+
+from vaultd.services import access_log, engagement, link_listing, links
+from vaultd.services.files import PER_PAGE_DEFAULT, PER_PAGE_MAX
+from vaultd.services.gates import sessions
+from vaultd.services.gates.check import Gates
+from vaultd.services.gates.policy import parse_policy, policy_json, session_gates
 from vaultd.services.page_path import PageRequest
-from vaultd.timefmt import iso_utc
+from vaultd.timefmt import iso_utc, utcnow
 from vaultd.web.base import BaseHandler
+from vaultd.web.files import parse_bounded_int
 
 
 class ViewerIpMixin(BaseHandler):
@@ -17,7 +25,12 @@ class ViewerIpMixin(BaseHandler):
 class CreateLinkHandler(BaseHandler):
     async def post(self) -> None:
         assert self.account is not None
-        request = links.parse_link_request(self.json_body(), self.account)
+        body = self.json_body()
+        request = links.parse_link_request(body, self.account)
+        policy = await parse_policy(self.ctx.db, self.ctx.settings, self.account,
+                                    body.get("policy"),
+                                    utcnow() + timedelta(seconds=request.ttl_seconds))
+        request = replace(request, policy=policy)
         token, expires_at = await links.create_link(self.ctx.db, self.account, request)
         self.send_json(201, {"token": token, "url": f"{self.ctx.viewer_url}/v/{token}",
                              "expiresAt": iso_utc(expires_at)})
@@ -27,10 +40,18 @@ class LinkHandler(ViewerIpMixin):
     async def get(self, token: str) -> None:
         assert self.account is not None
         opened = await self.ctx.pages.open_link(token, self.account)
+        policy = opened.link.get("policy")
+        Gates().admit_open(opened.link, self.viewer_ip())
+        if policy is not None and not session_gates(policy):
+            await sessions.count_open(self.ctx.db, opened.link)  # maxOpens counts views here
         await access_log.record(self.ctx.db, self.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.viewer_ip())
         await engagement.link_opened(self.ctx.db, opened, self.viewer_ip())
-        self.send_json(200, links.link_details(opened))
+        details = links.link_details(opened)
+        if policy is not None:  # a link without one answers exactly as the spec shows
+            details["policy"] = policy_json(policy)
+            details["sessions"] = await sessions.sessions_json(self.ctx.db, opened.link["_id"])
+        self.send_json(200, details)
 
     async def delete(self, token: str) -> None:
         assert self.account is not None
@@ -44,7 +65,8 @@ class PageHandler(ViewerIpMixin):
 
     async def get(self, token: str, page: str) -> None:
         request = PageRequest(token, page, self.viewer_ip(), api_key=self.bearer_key(),
-                              departure=self.departure)
+                              departure=self.departure,
+                              session=self.request.headers.get("x-viewer-session"))
         await self.ctx.pages.serve(request, self.send_page)
 
 
@@ -57,9 +79,31 @@ class RevokeViewsHandler(BaseHandler):
         self.send_json(200, {"revoked": revoked})
 
 
+class FileLinksHandler(BaseHandler):
+    """GET /v1/files/:id/views: the file's links, newest first (services.link_listing)."""
+
+    async def get(self, file_id: str) -> None:
+        assert self.account is not None
+        page = parse_bounded_int(self.get_query_argument("page", None), "page", 1, 1, 10**9)
+        per_page = parse_bounded_int(self.get_query_argument("perPage", None), "perPage",
+                                     PER_PAGE_DEFAULT, 1, PER_PAGE_MAX)
+        state = link_listing.parse_state(self.get_query_argument("state", None))
+        self.send_json(200, await link_listing.list_file_links(
+            self.ctx.db, self.account.id, file_id, page, per_page, state))
+
+
+class FileLinkHandler(BaseHandler):
+    async def delete(self, file_id: str, link_id: str) -> None:
+        assert self.account is not None
+        await links.revoke_link_id(self.ctx.db, self.account.id, file_id, link_id)
+        self.send_empty(204)
+
+
 ROUTES = [
     (r"/v1/views", CreateLinkHandler),
     (r"/v1/views/([^/]+)", LinkHandler),
     (r"/v1/views/([^/]+)/pages/([^/]+)", PageHandler),
     (r"/v1/files/([^/]+)/revoke-views", RevokeViewsHandler),
+    (r"/v1/files/([^/]+)/views", FileLinksHandler),
+    (r"/v1/files/([^/]+)/views/([^/]+)", FileLinkHandler),
 ]

@@ -1,0 +1,102 @@
+"""What a reader does inside a viewer session: open one, give the passcode, accept the
+agreement (email codes: `codes`). The hosted viewer and the proxy API both call these; only
+these calls pass a gate, whatever a client claims."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pymongo import ReturnDocument
+
+from vaultd.db import Db
+from vaultd.errors import Forbidden, InvalidRequest, TooManyRequests
+from vaultd.records import ViewerSessionDoc
+from vaultd.services.gates import agreements, counters, events, sessions
+from vaultd.services.gates.check import Gates, pending_message
+from vaultd.services.gates.passcodes import passcode_matches
+from vaultd.services.gates.policy import session_gates
+from vaultd.services.links import OpenLink
+
+PASSCODE_TRIES_PER_SESSION = 5
+PASSCODE_TRIES_PER_LINK_HOUR = 30
+WRONG_PASSCODE = "passcode is not correct"
+NAME_LENGTH = (2, 100)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Who is acting, as the route saw them (logged with what they did)."""
+
+    ip: str | None
+    user_agent: str | None = None
+
+
+async def open_session(db: Db, opened: OpenLink, reader: Reader) -> tuple[str, list[str]]:
+    """A new session of a live link: (its id, the gates pending in it)."""
+    Gates().admit_open(opened.link, reader.ip)
+    session_id, doc = await sessions.open_session(db, opened.link, reader.ip)
+    return session_id, pending_of(opened, doc)
+
+
+def pending_of(opened: OpenLink, session: ViewerSessionDoc | None) -> list[str]:
+    policy = opened.link.get("policy")
+    return sessions.pending(session_gates(policy), session) if policy else []
+
+
+def require_gate(opened: OpenLink, gate: str) -> None:
+    policy = opened.link.get("policy")
+    if policy is None or gate not in session_gates(policy):
+        raise InvalidRequest(f"this link has no {gate} gate")
+
+
+async def give_passcode(db: Db, opened: OpenLink, session: ViewerSessionDoc, value: Any,
+                        reader: Reader) -> list[str]:
+    """Check the passcode; every try counts (5 per session, 30 an hour per link)."""
+    require_gate(opened, "passcode")
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest("passcode is required")
+    link = opened.link
+    if "passcode" not in session["passed"]:
+        await _count_passcode_try(db, session, link["_id"])
+        if not await passcode_matches(value, link["policy"]["passcodeHash"]):
+            await events.verify_entry(db, link, "passcode-wrong", reader.ip)
+            raise Forbidden(WRONG_PASSCODE)
+        await sessions.mark_passed(db, session, "passcode")
+        await events.verify_entry(db, link, "passcode", reader.ip)
+    return pending_of(opened, session)
+
+
+async def _count_passcode_try(db: Db, session: ViewerSessionDoc, link_id: str) -> None:
+    # Counted before the check, atomically: concurrent tries cannot exceed the limit.
+    counted = await db.viewer_sessions.find_one_and_update(
+        {"_id": session["_id"], "wrongPasscodes": {"$not": {"$gte": PASSCODE_TRIES_PER_SESSION}}},
+        {"$inc": {"wrongPasscodes": 1}}, return_document=ReturnDocument.AFTER)
+    if counted is None:
+        raise TooManyRequests("too many passcode tries in this session: open a new session",
+                              retry_after=1)
+    if not await counters.take(db, f"passcode:{link_id}", PASSCODE_TRIES_PER_LINK_HOUR, 3600):
+        raise TooManyRequests("too many passcode tries for this link: try again within the hour",
+                              retry_after=600)
+
+
+async def accept_agreement(db: Db, opened: OpenLink, session: ViewerSessionDoc, name: Any,
+                           reader: Reader) -> list[str]:
+    """Record the acceptance of the link's agreement version under the typed full name. The
+    other gates come first: the name is then typed by the verified reader."""
+    require_gate(opened, "agreement")
+    before = [gate for gate in pending_of(opened, session) if gate != "agreement"]
+    if before:
+        raise Forbidden(pending_message(before))
+    typed = " ".join(name.split()) if isinstance(name, str) else ""
+    low, high = NAME_LENGTH
+    if not low <= len(typed) <= high:
+        raise InvalidRequest(f"name must be the reader's full name, typed ({low} to {high} "
+                             "characters)")
+    if "agreement" not in session["passed"]:
+        agreement = await agreements.version_of(db, opened.link["policy"]["agreement"])
+        await sessions.mark_passed(db, session, "agreement", {"acceptedName": typed})
+        await events.announce(db, opened.link, "agreement.accepted", "agreement", reader.ip, {
+            "agreementId": agreement["agreementId"], "version": agreement["version"],
+            "sha256": agreement["sha256"], "name": typed, "userAgent": reader.user_agent})
+    return pending_of(opened, session)

@@ -1,0 +1,80 @@
+"""`Gates`: whether a link may be used now, by this reader, in named stages.
+
+    timing     not before `notBefore` (403 naming the time)
+    address    the viewer's IP inside one of `allowedIps` (403)
+    session    every session gate (verifyEmail, passcode, agreement) passed in a current
+               session of this link (403 naming what is pending)
+
+`admit_open` runs the first two when a link is opened (details, hosted page, a new session);
+`admit_page` runs all three in the page path's authorise stage, on the link record it already
+read: a link without a policy costs nothing more, and a gated link's session is read in the
+same round trip as the link (`PagePath.authorise`).
+
+Extending it: a new gate is a policy field (`policy`), a stage method here called from
+`admit_open` or `admit_page`, and, if a reader passes it by doing something, a session gate
+(`policy.SESSION_GATES`) with its action in `web.gate_actions`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from vaultd.errors import Forbidden
+from vaultd.records import LinkDoc, PolicyDoc, ViewerSessionDoc
+from vaultd.services.gates import sessions
+from vaultd.services.gates.policy import session_gates
+from vaultd.timefmt import iso_utc, utcnow
+
+IP_REQUIRED = "this link is limited to listed addresses: the viewer's IP is needed (x-viewer-ip)"
+IP_REFUSED = "this link cannot be used from the viewer's IP address"
+
+
+def pending_message(pending: list[str]) -> str:
+    return f"gates still pending: {', '.join(pending)} (pass them in a viewer session)"
+
+
+@dataclass(frozen=True)
+class Gates:
+    """Stateless: every verdict is from the link and session records given."""
+
+    def admit_open(self, link: LinkDoc, ip: str | None) -> None:
+        policy = link.get("policy")
+        if policy is None:
+            return
+        self.timing(policy)
+        self.address(policy, ip)
+
+    def admit_page(self, link: LinkDoc, ip: str | None,
+                   session: ViewerSessionDoc | None) -> None:
+        policy = link.get("policy")
+        if policy is None:
+            return
+        self.timing(policy)
+        self.address(policy, ip)
+        self.session(policy, link, session)
+
+    def timing(self, policy: PolicyDoc) -> None:
+        not_before = policy.get("notBefore")
+        if not_before is not None and utcnow() < not_before:
+            raise Forbidden(f"this link cannot be used before {iso_utc(not_before)}")
+
+    def address(self, policy: PolicyDoc, ip: str | None) -> None:
+        networks = policy.get("allowedIps")
+        if networks is None:
+            return
+        if ip is None:
+            raise Forbidden(IP_REQUIRED)
+        address = ipaddress.ip_address(ip)
+        if not any(address in ipaddress.ip_network(net) for net in networks):
+            raise Forbidden(IP_REFUSED)
+
+    def session(self, policy: PolicyDoc, link: LinkDoc,
+                session: ViewerSessionDoc | None) -> None:
+        gates = session_gates(policy)
+        if not gates:
+            return
+        current = session if sessions.is_current(session, link) else None
+        left = sessions.pending(gates, current)
+        if left:
+            raise Forbidden(pending_message(left))

@@ -1,0 +1,100 @@
+"""Viewer sessions: the gates one reader of one link has passed.
+
+A session id is a secret like a view token: 32 random bytes, handed out once, stored only as
+its SHA-256. A session belongs to one link (`linkId`, any kind of link), ends 24 h after it was
+opened or with the link, whichever is first, and is judged with the link on every request: a
+revoked or expired link ends its sessions at once, and a session replayed on another link is
+unknown there."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from vaultd.db import Db
+from vaultd.errors import NotFound
+from vaultd.records import LinkDoc, ViewerSessionDoc
+from vaultd.secrets import digest, is_token, new_token
+from vaultd.services.links import LINK_NOT_FOUND
+from vaultd.timefmt import iso_utc, utcnow
+
+SESSION_LIFETIME = timedelta(hours=24)
+SESSION_NOT_FOUND = "viewer session not found or ended: open a new one"
+
+
+async def count_open(db: Db, link: LinkDoc) -> None:
+    """One more open of a link with `maxOpens`; beyond it the link is spent (as if expired)."""
+    limit = link.get("policy", {}).get("maxOpens")
+    if limit is None:
+        return
+    counted = await db.links.update_one({"_id": link["_id"], "opens": {"$lt": limit}},
+                                        {"$inc": {"opens": 1}})
+    if not counted.modified_count:
+        await db.links.update_one({"_id": link["_id"]}, {"$set": {"exhausted": True}})
+        raise NotFound(LINK_NOT_FOUND)
+
+
+async def open_session(db: Db, link: LinkDoc, ip: str | None) -> tuple[str, ViewerSessionDoc]:
+    """A new session of `link` (counted against its maxOpens): (its id, shown once; its record)."""
+    await count_open(db, link)
+    now = utcnow()
+    session_id = new_token()
+    doc: ViewerSessionDoc = {
+        "_id": str(uuid.uuid4()), "hash": digest(session_id), "linkId": link["_id"],
+        "accountId": link["accountId"], "createdAt": now,
+        "expiresAt": min(now + SESSION_LIFETIME, link["expiresAt"]), "passed": {},
+    }
+    if ip:
+        doc["ip"] = ip
+    await db.viewer_sessions.insert_one(doc)
+    return session_id, doc
+
+
+async def find_session(db: Db, session_id: str | None) -> ViewerSessionDoc | None:
+    """The session of this id, whatever its link or state (`session_of` judges it)."""
+    if session_id is None or not is_token(session_id):
+        return None
+    return await db.viewer_sessions.find_one({"hash": digest(session_id)})
+
+
+def is_current(session: ViewerSessionDoc | None, link: LinkDoc) -> bool:
+    return (session is not None and session["linkId"] == link["_id"]
+            and session["expiresAt"] > utcnow())
+
+
+async def session_of(db: Db, session_id: str | None, link: LinkDoc) -> ViewerSessionDoc:
+    session = await find_session(db, session_id)
+    if session is None or not is_current(session, link):
+        raise NotFound(SESSION_NOT_FOUND)
+    assert session is not None
+    return session
+
+
+async def mark_passed(db: Db, session: ViewerSessionDoc, gate: str,
+                      extra: dict[str, Any] | None = None) -> datetime:
+    now = utcnow()
+    await db.viewer_sessions.update_one(
+        {"_id": session["_id"]}, {"$set": {f"passed.{gate}": now, **(extra or {})}})
+    session["passed"][gate] = now
+    return now
+
+
+def pending(gates: list[str], session: ViewerSessionDoc | None) -> list[str]:
+    passed = session["passed"] if session else {}
+    return [gate for gate in gates if gate not in passed]
+
+
+async def sessions_json(db: Db, link_id: str, limit: int = 50) -> list[dict[str, Any]]:
+    """A link's latest sessions as its owner sees them: never the session id."""
+    out = []
+    async for doc in db.viewer_sessions.find({"linkId": link_id}).sort("createdAt", -1).limit(
+            limit):
+        out.append({"createdAt": iso_utc(doc["createdAt"]), "expiresAt": iso_utc(doc["expiresAt"]),
+                    "ip": doc.get("ip"),
+                    "passed": {gate: iso_utc(at) for gate, at in doc["passed"].items()}})
+    return out
+
+
+async def count_sessions(db: Db, link_id: str) -> int:
+    return await db.viewer_sessions.count_documents({"linkId": link_id})

@@ -1,0 +1,93 @@
+"""Viewer sessions over the API (Option B): open one for a gated link, then pass its gates.
+The proxy sends the session id back on pages as `x-viewer-session`. `act` is the four actions,
+shared with the hosted viewer (`web.viewer_gates`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vaultd.errors import ServiceUnavailable
+from vaultd.records import ViewerSessionDoc
+from vaultd.services.gates import actions, sessions
+from vaultd.services.gates.actions import Reader
+from vaultd.services.gates.codes import EmailCodes
+from vaultd.services.links import OpenLink
+from vaultd.web.context import AppContext
+from vaultd.web.views import ViewerIpMixin
+
+
+class ApiReaderMixin(ViewerIpMixin):
+    def reader(self) -> Reader:
+        agent = self.request.headers.get("x-viewer-user-agent", "")[:300] or None
+        return Reader(self.viewer_ip(), agent)
+
+    async def own_link(self, token: str) -> OpenLink:
+        assert self.account is not None
+        return await self.ctx.pages.open_link(token, self.account)
+
+
+async def act(ctx: AppContext, reader: Reader, opened: OpenLink, session: ViewerSessionDoc,
+              action: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """One of a session's four actions, shared by the API and the hosted viewer:
+    (status, body)."""
+    if action == "code":
+        return 202, await mail_codes(ctx).send(opened, session, reader)
+    if action == "verify":
+        pending = await mail_codes(ctx).verify(opened, session, body.get("code"), reader)
+    elif action == "passcode":
+        pending = await actions.give_passcode(ctx.db, opened, session, body.get("passcode"),
+                                              reader)
+    else:
+        pending = await actions.accept_agreement(ctx.db, opened, session, body.get("name"),
+                                                 reader)
+    return 200, {"pending": pending}
+
+
+def mail_codes(ctx: AppContext) -> EmailCodes:
+    if ctx.codes is None:  # the link was made while SMTP was configured
+        raise ServiceUnavailable("mail is not configured on this server (smtp.host)",
+                                 retry_after=60)
+    return ctx.codes
+
+
+class OpenSessionHandler(ApiReaderMixin):
+    async def post(self, token: str) -> None:
+        opened = await self.own_link(token)
+        session_id, pending = await actions.open_session(self.ctx.db, opened, self.reader())
+        self.send_json(201, {"sessionId": session_id, "pending": pending})
+
+
+class SessionActionHandler(ApiReaderMixin):
+    action = ""  # code, verify, passcode or agreement: one route each (the OpenAPI file's)
+
+    async def post(self, token: str, session_id: str) -> None:
+        opened = await self.own_link(token)
+        session = await sessions.session_of(self.ctx.db, session_id, opened.link)
+        body = self.json_body() if self.action != "code" else {}
+        self.send_json(*await act(self.ctx, self.reader(), opened, session, self.action, body))
+
+
+class SendCodeHandler(SessionActionHandler):
+    action = "code"
+
+
+class VerifyCodeHandler(SessionActionHandler):
+    action = "verify"
+
+
+class PasscodeHandler(SessionActionHandler):
+    action = "passcode"
+
+
+class AgreementHandler(SessionActionHandler):
+    action = "agreement"
+
+
+SESSION = r"/v1/views/([^/]+)/sessions/([^/]+)"
+ROUTES = [
+    (r"/v1/views/([^/]+)/sessions", OpenSessionHandler),
+    (SESSION + "/code", SendCodeHandler),
+    (SESSION + "/verify", VerifyCodeHandler),
+    (SESSION + "/passcode", PasscodeHandler),
+    (SESSION + "/agreement", AgreementHandler),
+]

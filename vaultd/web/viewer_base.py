@@ -1,0 +1,39 @@
+"""What every hosted-viewer response shares: the headers that forbid framing, caching, sniffing
+and referrers, the client's address, and the name of a gated link's session cookie."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vaultd.web.base import BaseHandler
+from vaultd.web.client_ip import viewer_ip
+
+SESSION_COOKIE = "vaultd_session"  # the viewer session of a gated link (web.viewer_gates)
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+
+
+def protect(handler: Any) -> None:
+    handler.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    handler.set_header("X-Frame-Options", "DENY")
+    handler.set_header("Referrer-Policy", "no-referrer")
+    handler.set_header("Cache-Control", "no-store")
+    handler.set_header("X-Content-Type-Options", "nosniff")
+    handler.set_header("Cross-Origin-Opener-Policy", "same-origin")
+    handler.set_header("Cross-Origin-Resource-Policy", "same-origin")
+    handler.set_header("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+
+
+class ViewerBase(BaseHandler):
+    public = True
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        protect(self)
+
+    def client_ip(self) -> str | None:
+        return viewer_ip(self.request, self.ctx.settings.proxy_trusted)
