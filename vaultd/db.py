@@ -26,6 +26,9 @@ from vaultd.records import (
     LinkDoc,
     LinkStatsDoc,
     OutboxDoc,
+    RoomDoc,
+    RoomItemDoc,
+    RoomLinkDoc,
     WebhookEndpointDoc,
 )
 
@@ -89,6 +92,18 @@ class Db:
     def webhook_deliveries(self) -> AsyncCollection[DeliveryDoc]:
         return cast("AsyncCollection[DeliveryDoc]", self.database["webhook_deliveries"])
 
+    @property
+    def rooms(self) -> AsyncCollection[RoomDoc]:
+        return cast("AsyncCollection[RoomDoc]", self.database["rooms"])
+
+    @property
+    def room_items(self) -> AsyncCollection[RoomItemDoc]:
+        return cast("AsyncCollection[RoomItemDoc]", self.database["room_items"])
+
+    @property
+    def room_links(self) -> AsyncCollection[RoomLinkDoc]:
+        return cast("AsyncCollection[RoomLinkDoc]", self.database["room_links"])
+
     async def close(self) -> None:
         await self.client.close()
 
@@ -145,6 +160,13 @@ async def ensure_indexes(db: Db) -> None:
     await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
     await db.link_stats.create_index([("openAnnounced", ASCENDING)])
     await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
+    await db.rooms.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
+    await db.room_items.create_index([("roomId", ASCENDING), ("parentId", ASCENDING)])
+    await db.room_items.create_index([("fileId", ASCENDING)])  # a deleted file leaves every room
+    await db.room_links.create_index([("hash", ASCENDING)], unique=True)
+    await db.room_links.create_index([("roomId", ASCENDING)])
+    await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
+    await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
 
 
 RENDER_ID_INDEX = "accountId_renderId_unique"

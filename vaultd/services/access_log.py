@@ -45,6 +45,7 @@ async def record(
     render_id: str | None = None,
     viewer_name: str | None = None,
     entry_id: str | None = None,
+    room_id: str | None = None,
 ) -> str:
     """Appends an entry; returns its id (`entry_id` when the caller chose it beforehand, as a
     webhook held for this entry does)."""
@@ -65,6 +66,8 @@ async def record(
         entry["viewerName"] = viewer_name  # for leak tracing; not part of the spec's entry
     if render_id is not None:
         entry["renderId"] = render_id  # the served page's forensic id (render.forensic)
+    if room_id is not None:
+        entry["roomId"] = room_id  # read through a room link (services.rooms)
     await db.access_log.insert_one(entry)
     return entry["_id"]
 

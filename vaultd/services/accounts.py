@@ -97,7 +97,8 @@ async def usage(db: Db, account_id: str) -> dict[str, int]:
     now = utcnow()
     active_links = await db.links.count_documents(
         {"accountId": account_id, "revoked": False, "expiresAt": {"$gt": now}}
-    )
+    ) + await db.room_links.count_documents(  # room links count too (services.rooms)
+        {"accountId": account_id, "revoked": False, "expiresAt": {"$gt": now}})
     api_keys = await db.api_keys.count_documents({"accountId": account_id, "revokedAt": None})
     return {
         "documents": int(doc["usage"]["documents"]),

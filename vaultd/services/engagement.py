@@ -32,6 +32,8 @@ async def page_served(db: Db, opened: OpenLink, views: Mapping[int, int], ip: st
     """Called once pages are on their way; a failure here must not withhold a page."""
     try:
         note = await analytics.note_pages(db, opened, views, ip)
+        if opened.room_id is not None:  # a room's reads announce room.opened instead
+            return
         if note.first_open:
             await webhook_events.opened_now(db, opened, ip)
         if note.completed:

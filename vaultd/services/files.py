@@ -95,6 +95,7 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     account_id, file_id = doc["accountId"], doc["_id"]
     # Links go first so that no page is served from here on, in any process.
     await db.links.delete_many({"fileId": file_id})
+    await db.room_items.delete_many({"fileId": file_id})  # it leaves every room (issue 27)
     await analytics.forget_file(db, file_id)
     await quota.release_file(db, account_id, file_id, int(doc["size"]))
     await store.backend.delete(doc["blob"]["name"])

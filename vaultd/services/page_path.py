@@ -16,6 +16,10 @@ A refused request starts no render and writes nothing; an entry written for a pa
 not sent is withdrawn. One `PagePath` is built by the composition root (`vaultd.main`) and held
 by the app context; both page routes (`web.views`, `web.viewer`) call `serve`.
 
+Room links (`services.rooms`) are a resolver variant: a request naming a `file_id` is resolved
+and authorised by `PagePath.rooms` (`rooms.reads.RoomPages`), which also confirms it after the
+render; every other stage is the same, so room pages get the same watermark, marks and log.
+
 Extending it: a new stage is a method called from `serve` in its place; something that must
 happen for every page sent (analytics, webhooks) is a `PageHook` added to `hooks`. What a stage
 produces for later ones (a render id, say) belongs on `Page`.
@@ -47,6 +51,7 @@ from vaultd.services.link_records import LinkRecords
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
 from vaultd.services.mark_key import MarkCipher
 from vaultd.services.pool_calls import Departure, start_task
+from vaultd.services.rooms.reads import RoomPages
 from vaultd.timefmt import paris_display, utcnow
 
 log = logging.getLogger("vaultd.pages")
@@ -67,6 +72,7 @@ class PageRequest:
     ip: str | None  # the viewer's address, for the watermark and the log
     api_key: str | None = None  # the caller's key on the API route; None on the hosted viewer
     departure: Departure | None = None  # told when the client has gone: a queued render drops
+    file_id: str | None = None  # a room link's page: the room's document asked for
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,14 @@ class SentPage:
     page: Page
     log_entry_id: str
     size: int  # bytes of JPEG sent
+
+
+class RoomResolver(Protocol):
+    async def open(self, request: PageRequest) -> OpenLink:
+        """The document of a room link's page, readable now; Unauthorized or NotFound."""
+
+    async def still_open(self, opened: OpenLink, fresh_for: float = 0.0) -> bool:
+        """Whether it is still readable (read again unless checked within `fresh_for`)."""
 
 
 class PageHook(Protocol):
@@ -134,10 +148,19 @@ class PagePath:
     mark: MarkCipher  # seals each page's render id for its pixels (services.mark_key)
     records: LinkRecords = field(default_factory=LinkRecords)
     hooks: list[PageHook] = field(default_factory=list)
+    rooms: RoomResolver | None = None  # room links' pages; made from `db` when not given
+
+    def __post_init__(self) -> None:
+        if self.rooms is None:
+            self.rooms = RoomPages(self.db)
 
     async def serve(self, request: PageRequest, send: Callable[[bytes], None]) -> None:
         """Serve one page to `send`, or raise the domain error that refuses it."""
-        opened = await self.authorise(request, self.resolve(request.token))
+        if request.file_id is not None:
+            assert self.rooms is not None
+            opened = await self.rooms.open(request)
+        else:
+            opened = await self.authorise(request, self.resolve(request.token))
         number = parse_page_number(request.page, opened.file["pageCount"])
         page, render, entry_id = await self.start(Page(request, opened, number, new_render_id()))
         try:
@@ -217,11 +240,16 @@ class PagePath:
         return await access_log.record(
             self.db, opened.account.id, opened.file["_id"], "page",
             viewer_email=opened.link["viewerEmail"], ip=page.request.ip, page=page.number,
-            render_id=render_id_hex(page.render_id), viewer_name=opened.link.get("viewerName"))
+            render_id=render_id_hex(page.render_id), viewer_name=opened.link.get("viewerName"),
+            room_id=opened.room_id)
 
     async def confirm(self, page: Page, render: asyncio.Future[bytes]) -> bytes:
         jpeg = await render
-        if not await still_open(self.db, page.link, fresh_for=LINK_FRESH_SECONDS):
+        if page.link.room_id is not None and self.rooms is not None:
+            live = await self.rooms.still_open(page.link, fresh_for=LINK_FRESH_SECONDS)
+        else:
+            live = await still_open(self.db, page.link, fresh_for=LINK_FRESH_SECONDS)
+        if not live:
             raise NotFound(LINK_NOT_FOUND)
         return jpeg
 

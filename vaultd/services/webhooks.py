@@ -26,7 +26,7 @@ from vaultd.services.webhook_failures import tenant_error
 from vaultd.timefmt import iso_utc, utcnow
 
 EVENTS = ("file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
-          "view.completed", "file.downloaded")
+          "view.completed", "file.downloaded", "room.opened", "room.revoked")
 MAX_ENDPOINTS = 10
 MAX_URL_LENGTH = 2000
 LATEST_DELIVERIES = 50

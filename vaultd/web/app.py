@@ -15,6 +15,8 @@ from vaultd.web import (
     health,
     index,
     openapi,
+    room_views,
+    rooms,
     trace,
     upload,
     viewer,
@@ -26,7 +28,7 @@ from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
-                            analytics, webhooks, trace]
+                            analytics, webhooks, trace, rooms, room_views]
 
 
 class RouteAuditError(Exception):

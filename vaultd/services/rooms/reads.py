@@ -1,0 +1,119 @@
+"""What a room link may read, decided again at every request.
+
+A room page goes through the page path (`services.page_path`) like a file link's page: this
+module is its resolver for room links (`PagePath.rooms`). It reads the link, the room, the
+file's place in the room and the file itself from the database on every page, and again after
+a render that took long: a file removed from the room, moved out of the link's scope or deleted
+stops at its next page with the same 404 as an unknown token.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from vaultd.db import Db
+from vaultd.errors import NotFound
+from vaultd.records import FileDoc, LinkDoc, RoomDoc, RoomLinkDoc
+from vaultd.services import api_keys
+from vaultd.services.accounts import Account, get_account
+from vaultd.services.files import get_file, is_uuid
+from vaultd.services.links import LINK_NOT_FOUND, OpenLink
+from vaultd.services.rooms import room_links, tree
+from vaultd.timefmt import iso_utc
+
+if TYPE_CHECKING:  # the page path holds this resolver: only the type is needed here
+    from vaultd.services.page_path import PageRequest
+
+MAX_DEPTH = 100  # folders above a file, at most, when its scope is checked
+
+
+def page_link(link: RoomLinkDoc, file: FileDoc) -> LinkDoc:
+    """The link one document of a room link is read through: the page path's watermark, log,
+    render fairness and analytics (`link_stats` id `<room link id>:<file id>`) work from it."""
+    return {"_id": f"{link['_id']}:{file['_id']}", "hash": link["hash"],
+            "accountId": link["accountId"], "fileId": file["_id"],
+            "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
+            "createdAt": link["createdAt"], "expiresAt": link["expiresAt"], "revoked": False}
+
+
+async def in_scope(db: Db, link: RoomLinkDoc, file_id: str) -> bool:
+    """Whether the file is in the link's room now, inside one of its scope's folders."""
+    item = await db.room_items.find_one({"roomId": link["roomId"], "fileId": file_id},
+                                        {"parentId": 1})
+    if item is None:
+        return False
+    if link["folderIds"] is None:
+        return True
+    scope, parent = set(link["folderIds"]), item["parentId"]
+    for _ in range(MAX_DEPTH):
+        if parent is None:
+            return False
+        if parent in scope:
+            return True
+        folder = await db.room_items.find_one({"_id": parent, "roomId": link["roomId"]},
+                                              {"parentId": 1})
+        if folder is None:
+            return False
+        parent = folder["parentId"]
+    return False
+
+
+async def open_room(db: Db, token: str, owner: str | None = None
+                    ) -> tuple[RoomLinkDoc, RoomDoc, Account]:
+    """A live room link with its room and account; another owner's is NotFound too."""
+    link = await room_links.find_live(db, token)
+    room = await db.rooms.find_one({"_id": link["roomId"]})
+    if room is None or (owner is not None and link["accountId"] != owner):
+        raise NotFound(LINK_NOT_FOUND)
+    return link, room, await get_account(db, link["accountId"])
+
+
+async def visible_tree(db: Db, link: RoomLinkDoc) -> list[tree.Node]:
+    """Exactly what the link sees now (items added later inside its scope included)."""
+    nodes = await tree.read_tree(db, link["accountId"], link["roomId"])
+    return tree.scoped(nodes, link["folderIds"])
+
+
+def room_details(link: RoomLinkDoc, room: RoomDoc, account: Account, nodes: list[tree.Node]
+                 ) -> dict[str, Any]:
+    return {"roomId": room["_id"], "name": room["name"], "viewerName": link["viewerName"],
+            "viewerEmail": link["viewerEmail"], "expiresAt": iso_utc(link["expiresAt"]),
+            "brand": account.brand, "tree": tree.tree_json(nodes)}
+
+
+async def open_document(db: Db, token: str, file_id: str, owner: str | None = None) -> OpenLink:
+    """One document of a room link, readable now; NotFound (LINK_NOT_FOUND) otherwise."""
+    link, room, account = await open_room(db, token, owner)
+    read_at = time.monotonic()
+    if not is_uuid(file_id) or not await in_scope(db, link, file_id.lower()):
+        raise NotFound(LINK_NOT_FOUND)
+    try:
+        file = await get_file(db, link["accountId"], file_id)
+    except NotFound:
+        raise NotFound(LINK_NOT_FOUND) from None
+    return OpenLink(page_link(link, file), file, account, read_at, room_id=room["_id"])
+
+
+class RoomPages:
+    """The page path's resolver for room links (`PagePath.rooms`)."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+
+    async def open(self, request: PageRequest) -> OpenLink:
+        assert request.file_id is not None
+        owner = None
+        if request.api_key is not None:  # the key's verdict first, whatever the link's
+            owner = (await api_keys.check_key(self.db, request.api_key)).owner
+        return await open_document(self.db, request.token, request.file_id, owner)
+
+    async def still_open(self, opened: OpenLink, fresh_for: float = 0.0) -> bool:
+        """As `links.still_open`: live now, or checked less than `fresh_for` seconds ago."""
+        if time.monotonic() - opened.read_at < fresh_for:
+            return True
+        link_id = opened.link["_id"].partition(":")[0]
+        link = await self.db.room_links.find_one({"_id": link_id})
+        return (link is not None and room_links.is_live(link)
+                and await self.db.rooms.find_one({"_id": link["roomId"]}, {"_id": 1}) is not None
+                and await in_scope(self.db, link, opened.file["_id"]))
