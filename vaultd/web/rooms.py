@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaultd.errors import InvalidRequest
+from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import RoomDoc
 from vaultd.services.rooms import activity, index, items, records, room_links, tree
 from vaultd.timefmt import iso_utc
@@ -21,6 +21,15 @@ class RoomBase(BaseHandler):
         nodes = await tree.read_tree(self.ctx.db, room["accountId"], room["_id"])
         return {**records.room_json(room, await records.item_count(self.ctx.db, room["_id"])),
                 "tree": tree.tree_json(nodes)}
+
+    async def item_json(self, room: RoomDoc, item_id: str) -> dict[str, Any]:
+        nodes = await tree.read_tree(self.ctx.db, room["accountId"], room["_id"])
+        node = next((node for node in tree.walk(nodes) if node.item["_id"] == item_id), None)
+        if node is None:  # its file was deleted meanwhile: it left the room
+            raise NotFound(items.ITEM_NOT_FOUND)
+        body = tree.node_json(node)
+        body["parentId"] = node.item["parentId"]
+        return body
 
 
 class RoomListHandler(RoomBase):
@@ -61,22 +70,15 @@ class FoldersHandler(RoomBase):
         item = await items.add_folder(self.ctx.db, room, self.json_body())
         self.send_json(201, await self.item_json(room, item["_id"]))
 
-    async def item_json(self, room: RoomDoc, item_id: str) -> dict[str, Any]:
-        nodes = await tree.read_tree(self.ctx.db, room["accountId"], room["_id"])
-        node = next(node for node in tree.walk(nodes) if node.item["_id"] == item_id)
-        body = tree.node_json(node)
-        body["parentId"] = node.item["parentId"]
-        return body
 
-
-class FilesHandler(FoldersHandler):
+class FilesHandler(RoomBase):
     async def post(self, room_id: str) -> None:
         room = await self.room(room_id)
         item = await items.add_file(self.ctx.db, room, self.json_body())
         self.send_json(201, await self.item_json(room, item["_id"]))
 
 
-class ItemHandler(FoldersHandler):
+class ItemHandler(RoomBase):
     async def patch(self, room_id: str, item_id: str) -> None:
         room = await self.room(room_id)
         await items.update_item(self.ctx.db, room, item_id, self.json_body())

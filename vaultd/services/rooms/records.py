@@ -17,15 +17,16 @@ MAX_NAME = 200
 
 
 def parse_name(value: Any, field: str = "name") -> str:
-    """A printable, trimmed name of 1 to MAX_NAME characters."""
+    """1 to MAX_NAME characters with one that is not whitespace (the OpenAPI schema's rule),
+    shown trimmed, inner whitespace collapsed, an unprintable character as U+FFFD."""
     if not isinstance(value, str):
         raise InvalidRequest(f"{field} is required and must be a string")
-    name = " ".join("".join(ch for ch in value if ch.isprintable()).split())
+    if len(value) > MAX_NAME:
+        raise InvalidRequest(f"{field} must be at most {MAX_NAME} characters")
+    name = " ".join(value.split())
     if not name:
         raise InvalidRequest(f"{field} must not be empty")
-    if len(name) > MAX_NAME:
-        raise InvalidRequest(f"{field} must be at most {MAX_NAME} characters")
-    return name
+    return "".join(ch if ch.isprintable() else "\ufffd" for ch in name)
 
 
 def room_json(doc: RoomDoc, item_count: int) -> dict[str, Any]:
