@@ -8,7 +8,7 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import RoomDoc
-from vaultd.services.accounts import Account
+from vaultd.services.accounts import Account, get_account
 from vaultd.services.files import is_uuid
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -85,3 +85,14 @@ async def delete_room(db: Db, account_id: str, room_id: str) -> RoomDoc:
     await db.rooms.delete_one({"_id": room["_id"]})
     await db.room_items.delete_many({"roomId": room["_id"]})
     return room
+
+
+async def summaries(db: Db, account_id: str) -> list[dict[str, Any]]:
+    """Every room of an account, newest first, with its items and live links (vault-admin)."""
+    await get_account(db, account_id)  # an unknown account is NotFound, not an empty list
+    rooms = [doc async for doc in db.rooms.find({"accountId": account_id})
+             .sort([("createdAt", -1), ("_id", -1)])]
+    live = {"revoked": False, "expiresAt": {"$gt": utcnow()}}
+    return [{**room_json(room, await item_count(db, room["_id"])),
+             "activeLinks": await db.room_links.count_documents({"roomId": room["_id"], **live})}
+            for room in rooms]
