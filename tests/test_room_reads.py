@@ -220,3 +220,31 @@ def test_the_owner_sees_per_viewer_and_per_document_analytics(
     by_document = {document["fileId"]: document for document in body["documents"]}
     assert by_document[cover]["viewers"] == 2 and by_document[accounts]["viewers"] == 1
     assert by_document[cover]["name"] == "Cover.pdf"
+
+
+def test_a_leaked_room_page_traces_back_to_its_reader(vault: VaultProcess, api: httpx.Client,
+                                                      room: dict) -> None:
+    """The same invisible mark and log entry as a file link's page: a leaked screenshot of a
+    room page names the room link's reader, the document and the page."""
+    token = link_for(vault, api, room)
+    cover = room["files"]["Cover.pdf"]["id"]
+    response = page(api, token, cover, 2)
+    assert_jpeg(response)
+    leaked = io.BytesIO()
+    Image.open(io.BytesIO(response.content)).convert("RGB").save(leaked, "PNG")
+    traced = api.post("/trace", content=leaked.getvalue(),
+                      headers={"Content-Type": "image/png"}, timeout=120)
+    assert traced.status_code == 200, traced.text
+    [match] = traced.json()["matches"]
+    assert match["fileId"] == cover and match["page"] == 2
+    assert match["viewerEmail"] == "dana@example.com" and match["viewerName"] == "Dana Scully"
+    assert match["ip"] == "203.0.113.7" and match["evidence"] == "invisible"
+
+
+def test_a_room_page_checks_the_key_before_the_link(vault: VaultProcess, room: dict) -> None:
+    cover = room["files"]["Cover.pdf"]["id"]
+    with vault.client("sd_live_" + "x" * 43) as stranger:
+        assert_json_error(page(stranger, "A" * 43, cover), 401, "invalid or revoked API key")
+    with vault.client() as anonymous:
+        assert_json_error(page(anonymous, "A" * 43, cover), 401,
+                          "missing API key: send Authorization: Bearer <API_KEY>")
