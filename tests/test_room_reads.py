@@ -101,6 +101,8 @@ def test_the_proxy_reads_the_tree_and_pages(vault: VaultProcess, api: httpx.Clie
     assert room_log[0]["ip"] == "203.0.113.7"
     only_views = api.get(f"/rooms/{room['id']}/access-log", params={"action": "room.view"})
     assert [entry["action"] for entry in only_views.json()] == ["room.view"]
+    assert_json_error(api.get(f"/rooms/{room['id']}/access-log", params={"action": "upload"}),
+                      400, "action must be one of page, room.view")
 
 
 def test_another_accounts_key_cannot_read_a_room_link(vault: VaultProcess, api: httpx.Client,
@@ -220,6 +222,12 @@ def test_the_owner_sees_per_viewer_and_per_document_analytics(
     by_document = {document["fileId"]: document for document in body["documents"]}
     assert by_document[cover]["viewers"] == 2 and by_document[accounts]["viewers"] == 1
     assert by_document[cover]["name"] == "Cover.pdf"
+    # Read in full (view.* events are not sent for room reads): nothing is left to announce.
+    async def owed(db: Any) -> list[Any]:
+        return [doc["_id"] async for doc in db.link_stats.find(
+            {"fileId": cover, "$or": [{"openAnnounced": False}, {"completeAnnounced": False}]})]
+
+    assert vault.run_service(owed) == []
 
 
 def test_a_leaked_room_page_traces_back_to_its_reader(vault: VaultProcess, api: httpx.Client,

@@ -18,7 +18,8 @@ from vaultd.records import AccessLogDoc, Action
 from vaultd.timefmt import iso_utc, utcnow
 
 LATEST = 200
-ACTIONS: frozenset[str] = frozenset(get_args(Action))
+# A file's actions; `room.view` is a room's (services.rooms.activity), not on a file's log.
+ACTIONS: frozenset[str] = frozenset(get_args(Action)) - {"room.view"}
 # The fields of an entry as the API and the export show it (spec 2.4), in the export's order.
 ENTRY_FIELDS = ("at", "fileId", "action", "viewerEmail", "ip", "page")
 

@@ -9,7 +9,7 @@ from vaultd.records import RoomDoc
 from vaultd.services.rooms import activity, index, items, records, room_links, tree
 from vaultd.timefmt import iso_utc
 from vaultd.web.base import BaseHandler
-from vaultd.web.files import parse_action, parse_before, parse_bounded_int
+from vaultd.web.files import parse_before, parse_bounded_int
 
 
 class RoomBase(BaseHandler):
@@ -127,7 +127,9 @@ class RevokeRoomViewsHandler(RoomBase):
 class RoomAccessLogHandler(RoomBase):
     async def get(self, room_id: str) -> None:
         before = parse_before(self.get_query_argument("before", None))
-        action = parse_action(self.get_query_argument("action", None))
+        action = self.get_query_argument("action", None)
+        if action is not None and action not in activity.ROOM_ACTIONS:
+            raise InvalidRequest(f"action must be one of {', '.join(activity.ROOM_ACTIONS)}")
         room = await self.room(room_id)
         self.send_json(200, await activity.latest_entries(self.ctx.db, room["_id"],
                                                           before=before, action=action))

@@ -15,7 +15,7 @@ from vaultd.records import AccessLogDoc, RoomLinkDoc
 from vaultd.services import access_log, outbox
 from vaultd.timefmt import iso_utc, utcnow
 
-ROOM_ACTIONS = ("room.view", "page")
+ROOM_ACTIONS = ("page", "room.view")  # what a room's log holds
 
 
 def _link_data(link: RoomLinkDoc) -> dict[str, Any]:
