@@ -39,24 +39,25 @@ def page_link(link: RoomLinkDoc, file: FileDoc) -> LinkDoc:
 
 
 async def in_scope(db: Db, link: RoomLinkDoc, file_id: str) -> bool:
-    """Whether the file is in the link's room now, inside one of its scope's folders."""
-    item = await db.room_items.find_one({"roomId": link["roomId"], "fileId": file_id},
-                                        {"parentId": 1})
+    """Whether the file is in the link's room now, inside one of its scope's folders. The item
+    and the room's folders are read at once (one round trip), the chain walked in memory."""
+    placed = {"roomId": link["roomId"], "fileId": file_id}
+    if link["folderIds"] is None:
+        return await db.room_items.find_one(placed, {"_id": 1}) is not None
+    item, folders = await asyncio.gather(
+        db.room_items.find_one(placed, {"parentId": 1}),
+        db.room_items.find({"roomId": link["roomId"], "type": "folder"}, {"parentId": 1})
+        .limit(tree.MAX_ITEMS).to_list())
     if item is None:
         return False
-    if link["folderIds"] is None:
-        return True
+    parents = {folder["_id"]: folder["parentId"] for folder in folders}
     scope, parent = set(link["folderIds"]), item["parentId"]
     for _ in range(MAX_DEPTH):
-        if parent is None:
+        if parent is None or parent not in parents:
             return False
         if parent in scope:
             return True
-        folder = await db.room_items.find_one({"_id": parent, "roomId": link["roomId"]},
-                                              {"parentId": 1})
-        if folder is None:
-            return False
-        parent = folder["parentId"]
+        parent = parents[parent]
     return False
 
 
@@ -116,10 +117,19 @@ class RoomPages:
 
     async def open(self, request: PageRequest) -> OpenLink:
         assert request.file_id is not None
-        owner = None
-        if request.api_key is not None:  # the key's verdict first, whatever the link's
-            owner = (await api_keys.check_key(self.db, request.api_key)).owner
-        return await open_document(self.db, request.token, request.file_id, owner)
+        if request.api_key is None:
+            return await open_document(self.db, request.token, request.file_id)
+        # The key and the link read at once; the key's verdict first, whatever the link's.
+        key, opened = await asyncio.gather(
+            api_keys.check_key(self.db, request.api_key),
+            open_document(self.db, request.token, request.file_id), return_exceptions=True)
+        if isinstance(key, BaseException):
+            raise key
+        if isinstance(opened, BaseException):
+            raise opened
+        if opened.account.id != key.owner:  # another account's link: as a missing one
+            raise NotFound(LINK_NOT_FOUND)
+        return opened
 
     async def still_open(self, opened: OpenLink, fresh_for: float = 0.0) -> bool:
         """As `links.still_open`: live now, or checked less than `fresh_for` seconds ago."""
