@@ -143,6 +143,8 @@ class RoomItemDoc(TypedDict):
     parentId: str | None
     position: int
     fileId: NotRequired[str]
+    fileName: NotRequired[str]  # a file's name and page count, copied when it is added: a
+    pageCount: NotRequired[int]  # stored file never changes them, and the tree reads no file
     createdAt: datetime
 
 

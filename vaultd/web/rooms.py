@@ -140,7 +140,7 @@ class RoomAnalyticsHandler(RoomBase):
         room = await self.room(room_id)
         await self.ctx.pages.settle(room["accountId"])  # pages counted but not yet written
         nodes = await tree.read_tree(self.ctx.db, room["accountId"], room["_id"])
-        names = {node.file["_id"]: node.name for node in tree.walk(nodes) if node.file}
+        names = {node.file.id: node.name for node in tree.walk(nodes) if node.file}
         self.send_json(200, await activity.analytics(self.ctx.db, room["_id"], names))
 
 

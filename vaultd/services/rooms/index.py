@@ -23,7 +23,7 @@ def spreadsheet_safe(value: Any) -> Any:
 def index_rows(tree: list[Node]) -> list[dict[str, Any]]:
     return [{"number": node.number, "path": node.path, "name": node.name,
              "type": node.item["type"],
-             "pageCount": int(node.file["pageCount"]) if node.file else None}
+             "pageCount": node.file.page_count if node.file else None}
             for node in walk(tree)]
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
-from vaultd.records import RoomDoc, RoomItemDoc, RoomItemType
+from vaultd.records import FileDoc, RoomDoc, RoomItemDoc, RoomItemType
 from vaultd.services.files import get_file, is_uuid
 from vaultd.services.rooms.records import parse_name
 from vaultd.services.rooms.tree import MAX_ITEMS, children_of, load_items
@@ -34,7 +34,7 @@ async def _next_position(db: Db, room_id: str, parent_id: str | None) -> int:
 
 
 async def _insert(db: Db, room: RoomDoc, kind: RoomItemType, name: str | None,
-                  parent_id: str | None, file_id: str | None = None) -> RoomItemDoc:
+                  parent_id: str | None, file: FileDoc | None = None) -> RoomItemDoc:
     if await db.room_items.count_documents({"roomId": room["_id"]}) >= MAX_ITEMS:
         raise InvalidRequest(f"a room holds at most {MAX_ITEMS} items")
     item: RoomItemDoc = {"_id": str(uuid.uuid4()), "roomId": room["_id"],
@@ -42,8 +42,9 @@ async def _insert(db: Db, room: RoomDoc, kind: RoomItemType, name: str | None,
                          "parentId": parent_id,
                          "position": await _next_position(db, room["_id"], parent_id),
                          "createdAt": utcnow()}
-    if file_id is not None:
-        item["fileId"] = file_id
+    if file is not None:
+        item.update({"fileId": file["_id"], "fileName": file["name"],
+                     "pageCount": int(file["pageCount"])})
     await db.room_items.insert_one(item)
     return item
 
@@ -61,9 +62,10 @@ async def add_file(db: Db, room: RoomDoc, body: dict[str, Any]) -> RoomItemDoc:
         raise InvalidRequest("fileId must be a file UUID")
     parent = await _folder_id(db, room, body.get("folderId"), "folderId")
     file = await get_file(db, room["accountId"], file_id)
-    if await db.room_items.find_one({"roomId": room["_id"], "fileId": file["_id"]}):
+    places = await db.room_items.find({"fileId": file["_id"]}, {"roomId": 1}).to_list()
+    if any(place["roomId"] == room["_id"] for place in places):  # by the file's index
         raise InvalidRequest("the file is already in this room")
-    return await _insert(db, room, "file", None, parent, file["_id"])
+    return await _insert(db, room, "file", None, parent, file)
 
 
 async def get_item(db: Db, room: RoomDoc, item_id: str) -> RoomItemDoc:

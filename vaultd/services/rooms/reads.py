@@ -39,25 +39,28 @@ def page_link(link: RoomLinkDoc, file: FileDoc) -> LinkDoc:
 
 
 async def in_scope(db: Db, link: RoomLinkDoc, file_id: str) -> bool:
-    """Whether the file is in the link's room now, inside one of its scope's folders. The item
-    and the room's folders are read at once (one round trip), the chain walked in memory."""
-    placed = {"roomId": link["roomId"], "fileId": file_id}
-    if link["folderIds"] is None:
-        return await db.room_items.find_one(placed, {"_id": 1}) is not None
-    item, folders = await asyncio.gather(
-        db.room_items.find_one(placed, {"parentId": 1}),
-        db.room_items.find({"roomId": link["roomId"], "type": "folder"}, {"parentId": 1})
-        .limit(tree.MAX_ITEMS).to_list())
+    """Whether the file is in the link's room now, inside one of its scope's folders.
+
+    Read by the file's index (a file is in few rooms), the room filtered here, then the chain
+    of folders above it by id: reads SecantusDB answers from an index (a query on the room's
+    items would walk them all)."""
+    places = await db.room_items.find({"fileId": file_id}, {"roomId": 1, "parentId": 1}
+                                      ).to_list()
+    item = next((place for place in places if place["roomId"] == link["roomId"]), None)
     if item is None:
         return False
-    parents = {folder["_id"]: folder["parentId"] for folder in folders}
+    if link["folderIds"] is None:
+        return True
     scope, parent = set(link["folderIds"]), item["parentId"]
     for _ in range(MAX_DEPTH):
-        if parent is None or parent not in parents:
+        if parent is None:
             return False
         if parent in scope:
             return True
-        parent = parents[parent]
+        folder = await db.room_items.find_one({"_id": parent}, {"roomId": 1, "parentId": 1})
+        if folder is None or folder["roomId"] != link["roomId"]:
+            return False
+        parent = folder["parentId"]
     return False
 
 

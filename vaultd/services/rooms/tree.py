@@ -2,7 +2,8 @@
 
 A room's items are read whole (one query, at most MAX_ITEMS) and the tree, its numbers and a
 link's scope are worked out in memory: every answer about a room is from one consistent read.
-A file's item shows its file only while the file is stored in the room's account.
+A file's item carries the file's name and page count (copied when added: they never change), so
+the tree reads no file; deleting a file removes its items (`files.finish_delete`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultd.db import Db
-from vaultd.records import FileDoc, RoomItemDoc
+from vaultd.records import RoomItemDoc
 
 MAX_ITEMS = 5000  # items of one room; the bench's room has 1,050
 MAX_SHOWN_DEPTH = 8  # the hosted index indents this deep at most (viewer.css, .depth-N)
+
+
+@dataclass(frozen=True)
+class FileRef:
+    id: str
+    name: str
+    page_count: int
 
 
 @dataclass
@@ -24,21 +32,12 @@ class Node:
     number: str
     path: str  # names from the top of the room, "/"-joined
     name: str
-    file: FileDoc | None  # a file item's file; None for folders
+    file: FileRef | None  # a file item's file; None for folders
     children: list[Node] = field(default_factory=list)
 
 
 async def load_items(db: Db, room_id: str) -> list[RoomItemDoc]:
     return [doc async for doc in db.room_items.find({"roomId": room_id}).limit(MAX_ITEMS)]
-
-
-async def stored_files(db: Db, account_id: str, items: Iterable[RoomItemDoc]
-                       ) -> dict[str, FileDoc]:
-    ids = [item["fileId"] for item in items if "fileId" in item]
-    if not ids:
-        return {}
-    query = {"_id": {"$in": ids}, "accountId": account_id, "state": "stored"}
-    return {doc["_id"]: doc async for doc in db.files.find(query, {"blob": 0, "rendition": 0})}
 
 
 def children_of(items: Iterable[RoomItemDoc]) -> dict[str | None, list[RoomItemDoc]]:
@@ -51,17 +50,16 @@ def children_of(items: Iterable[RoomItemDoc]) -> dict[str | None, list[RoomItemD
     return by_parent
 
 
-def build(items: list[RoomItemDoc], files: dict[str, FileDoc]) -> list[Node]:
-    """The numbered tree. A file item whose file is gone takes no number: numbers stay dense."""
+def build(items: list[RoomItemDoc]) -> list[Node]:
+    """The numbered tree, numbers from positions (dense: 1..n under each parent)."""
     by_parent = children_of(items)
 
     def grow(parent: str | None, prefix: str, path: str) -> list[Node]:
         nodes: list[Node] = []
         for item in by_parent.get(parent, []):
-            file = files.get(item.get("fileId", "")) if item["type"] == "file" else None
-            if item["type"] == "file" and file is None:
-                continue
-            name = item["name"] or (file["name"] if file else "")
+            file = (FileRef(item["fileId"], item.get("fileName", ""), item.get("pageCount", 1))
+                    if item["type"] == "file" and "fileId" in item else None)
+            name = item["name"] or (file.name if file else "")
             number = f"{prefix}{len(nodes) + 1}"
             node = Node(item, number, f"{path}{name}", name, file)
             if item["type"] == "folder":
@@ -102,8 +100,8 @@ def node_json(node: Node) -> dict[str, Any]:
     body: dict[str, Any] = {"id": node.item["_id"], "type": node.item["type"],
                             "number": node.number, "name": node.name}
     if node.file is not None:
-        body["fileId"] = node.file["_id"]
-        body["pageCount"] = int(node.file["pageCount"])
+        body["fileId"] = node.file.id
+        body["pageCount"] = node.file.page_count
     else:
         body["children"] = [node_json(child) for child in node.children]
     return body
@@ -115,9 +113,8 @@ def tree_json(nodes: list[Node]) -> list[dict[str, Any]]:
 
 def find_file(nodes: list[Node], file_id: str) -> Node | None:
     return next((node for node in walk(nodes) if node.file is not None
-                 and node.file["_id"] == file_id), None)
+                 and node.file.id == file_id), None)
 
 
 async def read_tree(db: Db, account_id: str, room_id: str) -> list[Node]:
-    items = await load_items(db, room_id)
-    return build(items, await stored_files(db, account_id, items))
+    return build(await load_items(db, room_id))
