@@ -19,6 +19,7 @@ from admin_cli import (
     commands_keys,
     commands_log,
     commands_master_key,
+    commands_rooms,
     commands_storage,
     commands_trace,
 )
@@ -46,6 +47,7 @@ app.add_typer(commands_storage.app, name="storage")
 app.add_typer(commands_backup.app, name="backup")
 app.command("restore")(commands_backup.restore)
 app.add_typer(commands_analytics.app, name="files")
+app.add_typer(commands_rooms.app, name="rooms")
 app.command("trace")(commands_trace.trace)
 app.command("doctor")(commands_doctor.doctor)
 

@@ -168,6 +168,7 @@ def test_account_shows_plan_and_live_usage(vault: VaultProcess, api: httpx.Clien
         "id": "pro", "name": "Pro", "priceCents": 4900, "maxDocuments": 5000,
         "maxStorageBytes": 26843545600, "maxViewSeconds": 2592000, "customWatermark": True,
         "accessLogExport": False, "maxApiKeys": 10, "support": "Email support, next business day",
+        "maxRooms": 10,
     }
     assert body["usage"] == {"documents": 1, "storageBytes": len(data), "activeLinks": 1,
                              "apiKeys": 1}

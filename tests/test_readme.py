@@ -35,6 +35,8 @@ def test_the_first_session_runs_end_to_end_as_written(tmp_path: Path) -> None:
     assert result.stdout.endswith(']204\n{"revoked": 0}204\n'), result.stdout[-300:]
     assert (tmp_path / "copy.pdf").read_bytes() == (tmp_path / "report.pdf").read_bytes()
     assert (tmp_path / "page1.jpg").read_bytes()[:3] == b"\xff\xd8\xff"
+    assert (tmp_path / "room-page1.jpg").read_bytes()[:3] == b"\xff\xd8\xff"  # a room's page
+    assert '"number": "1.1"' in result.stdout and "Q3 board pack" in result.stdout
     assert '"action": "page"' in result.stdout and '"ip": "203.0.113.7"' in result.stdout
 
 

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 ALL_EVENTS = ["file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
               "view.completed", "file.downloaded"]
 GATE_EVENTS = ["view.verified", "agreement.accepted"]  # tests/test_gates_email.py sends them
+ROOM_EVENTS = ["room.opened", "room.revoked"]
+EVERY_EVENT = ALL_EVENTS + GATE_EVENTS + ROOM_EVENTS  # what an endpoint may subscribe to
 FAST_RETRIES = {"VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "true",
                 "VAULTD_WEBHOOKS_RETRY_SCHEDULE": "0.5,0.5,0.5",
                 "VAULTD_WEBHOOKS_POLL_SECONDS": "0.1",
@@ -90,9 +92,9 @@ def test_deleting_an_endpoint_twice_is_a_404_the_second_time(
     ({"url": "https://exa mple.com/x", "events": ["file.uploaded"]},
      "url must not contain spaces or control characters"),
     ({"url": "https://example.com/x", "events": ["file.eaten"]},
-     "unknown event 'file.eaten'; events: " + ", ".join(ALL_EVENTS + GATE_EVENTS)),
+     "unknown event 'file.eaten'; events: " + ", ".join(EVERY_EVENT)),
     ({"url": "https://example.com/x", "events": []},
-     "events must be a non-empty list among: " + ", ".join(ALL_EVENTS + GATE_EVENTS)),
+     "events must be a non-empty list among: " + ", ".join(EVERY_EVENT)),
 ])
 def test_bad_endpoints_are_refused(owner: httpx.Client, body: dict[str, Any],
                                    message: str) -> None:
@@ -203,3 +205,30 @@ def wait_for_deliveries(client: httpx.Client, endpoint_id: str,
 
     return wait_until(recorded, timeout=20, interval=0.1,
                       what=f"{count} delivery attempts recorded")
+
+
+def test_room_links_announce_their_first_opening_and_revocations(
+        owner: httpx.Client, receiver: Receiver, hooks_vault: VaultProcess) -> None:
+    subscribe(owner, receiver, ROOM_EVENTS, vault=hooks_vault)
+    file = upload_ok(owner, docs.pdf(1), name="Deck.pdf")
+    room = owner.post("/rooms", json={"name": "Board pack"}).json()
+    assert owner.post(f"/rooms/{room['id']}/files", json={"fileId": file["id"]}).status_code == 201
+    tokens = [owner.post(f"/rooms/{room['id']}/views",
+                         json={"viewerEmail": f"r{n}@example.com"}).json()["token"]
+              for n in range(3)]
+    hooks_vault.secrets.extend(tokens)
+    for _ in range(2):  # opened twice: announced once
+        assert owner.get(f"/room-views/{tokens[0]}",
+                         headers={"x-viewer-ip": "203.0.113.9"}).status_code == 200
+    assert owner.delete(f"/room-views/{tokens[0]}").status_code == 204
+    assert owner.post(f"/rooms/{room['id']}/revoke-views").json() == {"revoked": 2}
+    seen = receiver.wait_for(lambda got: len(got) >= 3)
+    assert sorted(r.event["type"] for r in seen) == ["room.opened", "room.revoked",
+                                                     "room.revoked"]
+    opened = receiver.of_type("room.opened")[0].event["data"]
+    assert opened["roomId"] == room["id"] and opened["roomName"] == "Board pack"
+    assert opened["viewerEmail"] == "r0@example.com" and opened["ip"] == "203.0.113.9"
+    counts = sorted(r.event["data"]["revoked"] for r in receiver.of_type("room.revoked"))
+    assert counts == [1, 2]
+    for r in seen:
+        assert r.verified and not any(token in r.body.decode() for token in tokens)

@@ -28,6 +28,9 @@ from vaultd.records import (
     LinkDoc,
     LinkStatsDoc,
     OutboxDoc,
+    RoomDoc,
+    RoomItemDoc,
+    RoomLinkDoc,
     ViewerSessionDoc,
     WebhookEndpointDoc,
 )
@@ -99,6 +102,18 @@ class Db:
     @property
     def agreements(self) -> AsyncCollection[AgreementDoc]:
         return cast("AsyncCollection[AgreementDoc]", self.database["agreements"])
+
+    @property
+    def rooms(self) -> AsyncCollection[RoomDoc]:
+        return cast("AsyncCollection[RoomDoc]", self.database["rooms"])
+
+    @property
+    def room_items(self) -> AsyncCollection[RoomItemDoc]:
+        return cast("AsyncCollection[RoomItemDoc]", self.database["room_items"])
+
+    @property
+    def room_links(self) -> AsyncCollection[RoomLinkDoc]:
+        return cast("AsyncCollection[RoomLinkDoc]", self.database["room_links"])
 
     async def close(self) -> None:
         await self.client.close()
@@ -207,6 +222,13 @@ async def ensure_indexes(db: Db) -> None:
     await db.viewer_sessions.create_index([("linkId", ASCENDING), ("createdAt", DESCENDING)])
     await db.agreements.create_index([("accountId", ASCENDING), ("agreementId", ASCENDING),
                                       ("version", DESCENDING)])
+    await db.rooms.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
+    await db.room_items.create_index([("roomId", ASCENDING), ("parentId", ASCENDING)])
+    await db.room_items.create_index([("fileId", ASCENDING)])  # a deleted file leaves every room
+    await db.room_links.create_index([("hash", ASCENDING)], unique=True)
+    await db.room_links.create_index([("roomId", ASCENDING)])
+    await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
+    await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
     await count_links_once(db)
 
 

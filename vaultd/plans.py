@@ -21,6 +21,7 @@ class Plan:
     accessLogExport: bool
     maxApiKeys: int
     support: str
+    maxRooms: int | None = 0  # data rooms (services.rooms); None: unlimited
     minViewSeconds: int = 60
 
     def to_json(self) -> dict[str, Any]:
@@ -32,9 +33,9 @@ class Plan:
 PLANS: dict[str, Plan] = {
     "free": Plan("free", "Free", 0, 100, GB, 604_800, False, False, 2, "Community support"),
     "pro": Plan("pro", "Pro", 4900, 5000, 26_843_545_600, 2_592_000, True, False, 10,
-                "Email support, next business day"),
+                "Email support, next business day", maxRooms=10),
     "business": Plan("business", "Business", 24900, None, 200 * GB, 2_592_000, True, True, 50,
-                     "Priority support, 4-hour response"),
+                     "Priority support, 4-hour response", maxRooms=None),
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 FileKind = Literal["source", "delivery"]
 FileState = Literal["stored", "deleting"]
 Action = Literal["upload", "view", "page", "download", "delete", "revoke", "trace", "verify",
-                 "agreement"]
+                 "agreement", "room.view"]
 
 
 class UsageDoc(TypedDict):
@@ -185,6 +185,53 @@ class AccessLogDoc(TypedDict):
     viewerName: NotRequired[str]  # page entries: for leak tracing, not part of the spec's entry
     renderId: NotRequired[str]  # page entries: the served page's forensic id (render.forensic)
     detail: NotRequired[dict[str, Any]]  # verify / agreement entries: what happened (gates)
+    roomId: NotRequired[str]  # entries of a room's reads (`room.view`, its pages)
+
+
+RoomItemType = Literal["folder", "file"]
+
+
+class RoomDoc(TypedDict):
+    """Collection `rooms`: a named set of an account's files (`services.rooms`)."""
+
+    _id: str
+    accountId: str
+    name: str
+    createdAt: datetime
+
+
+class RoomItemDoc(TypedDict):
+    """Collection `room_items`: a folder or a file of a room. `parentId` is a folder of the
+    same room or None (top level); siblings are ordered by `position` then `_id`."""
+
+    _id: str
+    roomId: str
+    accountId: str
+    type: RoomItemType
+    name: str | None  # a folder's name; a file's item shows the file's own name
+    parentId: str | None
+    position: int
+    fileId: NotRequired[str]
+    fileName: NotRequired[str]  # a file's name and page count, copied when it is added: a
+    pageCount: NotRequired[int]  # stored file never changes them, and the tree reads no file
+    createdAt: datetime
+
+
+class RoomLinkDoc(TypedDict):
+    """Collection `room_links`: one reader's link to a room. Only the token's SHA-256 is
+    stored. `folderIds` is the link's scope (None: the whole room)."""
+
+    _id: str
+    hash: str
+    accountId: str
+    roomId: str
+    viewerEmail: str
+    viewerName: str
+    folderIds: list[str] | None
+    createdAt: datetime
+    expiresAt: datetime
+    revoked: bool
+    firstOpenedAt: NotRequired[datetime]  # set by its first opening, which sends room.opened
 
 
 class InstanceDoc(TypedDict):

@@ -19,7 +19,8 @@ from vaultd.services.newest import newest
 from vaultd.timefmt import iso_utc, utcnow
 
 LATEST = 200
-ACTIONS: frozenset[str] = frozenset(get_args(Action))
+# A file's actions; `room.view` is a room's (services.rooms.activity), not on a file's log.
+ACTIONS: frozenset[str] = frozenset(get_args(Action)) - {"room.view"}
 # The fields of an entry as the API and the export show it (spec 2.4), in the export's order.
 ENTRY_FIELDS = ("at", "fileId", "action", "viewerEmail", "ip", "page")
 # Entries are stamped by each process's clock: a little before the file's record, or ahead of
@@ -50,6 +51,7 @@ async def record(
     viewer_name: str | None = None,
     entry_id: str | None = None,
     detail: dict[str, Any] | None = None,
+    room_id: str | None = None,
 ) -> str:
     """Appends an entry; returns its id (`entry_id` when the caller chose it beforehand, as a
     webhook held for this entry does)."""
@@ -72,6 +74,8 @@ async def record(
         entry["renderId"] = render_id  # the served page's forensic id (render.forensic)
     if detail:
         entry["detail"] = detail  # verify / agreement entries (services.gates.events)
+    if room_id is not None:
+        entry["roomId"] = room_id  # read through a room link (services.rooms)
     await db.access_log.insert_one(entry)
     return entry["_id"]
 

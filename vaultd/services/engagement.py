@@ -32,12 +32,24 @@ async def page_served(db: Db, opened: OpenLink, views: Mapping[int, int], ip: st
     """Called once pages are on their way; a failure here must not withhold a page."""
     try:
         note = await analytics.note_pages(db, opened, views, ip)
+        if opened.room_id is not None:  # a room's reads announce room.opened instead
+            await _owe_nothing(db, opened.link["_id"], note)
+            return
         if note.first_open:
             await webhook_events.opened_now(db, opened, ip)
         if note.completed:
             await webhook_events.completed_now(db, opened)
     except Exception:
         log.warning("page analytics not recorded (database unavailable?)")
+
+
+async def _owe_nothing(db: Db, stats_id: str, note: analytics.PageNote) -> None:
+    """A room read's first open or completion is announced by no view.* event: marked so, the
+    outbox sweep (`webhook_events.announce_missed`) does not look at it again and again."""
+    done = {**({"openAnnounced": True} if note.first_open else {}),
+            **({"completeAnnounced": True} if note.completed else {})}
+    if done:
+        await db.link_stats.update_one({"_id": stats_id}, {"$set": done})
 
 
 @dataclass

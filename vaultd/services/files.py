@@ -111,6 +111,8 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
         live = await link_counts.file_live(db, file_id)
     # Links go first so that no page is served from here on, in any process.
     await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
+    # It leaves every room (a file is in few rooms: one item per room it was added to).
+    await delete_in_batches(db.raw(db.room_items.name), {"fileId": file_id})
     await delete_in_batches(db.raw(db.link_stats.name), {"fileId": file_id})
     await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
     await store.backend.delete(doc["blob"]["name"])

@@ -50,6 +50,7 @@ class OpenLink:
     file: FileDoc
     account: Account
     read_at: float  # time.monotonic() when the link was read and found live
+    room_id: str | None = None  # a room link's page (services.rooms.reads): its room
 
 
 def parse_link_request(body: dict[str, Any], account: Account) -> LinkRequest:

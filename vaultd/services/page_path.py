@@ -19,6 +19,10 @@ A refused request starts no render and writes nothing; an entry written for a pa
 not sent is withdrawn. One `PagePath` is built by the composition root (`vaultd.main`) and held
 by the app context; both page routes (`web.views`, `web.viewer`) call `serve`.
 
+Room links (`services.rooms`) are a resolver variant: a request naming a `file_id` is resolved
+and authorised by `PagePath.rooms` (`rooms.reads.RoomPages`), which also confirms it after the
+render; every other stage is the same, so room pages get the same watermark, marks and log.
+
 Extending it: a new stage is a method called from `serve` in its place; something that must
 happen for every page sent (analytics, webhooks) is a `PageHook` added to `hooks`. What a stage
 produces for later ones (a render id, say) belongs on `Page`.
@@ -54,6 +58,7 @@ from vaultd.services.link_records import LinkRecords
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink, still_open
 from vaultd.services.mark_key import MarkCipher
 from vaultd.services.pool_calls import Departure, start_task
+from vaultd.services.rooms.reads import RoomPages
 from vaultd.timefmt import PARIS, paris_display, utcnow
 
 log = logging.getLogger("vaultd.pages")
@@ -75,6 +80,7 @@ class PageRequest:
     api_key: str | None = None  # the caller's key on the API route; None on the hosted viewer
     departure: Departure | None = None  # told when the client has gone: a queued render drops
     session: str | None = None  # the viewer session's id (header or cookie), for gated links
+    file_id: str | None = None  # a room link's page: the room's document asked for
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,14 @@ class SentPage:
     page: Page
     log_entry_id: str
     size: int  # bytes of JPEG sent
+
+
+class RoomResolver(Protocol):
+    async def open(self, request: PageRequest) -> OpenLink:
+        """The document of a room link's page, readable now; Unauthorized or NotFound."""
+
+    async def still_open(self, opened: OpenLink, fresh_for: float = 0.0) -> bool:
+        """Whether it is still readable (read again unless checked within `fresh_for`)."""
 
 
 class PageHook(Protocol):
@@ -148,10 +162,20 @@ class PagePath:
     records: LinkRecords = field(default_factory=LinkRecords)
     hooks: list[PageHook] = field(default_factory=list)
     gates: Gates = field(default_factory=Gates)
+    rooms: RoomResolver | None = None  # room links' pages; made from `db` when not given
+
+    def __post_init__(self) -> None:
+        if self.rooms is None:
+            self.rooms = RoomPages(self.db)
 
     async def serve(self, request: PageRequest, send: Callable[[bytes], None]) -> None:
         """Serve one page to `send`, or raise the domain error that refuses it."""
-        opened, session = await self.authorise(request, self.resolve(request.token))
+        session: ViewerSessionDoc | None = None  # room links have no gates yet
+        if request.file_id is not None:
+            assert self.rooms is not None
+            opened = await self.rooms.open(request)
+        else:
+            opened, session = await self.authorise(request, self.resolve(request.token))
         number = parse_page_number(request.page, opened.file["pageCount"])
         verified = session is not None and "verifyEmail" in session["passed"]
         page, render, entry_id = await self.start(
@@ -245,11 +269,16 @@ class PagePath:
         return await access_log.record(
             self.db, opened.account.id, opened.file["_id"], "page",
             viewer_email=opened.link["viewerEmail"], ip=page.request.ip, page=page.number,
-            render_id=render_id_hex(page.render_id), viewer_name=opened.link.get("viewerName"))
+            render_id=render_id_hex(page.render_id), viewer_name=opened.link.get("viewerName"),
+            room_id=opened.room_id)
 
     async def confirm(self, page: Page, render: asyncio.Future[bytes]) -> bytes:
         jpeg = await render
-        if not await still_open(self.db, page.link, fresh_for=LINK_FRESH_SECONDS):
+        if page.link.room_id is not None and self.rooms is not None:
+            live = await self.rooms.still_open(page.link, fresh_for=LINK_FRESH_SECONDS)
+        else:
+            live = await still_open(self.db, page.link, fresh_for=LINK_FRESH_SECONDS)
+        if not live:
             raise NotFound(LINK_NOT_FOUND)
         return jpeg
 

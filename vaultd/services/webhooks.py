@@ -26,7 +26,8 @@ from vaultd.services.webhook_failures import tenant_error
 from vaultd.timefmt import iso_utc, utcnow
 
 EVENTS = ("file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
-          "view.completed", "file.downloaded", "view.verified", "agreement.accepted")
+          "view.completed", "file.downloaded", "view.verified", "agreement.accepted",
+          "room.opened", "room.revoked")
 MAX_ENDPOINTS = 10
 MAX_URL_LENGTH = 2000
 LATEST_DELIVERIES = 50

@@ -10,7 +10,8 @@ from tornado.web import RequestHandler
 
 access_log = logging.getLogger("tornado.access")
 
-_TOKEN_IN_PATH = re.compile(r"(/(?:v1/views|v)/)[^/?#]+")
+# File links (/v/, /v1/views/) and room links (/r/, /v1/room-views/).
+_TOKEN_IN_PATH = re.compile(r"(/(?:v1/views|v|v1/room-views|r)/)[^/?#]+")
 _SESSION_IN_PATH = re.compile(r"(/sessions/)[^/?#]+")
 
 

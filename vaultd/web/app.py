@@ -17,6 +17,8 @@ from vaultd.web import (
     health,
     index,
     openapi,
+    room_views,
+    rooms,
     trace,
     upload,
     viewer,
@@ -30,7 +32,7 @@ from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
-                            viewer_gates]
+                            viewer_gates, rooms, room_views]
 
 
 class RouteAuditError(Exception):

@@ -1,0 +1,100 @@
+"""What a room's owner learns: its access log, its analytics and its webhooks.
+
+A room link's pages are counted per (link, document) in `link_stats` under the id
+`<room link id>:<file id>` (`reads.page_link`), by the page path's engagement hook like any
+page; a room's analytics add those records up. Its entries carry `roomId`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from vaultd.db import Db
+from vaultd.records import AccessLogDoc, RoomLinkDoc
+from vaultd.services import access_log, outbox
+from vaultd.timefmt import iso_utc, utcnow
+
+ROOM_ACTIONS = ("page", "room.view")  # what a room's log holds
+
+
+def _link_data(link: RoomLinkDoc) -> dict[str, Any]:
+    return {"roomLinkId": link["_id"], "viewerEmail": link["viewerEmail"],
+            "viewerName": link["viewerName"], "expiresAt": iso_utc(link["expiresAt"])}
+
+
+async def room_opened(db: Db, link: RoomLinkDoc, room_name: str, ip: str | None) -> None:
+    """The `room.view` entry of an opening; the link's first opening sends `room.opened`."""
+    await access_log.record(db, link["accountId"], "", "room.view",
+                            viewer_email=link["viewerEmail"], ip=ip, room_id=link["roomId"])
+    unopened = {"_id": link["_id"], "firstOpenedAt": {"$exists": False}}
+    first = await db.room_links.update_one(unopened, {"$set": {"firstOpenedAt": utcnow()}})
+    if first.modified_count:
+        data = {"roomId": link["roomId"], "roomName": room_name, **_link_data(link), "ip": ip}
+        await outbox.emit(db, link["accountId"], "room.opened", data,
+                          key=f"room.opened:{link['_id']}")
+
+
+async def room_revoked(db: Db, account_id: str, room_id: str, count: int,
+                       link: RoomLinkDoc | None) -> None:
+    """`room.revoked`: one link (with its viewer) or all of a room's (`revoked`: how many)."""
+    data: dict[str, Any] = {"roomId": room_id, "revoked": count}
+    if link is not None:
+        data.update(_link_data(link))
+    await outbox.emit(db, account_id, "room.revoked", data)
+
+
+def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
+    out = access_log.entry_json(doc)
+    if not out["fileId"]:
+        del out["fileId"]  # a room.view entry is about the room, not a file
+    out["roomId"] = doc.get("roomId")
+    return out
+
+
+async def latest_entries(db: Db, room_id: str, *, before: datetime | None = None,
+                         action: str | None = None) -> list[dict[str, Any]]:
+    """The room's latest LATEST entries, newest first (ties at the last `at` kept, as in
+    `access_log.latest_for_file`)."""
+    query: dict[str, Any] = {"roomId": room_id}
+    if before is not None:
+        query["at"] = {"$lt": before}
+    if action is not None:
+        query["action"] = action
+    order = [("at", -1), ("_id", -1)]
+    limit = access_log.LATEST
+    docs = [doc async for doc in db.access_log.find(query).sort(order).limit(limit)]
+    if len(docs) == limit:
+        last = docs[-1]
+        ties = {**query, "at": last["at"], "_id": {"$lt": last["_id"]}}
+        docs += [doc async for doc in db.access_log.find(ties).sort(order).limit(limit)]
+    return [entry_json(doc) for doc in docs]
+
+
+async def analytics(db: Db, room_id: str, file_names: dict[str, str]) -> dict[str, Any]:
+    """Per viewer: documents opened, pages viewed, seconds, last seen; per document: viewers
+    and seconds. From the `link_stats` records of the room's links."""
+    links = {doc["_id"]: doc async for doc in db.room_links.find({"roomId": room_id})}
+    viewers: dict[str, dict[str, Any]] = {}
+    documents: dict[str, dict[str, Any]] = {}
+    for link_id, link in links.items():
+        async for stats in db.link_stats.find({"_id": {"$regex": f"^{link_id}:"}}):
+            pages = sum(int(page.get("views", 0)) for page in stats.get("pages", {}).values())
+            seconds = float(stats.get("totalSeconds", 0.0))
+            viewer = viewers.setdefault(link["viewerEmail"], {
+                "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
+                "documentsOpened": 0, "pagesViewed": 0, "seconds": 0.0, "lastSeenAt": None})
+            viewer["documentsOpened"] += 1
+            viewer["pagesViewed"] += pages
+            viewer["seconds"] = round(viewer["seconds"] + seconds, 3)
+            seen = iso_utc(stats["lastSeenAt"])
+            viewer["lastSeenAt"] = max(filter(None, [viewer["lastSeenAt"], seen]))
+            document = documents.setdefault(stats["fileId"], {
+                "fileId": stats["fileId"], "name": file_names.get(stats["fileId"]),
+                "viewers": set(), "seconds": 0.0})
+            document["viewers"].add(link["viewerEmail"])
+            document["seconds"] = round(document["seconds"] + seconds, 3)
+    return {"roomId": room_id, "viewers": sorted(viewers.values(),
+                                                 key=lambda v: v["viewerEmail"]),
+            "documents": [{**doc, "viewers": len(doc["viewers"])}
+                          for doc in sorted(documents.values(), key=lambda d: d["fileId"])]}

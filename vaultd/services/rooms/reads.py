@@ -1,0 +1,148 @@
+"""What a room link may read, decided again at every request.
+
+A room page goes through the page path (`services.page_path`) like a file link's page: this
+module is its resolver for room links (`PagePath.rooms`). It reads the link, the room, the
+file's place in the room and the file itself from the database on every page, and again after
+a render that took long: a file removed from the room, moved out of the link's scope or deleted
+stops at its next page with the same 404 as an unknown token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from vaultd.db import Db
+from vaultd.errors import NotFound
+from vaultd.records import FileDoc, LinkDoc, RoomDoc, RoomLinkDoc
+from vaultd.services import api_keys
+from vaultd.services.accounts import Account, get_account
+from vaultd.services.files import get_file, is_uuid
+from vaultd.services.links import LINK_NOT_FOUND, OpenLink
+from vaultd.services.rooms import room_links, tree
+from vaultd.timefmt import iso_utc
+
+if TYPE_CHECKING:  # the page path holds this resolver: only the type is needed here
+    from vaultd.services.page_path import PageRequest
+
+MAX_DEPTH = 100  # folders above a file, at most, when its scope is checked
+
+
+def page_link(link: RoomLinkDoc, file: FileDoc) -> LinkDoc:
+    """The link one document of a room link is read through: the page path's watermark, log,
+    render fairness and analytics (`link_stats` id `<room link id>:<file id>`) work from it."""
+    return {"_id": f"{link['_id']}:{file['_id']}", "hash": link["hash"],
+            "accountId": link["accountId"], "fileId": file["_id"],
+            "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
+            "createdAt": link["createdAt"], "expiresAt": link["expiresAt"], "revoked": False}
+
+
+async def in_scope(db: Db, link: RoomLinkDoc, file_id: str) -> bool:
+    """Whether the file is in the link's room now, inside one of its scope's folders.
+
+    Read by the file's index (a file is in few rooms), the room filtered here, then the chain
+    of folders above it by id: reads SecantusDB answers from an index (a query on the room's
+    items would walk them all)."""
+    places = await db.room_items.find({"fileId": file_id}, {"roomId": 1, "parentId": 1}
+                                      ).to_list()
+    item = next((place for place in places if place["roomId"] == link["roomId"]), None)
+    if item is None:
+        return False
+    if link["folderIds"] is None:
+        return True
+    scope, parent = set(link["folderIds"]), item["parentId"]
+    for _ in range(MAX_DEPTH):
+        if parent is None:
+            return False
+        if parent in scope:
+            return True
+        folder = await db.room_items.find_one({"_id": parent}, {"roomId": 1, "parentId": 1})
+        if folder is None or folder["roomId"] != link["roomId"]:
+            return False
+        parent = folder["parentId"]
+    return False
+
+
+async def open_room(db: Db, token: str, owner: str | None = None
+                    ) -> tuple[RoomLinkDoc, RoomDoc, Account]:
+    """A live room link with its room and account; another owner's is NotFound too."""
+    link = await room_links.find_live(db, token)
+    room = await db.rooms.find_one({"_id": link["roomId"]})
+    if room is None or (owner is not None and link["accountId"] != owner):
+        raise NotFound(LINK_NOT_FOUND)
+    return link, room, await get_account(db, link["accountId"])
+
+
+async def visible_tree(db: Db, link: RoomLinkDoc) -> list[tree.Node]:
+    """Exactly what the link sees now (items added later inside its scope included)."""
+    nodes = await tree.read_tree(db, link["accountId"], link["roomId"])
+    return tree.scoped(nodes, link["folderIds"])
+
+
+def room_details(link: RoomLinkDoc, room: RoomDoc, account: Account, nodes: list[tree.Node]
+                 ) -> dict[str, Any]:
+    return {"roomId": room["_id"], "name": room["name"], "viewerName": link["viewerName"],
+            "viewerEmail": link["viewerEmail"], "expiresAt": iso_utc(link["expiresAt"]),
+            "brand": account.brand, "tree": tree.tree_json(nodes)}
+
+
+async def open_document(db: Db, token: str, file_id: str, owner: str | None = None) -> OpenLink:
+    """One document of a room link, readable now; NotFound (LINK_NOT_FOUND) otherwise.
+
+    Once the link is found live, the room, the file's place in the scope, the file and the
+    account are read at once: a room page costs about one round trip more than a file's."""
+    link = await room_links.find_live(db, token)
+    read_at = time.monotonic()
+    if (owner is not None and link["accountId"] != owner) or not is_uuid(file_id):
+        raise NotFound(LINK_NOT_FOUND)
+    room, placed, file, account = await asyncio.gather(
+        db.rooms.find_one({"_id": link["roomId"]}, {"_id": 1}),
+        in_scope(db, link, file_id.lower()), _stored_file(db, link, file_id),
+        get_account(db, link["accountId"]))
+    if room is None or not placed or file is None:
+        raise NotFound(LINK_NOT_FOUND)
+    return OpenLink(page_link(link, file), file, account, read_at, room_id=room["_id"])
+
+
+async def _stored_file(db: Db, link: RoomLinkDoc, file_id: str) -> FileDoc | None:
+    try:
+        return await get_file(db, link["accountId"], file_id)
+    except NotFound:
+        return None
+
+
+class RoomPages:
+    """The page path's resolver for room links (`PagePath.rooms`)."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+
+    async def open(self, request: PageRequest) -> OpenLink:
+        assert request.file_id is not None
+        if request.api_key is None:
+            return await open_document(self.db, request.token, request.file_id)
+        # The key and the link read at once; the key's verdict first, whatever the link's.
+        key, opened = await asyncio.gather(
+            api_keys.check_key(self.db, request.api_key),
+            open_document(self.db, request.token, request.file_id), return_exceptions=True)
+        if isinstance(key, BaseException):
+            raise key
+        if isinstance(opened, BaseException):
+            raise opened
+        if opened.account.id != key.owner:  # another account's link: as a missing one
+            raise NotFound(LINK_NOT_FOUND)
+        return opened
+
+    async def still_open(self, opened: OpenLink, fresh_for: float = 0.0) -> bool:
+        """As `links.still_open`: live now, or checked less than `fresh_for` seconds ago."""
+        if time.monotonic() - opened.read_at < fresh_for:
+            return True
+        link_id = opened.link["_id"].partition(":")[0]
+        link = await self.db.room_links.find_one({"_id": link_id})
+        if link is None or not room_links.is_live(link):
+            return False
+        room, placed = await asyncio.gather(
+            self.db.rooms.find_one({"_id": link["roomId"]}, {"_id": 1}),
+            in_scope(self.db, link, opened.file["_id"]))
+        return room is not None and placed

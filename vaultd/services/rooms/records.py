@@ -1,0 +1,98 @@
+"""Rooms themselves: account-scoped like files, limited by plan (`Plan.maxRooms`)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from vaultd.db import Db
+from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
+from vaultd.records import RoomDoc
+from vaultd.services.accounts import Account, get_account
+from vaultd.services.files import is_uuid
+from vaultd.timefmt import iso_utc, utcnow
+
+ROOM_NOT_FOUND = "room not found"
+MAX_NAME = 200
+
+
+def parse_name(value: Any, field: str = "name") -> str:
+    """1 to MAX_NAME characters with one that is not whitespace (the OpenAPI schema's rule),
+    shown trimmed, inner whitespace collapsed, an unprintable character as U+FFFD."""
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{field} is required and must be a string")
+    if len(value) > MAX_NAME:
+        raise InvalidRequest(f"{field} must be at most {MAX_NAME} characters")
+    name = " ".join(value.split())
+    if not name:
+        raise InvalidRequest(f"{field} must not be empty")
+    return "".join(ch if ch.isprintable() else "\ufffd" for ch in name)
+
+
+def room_json(doc: RoomDoc, item_count: int) -> dict[str, Any]:
+    return {"id": doc["_id"], "name": doc["name"], "createdAt": iso_utc(doc["createdAt"]),
+            "itemCount": item_count}
+
+
+async def item_count(db: Db, room_id: str) -> int:
+    return await db.room_items.count_documents({"roomId": room_id})
+
+
+async def create_room(db: Db, account: Account, name: str) -> RoomDoc:
+    plan = account.plan
+    if plan.maxRooms is not None:
+        if plan.maxRooms == 0:
+            raise PlanLimitReached(f"data rooms are not available on plan {plan.name}")
+        if await db.rooms.count_documents({"accountId": account.id}) >= plan.maxRooms:
+            raise PlanLimitReached(f"plan {plan.name} allows at most {plan.maxRooms} rooms")
+    doc: RoomDoc = {"_id": str(uuid.uuid4()), "accountId": account.id, "name": name,
+                    "createdAt": utcnow()}
+    await db.rooms.insert_one(doc)
+    return doc
+
+
+async def get_room(db: Db, account_id: str, room_id: str) -> RoomDoc:
+    """A room of this account; unknown, foreign and malformed ids are all 404."""
+    if not is_uuid(room_id):
+        raise NotFound(ROOM_NOT_FOUND)
+    doc = await db.rooms.find_one({"_id": room_id.lower()})
+    if doc is None or doc["accountId"] != account_id:
+        raise NotFound(ROOM_NOT_FOUND)
+    return doc
+
+
+async def list_rooms(db: Db, account_id: str, page: int, per_page: int) -> dict[str, Any]:
+    query = {"accountId": account_id}
+    total = await db.rooms.count_documents(query)
+    cursor = (db.rooms.find(query).sort([("createdAt", -1), ("_id", -1)])
+              .skip((page - 1) * per_page).limit(per_page))
+    docs = [doc async for doc in cursor]
+    return {"rooms": [room_json(doc, await item_count(db, doc["_id"])) for doc in docs],
+            "total": total}
+
+
+async def rename_room(db: Db, account_id: str, room_id: str, name: str) -> RoomDoc:
+    room = await get_room(db, account_id, room_id)
+    await db.rooms.update_one({"_id": room["_id"]}, {"$set": {"name": name}})
+    return {**room, "name": name}
+
+
+async def delete_room(db: Db, account_id: str, room_id: str) -> RoomDoc:
+    """Links first, so no page is served from here on; then the room and its items (never the
+    files). Returns the deleted room."""
+    room = await get_room(db, account_id, room_id)
+    await db.room_links.delete_many({"roomId": room["_id"]})
+    await db.rooms.delete_one({"_id": room["_id"]})
+    await db.room_items.delete_many({"roomId": room["_id"]})
+    return room
+
+
+async def summaries(db: Db, account_id: str) -> list[dict[str, Any]]:
+    """Every room of an account, newest first, with its items and live links (vault-admin)."""
+    await get_account(db, account_id)  # an unknown account is NotFound, not an empty list
+    rooms = [doc async for doc in db.rooms.find({"accountId": account_id})
+             .sort([("createdAt", -1), ("_id", -1)])]
+    live = {"revoked": False, "expiresAt": {"$gt": utcnow()}}
+    return [{**room_json(room, await item_count(db, room["_id"])),
+             "activeLinks": await db.room_links.count_documents({"roomId": room["_id"], **live})}
+            for room in rooms]

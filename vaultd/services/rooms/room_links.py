@@ -1,0 +1,112 @@
+"""Room links: one reader's link to a room, optionally scoped to some of its folders.
+
+Like a file's view link (`services.links`): only the token's SHA-256 is stored and whether a
+link is live is read from the database on every request. A link's scope is folder ids: what
+those folders hold at the moment of each request is what it may read.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from vaultd.db import Db
+from vaultd.errors import InvalidRequest, NotFound
+from vaultd.records import RoomDoc, RoomLinkDoc
+from vaultd.secrets import digest, is_token, new_token
+from vaultd.services.accounts import Account
+from vaultd.services.links import LINK_NOT_FOUND, parse_email, parse_ttl, parse_viewer_name
+from vaultd.services.rooms.activity import room_revoked
+from vaultd.timefmt import utcnow
+
+MAX_FOLDER_IDS = 100
+POLICY_NOT_YET = "policy is not supported on room links yet"
+
+
+@dataclass(frozen=True)
+class RoomLinkRequest:
+    viewer_email: str
+    viewer_name: str
+    ttl_seconds: int
+    folder_ids: list[str] | None
+
+
+async def parse_folder_ids(db: Db, room: RoomDoc, value: Any) -> list[str] | None:
+    """None (the whole room) or distinct ids of folders of this room."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or len(value) > MAX_FOLDER_IDS \
+            or not all(isinstance(item, str) for item in value):
+        raise InvalidRequest(f"folderIds must be a list of 1 to {MAX_FOLDER_IDS} folder ids")
+    wanted = sorted(set(value))
+    found = await db.room_items.count_documents(
+        {"_id": {"$in": wanted}, "roomId": room["_id"], "type": "folder"})
+    if found != len(wanted):
+        raise InvalidRequest("folderIds must be ids of folders of this room")
+    return wanted
+
+
+async def parse_request(db: Db, room: RoomDoc, account: Account, body: dict[str, Any]
+                        ) -> RoomLinkRequest:
+    # The seam for issue 26: `policy` will be the file links' object, read by one shared parser.
+    if body.get("policy") is not None:
+        raise InvalidRequest(POLICY_NOT_YET)
+    email = parse_email(body.get("viewerEmail"))
+    return RoomLinkRequest(email, parse_viewer_name(body.get("viewerName"), email),
+                           parse_ttl(body.get("ttlSeconds"), account),
+                           await parse_folder_ids(db, room, body.get("folderIds")))
+
+
+async def create(db: Db, room: RoomDoc, request: RoomLinkRequest) -> tuple[str, datetime]:
+    """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
+    now = utcnow()
+    expires_at = now + timedelta(seconds=request.ttl_seconds)
+    while True:
+        token = new_token()
+        doc: RoomLinkDoc = {"_id": str(uuid.uuid4()), "hash": digest(token),
+                            "accountId": room["accountId"], "roomId": room["_id"],
+                            "viewerEmail": request.viewer_email,
+                            "viewerName": request.viewer_name, "folderIds": request.folder_ids,
+                            "createdAt": now, "expiresAt": expires_at, "revoked": False}
+        try:
+            await db.room_links.insert_one(doc)
+        except DuplicateKeyError:
+            continue
+        return token, expires_at
+
+
+def is_live(link: RoomLinkDoc) -> bool:
+    return link.get("revoked") is False and link["expiresAt"] > utcnow()
+
+
+async def find_live(db: Db, token: str) -> RoomLinkDoc:
+    """The live room link of `token`; NotFound (the same as a file link's) otherwise."""
+    link = await db.room_links.find_one({"hash": digest(token)}) if is_token(token) else None
+    if link is None or not is_live(link):
+        raise NotFound(LINK_NOT_FOUND)
+    return link
+
+
+async def revoke(db: Db, account_id: str, token: str) -> None:
+    """Revoke one room link of this account; twice is fine, a foreign token is NotFound."""
+    link = await db.room_links.find_one({"hash": digest(token), "accountId": account_id}
+                                        ) if is_token(token) else None
+    if link is None:
+        raise NotFound(LINK_NOT_FOUND)
+    result = await db.room_links.update_one({"_id": link["_id"], "revoked": False},
+                                            {"$set": {"revoked": True}})
+    if result.modified_count:
+        await room_revoked(db, link["accountId"], link["roomId"], 1, link)
+
+
+async def revoke_all(db: Db, room: RoomDoc) -> int:
+    live = {"roomId": room["_id"], "revoked": False, "expiresAt": {"$gt": utcnow()}}
+    result = await db.room_links.update_many(live, {"$set": {"revoked": True}})
+    revoked = int(result.modified_count)
+    if revoked:
+        await room_revoked(db, room["accountId"], room["_id"], revoked, None)
+    return revoked
