@@ -141,3 +141,19 @@ def test_max_opens_on_the_hosted_viewer_counts_browsers(
     with open_gate(vault, token) as browser:
         assert browser.get(f"/v/{token}").status_code == 200  # the same session: not counted
     assert httpx.get(f"{vault.url}/v/{token}").status_code == 404  # a second browser
+
+
+def test_browsers_without_a_cookie_open_at_most_sixty_sessions_an_hour_per_address(
+        api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
+    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    with httpx.Client(base_url=vault.url, timeout=60) as anonymous:
+        statuses = []
+        for _ in range(61):  # each time as a new browser: no cookie kept
+            statuses.append(anonymous.get(f"/v/{token}").status_code)
+            anonymous.cookies.clear()
+    assert statuses == [200] * 60 + [429]
+    refused = httpx.get(f"{vault.url}/v/{token}")
+    assert refused.status_code == 429
+    assert ("this link was opened too many times from this address; try again later."
+            in refused.text)
+    assert len(api.get(f"/views/{token}").json()["sessions"]) == 50  # the latest 50 shown

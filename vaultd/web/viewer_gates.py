@@ -12,7 +12,7 @@ from typing import Any
 
 from vaultd.errors import Forbidden, NotFound
 from vaultd.records import ViewerSessionDoc
-from vaultd.services.gates import actions, agreements, sessions
+from vaultd.services.gates import actions, agreements, counters, sessions
 from vaultd.services.gates.actions import Reader
 from vaultd.services.gates.check import Gates
 from vaultd.services.gates.codes import RESEND_SECONDS, masked
@@ -22,6 +22,11 @@ from vaultd.timefmt import utcnow
 from vaultd.web.gate_sessions import act
 from vaultd.web.viewer_base import SESSION_COOKIE as COOKIE
 from vaultd.web.viewer_base import ViewerBase
+
+# A browser without its cookie opens a new session: bounded per link and address, so a token
+# holder cannot fill the database with sessions (the API's sessions need the account's key).
+SESSIONS_PER_ADDRESS_HOUR = 60
+TOO_MANY_SESSIONS = "this link was opened too many times from this address; try again later"
 
 
 def reader_of(handler: ViewerBase) -> Reader:
@@ -52,6 +57,11 @@ async def guard(handler: ViewerBase, token: str, opened: OpenLink) -> bool:
         return False
     session = await sessions.find_session(handler.ctx.db, handler.get_cookie(COOKIE))
     if not sessions.is_current(session, link):
+        if not await counters.take(handler.ctx.db, f"sessions:{link['_id']}:{handler.client_ip()}",
+                                   SESSIONS_PER_ADDRESS_HOUR, 3600):
+            handler.set_status(429)
+            handler.render("gate.html", details=None, refused=TOO_MANY_SESSIONS, screen=None)
+            return True
         session_id, session = await sessions.open_session(handler.ctx.db, link,
                                                           handler.client_ip())
         set_session_cookie(handler, token, session_id, session)
