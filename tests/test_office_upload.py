@@ -298,7 +298,8 @@ def _uploads_at_once(server: VaultProcess, keys: list[str], data: bytes,
 
 def test_doctor_reports_the_converter_installed_and_confined() -> None:
     done = subprocess.run([sys.executable, "-m", "admin_cli.main", "doctor", "--json"],
-                          cwd=ROOT, env=base_env(), capture_output=True, text=True, timeout=180)
+                          cwd=ROOT, env=base_env({"VAULTD_UPLOAD_OFFICE": "true"}),
+                          capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     converter = json.loads(done.stdout)["officeConverter"]
     assert (converter["installed"], converter["converted"], converter["complete"]) == (
