@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from vaultd.db import Db
 from vaultd.errors import NotFound
-from vaultd.records import FileDoc, LinkDoc, RoomDoc, RoomLinkDoc
+from vaultd.records import FileDoc, LinkDoc, RoomDoc, RoomItemDoc, RoomLinkDoc
+from vaultd.secrets import is_token
 from vaultd.services import api_keys
 from vaultd.services.accounts import Account, get_account
 from vaultd.services.files import get_file, is_uuid
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink
+from vaultd.services.recent import RecentRecords
 from vaultd.services.rooms import room_links, tree
 from vaultd.timefmt import iso_utc
 
@@ -38,14 +40,20 @@ def page_link(link: RoomLinkDoc, file: FileDoc) -> LinkDoc:
             "createdAt": link["createdAt"], "expiresAt": link["expiresAt"], "revoked": False}
 
 
-async def in_scope(db: Db, link: RoomLinkDoc, file_id: str) -> bool:
+async def places_of(db: Db, file_id: str) -> list[RoomItemDoc]:
+    """The file's items in every room, by the file's index (a file is in few rooms)."""
+    return await db.room_items.find({"fileId": file_id}, {"roomId": 1, "parentId": 1}).to_list()
+
+
+async def in_scope(db: Db, link: RoomLinkDoc, file_id: str,
+                   places: list[RoomItemDoc] | None = None) -> bool:
     """Whether the file is in the link's room now, inside one of its scope's folders.
 
-    Read by the file's index (a file is in few rooms), the room filtered here, then the chain
-    of folders above it by id: reads SecantusDB answers from an index (a query on the room's
-    items would walk them all)."""
-    places = await db.room_items.find({"fileId": file_id}, {"roomId": 1, "parentId": 1}
-                                      ).to_list()
+    Its items are read by the file's index (`places`, when the caller read them alongside the
+    link), the room filtered here, then the chain of folders above it by id: reads SecantusDB
+    answers from an index (a query on the room's items would walk them all)."""
+    if places is None:
+        places = await places_of(db, file_id)
     item = next((place for place in places if place["roomId"] == link["roomId"]), None)
     if item is None:
         return False
@@ -87,29 +95,53 @@ def room_details(link: RoomLinkDoc, room: RoomDoc, account: Account, nodes: list
             "brand": account.brand, "tree": tree.tree_json(nodes)}
 
 
-async def open_document(db: Db, token: str, file_id: str, owner: str | None = None) -> OpenLink:
+async def open_document(db: Db, token: str, file_id: str, owner: str | None = None,
+                        kept: KeptRecords | None = None) -> OpenLink:
     """One document of a room link, readable now; NotFound (LINK_NOT_FOUND) otherwise.
 
-    Once the link is found live, the room, the file's place in the scope, the file and the
-    account are read at once: a room page costs about one round trip more than a file's."""
-    link = await room_links.find_live(db, token)
+    The link and the file's places in rooms are read at once, then the scope's folders (if
+    any). The room is not read: deleting a room deletes its links first, so a live link's room
+    exists. The file's and account's records may come from `kept` (read in the last second):
+    they do not change while the file is stored, and a deleted file leaves its rooms first."""
+    if not is_token(token) or not is_uuid(file_id):
+        raise NotFound(LINK_NOT_FOUND)
+    file_id = file_id.lower()
+    kept = kept or KeptRecords()
+    link, places = await asyncio.gather(room_links.find_live(db, token), places_of(db, file_id))
     read_at = time.monotonic()
-    if (owner is not None and link["accountId"] != owner) or not is_uuid(file_id):
+    if owner is not None and link["accountId"] != owner:
         raise NotFound(LINK_NOT_FOUND)
-    room, placed, file, account = await asyncio.gather(
-        db.rooms.find_one({"_id": link["roomId"]}, {"_id": 1}),
-        in_scope(db, link, file_id.lower()), _stored_file(db, link, file_id),
-        get_account(db, link["accountId"]))
-    if room is None or not placed or file is None:
+    placed, file, account = await asyncio.gather(
+        in_scope(db, link, file_id, places), kept.file(db, link["accountId"], file_id),
+        kept.account(db, link["accountId"]))
+    if not placed or file is None:
         raise NotFound(LINK_NOT_FOUND)
-    return OpenLink(page_link(link, file), file, account, read_at, room_id=room["_id"])
+    return OpenLink(page_link(link, file), file, account, read_at, room_id=link["roomId"])
 
 
-async def _stored_file(db: Db, link: RoomLinkDoc, file_id: str) -> FileDoc | None:
-    try:
-        return await get_file(db, link["accountId"], file_id)
-    except NotFound:
-        return None
+class KeptRecords:
+    """Files and accounts read in the last second for room pages (`services.recent`)."""
+
+    def __init__(self) -> None:
+        self.files: RecentRecords[FileDoc] = RecentRecords()
+        self.accounts: RecentRecords[Account] = RecentRecords()
+
+    async def file(self, db: Db, account_id: str, file_id: str) -> FileDoc | None:
+        file = self.files.fresh(file_id)
+        if file is None:
+            try:
+                file = await get_file(db, account_id, file_id)
+            except NotFound:
+                return None
+            self.files.keep(file_id, file)
+        return file if file["accountId"] == account_id else None
+
+    async def account(self, db: Db, account_id: str) -> Account:
+        account = self.accounts.fresh(account_id)
+        if account is None:
+            account = await get_account(db, account_id)
+            self.accounts.keep(account_id, account)
+        return account
 
 
 class RoomPages:
@@ -117,15 +149,17 @@ class RoomPages:
 
     def __init__(self, db: Db) -> None:
         self.db = db
+        self.kept = KeptRecords()
 
     async def open(self, request: PageRequest) -> OpenLink:
         assert request.file_id is not None
         if request.api_key is None:
-            return await open_document(self.db, request.token, request.file_id)
+            return await open_document(self.db, request.token, request.file_id, kept=self.kept)
         # The key and the link read at once; the key's verdict first, whatever the link's.
         key, opened = await asyncio.gather(
             api_keys.check_key(self.db, request.api_key),
-            open_document(self.db, request.token, request.file_id), return_exceptions=True)
+            open_document(self.db, request.token, request.file_id, kept=self.kept),
+            return_exceptions=True)
         if isinstance(key, BaseException):
             raise key
         if isinstance(opened, BaseException):
@@ -140,9 +174,5 @@ class RoomPages:
             return True
         link_id = opened.link["_id"].partition(":")[0]
         link = await self.db.room_links.find_one({"_id": link_id})
-        if link is None or not room_links.is_live(link):
-            return False
-        room, placed = await asyncio.gather(
-            self.db.rooms.find_one({"_id": link["roomId"]}, {"_id": 1}),
-            in_scope(self.db, link, opened.file["_id"]))
-        return room is not None and placed
+        return (link is not None and room_links.is_live(link)
+                and await in_scope(self.db, link, opened.file["_id"]))
