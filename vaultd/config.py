@@ -73,6 +73,9 @@ class Settings:
     webhooks_lease_seconds: float
     webhooks_hold_seconds: float
     webhooks_keep_days: float
+    metrics_host: str
+    metrics_port: int
+    metrics_per_account: bool
 
     @property
     def data_path(self) -> Path:

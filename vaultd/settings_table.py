@@ -96,6 +96,10 @@ def _bool(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def _port_or_off(value: Any) -> int:
+    return 0 if value in ("", None) else _int(0, 65535)(value)
+
+
 def _seconds_list(value: Any) -> tuple[float, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     delays = tuple(float(str(item).strip()) for item in items if str(item).strip())
@@ -405,4 +409,10 @@ FIELDS: tuple[Field, ...] = (
         "VAULTD_WEBHOOKS_KEEP_DAYS",
         "Days finished outbox messages and delivery records are kept before pruning.",
     ),
+    Field("metrics.host", _str, "127.0.0.1", "VAULTD_METRICS_HOST",
+          "Address of the Prometheus /metrics listener (never the public port)."),
+    Field("metrics.port", _port_or_off, 0, "VAULTD_METRICS_PORT",
+          "Port of the /metrics listener; 0 or empty: no metrics listener (the default)."),
+    Field("metrics.per_account", _bool, False, "VAULTD_METRICS_PER_ACCOUNT",
+          "Label render times and upload bytes by account id (one series per account)."),
 )

@@ -46,8 +46,9 @@ class BaseHandler(RequestHandler):
     only_methods: tuple[str, ...] = ()
     shared_route_methods: tuple[str, ...] = ()
 
-    def initialize(self, ctx: AppContext) -> None:
+    def initialize(self, ctx: AppContext, route: str = "unmatched") -> None:
         self.ctx = ctx
+        self.route = route  # the route's template (metrics label): never the concrete path
         self._mapped_error: VaultError | None = None  # set by log_exception for write_error
         self.account: Account | None = None
         self._counted = True
@@ -58,6 +59,10 @@ class BaseHandler(RequestHandler):
 
     def on_finish(self) -> None:
         self._uncount()
+        # Any method name a client sends would be a new series: only the known ones are kept.
+        method = self.request.method if self.request.method in self.SUPPORTED_METHODS else "other"
+        self.ctx.metrics.request_done(self.route, method or "other", self.get_status(),
+                                      self.request.request_time())
 
     def on_connection_close(self) -> None:
         # Tornado's own fails a streamed body's pending read, so the request's coroutine ends

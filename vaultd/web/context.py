@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
+from vaultd.metrics import Metrics
 from vaultd.services.account_slots import AccountSlots
 from vaultd.services.blobs import BlobStore
 from vaultd.services.page_path import PagePath
@@ -24,6 +25,7 @@ class AppContext:
     active_requests: int = 0  # for a graceful stop: requests still being answered
     upload_slots: AccountSlots | None = None  # made from settings when not given
     trace_slots: AccountSlots | None = None
+    metrics: Metrics = field(default_factory=Metrics)  # scraped only when metrics.port is set
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:
