@@ -13,7 +13,8 @@ include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])'
 [ -f "$include/Python.h" ] || APT_PACKAGES+=(python3-dev)
 if [ "${1:-}" = "--test" ]; then
   # OCR of watermarks, poppler's pdftoppm (benchmarks), Chromium for the browser tests.
-  APT_PACKAGES+=(tesseract-ocr poppler-utils chromium)
+  # systemd: `systemd-analyze verify` of deploy/vaultd.service (tests/test_systemd_unit.py).
+  APT_PACKAGES+=(tesseract-ocr poppler-utils chromium systemd)
 fi
 
 missing=()
