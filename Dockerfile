@@ -32,6 +32,8 @@ RUN /opt/vaultd/venv/bin/pip install -q --no-cache-dir --disable-pip-version-che
  && /opt/vaultd/venv/bin/python -c "import render._blend, render._paper"
 
 FROM ${BASE_IMAGE}
+LABEL org.opencontainers.image.title=vaultd \
+      org.opencontainers.image.licenses=Apache-2.0
 # libseccomp2: the workers' seccomp filter; fonts: the watermark.
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \

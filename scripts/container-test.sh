@@ -20,6 +20,7 @@ if ! docker info >/dev/null 2>&1; then
   fi
   say "starting dockerd"
   nohup dockerd >/tmp/vaultd-container-test-dockerd.log 2>&1 &
+  DOCKERD_PID=$!  # stopped again at exit: this script started it
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || fail "dockerd did not start (see /tmp/vaultd-container-test-dockerd.log)"
 fi
@@ -78,6 +79,9 @@ cleanup() {
   docker rm -f "$NAME" "$NAME-bare" >/dev/null 2>&1 || true
   docker volume rm "$VOLUME" >/dev/null 2>&1 || true
   [ "${KEEP_IMAGE:-1}" = 1 ] || docker rmi "$IMAGE" >/dev/null 2>&1 || true
+  # Earlier builds of this image, untagged by this one (the cache keeps their layers).
+  docker image prune -f --filter label=org.opencontainers.image.title=vaultd >/dev/null 2>&1 || true
+  if [ -n "${DOCKERD_PID:-}" ]; then kill "$DOCKERD_PID" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 
