@@ -14,6 +14,7 @@ if docker image inspect "$TAG" >/dev/null 2>&1; then
     exit 0
 fi
 if ! command -v debootstrap >/dev/null; then
+    apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null
 fi
 
