@@ -2,7 +2,8 @@
 # Builds vaultd's container image and smoke-tests it over HTTP, as an operator would run it:
 # the render sandbox complete under deploy/container-seccomp.json and refused to start without
 # it, upload, link, page, trace, doctor, metrics, a restart on the same volume, and no secret
-# in any image layer. Needs root (dockerd, apt-get) or a running docker.
+# in any image layer; then deploy/vaultd.service under systemd in a container made from the
+# image (scripts/systemd-unit-test.sh). Needs root (dockerd, apt-get) or a running docker.
 # Environment: BASE_IMAGE (default: debian:bookworm-slim when present, else one built with
 # debootstrap by scripts/build-base-image.sh), KEEP_IMAGE=0 to remove the image afterwards.
 set -euo pipefail
@@ -151,4 +152,6 @@ run
 curl -sf "$B/files/$FILE" -H "$AUTH" | grep -q smoke.pdf || fail "the file did not survive a restart"
 say "a new container on the same volume serves the same link"
 rm -rf "$WORK"
+docker rm -f "$NAME" >/dev/null
+bash scripts/systemd-unit-test.sh "$IMAGE"   # deploy/vaultd.service under a real systemd
 say "passed in $(( $(date +%s) - started )) s (build $((built - started)) s)"
