@@ -7,6 +7,7 @@
 ARG BASE_IMAGE=debian:bookworm-slim
 
 FROM ${BASE_IMAGE} AS build
+LABEL vaultd.stage=build
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       python3 python3-venv python3-dev gcc libc6-dev ca-certificates \
@@ -33,7 +34,8 @@ RUN /opt/vaultd/venv/bin/pip install -q --no-cache-dir --disable-pip-version-che
 
 FROM ${BASE_IMAGE}
 LABEL org.opencontainers.image.title=vaultd \
-      org.opencontainers.image.licenses=Apache-2.0
+      org.opencontainers.image.licenses=Apache-2.0 \
+      vaultd.stage=runtime
 # libseccomp2: the workers' seccomp filter; fonts: the watermark.
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \

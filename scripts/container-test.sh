@@ -53,9 +53,15 @@ echo "$CANARY" > render/canary.key
 echo "VAULTD_MASTER_KEY=$CANARY" > .env.canary
 IMAGE=vaultd:test
 say "building $IMAGE on $BASE_IMAGE"
-docker build --build-arg BASE_IMAGE="$BASE_IMAGE" \
-  --build-arg PIP_OPTIONS="--no-index --find-links /src/wheels" -t "$IMAGE" . \
-  >build/docker-build.log 2>&1 || { tail -30 build/docker-build.log; fail "docker build"; }
+# The build stage tagged too: the previous one, untagged, can then be pruned, and this one
+# stays as the next build's cache.
+build_image() {
+  docker build "$@" --build-arg BASE_IMAGE="$BASE_IMAGE" \
+    --build-arg PIP_OPTIONS="--no-index --find-links /src/wheels" . \
+    >build/docker-build.log 2>&1 || { tail -30 build/docker-build.log; fail "docker build"; }
+}
+build_image --target build -t vaultd:build-stage
+build_image -t "$IMAGE"
 cleanup_canaries
 built=$(date +%s)
 say "built in $((built - started)) s"
@@ -84,7 +90,7 @@ cleanup() {
   docker volume rm "$VOLUME" >/dev/null 2>&1 || true
   [ "${KEEP_IMAGE:-1}" = 1 ] || docker rmi "$IMAGE" >/dev/null 2>&1 || true
   # Earlier builds of this image, untagged by this one (the cache keeps their layers).
-  docker image prune -f --filter label=org.opencontainers.image.title=vaultd >/dev/null 2>&1 || true
+  docker image prune -f --filter label=vaultd.stage >/dev/null 2>&1 || true
   if [ -n "${DOCKERD_PID:-}" ]; then kill "$DOCKERD_PID" 2>/dev/null || true; fi
 }
 trap cleanup EXIT

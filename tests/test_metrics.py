@@ -4,6 +4,9 @@ served, labels are route templates (never a token or an id), and the public port
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests import documents as docs
 from tests.http_helpers import NO_ENDPOINT, assert_json_error, create_link, upload, upload_ok
-from tests.vault_process import VaultProcess, free_port, running_vault
+from tests.vault_process import ROOT, VaultProcess, base_env, free_port, running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import running_receiver
 
@@ -157,3 +160,20 @@ def test_webhook_deliveries_and_the_oldest_pending_message_are_counted(
         samples = wait_until(moved, what="one success and one failure counted")
     # The failed message waits an hour for its retry: it is the oldest pending.
     assert value(samples, "vaultd_webhook_oldest_pending_seconds") > 0
+
+
+def test_a_metrics_port_in_use_stops_vaultd_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "vaultd.main", "--port", "0", "--data-dir",
+             str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+            env=base_env({"VAULTD_METRICS_PORT": str(port), "VAULTD_RENDER_WORKERS": "1"}))
+    # Found once the database is up (the master key notice comes first), and cleaned up after.
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"vaultd: cannot listen for metrics on 127.0.0.1:{port}: Address already in use "
+        "(set VAULTD_METRICS_PORT or VAULTD_METRICS_HOST)")

@@ -17,6 +17,7 @@ from vaultd.db import Db
 from vaultd.metrics.registry import Metrics
 from vaultd.metrics.render_pool import watch_pool
 from vaultd.metrics.webhooks import refresh_oldest_pending
+from vaultd.startup import StartupError
 
 log = logging.getLogger("vaultd.metrics")
 
@@ -63,7 +64,12 @@ def start_metrics(settings: Settings, metrics: Metrics, db: Db, pool: RenderPool
     watch_pool(metrics, pool)
     if not settings.metrics_port:
         return None
-    sockets = bind_metrics(settings.metrics_host, settings.metrics_port)
+    try:
+        sockets = bind_metrics(settings.metrics_host, settings.metrics_port)
+    except OSError as exc:
+        raise StartupError(
+            f"cannot listen for metrics on {settings.metrics_host}:{settings.metrics_port}: "
+            f"{exc.strerror or exc} (set VAULTD_METRICS_PORT or VAULTD_METRICS_HOST)") from None
     port = int(sockets[0].getsockname()[1])
     log.info("metrics on http://%s:%d/metrics", settings.metrics_host, port)
     return serve_metrics(sockets, metrics, db)
