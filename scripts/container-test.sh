@@ -86,7 +86,7 @@ SECCOMP="$ROOT/deploy/container-seccomp.json"
 port_of() { docker port "$NAME" "$1" | head -1 | sed 's/.*://'; }
 cleanup() {
   cleanup_canaries
-  docker rm -f "$NAME" "$NAME-bare" >/dev/null 2>&1 || true
+  docker rm -fv "$NAME" "$NAME-bare" >/dev/null 2>&1 || true
   docker volume rm "$VOLUME" >/dev/null 2>&1 || true
   [ "${KEEP_IMAGE:-1}" = 1 ] || docker rmi "$IMAGE" >/dev/null 2>&1 || true
   # Earlier builds of this image, untagged by this one (the cache keeps their layers).
@@ -152,12 +152,12 @@ echo "$scrape" | grep -q "$TOKEN" && fail "the token is in the metrics"
 docker logs "$NAME" 2>&1 | grep -qF "$KEY" && fail "the API key is in the log"
 say "metrics on their own port count the page; none on the public port; no key in the log"
 
-docker rm -f "$NAME" >/dev/null
+docker rm -fv "$NAME" >/dev/null
 run
 [ "$(status "$B/views/$TOKEN/pages/1" -H "$AUTH")" = 200 ] || fail "the link did not survive a restart"
 curl -sf "$B/files/$FILE" -H "$AUTH" | grep -q smoke.pdf || fail "the file did not survive a restart"
 say "a new container on the same volume serves the same link"
 rm -rf "$WORK"
-docker rm -f "$NAME" >/dev/null
+docker rm -fv "$NAME" >/dev/null
 bash scripts/systemd-unit-test.sh "$IMAGE"   # deploy/vaultd.service under a real systemd
 say "passed in $(( $(date +%s) - started )) s (build $((built - started)) s)"

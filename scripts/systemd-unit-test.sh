@@ -11,7 +11,7 @@ NAME=vaultd-unit-$$
 say() { echo "systemd-unit-test: $*"; }
 fail() { echo "systemd-unit-test: FAILED: $*" >&2; exit 1; }
 WORK=$(mktemp -d)
-cleanup() { docker rm -f "$NAME" >/dev/null 2>&1 || true; docker rmi "$NAME" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+cleanup() { docker rm -fv "$NAME" >/dev/null 2>&1 || true; docker rmi "$NAME" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
 cp deploy/vaultd.service "$WORK/"
