@@ -50,6 +50,7 @@ class Task:
     # What the task can reuse from an earlier one (a page: file, blob, page number): a worker
     # that ran a task with the same key is preferred, as it may have the page kept.
     affinity: Hashable | None = None
+    queued: float = field(default_factory=time.monotonic)  # when it was submitted (metrics)
 
 
 NO_LAYERS = Layer(0)  # a worker not yet READY: no sandbox layer known

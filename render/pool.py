@@ -50,6 +50,7 @@ from render import zygote
 from render.channel import Kind, frame
 from render.dispatch import BrokeredDocument, Task, Worker, release, retrieve, settle
 from render.fair_queue import FairQueueLimits
+from render.observer import IgnoreAll, PoolObserver
 from render.outbox import Outbox
 from render.sandbox.layers import ALL_LAYERS
 from render.sandbox.report import SandboxReport
@@ -87,8 +88,10 @@ class RenderPool(WorkerMessages):
         memory_limit_bytes: int = 2 << 30,
         sandbox: str = "auto",
         fairness: FairQueueLimits | None = None,
+        observer: PoolObserver | None = None,
     ) -> None:
         self._size = workers
+        self.observer: PoolObserver = observer or IgnoreAll()
         self._capacity = workers + queue_size
         fairness = fairness or FairQueueLimits(max_running_per_account=max(1, workers - 1))
         self.scheduler = Scheduler(FairQueueLimits(
@@ -117,6 +120,11 @@ class RenderPool(WorkerMessages):
     def in_flight(self) -> int:
         """Tasks queued or running, including those whose caller has gone away."""
         return self.scheduler.in_flight
+
+    @property
+    def queued(self) -> int:
+        """Tasks waiting for a worker (queued, or taken for a worker still starting)."""
+        return self.scheduler.queue.queued + len(self.scheduler.assigned)
 
     def ready_workers(self) -> int:
         """Workers that reported READY and are not retiring (tests, health)."""
@@ -243,6 +251,7 @@ class RenderPool(WorkerMessages):
         self._loop.add_reader(result_reader.fileno(), self._on_readable, worker)
         self._loop.add_reader(process.sentinel, self._on_exit, worker)
         self._workers.append(worker)
+        self.observer.worker_started()
 
     def _dispatch(self) -> None:
         self.scheduler.dispatch(self._workers, self._hand_over, self._make_room)
@@ -258,6 +267,7 @@ class RenderPool(WorkerMessages):
             worker.account = task.account
         worker.ran(task.affinity)
         task.started = time.monotonic()
+        self.observer.task_started(task.started - task.queued)
         # The deadline covers the task's transfers too: the loop never blocks on a worker's
         # pipe (render.outbox), so this timer fires even for a worker that stopped reading.
         task.timer = self._loop.call_later(task.timeout, self._on_timeout, worker, task)
@@ -292,9 +302,11 @@ class RenderPool(WorkerMessages):
         release(worker)
         if worker.task is not None:
             settle(worker.task, error=WorkerCrashed(f"the render worker died (exit code {code})"))
-            self._free(worker)
+            self._free(worker, outcome="crash")
         if worker in self._workers:
             self._workers.remove(worker)
+        if not worker.retiring:  # not retired or killed by the pool: it died on its own
+            self.observer.worker_crashed()
         self._early_deaths = 0 if worker.ready else self._early_deaths + 1
         if self._early_deaths >= _MAX_EARLY_DEATHS:
             # Workers die before they are ready: starting more would only loop.
@@ -315,9 +327,12 @@ class RenderPool(WorkerMessages):
                 with contextlib.suppress(ValueError, OSError):
                     self._loop.remove_reader(fd)
 
-    def _free(self, worker: Worker, timed_out: bool = False) -> None:
+    def _free(self, worker: Worker, timed_out: bool = False, outcome: str = "done") -> None:
         if worker.task is not None:
-            self.scheduler.finished(worker.task, timed_out)
+            task = worker.task
+            self.observer.task_finished(time.monotonic() - task.started,
+                                        "timeout" if timed_out else outcome, task.account)
+            self.scheduler.finished(task, timed_out)
             worker.task = None
 
     def _drop_if_queued(self, task: Task) -> None:

@@ -49,7 +49,7 @@ class WorkerMessages:
     def _dispatch(self) -> None:
         raise NotImplementedError
 
-    def _free(self, worker: Worker, timed_out: bool = False) -> None:
+    def _free(self, worker: Worker, timed_out: bool = False, outcome: str = "done") -> None:
         raise NotImplementedError
 
     def _retire(self, worker: Worker, kill: bool = False, replace: bool = True) -> None:
@@ -140,7 +140,7 @@ class WorkerMessages:
         task = worker.task
         if task is not None:
             settle(task, error=WorkerCrashed("the render worker misbehaved and was replaced"))
-            self._free(worker)
+            self._free(worker, outcome="crash")
         worker.inbox.clear()
         self._retire(worker, kill=True)
         self._dispatch()

@@ -15,8 +15,9 @@ include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])'
 [ -f "$include/Python.h" ] || APT_PACKAGES+=(python3-dev)
 if [ "${1:-}" = "--test" ]; then
   # OCR of watermarks, poppler's pdftoppm (benchmarks), Chromium for the browser tests, curl
-  # (an upload with Expect: 100-continue, as curl sends it).
-  APT_PACKAGES+=(tesseract-ocr poppler-utils chromium curl)
+  # (an upload with Expect: 100-continue, as curl sends it), systemd (`systemd-analyze verify`
+  # of deploy/vaultd.service, tests/test_systemd_unit.py).
+  APT_PACKAGES+=(tesseract-ocr poppler-utils chromium curl systemd)
 fi
 
 missing=()

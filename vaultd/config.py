@@ -84,6 +84,9 @@ class Settings:
     smtp_password: str
     smtp_starttls: bool
     smtp_from: str
+    metrics_host: str
+    metrics_port: int
+    metrics_per_account: bool
 
     @property
     def data_path(self) -> Path:

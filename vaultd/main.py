@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 import sys
+from collections.abc import Callable
 
 from pymongo.errors import PyMongoError
 from tornado.httpserver import HTTPServer
@@ -23,6 +24,10 @@ from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.db import Db
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.logs import setup_logging
+from vaultd.metrics import Metrics
+from vaultd.metrics.database import watch_database
+from vaultd.metrics.listener import start_metrics
+from vaultd.metrics.render_pool import PoolMetrics
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services import engagement, mark_key, recovery
 from vaultd.services.blobs import BlobStore
@@ -62,7 +67,7 @@ def build_settings(args: argparse.Namespace) -> Settings:
     return settings_from(args.config, flags)
 
 
-def make_pool(settings: Settings) -> RenderPool:
+def make_pool(settings: Settings, metrics: Metrics | None = None) -> RenderPool:
     return RenderPool(
         workers=settings.render_workers,
         queue_size=settings.render_queue_size,
@@ -79,6 +84,7 @@ def make_pool(settings: Settings) -> RenderPool:
             max_running_per_account=(settings.render_max_running_per_account
                                      or max(1, settings.render_workers - 1)),
         ),
+        observer=PoolMetrics(metrics) if metrics is not None else None,
     )
 
 
@@ -110,6 +116,9 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
 
 async def run_service(settings: Settings, sockets: list[socket.socket],
                       keyrings: KeyringSource, backend: BlobBackend) -> None:
+    metrics = Metrics(settings.metrics_per_account)
+    if settings.metrics_port:
+        watch_database(metrics)  # before the client is made: it reports its commands
     database = await open_database(settings)
     database.supervise()  # a dead embedded database is restarted; requests get 503 meanwhile
     pool: RenderPool | None = None
@@ -118,7 +127,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
     deliverer: Deliverer | None = None
     try:
         await start_backend(backend)
-        pool = make_pool(settings)
+        pool = make_pool(settings, metrics)
         await pool.wait_ready()  # "required" and a sandbox layer missing: refuse to start
         store = BlobStore(backend, keyrings.current(), keyrings.current)
         await recovery.heartbeat(database.db, instance_id)
@@ -128,10 +137,13 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
                          hooks=[engagement.EngagementHook(
                              database.db, settings.analytics_flush_seconds)])
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "",
-                         codes=await email_codes(settings, database.db, keyrings))
+                         codes=await email_codes(settings, database.db, keyrings),
+                         metrics=metrics)
         server, port = listen(settings, ctx, sockets)
+        start_metrics(settings, metrics, database.db, pool)  # its own port, when set
         heartbeat = start_housekeeping(database.db, store, instance_id)
-        deliverer = start_webhook_delivery(settings, database.db, keyrings)
+        deliverer = start_webhook_delivery(settings, database.db, keyrings,
+                                           metrics.webhook_attempted)
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
@@ -205,12 +217,13 @@ def start_housekeeping(db: Db, store: BlobStore, instance_id: str) -> PeriodicCa
     return callback
 
 
-def start_webhook_delivery(settings: Settings, db: Db, keyrings: KeyringSource) -> Deliverer:
+def start_webhook_delivery(settings: Settings, db: Db, keyrings: KeyringSource,
+                           on_attempt: Callable[[bool], None]) -> Deliverer:
     config = DeliveryConfig(settings.webhooks_retry_schedule,
                             settings.webhooks_allow_private_networks,
                             settings.webhooks_lease_seconds, settings.webhooks_poll_seconds,
                             settings.webhooks_hold_seconds, settings.webhooks_keep_days * 86400)
-    deliverer = Deliverer(db, keyrings.current, config)
+    deliverer = Deliverer(db, keyrings.current, config, on_attempt)
     deliverer.start()
     return deliverer
 

@@ -105,6 +105,10 @@ def _bool(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def _port_or_off(value: Any) -> int:
+    return 0 if value in ("", None) else _int(0, 65535)(value)
+
+
 def _seconds_list(value: Any) -> tuple[float, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     delays = tuple(float(str(item).strip()) for item in items if str(item).strip())
@@ -456,4 +460,10 @@ FIELDS: tuple[Field, ...] = (
           "Upgrade the SMTP connection with STARTTLS before logging in."),
     Field("smtp.from", _str, "", "VAULTD_SMTP_FROM",
           "Sender address of code mails; empty: vaultd@<the SMTP host>."),
+    Field("metrics.host", _str, "127.0.0.1", "VAULTD_METRICS_HOST",
+          "Address of the Prometheus /metrics listener (never the public port)."),
+    Field("metrics.port", _port_or_off, 0, "VAULTD_METRICS_PORT",
+          "Port of the /metrics listener; 0 or empty: no metrics listener (the default)."),
+    Field("metrics.per_account", _bool, False, "VAULTD_METRICS_PER_ACCOUNT",
+          "Label render times and upload bytes by account id (one series per account)."),
 )

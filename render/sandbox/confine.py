@@ -1,6 +1,6 @@
 """Confining a render worker, after its imports and before its first untrusted byte.
 
-Order matters: rlimits and namespaces need privileges the later layers take away; the uid
+Order matters: namespaces need privileges the later layers take away (rlimits follow them); the uid
 switch comes after the namespace (only root may create a network namespace without a user
 namespace); no_new_privs precedes Landlock and seccomp (both require it unprivileged); seccomp
 comes last since it forbids the Landlock calls. Every layer that cannot be applied is left out
@@ -36,9 +36,12 @@ def confine(memory_limit: int) -> Layer:
     active = Layer(0)
     if not any(name.startswith(SECRET_ENV_PREFIXES) for name in os.environ):
         active |= Layer.CLEAN_ENV
+    active |= own_namespaces_and_identity()
+    # After the user namespace: RLIMIT_NPROC set before it would also become the namespace's
+    # cap on every process of vaultd's uid outside (the server's threads, other workers), so an
+    # unprivileged vaultd's worker could not start a thread. Lowering a limit needs no privilege.
     if _set_rlimits(memory_limit):
         active |= Layer.RLIMITS
-    active |= own_namespaces_and_identity()
     prctl(_PR_SET_DUMPABLE, 0)  # other workers and the server cannot read this one's memory
     if prctl(_PR_SET_NO_NEW_PRIVS, 1):
         active |= Layer.NO_NEW_PRIVS

@@ -65,8 +65,10 @@ class Deliverer:
     """Runs in every vaultd process; the leases keep them from sending a message twice at once."""
 
     def __init__(self, db: Db, keyring: Callable[[], MasterKeyring],
-                 config: DeliveryConfig) -> None:
+                 config: DeliveryConfig,
+                 on_attempt: Callable[[bool], None] = lambda ok: None) -> None:
         self.db, self.keyring, self.config = db, keyring, config
+        self.on_attempt = on_attempt  # told whether each attempt succeeded (metrics)
         self.owner = uuid.uuid4().hex
         self._next_sweep = 0.0
         self._task: asyncio.Task[None] | None = None
@@ -138,6 +140,7 @@ class Deliverer:
             await outbox.cancel(self.db, message, "endpoint deleted")
             return
         result = await self._send(endpoint, message)
+        self.on_attempt(result.ok)
         await self._record(message, result)
         retry_in = None if result.ok else retry_delay(self.config.retry_schedule,
                                                       message.attempts + 1)

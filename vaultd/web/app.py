@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tornado.web
@@ -64,10 +65,18 @@ class MethodAndPath(PathMatches):
         return super().match(request) if request.method in self.methods else None
 
 
+_GROUP = re.compile(r"\((?:[^()]|\([^()]*\))*\)")
+
+
+def route_template(pattern: str) -> str:
+    """`/v1/views/([^/]+)/pages/([^/]+)` -> `/v1/views/{}/pages/{}`: a metrics label."""
+    return _GROUP.sub("{}", pattern).rstrip("$")
+
+
 def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
     methods = handler.only_methods
     matcher = MethodAndPath(pattern, methods) if methods else PathMatches(pattern)
-    return Rule(matcher, handler, {"ctx": ctx, "route": pattern})
+    return Rule(matcher, handler, {"ctx": ctx, "route": route_template(pattern)})
 
 
 def make_app(ctx: AppContext) -> tornado.web.Application:

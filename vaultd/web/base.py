@@ -60,9 +60,10 @@ class BaseHandler(RequestHandler):
     # calls (a streamed body, a render, a streamed blob, a revoke-all's batches).
     db_deadline: float | None = DB_DEADLINE_SECONDS
 
-    def initialize(self, ctx: AppContext, route: str = "") -> None:
+    def initialize(self, ctx: AppContext, route: str = "unmatched") -> None:
         self.ctx = ctx
-        self.route = route  # the route's template, for logs: never the path, tokens live there
+        # The route's template, for logs and the metrics label: never the path (tokens live there).
+        self.route = route
         self._mapped_error: VaultError | None = None  # set by log_exception for write_error
         self.account: Account | None = None
         self._counted = True
@@ -73,6 +74,10 @@ class BaseHandler(RequestHandler):
 
     def on_finish(self) -> None:
         self._uncount()
+        # Any method name a client sends would be a new series: only the known ones are kept.
+        method = self.request.method if self.request.method in self.SUPPORTED_METHODS else "other"
+        self.ctx.metrics.request_done(self.route, method or "other", self.get_status(),
+                                      self.request.request_time())
 
     def on_connection_close(self) -> None:
         # Tornado's own fails a streamed body's pending read, so the request's coroutine ends

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
+from vaultd.metrics import Metrics
 from vaultd.services.account_slots import AccountSlots
 from vaultd.services.blobs import BlobStore
 from vaultd.services.gates.codes import EmailCodes
@@ -31,6 +32,7 @@ class AppContext:
     pending_work: PendingWork = field(default_factory=PendingWork)
     office: OfficeConverter | None = None  # made from settings when not given
     codes: EmailCodes | None = None  # email codes of gated links; None: smtp.host not set
+    metrics: Metrics = field(default_factory=Metrics)  # scraped only when metrics.port is set
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:

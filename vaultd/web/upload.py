@@ -43,6 +43,7 @@ class UploadHandler(BaseHandler):
     rejection: VaultError | None = None
     finishing = False  # once the whole body is in, the upload completes even if the client leaves
     slot: Slot | None = None  # this request's place in its account's uploads in progress
+    stored_bytes = 0
 
     async def prepare(self) -> None:
         # A refusal raised here is answered at once (web.body_guard drains the body after it).
@@ -81,6 +82,8 @@ class UploadHandler(BaseHandler):
     def on_finish(self) -> None:
         super().on_finish()
         self._release_slot()
+        account = self.account.id if self.account is not None else None
+        self.ctx.metrics.upload_done(self.get_status(), self.stored_bytes, account)
 
     def _content_length(self) -> int | None:
         raw = self.request.headers.get("Content-Length")
@@ -119,6 +122,7 @@ class UploadHandler(BaseHandler):
             await self._discard()
             raise
         self.session = None
+        self.stored_bytes = int(doc["size"])
         return doc
 
     async def _discard(self) -> None:
