@@ -6,7 +6,7 @@
    chips (8 px served, 10-30 px in the photo) outlast.
 2. What the rectification cannot know is the page's true aspect (foreshortening shortens one
    pair of sides by up to about 6 % over 20 degrees) and the served size. Served pages have a
-   long side of `_SERVED_LONG` px plus the strip, which gives the scale to within a few per
+   long side of render.long_side px (1600) plus the strip, which gives the scale to within a few per
    cent; the residual's points are then folded at every (scale, aspect) pair around it (the
    autocorrelation of a photo shows its text lines and moire, not the tile lattice) and the
    best pairs refined and decoded with the same checks as every other reading: sync >= 6
@@ -28,9 +28,12 @@ from render.forensic.pattern_model import Points
 Floats = npt.NDArray[np.float32]
 SYNC_THRESHOLD = 6.0
 _WORK_WIDTH = 550  # px: the rectified page's width (chips of 3.5 px: still read)
-_SERVED_LONG = 1600 + 111  # the served canvas's long side: the page's 1600 px and the strip
-_SCALE_REACH = 0.12  # ln(scale) searched either side of that estimate
-_ASPECTS = np.exp(np.arange(-0.03, 0.0301, 0.01))  # height / width corrections tried
+# The served canvas: a page's long side is render.long_side (1600 px by default), a portrait
+# page's canvas the strip's height taller (about 111 px).
+_LONG_SIDE, _STRIP = 1600, 111
+_SCALE_REACH = 0.06  # ln(scale) searched either side of that estimate
+# Height / width corrections tried: at 20 degrees of tilt the mean sides were off by up to 5 %.
+_ASPECTS = np.exp(np.arange(-0.06, 0.0601, 0.01))
 _STEP = 0.004
 _FINE = 8
 _CANDIDATES = 4
@@ -46,12 +49,11 @@ def read_photo(grey: Image.Image) -> tuple[int, float] | None:
     if corners is None:
         return None
     flat = rectify.rectify(grey, corners, width=_WORK_WIDTH)
-    long_side = max(flat.size)
-    estimate = long_side / _SERVED_LONG
+    tall = flat.height >= flat.width
+    estimate = flat.height / (_LONG_SIDE + _STRIP) if tall else flat.width / _LONG_SIDE
     points = _points(flat, estimate)
     if len(points[2]) < scan.MIN_POINTS:
         return None
-    tall = flat.height >= flat.width  # the long side's own axis keeps its length
     for scale_x, scale_y in _candidates(points, estimate, tall):
         tile = chips.aligned(scan.fine_fold(_stretched(points, scale_y / scale_x), scale_x, 0.0))
         score = chips.sync_score(tile)
