@@ -95,9 +95,11 @@ class TraceHandler(BaseHandler):
             if self._multipart():
                 images = self._images(data)
                 del data
+                self._spend(len(images))
                 answer = await trace_batch.trace_batch(self.ctx.db, self.ctx.pool,
                                                        self.ctx.pages.mark, self.account, images)
             else:
+                self._spend(1)
                 answer = await trace.trace(
                     self.ctx.db, self.ctx.pool, self.ctx.pages.mark, self.account, data,
                     self.request.headers.get("Content-Type"),
@@ -105,6 +107,10 @@ class TraceHandler(BaseHandler):
         finally:
             self._release_slot()
         self.send_json(200, answer)
+
+    def _spend(self, images: int) -> None:
+        assert self.account is not None and self.ctx.trace_rate is not None
+        self.ctx.trace_rate.spend(self.account.id, images)
 
     def _images(self, body: bytes) -> list[trace_batch.LeakImage]:
         """The parts named `image`, in order; anything else in the form is a 400."""
