@@ -118,7 +118,7 @@ def _camera_corners(size: tuple[float, float], page_box: tuple[int, int, int, in
     cover = rng.uniform(0.40, 0.90) * FRAME[0] * FRAME[1]
     # The projected area shrinks with the distance squared (nearly: the tilt is small).
     distance = 1.0e4 * math.sqrt(area / cover)
-    for _ in range(8):  # and must fit in the frame: moved back until it does
+    for _ in range(60):  # and must fit in the frame: moved back until it does
         shown = project(page, distance)
         span = shown.max(axis=0) - shown.min(axis=0)
         if span[0] <= FRAME[0] * 0.98 and span[1] <= FRAME[1] * 0.98:
@@ -126,9 +126,9 @@ def _camera_corners(size: tuple[float, float], page_box: tuple[int, int, int, in
         distance *= 1.03
     screen = np.array([[0, 0, 0], [width, 0, 0], [width, height, 0], [0, height, 0]], float)
     corners = project(screen, distance)
-    centre = project(page, distance).mean(axis=0)
-    slack = (np.array(FRAME) - (project(page, distance).max(axis=0)
-                                - project(page, distance).min(axis=0))) / 2
+    shown = project(page, distance)
+    centre = (shown.max(axis=0) + shown.min(axis=0)) / 2  # the page's bounding box, centred
+    slack = (np.array(FRAME) - (shown.max(axis=0) - shown.min(axis=0))) / 2
     shift = np.array(FRAME) / 2 - centre + [rng.uniform(-0.8, 0.8) * slack[0],
                                              rng.uniform(-0.8, 0.8) * slack[1]]
     return ([(float(x), float(y)) for x, y in corners + shift],
