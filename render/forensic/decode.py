@@ -29,7 +29,7 @@ import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, ink, layout, pattern_model, photo, scan, sync
+from render.forensic import chips, ink, layout, pattern_model, photo, rectify, scan, sync
 from render.forensic.layout import CHIP, TILE
 
 SYNC_THRESHOLD = 6.0
@@ -78,9 +78,14 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
     found = _search(grey, sync.residual)
     if found is None:
         # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
-        read = photo.read_photo(full)
-        if read is not None:
-            return Detection(read[0], read[1], 1.0, 0.0)
+        corners = rectify.page_corners(full)
+        if corners is not None:
+            read = photo.read_photo(full, corners)
+            if read is not None:
+                return Detection(read[0], read[1], 1.0, 0.0)
+            if rectify.needs_rectifying(corners):
+                # The later readings model no perspective: seconds spent for nothing.
+                return None
         # The paper may have been clipped to white (brightness or contrast raised): read the
         # visible pattern's ink instead (`render.forensic.ink`).
         level = ink.ink_level(grey)

@@ -41,13 +41,9 @@ _WORTH_REFINING = 4.0
 _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode reads them all
 
 
-def read_photo(grey: Image.Image) -> tuple[int, float] | None:
-    """(render id, sync score) from a photo of a page, or None: no page quadrilateral, one
-    that needs no rectifying (a screenshot, a scan: the other readings handle those), or no
-    mark passing both checks."""
-    corners = rectify.page_corners(grey)
-    if corners is None:
-        return None
+def read_photo(grey: Image.Image, corners: rectify.Corners) -> tuple[int, float] | None:
+    """(render id, sync score) from a photo of a page whose corners are `corners`
+    (`rectify.page_corners`), or None when no mark passes both checks."""
     flat = rectify.rectify(grey, corners, width=_WORK_WIDTH)
     tall = flat.height >= flat.width
     estimate = flat.height / (_LONG_SIDE + _STRIP) if tall else flat.width / _LONG_SIDE
