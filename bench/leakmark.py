@@ -2,6 +2,7 @@
 
     python -m bench.leakmark [--pages 12] [--unmarked 200] [--seed 7]
     python -m bench.leakmark --family phone [--pages 12] [--photos 2] [--unmarked 24]
+        [--point-sampled]
 
 Renders real corpus pages as vaultd serves them, marks each with a random render id, serves it
 (JPEG q80), applies every leak transformation of issue 16 and reports the exact-id recovery rate
@@ -24,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg, marked
-from bench.leakmark_phone import phone_photo
+from bench.leakmark_phone import photographed
 from render.forensic import codes, decode, embed_into
 
 
@@ -78,10 +79,12 @@ def main() -> None:
                         help="only these transformations (names, comma-separated)")
     parser.add_argument("--family", choices=("leaks", "phone"), default="leaks")
     parser.add_argument("--photos", type=int, default=2, help="phone photos a page")
+    parser.add_argument("--point-sampled", action="store_true",
+                        help="phone photos: the screen's grid sampled at points, blurred after")
     args = parser.parse_args()
     if args.family == "phone":
         phone_family(corpus_pages(args.pages), args.photos, args.unmarked,
-                     random.Random(args.seed))
+                     random.Random(args.seed), args.point_sampled)
         return
     attacks = {name: attack for name, attack in ATTACKS.items()
                if not args.attacks or name in args.attacks.split(",")}
@@ -135,15 +138,16 @@ def main() -> None:
           f"(served pages unmarked and transformed, and photographs)")
 
 
-def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Random) -> None:
+def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Random,
+                 point_sampled: bool = False) -> None:
     """Phone photos of each page marked (`per_page` each, a new id each), then `unmarked`
     photos of the pages unmarked: traced right, wrong, missed; decode times."""
     right, wrong, times = 0, 0, []
     for page in pages:
         for _ in range(per_page):
             render_id = codes.new_render_id()
-            photo = phone_photo(jpeg(mark_page(page, render_id), SERVED_QUALITY),
-                                page.page_height, rng)
+            photo, _ = photographed(jpeg(mark_page(page, render_id), SERVED_QUALITY), rng,
+                                    point_sampled)
             start = time.perf_counter()
             found = decode(photo)
             times.append(time.perf_counter() - start)
@@ -158,7 +162,7 @@ def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Ra
     false_matches, miss_times = 0, []
     for n in range(unmarked):
         page = pages[n % len(pages)]
-        photo = phone_photo(jpeg(page.image, SERVED_QUALITY), page.page_height, rng)
+        photo, _ = photographed(jpeg(page.image, SERVED_QUALITY), rng, point_sampled)
         start = time.perf_counter()
         false_matches += decode(photo) is not None
         miss_times.append(time.perf_counter() - start)

@@ -10,8 +10,9 @@ The simulation, in the order light goes through it:
 3. the screen plane tilted by up to 20 degrees about a random axis in its plane and turned by
    up to 4 degrees in it, seen by a 12-megapixel camera (3024 x 4032, focal length 0.75 x the
    diagonal, a phone's 26 mm) from the distance at which the page covers 40-90 % of the frame;
-   the frame is sampled point-wise from the grid (bilinear), so the grid aliases: moire;
-4. optical blur (Gaussian, radius 0.6-1.6 px);
+4. optical blur (Gaussian, radius 0.6-1.6 px) and each sensor pixel's area (0.4 px) filter the
+   light before it is sampled; what is left of the grid aliases: moire. `point_sampled`: the
+   grid sampled at points, the blur after (far more moire, the harsher model measured first);
 5. exposure 0.75-1.0, a gamma of 0.8-1.25 and a white-balance gain of 0.88-1.08 per channel;
 6. sensor noise: Gaussian, 1.5-4 grey levels plus a shot-noise share growing with the level;
 7. the capture saved as JPEG q70-q85.
@@ -27,7 +28,7 @@ import random
 
 import numpy as np
 import numpy.typing as npt
-from PIL import Image
+from PIL import Image, ImageFilter
 
 from render.forensic.rectify import perspective_coefficients
 
@@ -158,8 +159,12 @@ def phone_photo(image: Image.Image, _: int, rng: random.Random) -> Image.Image:
     return photographed(image, rng)[0]
 
 
-def photographed(image: Image.Image, rng: random.Random) -> tuple[Image.Image, Corners]:
-    """The photo, and where the page's corners are in it (for checking the rectification)."""
+def photographed(image: Image.Image, rng: random.Random, point_sampled: bool = False,
+                 ) -> tuple[Image.Image, Corners]:
+    """The photo, and where the page's corners are in it (for checking the rectification).
+    The lens and each sensor pixel's area filter the light before it is sampled; with
+    `point_sampled` the grid is sampled at points and blurred only after (far more moire: the
+    harsher model measured first)."""
     screen, page_box = _viewer(image, rng)
     corners, page_corners = _camera_corners(screen.size, page_box, rng)
     grid_size = (screen.width * _SUB, screen.height * _SUB)
@@ -173,6 +178,9 @@ def photographed(image: Image.Image, rng: random.Random) -> tuple[Image.Image, C
     room = np.asarray(_room(rng), dtype=np.float32)
     rgb = np.asarray(screen, dtype=np.uint8)
     radius = rng.uniform(0.6, 1.6)
+    if not point_sampled:
+        return _sensor(_filtered_light(screen, corners, radius, inside, bezel, room), rng), \
+            page_corners
     planes = []
     for index in range(3):
         shown = np.asarray(_pixel_grid(rgb[:, :, index], index).transform(
@@ -181,6 +189,45 @@ def photographed(image: Image.Image, rng: random.Random) -> tuple[Image.Image, C
         surround = room[:, :, index] * (1 - bezel) + 12.0 * bezel
         planes.append(_blur(surround * (1 - inside) + shown * inside, radius))
     return _sensor(np.stack(planes, axis=2), rng), page_corners
+
+
+def _filtered_light(screen: Image.Image, corners: Corners, radius: float,
+                    inside: npt.NDArray[np.float32], bezel: npt.NDArray[np.float32],
+                    room: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """The light on the sensor, filtered before sampling: the screen's content warped and
+    blurred by the lens, times the pixel grid's pattern blurred by the lens and each sensor
+    pixel's area (in the grid's own samples, then warped). The product stands for the blur of
+    the product: the content changes slowly beside the stripes."""
+    size = screen.size
+    rectangle = [(0.0, 0.0), (float(size[0]), 0.0), (float(size[0]), float(size[1])),
+                 (0.0, float(size[1]))]
+    to_screen = perspective_coefficients(rectangle, corners)
+    grid_size = (size[0] * _SUB, size[1] * _SUB)
+    to_grid = perspective_coefficients(
+        [(0, 0), (grid_size[0], 0), grid_size, (0, grid_size[1])], corners)
+    # Camera pixels per grid sample, on average over the screen.
+    camera_per_sample = math.sqrt(float(inside.sum()) / (grid_size[0] * grid_size[1]))
+    aperture = 0.4  # a sensor pixel's area as a Gaussian's standard deviation, in pixels
+    grid_sigma = math.hypot(radius, aperture) / camera_per_sample
+    rgb = np.asarray(screen, dtype=np.float32)
+    planes = []
+    for index in range(3):
+        stripe = np.full((_SUB, _SUB), _GLOW, dtype=np.float32)
+        stripe[:, index] = 1.0
+        stripe[-1] *= _MATRIX
+        pattern = Image.fromarray(np.rint(255 * np.tile(stripe, (size[1], size[0])))
+                                  .astype(np.uint8), "L")
+        pattern = pattern.filter(ImageFilter.GaussianBlur(grid_sigma)).transform(
+            FRAME, Image.Transform.PERSPECTIVE, to_grid, Image.Resampling.BILINEAR,
+            fillcolor=0)
+        modulation = np.asarray(pattern, dtype=np.float32) / (255 * _STRIPE_MEAN)
+        content = np.asarray(Image.fromarray(rgb[:, :, index], "F").transform(
+            FRAME, Image.Transform.PERSPECTIVE, to_screen, Image.Resampling.BILINEAR,
+            fillcolor=0.0), dtype=np.float32)
+        shown = _blur(content, radius) * modulation
+        surround = _blur(room[:, :, index] * (1 - bezel) + 12.0 * bezel, radius)
+        planes.append(surround * (1 - inside) + shown * inside)
+    return np.stack(planes, axis=2)
 
 
 def _sensor(light: npt.NDArray[np.float32], rng: random.Random) -> Image.Image:
