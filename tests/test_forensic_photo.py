@@ -17,7 +17,7 @@ from bench.leakmark_phone import photographed
 from render.forensic import decode, rectify
 
 RENDER_ID = 0x15A2B3C4D5E
-SEEDS = (1, 3, 5)  # seed 2: paper overexposed to 255, the mark lost (docs: limits)
+SEEDS = (1, 2, 3)  # seed 2: the paper at 253-254 in luminance, read in its blue channel
 
 
 @functools.cache

@@ -80,7 +80,7 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
         # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
         corners = rectify.page_corners(full)
         if corners is not None:
-            read = photo.read_photo(full, corners)
+            read = photo.read_photo(source, corners)
             if read is not None:
                 return Detection(read[0], read[1], 1.0, 0.0)
             if rectify.needs_rectifying(corners):

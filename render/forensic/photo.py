@@ -38,12 +38,33 @@ _STEP = 0.004
 _FINE = 8
 _CANDIDATES = 4
 _WORTH_REFINING = 4.0
+_DARKER_CHANNEL = 3  # grey levels under the luminance's paper for a channel to be read too
 _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode reads them all
 
 
-def read_photo(grey: Image.Image, corners: rectify.Corners) -> tuple[int, float] | None:
+def read_photo(image: Image.Image, corners: rectify.Corners) -> tuple[int, float] | None:
     """(render id, sync score) from a photo of a page whose corners are `corners`
-    (`rectify.page_corners`), or None when no mark passes both checks."""
+    (`rectify.page_corners`), or None when no mark passes both checks. The luminance first,
+    then, for a colour photo, its least exposed channel: a white balance that lifts one
+    channel to 255 on the paper clips the mark there (measured: a photo whose paper read 253
+    in luminance, 246 in blue, scored 3.3 in luminance and 10.0 in blue)."""
+    grey = image.convert("L")
+    found = _read(grey, corners)
+    if found is not None or image.mode != "RGB":
+        return found
+    levels = [_paper(band, corners) for band in image.split()]
+    darkest = min(range(3), key=lambda index: levels[index])
+    if levels[darkest] > _paper(grey, corners) - _DARKER_CHANNEL:
+        return None  # no channel keeps more of the paper's mark than the luminance
+    return _read(image.getchannel(darkest), corners)
+
+
+def _paper(grey: Image.Image, corners: rectify.Corners) -> float:
+    """The page's paper level: the 90th percentile of a small flat copy."""
+    return float(np.percentile(np.asarray(rectify.rectify(grey, corners, width=200)), 90))
+
+
+def _read(grey: Image.Image, corners: rectify.Corners) -> tuple[int, float] | None:
     flat = rectify.rectify(grey, corners, width=_WORK_WIDTH)
     tall = flat.height >= flat.width
     estimate = flat.height / (_LONG_SIDE + _STRIP) if tall else flat.width / _LONG_SIDE
