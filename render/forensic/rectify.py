@@ -12,23 +12,21 @@ across the page. So, on a copy reduced to about 1000 px (cheap):
    columns (the rest may belong to the neighbouring edges), outliers dropped twice;
 3. the corners are the lines' intersections, scaled back to the photo's pixels.
 
-The photo is then reduced by a whole factor (area average: sensor noise and the screen's pixel
-grid averaged, not aliased) to about the served width, and warped onto a rectangle whose sides
-are the quadrilateral's mean edge lengths. The aspect this gives is off by up to a few per
-cent (foreshortening); `render.forensic.decode` corrects that from the mark's own lattice.
+The photo is then reduced by a whole factor (an area average: sensor noise and what is left
+of the screen's pixel grid averaged, not aliased) to about the width asked for, and warped onto
+a rectangle whose sides are the quadrilateral's mean edge lengths. The aspect this gives is off
+by up to about 5 % (foreshortening); `render.forensic.photo` searches it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageFilter
 
 _WORK_SIDE = 1000  # px: the outline is found on a copy this large
-_TARGET_WIDTH = 1300  # px: the rectified page's width, about a served page's
 _MIN_CONTRAST = 60  # grey levels between paper and surround: less is not a page on a screen
 _MIN_AREA = 0.25  # of the frame: a smaller bright region is not a page shown large
 _MIN_SKEW = 0.01  # corners this near a similarity of a rectangle need no rectifying
@@ -36,12 +34,6 @@ _MIDDLE = (0.2, 0.8)  # the share of each edge's span whose crossings fit the li
 
 Floats = npt.NDArray[np.float64]
 Corners = list[tuple[float, float]]  # top-left, top-right, bottom-right, bottom-left
-
-
-@dataclass(frozen=True)
-class Rectified:
-    image: Image.Image  # the page, flat
-    corners: Corners  # where the page's corners are in the photo
 
 
 def page_corners(grey: Image.Image) -> Corners | None:
@@ -158,7 +150,7 @@ def needs_rectifying(corners: Corners) -> bool:
                 or abs(left - right) > _MIN_SKEW * max(left, right))
 
 
-def rectify(grey: Image.Image, corners: Corners, width: int = _TARGET_WIDTH) -> Image.Image:
+def rectify(grey: Image.Image, corners: Corners, width: int) -> Image.Image:
     """The page inside `corners` warped flat, about `width` px wide: `grey` reduced by the
     whole factor that brings it nearest (an area average), then warped."""
     p = np.array(corners)
