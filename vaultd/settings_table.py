@@ -302,7 +302,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "trace.max_images_per_hour_per_account",
         _int(1, 1_000_000),
-        120,
+        600,
         "VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT",
         "Images one account may send to be traced in any hour (a multipart trace counts "
         "each of its images); past it, 429.",
