@@ -1,11 +1,15 @@
 """Evaluation of the invisible leak-tracing mark (docs/leak-tracing.md).
 
     python -m bench.leakmark [--pages 12] [--unmarked 200] [--seed 7]
+    python -m bench.leakmark --family phone [--pages 12] [--photos 2] [--unmarked 24]
+        [--point-sampled]
 
 Renders real corpus pages as vaultd serves them, marks each with a random render id, serves it
 (JPEG q80), applies every leak transformation of issue 16 and reports the exact-id recovery rate
 per transformation, PSNR against the same render unmarked, embed and decode times, and false
 positives on unmarked images (the same pages served unmarked and transformed, and photographs).
+`--family phone`: phone photos of the page shown on a screen (`bench.leakmark_phone`), `--photos`
+a page, and false matches over `--unmarked` photos of the same pages unmarked made the same way.
 Library comparisons: `python -m bench.leakmark_libs` (needs the libraries installed).
 """
 
@@ -21,6 +25,7 @@ import numpy as np
 from PIL import Image
 
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg, marked
+from bench.leakmark_phone import photographed
 from render.forensic import codes, decode, embed_into
 
 
@@ -72,7 +77,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--attacks", default="",
                         help="only these transformations (names, comma-separated)")
+    parser.add_argument("--family", choices=("leaks", "phone"), default="leaks")
+    parser.add_argument("--photos", type=int, default=2, help="phone photos a page")
+    parser.add_argument("--point-sampled", action="store_true",
+                        help="phone photos: the screen's grid sampled at points, blurred after")
     args = parser.parse_args()
+    if args.family == "phone":
+        phone_family(corpus_pages(args.pages), args.photos, args.unmarked,
+                     random.Random(args.seed), args.point_sampled)
+        return
     attacks = {name: attack for name, attack in ATTACKS.items()
                if not args.attacks or name in args.attacks.split(",")}
     rng = random.Random(args.seed)
@@ -123,6 +136,39 @@ def main() -> None:
         false_positives += decode(image) is not None
     print(f"false positives: {false_positives}/{trials} unmarked images "
           f"(served pages unmarked and transformed, and photographs)")
+
+
+def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Random,
+                 point_sampled: bool = False) -> None:
+    """Phone photos of each page marked (`per_page` each, a new id each), then `unmarked`
+    photos of the pages unmarked: traced right, wrong, missed; decode times."""
+    right, wrong, times = 0, 0, []
+    for page in pages:
+        for _ in range(per_page):
+            render_id = codes.new_render_id()
+            photo, _ = photographed(jpeg(mark_page(page, render_id), SERVED_QUALITY), rng,
+                                    point_sampled)
+            start = time.perf_counter()
+            found = decode(photo)
+            times.append(time.perf_counter() - start)
+            right += found == render_id
+            wrong += found is not None and found != render_id
+            print(f"  {page.name}: {'right' if found == render_id else found}"
+                  f" ({times[-1]:.1f} s)", flush=True)
+    total = len(pages) * per_page
+    print(f"\nphone photo: {right}/{total} traced to the right view ({100 * right / total:.0f} %),"
+          f" {wrong} wrong; decode median {statistics.median(times):.1f} s,"
+          f" max {max(times):.1f} s")
+    false_matches, miss_times = 0, []
+    for n in range(unmarked):
+        page = pages[n % len(pages)]
+        photo, _ = photographed(jpeg(page.image, SERVED_QUALITY), rng, point_sampled)
+        start = time.perf_counter()
+        false_matches += decode(photo) is not None
+        miss_times.append(time.perf_counter() - start)
+    if unmarked:
+        print(f"false matches: {false_matches}/{unmarked} unmarked phone photos; decode median"
+              f" {statistics.median(miss_times):.1f} s, max {max(miss_times):.1f} s")
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ class Settings:
     upload_office: bool
     upload_office_timeout_seconds: float
     trace_max_concurrent_per_account: int
+    trace_max_images_per_hour_per_account: int
     server_max_connections: int
     server_header_timeout_seconds: float
     server_body_idle_timeout_seconds: float

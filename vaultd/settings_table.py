@@ -366,6 +366,14 @@ FIELDS: tuple[Field, ...] = (
         "memory); the next gets 429.",
     ),
     Field(
+        "trace.max_images_per_hour_per_account",
+        _int(1, 1_000_000),
+        600,
+        "VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT",
+        "Images one account may send to be traced in any hour (a multipart trace counts "
+        "each of its images); past it, 429.",
+    ),
+    Field(
         "server.max_connections",
         _int(16, 1_000_000),
         4096,

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -30,8 +29,8 @@ import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import ink, layout, pattern_model, scan, sync
-from render.forensic.layout import CHIP, TILE, TILE_CHIPS
+from render.forensic import chips, ink, layout, pattern_model, photo, rectify, scan, sync
+from render.forensic.layout import CHIP, TILE
 
 SYNC_THRESHOLD = 6.0
 CHASE_BITS = 5  # 32 CRC trials at most per alignment; the sync threshold guards the rest
@@ -71,13 +70,22 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
     source = Image.fromarray(image) if isinstance(image, np.ndarray) else image
     if min(source.size) < _MIN_SIDE:
         return None  # under two tiles at the smallest scale: nothing to fold
-    grey = source.convert("L")
+    grey = full = source.convert("L")
     while grey.width * grey.height > _MAX_PIXELS:
         # Halved until the decode fits a render task's time: a page shown that large has
         # chips of 12 px or more, which stay above 4 px.
         grey = grey.reduce(2)
     found = _search(grey, sync.residual)
     if found is None:
+        # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
+        corners = rectify.page_corners(full)
+        if corners is not None:
+            read = photo.read_photo(source, corners)
+            if read is not None:
+                return Detection(read[0], read[1], 1.0, 0.0)
+            if rectify.needs_rectifying(corners):
+                # The later readings model no perspective: seconds spent for nothing.
+                return None
         # The paper may have been clipped to white (brightness or contrast raised): read the
         # visible pattern's ink instead (`render.forensic.ink`).
         level = ink.ink_level(grey)
@@ -134,17 +142,17 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     for degrees in angles:
         angle = math.radians(degrees)
         for _, scale in scan.best_scales(points, angle, _fold_score):
-            chips = _aligned_chips(scan.fine_fold(points, scale, angle))
-            score = _sync_score(chips)
+            tile = chips.aligned(scan.fine_fold(points, scale, angle))
+            score = chips.sync_score(tile)
             if score >= SYNC_THRESHOLD:
-                render_id = scan.chase(_votes(chips), scan.CHASE_BITS)
+                render_id = scan.chase(chips.votes(tile), scan.CHASE_BITS)
                 if render_id is not None:
                     return Detection(render_id, score, scale, degrees), known
     return None, known
 
 
 def _fold_score(folded: Floats) -> float:
-    return _sync_score(_aligned_chips(folded))
+    return chips.sync_score(chips.aligned(folded))
 
 
 def _search(grey: Image.Image, detail: ink.Residual,
@@ -167,11 +175,11 @@ def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual,
     """The detection along one candidate tile vector (or None), and its sync score."""
     scale = math.hypot(*vector) / TILE
     folded = _fold(grey, vector, detail)
-    chips = _aligned_chips(folded)
-    score = _sync_score(chips)
+    tile = chips.aligned(folded)
+    score = chips.sync_score(tile)
     if score < SYNC_THRESHOLD:
         return None, score
-    render_id = _chase(_votes(chips))
+    render_id = _chase(chips.votes(tile))
     if render_id is None:
         return None, score
     angle = math.degrees(math.atan2(vector[1], vector[0]))
@@ -216,49 +224,6 @@ def _central_part(grey: Image.Image, share: float) -> Image.Image:
     return grey.crop((left, top, left + width, top + height))
 
 
-@functools.cache
-def _template_spectrum() -> npt.NDArray[np.complex128]:
-    """The conjugate spectrum of the sync template (the same for every fold)."""
-    spectrum: npt.NDArray[np.complex128] = np.conj(np.fft.rfft2(_template()))
-    return spectrum
-
-
-def _template() -> Floats:
-    """+1 where a sync chip is darkened, -1 where it is not, 0 on payload chips."""
-    signs = np.zeros(TILE_CHIPS * TILE_CHIPS, dtype=np.float32)
-    sync_chips = layout.sync_chips()
-    signs[sync_chips] = 2.0 * layout.key_bits()[sync_chips] - 1.0
-    return np.kron(signs.reshape(TILE_CHIPS, TILE_CHIPS), np.ones((CHIP, CHIP), np.float32))
-
-
-def _tile_offset(folded: Floats) -> tuple[int, int]:
-    """Where the tile starts in `folded` (rows, columns): the peak of its cyclic
-    cross-correlation with the sync template."""
-    corr = np.fft.irfft2(np.fft.rfft2(-folded) * _template_spectrum(), s=folded.shape)
-    dy, dx = np.unravel_index(int(np.argmax(corr)), corr.shape)
-    return int(dy), int(dx)
-
-
-def _aligned_chips(folded: Floats) -> Floats:
-    """Per chip, its mean darkening (positive = darkened), with the tile's offset found by
-    cyclic cross-correlation with the sync template."""
-    darkness = -folded
-    dy, dx = _tile_offset(folded)
-    aligned = np.roll(darkness, (-dy, -dx), axis=(0, 1))
-    inner = aligned.reshape(TILE_CHIPS, CHIP, TILE_CHIPS, CHIP)[:, 1:-1, :, 1:-1]
-    chips = inner.mean(axis=(1, 3)).reshape(-1)
-    normalised: Floats = ((chips - chips.mean()) / max(float(chips.std()), 1e-9)).astype(
-        np.float32)
-    return normalised
-
-
-def _sync_score(chips: Floats) -> float:
-    """Agreement of the sync chips with the template, in standard deviations under chance."""
-    index = layout.sync_chips()
-    signs = 2.0 * layout.key_bits()[index] - 1.0
-    return float(np.dot(chips[index], signs) / math.sqrt(len(index)))
-
-
 def _chase(votes: npt.NDArray[np.float64]) -> int | None:
     """The id whose bits pass the CRC, trying the hard decision and then every pattern of
     flips among the CHASE_BITS least reliable bits (Chase decoding): one or two weak bits are
@@ -274,14 +239,3 @@ def _chase(votes: npt.NDArray[np.float64]) -> int | None:
         if render_id is not None:
             return render_id
     return None
-
-
-def _votes(chips: Floats) -> npt.NDArray[np.float64]:
-    """Soft-combine each bit's chips: a chip darkened where its key bit is 0 says 1; a
-    positive vote means 1, its size how sure."""
-    owner = layout.bit_of_chip()
-    carriers = owner >= 0
-    expected_if_zero = 2.0 * layout.key_bits()[carriers] - 1.0
-    votes = np.zeros(layout.PAYLOAD_BITS, dtype=np.float64)
-    np.add.at(votes, owner[carriers], -chips[carriers] * expected_if_zero)
-    return votes

@@ -13,6 +13,7 @@ from vaultd.services.blobs import BlobStore
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.office import OfficeConverter
 from vaultd.services.page_path import PagePath
+from vaultd.services.trace_rate import TraceRate
 from vaultd.web.pending_work import PendingWork
 
 
@@ -33,6 +34,7 @@ class AppContext:
     office: OfficeConverter | None = None  # made from settings when not given
     codes: EmailCodes | None = None  # email codes of gated links; None: smtp.host not set
     metrics: Metrics = field(default_factory=Metrics)  # scraped only when metrics.port is set
+    trace_rate: TraceRate | None = None
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:
@@ -42,6 +44,8 @@ class AppContext:
             self.office = OfficeConverter(self.settings.upload_office,
                                           self.settings.upload_office_timeout_seconds,
                                           self.settings.render_sandbox == "required")
+        if self.trace_rate is None:
+            self.trace_rate = TraceRate(self.settings.trace_max_images_per_hour_per_account)
         if self.trace_slots is None:
             self.trace_slots = AccountSlots(self.settings.trace_max_concurrent_per_account,
                                             "traces")

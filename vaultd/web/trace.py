@@ -1,16 +1,18 @@
-"""POST /v1/trace: the leaked image as the raw body (image/jpeg or image/png, 25 MB at most).
+"""POST /v1/trace: the leaked image as the raw body (image/jpeg or image/png, 25 MB at most),
+or up to 20 images of one leak as multipart/form-data parts named `image` (100 MiB in all).
 
 The body is collected in memory up to the limit (a refused body is still read, up to a cap, as
 in `web.upload`, so clients that send everything before reading see the error), then decoded in
-a render worker; see `services.trace`.
+a render worker; see `services.trace` and `services.trace_batch`.
 """
 
 from __future__ import annotations
 
+from tornado.httputil import HTTPFile, HTTPInputError, parse_multipart_form_data
 from tornado.web import stream_request_body
 
-from vaultd.errors import PayloadTooLarge, VaultError
-from vaultd.services import trace
+from vaultd.errors import InvalidRequest, PayloadTooLarge, VaultError
+from vaultd.services import trace, trace_batch
 from vaultd.services.account_slots import Slot
 from vaultd.web.base import BaseHandler, as_vault_error
 from vaultd.web.upload import drain_cap
@@ -22,10 +24,13 @@ class TraceHandler(BaseHandler):
     rejection: VaultError | None = None
     slot: Slot | None = None  # this request's place in its account's traces in progress
     decoding = False  # `post` is running: the image is still held
+    limit = trace.MAX_TRACE_BYTES
 
     async def prepare(self) -> None:
         self.body = bytearray()
-        cap = drain_cap(trace.MAX_TRACE_BYTES)
+        if self._multipart():
+            self.limit = trace_batch.MAX_BATCH_BYTES
+        cap = drain_cap(self.limit)
         self.request.connection.set_max_body_size(cap)  # type: ignore[union-attr]
         raw_length = self.request.headers.get("Content-Length", "")
         length = int(raw_length) if raw_length.isdigit() else None
@@ -33,7 +38,7 @@ class TraceHandler(BaseHandler):
             await super().prepare()
             assert self.account is not None
             trace.check_allowed(self.account)
-            if length is not None and length > trace.MAX_TRACE_BYTES:
+            if length is not None and length > self.limit:
                 raise self._too_large()
             self._take_slot()
         except Exception as error:  # answered after the body is read (see web.upload)
@@ -62,13 +67,20 @@ class TraceHandler(BaseHandler):
         if self.slot is not None:
             self.slot.release()
 
+    def _multipart(self) -> bool:
+        kind = self.request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        return kind == "multipart/form-data"
+
     def _too_large(self) -> PayloadTooLarge:
+        if self._multipart():
+            return PayloadTooLarge(
+                f"images larger than the {trace_batch.MAX_BATCH_BYTES} byte limit in all")
         return PayloadTooLarge(f"image larger than the {trace.MAX_TRACE_BYTES} byte limit")
 
     def data_received(self, chunk: bytes) -> None:
         if self.rejection is not None:
             return  # draining a refused body
-        if len(self.body) + len(chunk) > trace.MAX_TRACE_BYTES:
+        if len(self.body) + len(chunk) > self.limit:
             self.rejection = self._too_large()
             self.body = bytearray()
             return
@@ -81,12 +93,52 @@ class TraceHandler(BaseHandler):
         data, self.body = bytes(self.body), bytearray()  # one copy of the image, not two
         self.decoding = True
         try:
-            answer = await trace.trace(self.ctx.db, self.ctx.pool, self.ctx.pages.mark,
-                                       self.account, data, self.request.headers.get("Content-Type"),
-                                       self.get_query_argument("traceCode", None))
+            if self._multipart():
+                images = self._images(data)
+                del data
+                self._spend(len(images))
+                answer = await trace_batch.trace_batch(self.ctx.db, self.ctx.pool,
+                                                       self.ctx.pages.mark, self.account, images)
+            else:
+                self._spend(1)
+                answer = await trace.trace(
+                    self.ctx.db, self.ctx.pool, self.ctx.pages.mark, self.account, data,
+                    self.request.headers.get("Content-Type"),
+                    self.get_query_argument("traceCode", None))
         finally:
             self._release_slot()
         self.send_json(200, answer)
+
+    def _spend(self, images: int) -> None:
+        assert self.account is not None and self.ctx.trace_rate is not None
+        self.ctx.trace_rate.spend(self.account.id, images)
+
+    def _images(self, body: bytes) -> list[trace_batch.LeakImage]:
+        """The parts named `image`, in order; anything else in the form is a 400."""
+        if self.get_query_argument("traceCode", None) is not None:
+            raise InvalidRequest("traceCode goes with a single image sent as the raw body")
+        fields: dict[str, list[bytes]] = {}
+        files: dict[str, list[HTTPFile]] = {}
+        boundary = ""
+        for param in self.request.headers.get("Content-Type", "").split(";")[1:]:
+            key, _, value = param.strip().partition("=")
+            if key.lower() == "boundary":
+                boundary = value
+        if not boundary:
+            raise InvalidRequest("the multipart/form-data body has no boundary")
+        try:
+            parse_multipart_form_data(boundary.encode("latin-1"), body, fields, files)
+        except (HTTPInputError, UnicodeError):
+            raise InvalidRequest("the multipart/form-data body is malformed") from None
+        if fields or set(files) - {"image"}:
+            raise InvalidRequest("only image parts (files) belong in a multipart trace")
+        parts = files.get("image", [])
+        for number, part in enumerate(parts, start=1):
+            if len(part.body) > trace.MAX_TRACE_BYTES:
+                raise PayloadTooLarge(
+                    f"image {number} larger than the {trace.MAX_TRACE_BYTES} byte limit")
+        return [trace_batch.LeakImage(part.filename or None, part.content_type, part.body)
+                for part in parts]
 
 
 ROUTES = [(r"/v1/trace", TraceHandler)]

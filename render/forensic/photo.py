@@ -1,0 +1,132 @@
+"""Reading a phone photo of a page shown on a screen (docs/leak-tracing.md, "Phone photos").
+
+1. The page's quadrilateral is found and the perspective undone (`rectify`), on a copy of the
+   photo reduced by a whole factor so that the page is about _WORK_WIDTH px wide: the box
+   average takes out most of the sensor noise and the screen's pixel grid (moire), which the
+   chips (8 px served, 10-30 px in the photo) outlast.
+2. What the rectification cannot know is the page's true aspect (foreshortening shortens one
+   pair of sides by up to about 6 % over 20 degrees) and the served size. Served pages have a
+   long side of render.long_side px (1600) plus the strip, which gives the scale to within a few per
+   cent; the residual's points are then folded at every (scale, aspect) pair around it (the
+   autocorrelation of a photo shows its text lines and moire, not the tile lattice) and the
+   best pairs refined and decoded with the same checks as every other reading: sync >= 6
+   standard deviations, then the CRC.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from render.forensic import chips, rectify, scan, sync
+from render.forensic.layout import CHIP
+from render.forensic.pattern_model import Points
+
+Floats = npt.NDArray[np.float32]
+SYNC_THRESHOLD = 6.0
+_WORK_WIDTH = 550  # px: the rectified page's width (chips of 3.5 px: still read)
+# The served canvas: a page's long side is render.long_side (1600 px by default), a portrait
+# page's canvas the strip's height taller (about 111 px).
+_LONG_SIDE, _STRIP = 1600, 111
+_SCALE_REACH = 0.06  # ln(scale) searched either side of that estimate
+# Height / width corrections tried: at 20 degrees of tilt the mean sides were off by up to 5 %.
+_ASPECTS = np.exp(np.arange(-0.06, 0.0601, 0.01))
+_STEP = 0.004
+_FINE = 8
+_CANDIDATES = 4
+_WORTH_REFINING = 4.0
+_DARKER_CHANNEL = 3  # grey levels under the luminance's paper for a channel to be read too
+_COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode reads them all
+
+
+def read_photo(image: Image.Image, corners: rectify.Corners) -> tuple[int, float] | None:
+    """(render id, sync score) from a photo of a page whose corners are `corners`
+    (`rectify.page_corners`), or None when no mark passes both checks. The luminance first,
+    then, for a colour photo, its least exposed channel: a white balance that lifts one
+    channel to 255 on the paper clips the mark there (measured: a photo whose paper read 253
+    in luminance, 246 in blue, scored 3.3 in luminance and 10.0 in blue)."""
+    grey = image.convert("L")
+    found = _read(grey, corners)
+    if found is not None or image.mode != "RGB":
+        return found
+    levels = [_paper(band, corners) for band in image.split()]
+    darkest = min(range(3), key=lambda index: levels[index])
+    if levels[darkest] > _paper(grey, corners) - _DARKER_CHANNEL:
+        return None  # no channel keeps more of the paper's mark than the luminance
+    return _read(image.getchannel(darkest), corners)
+
+
+def _paper(grey: Image.Image, corners: rectify.Corners) -> float:
+    """The page's paper level: the 90th percentile of a small flat copy."""
+    return float(np.percentile(np.asarray(rectify.rectify(grey, corners, width=200)), 90))
+
+
+def _read(grey: Image.Image, corners: rectify.Corners) -> tuple[int, float] | None:
+    flat = rectify.rectify(grey, corners, width=_WORK_WIDTH)
+    tall = flat.height >= flat.width
+    estimate = flat.height / (_LONG_SIDE + _STRIP) if tall else flat.width / _LONG_SIDE
+    points = _points(flat, estimate)
+    if len(points[2]) < scan.MIN_POINTS:
+        return None
+    for scale_x, scale_y in _candidates(points, estimate, tall):
+        tile = chips.aligned(scan.fine_fold(_stretched(points, scale_y / scale_x), scale_x, 0.0))
+        score = chips.sync_score(tile)
+        if score < SYNC_THRESHOLD:
+            continue
+        render_id = scan.chase(chips.votes(tile), scan.CHASE_BITS)
+        if render_id is not None:
+            return render_id, score
+    return None
+
+
+def _points(flat: Image.Image, scale: float) -> Points:
+    """The residual's non-zero pixels (the paper's, away from text): rows, columns, values.
+    All of them: thinned to the scan's 60,000, the fold lost a third of its score."""
+    detail = sync.residual(flat, max(1.0, CHIP * scale / 2))
+    ys, xs = np.nonzero(detail)
+    return ys.astype(np.float64), xs.astype(np.float64), detail[ys, xs].astype(np.float64)
+
+
+def _stretched(points: Points, aspect: float) -> Points:
+    """The points with their rows divided by `aspect`: a fold at one scale then folds the
+    rows at scale x aspect."""
+    ys, xs, values = points
+    return ys / aspect, xs, values
+
+
+def _candidates(points: Points, estimate: float, tall: bool) -> list[tuple[float, float]]:
+    """(horizontal, vertical) scales worth decoding, best first: every aspect and scale near
+    the estimate folded coarsely, the best few refined in scale."""
+    sample = scan.thinned(points, _COARSE_POINTS)
+    scales = estimate * np.exp(np.arange(-_SCALE_REACH, _SCALE_REACH + 1e-9, _STEP))
+    trials = []
+    for aspect in _ASPECTS:
+        stretched = _stretched(sample, float(aspect))
+        for scale in scales:
+            # The long side's scale is the one the estimate is about.
+            along = float(scale / aspect) if tall else float(scale)
+            trials.append((_fold_score(scan.coarse_fold(stretched, along, 0.0)), along,
+                           float(aspect)))
+    trials.sort(reverse=True)
+    found: list[tuple[float, float, float]] = []
+    tried: list[tuple[float, float]] = []
+    for value, scale, aspect in trials:
+        if value < _WORTH_REFINING or len(tried) == _CANDIDATES:
+            break
+        if any(abs(math.log(scale / s)) < 2 * _STEP and abs(math.log(aspect / a)) < 0.015
+               for s, a in tried):
+            continue
+        tried.append((scale, aspect))
+        stretched = _stretched(scan.thinned(points, scan.MAX_POINTS), aspect)
+        for k in range(-_FINE, _FINE + 1):
+            fine = scale * math.exp(k * _STEP / _FINE)
+            found.append((_fold_score(scan.fine_fold(stretched, fine, 0.0)), fine, aspect))
+    found.sort(reverse=True)
+    return [(scale, scale * aspect) for _, scale, aspect in found[: 2 * _CANDIDATES]]
+
+
+def _fold_score(folded: Floats) -> float:
+    return chips.sync_score(chips.aligned(folded))
