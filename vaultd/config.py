@@ -1,9 +1,10 @@
 """vaultd's settings: one frozen object built by one pure function.
 
 Resolution order: built-in defaults, then the TOML file (`--config`), then environment variables,
-then command-line flags. Every setting is declared once in `FIELDS` (`vaultd.settings_table`)
-with its type, default, environment name and a line of help; unknown keys in the file are
-rejected, and any invalid value stops start-up with one line that names the setting.
+then command-line flags. Every setting is declared once, as a field of a settings group
+(`vaultd.settings.*`: its type, key, parser, default, environment name and a line of help);
+`FIELDS` is derived from them. Unknown keys in the file are rejected, and any invalid value
+stops start-up with one line that names the setting.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from vaultd.settings_table import FIELDS, Field
+from vaultd.settings.declare import Field, declared
+from vaultd.settings.events import EventsSettings
+from vaultd.settings.intake import IntakeSettings
+from vaultd.settings.render import RenderSettings
+from vaultd.settings.server import ServerSettings
+from vaultd.settings.storage import StorageSettings
+from vaultd.settings.viewers import ViewersSettings
 
 __all__ = ["FIELDS", "OPTION_HELP", "ConfigError", "Field", "Settings", "load_settings",
            "read_config_file", "settings_from"]
@@ -26,68 +33,10 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class Settings:
-    host: str
-    port: int
-    data_dir: str
-    public_url: str
-    log_level: str
-    mongodb_uri: str
-    mongodb_database: str
-    storage_backend: str
-    storage_local_dir: str
-    storage_azure_connection_string: str
-    storage_azure_account_url: str
-    storage_azure_container: str
-    storage_s3_endpoint_url: str
-    storage_s3_region: str
-    storage_s3_bucket: str
-    storage_s3_prefix: str
-    storage_s3_addressing_style: str
-    master_key_file: str
-    master_key_value: str
-    render_workers: int
-    render_queue_size: int
-    render_timeout_seconds: float
-    render_memory_limit_mb: int
-    render_max_tasks_per_worker: int
-    render_sandbox: str
-    render_long_side: int
-    render_max_pixels: int
-    render_max_per_link: int
-    render_max_per_ip: int
-    render_max_waiting_per_account: int
-    render_max_running_per_account: int
-    render_timeout_penalty: int
-    render_page_cache_mb: int
-    upload_max_bytes: int
-    upload_max_concurrent_per_account: int
-    upload_office: bool
-    upload_office_timeout_seconds: float
-    trace_max_concurrent_per_account: int
-    trace_max_images_per_hour_per_account: int
-    server_max_connections: int
-    server_header_timeout_seconds: float
-    server_body_idle_timeout_seconds: float
-    server_shutdown_grace_seconds: float
-    proxy_trusted: tuple[str, ...]
-    webhooks_allow_private_networks: bool
-    webhooks_retry_schedule: tuple[float, ...]
-    analytics_flush_seconds: float
-    webhooks_poll_seconds: float
-    webhooks_lease_seconds: float
-    webhooks_hold_seconds: float
-    webhooks_keep_days: float
-    watermark_timezone: str
-    smtp_host: str
-    smtp_port: int
-    smtp_username: str
-    smtp_password: str
-    smtp_starttls: bool
-    smtp_from: str
-    metrics_host: str
-    metrics_port: int
-    metrics_per_account: bool
+class Settings(EventsSettings, ViewersSettings, IntakeSettings, RenderSettings, StorageSettings,
+               ServerSettings):
+    """Every setting: the groups' fields (declared once each, in `vaultd.settings.*`), server
+    first; and what is derived from them."""
 
     @property
     def data_path(self) -> Path:
@@ -123,6 +72,9 @@ class Settings:
             value = getattr(self, f.name)
             shown.append(f"{f.name}={'<hidden>' if f.name in hidden and value else repr(value)}")
         return f"Settings({', '.join(shown)})"
+
+
+FIELDS: tuple[Field, ...] = declared(Settings)
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
