@@ -25,7 +25,7 @@ def test_a_group_whose_field_does_not_match_its_key_is_refused_at_import() -> No
     class Slipped:
         render_workerz: int = setting("render.workers", integer(1, 4), 1, None, "a slip")
 
-    with pytest.raises(TypeError, match="setting render.workers is declared as render_workerz"):
+    with pytest.raises(TypeError, match=r"setting render\.workers is declared as render_workerz"):
         declared(Slipped)
 
 

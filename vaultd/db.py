@@ -222,6 +222,9 @@ async def ensure_indexes(db: Db) -> None:
     await db.viewer_sessions.create_index([("linkId", ASCENDING), ("createdAt", DESCENDING)])
     await db.agreements.create_index([("accountId", ASCENDING), ("agreementId", ASCENDING),
                                       ("version", DESCENDING)])
+    # A gate's rate window is worth nothing once over: the database drops it (TTL), so the
+    # counters of a year of code sends do not stay behind.
+    await db.raw(GATE_COUNTERS).create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.rooms.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
     await db.room_items.create_index([("roomId", ASCENDING), ("parentId", ASCENDING)])
     await db.room_items.create_index([("fileId", ASCENDING)])  # a deleted file leaves every room
@@ -233,6 +236,7 @@ async def ensure_indexes(db: Db) -> None:
 
 
 LINK_COUNT_MIGRATION = "linkCount"
+GATE_COUNTERS = "gate_counters"  # services.gates.counters: fixed windows with an expiry
 
 
 async def count_links_once(db: Db) -> None:

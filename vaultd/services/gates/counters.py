@@ -8,10 +8,10 @@ from datetime import timedelta
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from vaultd.db import Db
+from vaultd.db import GATE_COUNTERS, Db
 from vaultd.timefmt import utcnow
 
-COLLECTION = "gate_counters"
+COLLECTION = GATE_COUNTERS
 
 
 async def take(db: Db, key: str, limit: int, window_seconds: int) -> bool:
