@@ -5,14 +5,12 @@ SecantusDB, whose TTL pass is run at once through its admin command."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
+from tests.embedded_database import running_database, vault_db
 from vaultd import embedded_db
-from vaultd.db import Db, ensure_indexes
+from vaultd.db import Db
 from vaultd.services.gates import counters
 
 pytestmark = pytest.mark.slow  # its own database server
@@ -20,24 +18,14 @@ pytestmark = pytest.mark.slow  # its own database server
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    storage: Path = tmp_path_factory.mktemp("gates-ttl") / "db"
-    running = embedded_db.start(storage, record_address=False)
-    try:
+    with running_database(tmp_path_factory.mktemp("gates-ttl") / "db") as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture
 async def db(server: embedded_db.EmbeddedServer) -> AsyncIterator[Db]:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        server.uri, tz_aware=True, uuidRepresentation="standard")
-    database = Db(client, client["vaultd"])
-    await ensure_indexes(database)
-    try:
+    async with vault_db(server) as database:
         yield database
-    finally:
-        await database.close()
 
 
 async def test_a_window_that_is_over_is_dropped_and_a_current_one_is_kept(db: Db) -> None:

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from backends.local import LocalBackend
+from tests.embedded_database import running_database, vault_db
 from tests.scale_seed import _file
 from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
-from vaultd.db import Db, connect, ensure_indexes
+from vaultd.db import Db
 from vaultd.secrets import digest
 from vaultd.services import accounts, batches, files, link_counts, links, revoke_jobs
 from vaultd.services.accounts import Account
@@ -28,22 +29,14 @@ pytestmark = pytest.mark.slow  # starts its own embedded database
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    storage: Path = tmp_path_factory.mktemp("counts") / "db"
-    running = embedded_db.start(storage, record_address=False)
-    try:
+    with running_database(tmp_path_factory.mktemp("counts") / "db") as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
 async def db(server: embedded_db.EmbeddedServer) -> AsyncIterator[Db]:
-    database = connect(server.uri, "vaultd")
-    await ensure_indexes(database)
-    try:
+    async with vault_db(server) as database:
         yield database
-    finally:
-        await database.close()
 
 
 async def _account_with_file(db: Db) -> tuple[Account, str]:
