@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Installs what vaultd needs on a Debian machine: system fonts for watermarks, a C compiler for
 # the watermark's blend (optional: without one, vaultd blends with Pillow), and the package
-# itself into .venv. Idempotent; used by scripts/run.sh (when its stamp changed) and
+# itself into .venv; `--office` adds LibreOffice (upload.office), `--test` everything the tests
+# need. Idempotent; used by scripts/run.sh (when its stamp changed) and
 # scripts/test.sh (always).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # libseccomp2: the render workers' seccomp filter (through pyseccomp).
 APT_PACKAGES=(fonts-dejavu-core fonts-droid-fallback gcc libseccomp2)
-# LibreOffice without its GUI (~240 MB, about a minute): the Office converter (upload.office).
-APT_PACKAGES+=(libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
+# LibreOffice without its GUI (~240 MB, about a minute): the Office converter, for vaults that
+# turn upload.office on (`--office`) and for the tests (`--test`).
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--office" ]; then
+  APT_PACKAGES+=(libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
+fi
 # The watermark's blend is a C extension: a compiler, and the interpreter's own headers.
 include=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 [ -f "$include/Python.h" ] || APT_PACKAGES+=(python3-dev)
