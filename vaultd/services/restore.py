@@ -18,7 +18,7 @@ from backends.base import BlobBackend
 from vaultd.config import Settings
 from vaultd.crypto.key_files import write_atomic
 from vaultd.crypto.keyring import KeyringError, MasterKeyring
-from vaultd.db import Db, RawDoc
+from vaultd.db import LINK_COUNT_MIGRATION, Db, RawDoc
 from vaultd.runtime import database, make_backend
 from vaultd.services.backup import COPY_PIECE, LAST
 from vaultd.services.backup_manifest import (
@@ -34,7 +34,9 @@ from vaultd.services.storage_tools import existing_keyring
 from vaultd.startup import DataDirLock, prepare_data_dir
 
 INSERT_BATCH = 200
-SKIPPED = ("instances",)  # the processes of the old vault: recovery would wait for them
+# `instances`: the processes of the old vault (recovery would wait for them); `migrations`:
+# vaultd's own marks, made when it opens a database (restore's target has them already).
+SKIPPED = ("instances", "migrations")
 
 
 def verified_manifest(backup: Path) -> dict[str, Any]:
@@ -67,7 +69,9 @@ def check_empty_dir(path: Path) -> None:
 
 async def check_empty_database(db: Db) -> None:
     for name in sorted(await db.database.list_collection_names()):
-        if not name.startswith("system.") and await db.raw(name).find_one({}, {"_id": 1}):
+        if name.startswith("system.") or name in SKIPPED:
+            continue
+        if await db.raw(name).find_one({}, {"_id": 1}):
             raise BackupError(f"database {db.database.name} is not empty (collection {name}): "
                               "restore needs an empty database")
 
@@ -104,14 +108,19 @@ class FileTally:
             entry = self.usage.setdefault(doc["accountId"], {"documents": 0, "storageBytes": 0})
             entry["documents"] += 1
             entry["storageBytes"] += int(doc["size"])
-            yield doc
+            yield _without_link_count(doc)
 
 
 def _accounts(backup: Path, usage: dict[str, dict[str, int]]) -> Iterator[RawDoc]:
     for doc in read_docs(collection_path(backup, "accounts")):
         # Reservations and deletions in progress ended with the old vault.
-        yield {**doc, "usage": usage.get(doc["_id"], {"documents": 0, "storageBytes": 0}),
+        yield {**_without_link_count(doc),
+               "usage": usage.get(doc["_id"], {"documents": 0, "storageBytes": 0}),
                "pendingUploads": [], "pendingDeletes": []}
+
+
+def _without_link_count(doc: RawDoc) -> RawDoc:
+    return {key: value for key, value in doc.items() if key != "linkCount"}
 
 
 def _others(backup: Path, name: str, file_ids: set[str]) -> Iterator[RawDoc]:
@@ -131,6 +140,9 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
         counts[name] = await _insert(db, name, _others(backup, name, tally.ids))
     if collection_path(backup, "accounts").exists():
         counts["accounts"] = await _insert(db, "accounts", _accounts(backup, tally.usage))
+    # Live-link counts left the records (a left-out file's links are gone): the restored
+    # vault's first start counts them once again (`db.count_links_once`).
+    await db.raw("migrations").delete_one({"_id": LINK_COUNT_MIGRATION})
     return counts
 
 
