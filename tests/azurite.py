@@ -10,9 +10,7 @@ asks for it, and uses containers of its own); it is stopped when pytest exits.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.emulators import log_tail, stop_group
 from tests.vault_process import ROOT, free_port
 from tests.waiting import NotReached, wait_until
 
@@ -116,19 +115,12 @@ class Azurite:
         return True
 
     def _log_tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
+        return log_tail(self.log_path)
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM (Azurite saves its metadata on a clean shutdown), then SIGKILL."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(5)
+        stop_group(process, timeout)
 
 
 @contextmanager

@@ -8,9 +8,7 @@ every other source of the AWS chain switched off, so nothing reaches beyond loop
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +20,7 @@ import httpx
 import pytest
 
 from backends.s3 import S3Backend, S3Config
+from tests.emulators import log_tail, stop_group
 from tests.vault_process import free_port
 from tests.waiting import NotReached, wait_until
 
@@ -108,18 +107,11 @@ class MotoServer:
         return True
 
     def _log_tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
+        return log_tail(self.log_path)
 
     def stop(self, timeout: float = 15.0) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(5)
+        stop_group(process, timeout)
 
 
 @contextmanager
