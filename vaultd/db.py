@@ -233,9 +233,11 @@ async def ensure_indexes(db: Db) -> None:
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
     await count_links_once(db)
+    await count_rooms_once(db)
 
 
 LINK_COUNT_MIGRATION = "linkCount"
+ROOM_COUNT_MIGRATION = "roomCount"
 GATE_COUNTERS = "gate_counters"  # services.gates.counters: fixed windows with an expiry
 
 
@@ -254,6 +256,27 @@ async def count_links_once(db: Db) -> None:
             await records.update_one({"_id": doc["_id"], "linkCount": {"$exists": False}},
                                      {"$set": {"linkCount": {"live": live, "sweptAt": now}}})
     await marks.update_one({"_id": LINK_COUNT_MIGRATION}, {"$set": {"at": datetime.now(UTC)}},
+                           upsert=True)
+
+
+async def count_rooms_once(db: Db) -> None:
+    """Accounts written before rooms were counted on write get their `roomCount` (the plan's
+    cap, `services.rooms.records`), and their live room links join `linkCount.live`
+    (`services.link_counts`), each once: `linkCount.rooms` marks an account done."""
+    marks = db.raw("migrations")
+    if await marks.find_one({"_id": ROOM_COUNT_MIGRATION}) is not None:
+        return
+    accounts = db.raw(db.accounts.name)
+    async for doc in accounts.find({"linkCount.rooms": {"$exists": False}}, {"_id": 1}):
+        now = datetime.now(UTC)
+        rooms = await db.rooms.count_documents({"accountId": doc["_id"]})
+        live = await db.room_links.count_documents(
+            {"accountId": doc["_id"], "revoked": False, "expiresAt": {"$gt": now}})
+        await accounts.update_one(
+            {"_id": doc["_id"], "linkCount.rooms": {"$exists": False}},
+            {"$set": {"roomCount": rooms, "linkCount.rooms": True},
+             "$inc": {"linkCount.live": live}})
+    await marks.update_one({"_id": ROOM_COUNT_MIGRATION}, {"$set": {"at": datetime.now(UTC)}},
                            upsert=True)
 
 

@@ -28,6 +28,7 @@ class LinkCountDoc(TypedDict):
 
     live: int
     sweptAt: NotRequired[datetime]
+    rooms: NotRequired[bool]  # the account's room links joined `live` (db.count_rooms_once)
 
 
 class PendingUploadDoc(TypedDict):
@@ -51,6 +52,7 @@ class AccountDoc(TypedDict):
     pendingUploads: list[PendingUploadDoc]
     pendingDeletes: list[str]
     linkCount: NotRequired[LinkCountDoc]
+    roomCount: NotRequired[int]  # rooms, kept on write under the plan's cap (services.rooms)
 
 
 class ApiKeyDoc(TypedDict):
@@ -176,7 +178,7 @@ class AccessLogDoc(TypedDict):
 
     _id: str
     accountId: str
-    fileId: str
+    fileId: NotRequired[str]  # absent on an entry about no file (`room.view`)
     action: Action
     at: datetime
     viewerEmail: NotRequired[str]
@@ -232,6 +234,10 @@ class RoomLinkDoc(TypedDict):
     expiresAt: datetime
     revoked: bool
     firstOpenedAt: NotRequired[datetime]  # set by its first opening, which sends room.opened
+    countedOut: NotRequired[bool]  # revoked while live: left the live counts then
+    policy: NotRequired[PolicyDoc]  # the link's gates (services.gates), as on file links
+    opens: NotRequired[int]  # opens counted against policy.maxOpens
+    exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
 
 
 class InstanceDoc(TypedDict):

@@ -41,7 +41,7 @@ def valid_ip(value: str | None) -> str | None:
 async def record(
     db: Db,
     account_id: str,
-    file_id: str,
+    file_id: str | None,
     action: Action,
     *,
     viewer_email: str | None = None,
@@ -54,14 +54,16 @@ async def record(
     room_id: str | None = None,
 ) -> str:
     """Appends an entry; returns its id (`entry_id` when the caller chose it beforehand, as a
-    webhook held for this entry does)."""
+    webhook held for this entry does). `file_id` None: an entry about no file (a room's
+    `room.view`, a room link's gates) has no `fileId` at all, rather than an empty one."""
     entry: AccessLogDoc = {
         "_id": entry_id or str(uuid.uuid4()),
         "accountId": account_id,
-        "fileId": file_id,
         "action": action,
         "at": utcnow(),
     }
+    if file_id is not None:
+        entry["fileId"] = file_id
     if viewer_email:
         entry["viewerEmail"] = viewer_email
     if ip:
@@ -87,12 +89,13 @@ async def withdraw(db: Db, entry_id: str) -> None:
 
 
 def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
-    """The spec's fields of an entry (ENTRY_FIELDS); internal ones (renderId...) stay out."""
-    out: dict[str, Any] = {
-        "at": iso_utc(doc["at"]),
-        "fileId": doc["fileId"],
-        "action": doc["action"],
-    }
+    """The spec's fields of an entry (ENTRY_FIELDS); internal ones (renderId...) stay out.
+    An entry about no file (`room.view`: stored with no `fileId`, or `""` before) has no
+    `fileId` here, nor in the export (its csv cell is empty); one of a room carries `roomId`."""
+    out: dict[str, Any] = {"at": iso_utc(doc["at"])}
+    if doc.get("fileId"):
+        out["fileId"] = doc["fileId"]
+    out["action"] = doc["action"]
     if "viewerEmail" in doc:
         out["viewerEmail"] = doc["viewerEmail"]
     if "ip" in doc:
@@ -101,6 +104,8 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
         out["page"] = doc["page"]
     if "detail" in doc:
         out["detail"] = doc["detail"]
+    if "roomId" in doc:
+        out["roomId"] = doc["roomId"]
     return out
 
 

@@ -91,17 +91,13 @@ async def _update(db: Db, account_id: str, fields: dict[str, Any]) -> None:
 
 
 async def usage(db: Db, account_id: str) -> dict[str, int]:
-    """Live usage: counters kept on write for documents, bytes and links; keys are counted
-    (an account has a handful)."""
+    """Live usage: counters kept on write for documents, bytes and links (file and room
+    links); keys are counted (an account has a handful)."""
     doc = await db.accounts.find_one({"_id": account_id}, {"usage": 1})
     if doc is None:
         raise NotFound("account not found")
-    # File links from the maintained count (services.link_counts); room links are counted
-    # live on their (accountId, expiresAt) index until they join that count.
-    file_links = await link_counts.account_live(db, account_id)
-    room_links = await db.room_links.count_documents(
-        {"accountId": account_id, "revoked": False, "expiresAt": {"$gt": utcnow()}})
-    active_links = file_links + room_links
+    # File and room links, from the maintained count (services.link_counts).
+    active_links = await link_counts.account_live(db, account_id)
     api_keys = await db.api_keys.count_documents({"accountId": account_id, "revokedAt": None})
     return {
         "documents": int(doc["usage"]["documents"]),

@@ -11,6 +11,10 @@ each match). Instead each account and file record carries `linkCount: {live, swe
   `now` and subtracts them, only if `sweptAt` is still what it read (concurrent readers in any
   process subtract once).
 
+Room links (`services.rooms.room_links`) count on their account only, the same way: +1 when
+created, -1 when revoked while live (`countedOut`), and the account's sweep reads the range of
+its room links that expired too (`room_links`' (accountId, expiresAt) index).
+
 So a read costs the links that expired since the last read, and each link leaves the count
 exactly once: by its revoke while live, or by the sweep past its expiry. Records without a
 `linkCount` (written before it existed) get one at start-up (`db.count_links_once`).
@@ -40,6 +44,13 @@ async def revoked(db: Db, account_id: str, file_id: str, count: int) -> None:
     """`count` links of `file_id` were revoked while live (and marked `countedOut`)."""
     if count:
         await _shift(db, account_id, file_id, -count)
+
+
+async def room_links_shifted(db: Db, account_id: str, by: int) -> None:
+    """Room links created (+) or revoked while live and marked `countedOut` (-): the account's
+    count only (a room link is no file's)."""
+    if by:
+        await db.accounts.update_one({"_id": account_id}, {"$inc": {"linkCount.live": by}})
 
 
 async def _shift(db: Db, account_id: str, file_id: str, by: int) -> None:
@@ -85,6 +96,11 @@ async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], k
     ended = db.links.find({key: doc["_id"], "expiresAt": {"$gt": since, "$lte": now}},
                           {"countedOut": 1})
     expired = sum([not link.get("countedOut") async for link in ended])
+    if key == "accountId":  # the account's room links expired in the same range
+        room_ended = db.room_links.find(
+            {"accountId": doc["_id"], "expiresAt": {"$gt": since, "$lte": now}},
+            {"countedOut": 1})
+        expired += sum([not link.get("countedOut") async for link in room_ended])
     if expired or now - since > SWEEP_EVERY:
         # Only if no one swept meanwhile. A missing sweptAt is asked with $exists, not None:
         # SecantusDB's index does not match None to a missing field (once per record).

@@ -18,7 +18,7 @@ from backends.base import BlobBackend
 from vaultd.config import Settings
 from vaultd.crypto.key_files import write_atomic
 from vaultd.crypto.keyring import KeyringError, MasterKeyring
-from vaultd.db import LINK_COUNT_MIGRATION, Db, RawDoc
+from vaultd.db import LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, Db, RawDoc
 from vaultd.runtime import database, make_backend
 from vaultd.services.backup import COPY_PIECE, LAST
 from vaultd.services.backup_manifest import (
@@ -142,7 +142,8 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
         counts["accounts"] = await _insert(db, "accounts", _accounts(backup, tally.usage))
     # Live-link counts left the records (a left-out file's links are gone): the restored
     # vault's first start counts them once again (`db.count_links_once`).
-    await db.raw("migrations").delete_one({"_id": LINK_COUNT_MIGRATION})
+    await db.raw("migrations").delete_many(
+        {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION]}})
     return counts
 
 

@@ -111,8 +111,8 @@ class RoomViewsHandler(RoomBase):
     async def post(self, room_id: str) -> None:
         assert self.account is not None
         room = await self.room(room_id)
-        request = await room_links.parse_request(self.ctx.db, room, self.account,
-                                                 self.json_body())
+        request = await room_links.parse_request(self.ctx.db, self.ctx.settings, room,
+                                                 self.account, self.json_body())
         token, expires_at = await room_links.create(self.ctx.db, room, request)
         self.send_json(201, {"token": token, "url": f"{self.ctx.viewer_url}/r/{token}",
                              "expiresAt": iso_utc(expires_at)})

@@ -25,7 +25,7 @@ def _link_data(link: RoomLinkDoc) -> dict[str, Any]:
 
 async def room_opened(db: Db, link: RoomLinkDoc, room_name: str, ip: str | None) -> None:
     """The `room.view` entry of an opening; the link's first opening sends `room.opened`."""
-    await access_log.record(db, link["accountId"], "", "room.view",
+    await access_log.record(db, link["accountId"], None, "room.view",
                             viewer_email=link["viewerEmail"], ip=ip, room_id=link["roomId"])
     unopened = {"_id": link["_id"], "firstOpenedAt": {"$exists": False}}
     first = await db.room_links.update_one(unopened, {"$set": {"firstOpenedAt": utcnow()}})
@@ -45,11 +45,9 @@ async def room_revoked(db: Db, account_id: str, room_id: str, count: int,
 
 
 def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
-    out = access_log.entry_json(doc)
-    if not out["fileId"]:
-        del out["fileId"]  # a room.view entry is about the room, not a file
-    out["roomId"] = doc.get("roomId")
-    return out
+    """As every entry (`access_log.entry_json`): a room.view entry is about the room, so it
+    has `roomId` and no `fileId`; a page entry has both."""
+    return access_log.entry_json(doc)
 
 
 async def latest_entries(db: Db, room_id: str, *, before: datetime | None = None,

@@ -10,6 +10,7 @@ from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import RoomDoc
 from vaultd.services.accounts import Account, get_account
 from vaultd.services.files import is_uuid
+from vaultd.services.rooms import room_links
 from vaultd.timefmt import iso_utc, utcnow
 
 ROOM_NOT_FOUND = "room not found"
@@ -39,16 +40,36 @@ async def item_count(db: Db, room_id: str) -> int:
 
 
 async def create_room(db: Db, account: Account, name: str) -> RoomDoc:
-    plan = account.plan
-    if plan.maxRooms is not None:
-        if plan.maxRooms == 0:
-            raise PlanLimitReached(f"data rooms are not available on plan {plan.name}")
-        if await db.rooms.count_documents({"accountId": account.id}) >= plan.maxRooms:
-            raise PlanLimitReached(f"plan {plan.name} allows at most {plan.maxRooms} rooms")
+    """A new room, its place under the plan's cap taken first (`take_room_slot`)."""
+    await take_room_slot(db, account)
     doc: RoomDoc = {"_id": str(uuid.uuid4()), "accountId": account.id, "name": name,
                     "createdAt": utcnow()}
-    await db.rooms.insert_one(doc)
+    try:
+        await db.rooms.insert_one(doc)
+    except BaseException:
+        await _give_back_slot(db, account.id)
+        raise
     return doc
+
+
+async def take_room_slot(db: Db, account: Account) -> None:
+    """One more room on the account's `roomCount`, atomically under the plan's cap: two
+    concurrent creates at the cap cannot both pass (a count then an insert could). The count
+    is kept on every plan, so a plan change finds it right (`db.count_rooms_once`)."""
+    plan = account.plan
+    if plan.maxRooms == 0:
+        raise PlanLimitReached(f"data rooms are not available on plan {plan.name}")
+    query: dict[str, Any] = {"_id": account.id}
+    if plan.maxRooms is not None:
+        query["roomCount"] = {"$not": {"$gte": plan.maxRooms}}
+    taken = await db.accounts.update_one(query, {"$inc": {"roomCount": 1}})
+    if not taken.modified_count:
+        raise PlanLimitReached(f"plan {plan.name} allows at most {plan.maxRooms} rooms")
+
+
+async def _give_back_slot(db: Db, account_id: str) -> None:
+    await db.accounts.update_one({"_id": account_id, "roomCount": {"$gt": 0}},
+                                 {"$inc": {"roomCount": -1}})
 
 
 async def get_room(db: Db, account_id: str, room_id: str) -> RoomDoc:
@@ -81,8 +102,10 @@ async def delete_room(db: Db, account_id: str, room_id: str) -> RoomDoc:
     """Links first, so no page is served from here on; then the room and its items (never the
     files). Returns the deleted room."""
     room = await get_room(db, account_id, room_id)
-    await db.room_links.delete_many({"roomId": room["_id"]})
-    await db.rooms.delete_one({"_id": room["_id"]})
+    await room_links.forget_links(db, room)
+    deleted = await db.rooms.delete_one({"_id": room["_id"]})
+    if deleted.deleted_count:  # two concurrent deletes give the slot back once
+        await _give_back_slot(db, account_id)
     await db.room_items.delete_many({"roomId": room["_id"]})
     return room
 

@@ -14,17 +14,19 @@ from typing import Any
 
 from pymongo.errors import DuplicateKeyError
 
+from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
-from vaultd.records import RoomDoc, RoomLinkDoc
+from vaultd.records import PolicyDoc, RoomDoc, RoomLinkDoc
 from vaultd.secrets import digest, is_token, new_token
+from vaultd.services import link_counts
 from vaultd.services.accounts import Account
+from vaultd.services.gates.policy import parse_policy
 from vaultd.services.links import LINK_NOT_FOUND, parse_email, parse_ttl, parse_viewer_name
 from vaultd.services.rooms.activity import room_revoked
 from vaultd.timefmt import utcnow
 
 MAX_FOLDER_IDS = 100
-POLICY_NOT_YET = "policy is not supported on room links yet"
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class RoomLinkRequest:
     viewer_name: str
     ttl_seconds: int
     folder_ids: list[str] | None
+    policy: PolicyDoc | None = None  # the same gates as a file link's (services.gates.policy)
 
 
 async def parse_folder_ids(db: Db, room: RoomDoc, value: Any) -> list[str] | None:
@@ -50,19 +53,21 @@ async def parse_folder_ids(db: Db, room: RoomDoc, value: Any) -> list[str] | Non
     return wanted
 
 
-async def parse_request(db: Db, room: RoomDoc, account: Account, body: dict[str, Any]
-                        ) -> RoomLinkRequest:
-    # The seam for issue 26: `policy` will be the file links' object, read by one shared parser.
-    if body.get("policy") is not None:
-        raise InvalidRequest(POLICY_NOT_YET)
+async def parse_request(db: Db, settings: Settings, room: RoomDoc, account: Account,
+                        body: dict[str, Any]) -> RoomLinkRequest:
+    """The link asked for; `policy` is read by the file links' parser (one implementation)."""
     email = parse_email(body.get("viewerEmail"))
-    return RoomLinkRequest(email, parse_viewer_name(body.get("viewerName"), email),
-                           parse_ttl(body.get("ttlSeconds"), account),
-                           await parse_folder_ids(db, room, body.get("folderIds")))
+    ttl = parse_ttl(body.get("ttlSeconds"), account)
+    folder_ids = await parse_folder_ids(db, room, body.get("folderIds"))
+    policy = await parse_policy(db, settings, account, body.get("policy"),
+                                utcnow() + timedelta(seconds=ttl))
+    return RoomLinkRequest(email, parse_viewer_name(body.get("viewerName"), email), ttl,
+                           folder_ids, policy)
 
 
 async def create(db: Db, room: RoomDoc, request: RoomLinkRequest) -> tuple[str, datetime]:
-    """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
+    """Returns (token, expiresAt). The token is shown once; only its hash is stored. The link
+    joins the account's live-link count (`services.link_counts`)."""
     now = utcnow()
     expires_at = now + timedelta(seconds=request.ttl_seconds)
     while True:
@@ -72,15 +77,22 @@ async def create(db: Db, room: RoomDoc, request: RoomLinkRequest) -> tuple[str, 
                             "viewerEmail": request.viewer_email,
                             "viewerName": request.viewer_name, "folderIds": request.folder_ids,
                             "createdAt": now, "expiresAt": expires_at, "revoked": False}
+        if request.policy is not None:
+            doc["policy"] = request.policy
+            if "maxOpens" in request.policy:
+                doc["opens"] = 0
         try:
             await db.room_links.insert_one(doc)
         except DuplicateKeyError:
             continue
+        await link_counts.room_links_shifted(db, room["accountId"], 1)
         return token, expires_at
 
 
 def is_live(link: RoomLinkDoc) -> bool:
-    return link.get("revoked") is False and link["expiresAt"] > utcnow()
+    # `exhausted`: an open beyond the policy's maxOpens was refused (services.gates.sessions).
+    return (link.get("revoked") is False and link["expiresAt"] > utcnow()
+            and not link.get("exhausted"))
 
 
 async def find_live(db: Db, token: str) -> RoomLinkDoc:
@@ -97,16 +109,34 @@ async def revoke(db: Db, account_id: str, token: str) -> None:
                                         ) if is_token(token) else None
     if link is None:
         raise NotFound(LINK_NOT_FOUND)
+    live = link["expiresAt"] > utcnow()  # an expired link already left the count
     result = await db.room_links.update_one({"_id": link["_id"], "revoked": False},
-                                            {"$set": {"revoked": True}})
+                                            {"$set": {"revoked": True, "countedOut": live}})
     if result.modified_count:
+        await link_counts.room_links_shifted(db, link["accountId"], -int(live))
         await room_revoked(db, link["accountId"], link["roomId"], 1, link)
 
 
-async def revoke_all(db: Db, room: RoomDoc) -> int:
+async def _count_out_live(db: Db, room: RoomDoc) -> int:
+    """The room's live links revoked and counted out of the account's links; how many."""
     live = {"roomId": room["_id"], "revoked": False, "expiresAt": {"$gt": utcnow()}}
-    result = await db.room_links.update_many(live, {"$set": {"revoked": True}})
+    result = await db.room_links.update_many(live, {"$set": {"revoked": True,
+                                                             "countedOut": True}})
     revoked = int(result.modified_count)
+    await link_counts.room_links_shifted(db, room["accountId"], -revoked)
+    return revoked
+
+
+async def revoke_all(db: Db, room: RoomDoc) -> int:
+    revoked = await _count_out_live(db, room)
     if revoked:
         await room_revoked(db, room["accountId"], room["_id"], revoked, None)
     return revoked
+
+
+async def forget_links(db: Db, room: RoomDoc) -> None:
+    """A deleted room's links: the live ones counted out, the expired ones swept out of the
+    count (every one not counted out expired before the sweep's now), then all deleted."""
+    await _count_out_live(db, room)
+    await link_counts.account_live(db, room["accountId"])
+    await db.room_links.delete_many({"roomId": room["_id"]})
