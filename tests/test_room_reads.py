@@ -62,7 +62,11 @@ def test_a_room_link_has_a_token_url_and_expiry(vault: VaultProcess, api: httpx.
 
 
 @pytest.mark.parametrize(("fields", "message"), [
-    ({"policy": {"verify": "email"}}, "policy is not supported on room links yet"),
+    # The file links' policy parser (services.gates.policy): the same fields, the same messages.
+    ({"policy": {"verify": "email"}}, "policy.verify is not a known gate (gates: verifyEmail, "
+                                      "passcode, agreementId, allowedIps, notBefore, maxOpens)"),
+    ({"policy": {"maxOpens": 0}}, "policy.maxOpens must be a whole number from 1 to 1000000"),
+    ({"policy": {"passcode": "ab"}}, "policy.passcode must be a string of 4 to 128 characters"),
     ({"folderIds": []}, "folderIds must be a list of 1 to 100 folder ids"),
     ({"folderIds": "x"}, "folderIds must be a list of 1 to 100 folder ids"),
     ({"folderIds": ["not-a-folder"]}, "folderIds must be ids of folders of this room"),
@@ -102,7 +106,7 @@ def test_the_proxy_reads_the_tree_and_pages(vault: VaultProcess, api: httpx.Clie
     only_views = api.get(f"/rooms/{room['id']}/access-log", params={"action": "room.view"})
     assert [entry["action"] for entry in only_views.json()] == ["room.view"]
     assert_json_error(api.get(f"/rooms/{room['id']}/access-log", params={"action": "upload"}),
-                      400, "action must be one of page, room.view")
+                      400, "action must be one of page, room.view, verify, agreement")
 
 
 def test_another_accounts_key_cannot_read_a_room_link(vault: VaultProcess, api: httpx.Client,

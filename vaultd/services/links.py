@@ -52,6 +52,12 @@ class OpenLink:
     read_at: float  # time.monotonic() when the link was read and found live
     room_id: str | None = None  # a room link's page (services.rooms.reads): its room
 
+    @property
+    def gate_id(self) -> str:
+        """The link its gates and viewer sessions belong to: this link, or for a room's
+        document (`<room link id>:<file id>`, `rooms.reads.page_link`) the room link."""
+        return self.link["_id"].partition(":")[0] if self.room_id else self.link["_id"]
+
 
 def parse_link_request(body: dict[str, Any], account: Account) -> LinkRequest:
     file_id = body.get("fileId")

@@ -170,10 +170,8 @@ class PagePath:
 
     async def serve(self, request: PageRequest, send: Callable[[bytes], None]) -> None:
         """Serve one page to `send`, or raise the domain error that refuses it."""
-        session: ViewerSessionDoc | None = None  # room links have no gates yet
         if request.file_id is not None:
-            assert self.rooms is not None
-            opened = await self.rooms.open(request)
+            opened, session = await self.authorise_room(request)
         else:
             opened, session = await self.authorise(request, self.resolve(request.token))
         number = parse_page_number(request.page, opened.file["pageCount"])
@@ -204,7 +202,20 @@ class PagePath:
         else:
             opened, session = await asyncio.gather(
                 self._live_link(request, kept), sessions.find_session(self.db, request.session))
-        self.gates.admit_page(opened.link, request.ip, session)
+        self.gates.admit_page(opened.link.get("policy"), opened.gate_id, request.ip, session)
+        return opened, session
+
+    async def authorise_room(self, request: PageRequest
+                             ) -> tuple[OpenLink, ViewerSessionDoc | None]:
+        """As `authorise`, for a room link's document (`rooms`): the room link's gates, judged
+        against a session of the room link."""
+        assert self.rooms is not None
+        if request.session is None:
+            opened, session = await self.rooms.open(request), None
+        else:
+            opened, session = await asyncio.gather(
+                self.rooms.open(request), sessions.find_session(self.db, request.session))
+        self.gates.admit_page(opened.link.get("policy"), opened.gate_id, request.ip, session)
         return opened, session
 
     async def _live_link(self, request: PageRequest, kept: OpenLink | None) -> OpenLink:

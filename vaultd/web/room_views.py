@@ -11,31 +11,47 @@ from __future__ import annotations
 from typing import Any
 
 from vaultd.errors import NotFound
+from vaultd.records import RoomDoc, RoomLinkDoc
 from vaultd.services import links
+from vaultd.services.accounts import Account
+from vaultd.services.gates import gated, sessions
+from vaultd.services.gates.check import Gates
+from vaultd.services.gates.policy import policy_json, session_gates
 from vaultd.services.links import OpenLink
 from vaultd.services.page_path import PageRequest
 from vaultd.services.rooms import activity, reads, room_links, tree
 from vaultd.web.analytics import report_activity
 from vaultd.web.base import BaseHandler
-from vaultd.web.viewer_base import ViewerBase
+from vaultd.web.viewer_base import SESSION_COOKIE, ViewerBase
+from vaultd.web.viewer_gates import guard, passed_every_gate
 from vaultd.web.views import ViewerIpMixin
 
 
-async def _opened_room(handler: BaseHandler, token: str, owner: str | None,
-                       ip: str | None) -> dict[str, Any]:
+async def _opening(handler: BaseHandler, link: RoomLinkDoc, room: RoomDoc, account: Account,
+                   ip: str | None) -> dict[str, Any]:
     """The room as the link sees it now; the opening logged (`room.view`, `room.opened`)."""
-    link, room, account = await reads.open_room(handler.ctx.db, token, owner)
     nodes = await reads.visible_tree(handler.ctx.db, link)
     await activity.room_opened(handler.ctx.db, link, room["name"], ip)
     return reads.room_details(link, room, account, nodes)
 
 
 class RoomViewHandler(ViewerIpMixin):
-    """GET /v1/room-views/:token: the room name and the tree this link may see."""
+    """GET /v1/room-views/:token: the room name and the tree this link may see; a gated link's
+    policy (never its passcode) and sessions, as `GET /v1/views/:token` shows a file link's."""
 
     async def get(self, token: str) -> None:
         assert self.account is not None
-        self.send_json(200, await _opened_room(self, token, self.account.id, self.viewer_ip()))
+        link, room, account = await reads.open_room(self.ctx.db, token, self.account.id)
+        gated_link = gated.room_link(link, room, account)
+        policy = gated_link.policy
+        Gates().admit_open(policy, self.viewer_ip())
+        if policy is not None and not session_gates(policy):  # maxOpens counts openings here
+            await sessions.count_open(self.ctx.db, gated_link)
+        details = await _opening(self, link, room, account, self.viewer_ip())
+        if policy is not None:  # a link without one answers exactly as before
+            details["policy"] = policy_json(policy)
+            details["sessions"] = await sessions.sessions_json(self.ctx.db, link["_id"])
+        self.send_json(200, details)
 
     async def delete(self, token: str) -> None:
         assert self.account is not None
@@ -48,20 +64,26 @@ class RoomPageHandler(ViewerIpMixin):
 
     async def get(self, token: str, file_id: str, page: str) -> None:
         request = PageRequest(token, page, self.viewer_ip(), api_key=self.bearer_key(),
-                              departure=self.departure, file_id=file_id)
+                              departure=self.departure, file_id=file_id,
+                              session=self.request.headers.get("x-viewer-session"))
         await self.ctx.pages.serve(request, self.send_page)
 
 
 class RoomIndexPageHandler(ViewerBase):
-    """GET /r/<token>: the numbered index; an unusable link gets the plain 404 page."""
+    """GET /r/<token>: the numbered index; an unusable link gets the plain 404 page, a gated
+    one the file viewer's gate screens until its session passed every gate."""
 
     async def get(self, token: str) -> None:
         try:
-            details = await _opened_room(self, token, None, self.client_ip())
-        except NotFound:
+            link, room, account = await reads.open_room(self.ctx.db, token)
+            if "policy" in link and await guard(self, token, gated.room_link(link, room,
+                                                                             account)):
+                return
+        except NotFound:  # unusable, or spent by maxOpens as this open was counted
             self.set_status(404)
             self.render("not_available.html")
             return
+        details = await _opening(self, link, room, account, self.client_ip())
         self.render("room.html", details=details, rows=index_rows(details["tree"]))
 
 
@@ -81,11 +103,15 @@ class RoomDocumentBase(ViewerBase):
 
 
 class RoomDocumentPageHandler(RoomDocumentBase):
-    """GET /r/<token>/files/<fileId>: the document in the existing viewer."""
+    """GET /r/<token>/files/<fileId>: the document in the existing viewer; a gated link
+    without a session that passed every gate goes to the index, whose screens pass them."""
 
     async def get(self, token: str, file_id: str) -> None:
         try:
             opened = await self.document(token, file_id)
+            if "policy" in opened.link and not await self.passed(token):
+                self.redirect(f"/r/{token}", status=303)
+                return
         except NotFound:
             self.set_status(404)
             self.render("not_available.html")
@@ -93,10 +119,15 @@ class RoomDocumentPageHandler(RoomDocumentBase):
         self.render("viewer.html", details=links.link_details(opened))
 
 
+    async def passed(self, token: str) -> bool:
+        link, room, account = await reads.open_room(self.ctx.db, token)
+        return await passed_every_gate(self, gated.room_link(link, room, account))
+
+
 class RoomImageHandler(RoomDocumentBase):
     async def get(self, token: str, file_id: str, page: str) -> None:
         request = PageRequest(token, page, self.client_ip(), departure=self.departure,
-                              file_id=file_id)
+                              file_id=file_id, session=self.get_cookie(SESSION_COOKIE))
         await self.ctx.pages.serve(request, self.send_page)
 
 

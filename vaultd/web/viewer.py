@@ -9,6 +9,7 @@ from tornado.web import StaticFileHandler
 
 from vaultd.errors import NotFound
 from vaultd.services import access_log, engagement, links
+from vaultd.services.gates import gated
 from vaultd.services.links import OpenLink
 from vaultd.services.page_path import PageRequest
 from vaultd.web.viewer_base import SESSION_COOKIE, ViewerBase, protect
@@ -42,7 +43,7 @@ class ViewerPageHandler(ViewerBase):
     async def gated(self, token: str, opened: OpenLink) -> bool:
         """The gate screens instead of the document, while gates are pending (web.viewer_gates)."""
         try:
-            return await guard(self, token, opened)
+            return await guard(self, token, gated.file_link(opened))
         except NotFound:  # spent by maxOpens as this open was counted
             self.not_available()
             return True

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from vaultd.services import access_log, engagement, link_listing, links
 from vaultd.services.files import PER_PAGE_DEFAULT, PER_PAGE_MAX
-from vaultd.services.gates import sessions
+from vaultd.services.gates import gated, sessions
 from vaultd.services.gates.check import Gates
 from vaultd.services.gates.policy import parse_policy, policy_json, session_gates
 from vaultd.services.page_path import PageRequest
@@ -41,9 +41,9 @@ class LinkHandler(ViewerIpMixin):
         assert self.account is not None
         opened = await self.ctx.pages.open_link(token, self.account)
         policy = opened.link.get("policy")
-        Gates().admit_open(opened.link, self.viewer_ip())
-        if policy is not None and not session_gates(policy):
-            await sessions.count_open(self.ctx.db, opened.link)  # maxOpens counts views here
+        Gates().admit_open(policy, self.viewer_ip())
+        if policy is not None and not session_gates(policy):  # maxOpens counts views here
+            await sessions.count_open(self.ctx.db, gated.file_link(opened))
         await access_log.record(self.ctx.db, self.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.viewer_ip())
         await engagement.link_opened(self.ctx.db, opened, self.viewer_ip())

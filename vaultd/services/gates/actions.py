@@ -1,6 +1,7 @@
 """What a reader does inside a viewer session: open one, give the passcode, accept the
-agreement (email codes: `codes`). The hosted viewer and the proxy API both call these; only
-these calls pass a gate, whatever a client claims."""
+agreement (email codes: `codes`). The hosted viewer and the proxy API both call these, for a
+file link or a room link alike (`gated.GatedLink`); only these calls pass a gate, whatever a
+client claims."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pymongo import ReturnDocument
 
 from vaultd.db import Db
 from vaultd.errors import Forbidden, InvalidRequest, TooManyRequests
-from vaultd.records import ViewerSessionDoc
+from vaultd.records import PolicyDoc, ViewerSessionDoc
 from vaultd.services.gates import agreements, counters, events, sessions
 from vaultd.services.gates.check import Gates, pending_message
+from vaultd.services.gates.gated import GatedLink
 from vaultd.services.gates.passcodes import passcode_matches
 from vaultd.services.gates.policy import session_gates
-from vaultd.services.links import OpenLink
 
 PASSCODE_TRIES_PER_SESSION = 5
 PASSCODE_TRIES_PER_LINK_HOUR = 30
@@ -32,39 +33,37 @@ class Reader:
     user_agent: str | None = None
 
 
-async def open_session(db: Db, opened: OpenLink, reader: Reader) -> tuple[str, list[str]]:
+async def open_session(db: Db, link: GatedLink, reader: Reader) -> tuple[str, list[str]]:
     """A new session of a live link: (its id, the gates pending in it)."""
-    Gates().admit_open(opened.link, reader.ip)
-    session_id, doc = await sessions.open_session(db, opened.link, reader.ip)
-    return session_id, pending_of(opened, doc)
+    Gates().admit_open(link.policy, reader.ip)
+    session_id, doc = await sessions.open_session(db, link, reader.ip)
+    return session_id, pending_of(link, doc)
 
 
-def pending_of(opened: OpenLink, session: ViewerSessionDoc | None) -> list[str]:
-    policy = opened.link.get("policy")
-    return sessions.pending(session_gates(policy), session) if policy else []
+def pending_of(link: GatedLink, session: ViewerSessionDoc | None) -> list[str]:
+    return sessions.pending(session_gates(link.policy), session) if link.policy else []
 
 
-def require_gate(opened: OpenLink, gate: str) -> None:
-    policy = opened.link.get("policy")
-    if policy is None or gate not in session_gates(policy):
+def require_gate(link: GatedLink, gate: str) -> PolicyDoc:
+    if link.policy is None or gate not in session_gates(link.policy):
         raise InvalidRequest(f"this link has no {gate} gate")
+    return link.policy
 
 
-async def give_passcode(db: Db, opened: OpenLink, session: ViewerSessionDoc, value: Any,
+async def give_passcode(db: Db, link: GatedLink, session: ViewerSessionDoc, value: Any,
                         reader: Reader) -> list[str]:
     """Check the passcode; every try counts (5 per session, 30 an hour per link)."""
-    require_gate(opened, "passcode")
+    policy = require_gate(link, "passcode")
     if not isinstance(value, str) or not value:
         raise InvalidRequest("passcode is required")
-    link = opened.link
     if "passcode" not in session["passed"]:
-        await _count_passcode_try(db, session, link["_id"])
-        if not await passcode_matches(value, link["policy"]["passcodeHash"]):
+        await _count_passcode_try(db, session, link.id)
+        if not await passcode_matches(value, policy["passcodeHash"]):
             await events.verify_entry(db, link, "passcode-wrong", reader.ip)
             raise Forbidden(WRONG_PASSCODE)
         await sessions.mark_passed(db, session, "passcode")
         await events.verify_entry(db, link, "passcode", reader.ip)
-    return pending_of(opened, session)
+    return pending_of(link, session)
 
 
 async def _count_passcode_try(db: Db, session: ViewerSessionDoc, link_id: str) -> None:
@@ -80,12 +79,12 @@ async def _count_passcode_try(db: Db, session: ViewerSessionDoc, link_id: str) -
                               retry_after=600)
 
 
-async def accept_agreement(db: Db, opened: OpenLink, session: ViewerSessionDoc, name: Any,
+async def accept_agreement(db: Db, link: GatedLink, session: ViewerSessionDoc, name: Any,
                            reader: Reader) -> list[str]:
     """Record the acceptance of the link's agreement version under the typed full name. The
     other gates come first: the name is then typed by the verified reader."""
-    require_gate(opened, "agreement")
-    before = [gate for gate in pending_of(opened, session) if gate != "agreement"]
+    policy = require_gate(link, "agreement")
+    before = [gate for gate in pending_of(link, session) if gate != "agreement"]
     if before:
         raise Forbidden(pending_message(before))
     typed = " ".join(name.split()) if isinstance(name, str) else ""
@@ -94,9 +93,9 @@ async def accept_agreement(db: Db, opened: OpenLink, session: ViewerSessionDoc, 
         raise InvalidRequest(f"name must be the reader's full name, typed ({low} to {high} "
                              "characters)")
     if "agreement" not in session["passed"]:
-        agreement = await agreements.version_of(db, opened.link["policy"]["agreement"])
+        agreement = await agreements.version_of(db, policy["agreement"])
         await sessions.mark_passed(db, session, "agreement", {"acceptedName": typed})
-        await events.announce(db, opened.link, "agreement.accepted", "agreement", reader.ip, {
+        await events.announce(db, link, "agreement.accepted", "agreement", reader.ip, {
             "agreementId": agreement["agreementId"], "version": agreement["version"],
             "sha256": agreement["sha256"], "name": typed, "userAgent": reader.user_agent})
-    return pending_of(opened, session)
+    return pending_of(link, session)

@@ -6,6 +6,7 @@
                session of this link (403 naming what is pending)
 
 `admit_open` runs the first two when a link is opened (details, hosted page, a new session);
+both take the policy of a file link or of a room link (`gated.GatedLink`) alike.
 `admit_page` runs all three in the page path's authorise stage, on the link record it already
 read: a link without a policy costs nothing more, and a gated link's session is read in the
 same round trip as the link (`PagePath.authorise`).
@@ -21,7 +22,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from vaultd.errors import Forbidden
-from vaultd.records import LinkDoc, PolicyDoc, ViewerSessionDoc
+from vaultd.records import PolicyDoc, ViewerSessionDoc
 from vaultd.services.gates import sessions
 from vaultd.services.gates.policy import session_gates
 from vaultd.timefmt import iso_utc, utcnow
@@ -38,21 +39,20 @@ def pending_message(pending: list[str]) -> str:
 class Gates:
     """Stateless: every verdict is from the link and session records given."""
 
-    def admit_open(self, link: LinkDoc, ip: str | None) -> None:
-        policy = link.get("policy")
+    def admit_open(self, policy: PolicyDoc | None, ip: str | None) -> None:
         if policy is None:
             return
         self.timing(policy)
         self.address(policy, ip)
 
-    def admit_page(self, link: LinkDoc, ip: str | None,
+    def admit_page(self, policy: PolicyDoc | None, link_id: str, ip: str | None,
                    session: ViewerSessionDoc | None) -> None:
-        policy = link.get("policy")
+        """`link_id`: the link the session must belong to (a room link's for its pages)."""
         if policy is None:
             return
         self.timing(policy)
         self.address(policy, ip)
-        self.session(policy, link, session)
+        self.session(policy, link_id, session)
 
     def timing(self, policy: PolicyDoc) -> None:
         not_before = policy.get("notBefore")
@@ -69,12 +69,12 @@ class Gates:
         if not any(address in ipaddress.ip_network(net) for net in networks):
             raise Forbidden(IP_REFUSED)
 
-    def session(self, policy: PolicyDoc, link: LinkDoc,
+    def session(self, policy: PolicyDoc, link_id: str,
                 session: ViewerSessionDoc | None) -> None:
         gates = session_gates(policy)
         if not gates:
             return
-        current = session if sessions.is_current(session, link) else None
+        current = session if sessions.is_current(session, link_id) else None
         left = sessions.pending(gates, current)
         if left:
             raise Forbidden(pending_message(left))

@@ -21,8 +21,8 @@ from vaultd.errors import Forbidden, InvalidRequest, TooManyRequests
 from vaultd.records import ViewerSessionDoc
 from vaultd.services.gates import counters, events, sessions
 from vaultd.services.gates.actions import Reader, pending_of, require_gate
+from vaultd.services.gates.gated import GatedLink
 from vaultd.services.gates.mail import Mailer
-from vaultd.services.links import OpenLink
 from vaultd.timefmt import utcnow
 
 CODE_DIGITS = 6
@@ -53,29 +53,27 @@ class EmailCodes:
     def _digest(self, session: ViewerSessionDoc, code: str) -> str:
         return hmac.new(self.key, f"{session['_id']}:{code}".encode(), hashlib.sha256).hexdigest()
 
-    async def send(self, opened: OpenLink, session: ViewerSessionDoc,
+    async def send(self, link: GatedLink, session: ViewerSessionDoc,
                    reader: Reader) -> dict[str, Any]:
-        require_gate(opened, "verifyEmail")
+        require_gate(link, "verifyEmail")
         if "verifyEmail" in session["passed"]:
             raise InvalidRequest(ALREADY_VERIFIED)
-        await self._limit_sends(opened, session, reader)
+        await self._limit_sends(link, session, reader)
         code = f"{secrets.randbelow(10 ** CODE_DIGITS):0{CODE_DIGITS}d}"
         await self.db.viewer_sessions.update_one({"_id": session["_id"]}, {"$set": {"code": {
             "hash": self._digest(session, code), "tries": 0,
             "expiresAt": utcnow() + timedelta(minutes=CODE_MINUTES)}}})
-        link = opened.link
         try:
-            await self.mailer.send_code(link["viewerEmail"], code, opened.account.brand,
-                                        CODE_MINUTES)
+            await self.mailer.send_code(link.viewer_email, code, link.brand, CODE_MINUTES)
         except BaseException:  # not sent: the reader may ask again at once
             await self.db.viewer_sessions.update_one(
                 {"_id": session["_id"]}, {"$unset": {"code": "", "lastCodeAt": ""}})
             raise
         await events.verify_entry(self.db, link, "code-sent", reader.ip)
-        return {"sentTo": masked(link["viewerEmail"]), "expiresInSeconds": CODE_MINUTES * 60,
+        return {"sentTo": masked(link.viewer_email), "expiresInSeconds": CODE_MINUTES * 60,
                 "resendInSeconds": RESEND_SECONDS}
 
-    async def _limit_sends(self, opened: OpenLink, session: ViewerSessionDoc,
+    async def _limit_sends(self, link: GatedLink, session: ViewerSessionDoc,
                            reader: Reader) -> None:
         now = utcnow()
         claimed = await self.db.viewer_sessions.update_one(
@@ -84,8 +82,7 @@ class EmailCodes:
         if not claimed.modified_count:
             raise TooManyRequests(f"a code was sent less than {RESEND_SECONDS} s ago: wait "
                                   "before asking again", retry_after=RESEND_SECONDS)
-        link_id = opened.link["_id"]
-        if not await counters.take(self.db, f"code-link:{link_id}", SENDS_PER_LINK_HOUR, 3600):
+        if not await counters.take(self.db, f"code-link:{link.id}", SENDS_PER_LINK_HOUR, 3600):
             raise TooManyRequests("too many codes sent for this link: try again within the hour",
                                   retry_after=600)
         if reader.ip and not await counters.take(self.db, f"code-ip:{reader.ip}",
@@ -93,15 +90,14 @@ class EmailCodes:
             raise TooManyRequests("too many codes sent to this address: try again within the "
                                   "hour", retry_after=600)
 
-    async def verify(self, opened: OpenLink, session: ViewerSessionDoc, value: Any,
+    async def verify(self, link: GatedLink, session: ViewerSessionDoc, value: Any,
                      reader: Reader) -> list[str]:
-        require_gate(opened, "verifyEmail")
+        require_gate(link, "verifyEmail")
         if "verifyEmail" in session["passed"]:
-            return pending_of(opened, session)
+            return pending_of(link, session)
         if not isinstance(value, str) or len(value) != CODE_DIGITS or not value.isdigit():
             raise InvalidRequest("code must be the six digits from the mail")
         code = await self._take_try(session)
-        link = opened.link
         if not hmac.compare_digest(code["hash"], self._digest(session, value)):
             await events.verify_entry(self.db, link, "wrong-code", reader.ip)
             raise Forbidden(WRONG_CODE)
@@ -110,7 +106,7 @@ class EmailCodes:
                                                  {"$unset": {"code": ""}})
         await events.announce(self.db, link, "view.verified", "verify", reader.ip,
                               {"step": "verified"})
-        return pending_of(opened, session)
+        return pending_of(link, session)
 
     async def _take_try(self, session: ViewerSessionDoc) -> dict[str, Any]:
         """The current code with one more try counted; every try counts, before the check."""

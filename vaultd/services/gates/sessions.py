@@ -1,7 +1,8 @@
 """Viewer sessions: the gates one reader of one link has passed.
 
 A session id is a secret like a view token: 32 random bytes, handed out once, stored only as
-its SHA-256. A session belongs to one link (`linkId`, any kind of link), ends 24 h after it was
+its SHA-256. A session belongs to one link (`linkId`: a file link's or a room link's id, both
+UUIDs drawn apart, `gated.GatedLink`), ends 24 h after it was
 opened or with the link, whichever is first, and is judged with the link on every request: a
 revoked or expired link ends its sessions at once, and a session replayed on another link is
 unknown there."""
@@ -14,8 +15,9 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.errors import NotFound
-from vaultd.records import LinkDoc, ViewerSessionDoc
+from vaultd.records import ViewerSessionDoc
 from vaultd.secrets import digest, is_token, new_token
+from vaultd.services.gates.gated import GatedLink
 from vaultd.services.links import LINK_NOT_FOUND
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -23,27 +25,29 @@ SESSION_LIFETIME = timedelta(hours=24)
 SESSION_NOT_FOUND = "viewer session not found or ended: open a new one"
 
 
-async def count_open(db: Db, link: LinkDoc) -> None:
+async def count_open(db: Db, link: GatedLink) -> None:
     """One more open of a link with `maxOpens`; beyond it the link is spent (as if expired)."""
-    limit = link.get("policy", {}).get("maxOpens")
+    limit = (link.policy or {}).get("maxOpens")
     if limit is None:
         return
-    counted = await db.links.update_one({"_id": link["_id"], "opens": {"$lt": limit}},
-                                        {"$inc": {"opens": 1}})
+    records = db.raw(link.records)
+    counted = await records.update_one({"_id": link.id, "opens": {"$lt": limit}},
+                                       {"$inc": {"opens": 1}})
     if not counted.modified_count:
-        await db.links.update_one({"_id": link["_id"]}, {"$set": {"exhausted": True}})
+        await records.update_one({"_id": link.id}, {"$set": {"exhausted": True}})
         raise NotFound(LINK_NOT_FOUND)
 
 
-async def open_session(db: Db, link: LinkDoc, ip: str | None) -> tuple[str, ViewerSessionDoc]:
+async def open_session(db: Db, link: GatedLink, ip: str | None
+                       ) -> tuple[str, ViewerSessionDoc]:
     """A new session of `link` (counted against its maxOpens): (its id, shown once; its record)."""
     await count_open(db, link)
     now = utcnow()
     session_id = new_token()
     doc: ViewerSessionDoc = {
-        "_id": str(uuid.uuid4()), "hash": digest(session_id), "linkId": link["_id"],
-        "accountId": link["accountId"], "createdAt": now,
-        "expiresAt": min(now + SESSION_LIFETIME, link["expiresAt"]), "passed": {},
+        "_id": str(uuid.uuid4()), "hash": digest(session_id), "linkId": link.id,
+        "accountId": link.account_id, "createdAt": now,
+        "expiresAt": min(now + SESSION_LIFETIME, link.expires_at), "passed": {},
     }
     if ip:
         doc["ip"] = ip
@@ -58,14 +62,16 @@ async def find_session(db: Db, session_id: str | None) -> ViewerSessionDoc | Non
     return await db.viewer_sessions.find_one({"hash": digest(session_id)})
 
 
-def is_current(session: ViewerSessionDoc | None, link: LinkDoc) -> bool:
-    return (session is not None and session["linkId"] == link["_id"]
+def is_current(session: ViewerSessionDoc | None, link_id: str) -> bool:
+    """A session of this link (by its id: one link's session is unknown on any other) that has
+    not ended."""
+    return (session is not None and session["linkId"] == link_id
             and session["expiresAt"] > utcnow())
 
 
-async def session_of(db: Db, session_id: str | None, link: LinkDoc) -> ViewerSessionDoc:
+async def session_of(db: Db, session_id: str | None, link: GatedLink) -> ViewerSessionDoc:
     session = await find_session(db, session_id)
-    if session is None or not is_current(session, link):
+    if session is None or not is_current(session, link.id):
         raise NotFound(SESSION_NOT_FOUND)
     assert session is not None
     return session

@@ -15,7 +15,8 @@ from vaultd.records import AccessLogDoc, RoomLinkDoc
 from vaultd.services import access_log, outbox
 from vaultd.timefmt import iso_utc, utcnow
 
-ROOM_ACTIONS = ("page", "room.view")  # what a room's log holds
+# What a room's log holds: its openings, its pages, and its links' gates (services.gates).
+ROOM_ACTIONS = ("page", "room.view", "verify", "agreement")
 
 
 def _link_data(link: RoomLinkDoc) -> dict[str, Any]:

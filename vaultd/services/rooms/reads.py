@@ -34,10 +34,14 @@ MAX_DEPTH = 100  # folders above a file, at most, when its scope is checked
 def page_link(link: RoomLinkDoc, file: FileDoc) -> LinkDoc:
     """The link one document of a room link is read through: the page path's watermark, log,
     render fairness and analytics (`link_stats` id `<room link id>:<file id>`) work from it."""
-    return {"_id": f"{link['_id']}:{file['_id']}", "hash": link["hash"],
-            "accountId": link["accountId"], "fileId": file["_id"],
-            "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
-            "createdAt": link["createdAt"], "expiresAt": link["expiresAt"], "revoked": False}
+    doc: LinkDoc = {"_id": f"{link['_id']}:{file['_id']}", "hash": link["hash"],
+                    "accountId": link["accountId"], "fileId": file["_id"],
+                    "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
+                    "createdAt": link["createdAt"], "expiresAt": link["expiresAt"],
+                    "revoked": False}
+    if "policy" in link:  # the room link's gates, judged against its sessions (`gate_id`)
+        doc["policy"] = link["policy"]
+    return doc
 
 
 async def places_of(db: Db, file_id: str) -> list[RoomItemDoc]:
