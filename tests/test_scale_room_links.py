@@ -1,0 +1,114 @@
+"""The account read does not grow with room links (issue 27): room links join the maintained
+live-link count (`services.link_counts`), so `GET /v1/account` reads its counters and the room
+links that expired since its last read, not every room link. Measured on the server's side as
+in tests/test_scale_reads.py (`tests.db_reads`), against a real embedded SecantusDB, with the
+room links written in the services' record shape."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from tests.db_reads import QueryRecorder, total_examined
+from vaultd import embedded_db
+from vaultd.db import Db, ensure_indexes
+from vaultd.secrets import digest, new_token
+from vaultd.services import accounts
+from vaultd.services.rooms import records, room_links
+from vaultd.timefmt import utcnow
+
+pytestmark = pytest.mark.slow  # starts its own embedded database
+
+LINKS = 4_000  # half of them expired before the count's last sweep, half live
+CONSTANT = 40  # as tests/test_scale_reads.py: the account's own records, window edges
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
+    running = embedded_db.start(tmp_path_factory.mktemp("rooms-scale") / "db",
+                                record_address=False)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def recorder() -> QueryRecorder:
+    return QueryRecorder()
+
+
+@pytest.fixture(scope="module")
+async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        server.uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
+    database = Db(client, client["vaultd"])
+    await ensure_indexes(database)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+async def account_reads(db: Db, recorder: QueryRecorder, account_id: str) -> tuple[int, int]:
+    """(activeLinks, documents the account read made the database read)."""
+    account = await accounts.get_account(db, account_id)
+    recorder.queries.clear()
+    recorder.recording = True
+    try:
+        body = await accounts.account_json(db, account)
+    finally:
+        recorder.recording = False
+    return body["usage"]["activeLinks"], await total_examined(db, list(recorder.queries))
+
+
+async def test_the_account_read_is_bounded_whatever_its_room_links(
+        db: Db, recorder: QueryRecorder) -> None:
+    account = await accounts.create_account(db, "Rooms Co", "business")
+    room = await records.create_room(db, account, "Data room")
+    now = utcnow()
+    created = now - timedelta(days=200)
+    half = LINKS // 2
+
+    def link(expires: Any) -> dict[str, Any]:
+        return {"_id": str(uuid.uuid4()), "hash": digest(new_token()),
+                "accountId": account.id, "roomId": room["_id"], "viewerEmail": "k@example.com",
+                "viewerName": "Kim", "folderIds": None, "createdAt": created,
+                "expiresAt": expires, "revoked": False}
+
+    docs = [link(created + timedelta(hours=1 + i % 1000)) for i in range(half)]
+    docs += [link(now + timedelta(days=1 + i % 300)) for i in range(half)]
+    for first in range(0, len(docs), 2000):
+        await db.raw("room_links").insert_many(docs[first:first + 2000], ordered=False)
+    # As the services keep it: every link added on creation, the expired ones swept since.
+    await db.accounts.update_one({"_id": account.id}, {"$set": {
+        "linkCount": {"live": half, "sweptAt": now - timedelta(minutes=1), "rooms": True}}})
+
+    active, read = await account_reads(db, recorder, account.id)
+    assert active == half
+    assert read <= CONSTANT, f"{read} documents read for {LINKS} room links"
+
+    # A link made and one revoked through the services move the count, not the read.
+    request = room_links.RoomLinkRequest("new@example.com", "New", 3600, None)
+    token, _ = await room_links.create(db, room, request)
+    active, read = await account_reads(db, recorder, account.id)
+    assert (active, read <= CONSTANT) == (half + 1, True), read
+    await room_links.revoke(db, account.id, token)
+    active, read = await account_reads(db, recorder, account.id)
+    assert (active, read <= CONSTANT) == (half, True), read
+
+    # Links that expire between reads (after the last sweep, a minute ago: no read since
+    # found an expiry to sweep) are read once, by the next read, then swept.
+    ids = [doc["_id"] for doc in docs[half:half + 10]]
+    await db.room_links.update_many({"_id": {"$in": ids}},
+                                    {"$set": {"expiresAt": utcnow() - timedelta(seconds=1)}})
+    active, read = await account_reads(db, recorder, account.id)
+    assert active == half - 10
+    assert read <= CONSTANT + 10, f"{read} documents read"
+    active, read = await account_reads(db, recorder, account.id)
+    assert (active, read <= CONSTANT) == (half - 10, True), read
