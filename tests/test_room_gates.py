@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -17,6 +18,8 @@ from tests import documents as docs
 from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
 from tests.room_helpers import add_file, add_folder, create_room, room_link
 from tests.vault_process import VaultProcess
+from vaultd.secrets import digest
+from vaultd.timefmt import utcnow
 
 PASSCODE = "harbour lights"
 COOKIE = "vaultd_session"
@@ -248,3 +251,21 @@ def test_max_opens_counts_sessions_of_a_gated_room_link_and_openings_of_another(
     assert_json_error(api.get(f"/room-views/{counted}"), 404, LINK_GONE)
     log = api.get(f"/rooms/{room['id']}/access-log", params={"action": "room.view"}).json()
     assert len(log) == 2  # the refused opening wrote nothing
+
+
+def test_a_session_ends_when_its_room_link_expires(
+        api: httpx.Client, room: dict[str, Any], vault: VaultProcess) -> None:
+    file_id = room["file"]["id"]
+    token = gated(api, room, vault, passcode=PASSCODE)
+    session = open_session(api, token, vault)
+    api.post(f"/room-views/{token}/sessions/{session}/passcode", json={"passcode": PASSCODE})
+    assert page(api, token, file_id, session).status_code == 200
+
+    async def expire(db: Any) -> None:  # standing in for time: the expiry set back
+        await db.room_links.update_one({"hash": digest(token)},
+                                       {"$set": {"expiresAt": utcnow() - timedelta(seconds=1)}})
+
+    vault.run_service(expire)
+    assert_json_error(page(api, token, file_id, session), 404, LINK_GONE)
+    assert_json_error(api.post(f"/room-views/{token}/sessions/{session}/passcode",
+                               json={"passcode": PASSCODE}), 404, LINK_GONE)
