@@ -115,7 +115,8 @@ async def summaries(db: Db, account_id: str) -> list[dict[str, Any]]:
     await get_account(db, account_id)  # an unknown account is NotFound, not an empty list
     rooms = [doc async for doc in db.rooms.find({"accountId": account_id})
              .sort([("createdAt", -1), ("_id", -1)])]
-    live = {"revoked": False, "expiresAt": {"$gt": utcnow()}}
+    # Live as `room_links.is_live` says: not revoked, not expired, not spent by maxOpens.
+    live = {"revoked": False, "expiresAt": {"$gt": utcnow()}, "exhausted": {"$ne": True}}
     return [{**room_json(room, await item_count(db, room["_id"])),
              "activeLinks": await db.room_links.count_documents({"roomId": room["_id"], **live})}
             for room in rooms]
