@@ -1,19 +1,25 @@
-"""Run as root: `python -m tests.office_unprivileged UID launch JOB_DIR INPUT` or
-`... UID attacks JOB_DIR PORT`: import the converter's code, become UID (no groups), then run the
-converter's launcher (render.office.launch) or the escape attempts (tests.office_attacks) in this
-process. It is how a vaultd that does not run as root starts its converter: the confinement's
-unprivileged path (a user namespace instead of a uid switch). The interpreter is imported before
-the switch because this machine's Python lives under /root, which UID may not read."""
+"""Run as root: `python -m tests.office_unprivileged UID WHAT ARGS...`: import the converter's
+code, become UID (no groups), then, as that uid:
+
+- `launch JOB_DIR INPUT`: run the converter's launcher (render.office.launch, sandbox required);
+- `attacks JOB_DIR PORT`: confine as the converter and try the escapes of tests.office_attacks;
+- `threads COUNT`: hold COUNT threads until stdin closes (a busy vaultd's uid).
+
+This is how a vaultd that does not run as root starts its converter: the confinement's
+unprivileged path (a user namespace instead of a uid switch). The code is imported before the
+switch because this machine's Python lives under /root, which UID may not read; nothing imported
+here may start a thread (a threaded process cannot enter a user namespace)."""
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 
 from render.office import launch
 from tests import office_attacks
 
-MEMORY_LIMIT = 4 << 30  # vaultd.services.office's (importing it starts a thread: no user namespace)
+MEMORY_LIMIT = 4 << 30  # vaultd.services.office's (importing it starts a thread)
 
 
 def become(uid: int) -> None:
@@ -22,13 +28,24 @@ def become(uid: int) -> None:
     os.setresuid(uid, uid, uid)
 
 
+def hold_threads(count: int) -> None:
+    done = threading.Event()
+    for _ in range(count):
+        threading.Thread(target=done.wait, daemon=True).start()
+    print("ready", flush=True)
+    sys.stdin.read()
+    done.set()
+
+
 def main(argv: list[str]) -> None:
-    uid, what, job_dir, last = int(argv[0]), argv[1], argv[2], argv[3]
+    uid, what, args = int(argv[0]), argv[1], argv[2:]
     become(uid)
     if what == "launch":
-        launch.main([job_dir, last, str(MEMORY_LIMIT), "60", "required"])
+        launch.main([args[0], args[1], str(MEMORY_LIMIT), "60", "required"])
+    elif what == "attacks":
+        office_attacks.main(args[0], int(args[1]))
     else:
-        office_attacks.main(job_dir, int(last))
+        hold_threads(int(args[0]))
 
 
 if __name__ == "__main__":
