@@ -4,6 +4,7 @@ the server's broker reads it), its pages' text layer, and whether a converter st
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import pypdfium2 as pdfium
@@ -14,6 +15,8 @@ from vaultd.broker import brokered
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.services.blobs import BlobStore
 from vaultd.services.renditions import as_file
+
+_JOB_DIR = re.compile(rb"/var/tmp/vaultd-convert-[^/\s\x00]+")
 
 
 def pdf_rendition(vault: VaultProcess, file_id: str) -> bytes:
@@ -39,12 +42,15 @@ def page_texts(pdf: bytes) -> list[str]:
 
 
 def converters_running() -> bool:
-    """Any process whose command line names a job directory (the launcher, soffice.bin)."""
+    """Any converter process (the launcher, oosplash, soffice.bin: their command lines name a
+    job directory) whose job directory is gone: it outlived its conversion. Converters of other
+    servers on the machine, whose directories still exist, are not counted."""
     for pid in (name for name in os.listdir("/proc") if name.isdigit()):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                if b"vaultd-convert-" in cmdline.read():
-                    return True
+                job = _JOB_DIR.search(cmdline.read())
         except OSError:
             continue
+        if job is not None and not os.path.isdir(job.group(0)):
+            return True
     return False
