@@ -2,17 +2,21 @@
 image's uid 10001) confines its converter in a user namespace instead of switching uids. Run
 here by becoming that uid in a child (tests/office_unprivileged.py): a spreadsheet converts with
 every layer active (fitted to the page width inside the sandbox), even while the uid runs
-hundreds of threads elsewhere, and every escape from the sandbox is refused."""
+hundreds of threads elsewhere, every escape from the sandbox is refused, and `vault-admin doctor`
+run as that uid reports the converter confined."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import site
 import socket
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +115,39 @@ def test_every_escape_from_the_unprivileged_converter_sandbox_is_refused(
         assert {name for name, verdict in verdicts.items() if verdict != "refused"} == set()
         assert os.path.exists(os.path.join(job_dir, "inside"))
     assert not os.path.exists("/var/tmp/vaultd-office-escape")
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def _system_python_is_ours() -> bool:
+    """The distribution's Python, which any uid may run, of this interpreter's version (so the
+    test environment's packages and the C extension import in it)."""
+    if not os.access(SYSTEM_PYTHON, os.X_OK) or not shutil.which("setpriv"):
+        return False
+    version = subprocess.run([SYSTEM_PYTHON, "-c", "import sys; print(sys.version_info[:2])"],
+                             capture_output=True, text=True, check=False).stdout.strip()
+    return version == str(sys.version_info[:2])
+
+
+@pytest.mark.slow  # a render pool and a conversion, in a fresh environment
+@pytest.mark.skipif(not _system_python_is_ours(), reason="no Python that uid 10001 may run")
+def test_doctor_as_an_unprivileged_user_reports_the_converter_confined() -> None:
+    with tempfile.TemporaryDirectory(prefix="vaultd-doctor-", dir="/var/tmp") as home:
+        # A virtual environment on the distribution's Python that sees this one's packages.
+        venv = Path(home) / "venv"
+        subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+        [packages] = venv.glob("lib/python3*/site-packages")
+        (packages / "test-environment.pth").write_text(site.getsitepackages()[0] + "\n")
+        os.chmod(home, 0o755)  # the rest is made world-readable by the umask
+        done = subprocess.run(
+            ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups",
+             str(venv / "bin" / "python"), "-m", "admin_cli.main", "doctor", "--json"],
+            cwd=home, env={"PATH": "/usr/bin:/bin", "HOME": home, "PYTHONPATH": str(ROOT),
+                           "VAULTD_UPLOAD_OFFICE": "true"},
+            capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    converter = json.loads(done.stdout)["officeConverter"]
+    assert (converter["installed"], converter["converted"], converter["complete"]) == (
+        True, True, True), converter
+    assert all(converter["layers"].values()), converter["layers"]
