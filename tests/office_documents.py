@@ -178,9 +178,10 @@ def odt(pages: Sequence[str]) -> bytes:
     return _odf("text", style, f"<office:text>{paras}</office:text>")
 
 
-def ods(sheets: Sequence[Sequence[Sequence[str]]]) -> bytes:
+def ods(sheets: Sequence[Sequence[Sequence[str]]], table_attributes: str = "") -> bytes:
+    """Each sheet a grid of text cells; `table_attributes` (a print range) on every sheet."""
     tables = "".join(
-        f'<table:table table:name="Sheet{i + 1}">' + "".join(
+        f'<table:table table:name="Sheet{i + 1}"{table_attributes}>' + "".join(
             "<table:table-row>" + "".join(
                 f'<table:table-cell office:value-type="string"><text:p>{escape(v)}</text:p>'
                 "</table:table-cell>" for v in row) + "</table:table-row>" for row in rows)

@@ -53,10 +53,16 @@ def test_a_wide_sheet_fits_the_page_width(
     assert f"r{ROWS - 1}c{COLUMNS - 1}" in first
 
 
-def test_a_print_area_is_all_that_is_printed(vault: VaultProcess, api: httpx.Client) -> None:
-    area = ('<definedNames><definedName name="_xlnm.Print_Area" localSheetId="0">'
-            "Sheet1!$A$1:$C$5</definedName></definedNames>")
-    [page] = _pages(vault, api, od.xlsx([WIDE], defined_names=area), "area.xlsx")
+@pytest.mark.parametrize("fmt", ["xlsx", "ods"])
+def test_a_print_area_is_all_that_is_printed(
+        vault: VaultProcess, api: httpx.Client, fmt: str) -> None:
+    if fmt == "xlsx":
+        data = od.xlsx([WIDE], defined_names=(
+            '<definedNames><definedName name="_xlnm.Print_Area" localSheetId="0">'
+            "Sheet1!$A$1:$C$5</definedName></definedNames>"))
+    else:
+        data = od.ods([WIDE], table_attributes=' table:print-ranges="Sheet1.A1:Sheet1.C5"')
+    [page] = _pages(vault, api, data, f"area.{fmt}")
     words = page.split()
     assert words[:3] == ["Col00", "Col01", "Col02"]
     assert "r4c2" in words
