@@ -4,13 +4,16 @@ For a 10-page DOCX, a 5-sheet XLSX and a 30-slide PPTX (built by tests/office_do
 the conversion alone (render.office.runner, as vaultd runs it: confined, a fresh profile per
 job), the converter's peak memory (the resident sets of its processes, sampled every 20 ms and
 added up), the whole upload over HTTP (identification, conversion, storage, the PDF's
-validation) and the first page's latency after it. Writes bench/results/office.md.
+validation) and the first page's latency after it, on a vaultd started with
+`upload.office = true`. Writes bench/results/office.md; `bench.run` calls `measure` for one
+round and puts the table in its report (skipped where LibreOffice is not installed).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import statistics
 import tempfile
 import threading
@@ -104,40 +107,63 @@ def over_http(vault: Vault, name: str, data: bytes) -> tuple[float, float, int]:
         client.close()
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values)
+@dataclasses.dataclass
+class Figures:
+    """One document's medians."""
+
+    document: str
+    pages: int
+    conversion_s: float
+    peak_mib: float
+    pdf_kib: float
+    upload_s: float
+    first_page_ms: float
+
+
+def measure(work: Path, rounds: int = 1) -> list[Figures]:
+    """Each sample's figures ([] when LibreOffice is not installed)."""
+    if not runner.installed():
+        return []
+    vault = Vault(work, {"VAULTD_UPLOAD_OFFICE": "true"}).start()
+    try:
+        return [_figures(label, ext, data, rounds, vault)
+                for ext, (label, data) in samples().items()]
+    finally:
+        vault.stop()
+
+
+def _figures(label: str, ext: str, data: bytes, rounds: int, vault: Vault) -> Figures:
+    runs = [convert_once(ext, data) for _ in range(rounds)]
+    http = [over_http(vault, f"bench.{ext}", data) for _ in range(rounds)]
+    return Figures(label, http[0][2], statistics.median(r[0] for r in runs),
+                   statistics.median(r[1] for r in runs) / 1024,
+                   statistics.median(r[2] for r in runs) / 1024,
+                   statistics.median(h[0] for h in http),
+                   statistics.median(h[1] for h in http) * 1000)
+
+
+def markdown(figures: list[Figures], rounds: int) -> str:
+    if not figures:
+        return "Skipped: LibreOffice is not installed (`bash scripts/setup.sh --office`).\n"
+    rows = ["| document | pages | conversion (s) | converter peak RSS (MiB) | PDF (KiB) | "
+            "upload (s) | first page (ms) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows += [f"| {f.document} | {f.pages} | {f.conversion_s:.2f} | {f.peak_mib:.0f} | "
+             f"{f.pdf_kib:.0f} | {f.upload_s:.2f} | {f.first_page_ms:.0f} |" for f in figures]
+    return "\n".join(rows) + (f"\n\nMedians of {rounds} round{'s' if rounds > 1 else ''} "
+                              "each; conversion alone as vaultd runs it (confined, a fresh "
+                              "profile), upload over HTTP with `upload.office = true`.\n")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.office", description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    rows = ["| document | pages | conversion (s) | converter peak RSS (MiB) | PDF (KiB) | "
-            "upload (s) | first page (ms) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     with tempfile.TemporaryDirectory(prefix="bench-office-") as work:
-        vault = Vault(Path(work)).start()
-        try:
-            for ext, (label, data) in samples().items():
-                rows.append(_row(label, ext, data, args.rounds, vault))
-                print(rows[-1], flush=True)
-        finally:
-            vault.stop()
-    report = "# Office conversion\n\n" + "\n".join(rows) + "\n\nMedians of " + (
-        f"{args.rounds} rounds each; `python -m bench.office`.\n")
+        figures = measure(Path(work), args.rounds)
+    report = "# Office conversion\n\n" + markdown(figures, args.rounds)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "office.md").write_text(report)
     print(report)
-
-
-def _row(label: str, ext: str, data: bytes, rounds: int, vault: Vault) -> str:
-    runs = [convert_once(ext, data) for _ in range(rounds)]
-    http = [over_http(vault, f"bench.{ext}", data) for _ in range(rounds)]
-    def pick(index: int) -> float:
-        return _median([float(run[index]) for run in runs])
-
-    return (f"| {label} | {http[0][2]} | {pick(0):.2f} | {pick(1) / 1024:.0f} | "
-            f"{pick(2) / 1024:.0f} | {_median([h[0] for h in http]):.2f} | "
-            f"{_median([h[1] for h in http]) * 1000:.0f} |")
 
 
 if __name__ == "__main__":

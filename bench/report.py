@@ -52,6 +52,7 @@ class Results:
     two_accounts: Paired | None = None
     mark_cost: list[MarkCost] = field(default_factory=list)  # the last: all pages together
     gates: dict[str, list[float]] = field(default_factory=dict)  # "plain" / "gated" page times
+    office: list[Any] = field(default_factory=list)  # bench.office.Figures, one per document
 
 
 def ms(seconds: float) -> str:

@@ -2,6 +2,7 @@
 
     python -m bench.run            # about 2 minutes on the 2-core machine
     python -m bench.run --quick    # fewer samples, a smoke test (bench/results/quick.md)
+    python -m bench.run --no-office   # without the Office conversion section (~30 s less)
 
 Starts a vaultd exactly as deployed (embedded database, default settings), creates an account
 and a key, uploads the corpus, measures, prints the report and writes it to
@@ -27,6 +28,7 @@ from bench import (
     latency,
     leakmark_run,
     load,
+    office,
     report,
     transfer,
     warm_cold,
@@ -50,6 +52,7 @@ class Plan:
     cold_rounds: int = 3
     big_rounds: int = 20
     mark_rounds: int = 6
+    office: bool = True  # one round of bench.office (skipped without LibreOffice)
 
     @classmethod
     def quick(cls) -> Plan:
@@ -62,6 +65,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer samples (smoke test)")
+    parser.add_argument("--no-office", action="store_true",
+                        help="skip the Office conversion section (bench.office, one round)")
     parser.add_argument("--out", type=Path, default=None,
                         help="where to write the markdown report (default: bench/results/"
                              "latest.md, or quick.md with --quick)")
@@ -116,6 +121,9 @@ def run(plan: Plan, command: str) -> report.Results:
         log("the invisible mark's cost: a vaultd without it, pages alternated with one with it")
         results.mark_cost = leakmark_run.measure(Path(work) / "mark", corpus_docs.all,
                                                  plan.pages_per_doc, plan.mark_rounds)
+        if plan.office:
+            log("Office conversion: a vaultd with upload.office = true, one round")
+            results.office = office.measure(Path(work) / "office", rounds=1)
     return results
 
 
@@ -195,10 +203,15 @@ def _machine() -> str:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     started = time.monotonic()
-    command = "python -m bench.run" + (" --quick" if args.quick else "")
-    results = run(Plan.quick() if args.quick else Plan(), command)
+    command = "python -m bench.run" + (" --quick" if args.quick else "") + (
+        " --no-office" if args.no_office else "")
+    plan = Plan.quick() if args.quick else Plan()
+    plan.office = not args.no_office
+    results = run(plan, command)
     results.elapsed = time.monotonic() - started
     text = report.markdown(results)
+    if plan.office:  # issue 29's figures: conversion time, converter memory, first page
+        text += "\n### Office conversion\n\n" + office.markdown(results.office, 1)
     print(text)
     out = args.out or RESULTS / ("quick.md" if args.quick else "latest.md")
     out.parent.mkdir(parents=True, exist_ok=True)

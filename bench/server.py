@@ -82,10 +82,11 @@ class Client:
 
 
 class Vault:
-    """vaultd started exactly as a deployment would (no VAULTD_* overrides), plus an account."""
+    """vaultd started exactly as a deployment would (no VAULTD_* overrides unless `env` names
+    some: bench.office turns on upload.office), plus an account."""
 
-    def __init__(self, work: Path) -> None:
-        self.process = VaultProcess(work / "data")
+    def __init__(self, work: Path, env: dict[str, str] | None = None) -> None:
+        self.process = VaultProcess(work / "data", env=dict(env or {}))
         self.key = ""
 
     def start(self) -> Vault:

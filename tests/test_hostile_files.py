@@ -19,12 +19,14 @@ from PIL import Image
 from tests import documents as docs
 from tests.hostile_corpus import Case, corpus
 from tests.http_helpers import PAGE_NOT_FOUND, assert_json_error, upload, upload_ok
+from tests.office_pdf import converters_running
 from tests.vault_process import VaultProcess, running_vault
 from vaultd.services.uploads import sniff
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 RENDER_TIMEOUT = 5
+OFFICE_TIMEOUT = 5  # the converter's deadline: the document that hangs LibreOffice meets it
 # A request may wait for a busy worker, run to the timeout, and pay for the worker's respawn.
 REQUEST_BOUND_SECONDS = RENDER_TIMEOUT * 2 + 10
 LONG_SIDE, MAX_PIXELS = 1600, 4_000_000
@@ -51,6 +53,7 @@ UNREADABLE = re.compile(one_of(
     "the Office document declares XML entities (a DTD), which Office formats never do",
     "the Office document nests XML elements deeper than 1000 levels",
     "the Office document is damaged (its ZIP archive cannot be read)",
+    f"the document took longer than {OFFICE_TIMEOUT} s to convert",
     ).pattern + r"|page \d+ of the PDF is damaged")
 REFUSALS = {415: one_of("content is not a PDF, JPEG or PNG file",
                         "legacy Office files (.doc, .xls, .ppt) are not accepted: save the "
@@ -78,7 +81,8 @@ def hostile_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultPro
     with running_vault(tmp_path_factory.mktemp("hostile") / "data",
                        VAULTD_RENDER_TIMEOUT_SECONDS=str(RENDER_TIMEOUT),
                        VAULTD_RENDER_MEMORY_LIMIT_MB="1024",
-                       VAULTD_UPLOAD_OFFICE="true") as server:
+                       VAULTD_UPLOAD_OFFICE="true",
+                       VAULTD_UPLOAD_OFFICE_TIMEOUT_SECONDS=str(OFFICE_TIMEOUT)) as server:
         yield server
 
 
@@ -232,6 +236,7 @@ def test_the_server_stays_healthy_and_tidy_after_the_whole_corpus(
 ) -> None:
     health = httpx.get(f"{hostile_vault.url}/healthz", timeout=10).json()
     assert health["status"] == "ok" and health["renderSandbox"]["complete"] is True
+    assert not converters_running()  # the document that hangs LibreOffice left no process
     kept = accepted(uploads)
     normal = upload_ok(api, docs.pdf(pages=2), name="after the storm.pdf")
     link = api.post("/views", json={"fileId": normal["id"], "viewerEmail": "ok@example.com"})

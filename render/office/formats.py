@@ -75,7 +75,7 @@ def identify_office(source: DocumentSource) -> str:
 
 def _identify(archive: zipfile.ZipFile) -> str:
     entries = archive.infolist()
-    _check_sizes(entries)
+    check_sizes(entries)
     names = {entry.filename: entry for entry in entries}
     kind = ""
     if "[Content_Types].xml" in names:
@@ -83,11 +83,11 @@ def _identify(archive: zipfile.ZipFile) -> str:
     elif "mimetype" in names:
         kind = _odf_kind(_small_entry(archive, names["mimetype"]))
     if kind:
-        _scan_parts(archive, entries)
+        scan_parts(archive, entries)
     return kind
 
 
-def _check_sizes(entries: list[zipfile.ZipInfo]) -> None:
+def check_sizes(entries: list[zipfile.ZipInfo]) -> None:
     if len(entries) > MAX_ENTRIES or sum(e.file_size for e in entries) > MAX_EXPANDED:
         raise Unreadable(TOO_LARGE)
     for entry in entries:
@@ -114,7 +114,7 @@ def _odf_kind(mimetype: bytes) -> str:
     return text if text in (ODT, ODS, ODP) else ""
 
 
-def _scan_parts(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo]) -> None:
+def scan_parts(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo]) -> None:
     for entry in entries:
         if entry.filename.endswith((".xml", ".rels")):
             _scan_part(archive, entry)

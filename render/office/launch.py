@@ -1,8 +1,9 @@
 """The converter's launcher: `python -m render.office.launch JOB_DIR INPUT MEMORY CPU [required]`.
 
 Started by the server (`render.office.runner`) in a process group of its own; it confines
-itself (`render.sandbox.converter`) and then becomes LibreOffice, which converts JOB_DIR/INPUT
-to a PDF in JOB_DIR/out. It holds no key and no credential: the job directory holds the one
+itself (`render.sandbox.converter`), fits a spreadsheet's sheets to the page width
+(`render.office.fit_width`) and then becomes LibreOffice, which converts JOB_DIR/INPUT to a PDF
+in JOB_DIR/out. It holds no key and no credential: the job directory holds the one
 document's plaintext, put there by the server, and nothing else.
 """
 
@@ -14,12 +15,15 @@ import os
 import signal
 import sys
 
+from render.model import Unreadable
+from render.office.fit_width import fit_sheets
 from render.sandbox.converter import confine_converter
 from render.sandbox.layers import ALL_LAYERS, Layer
 
 SOFFICE = "/usr/lib/libreoffice/program/oosplash"  # restarts soffice.bin when a new profile asks
 _PR_SET_PDEATHSIG = 1
 UNCONFINED = 3  # exit status: a layer is missing and the sandbox is required
+REFUSED = 4  # exit status: the spreadsheet failed the archive checks (no PDF: a 422)
 LAYERS_FILE = "layers"  # the active layers' mask, written before the exec (doctor, tests)
 
 
@@ -49,6 +53,10 @@ def main(argv: list[str]) -> None:
     os.close(fd)
     if required and layers != ALL_LAYERS:
         os._exit(UNCONFINED)  # render.sandbox = "required": LibreOffice never starts
+    try:
+        fit_sheets(os.path.join(job_dir, input_name))  # untrusted: parsed only once confined
+    except Unreadable:
+        os._exit(REFUSED)
     os.execve(SOFFICE, soffice_argv(job_dir, input_name), clean_environment(job_dir))
 
 

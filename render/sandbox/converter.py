@@ -49,8 +49,6 @@ _DENIED = (
 def confine_converter(job_dir: str, memory_limit: int, cpu_seconds: int) -> Layer:
     """Apply every layer this kernel and our privileges allow; return those now active."""
     active = Layer(0) if any(k.startswith("VAULTD_") for k in os.environ) else Layer.CLEAN_ENV
-    if _set_rlimits(memory_limit, cpu_seconds):
-        active |= Layer.RLIMITS
     tmp = os.path.join(job_dir, "tmp")
     as_root = os.geteuid() == 0
     if as_root:  # the mount before the uid switch; unprivileged, inside the user namespace
@@ -59,6 +57,11 @@ def confine_converter(job_dir: str, memory_limit: int, cpu_seconds: int) -> Laye
     active |= own_namespaces_and_identity()
     if not as_root:
         _private_mounts(tmp)
+    # After the user namespace (as in render.sandbox.confine): RLIMIT_NPROC set before it counts
+    # every process of vaultd's uid outside, and LibreOffice could not fork once vaultd's
+    # threads and workers passed it (measured: "ERROR 4 forking process" at 300 threads).
+    if _set_rlimits(memory_limit, cpu_seconds):
+        active |= Layer.RLIMITS
     prctl(_PR_SET_DUMPABLE, 0)
     if prctl(_PR_SET_NO_NEW_PRIVS, 1):
         active |= Layer.NO_NEW_PRIVS
