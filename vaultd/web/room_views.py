@@ -139,7 +139,8 @@ class RoomImageHandler(RoomDocumentBase):
 
 
 class RoomStatusHandler(RoomDocumentBase):
-    """Polled by the open document: blanked once it leaves the link's scope or the room."""
+    """Polled by the open document: blanked once it leaves the link's scope or the room; a gated
+    link's answers only the session that passed its gates, as pages."""
 
     async def get(self, token: str, file_id: str) -> None:
         await self.admitted(token, file_id)

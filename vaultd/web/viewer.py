@@ -58,7 +58,8 @@ class ViewerImageHandler(ViewerBase):
 
 
 class ViewerStatusHandler(ViewerBase):
-    """Polled by the open page so a revocation blanks it even when no page is loading."""
+    """Polled by the open page so a revocation blanks it even when no page is loading; a gated
+    link's answers only the session that passed its gates (as pages: 403 naming what is pending)."""
 
     async def get(self, token: str) -> None:
         await self.admitted_link(token)
