@@ -150,3 +150,29 @@ def test_a_link_revoked_while_its_gate_is_open_says_so(
                                ".startsWith('This link')", timeout=WAIT_MS)
         assert message_text(viewer) == ("This link is no longer available. Ask the person who "
                                          "shared it for a new one.")
+
+
+def test_the_viewer_reports_time_and_polls_its_status_once_the_gates_are_passed(
+        browser: Browser, owner: httpx.Client, mailing_vault: VaultProcess) -> None:
+    file = upload_ok(owner, docs.pdf(pages=1), name="Timed.pdf")
+    link = create_link(owner, file["id"], "ann.lee@example.com", policy={"passcode": "tide 8"})
+    mailing_vault.secrets.append(link["token"])
+    with open_viewer(browser, link["url"]) as viewer:
+        page = viewer.page
+        page.bring_to_front()  # viewer-activity.js counts only while the page has the focus
+        page.wait_for_selector("#passcode-input:focus", timeout=WAIT_MS)
+        page.keyboard.type("tide 8")
+        page.keyboard.press("Enter")
+        viewer.loaded(1)
+        # The viewer's own requests carry the session cookie (a 403 would be a console error).
+        with page.expect_response(lambda r: r.url.endswith("/status"),
+                                  timeout=WAIT_MS) as polled:
+            page.evaluate("window.dispatchEvent(new Event('focus'))")  # polls on focus
+        assert polled.value.status == 200
+        with page.expect_response(lambda r: r.url.endswith("/activity"),
+                                  timeout=WAIT_MS) as reported:
+            pass  # flushed every 10 s
+        assert reported.value.status == 200
+        assert viewer.errors == []
+    seconds = owner.get(f"/views/{link['token']}/analytics").json()["totalSeconds"]
+    assert seconds > 0

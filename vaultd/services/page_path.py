@@ -8,7 +8,9 @@
                link (with its file and account) are read concurrently, and the key judged first.
                The viewer session, when the request names one, is read alongside; then the
                link's gates (`services.gates.check`) are judged from the link record and it:
-               a link without a policy costs nothing more
+               a link without a policy costs nothing more. `admit` is this judgement for the
+               requests about a link's pages that are not pages (activity reports, status
+               polls), so a forwarded gated link learns and adds nothing without the gates
     render     the page, in the render pool, watermarked for this viewer and this moment
     log        the `page` entry, written while the page renders
     confirm    the render's result; the link read again if the render took long, so a revoke or
@@ -202,7 +204,7 @@ class PagePath:
         else:
             opened, session = await asyncio.gather(
                 self._live_link(request, kept), sessions.find_session(self.db, request.session))
-        self.gates.admit_page(opened.link.get("policy"), opened.gate_id, request.ip, session)
+        self._admit(opened, request.ip, session)
         return opened, session
 
     async def authorise_room(self, request: PageRequest
@@ -215,8 +217,21 @@ class PagePath:
         else:
             opened, session = await asyncio.gather(
                 self.rooms.open(request), sessions.find_session(self.db, request.session))
-        self.gates.admit_page(opened.link.get("policy"), opened.gate_id, request.ip, session)
+        self._admit(opened, request.ip, session)
         return opened, session
+
+    async def admit(self, opened: OpenLink, session_id: str | None, ip: str | None) -> None:
+        """The authorise stage's gates for a request about a link's pages that is not one (an
+        activity report, a status poll): refused exactly as a page of `opened` would be (403
+        naming what is pending) unless the session named (cookie or `x-viewer-session`, as for
+        pages) passed every gate. A link without a policy costs nothing more."""
+        if opened.link.get("policy") is None:
+            return
+        self._admit(opened, ip, await sessions.find_session(self.db, session_id))
+
+    def _admit(self, opened: OpenLink, ip: str | None, session: ViewerSessionDoc | None) -> None:
+        # A room's document is judged against the room link's gates and sessions (`gate_id`).
+        self.gates.admit_page(opened.link.get("policy"), opened.gate_id, ip, session)
 
     async def _live_link(self, request: PageRequest, kept: OpenLink | None) -> OpenLink:
         if request.api_key is None:

@@ -6,6 +6,7 @@ from vaultd.services import analytics, analytics_report
 from vaultd.services.links import OpenLink
 from vaultd.web.base import BaseHandler
 from vaultd.web.viewer_base import ViewerBase
+from vaultd.web.views import ViewerIpMixin
 
 
 async def report_activity(handler: BaseHandler, opened: OpenLink) -> None:
@@ -15,18 +16,22 @@ async def report_activity(handler: BaseHandler, opened: OpenLink) -> None:
 
 
 class ViewerActivityHandler(ViewerBase):
-    """POST /v/<token>/activity: the hosted viewer's visible-page time (token is the credential)."""
+    """POST /v/<token>/activity: the hosted viewer's visible-page time (token is the credential;
+    a gated link's also the cookie session that passed its gates, as for pages)."""
 
     async def post(self, token: str) -> None:
-        await report_activity(self, await self.ctx.pages.open_link(token))
+        await report_activity(self, await self.admitted_link(token))
 
 
-class ApiActivityHandler(BaseHandler):
-    """POST /v1/views/:token/activity: the same report from a proxy (Option B)."""
+class ApiActivityHandler(ViewerIpMixin):
+    """POST /v1/views/:token/activity: the same report from a proxy (Option B); a gated link's
+    needs the `x-viewer-session` that passed its gates, as its pages do."""
 
     async def post(self, token: str) -> None:
         assert self.account is not None
-        await report_activity(self, await self.ctx.pages.open_link(token, self.account))
+        opened = await self.ctx.pages.open_link(token, self.account)
+        await self.ctx.pages.admit(opened, self.viewer_session(), self.viewer_ip())
+        await report_activity(self, opened)
 
 
 class ViewAnalyticsHandler(BaseHandler):

@@ -22,7 +22,7 @@ from vaultd.services.page_path import PageRequest
 from vaultd.services.rooms import activity, reads, room_links, tree
 from vaultd.web.analytics import report_activity
 from vaultd.web.base import BaseHandler
-from vaultd.web.viewer_base import SESSION_COOKIE, ViewerBase
+from vaultd.web.viewer_base import ViewerBase
 from vaultd.web.viewer_gates import guard, passed_every_gate
 from vaultd.web.views import ViewerIpMixin
 
@@ -65,7 +65,7 @@ class RoomPageHandler(ViewerIpMixin):
     async def get(self, token: str, file_id: str, page: str) -> None:
         request = PageRequest(token, page, self.viewer_ip(), api_key=self.bearer_key(),
                               departure=self.departure, file_id=file_id,
-                              session=self.request.headers.get("x-viewer-session"))
+                              session=self.viewer_session())
         await self.ctx.pages.serve(request, self.send_page)
 
 
@@ -101,6 +101,13 @@ class RoomDocumentBase(ViewerBase):
     async def document(self, token: str, file_id: str) -> OpenLink:
         return await reads.open_document(self.ctx.db, token, file_id)
 
+    async def admitted(self, token: str, file_id: str) -> OpenLink:
+        """The document, for a request about its pages that is not one (status, activity): a
+        gated room link's cookie session must have passed every gate, as for its pages."""
+        opened = await self.document(token, file_id)
+        await self.ctx.pages.admit(opened, self.viewer_session(), self.client_ip())
+        return opened
+
 
 class RoomDocumentPageHandler(RoomDocumentBase):
     """GET /r/<token>/files/<fileId>: the document in the existing viewer; a gated link
@@ -127,15 +134,16 @@ class RoomDocumentPageHandler(RoomDocumentBase):
 class RoomImageHandler(RoomDocumentBase):
     async def get(self, token: str, file_id: str, page: str) -> None:
         request = PageRequest(token, page, self.client_ip(), departure=self.departure,
-                              file_id=file_id, session=self.get_cookie(SESSION_COOKIE))
+                              file_id=file_id, session=self.viewer_session())
         await self.ctx.pages.serve(request, self.send_page)
 
 
 class RoomStatusHandler(RoomDocumentBase):
-    """Polled by the open document: blanked once it leaves the link's scope or the room."""
+    """Polled by the open document: blanked once it leaves the link's scope or the room; a gated
+    link's answers only the session that passed its gates, as pages."""
 
     async def get(self, token: str, file_id: str) -> None:
-        await self.document(token, file_id)
+        await self.admitted(token, file_id)
         self.send_json(200, {"active": True})
 
 
@@ -143,7 +151,7 @@ class RoomActivityHandler(RoomDocumentBase):
     """The viewer's visible-page time, counted for this reader and document."""
 
     async def post(self, token: str, file_id: str) -> None:
-        await report_activity(self, await self.document(token, file_id))
+        await report_activity(self, await self.admitted(token, file_id))
 
 
 ROUTES = [

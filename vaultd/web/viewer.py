@@ -12,7 +12,7 @@ from vaultd.services import access_log, engagement, links
 from vaultd.services.gates import gated
 from vaultd.services.links import OpenLink
 from vaultd.services.page_path import PageRequest
-from vaultd.web.viewer_base import SESSION_COOKIE, ViewerBase, protect
+from vaultd.web.viewer_base import ViewerBase, protect
 from vaultd.web.viewer_gates import guard
 
 WEB_DIR = Path(__file__).resolve().parent
@@ -53,15 +53,16 @@ class ViewerImageHandler(ViewerBase):
     db_deadline = None  # waits on other things between its database calls
     async def get(self, token: str, page: str) -> None:
         request = PageRequest(token, page, self.client_ip(), departure=self.departure,
-                              session=self.get_cookie(SESSION_COOKIE))
+                              session=self.viewer_session())
         await self.ctx.pages.serve(request, self.send_page)
 
 
 class ViewerStatusHandler(ViewerBase):
-    """Polled by the open page so a revocation blanks it even when no page is loading."""
+    """Polled by the open page so a revocation blanks it even when no page is loading; a gated
+    link's answers only the session that passed its gates (as pages: 403 naming what is pending)."""
 
     async def get(self, token: str) -> None:
-        await self.ctx.pages.open_link(token)
+        await self.admitted_link(token)
         self.send_json(200, {"active": True})
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vaultd.services.links import OpenLink
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
 
@@ -37,3 +38,14 @@ class ViewerBase(BaseHandler):
 
     def client_ip(self) -> str | None:
         return viewer_ip(self.request, self.ctx.settings.proxy_trusted)
+
+    def viewer_session(self) -> str | None:
+        # A gated link's viewer session: the cookie `web.viewer_gates` set for this link.
+        return self.get_cookie(SESSION_COOKIE)
+
+    async def admitted_link(self, token: str) -> OpenLink:
+        """The live link, for a request about its pages that is not one (status, activity): a
+        gated link's cookie session must have passed every gate, as for its pages."""
+        opened = await self.ctx.pages.open_link(token)
+        await self.ctx.pages.admit(opened, self.viewer_session(), self.client_ip())
+        return opened

@@ -21,6 +21,10 @@ class ViewerIpMixin(BaseHandler):
         # An invalid value is ignored: never printed, never logged.
         return access_log.valid_ip(self.request.headers.get("x-viewer-ip"))
 
+    def viewer_session(self) -> str | None:
+        # A gated link's viewer session (POST /v1/views/:token/sessions), as the proxy sends it.
+        return self.request.headers.get("x-viewer-session")
+
 
 class CreateLinkHandler(BaseHandler):
     async def post(self) -> None:
@@ -65,8 +69,7 @@ class PageHandler(ViewerIpMixin):
 
     async def get(self, token: str, page: str) -> None:
         request = PageRequest(token, page, self.viewer_ip(), api_key=self.bearer_key(),
-                              departure=self.departure,
-                              session=self.request.headers.get("x-viewer-session"))
+                              departure=self.departure, session=self.viewer_session())
         await self.ctx.pages.serve(request, self.send_page)
 
 
