@@ -124,6 +124,20 @@ async def test_abort_after_commit_keeps_the_blob(backend: BlobBackend) -> None:
     assert await backend.read_range(blob, 0, 100) == b"kept"
 
 
+@pytest.mark.parametrize("finish", ["commit", "abort"])
+async def test_a_finished_writer_refuses_more_writes_and_commits(
+        backend: BlobBackend, finish: str) -> None:
+    blob = name()
+    writer = await backend.open_writer(blob)
+    await writer.write(b"done")
+    await (writer.commit() if finish == "commit" else writer.abort())
+    with pytest.raises(ValueError):
+        await writer.write(b"more")
+    with pytest.raises(ValueError):
+        await writer.commit()
+    assert await backend.exists(blob) is (finish == "commit")
+
+
 async def test_reads_at_and_past_the_end_are_short_or_empty(backend: BlobBackend) -> None:
     data, blob = os.urandom(1000), name()
     await put(backend, blob, data)
