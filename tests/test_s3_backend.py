@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,7 +15,7 @@ import pytest
 import backends
 from backends.base import BackendConfigError, BackendUnavailable
 from backends.s3 import S3Backend, S3Config
-from tests.moto_server import MotoServer, aws_credentials, session_moto
+from tests.moto_server import MotoServer
 from tests.vault_process import free_port
 from tests.waiting import wait_until_async
 
@@ -23,13 +23,6 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 MiB = 1 << 20
 PART = 5 * MiB
-
-
-@pytest.fixture(scope="module")
-def moto(request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    with aws_credentials():
-        yield session_moto(request.config, tmp_path_factory)
 
 
 @pytest.fixture
