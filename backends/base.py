@@ -1,4 +1,4 @@
-"""The blob backend interface.
+"""The blob backend interface, and the buffered writer the object-store backends share.
 
 A backend stores opaque encrypted blobs under names chosen by vaultd. Only the server process
 uses it (`BlobBackend`, async): render workers never reach storage, they ask the server for the
@@ -84,7 +84,7 @@ class PartWriter(ABC):
     has accumulated (at most one part held). `commit` sends the tail as the last part and
     completes, in one request; with `puts_small_blobs_whole`, a blob smaller than one part goes
     in a single request instead. Nothing is visible under the name before. A backend supplies
-    only the part, complete and discard calls."""
+    only its calls: send a part, connect, complete, discard."""
 
     puts_small_blobs_whole: ClassVar[bool] = False
 
@@ -100,6 +100,11 @@ class PartWriter(ABC):
     @abstractmethod
     async def _send_part(self, data: bytes) -> None:
         """Store one part (never visible by itself); parts arrive in order."""
+
+    @abstractmethod
+    async def _connect(self) -> None:
+        """What the completing request needs first (a client, the container): a failure here
+        is not taken for a commit that may have landed."""
 
     @abstractmethod
     async def _complete(self, whole: bytes) -> None:
@@ -132,6 +137,7 @@ class PartWriter(ABC):
         try:
             if self._buffer and (self._parts_sent or not self.puts_small_blobs_whole):
                 await self._flush(len(self._buffer))  # the last part: may be under part_size
+            await self._connect()
             self._state = "uncertain"
             await self._complete(bytes(self._buffer))
         except BaseException:

@@ -49,8 +49,10 @@ class AzureBlobWriter(PartWriter):
             await self._blob.stage_block(block_id, io.BytesIO(data), length=len(data))
         self._blocks.append(block_id)
 
-    async def _complete(self, whole: bytes) -> None:
+    async def _connect(self) -> None:
         await self._backend.ready()
+
+    async def _complete(self, whole: bytes) -> None:
         with _translated(self._name):
             await self._blob.commit_block_list([BlobBlock(block) for block in self._blocks])
 

@@ -51,6 +51,9 @@ class S3BlobWriter(PartWriter):
                 PartNumber=number, Body=io.BytesIO(data), ContentLength=len(data))
         self._parts.append({"ETag": answer["ETag"], "PartNumber": number})
 
+    async def _connect(self) -> None:
+        await self._backend.client()
+
     async def _complete(self, whole: bytes) -> None:
         client, bucket = await self._backend.client(), self._backend.config.bucket
         with translated(self._name):
