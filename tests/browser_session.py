@@ -1,5 +1,5 @@
-"""A Chromium session on the hosted viewer for tests/test_viewer_browser.py: what the page logged,
-requested and drew."""
+"""Chromium under Playwright for the browser tests (viewer, room, gates): the browser a module
+launches once, and a session on one hosted page: what the page logged, requested and drew."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from tests.vault_process import ROOT
 
@@ -87,6 +90,23 @@ class Session:
     def shoot(self, name: str) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+@contextmanager
+def chromium_browser() -> Iterator[Browser]:
+    """Debian's Chromium, launched for a module's `browser` fixture; the module is skipped where
+    Chromium or Playwright is missing. Sync Playwright keeps an event loop running on this thread
+    until the browser closes, so whatever needs asyncio.run (an account, made through the
+    services) is set up before: the fixture asks for it first."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @contextmanager

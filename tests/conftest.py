@@ -1,9 +1,11 @@
 """Shared fixtures: one real vaultd (embedded SecantusDB, local blobs, real render pool) per
-session, a fresh account and key per test, and a check that no secret reached the server log."""
+session, a fresh account and key per test, and a check that no secret reached the server log;
+the session's Azurite and moto server for the modules that use them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -11,6 +13,10 @@ import pytest
 from tests.blob_helpers import encrypt, pattern
 from tests.vault_process import VaultProcess, running_vault
 from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
+
+if TYPE_CHECKING:
+    from tests.azurite import Azurite
+    from tests.moto_server import MotoServer
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +42,25 @@ def api(vault: VaultProcess, account: tuple[str, str]) -> Iterator[httpx.Client]
 def anon(vault: VaultProcess) -> Iterator[httpx.Client]:
     with vault.client() as client:
         yield client
+
+
+# --- storage emulators (Azure and S3 backend tests): the session's server, per module -----------
+
+
+@pytest.fixture(scope="module")
+def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
+    from tests.azurite import session_azurite  # imported here: most modules need no emulator
+
+    return session_azurite(request.config, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def moto(request: pytest.FixtureRequest,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    from tests.moto_server import aws_credentials, session_moto  # imports the S3 SDK
+
+    with aws_credentials():  # for the backends a module opens itself
+        yield session_moto(request.config, tmp_path_factory)
 
 
 # --- blob format (test_blob_*.py): a data key, a context and encrypted samples ------------------

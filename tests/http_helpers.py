@@ -21,6 +21,13 @@ NO_ENDPOINT = "no such endpoint"
 STORED_FILE_CORRUPT = "stored file failed its integrity check"
 
 
+def created(response: httpx.Response) -> dict[str, Any]:
+    """The JSON body of a 201 answer; fails with the body when the answer is anything else."""
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
 def upload(client: httpx.Client, data: bytes | Any, *, content_type: str = "application/pdf",
            name: str | None = None, kind: str | None = None,
            headers: dict[str, str] | None = None) -> httpx.Response:
@@ -33,16 +40,13 @@ def upload(client: httpx.Client, data: bytes | Any, *, content_type: str = "appl
 
 
 def upload_ok(client: httpx.Client, data: bytes, **kwargs: Any) -> dict[str, Any]:
-    response = upload(client, data, **kwargs)
-    assert response.status_code == 201, response.text
-    return response.json()
+    return created(upload(client, data, **kwargs))
 
 
 def create_link(client: httpx.Client, file_id: str, email: str = "viewer@example.com",
                 **fields: Any) -> dict[str, Any]:
-    response = client.post("/views", json={"fileId": file_id, "viewerEmail": email, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
+    return created(client.post("/views", json={"fileId": file_id, "viewerEmail": email,
+                                               **fields}))
 
 
 def assert_json_error(response: httpx.Response, status: int,

@@ -9,26 +9,22 @@ every other source of the AWS chain switched off, so nothing reaches beyond loop
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
-import httpx
 import pytest
 
 from backends.s3 import S3Backend, S3Config
-from tests.emulators import log_tail, stop_group
-from tests.vault_process import free_port
-from tests.waiting import NotReached, wait_until
+from tests.emulators import EmulatorProcess, session_emulator
 
 REGION = "us-east-1"
 # Not secrets (moto accepts anything), but tests check they never reach a log or a worker.
 ACCESS_KEY_ID = "AKIAVAULTDTESTKEY000"
 SECRET_ACCESS_KEY = "vaultd-test-secret-access-key-not-for-logs"
-START_TIMEOUT_SECONDS = 30.0
 
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
@@ -49,12 +45,11 @@ def find_binary() -> str:
 
 
 @dataclass
-class MotoServer:
-    """One moto S3 server on a free loopback port; its log beside `location`."""
+class MotoServer(EmulatorProcess):
+    """One moto S3 server on a free loopback port; its log in `location`. A restart empties it
+    (moto keeps everything in memory)."""
 
-    location: Path
-    port: int = 0
-    process: subprocess.Popen[bytes] | None = None
+    label: ClassVar[str] = "moto_server"
 
     @property
     def endpoint(self) -> str:
@@ -78,40 +73,12 @@ class MotoServer:
     def log_path(self) -> Path:
         return self.location / "moto-server.log"
 
-    def start(self) -> MotoServer:
-        """Start (or restart on the same port: empty again)."""
-        self.location.mkdir(parents=True, exist_ok=True)
-        self.port = self.port or free_port()
-        log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps its own descriptor
-        self.process = subprocess.Popen(
-            [find_binary(), "-H", "127.0.0.1", "-p", str(self.port)], stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        try:
-            wait_until(self._answers, timeout=START_TIMEOUT_SECONDS, interval=0.1,
-                       what="moto_server answering")
-        except NotReached:
-            self.stop()
-            raise RuntimeError(f"moto_server did not answer on port {self.port}:\n"
-                               f"{self._log_tail()}") from None
-        return self
+    @property
+    def probe_url(self) -> str:
+        return f"{self.endpoint}/"
 
-    def _answers(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise RuntimeError(f"moto_server exited early:\n{self._log_tail()}")
-        try:
-            httpx.get(f"{self.endpoint}/", timeout=1)  # any HTTP answer means ready
-        except httpx.HTTPError:
-            return False
-        return True
-
-    def _log_tail(self) -> str:
-        return log_tail(self.log_path)
-
-    def stop(self, timeout: float = 15.0) -> None:
-        process, self.process = self.process, None
-        stop_group(process, timeout)
+    def command(self) -> list[str]:
+        return [find_binary(), "-H", "127.0.0.1", "-p", str(self.port)]
 
 
 @contextmanager
@@ -123,16 +90,6 @@ def aws_credentials() -> Iterator[None]:
         yield
 
 
-_SESSION: dict[str, MotoServer] = {}
-
-
 def session_moto(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> MotoServer:
     """The session's moto server, started on first use and stopped at the end of the session."""
-    if "server" not in _SESSION:
-        _SESSION["server"] = MotoServer(tmp_path_factory.mktemp("moto")).start()
-        config.add_cleanup(_stop_session_moto)
-    return _SESSION["server"]
-
-
-def _stop_session_moto() -> None:
-    _SESSION.pop("server").stop()
+    return session_emulator(config, MotoServer, lambda: MotoServer(tmp_path_factory.mktemp("moto")))

@@ -1,5 +1,6 @@
 """A POST sent in two parts over a raw socket: the headers and the first bytes of the body now,
-the rest later, so a test can hold a request in progress (admission caps, slow clients)."""
+the rest later, so a test can hold a request in progress (admission caps, slow clients); and the
+whole answer read back from the socket."""
 
 from __future__ import annotations
 
@@ -24,14 +25,19 @@ def finish_post(sock: socket.socket, data: bytes, sent: int) -> tuple[int, dict[
     """Send the rest of the body; the status and the JSON body of the answer."""
     with sock:
         sock.sendall(data[sent:])
-        raw = b""
-        while b"\r\n\r\n" not in raw or len(raw.split(b"\r\n\r\n", 1)[1]) < _length(raw):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            raw += chunk
+        head, body = read_response(sock)
+    return int(head.split()[1]), body
+
+
+def read_response(sock: socket.socket) -> tuple[bytes, dict[str, Any]]:
+    """One whole response (head, JSON body); fails if the server closes before its end."""
+    raw = b""
+    while b"\r\n\r\n" not in raw or len(raw.split(b"\r\n\r\n", 1)[1]) < _length(raw):
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed after {raw!r}"
+        raw += chunk
     head, body = raw.split(b"\r\n\r\n", 1)
-    return int(head.split()[1]), json.loads(body)
+    return head, json.loads(body)
 
 
 def _length(raw: bytes) -> int:

@@ -6,13 +6,13 @@ from typing import Any
 
 import httpx
 
+from tests.http_helpers import created
+
 ROOM_NOT_FOUND = "room not found"
 
 
 def create_room(api: httpx.Client, name: str = "Due diligence") -> dict[str, Any]:
-    response = api.post("/rooms", json={"name": name})
-    assert response.status_code == 201, response.text
-    return response.json()
+    return created(api.post("/rooms", json={"name": name}))
 
 
 def add_folder(api: httpx.Client, room_id: str, name: str, parent: str | None = None
@@ -20,9 +20,7 @@ def add_folder(api: httpx.Client, room_id: str, name: str, parent: str | None = 
     body: dict[str, Any] = {"name": name}
     if parent is not None:
         body["parentId"] = parent
-    response = api.post(f"/rooms/{room_id}/folders", json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
+    return created(api.post(f"/rooms/{room_id}/folders", json=body))
 
 
 def add_file(api: httpx.Client, room_id: str, file_id: str, folder: str | None = None
@@ -30,16 +28,12 @@ def add_file(api: httpx.Client, room_id: str, file_id: str, folder: str | None =
     body: dict[str, Any] = {"fileId": file_id}
     if folder is not None:
         body["folderId"] = folder
-    response = api.post(f"/rooms/{room_id}/files", json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
+    return created(api.post(f"/rooms/{room_id}/files", json=body))
 
 
 def room_link(api: httpx.Client, room_id: str, email: str = "reader@example.com",
               **fields: Any) -> dict[str, Any]:
-    response = api.post(f"/rooms/{room_id}/views", json={"viewerEmail": email, **fields})
-    assert response.status_code == 201, response.text
-    return response.json()
+    return created(api.post(f"/rooms/{room_id}/views", json={"viewerEmail": email, **fields}))
 
 
 def numbered(nodes: list[dict[str, Any]]) -> list[tuple[str, str]]:

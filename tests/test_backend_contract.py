@@ -11,7 +11,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -20,8 +20,8 @@ from backends.azure import AzureBackend, AzureConfig
 from backends.base import BlobBackend
 from backends.local import LocalBackend
 from backends.s3 import S3Backend
-from tests.azurite import Azurite, session_azurite
-from tests.moto_server import MotoServer, aws_credentials, session_moto
+from tests.azurite import Azurite
+from tests.moto_server import MotoServer
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -29,18 +29,6 @@ MiB = 1 << 20
 BLOCK = 4 * MiB  # the Azure backend's block size: sizes around it cross block boundaries
 PART = 5 * MiB  # the S3 backend's part size in these tests
 PIECE = 16400  # what the encryptor hands over: one encrypted chunk
-
-
-@pytest.fixture(scope="module")
-def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
-    return session_azurite(request.config, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def moto(request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    with aws_credentials():
-        yield session_moto(request.config, tmp_path_factory)
 
 
 @pytest.fixture(params=["local", "azure", "s3"])
@@ -122,6 +110,20 @@ async def test_abort_after_commit_keeps_the_blob(backend: BlobBackend) -> None:
     await writer.commit()
     await writer.abort()
     assert await backend.read_range(blob, 0, 100) == b"kept"
+
+
+@pytest.mark.parametrize("finish", ["commit", "abort"])
+async def test_a_finished_writer_refuses_more_writes_and_commits(
+        backend: BlobBackend, finish: str) -> None:
+    blob = name()
+    writer = await backend.open_writer(blob)
+    await writer.write(b"done")
+    await (writer.commit() if finish == "commit" else writer.abort())
+    with pytest.raises(ValueError):
+        await writer.write(b"more")
+    with pytest.raises(ValueError):
+        await writer.commit()
+    assert await backend.exists(blob) is (finish == "commit")
 
 
 async def test_reads_at_and_past_the_end_are_short_or_empty(backend: BlobBackend) -> None:

@@ -11,16 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests import documents as docs
-from tests.azurite import ACCOUNT_KEY, Azurite, session_azurite
+from tests.azurite import ACCOUNT_KEY, Azurite
 from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess, running_vault
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
-
-
-@pytest.fixture(scope="module")
-def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
-    return session_azurite(request.config, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

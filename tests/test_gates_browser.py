@@ -6,19 +6,16 @@ document. Keyboard only, with the roles a screen reader announces."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
 from tests import documents as docs
-from tests.browser_session import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, open_viewer
+from tests.browser_session import WAIT_MS, chromium_browser, open_viewer
 from tests.http_helpers import create_link, upload_ok
 from tests.mail_server import MailServer, code_in
 from tests.vault_process import VaultProcess, running_vault
-
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -48,13 +45,9 @@ def owner(mailing_vault: VaultProcess) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
+    with chromium_browser() as browser:
         yield browser
-        browser.close()
 
 
 def message_text(viewer: Any) -> str:

@@ -7,7 +7,6 @@ import io
 import random
 import re
 from pathlib import Path
-from typing import Any
 
 import httpx
 from PIL import Image
@@ -15,18 +14,10 @@ from PIL import Image
 from bench.leakmark_attacks import ATTACKS
 from render.forensic import codes, decode
 from tests import documents as docs
+from tests.access_log import access_log_entries
 from tests.http_helpers import create_link, upload_ok
 from tests.ocr import edit_distance, read_text
 from tests.vault_process import VaultProcess
-
-
-def _page_entries(vault: VaultProcess, file_id: str) -> list[dict[str, Any]]:
-    async def read(db: Any) -> list[dict[str, Any]]:
-        cursor = db.access_log.find({"fileId": file_id, "action": "page"}).sort("at", 1)
-        return [entry async for entry in cursor]
-
-    result: list[dict[str, Any]] = vault.run_service(read)
-    return result
 
 
 def test_pages_from_both_routes_trace_back_to_their_log_entry(
@@ -37,7 +28,7 @@ def test_pages_from_both_routes_trace_back_to_their_log_entry(
     vault.secrets.append(link["token"])
     served = [api.get(f"/views/{link['token']}/pages/1").content,
               httpx.get(f"{vault.url}/v/{link['token']}/pages/2", timeout=60).content]
-    entries = _page_entries(vault, file["id"])
+    entries = access_log_entries(vault, file["id"])
     assert [e["page"] for e in entries] == [1, 2]
     ids = [codes.parse_render_id_hex(e["renderId"]) for e in entries]
     assert ids[0] != ids[1]
@@ -61,7 +52,7 @@ def test_the_strip_prints_the_trace_code(
     link = create_link(api, file["id"], "erin@example.com")
     vault.secrets.append(link["token"])
     jpeg = api.get(f"/views/{link['token']}/pages/1").content
-    render_id = codes.parse_render_id_hex(_page_entries(vault, file["id"])[0]["renderId"])
+    render_id = codes.parse_render_id_hex(access_log_entries(vault, file["id"])[0]["renderId"])
     page = Image.open(io.BytesIO(jpeg))
     strip = page.crop((0, page.height - page.width // 6, page.width, page.height))
     text = read_text(strip, tmp_path)

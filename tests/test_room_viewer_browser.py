@@ -5,7 +5,6 @@ from the room blanked by the viewer's status poll."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -14,17 +13,14 @@ import pytest
 from tests import documents as docs
 from tests.browser_session import (
     CANVAS_STATS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     WAIT_MS,
     assert_drawn,
+    chromium_browser,
     open_viewer,
 )
 from tests.http_helpers import upload_ok
 from tests.room_helpers import add_file, add_folder, create_room, room_link
 from tests.vault_process import VaultProcess
-
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -40,13 +36,9 @@ def owner(vault: VaultProcess) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
+    with chromium_browser() as browser:
         yield browser
-        browser.close()
 
 
 def test_a_reader_opens_a_document_from_the_room_index(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,7 +15,8 @@ import pytest
 import backends
 from backends.base import BackendConfigError, BackendUnavailable
 from backends.s3 import S3Backend, S3Config
-from tests.moto_server import MotoServer, aws_credentials, session_moto
+from tests.moto_server import REGION, MotoServer
+from tests.tcp_relay import TcpRelay
 from tests.vault_process import free_port
 from tests.waiting import wait_until_async
 
@@ -23,13 +24,6 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 MiB = 1 << 20
 PART = 5 * MiB
-
-
-@pytest.fixture(scope="module")
-def moto(request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    with aws_credentials():
-        yield session_moto(request.config, tmp_path_factory)
 
 
 @pytest.fixture
@@ -185,3 +179,49 @@ async def test_missing_credentials_are_unavailable_and_named_without_a_value(
         await backend.close()
     assert str(down.value) == "storage unavailable (no credentials)"
     assert "no AWS credentials found" in caplog.text
+
+
+@pytest.fixture
+async def cuttable(moto: MotoServer, bucket: str) -> AsyncIterator[tuple[S3Backend, TcpRelay]]:
+    """A backend that reaches moto through a relay the test can cut."""
+    relay = TcpRelay(moto.port).start()
+    config = S3Config(bucket, prefix="vault/", region=REGION,
+                      endpoint_url=f"http://127.0.0.1:{relay.port}", addressing_style="path")
+    backend = S3Backend(config, part_size=PART, stale_upload_seconds=0)
+    await backend.start()
+    yield backend, relay
+    relay.stop()
+    await backend.close()
+
+
+async def test_a_part_lost_to_an_outage_is_abandoned_by_the_abort_that_follows(
+        cuttable: tuple[S3Backend, TcpRelay]) -> None:
+    store, relay = cuttable
+    writer = await store.open_writer("cut-short")
+    await writer.write(os.urandom(PART))  # the first part is stored
+    relay.stop()
+    with pytest.raises(BackendUnavailable):
+        await writer.write(os.urandom(PART))
+    relay.start()
+    await writer.abort()
+    assert await uploads_in_progress(store) == []
+    assert not await store.exists("cut-short")
+
+
+async def test_a_commit_that_meets_an_outage_leaves_the_upload_to_the_sweep(
+        cuttable: tuple[S3Backend, TcpRelay], caplog: pytest.LogCaptureFixture) -> None:
+    store, relay = cuttable
+    writer = await store.open_writer("never-done")
+    await writer.write(os.urandom(PART + 10))  # one part stored, 10 bytes held
+    relay.stop()
+    with pytest.raises(BackendUnavailable):
+        await writer.commit()  # the last part fails; so does the abort that follows
+    assert "could not clean up after the upload of blob never-done" in caplog.text
+    with pytest.raises(ValueError) as refused:
+        await writer.write(b"more")
+    assert str(refused.value) == "blob writer for never-done is aborted"
+    relay.start()
+    assert [u["Key"] for u in await uploads_in_progress(store)] == ["vault/never-done"]
+    assert await store.sweep_temporaries(0) == 1
+    assert await uploads_in_progress(store) == []
+    assert not await store.exists("never-done")

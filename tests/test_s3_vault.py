@@ -19,8 +19,6 @@ from tests.moto_server import (
     AWS_ENV,
     SECRET_ACCESS_KEY,
     MotoServer,
-    aws_credentials,
-    session_moto,
 )
 from tests.test_config import run_vaultd
 from tests.test_sandbox_escape import _workers_of
@@ -31,13 +29,6 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 BUCKET, PREFIX = "vault-on-s3", "blobs/"
 AZURE_SECRET = "azure-client-secret-a-worker-must-not-see"
 SESSION_TOKEN = "aws-session-token-for-the-server-only"
-
-
-@pytest.fixture(scope="module")
-def moto(request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    with aws_credentials():
-        yield session_moto(request.config, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ from backends.base import BlobBackend
 from backends.local import LocalBackend
 from backends.s3 import S3Backend, S3Config
 from tests import documents as docs
-from tests.azurite import ACCOUNT_KEY, Azurite, session_azurite
+from tests.azurite import ACCOUNT_KEY, Azurite
 from tests.http_helpers import upload_ok
-from tests.moto_server import SECRET_ACCESS_KEY, MotoServer, aws_credentials, session_moto
+from tests.moto_server import SECRET_ACCESS_KEY, MotoServer
 from tests.test_cli import one_line_error
 from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
 from vaultd.crypto.blob_format import HEADER_SIZE, WIRE_CHUNK_SIZE
@@ -30,18 +30,6 @@ from vaultd.crypto.blob_format import HEADER_SIZE, WIRE_CHUNK_SIZE
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 T = TypeVar("T")
-
-
-@pytest.fixture(scope="module")
-def azurite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Azurite:
-    return session_azurite(request.config, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def moto(request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
-    with aws_credentials():  # for the backends this module opens itself
-        yield session_moto(request.config, tmp_path_factory)
 
 
 def running_vault(root: Any, env: dict[str, str]) -> Iterator[VaultProcess]:

@@ -21,6 +21,7 @@ from bench.leakmark_attacks import ATTACKS, _render
 from render.forensic import codes, decode
 from render.forensic.embed import embed
 from tests import documents as docs
+from tests.access_log import access_log_entries
 from tests.http_helpers import MISSING_KEY, assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess
 
@@ -62,15 +63,6 @@ def _trace(client: httpx.Client, image: Image.Image, fmt: str = "PNG") -> httpx.
                        timeout=120)
 
 
-def _page_entries(vault: VaultProcess, file_id: str, action: str = "page") -> list[dict[str, Any]]:
-    async def read(db: Any) -> list[dict[str, Any]]:
-        return [e async for e in db.access_log.find({"fileId": file_id, "action": action})
-                .sort("at", 1)]
-
-    result: list[dict[str, Any]] = vault.run_service(read)
-    return result
-
-
 @pytest.fixture
 def served(vault: VaultProcess, api: httpx.Client) -> dict[str, Any]:
     """Page 1 over the API (Option B), page 2 through the hosted viewer."""
@@ -81,7 +73,7 @@ def served(vault: VaultProcess, api: httpx.Client) -> dict[str, Any]:
     second = httpx.get(f"{vault.url}/v/{link['token']}/pages/2", timeout=60)
     assert first.status_code == second.status_code == 200
     pages = [Image.open(io.BytesIO(r.content)).convert("RGB") for r in (first, second)]
-    return {"file": file, "pages": pages, "entries": _page_entries(vault, file["id"])}
+    return {"file": file, "pages": pages, "entries": access_log_entries(vault, file["id"])}
 
 
 @pytest.mark.slow  # several seconds: kept out of the fast loop
@@ -113,7 +105,7 @@ def test_leaked_pages_trace_back_to_viewer_page_and_time(
             assert match["traceCode"].count("-") == 2
     assert served["entries"][0]["ip"] == "203.0.113.9"
     # Every trace was logged on the file, and shows in its access log.
-    traces = _page_entries(vault, served["file"]["id"], "trace")
+    traces = access_log_entries(vault, served["file"]["id"], "trace")
     assert len(traces) == found >= 2 * len(LEAKS)
     log = api.get(f"/files/{served['file']['id']}/access-log").json()
     assert log[0]["action"] == "trace"
@@ -178,7 +170,7 @@ def test_another_accounts_page_is_not_found(
         response = _trace(other, served["pages"][0])
     assert response.status_code == 200
     assert response.json() == {"found": False}
-    assert _page_entries(vault, served["file"]["id"], "trace") == []
+    assert access_log_entries(vault, served["file"]["id"], "trace") == []
 
 
 def test_free_plan_is_refused(vault: VaultProcess, served: dict[str, Any]) -> None:
@@ -281,7 +273,7 @@ def test_a_mark_forged_from_the_public_layout_names_no_view(
     assert decode(forged) == render_id  # a valid mark: the layout is public
     response = _trace(api, forged)
     assert response.status_code == 200 and response.json() == {"found": False}
-    assert _page_entries(vault, served["file"]["id"], "trace") == []
+    assert access_log_entries(vault, served["file"]["id"], "trace") == []
 
     with_key = embed(clean, vault.mark_cipher().seal(render_id))
     [match] = _trace(api, with_key).json()["matches"]

@@ -16,6 +16,7 @@ from PIL import Image
 from bench.corpus import _photo_jpeg
 from bench.leakmark_attacks import ATTACKS
 from tests import documents as docs
+from tests.access_log import access_log_entries
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess
 
@@ -38,15 +39,6 @@ def _batch(client: httpx.Client, parts: list[tuple[str, bytes, str]],
     return client.post(f"/trace{query}", files=files, data=data or {}, timeout=300)
 
 
-def _entries(vault: VaultProcess, file_id: str, action: str) -> list[dict[str, Any]]:
-    async def read(db: Any) -> list[dict[str, Any]]:
-        return [e async for e in db.access_log.find({"fileId": file_id, "action": action})
-                .sort("at", 1)]
-
-    result: list[dict[str, Any]] = vault.run_service(read)
-    return result
-
-
 @pytest.fixture
 def served(vault: VaultProcess, api: httpx.Client) -> dict[str, Any]:
     """Two pages of one document, seen by one viewer over the API."""
@@ -58,7 +50,7 @@ def served(vault: VaultProcess, api: httpx.Client) -> dict[str, Any]:
         response = api.get(f"/views/{link['token']}/pages/{number}")
         assert response.status_code == 200
         pages.append(Image.open(io.BytesIO(response.content)).convert("RGB"))
-    return {"file": file, "pages": pages, "entries": _entries(vault, file["id"], "page")}
+    return {"file": file, "pages": pages, "entries": access_log_entries(vault, file["id"], "page")}
 
 
 @pytest.mark.slow  # several decodes
@@ -89,7 +81,7 @@ def test_pages_of_one_leak_add_up_to_their_viewer(
         (ids[1], 2, "invisible")]
     assert images[3]["matches"][0]["fileName"] == "Plans.pdf"
     # One trace entry per matching image, as three single traces would write.
-    assert len(_entries(vault, served["file"]["id"], "trace")) == 3
+    assert len(access_log_entries(vault, served["file"]["id"], "trace")) == 3
 
 
 @pytest.mark.slow  # one decode

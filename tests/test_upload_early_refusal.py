@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests import documents as docs
-from tests.raw_posts import start_post
+from tests.raw_posts import read_response, start_post
 from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 
@@ -58,25 +58,6 @@ def send_headers(server: VaultProcess, key: str, length: int, expect: bool = Fal
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
     return sock
-
-
-def read_response(sock: socket.socket) -> tuple[bytes, dict[str, object]]:
-    """One whole response (head, JSON body); fails if the server sends nothing."""
-    raw = b""
-    while b"\r\n\r\n" not in raw or len(raw.split(b"\r\n\r\n", 1)[1]) < _length(raw):
-        chunk = sock.recv(65536)
-        assert chunk, f"connection closed after {raw!r}"
-        raw += chunk
-    head, body = raw.split(b"\r\n\r\n", 1)
-    return head, json.loads(body)
-
-
-def _length(raw: bytes) -> int:
-    for line in raw.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return int(value)
-    return 0
 
 
 def still_serves(sock: socket.socket, key: str) -> bool:

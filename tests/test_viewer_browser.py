@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -16,19 +15,16 @@ import pytest
 from tests import documents as docs
 from tests.browser_session import (
     CANVAS_STATS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     DESKTOP,
     NOT_AVAILABLE,
     PHONE,
     WAIT_MS,
     assert_drawn,
+    chromium_browser,
     open_viewer,
 )
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess
-
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Route
@@ -36,15 +32,9 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts Chromium
 
 @pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:
-    # Sync Playwright keeps an event loop running on this thread, so everything that needs
-    # asyncio.run (the account, made through the services) is set up before it starts.
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
+    with chromium_browser() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

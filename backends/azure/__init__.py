@@ -1,10 +1,11 @@
 """Azure Blob Storage backend: azure-storage-blob's async client, in the server process.
 
-Uploads are block blobs written as staged blocks: a writer buffers ciphertext and stages a block
-whenever `block_size` bytes (a few MiB: hundreds of 16 KiB encrypted chunks) have accumulated;
-`commit` stages the tail and commits the block list in one request. Nothing is visible under the
-name before that, and an aborted upload leaves only uncommitted blocks, which Azure discards by
-itself. Reads are ranged downloads, so a page render fetches only the chunks it needs.
+Uploads are block blobs written as staged blocks (`backends.base.PartWriter`): a writer buffers
+ciphertext and stages a block whenever `block_size` bytes (a few MiB: hundreds of 16 KiB encrypted
+chunks) have accumulated; `commit` stages the tail and commits the block list in one request.
+Nothing is visible under the name before that, and an aborted upload leaves only uncommitted blocks,
+which Azure discards by itself. Reads are ranged downloads, so a page render fetches only the chunks
+it needs.
 
 Transient failures are retried by the SDK's retry policy with a short exponential backoff; what
 is still failing after that (storage unreachable, 5xx, throttling) is `BackendUnavailable`, which

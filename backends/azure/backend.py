@@ -24,74 +24,40 @@ from backends.azure.options import (
     _translated,
     log,
 )
-from backends.base import BackendUnavailable
+from backends.base import PartWriter
 
 
-class AzureBlobWriter:
-    """Staged blocks, committed once. A writer owns its name: two writers must not share one
-    (committing discards every other uncommitted block of that blob, as Azure does)."""
+class AzureBlobWriter(PartWriter):
+    """Staged blocks, a block per `block_size` bytes and the tail, committed once (`PartWriter`;
+    not a Put Blob for small blobs: the SDK would send its body as bytes, stalling the loop). A
+    writer owns its name: two writers must not share one (committing discards every other
+    uncommitted block of that blob, as Azure does)."""
 
     def __init__(self, backend: AzureBackend, name: str) -> None:
+        super().__init__(backend, name, backend.block_size)
         self._backend = backend
-        self._name = name
         self._blob = backend.container.get_blob_client(name)
         self._prefix = uuid.uuid4().hex  # block ids unique to this writer, all the same length
         self._blocks: list[str] = []
-        self._buffer = bytearray()
-        self._size = 0
-        self._state = "open"  # open -> committed | aborted; "uncertain" if commit may have landed
 
-    def _check_open(self) -> None:
-        if self._state != "open":
-            raise ValueError(f"blob writer for {self._name} is {self._state}")
-
-    async def write(self, data: bytes) -> None:
-        self._check_open()
-        self._buffer += data
-        self._size += len(data)
-        if len(self._buffer) >= self._backend.block_size:
-            await self._stage()
-
-    async def _stage(self) -> None:
+    async def _send_part(self, data: bytes) -> None:
         block_id = f"{self._prefix}-{len(self._blocks):06d}"
         await self._backend.ready()
         with _translated(self._name):
             # A stream, not bytes: aiohttp refuses (warns about) multi-MiB bytes bodies, which
             # it would write to the socket in one go, stalling the event loop.
-            await self._blob.stage_block(block_id, io.BytesIO(self._buffer),
-                                         length=len(self._buffer))
+            await self._blob.stage_block(block_id, io.BytesIO(data), length=len(data))
         self._blocks.append(block_id)
-        self._buffer.clear()
 
-    async def commit(self) -> int:
-        self._check_open()
-        try:
-            if self._buffer:
-                await self._stage()
-            await self._backend.ready()
-            self._state = "uncertain"
-            with _translated(self._name):
-                await self._blob.commit_block_list([BlobBlock(block) for block in self._blocks])
-        except BaseException:
-            if self._state == "open":
-                self._state = "aborted"
-            raise
-        self._state = "committed"
-        self._buffer = bytearray()
-        return self._size
+    async def _connect(self) -> None:
+        await self._backend.ready()
 
-    async def abort(self) -> None:
-        state, self._buffer = self._state, bytearray()
-        if state in ("committed", "aborted"):
-            return
-        self._state = "aborted"
-        if state == "uncertain":
-            # The commit request failed without an answer: it may have landed. Best effort only;
-            # a blob left behind is an orphan that `vault-admin storage gc` removes.
-            try:
-                await self._backend.delete(self._name)
-            except (BackendUnavailable, OSError):
-                log.warning("could not remove blob %s after a failed commit", self._name)
+    async def _complete(self, whole: bytes) -> None:
+        with _translated(self._name):
+            await self._blob.commit_block_list([BlobBlock(block) for block in self._blocks])
+
+    async def _discard_parts(self) -> None:
+        """Nothing to do: Azure drops uncommitted blocks by itself (after 7 days)."""
 
 
 class AzureBackend:

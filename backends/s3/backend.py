@@ -10,7 +10,7 @@ from typing import Any
 from aiobotocore.session import get_session
 from botocore.exceptions import ClientError
 
-from backends.base import BackendUnavailable
+from backends.base import PartWriter
 from backends.s3.options import (
     PART_SIZE,
     STALE_UPLOAD_SECONDS,
@@ -24,35 +24,20 @@ from backends.s3.options import (
 _BUCKET_EXISTS = {"BucketAlreadyOwnedByYou", "BucketAlreadyExists"}
 
 
-class S3BlobWriter:
+class S3BlobWriter(PartWriter):
     """A single PUT for a blob smaller than one part; otherwise a multipart upload, a part per
-    `part_size` bytes buffered (at most one part held), completed once. Nothing is visible under
-    the name before."""
+    `part_size` bytes, completed once (`PartWriter`)."""
+
+    puts_small_blobs_whole = True
 
     def __init__(self, backend: S3Backend, name: str) -> None:
+        super().__init__(backend, name, backend.part_size)
         self._backend = backend
-        self._name = name
         self._key = backend.config.key(name)
         self._upload_id = ""
         self._parts: list[dict[str, Any]] = []
-        self._buffer = bytearray()
-        self._size = 0
-        self._state = "open"  # open -> committed | aborted; "uncertain" if commit may have landed
 
-    def _check_open(self) -> None:
-        if self._state != "open":
-            raise ValueError(f"blob writer for {self._name} is {self._state}")
-
-    async def write(self, data: bytes) -> None:
-        self._check_open()
-        self._buffer += data
-        self._size += len(data)
-        part_size = self._backend.part_size
-        while len(self._buffer) >= part_size:  # parts of exactly part_size, but the last
-            await self._upload_part(bytes(self._buffer[:part_size]))
-            del self._buffer[:part_size]
-
-    async def _upload_part(self, data: bytes) -> None:
+    async def _send_part(self, data: bytes) -> None:
         client = await self._backend.client()
         with translated(self._name):
             if not self._upload_id:
@@ -66,48 +51,23 @@ class S3BlobWriter:
                 PartNumber=number, Body=io.BytesIO(data), ContentLength=len(data))
         self._parts.append({"ETag": answer["ETag"], "PartNumber": number})
 
-    async def commit(self) -> int:
-        self._check_open()
-        try:
-            if self._upload_id and self._buffer:
-                await self._upload_part(bytes(self._buffer))  # the last: may be under 5 MiB
-            client = await self._backend.client()
-            self._state = "uncertain"
-            with translated(self._name):
-                await self._finish(client)
-        except BaseException:
-            if self._state == "open":
-                await self.abort()
-            raise
-        self._state = "committed"
-        self._buffer = bytearray()
-        return self._size
+    async def _connect(self) -> None:
+        await self._backend.client()
 
-    async def _finish(self, client: Any) -> None:
-        bucket = self._backend.config.bucket
-        if self._upload_id:
-            await client.complete_multipart_upload(
-                Bucket=bucket, Key=self._key, UploadId=self._upload_id,
-                MultipartUpload={"Parts": self._parts})
-        else:
-            await client.put_object(Bucket=bucket, Key=self._key, Body=io.BytesIO(self._buffer),
-                                    ContentLength=len(self._buffer))
+    async def _complete(self, whole: bytes) -> None:
+        client, bucket = await self._backend.client(), self._backend.config.bucket
+        with translated(self._name):
+            if self._upload_id:
+                await client.complete_multipart_upload(
+                    Bucket=bucket, Key=self._key, UploadId=self._upload_id,
+                    MultipartUpload={"Parts": self._parts})
+            else:
+                await client.put_object(Bucket=bucket, Key=self._key, Body=io.BytesIO(whole),
+                                        ContentLength=len(whole))
 
-    async def abort(self) -> None:
-        state, self._buffer = self._state, bytearray()
-        if state in ("committed", "aborted"):
-            return
-        self._state = "aborted"
-        try:
-            if state == "uncertain":
-                # The completing request failed without an answer: it may have landed. Best
-                # effort; a blob left behind is an orphan that `vault-admin storage gc` removes.
-                await self._backend.delete(self._name)
-            elif self._upload_id:
-                await self._backend.abort_upload(self._key, self._upload_id)
-        except (BackendUnavailable, OSError):
-            # An upload left open is aborted by the recovery sweep (sweep_temporaries).
-            log.warning("could not clean up after the upload of blob %s", self._name)
+    async def _discard_parts(self) -> None:
+        if self._upload_id:  # an upload left open is otherwise aborted by sweep_temporaries
+            await self._backend.abort_upload(self._key, self._upload_id)
 
 
 class S3Backend:
