@@ -7,14 +7,13 @@ same room meets its gates again."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from tests import documents as docs
-from tests.browser_session import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, open_viewer
+from tests.browser_session import WAIT_MS, chromium_browser, open_viewer
 from tests.http_helpers import upload_ok
 from tests.mail_server import MailServer, code_in
 from tests.room_helpers import add_file, add_folder, create_room, room_link
@@ -50,13 +49,9 @@ def owner(mailing_vault: VaultProcess) -> Iterator[httpx.Client]:
 
 
 @pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
+    with chromium_browser() as browser:
         yield browser
-        browser.close()
 
 
 def test_a_reader_passes_a_gated_rooms_gates_then_reads_its_documents(
