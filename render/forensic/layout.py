@@ -1,9 +1,9 @@
 """Where the mark's bits sit in its tile, and how a render id becomes those bits.
 
 The tile is TILE_CHIPS x TILE_CHIPS chips of CHIP x CHIP pixels, repeated over the whole page.
-A fixed pseudo-random share of the chips is the synchronisation template (known to the decoder,
+A pseudo-random share of the chips is the synchronisation template (known to the decoder,
 it finds the tile's offset); the rest carry the payload: the 45-bit id and a CRC-16 over it,
-each bit repeated on REPEAT chips scattered over the tile. Every chip is also flipped by a fixed
+each bit repeated on REPEAT chips scattered over the tile. Every chip is also flipped by a
 key bit, so that the tile looks like noise whatever the id. A chip is either darkened or not
 (`render.forensic.embed`): paper white has no room above it.
 
