@@ -28,7 +28,7 @@ def _read(path: Path) -> bytes:
     return data
 
 
-async def _decode_confined(settings: Settings, data: bytes) -> int | None:
+async def _decode_confined(settings: Settings, data: bytes, layout_key: bytes) -> int | None:
     """The render id in the image, decoded in one sandboxed render worker like the API's: a
     leaked image is untrusted input, and this process can read the master key."""
     pool = RenderPool(workers=1, queue_size=0, timeout_seconds=settings.render_timeout_seconds,
@@ -37,7 +37,7 @@ async def _decode_confined(settings: Settings, data: bytes) -> int | None:
                       sandbox=settings.render_sandbox)
     try:
         await pool.wait_ready()
-        return await run_task(pool, trace_image, data)
+        return await run_task(pool, trace_image, data, layout_key)
     finally:
         await pool.close()
 
@@ -50,10 +50,10 @@ def trace(
     data = guarded(lambda: _read(image))
 
     async def action(settings: Settings, db: Db) -> dict[str, Any]:
-        sealed = await _decode_confined(settings, data)
+        mark = await mark_key.mark_cipher(db, storage_tools.existing_keyring(settings))
+        sealed = await _decode_confined(settings, data, mark.layout_key)
         if sealed is None:
             return {"found": False}
-        mark = await mark_key.mark_cipher(db, storage_tools.existing_keyring(settings))
         matches = await tracing.find_matches(db, mark.open(sealed), None)
         return {"found": True, "matches": matches} if matches else {"found": False}
 

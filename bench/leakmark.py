@@ -3,6 +3,7 @@
     python -m bench.leakmark [--pages 12] [--unmarked 200] [--seed 7]
     python -m bench.leakmark --family phone [--pages 12] [--photos 2] [--unmarked 24]
         [--point-sampled]
+    python -m bench.leakmark --family wash [--pages 12]
 
 Renders real corpus pages as vaultd serves them, marks each with a random render id, serves it
 (JPEG q80), applies every leak transformation of issue 16 and reports the exact-id recovery rate
@@ -10,12 +11,16 @@ per transformation, PSNR against the same render unmarked, embed and decode time
 positives on unmarked images (the same pages served unmarked and transformed, and photographs).
 `--family phone`: phone photos of the page shown on a screen (`bench.leakmark_phone`), `--photos`
 a page, and false matches over `--unmarked` photos of the same pages unmarked made the same way.
+`--family wash`: each page marked in a random deployment's layout, served, then washed by
+each wash of `bench.leakmark_wash` (the source without the key; the key, as a control): the
+mark still read, and the washed page's PSNR against the page as served.
 Library comparisons: `python -m bench.leakmark_libs` (needs the libraries installed).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import random
 import statistics
@@ -26,7 +31,14 @@ from PIL import Image
 
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg, marked
 from bench.leakmark_phone import photographed
+from bench.leakmark_wash import WASHES
 from render.forensic import codes, decode, embed_into
+from render.forensic.layout import keyed
+
+# The pages are marked and read in a deployment's keyed layout, as vaultd serves them (not the
+# published one): a fixed key, so that runs compare.
+LAYOUT_KEY = hashlib.sha256(b"bench.leakmark deployment").digest()
+LAYOUT = keyed(LAYOUT_KEY)
 
 
 def psnr(reference: Image.Image, marked: Image.Image) -> float:
@@ -44,7 +56,7 @@ def embed_ms(page: Page, render_id: int) -> tuple[float, float]:
     marks, encodes = [], []
     for _ in range(15):
         start = time.perf_counter()
-        embed_into(buffer, page.image.width * 4, area, render_id)
+        embed_into(buffer, page.image.width * 4, area, render_id, LAYOUT)
         marks.append(time.perf_counter() - start)
         start = time.perf_counter()
         jpeg(rgbx, SERVED_QUALITY)
@@ -53,8 +65,9 @@ def embed_ms(page: Page, render_id: int) -> tuple[float, float]:
 
 
 def mark_page(page: Page, render_id: int) -> Image.Image:
-    """The page marked as the worker marks it (`bench.leakmark_attacks.marked`)."""
-    return marked(page, render_id)
+    """The page marked as the worker marks it (`bench.leakmark_attacks.marked`), in the
+    bench's deployment layout."""
+    return marked(page, render_id, LAYOUT_KEY)
 
 
 def photos(count: int, rng: random.Random) -> list[Image.Image]:
@@ -77,7 +90,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--attacks", default="",
                         help="only these transformations (names, comma-separated)")
-    parser.add_argument("--family", choices=("leaks", "phone"), default="leaks")
+    parser.add_argument("--family", choices=("leaks", "phone", "wash"), default="leaks")
     parser.add_argument("--photos", type=int, default=2, help="phone photos a page")
     parser.add_argument("--point-sampled", action="store_true",
                         help="phone photos: the screen's grid sampled at points, blurred after")
@@ -85,6 +98,9 @@ def main() -> None:
     if args.family == "phone":
         phone_family(corpus_pages(args.pages), args.photos, args.unmarked,
                      random.Random(args.seed), args.point_sampled)
+        return
+    if args.family == "wash":
+        wash_family(corpus_pages(args.pages), random.Random(args.seed))
         return
     attacks = {name: attack for name, attack in ATTACKS.items()
                if not args.attacks or name in args.attacks.split(",")}
@@ -110,7 +126,7 @@ def main() -> None:
         for name, attack in attacks.items():
             leaked = attack(served, page.page_height, rng)
             start = time.perf_counter()
-            found = decode(leaked)
+            found = decode(leaked, LAYOUT)
             decode_times.append(time.perf_counter() - start)
             hits[name] += found == render_id
             if found != render_id:
@@ -133,7 +149,7 @@ def main() -> None:
                                                                    len(ATTACKS)))]
     for image in unmarked[: args.unmarked // 2] + photos(args.unmarked - args.unmarked // 2, rng):
         trials += 1
-        false_positives += decode(image) is not None
+        false_positives += decode(image, LAYOUT) is not None
     print(f"false positives: {false_positives}/{trials} unmarked images "
           f"(served pages unmarked and transformed, and photographs)")
 
@@ -149,7 +165,7 @@ def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Ra
             photo, _ = photographed(jpeg(mark_page(page, render_id), SERVED_QUALITY), rng,
                                     point_sampled)
             start = time.perf_counter()
-            found = decode(photo)
+            found = decode(photo, LAYOUT)
             times.append(time.perf_counter() - start)
             right += found == render_id
             wrong += found is not None and found != render_id
@@ -164,11 +180,35 @@ def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Ra
         page = pages[n % len(pages)]
         photo, _ = photographed(jpeg(page.image, SERVED_QUALITY), rng, point_sampled)
         start = time.perf_counter()
-        false_matches += decode(photo) is not None
+        false_matches += decode(photo, LAYOUT) is not None
         miss_times.append(time.perf_counter() - start)
     if unmarked:
         print(f"false matches: {false_matches}/{unmarked} unmarked phone photos; decode median"
               f" {statistics.median(miss_times):.1f} s, max {max(miss_times):.1f} s")
+
+
+def wash_family(pages: list[Page], rng: random.Random) -> None:
+    """Every wash of `bench.leakmark_wash` on every page, marked in a random layout: how
+    often the mark is still read (in that layout), and the washed page's PSNR against the
+    page as served."""
+    read = {name: 0 for name in WASHES}
+    psnrs: dict[str, list[float]] = {name: [] for name in WASHES}
+    for page in pages:
+        layout_key, value = rng.randbytes(32), codes.new_render_id()
+        plan = keyed(layout_key)
+        served = jpeg(marked(page, value, layout_key), SERVED_QUALITY)
+        for name, wash in WASHES.items():
+            washed = wash(served, page.page_height, plan)
+            psnrs[name].append(psnr(served, washed))
+            found = decode(washed, plan)
+            read[name] += found == value
+            print(f"  {page.name} {name}: {'read' if found == value else found}, "
+                  f"{psnrs[name][-1]:.1f} dB", flush=True)
+    print("\n| Wash | mark still read | PSNR against the page as served (min, median) |"
+          "\n|---|---|---|")
+    for name in WASHES:
+        print(f"| {name} | {read[name]}/{len(pages)} | {min(psnrs[name]):.1f} dB, "
+              f"{statistics.median(psnrs[name]):.1f} dB |")
 
 
 if __name__ == "__main__":

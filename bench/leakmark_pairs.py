@@ -15,7 +15,7 @@ import random
 import time
 from collections import defaultdict
 
-from bench.leakmark import mark_page
+from bench.leakmark import LAYOUT, mark_page
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, jpeg
 from render.forensic import codes, decode
 
@@ -55,7 +55,7 @@ def main() -> None:
         for first, second in combinations:
             leaked = ATTACKS[second](ATTACKS[first](served, page.page_height, rng),
                                      page.page_height, rng)
-            found = decode(leaked)
+            found = decode(leaked, LAYOUT)
             hits[(first, second)] += found == render_id
             if found != render_id:
                 misses[(first, second)].append(page.name)

@@ -13,19 +13,16 @@ alike. Reports, per document, the page p50 of each and the median of the paired 
 from __future__ import annotations
 
 import argparse
-import io
+import json
 import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PIL import Image
-
 from bench import corpus
 from bench.latency import p50, sample_pages
 from bench.server import Client, Vault
-from render.forensic import decode
 
 UNMARKED_SITE = Path(__file__).resolve().parent / "unmarked_site"
 
@@ -49,14 +46,18 @@ def _page_ms(client: Client, token: str, number: int) -> float:
 
 
 def _check_switch(clients: list[Client], tokens: list[str]) -> None:
-    """The marked server's page decodes to an id and the unmarked one's to none, or the
-    comparison would mean nothing."""
+    """The marked server's page traces back to its view and the unmarked one's to none, or
+    the comparison would mean nothing (traced by each server: the mark is laid out in its
+    deployment's keyed layout)."""
     found = []
     for client, token in zip(clients, tokens, strict=True):
         reply = client.page(token, 1)
-        found.append(decode(Image.open(io.BytesIO(reply.body))) is not None)
+        traced = client.request("POST", "/trace", reply.body, {"Content-Type": "image/jpeg"})
+        if traced.status != 200:
+            raise RuntimeError(f"trace: {traced.status} {traced.body[:200]!r}")
+        found.append(bool(json.loads(traced.body)["found"]))
     if found != [True, False]:
-        raise RuntimeError(f"the switch did not work: marked/unmarked decoded {found}")
+        raise RuntimeError(f"the switch did not work: marked/unmarked traced {found}")
 
 
 @dataclass

@@ -7,7 +7,7 @@ them without importing the task entry points. The server sends the dataclasses t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class WatermarkSpec:
     # What the pixels carry instead of the id: vaultd seals it with the deployment's key
     # (vaultd.services.mark_key), so a mark names a view only through that key. None: the id.
     mark_value: int | None = None
+    # The deployment's layout subkey (vaultd.services.mark_key): where the mark's bits sit in
+    # its tile. It lets a worker find the mark, never forge one (the value stays sealed).
+    # None: the published layout.
+    mark_layout: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

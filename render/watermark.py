@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from PIL import Image, ImageDraw
@@ -26,6 +26,7 @@ from PIL import Image, ImageDraw
 from render import pattern, words
 from render.forensic.codes import trace_code
 from render.forensic.embed import PaperMark, embed_into, ink_chips, paper_mark_for
+from render.forensic.layout import keyed
 from render.model import WatermarkSpec
 
 if TYPE_CHECKING:  # render.canvas lays its strip out with this module
@@ -154,6 +155,8 @@ class Overlay:
     strip_layout: Strip | None = None
     render_id: int | None = None  # this page's: its trace code is drawn by `apply`...
     mark_value: int | None = None  # ...and this embedded (the id, or its sealed value)
+    # ...in this deployment's layout (its layout subkey; None: the published one)
+    mark_layout: bytes | None = field(default=None, repr=False)
 
 
 def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
@@ -162,7 +165,8 @@ def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
     if mark.render_id is None:
         return drawn
     embedded = mark.render_id if mark.mark_value is None else mark.mark_value
-    return dataclasses.replace(drawn, render_id=mark.render_id, mark_value=embedded)
+    return dataclasses.replace(drawn, render_id=mark.render_id, mark_value=embedded,
+                               mark_layout=mark.mark_layout)
 
 
 @functools.lru_cache(maxsize=8)
@@ -179,7 +183,9 @@ def drawn_overlay(lines: tuple[str, ...], width: int, strip: Strip) -> Overlay:
 def paper_mark(overlay: Overlay) -> PaperMark | None:
     """The mask and strength the page's paper is darkened with for this overlay's id (None
     when it carries none): what `canvas.from_rows` applies while it copies a kept page in."""
-    return None if overlay.mark_value is None else paper_mark_for(overlay.mark_value)
+    if overlay.mark_value is None:
+        return None
+    return paper_mark_for(overlay.mark_value, keyed(overlay.mark_layout))
 
 
 def apply(canvas: Canvas, overlay: Overlay, page_height: int, paper_marked: bool = False) -> None:
@@ -188,8 +194,9 @@ def apply(canvas: Canvas, overlay: Overlay, page_height: int, paper_marked: bool
     if overlay.mark_value is not None and not paper_marked:
         # Under the pattern, as on a warm page: the same pixels whichever way the page came.
         embed_into(canvas.pixels, canvas.stride, (canvas.image.width, page_height),
-                   overlay.mark_value)
-    ink_mark = None if overlay.mark_value is None else ink_chips(overlay.mark_value)
+                   overlay.mark_value, keyed(overlay.mark_layout))
+    ink_mark = (None if overlay.mark_value is None
+                else ink_chips(overlay.mark_value, keyed(overlay.mark_layout)))
     # The mark is in the pattern too: its letters' ink is darker on the mark's darkened chips.
     pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height),
                   ink_mark)

@@ -211,12 +211,14 @@ def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,
     # the running vaultd picks up the new keyring on its own
     assert api.get(f"/files/{created['id']}/download").content == data
     sealed_before = vault.mark_cipher().seal(12345)
+    layout_before = vault.mark_cipher().layout_key
     dropped = vault.admin_json("master-key", "rotate", "--drop-old")
     assert dropped["keyIds"] == [dropped["currentKeyId"]]
     assert api.get(f"/files/{created['id']}/download").content == data
     assert (vault.data_dir / "master.key").stat().st_mode & 0o777 == 0o600
     # The invisible mark's key was rewrapped too: the same key, now under the new master key.
     assert vault.mark_cipher().seal(12345) == sealed_before
+    assert vault.mark_cipher().layout_key == layout_before  # pages served before still read
 
 
 def test_the_cli_starts_its_own_database_when_vaultd_is_not_running(tmp_path) -> None:

@@ -13,6 +13,7 @@ from PIL import Image
 
 from bench.leakmark_attacks import ATTACKS
 from render.forensic import codes, decode
+from render.forensic.layout import keyed
 from tests import documents as docs
 from tests.access_log import access_log_entries
 from tests.http_helpers import create_link, upload_ok
@@ -34,14 +35,17 @@ def test_pages_from_both_routes_trace_back_to_their_log_entry(
     assert ids[0] != ids[1]
     rng = random.Random(16)
     mark = vault.mark_cipher()
+    deployment = keyed(mark.layout_key)
     for jpeg, render_id, entry in zip(served, ids, entries, strict=True):
         page = Image.open(io.BytesIO(jpeg)).convert("RGB")
-        sealed = decode(page)
-        # The pixels carry the id sealed with the deployment's key, never the id itself.
+        sealed = decode(page, deployment)
+        # The pixels carry the id sealed with the deployment's key, never the id itself...
         assert sealed is not None and sealed != render_id and mark.open(sealed) == render_id
+        # ...laid out by the deployment's layout key: the published layout reads nothing.
+        assert decode(page) is None
         for attack in ("jpeg q50", "downscale 50%", "screenshot", "rotate 2 deg + crop"):
             leaked = ATTACKS[attack](page, page.height * 9 // 10, rng)
-            assert decode(leaked) == sealed, attack
+            assert decode(leaked, deployment) == sealed, attack
         assert entry["viewerEmail"] == "dana@example.com"
 
 

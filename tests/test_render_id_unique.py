@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from render.forensic import codes, decode
+from render.forensic.layout import keyed
 from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import ROOT, VaultProcess
@@ -66,13 +67,15 @@ def test_an_id_drawn_twice_in_one_account_is_replaced(scripted: VaultProcess) ->
     file_a, second_page = _page(scripted, key_a, number=2)
     assert _render_ids(scripted, file_a) == [SAME, FRESH]  # one entry per page, no duplicate
     mark = scripted.mark_cipher()
-    assert decode(second_page) == mark.seal(FRESH)  # the page that left carries the logged id
+    deployment = keyed(mark.layout_key)
+    # The page that left carries the logged id.
+    assert decode(second_page, deployment) == mark.seal(FRESH)
     assert "render id drawn twice in one account" in scripted.log_text()
 
     _, key_b = scripted.new_account("Account B")
     file_b, page_b = _page(scripted, key_b)
     assert _render_ids(scripted, file_b) == [SAME]  # unique per account, not across accounts
-    assert decode(page_b) == mark.seal(SAME)
+    assert decode(page_b, deployment) == mark.seal(SAME)
 
 
 def test_the_index_refuses_a_duplicate_and_replaces_the_old_one(scripted: VaultProcess) -> None:

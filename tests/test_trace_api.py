@@ -20,6 +20,7 @@ from bench.corpus import _photo_jpeg
 from bench.leakmark_attacks import ATTACKS, _render
 from render.forensic import codes, decode
 from render.forensic.embed import embed
+from render.forensic.layout import keyed
 from tests import documents as docs
 from tests.access_log import access_log_entries
 from tests.http_helpers import MISSING_KEY, assert_json_error, create_link, upload_ok
@@ -261,8 +262,9 @@ def test_a_mark_forged_from_the_public_layout_names_no_view(
 ) -> None:
     """The attack: frame another viewer by embedding their id (printed on their page as the
     trace code) with the mark's published layout, over a clean page. The pixels carry the id
-    sealed with the deployment's key, so the forgery opens to no view; the same embed of the
-    sealed value, which needs the key, is found (the control)."""
+    sealed with the deployment's key, in the deployment's keyed layout, so the forgery names
+    no view; so does the sealed value in the published layout; the sealed value in the
+    deployment's layout, which needs the key, is found (the control)."""
     target = served["entries"][1]
     render_id = codes.parse_render_id_hex(target["renderId"])
     clean = Image.new("RGB", (1237, 1600), "white")
@@ -275,6 +277,9 @@ def test_a_mark_forged_from_the_public_layout_names_no_view(
     assert response.status_code == 200 and response.json() == {"found": False}
     assert access_log_entries(vault, served["file"]["id"], "trace") == []
 
-    with_key = embed(clean, vault.mark_cipher().seal(render_id))
+    mark = vault.mark_cipher()
+    public_layout = embed(clean, mark.seal(render_id))
+    assert _trace(api, public_layout).json() == {"found": False}
+    with_key = embed(clean, mark.seal(render_id), keyed(mark.layout_key))
     [match] = _trace(api, with_key).json()["matches"]
     assert match["renderId"] == target["renderId"] and match["evidence"] == "invisible"

@@ -32,6 +32,7 @@ from tests import render_fixtures as fx
 pytestmark = pytest.mark.slow  # spawns its own worker pool (see docs/testing.md)
 
 MiB = 1 << 20
+LAYOUT_KEY = bytes(range(32))  # a deployment's layout subkey: laid out and read in the worker
 
 
 @pytest.fixture
@@ -69,7 +70,8 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
         source = fx.encrypt_to_local(tmp_path, office, "application/zip")
         assert await pool.run(identify_office, source, account="acct",
                               document=fx.brokered(source))
-    mark = dataclasses.replace(fx.mark(), render_id=0x0123_4567_89AB, mark_value=0x0BA9_8765_4321)
+    mark = dataclasses.replace(fx.mark(), render_id=0x0123_4567_89AB, mark_value=0x0BA9_8765_4321,
+                               mark_layout=LAYOUT_KEY)
     for source in (sources["pdf"], sources["jpeg"]):
         for _ in range(3):  # cold, cold and kept, warm
             await pool.run(render_page, source, 1, mark, PixelBudget(long_side=900), 80,
@@ -77,16 +79,16 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
     page = corpus_pages(1)[0]
     rng = random.Random(3)
     # Marked, through the clipped-paper readings and the lattice's ink levels, as JPEG and PNG.
-    leak = ATTACKS["brightness +20% + jpeg q50"](marked(page, 0x0BA9_8765_4321),
+    leak = ATTACKS["brightness +20% + jpeg q50"](marked(page, 0x0BA9_8765_4321, LAYOUT_KEY),
                                                  page.page_height, rng)
-    assert [await pool.run(trace_image, _encoded(leak, kind), account="acct")
+    assert [await pool.run(trace_image, _encoded(leak, kind), LAYOUT_KEY, account="acct")
             for kind in ("JPEG", "PNG")] == [0x0BA9_8765_4321] * 2
     # Unmarked pages with the pattern (every reading runs, none finds a mark), and a photo.
     unmarked = [ImageEnhance.Brightness(page.image).enhance(1.2),
                 ATTACKS["contrast +20% + jpeg q50"](page.image, page.page_height, rng),
                 ATTACKS["screenshot"](page.image, page.page_height, rng), fx.photo()]
-    assert [await pool.run(trace_image, _encoded(image, "JPEG"), account="acct")
+    assert [await pool.run(trace_image, _encoded(image, "JPEG"), LAYOUT_KEY, account="acct")
             for image in unmarked] == [None] * len(unmarked)
     with pytest.raises(Unreadable, match="the image is damaged"):
-        await pool.run(trace_image, fx.truncated_jpeg(), account="acct")
+        await pool.run(trace_image, fx.truncated_jpeg(), LAYOUT_KEY, account="acct")
     assert await _late(pool) == []

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ import numpy.typing as npt
 from PIL import Image
 
 from render.forensic import chips, ink, layout, pattern_model, photo, rectify, scan, sync
-from render.forensic.layout import CHIP, TILE
+from render.forensic.layout import CHIP, PUBLIC, TILE, Layout
 
 SYNC_THRESHOLD = 6.0
 CHASE_BITS = 5  # 32 CRC trials at most per alignment; the sync threshold guards the rest
@@ -60,13 +61,15 @@ class Detection:
     angle: float  # degrees
 
 
-def decode(image: Image.Image | npt.NDArray[np.uint8]) -> int | None:
-    """The render id marked in `image`, or None when no mark passes both checks."""
-    found = detect(image)
+def decode(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC) -> int | None:
+    """The render id marked in `image` in `plan`'s layout, or None when no mark passes both
+    checks."""
+    found = detect(image, plan)
     return found.render_id if found is not None else None
 
 
-def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
+def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
+           ) -> Detection | None:
     source = Image.fromarray(image) if isinstance(image, np.ndarray) else image
     if min(source.size) < _MIN_SIDE:
         return None  # under two tiles at the smallest scale: nothing to fold
@@ -75,12 +78,12 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
         # Halved until the decode fits a render task's time: a page shown that large has
         # chips of 12 px or more, which stay above 4 px.
         grey = grey.reduce(2)
-    found = _search(grey, sync.residual)
+    found = _search(grey, sync.residual, plan)
     if found is None:
         # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
         corners = rectify.page_corners(full)
         if corners is not None:
-            read = photo.read_photo(source, corners)
+            read = photo.read_photo(source, corners, plan)
             if read is not None:
                 return Detection(read[0], read[1], 1.0, 0.0)
             if rectify.needs_rectifying(corners):
@@ -92,13 +95,13 @@ def detect(image: Image.Image | npt.NDArray[np.uint8]) -> Detection | None:
         if level is not None:
             # The pattern's own letters dominate this reading's autocorrelation, so the
             # served size (a page brightened, not rescaled) is tried first.
-            found = _search(grey, ink.ink_residual(level), first=(float(TILE), 0.0))
+            found = _search(grey, ink.ink_residual(level), plan, first=(float(TILE), 0.0))
         if found is None and ink.paper_level(grey) is not None:
-            found = _scan_ink(grey, level)
+            found = _scan_ink(grey, level, plan)
     return found
 
 
-def _scan_ink(grey: Image.Image, level: int | None) -> Detection | None:
+def _scan_ink(grey: Image.Image, level: int | None, plan: Layout) -> Detection | None:
     """The scan at the histogram's ink level, then at the levels the pattern's lattice shows
     that differ from every level tried (after JPEG q50 the histogram has no ink peak; on a page
     shrunk to half it shows the letters' edges, lighter than their cores)."""
@@ -110,13 +113,13 @@ def _scan_ink(grey: Image.Image, level: int | None) -> Detection | None:
     # reading may hold more of the mark but show no lattice (too many other pixels).
     rotation: float | None = None
     if level is not None:
-        found, rotation = _scan(grey, level, flat, rotation)
+        found, rotation = _scan(grey, level, flat, rotation, plan)
         if found is not None:
             return found
         tried.append(level)
     for other in pattern_model.lattice_ink_levels(grey, flat):
         if all(abs(other - done) > _SAME_INK for done in tried):
-            found, rotation = _scan(grey, other, flat, rotation)
+            found, rotation = _scan(grey, other, flat, rotation, plan)
             if found is not None:
                 return found
             tried.append(other)
@@ -124,7 +127,7 @@ def _scan_ink(grey: Image.Image, level: int | None) -> Detection | None:
 
 
 def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
-          known_rotation: float | None) -> tuple[Detection | None, float | None]:
+          known_rotation: float | None, plan: Layout) -> tuple[Detection | None, float | None]:
     """The clipped page read at every scale (`scan`), the visible pattern subtracted first
     (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale. Also the
     page's rotation as known after this reading: `known_rotation` (an earlier reading's) or,
@@ -141,28 +144,31 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     angles = [turned, 0.0] if turned is not None and abs(turned) > _UPRIGHT else [0.0]
     for degrees in angles:
         angle = math.radians(degrees)
-        for _, scale in scan.best_scales(points, angle, _fold_score):
-            tile = chips.aligned(scan.fine_fold(points, scale, angle))
-            score = chips.sync_score(tile)
+        for _, scale in scan.best_scales(points, angle, _fold_score(plan)):
+            tile = chips.aligned(scan.fine_fold(points, scale, angle), plan)
+            score = chips.sync_score(tile, plan)
             if score >= SYNC_THRESHOLD:
-                render_id = scan.chase(chips.votes(tile), scan.CHASE_BITS)
+                render_id = scan.chase(chips.votes(tile, plan), scan.CHASE_BITS)
                 if render_id is not None:
                     return Detection(render_id, score, scale, degrees), known
     return None, known
 
 
-def _fold_score(folded: Floats) -> float:
-    return chips.sync_score(chips.aligned(folded))
+def _fold_score(plan: Layout) -> Callable[[Floats], float]:
+    def score(folded: Floats) -> float:
+        return chips.sync_score(chips.aligned(folded, plan), plan)
+
+    return score
 
 
-def _search(grey: Image.Image, detail: ink.Residual,
+def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
             first: tuple[float, float] | None = None) -> Detection | None:
     """The first candidate tile vector (`first`, then those the autocorrelation of the
     reading `detail` of the image suggests) that decodes."""
     candidates = [] if first is None else [first]
     for vector in candidates + sync.tile_vectors(grey, _CANDIDATES, detail=detail):
         for nudge in _SCALE_NUDGES:
-            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), detail)
+            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), detail, plan)
             if found is not None:
                 return found
             if score < _NUDGE_WORTHY:
@@ -170,16 +176,16 @@ def _search(grey: Image.Image, detail: ink.Residual,
     return None
 
 
-def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual,
+def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual, plan: Layout,
           ) -> tuple[Detection | None, float]:
     """The detection along one candidate tile vector (or None), and its sync score."""
     scale = math.hypot(*vector) / TILE
     folded = _fold(grey, vector, detail)
-    tile = chips.aligned(folded)
-    score = chips.sync_score(tile)
+    tile = chips.aligned(folded, plan)
+    score = chips.sync_score(tile, plan)
     if score < SYNC_THRESHOLD:
         return None, score
-    render_id = _chase(chips.votes(tile))
+    render_id = _chase(chips.votes(tile, plan))
     if render_id is None:
         return None, score
     angle = math.degrees(math.atan2(vector[1], vector[0]))

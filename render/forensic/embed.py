@@ -17,7 +17,7 @@ import numpy.typing as npt
 from PIL import Image
 
 from render import blend
-from render.forensic.layout import CHIP, TILE_CHIPS, chip_bits
+from render.forensic.layout import CHIP, PUBLIC, TILE_CHIPS, Layout
 
 STRENGTH = 3  # grey levels on white; 3 keeps PSNR above 40 dB with room for rounding
 
@@ -33,26 +33,29 @@ class PaperMark(NamedTuple):
 
 
 @functools.lru_cache(maxsize=64)
-def ink_chips(render_id: int) -> ChipMask:
+def ink_chips(render_id: int, plan: Layout = PUBLIC) -> ChipMask:
     """The id's darkened chips as the mask `render.blend` reads (cells, chip, chips): the
     paper is darkened on them (`embed_into`), and the visible pattern's letters are blended a
     little darker on them (`render.pattern`)."""
-    return chip_bits(render_id).tobytes(), CHIP, TILE_CHIPS
+    return plan.chip_bits(render_id).tobytes(), CHIP, TILE_CHIPS
 
 
-def paper_mark_for(render_id: int) -> PaperMark:
-    return PaperMark(ink_chips(render_id), STRENGTH)
+def paper_mark_for(render_id: int, plan: Layout = PUBLIC) -> PaperMark:
+    return PaperMark(ink_chips(render_id, plan), STRENGTH)
 
 
-def embed_into(pixels: bytearray, stride: int, area: tuple[int, int], render_id: int) -> None:
-    """Mark the top-left `area` (width, height) of an RGBX buffer in place."""
-    blend.darken(pixels, stride, area, *paper_mark_for(render_id))
+def embed_into(pixels: bytearray, stride: int, area: tuple[int, int], render_id: int,
+               plan: Layout = PUBLIC) -> None:
+    """Mark the top-left `area` (width, height) of an RGBX buffer in place, in `plan`'s
+    layout (the deployment's; the published one by default)."""
+    blend.darken(pixels, stride, area, *paper_mark_for(render_id, plan))
 
 
-def embed(image: Image.Image | npt.NDArray[np.uint8], render_id: int) -> Image.Image:
+def embed(image: Image.Image | npt.NDArray[np.uint8], render_id: int,
+          plan: Layout = PUBLIC) -> Image.Image:
     """A marked RGB copy of `image` (a PIL image or an H x W x 3 uint8 array)."""
     source = Image.fromarray(image) if isinstance(image, np.ndarray) else image
     rgbx = source.convert("RGB").convert("RGBX")
     buffer = bytearray(rgbx.tobytes())
-    embed_into(buffer, rgbx.width * 4, rgbx.size, render_id)
+    embed_into(buffer, rgbx.width * 4, rgbx.size, render_id, plan)
     return Image.frombytes("RGBX", rgbx.size, bytes(buffer)).convert("RGB")

@@ -22,7 +22,7 @@ import numpy.typing as npt
 from PIL import Image
 
 from render.forensic import chips, rectify, scan, sync
-from render.forensic.layout import CHIP
+from render.forensic.layout import CHIP, Layout
 from render.forensic.pattern_model import Points
 
 Floats = npt.NDArray[np.float32]
@@ -42,21 +42,22 @@ _DARKER_CHANNEL = 3  # grey levels under the luminance's paper for a channel to 
 _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode reads them all
 
 
-def read_photo(image: Image.Image, corners: rectify.Corners) -> tuple[int, float] | None:
+def read_photo(image: Image.Image, corners: rectify.Corners, plan: Layout,
+               ) -> tuple[int, float] | None:
     """(render id, sync score) from a photo of a page whose corners are `corners`
     (`rectify.page_corners`), or None when no mark passes both checks. The luminance first,
     then, for a colour photo, its least exposed channel: a white balance that lifts one
     channel to 255 on the paper clips the mark there (measured: a photo whose paper read 253
     in luminance, 246 in blue, scored 3.3 in luminance and 10.0 in blue)."""
     grey = image.convert("L")
-    found = _read(grey, corners)
+    found = _read(grey, corners, plan)
     if found is not None or image.mode != "RGB":
         return found
     levels = [_paper(band, corners) for band in image.split()]
     darkest = min(range(3), key=lambda index: levels[index])
     if levels[darkest] > _paper(grey, corners) - _DARKER_CHANNEL:
         return None  # no channel keeps more of the paper's mark than the luminance
-    return _read(image.getchannel(darkest), corners)
+    return _read(image.getchannel(darkest), corners, plan)
 
 
 def _paper(grey: Image.Image, corners: rectify.Corners) -> float:
@@ -64,19 +65,21 @@ def _paper(grey: Image.Image, corners: rectify.Corners) -> float:
     return float(np.percentile(np.asarray(rectify.rectify(grey, corners, width=200)), 90))
 
 
-def _read(grey: Image.Image, corners: rectify.Corners) -> tuple[int, float] | None:
+def _read(grey: Image.Image, corners: rectify.Corners, plan: Layout,
+          ) -> tuple[int, float] | None:
     flat = rectify.rectify(grey, corners, width=_WORK_WIDTH)
     tall = flat.height >= flat.width
     estimate = flat.height / (_LONG_SIDE + _STRIP) if tall else flat.width / _LONG_SIDE
     points = _points(flat, estimate)
     if len(points[2]) < scan.MIN_POINTS:
         return None
-    for scale_x, scale_y in _candidates(points, estimate, tall):
-        tile = chips.aligned(scan.fine_fold(_stretched(points, scale_y / scale_x), scale_x, 0.0))
-        score = chips.sync_score(tile)
+    for scale_x, scale_y in _candidates(points, estimate, tall, plan):
+        folded = scan.fine_fold(_stretched(points, scale_y / scale_x), scale_x, 0.0)
+        tile = chips.aligned(folded, plan)
+        score = chips.sync_score(tile, plan)
         if score < SYNC_THRESHOLD:
             continue
-        render_id = scan.chase(chips.votes(tile), scan.CHASE_BITS)
+        render_id = scan.chase(chips.votes(tile, plan), scan.CHASE_BITS)
         if render_id is not None:
             return render_id, score
     return None
@@ -97,7 +100,8 @@ def _stretched(points: Points, aspect: float) -> Points:
     return ys / aspect, xs, values
 
 
-def _candidates(points: Points, estimate: float, tall: bool) -> list[tuple[float, float]]:
+def _candidates(points: Points, estimate: float, tall: bool, plan: Layout,
+                ) -> list[tuple[float, float]]:
     """(horizontal, vertical) scales worth decoding, best first: every aspect and scale near
     the estimate folded coarsely, the best few refined in scale."""
     sample = scan.thinned(points, _COARSE_POINTS)
@@ -108,7 +112,7 @@ def _candidates(points: Points, estimate: float, tall: bool) -> list[tuple[float
         for scale in scales:
             # The long side's scale is the one the estimate is about.
             along = float(scale / aspect) if tall else float(scale)
-            trials.append((_fold_score(scan.coarse_fold(stretched, along, 0.0)), along,
+            trials.append((_fold_score(scan.coarse_fold(stretched, along, 0.0), plan), along,
                            float(aspect)))
     trials.sort(reverse=True)
     found: list[tuple[float, float, float]] = []
@@ -123,10 +127,10 @@ def _candidates(points: Points, estimate: float, tall: bool) -> list[tuple[float
         stretched = _stretched(scan.thinned(points, scan.MAX_POINTS), aspect)
         for k in range(-_FINE, _FINE + 1):
             fine = scale * math.exp(k * _STEP / _FINE)
-            found.append((_fold_score(scan.fine_fold(stretched, fine, 0.0)), fine, aspect))
+            found.append((_fold_score(scan.fine_fold(stretched, fine, 0.0), plan), fine, aspect))
     found.sort(reverse=True)
     return [(scale, scale * aspect) for _, scale, aspect in found[: 2 * _CANDIDATES]]
 
 
-def _fold_score(folded: Floats) -> float:
-    return chips.sync_score(chips.aligned(folded))
+def _fold_score(folded: Floats, plan: Layout) -> float:
+    return chips.sync_score(chips.aligned(folded, plan), plan)

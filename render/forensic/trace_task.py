@@ -10,6 +10,7 @@ import warnings
 from PIL import Image
 
 from render.forensic.decode import detect
+from render.forensic.layout import keyed
 from render.model import JPEG, PNG, Unreadable
 
 # A leaked screenshot can be larger than any page we serve; 40 MP (a 4K display at 4x) is
@@ -27,8 +28,10 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
-def trace_image(data: bytes) -> int | None:
-    """The render id marked in the image `data`, or None; Unreadable for a damaged image."""
+def trace_image(data: bytes, layout_key: bytes | None = None) -> int | None:
+    """The value marked in the image `data` in the layout of `layout_key` (the deployment's
+    layout subkey, `vaultd.services.mark_key`; None: the published layout), or None;
+    Unreadable for a damaged image."""
     kind = sniff(data)
     if kind is None:
         raise Unreadable("the image is neither a JPEG nor a PNG")
@@ -42,7 +45,7 @@ def trace_image(data: bytes) -> int | None:
             with Image.open(io.BytesIO(data), formats=[_FORMATS[kind]]) as image:
                 _check_size(image.size)
                 image.load()
-                found = detect(image)
+                found = detect(image, keyed(layout_key))
     except Unreadable:
         raise
     except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError,

@@ -4,14 +4,22 @@ A page's pixels carry its render id sealed with FF3-1 (NIST SP 800-38G Rev. 1: f
 encryption, here a keyed permutation of the 45-bit ids; the `ff3` package) under a 256-bit key
 made once per deployment and stored only wrapped by the master keyring, in `deployment_keys`
 (rewrapped with every other key on rotation, `services.rewrap`). The strip still prints the
-plain id as the trace code. So the mark's layout being public (it is in the source) does not let
-anyone forge a mark naming a view: the value to embed for a given id is unknown without the key,
-and a value made up decodes, once opened, to a random id that is no view. The render worker gets
-the sealed value only (`WatermarkSpec.mark_value`); the key stays in vaultd and vault-admin.
+plain id as the trace code. So knowing the mark's layout does not let anyone forge a mark naming
+a view: the value to embed for a given id is unknown without the key, and a value made up
+decodes, once opened, to a random id that is no view.
+
+The layout itself (sync template, which chip carries which bit, the chips' polarity) derives
+from a **layout subkey**, HMAC-SHA256(mark key, "vaultd mark layout"): one way, so the subkey
+does not give the FF3 key. The render workers get the sealed value and the layout subkey only
+(`WatermarkSpec.mark_value`, `mark_layout`; the trace task's `layout_key`); the mark key stays
+in vaultd and vault-admin. A subkey leaking from a (compromised) worker helps washing marks off,
+not forging them (docs/security.md).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import secrets
 from dataclasses import dataclass
 
@@ -27,17 +35,24 @@ _BINDING = "deployment:trace-mark"  # what the wrap is bound to (the keyring's A
 _NO_ACCOUNT = "-"
 _KEY_BYTES = 32  # AES-256
 _TWEAK = "00" * 7  # FF3-1's 56-bit tweak: one permutation for the whole deployment
+_LAYOUT_CONTEXT = b"vaultd mark layout"
 
 
 @dataclass(frozen=True)
 class MarkCipher:
-    """The keyed permutation of render ids: `seal` for the pixels, `open` for a decoded mark."""
+    """The keyed permutation of render ids: `seal` for the pixels, `open` for a decoded mark;
+    and `layout_key`, the subkey the workers lay the mark out (and read it) with."""
 
     _cipher: FF3Cipher
+    layout_key: bytes
 
     @classmethod
     def from_key(cls, key: bytes) -> MarkCipher:
-        return cls(FF3Cipher.withCustomAlphabet(key.hex(), _TWEAK, "01"))
+        return cls(FF3Cipher.withCustomAlphabet(key.hex(), _TWEAK, "01"),
+                   hmac.new(key, _LAYOUT_CONTEXT, hashlib.sha256).digest())
+
+    def __repr__(self) -> str:
+        return "MarkCipher(<keys hidden>)"  # never a key in a log or a traceback
 
     def seal(self, render_id: int) -> int:
         return int(self._cipher.encrypt(format(render_id, f"0{ID_BITS}b")), 2)

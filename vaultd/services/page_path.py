@@ -134,6 +134,7 @@ VERIFIED_MARK = " (verified)"
 def watermark_for(
     opened: OpenLink, ip: str | None, render_id: int | None = None,
     mark_value: int | None = None, verified: bool = False, zone: ZoneInfo = PARIS,
+    mark_layout: bytes | None = None,
 ) -> WatermarkSpec:
     email = opened.link["viewerEmail"]
     return WatermarkSpec(
@@ -144,6 +145,7 @@ def watermark_for(
         displayed_at=paris_display(utcnow(), zone),
         render_id=render_id,
         mark_value=mark_value,
+        mark_layout=mark_layout,
     )
 
 
@@ -284,7 +286,8 @@ class PagePath:
             self.pool, render_page, document.source, page.number,
             watermark_for(page.link, page.request.ip, page.render_id,
                           self.mark.seal(page.render_id), page.verified,
-                          ZoneInfo(self.settings.watermark_timezone)), budget, JPEG_QUALITY,
+                          ZoneInfo(self.settings.watermark_timezone), self.mark.layout_key),
+            budget, JPEG_QUALITY,
             self.settings.render_page_cache_mb << 20, document=document,
             link=str(page.link.link["_id"]), ip=page.request.ip,
             departure=page.request.departure,

@@ -54,9 +54,11 @@ def check_content_type(header: str | None, data: bytes) -> None:
         raise UnsupportedMediaType(f"the body is not a {declared} image")
 
 
-async def decode_in_worker(pool: RenderPool, data: bytes, account_id: str) -> int | None:
-    # The image may hold the account's pages: it goes to a worker of that account only.
-    return await run_task(pool, trace_image, data, account=account_id)
+async def decode_in_worker(pool: RenderPool, data: bytes, account_id: str,
+                           mark: MarkCipher) -> int | None:
+    """The sealed value the image's mark carries, read in the deployment's layout. The image
+    may hold the account's pages: it goes to a worker of that account only."""
+    return await run_task(pool, trace_image, data, mark.layout_key, account=account_id)
 
 
 def parse_typed_code(text: str | None) -> int | None:
@@ -96,7 +98,7 @@ async def trace(db: Db, pool: RenderPool, mark: MarkCipher, account: Account, da
     check_allowed(account)
     typed = parse_typed_code(typed_code)
     check_content_type(content_type, data)
-    sealed = await decode_in_worker(pool, data, account.id)
+    sealed = await decode_in_worker(pool, data, account.id, mark)
     decoded = None if sealed is None else mark.open(sealed)  # the pixels carry it sealed
     evidence: dict[int, str] = {}
     if decoded is not None:

@@ -57,7 +57,7 @@ async def trace_batch(db: Db, pool: RenderPool, mark: MarkCipher, account: Accou
     for index, image in enumerate(images):
         answer: dict[str, Any] = {"index": index, "name": image.name}
         try:
-            sealed = await decode_in_worker(pool, image.data, account.id)
+            sealed = await decode_in_worker(pool, image.data, account.id, mark)
         except Unprocessable as exc:  # one damaged image does not sink the others
             answers.append({**answer, "found": False, "error": str(exc)})
             continue
