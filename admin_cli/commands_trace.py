@@ -28,7 +28,8 @@ def _read(path: Path) -> bytes:
     return data
 
 
-async def _decode_confined(settings: Settings, data: bytes, layout_key: bytes) -> int | None:
+async def _decode_confined(settings: Settings, data: bytes,
+                           layouts: tuple[bytes | None, ...]) -> int | None:
     """The render id in the image, decoded in one sandboxed render worker like the API's: a
     leaked image is untrusted input, and this process can read the master key."""
     pool = RenderPool(workers=1, queue_size=0, timeout_seconds=settings.render_timeout_seconds,
@@ -37,7 +38,11 @@ async def _decode_confined(settings: Settings, data: bytes, layout_key: bytes) -
                       sandbox=settings.render_sandbox)
     try:
         await pool.wait_ready()
-        return await run_task(pool, trace_image, data, layout_key)
+        for layout_key in layouts:  # the deployment's, then the published one if it served it
+            sealed = await run_task(pool, trace_image, data, layout_key)
+            if sealed is not None:
+                return sealed
+        return None
     finally:
         await pool.close()
 
@@ -51,7 +56,7 @@ def trace(
 
     async def action(settings: Settings, db: Db) -> dict[str, Any]:
         mark = await mark_key.mark_cipher(db, storage_tools.existing_keyring(settings))
-        sealed = await _decode_confined(settings, data, mark.layout_key)
+        sealed = await _decode_confined(settings, data, mark.trace_layouts)
         if sealed is None:
             return {"found": False}
         matches = await tracing.find_matches(db, mark.open(sealed), None)

@@ -291,6 +291,8 @@ class DeploymentKeyDoc(TypedDict):
 
     _id: str
     key: dict[str, Any]  # WrappedKey.to_doc(), bound to "deployment:<_id>"
+    layout: NotRequired[str]  # the mark's layout since ("keyed-v1"); absent: the published one
+    publishedLayoutUntil: NotRequired[datetime]  # pages before this carry the published layout
 
 
 class WebhookEndpointDoc(TypedDict):

@@ -56,9 +56,14 @@ def check_content_type(header: str | None, data: bytes) -> None:
 
 async def decode_in_worker(pool: RenderPool, data: bytes, account_id: str,
                            mark: MarkCipher) -> int | None:
-    """The sealed value the image's mark carries, read in the deployment's layout. The image
+    """The sealed value the image's mark carries, read in the deployment's layout (then in the
+    published one, for a deployment that served pages before the keyed layout). The image
     may hold the account's pages: it goes to a worker of that account only."""
-    return await run_task(pool, trace_image, data, mark.layout_key, account=account_id)
+    for layout_key in mark.trace_layouts:
+        sealed = await run_task(pool, trace_image, data, layout_key, account=account_id)
+        if sealed is not None:
+            return sealed
+    return None
 
 
 def parse_typed_code(text: str | None) -> int | None:
