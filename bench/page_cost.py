@@ -33,7 +33,7 @@ from tests.vault_process import VaultProcess, base_env
 from vaultd.embedded_db import running_address
 
 WARM_PAGES = 40
-IDLE_SECONDS = 5.0
+IDLE_SECONDS = 2.0
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Cost:
     db_ms: float  # database time per page, as the database measured its commands
     requests: float  # wire requests per page (namespaced or not)
     idle_ms: dict[str, float]  # CPU per second with no request, by process kind
+    pages: int = 0  # requests measured
 
 
 class OtherTree(VaultProcess):
@@ -125,7 +126,7 @@ def measure(vault: Vault, client: Client, path: str, pages: int, count: int,
             command_ms[key] = (spent - before[1]) / count / 1000
     # the two `top` and `serverStatus` calls of each snapshot are not the pages'
     requests = (requests_after - requests_before - 4) / count
-    return Cost(cpu, commands, command_ms, sum(command_ms.values()), requests, idle)
+    return Cost(cpu, commands, command_ms, sum(command_ms.values()), requests, idle, count)
 
 
 def _idle_cpu(processes: dict[int, str], seconds: float = IDLE_SECONDS) -> dict[str, float]:
