@@ -110,3 +110,16 @@ def test_a_room_links_page_reads_the_link_the_place_and_the_key_in_one_round_tri
         # The file sits directly in the scope's folder: no folder above it is read.
         assert most_pages(pages) == Counter({"room_links commands": 1,
                                              "access_log insert": 1}), token == whole
+
+
+def test_the_joined_fields_have_the_single_field_indexes_the_join_needs(
+        counter: CommandCounter) -> None:
+    """The page's combined reads join by equality `$lookup`s (`api_keys._read_key_and_link`,
+    `rooms.page_read`): SecantusDB probes the joined collection per document only when its
+    foreign field has a single-field index, and loads the whole collection otherwise (as it
+    always does for a `$unionWith`). Dropping or widening these indexes would make every page
+    read every key or every room's items."""
+    database = counter.client["vaultd"]
+    for collection, field in (("api_keys", "hash"), ("room_items", "fileId")):
+        keys = [info["key"] for info in database[collection].index_information().values()]
+        assert [(field, 1)] in keys, (collection, keys)
