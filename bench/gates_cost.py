@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.corpus import Document
-from bench.gates import _gated_link
+from bench.gates import gated_link
 from bench.latency import p50, sample_pages
 from bench.server import VIEWER_IP, Client, Vault, children, cpu_seconds
 from tests.db_commands import CommandCounter, sent
@@ -106,7 +106,7 @@ def measure(work: Path, doc: Document, wanted: int, rounds: int) -> GatesCost:
                                CommandCounter.of(vault.process.data_dir / "db"),
                                {"x-viewer-ip": VIEWER_IP}, stored["id"])
             if name == "plain":
-                gated, session = _gated_link(client, stored["id"])
+                gated, session = gated_link(client, stored["id"])
                 cases["gated"] = Case(vault, vault.client(), gated, cases["plain"].counter,
                                       {"x-viewer-ip": VIEWER_IP, "x-viewer-session": session},
                                       stored["id"])
@@ -132,7 +132,7 @@ def _check_switch(deployed: Case, reference: Case) -> None:
     (its gate check is off), or the comparison would mean nothing."""
     answers = []
     for case in (deployed, reference):
-        token, _ = _gated_link(case.client, case.file_id)
+        token, _ = gated_link(case.client, case.file_id)
         answers.append(case.client.request("GET", f"/views/{token}/pages/1",
                                            headers={"x-viewer-ip": VIEWER_IP}).status)
     if answers != [403, 200]:
