@@ -1,14 +1,17 @@
 """Issue 26's cost criterion in one run: what link gates cost a page of a link without a
 policy, against a reference that differs by the gate check alone.
 
-Two vaultd as deployed, fresh and alike: the second with `bench/ungated_site` first on its
-path, whose authorise stage is the one before gates (the link's reads alone: no session read,
-no gate judged). The same document goes to both. Three cases, the same pages, asked for in a
-rotating order so load elsewhere hits all alike:
+Two vaultd as deployed, fresh and alike, both with `bench/ungated_site` first on their path
+(so both load the same code): on the second it patches the authorise stage back to the one
+before gates (the link's reads alone: no session read, no gate judged); on the first
+(VAULTD_BENCH_KEEP_GATES=1) it changes nothing. The same document goes to both. Three cases,
+the same pages, asked for in a rotating order so load elsewhere hits all alike:
 
 - *plain*: a link without a policy, on the vaultd as deployed;
 - *reference*: a link without a policy, on the vaultd without the gate check;
-- *gated*: a link with a passcode and allowedIps, in a session that passed them (as deployed).
+- *gated*: a link with a passcode and allowedIps, in a session that passed them (as deployed);
+- and, not reported, a second plain link on the reference, so that both servers get as many
+  requests (a busier server stays warmer: without it the reference read 10-25 % slower).
 
 For each: page p50, the database commands a page sent (counted by the database, `top`) and CPU
 per page of the server and its database. The target: plain over reference (the median of
@@ -31,7 +34,7 @@ UNGATED_SITE = Path(__file__).resolve().parent / "ungated_site"
 TARGET = 1.03
 PAGE_COLLECTIONS = {"links", "api_keys", "access_log", "files", "accounts", "viewer_sessions",
                     "gate_counters"}
-CASES = ("plain", "reference", "gated")
+CASES = ("plain", "reference", "gated", "balance")
 
 
 @dataclass
@@ -90,14 +93,15 @@ class GatesCost:
 
 
 def measure(work: Path, doc: Document, wanted: int, rounds: int) -> GatesCost:
-    deployed = Vault(work / "gates").start()
-    reference = Vault(work / "reference")
     root = Path(__file__).resolve().parent.parent
-    reference.process.env["PYTHONPATH"] = f"{UNGATED_SITE}:{root}"
-    vaults = [deployed]
+    deployed, reference = Vault(work / "gates"), Vault(work / "reference")
+    for vault in (deployed, reference):  # the same site module in both: the same code loaded
+        vault.process.env["PYTHONPATH"] = f"{UNGATED_SITE}:{root}"
+    deployed.process.env["VAULTD_BENCH_KEEP_GATES"] = "1"
+    vaults: list[Vault] = []
     try:
-        reference.start()
-        vaults.append(reference)
+        for vault in (deployed, reference):
+            vaults.append(vault.start())
         cases = {}
         for name, vault in (("plain", deployed), ("reference", reference)):
             client = vault.client()
@@ -110,6 +114,10 @@ def measure(work: Path, doc: Document, wanted: int, rounds: int) -> GatesCost:
                 cases["gated"] = Case(vault, vault.client(), gated, cases["plain"].counter,
                                       {"x-viewer-ip": VIEWER_IP, "x-viewer-session": session},
                                       stored["id"])
+            else:  # as many requests on each server: a busier one stays warmer (not reported)
+                cases["balance"] = Case(vault, vault.client(), vault.link(client, stored["id"]),
+                                        cases["reference"].counter, {"x-viewer-ip": VIEWER_IP},
+                                        stored["id"])
         _check_switch(cases["plain"], cases["reference"])
         pages = sample_pages(doc.pages, wanted)
         for turn in range(rounds + 1):  # the first round warms the workers' caches: not kept
