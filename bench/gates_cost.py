@@ -161,8 +161,9 @@ def lines(cost: GatesCost | None) -> list[str]:
     return ["### Link gates (issue 26)", "",
             "Two fresh vaultd: one as deployed, one whose authorise stage is the one before "
             "gates (`bench/ungated_site`: the link's reads alone). The same pages of the same "
-            "document, the three cases asked for in a rotating order (bench/gates_cost.py); "
-            "commands counted by the database.", "",
+            "document, the cases asked for in a rotating order, with a second plain link on the "
+            "reference so both servers get as many requests (bench/gates_cost.py); commands "
+            "counted by the database.", "",
             "| link | page p50 (ms) | database commands per page | CPU per page, server / "
             "database (ms) |", "| --- | --- | --- | --- |", *rows, "",
             f"Plain over reference, median of same-page pairs: {cost.paired:.3f} (target ≤ "
