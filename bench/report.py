@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench import gates_cost, page_cost, rooms
 from bench.breakdown import Steps
 from bench.corpus import Document
 from bench.latency import PageTimes, p50, percentile
@@ -40,7 +41,7 @@ class Results:
     first_small: list[float] = field(default_factory=list)
     first_large: list[float] = field(default_factory=list)
     load_doc: str = ""
-    cpu: dict[str, float] = field(default_factory=dict)
+    cpu: page_cost.Cost | None = None
     levels: list[Level] = field(default_factory=list)
     upload: list[float] = field(default_factory=list)
     memory: Memory | None = None
@@ -51,8 +52,9 @@ class Results:
     big_upload: float = float("nan")
     two_accounts: Paired | None = None
     mark_cost: list[MarkCost] = field(default_factory=list)  # the last: all pages together
-    gates: dict[str, list[float]] = field(default_factory=dict)  # "plain" / "gated" page times
     office: list[Any] = field(default_factory=list)  # bench.office.Figures, one per document
+    gates: gates_cost.GatesCost | None = None
+    rooms: rooms.RoomCost | None = None
 
 
 def ms(seconds: float) -> str:
@@ -138,6 +140,8 @@ def targets(results: Results) -> list[list[str]]:
                      "same-page pairs, all pages, against a vaultd without it)",
                      f"{every.paired_added:+.1%}; per document p50s {worst.added:+.1%} at worst "
                      f"({worst.name})", verdict(every.paired_added <= MARK_ADDS)])
+    rows += gates_cost.target_row(results.gates)
+    rows += rooms.target_rows(results.rooms)
     return rows
 
 
@@ -233,16 +237,18 @@ def _transfer_rows(results: Results) -> list[list[str]]:
     return rows
 
 
-def _gate_lines(results: Results) -> list[str]:
-    plain, gated = results.gates.get("plain", []), results.gates.get("gated", [])
-    if not plain or not gated:
+def _cpu_lines(results: Results) -> list[str]:
+    cost = results.cpu
+    if cost is None:
         return []
-    return ["### Link gates", "",
-            "The same pages through a link without a policy and a gated one (passcode and "
-            "allowedIps, in a session that passed them), asked for alternately: "
-            f"p50 {ms(p50(plain))} ms without a policy, {ms(p50(gated))} ms gated "
-            f"(gated/plain {ratio(p50(gated), p50(plain)):.3f}; {len(plain)} and {len(gated)} "
-            "pages).", ""]
+    return [f"CPU per page by process ({results.load_doc}, {cost.pages} sequential requests, "
+            "bench/page_cost.py): " + ", ".join(f"{kind} {value:.2f} ms"
+                                                for kind, value in cost.cpu_ms.items()) + ". "
+            f"Database commands per page {sum(cost.commands.values()):.2f} ("
+            + ", ".join(f"{key} {value:.2f}" for key, value in sorted(cost.commands.items()))
+            + f"), the database's own time on them {cost.db_ms:.2f} ms; at rest the server "
+            f"spends {cost.idle_ms.get('server', 0.0):.1f} ms of CPU a second, the database "
+            f"{cost.idle_ms.get('database', 0.0):.1f} ms.", ""]
 
 
 def markdown(results: Results) -> str:
@@ -274,11 +280,9 @@ def markdown(results: Results) -> str:
               "page), *CPU* includes the helper's drawing.", ""]
     lines += _table(["document", "render (PDFium)", "watermark added", "watermark CPU", "JPEG",
                      "added/render", "CPU/render"], _step_rows(results))
-    if results.cpu:
-        lines += [f"CPU per page by process ({results.load_doc}, sequential requests): "
-                  + ", ".join(f"{kind} {value:.1f} ms" for kind, value in results.cpu.items()),
-                  ""]
-    lines += _gate_lines(results)
+    lines += _cpu_lines(results)
+    lines += gates_cost.lines(results.gates)
+    lines += rooms.lines(results.rooms)
     lines += [f"### Throughput ({results.load_doc}, pages cycled per client)", ""]
     lines += _table(["clients", "pages/s", "× 1 client", "p50", "p95", "non-200", "Retry-After"],
                     _level_rows(results))
@@ -311,7 +315,10 @@ def _first_rows(results: Results) -> list[list[str]]:
 
 def raw(results: Results) -> dict[str, Any]:
     """Every figure, for later comparison (documents by name and size, not their bytes)."""
-    data = dataclasses.asdict(results)
+    data = dataclasses.asdict(dataclasses.replace(results, gates=None))
+    if results.gates is not None:  # its cases hold servers and clients: the figures only
+        data["gates"] = {name: {"times": case.times, "per_page": results.gates.per_page(name)}
+                         for name, case in results.gates.cases.items()}
     data["docs"] = [{"name": d.name, "pages": d.pages, "bytes": len(d.data)} for d in results.docs]
     for level in data["levels"]:
         level["refused"] = {str(k): v for k, v in level["refused"].items()}

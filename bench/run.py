@@ -24,16 +24,18 @@ from pathlib import Path
 from bench import (
     breakdown,
     corpus,
-    gates,
+    gates_cost,
     latency,
     leakmark_run,
     load,
     office,
+    page_cost,
     report,
+    rooms,
     transfer,
     warm_cold,
 )
-from bench.server import Client, Vault, children, cpu_seconds
+from bench.server import VIEWER_IP, Client, Vault
 from render.model import PixelBudget
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -48,17 +50,22 @@ class Plan:
     load_rounds: int = 4  # short slices, interleaved: a burst of load elsewhere hits all levels
     transfer_rounds: int = 3
     first_page_rounds: int = 15
-    cpu_pages: int = 40
+    cpu_pages: int = 150
     cold_rounds: int = 3
     big_rounds: int = 20
     mark_rounds: int = 6
     office: bool = True  # one round of bench.office (skipped without LibreOffice)
+    gate_rounds: int = 30
+    room_files: int = 1000
+    room_folders: int = 50
+    room_rounds: int = 30
 
     @classmethod
     def quick(cls) -> Plan:
         return cls(pages_per_doc=3, rounds=1, system_docs=3, seconds_per_level=2.0,
                    load_rounds=1, transfer_rounds=1, first_page_rounds=4, cpu_pages=10,
-                   cold_rounds=1, big_rounds=6, mark_rounds=1)
+                   cold_rounds=1, big_rounds=6, mark_rounds=1, gate_rounds=4, room_files=100,
+                   room_folders=10, room_rounds=6)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -89,20 +96,11 @@ def upload_corpus(vault: Vault, client: Client, docs: list[corpus.Document]) -> 
 
 
 def cpu_per_page(vault: Vault, client: Client, token: str, pages: int, count: int,
-                 ) -> dict[str, float]:
-    """CPU milliseconds per page, per process kind, over `count` sequential page requests."""
-    processes = {vault.pid: "server", **children(vault.pid)}
-    before = {pid: cpu_seconds(pid) for pid in processes}
-    mine = time.process_time()
-    for turn in range(count):
-        client.page(token, turn % pages + 1)
-    spent: dict[str, float] = {"benchmark client": time.process_time() - mine}
-    for pid, kind in processes.items():
-        try:
-            spent[kind] = spent.get(kind, 0.0) + cpu_seconds(pid) - before[pid]
-        except OSError:
-            continue  # a worker recycled meanwhile (its share is lost, not misattributed)
-    return {kind: seconds / count * 1000 for kind, seconds in spent.items()}
+                 ) -> page_cost.Cost:
+    """CPU milliseconds per page, per process kind, and the database commands a page sent,
+    over `count` sequential page requests (`bench.page_cost`)."""
+    return page_cost.measure(vault, client, f"/views/{token}/pages", pages, count,
+                             {"x-viewer-ip": VIEWER_IP})
 
 
 def run(plan: Plan, command: str) -> report.Results:
@@ -118,6 +116,9 @@ def run(plan: Plan, command: str) -> report.Results:
             _measure(vault, plan, corpus_docs, results)
         finally:
             vault.stop()
+        log("link gates' cost: a vaultd without the gate check, pages alternated with one with it")
+        results.gates = gates_cost.measure(Path(work) / "gates", corpus_docs.small,
+                                           plan.pages_per_doc, plan.gate_rounds)
         log("the invisible mark's cost: a vaultd without it, pages alternated with one with it")
         results.mark_cost = leakmark_run.measure(Path(work) / "mark", corpus_docs.all,
                                                  plan.pages_per_doc, plan.mark_rounds)
@@ -167,8 +168,6 @@ def _measure(vault: Vault, plan: Plan, docs: Corpus, results: report.Results) ->
                                              plan.pages_per_doc, plan.rounds))
         results.steps.append(breakdown.measure(doc, budget, plan.pages_per_doc, plan.rounds))
     _cache_cases(vault, client, plan, docs, results, budget)
-    log(f"gated and plain links alternated ({small.name})")
-    results.gates = gates.measure(vault, client, small, plan.pages_per_doc, plan.rounds * 4)
     busiest = docs.for_load
     results.load_doc = busiest.name
     log(f"CPU per page by process ({busiest.name})")
@@ -178,6 +177,8 @@ def _measure(vault: Vault, plan: Plan, docs: Corpus, results: report.Results) ->
     results.levels = load.measure(vault, tokens[busiest.name], min(busiest.pages, 40),
                                   plan.seconds_per_level, plan.load_rounds)
     client.close()
+    log(f"a room of {plan.room_files} files in {plan.room_folders} folders")
+    results.rooms = rooms.measure_on(vault, plan.room_files, plan.room_folders, plan.room_rounds)
 
 
 def _cache_cases(vault: Vault, client: Client, plan: Plan, docs: Corpus,

@@ -42,16 +42,21 @@ class Client:
 
     def request(self, method: str, path: str, body: bytes | None = None,
                 headers: dict[str, str] | None = None) -> Response:
+        return self.raw(method, "/v1" + path, body, headers)
+
+    def raw(self, method: str, path: str, body: bytes | None = None,
+            headers: dict[str, str] | None = None) -> Response:
+        """Any path of the server (`request` is under /v1), with the key's header too."""
         all_headers = {**self._auth, **(headers or {})}
         started = time.perf_counter()
         try:
-            self._conn.request(method, "/v1" + path, body=body, headers=all_headers)
+            self._conn.request(method, path, body=body, headers=all_headers)
             reply = self._conn.getresponse()
             data = reply.read()
         except (http.client.HTTPException, OSError):
             self._conn.close()  # a dropped keep-alive connection: reconnect once and retry
             self._conn = self._connect()
-            self._conn.request(method, "/v1" + path, body=body, headers=all_headers)
+            self._conn.request(method, path, body=body, headers=all_headers)
             reply = self._conn.getresponse()
             data = reply.read()
         elapsed = time.perf_counter() - started

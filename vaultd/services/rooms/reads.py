@@ -22,7 +22,7 @@ from vaultd.services.accounts import Account, get_account
 from vaultd.services.files import get_file, is_uuid
 from vaultd.services.links import LINK_NOT_FOUND, OpenLink
 from vaultd.services.recent import RecentRecords
-from vaultd.services.rooms import room_links, tree
+from vaultd.services.rooms import page_read, room_links, tree
 from vaultd.timefmt import iso_utc
 
 if TYPE_CHECKING:  # the page path holds this resolver: only the type is needed here
@@ -100,19 +100,29 @@ def room_details(link: RoomLinkDoc, room: RoomDoc, account: Account, nodes: list
 
 
 async def open_document(db: Db, token: str, file_id: str, owner: str | None = None,
-                        kept: KeptRecords | None = None) -> OpenLink:
+                        kept: KeptRecords | None = None, api_key: str | None = None
+                        ) -> OpenLink:
     """One document of a room link, readable now; NotFound (LINK_NOT_FOUND) otherwise.
 
-    The link and the file's places in rooms are read at once, then the scope's folders (if
-    any). The room is not read: deleting a room deletes its links first, so a live link's room
-    exists. The file's and account's records may come from `kept` (read in the last second):
-    they do not change while the file is stored, and a deleted file leaves its rooms first."""
+    The link, the file's places in rooms and the caller's `api_key` (the API route: its
+    verdict, Unauthorized, comes first; its account must own the link) are read in one round
+    trip (`page_read`), then the scope's folders (if any). The room is not read: deleting a
+    room deletes its links first, so a live link's room exists. The file's and account's
+    records may come from `kept` (read in the last second): they do not change while the file
+    is stored, and a deleted file leaves its rooms first."""
     if not is_token(token) or not is_uuid(file_id):
+        if api_key is not None:
+            await api_keys.check_key(db, api_key)  # the key's verdict first
         raise NotFound(LINK_NOT_FOUND)
     file_id = file_id.lower()
     kept = kept or KeptRecords()
-    link, places = await asyncio.gather(room_links.find_live(db, token), places_of(db, file_id))
+    records = await page_read.read_together(db, token, file_id, api_key)
     read_at = time.monotonic()
+    if api_key is not None:
+        owner = page_read.key_owner(records.key)
+    link, places = records.link, records.places
+    if link is None or not room_links.is_live(link):
+        raise NotFound(LINK_NOT_FOUND)
     if owner is not None and link["accountId"] != owner:
         raise NotFound(LINK_NOT_FOUND)
     placed, file, account = await asyncio.gather(
@@ -157,20 +167,10 @@ class RoomPages:
 
     async def open(self, request: PageRequest) -> OpenLink:
         assert request.file_id is not None
-        if request.api_key is None:
-            return await open_document(self.db, request.token, request.file_id, kept=self.kept)
-        # The key and the link read at once; the key's verdict first, whatever the link's.
-        key, opened = await asyncio.gather(
-            api_keys.check_key(self.db, request.api_key),
-            open_document(self.db, request.token, request.file_id, kept=self.kept),
-            return_exceptions=True)
-        if isinstance(key, BaseException):
-            raise key
-        if isinstance(opened, BaseException):
-            raise opened
-        if opened.account.id != key.owner:  # another account's link: as a missing one
-            raise NotFound(LINK_NOT_FOUND)
-        return opened
+        # With a key (the API route), the key is read with the link; its verdict comes first,
+        # and another account's link is as a missing one.
+        return await open_document(self.db, request.token, request.file_id, kept=self.kept,
+                                   api_key=request.api_key)
 
     async def still_open(self, opened: OpenLink, fresh_for: float = 0.0) -> bool:
         """As `links.still_open`: live now, or checked less than `fresh_for` seconds ago."""
