@@ -232,7 +232,23 @@ async def ensure_indexes(db: Db) -> None:
     await db.room_links.create_index([("roomId", ASCENDING)])
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
+    for name, (second, _prefix) in WALKS.items():
+        await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
     await count_links_once(db)
+
+
+# Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`
+# windows (services.id_ranges): SecantusDB's own `_id` index serves equality only, an index led
+# by `_id` serves a range. Name -> (that index's second field, what the collection's ids hold
+# before their hex digits). The collections left out stay small (instances, migrations, ...).
+WALKS: dict[str, tuple[str, str]] = {
+    "accounts": ("linkCount.sweptAt", ""), "files": ("state", ""), "links": ("fileId", ""),
+    "access_log": ("at", ""), "link_stats": ("totalSeconds", ""),
+    "api_keys": ("accountId", "key_"), "webhook_endpoints": ("accountId", "ep_"),
+    "webhook_outbox": ("state", "msg_"), "webhook_deliveries": ("at", ""),
+    "viewer_sessions": ("linkId", ""), "agreements": ("accountId", ""),
+    "rooms": ("accountId", ""), "room_items": ("roomId", ""), "room_links": ("roomId", ""),
+}
 
 
 LINK_COUNT_MIGRATION = "linkCount"
