@@ -220,6 +220,9 @@ async def ensure_indexes(db: Db) -> None:
     await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
     await db.viewer_sessions.create_index([("hash", ASCENDING)], unique=True)
     await db.viewer_sessions.create_index([("linkId", ASCENDING), ("createdAt", DESCENDING)])
+    # A session ends with its link or after 24 h (`expiresAt`, the earlier): then the database
+    # drops it (TTL), so sessions do not pile up; links keep their count (`sessionsOpened`).
+    await db.viewer_sessions.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.agreements.create_index([("accountId", ASCENDING), ("agreementId", ASCENDING),
                                       ("version", DESCENDING)])
     # A gate's rate window is worth nothing once over: the database drops it (TTL), so the

@@ -17,19 +17,24 @@ from vaultd.errors import NotFound
 from vaultd.records import LinkDoc, ViewerSessionDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.links import LINK_NOT_FOUND
+from vaultd.services.newest import newest
 from vaultd.timefmt import iso_utc, utcnow
 
 SESSION_LIFETIME = timedelta(hours=24)
 SESSION_NOT_FOUND = "viewer session not found or ended: open a new one"
 
 
-async def count_open(db: Db, link: LinkDoc) -> None:
-    """One more open of a link with `maxOpens`; beyond it the link is spent (as if expired)."""
+async def count_open(db: Db, link: LinkDoc, *, session: bool = False) -> None:
+    """One more open of a link (a session opened, when `session`): against its `maxOpens`,
+    beyond which the link is spent (as if expired), and in its `sessionsOpened`."""
+    tally = {"sessionsOpened": 1} if session else {}
     limit = link.get("policy", {}).get("maxOpens")
     if limit is None:
+        if tally:
+            await db.links.update_one({"_id": link["_id"]}, {"$inc": tally})
         return
     counted = await db.links.update_one({"_id": link["_id"], "opens": {"$lt": limit}},
-                                        {"$inc": {"opens": 1}})
+                                        {"$inc": {"opens": 1, **tally}})
     if not counted.modified_count:
         await db.links.update_one({"_id": link["_id"]}, {"$set": {"exhausted": True}})
         raise NotFound(LINK_NOT_FOUND)
@@ -37,7 +42,7 @@ async def count_open(db: Db, link: LinkDoc) -> None:
 
 async def open_session(db: Db, link: LinkDoc, ip: str | None) -> tuple[str, ViewerSessionDoc]:
     """A new session of `link` (counted against its maxOpens): (its id, shown once; its record)."""
-    await count_open(db, link)
+    await count_open(db, link, session=True)
     now = utcnow()
     session_id = new_token()
     doc: ViewerSessionDoc = {
@@ -85,11 +90,13 @@ def pending(gates: list[str], session: ViewerSessionDoc | None) -> list[str]:
     return [gate for gate in gates if gate not in passed]
 
 
-async def sessions_json(db: Db, link_id: str, limit: int = 50) -> list[dict[str, Any]]:
-    """A link's latest sessions as its owner sees them: never the session id."""
+async def sessions_json(db: Db, link: LinkDoc, limit: int = 50) -> list[dict[str, Any]]:
+    """A link's latest sessions as its owner sees them (those not yet pruned: a session's
+    record goes when it ends), never the session id. Read newest first by time windows on
+    `(linkId, createdAt)`, so the read is bounded by `limit`, not by the link's sessions."""
     out = []
-    async for doc in db.viewer_sessions.find({"linkId": link_id}).sort("createdAt", -1).limit(
-            limit):
+    for doc in await newest(db.viewer_sessions, {"linkId": link["_id"]}, "createdAt",
+                            count=limit, oldest=link["createdAt"], latest=utcnow()):
         out.append({"createdAt": iso_utc(doc["createdAt"]), "expiresAt": iso_utc(doc["expiresAt"]),
                     "ip": doc.get("ip"),
                     "passed": {gate: iso_utc(at) for gate, at in doc["passed"].items()}})
