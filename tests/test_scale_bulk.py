@@ -21,7 +21,15 @@ from tests.scale_seed import Seeded, seed_account
 from vaultd import embedded_db
 from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring
 from vaultd.db import Db, ensure_indexes
-from vaultd.services import accounts, backup, id_ranges, rewrap, storage_tools
+from vaultd.services import (
+    accounts,
+    backup,
+    id_ranges,
+    link_counts,
+    revoke_jobs,
+    rewrap,
+    storage_tools,
+)
 from vaultd.services.blobs import BlobStore
 from vaultd.timefmt import utcnow
 
@@ -157,3 +165,13 @@ async def test_backup_exports_every_collection_a_window_at_a_time(
     assert made["collections"]["access_log"] >= SIZE
     assert len(made["missingBlobs"]) == SIZE + 1
     assert most <= WINDOW, f"backup: one query read {most} documents"
+
+
+async def test_revoking_every_link_of_a_file_reads_and_writes_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder, busy: Seeded) -> None:
+    revoked, most, queries = await largest_read(db, recorder, lambda: revoke_jobs.revoke_all(
+        db, busy.account_id, busy.busy_file, owner="vaultd-test"))
+    assert revoked == busy.live_links
+    assert most <= WINDOW, f"revoke-all: one query read {most} documents"
+    assert queries >= busy.live_links // revoke_jobs.BATCH
+    assert await link_counts.file_live(db, busy.busy_file) == 0

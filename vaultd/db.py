@@ -192,7 +192,9 @@ async def ensure_indexes(db: Db) -> None:
     await db.links.create_index(
         [("fileId", ASCENDING), ("revoked", ASCENDING), ("expiresAt", ASCENDING)])
     await db.links.create_index([("revoked", ASCENDING), ("_id", ASCENDING)])
-    await db.links.create_index([("revokedBatch", ASCENDING)])  # a revoke-all's count
+    # A revoke-all walks the file's unrevoked links, then counts its own, by `_id` windows.
+    await db.links.create_index([("fileId", ASCENDING), ("revoked", ASCENDING), ("_id", ASCENDING)])
+    await db.links.create_index([("revokedBatch", ASCENDING), ("_id", ASCENDING)])
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     # Links expired since the last sweep of a file's live count (services.link_counts).
     await db.links.create_index([("fileId", ASCENDING), ("expiresAt", ASCENDING)])

@@ -20,6 +20,7 @@ without `_id` gets an ObjectId). Ids of other types are not read: vaultd writes 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
@@ -50,12 +51,15 @@ def windows_around(prefix: str) -> tuple[dict[str, Any], ...]:
 
 
 async def batches(collection: AsyncCollection[Doc], projection: Mapping[str, Any] | None = None,
-                  *, prefix: str = "", size: int = BATCH) -> AsyncIterator[list[Doc]]:
-    """Every document of `collection`, in `_id` order, as lists of about `size` (never empty).
-    `collection` needs an index led by `_id` (`db.ensure_indexes`); `prefix` is what its ids
-    start with before their hex digits. Yields to the event loop after every read."""
+                  *, query: Mapping[str, Any] | None = None, prefix: str = "",
+                  size: int = BATCH) -> AsyncIterator[list[Doc]]:
+    """Every document of `collection` (matching the equalities of `query`), in `_id` order, as
+    lists of about `size` (never empty). `collection` needs an index of `query`'s fields then
+    `_id` (`db.ensure_indexes`); `prefix` is what its ids start with before their hex digits.
+    Yields to the event loop after every read."""
     low_guard, high_guard, *others = windows_around(prefix)
-    found = await _read(collection, low_guard, projection)
+    read = functools.partial(_read, collection, dict(query or {}), projection)
+    found = await read(low_guard)
     if found:
         yield found
     lower, width = 0, FIRST_WIDTH
@@ -63,20 +67,20 @@ async def batches(collection: AsyncCollection[Doc], projection: Mapping[str, Any
         upper = min(lower + width, SPACE)
         window = {"$gte": bound(prefix, lower),
                   "$lt": bound(prefix, upper) if upper < SPACE else prefix + "g"}
-        found = await _read(collection, window, projection)
+        found = await read(window)
         if found:
             yield found
         width = _next_width(width, len(found), size)
         lower = upper
     for window in (high_guard, *others):
-        found = await _read(collection, window, projection)
+        found = await read(window)
         if found:
             yield found
 
 
-async def _read(collection: AsyncCollection[Doc], window: dict[str, Any],
-                projection: Mapping[str, Any] | None) -> list[Doc]:
-    found = await collection.find({"_id": window}, projection).to_list()
+async def _read(collection: AsyncCollection[Doc], query: dict[str, Any],
+                projection: Mapping[str, Any] | None, window: dict[str, Any]) -> list[Doc]:
+    found = await collection.find({**query, "_id": window}, projection).to_list()
     await asyncio.sleep(0)  # other requests of this process run between two reads
     return sorted(found, key=_id_order)
 
