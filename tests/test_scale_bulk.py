@@ -24,6 +24,7 @@ from vaultd.db import Db, ensure_indexes
 from vaultd.services import (
     accounts,
     backup,
+    files,
     id_ranges,
     link_counts,
     revoke_jobs,
@@ -175,3 +176,14 @@ async def test_revoking_every_link_of_a_file_reads_and_writes_a_window_at_a_time
     assert most <= WINDOW, f"revoke-all: one query read {most} documents"
     assert queries >= busy.live_links // revoke_jobs.BATCH
     assert await link_counts.file_live(db, busy.busy_file) == 0
+
+
+async def test_deleting_a_file_reads_its_links_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder, busy: Seeded, tmp_path: Path) -> None:
+    doc = await db.files.find_one({"_id": busy.busy_file})
+    assert doc is not None
+    store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring.generate())
+    _, most, _ = await largest_read(db, recorder, lambda: files.finish_delete(db, store, doc))
+    assert most <= WINDOW, f"delete: one query read {most} documents"
+    assert await db.links.count_documents({"fileId": busy.busy_file}) == 0
+    assert await db.files.find_one({"_id": busy.busy_file}) is None
