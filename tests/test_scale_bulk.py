@@ -182,8 +182,11 @@ async def test_deleting_a_file_reads_its_links_a_window_at_a_time(
         db: Db, recorder: QueryRecorder, busy: Seeded, tmp_path: Path) -> None:
     doc = await db.files.find_one({"_id": busy.busy_file})
     assert doc is not None
+    await db.raw(db.link_stats.name).insert_many(  # a link's aggregates, one per link
+        [{"_id": str(uuid.uuid4()), "fileId": busy.busy_file} for _ in range(2000)])
     store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring.generate())
     _, most, _ = await largest_read(db, recorder, lambda: files.finish_delete(db, store, doc))
     assert most <= WINDOW, f"delete: one query read {most} documents"
     assert await db.links.count_documents({"fileId": busy.busy_file}) == 0
+    assert await db.link_stats.count_documents({"fileId": busy.busy_file}) == 0
     assert await db.files.find_one({"_id": busy.busy_file}) is None

@@ -205,6 +205,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
     await _unique_render_ids(db)
     await db.link_stats.create_index([("fileId", ASCENDING)])
+    await db.link_stats.create_index([("fileId", ASCENDING), ("_id", ASCENDING)])  # deletion
     # The activity report's conditional update of one link's aggregates (services.analytics).
     # Not (_id, completedAt): its update asks for completedAt None, which SecantusDB's index
     # does not match on a record without the field (a collection scan does).

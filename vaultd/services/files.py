@@ -116,7 +116,7 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
     # It leaves every room (a file is in few rooms: one item per room it was added to).
     await delete_in_batches(db.raw(db.room_items.name), {"fileId": file_id})
-    await delete_in_batches(db.raw(db.link_stats.name), {"fileId": file_id})
+    await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})  # one per link
     await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
     await store.backend.delete(doc["blob"]["name"])
     await renditions.delete(store, doc)
