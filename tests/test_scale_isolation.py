@@ -2,7 +2,9 @@
 biggest file and reads its log, listing, account and analytics in a loop, another account's
 page p95 at most doubles against its own figure at rest, and no page waits a second. Judged by
 behaviour (the bystander against itself), not by absolute times; at a small scale (10^4 log
-entries, 5,000 links, 2,000 files).
+entries, 5,000 links, 2,000 files). What holds it: no database operation of the heavy calls
+grows with the data, the revoke-all's included (reads and updates of 50 links, yielding
+between them: docs/operations.md, "The embedded database's envelope").
 """
 
 from __future__ import annotations
@@ -97,8 +99,6 @@ def test_no_page_of_another_tenant_waits_a_second(run: Run) -> None:
     assert max(run.busy) < 1.0, f"a page waited {max(run.busy):.2f} s"
 
 
-@pytest.mark.xfail(strict=False, reason="not always met on 2 shared cores: one vaultd event "
-                   "loop serves both tenants (measured 1.5x to 3.1x; docs/operations.md)")
 def test_another_tenants_page_p95_at_most_doubles(run: Run) -> None:
     assert _p95(run.busy) <= 2 * _p95(run.at_rest), (
         f"page p95 {_p95(run.busy) * 1000:.0f} ms beside the heavy tenant, "

@@ -192,7 +192,9 @@ async def ensure_indexes(db: Db) -> None:
     await db.links.create_index(
         [("fileId", ASCENDING), ("revoked", ASCENDING), ("expiresAt", ASCENDING)])
     await db.links.create_index([("revoked", ASCENDING), ("_id", ASCENDING)])
-    await db.links.create_index([("revokedBatch", ASCENDING)])  # a revoke-all's count
+    # A revoke-all walks the file's unrevoked links, then counts its own, by `_id` windows.
+    await db.links.create_index([("fileId", ASCENDING), ("revoked", ASCENDING), ("_id", ASCENDING)])
+    await db.links.create_index([("revokedBatch", ASCENDING), ("_id", ASCENDING)])
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     # Links expired since the last sweep of a file's live count (services.link_counts).
     await db.links.create_index([("fileId", ASCENDING), ("expiresAt", ASCENDING)])
@@ -203,6 +205,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
     await _unique_render_ids(db)
     await db.link_stats.create_index([("fileId", ASCENDING)])
+    await db.link_stats.create_index([("fileId", ASCENDING), ("_id", ASCENDING)])  # deletion
     # The activity report's conditional update of one link's aggregates (services.analytics).
     # Not (_id, completedAt): its update asks for completedAt None, which SecantusDB's index
     # does not match on a record without the field (a collection scan does).
@@ -220,6 +223,9 @@ async def ensure_indexes(db: Db) -> None:
     await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
     await db.viewer_sessions.create_index([("hash", ASCENDING)], unique=True)
     await db.viewer_sessions.create_index([("linkId", ASCENDING), ("createdAt", DESCENDING)])
+    # A session ends with its link or after 24 h (`expiresAt`, the earlier): then the database
+    # drops it (TTL), so sessions do not pile up; links keep their count (`sessionsOpened`).
+    await db.viewer_sessions.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.agreements.create_index([("accountId", ASCENDING), ("agreementId", ASCENDING),
                                       ("version", DESCENDING)])
     # A gate's rate window is worth nothing once over: the database drops it (TTL), so the
@@ -232,8 +238,24 @@ async def ensure_indexes(db: Db) -> None:
     await db.room_links.create_index([("roomId", ASCENDING)])
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
+    for name, (second, _prefix) in WALKS.items():
+        await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
     await count_links_once(db)
     await count_rooms_once(db)
+
+
+# Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`
+# windows (services.id_ranges): SecantusDB's own `_id` index serves equality only, an index led
+# by `_id` serves a range. Name -> (that index's second field, what the collection's ids hold
+# before their hex digits). The collections left out stay small (instances, migrations, ...).
+WALKS: dict[str, tuple[str, str]] = {
+    "accounts": ("linkCount.sweptAt", ""), "files": ("state", ""), "links": ("fileId", ""),
+    "access_log": ("at", ""), "link_stats": ("totalSeconds", ""),
+    "api_keys": ("accountId", "key_"), "webhook_endpoints": ("accountId", "ep_"),
+    "webhook_outbox": ("state", "msg_"), "webhook_deliveries": ("at", ""),
+    "viewer_sessions": ("linkId", ""), "agreements": ("accountId", ""),
+    "rooms": ("accountId", ""), "room_items": ("roomId", ""), "room_links": ("roomId", ""),
+}
 
 
 LINK_COUNT_MIGRATION = "linkCount"

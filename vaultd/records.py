@@ -121,6 +121,7 @@ class LinkDoc(TypedDict):
     policy: NotRequired[PolicyDoc]  # the link's gates (services.gates); absent: none
     opens: NotRequired[int]  # opens counted against policy.maxOpens
     exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
+    sessionsOpened: NotRequired[int]  # viewer sessions opened (absent: made before the count)
 
 
 class AgreementRefDoc(TypedDict):

@@ -17,7 +17,7 @@ from vaultd.services import (
     renditions,
     webhook_events,
 )
-from vaultd.services.batches import delete_in_batches
+from vaultd.services.batches import delete_in_batches, delete_in_windows
 from vaultd.services.blobs import BlobStore
 from vaultd.services.newest import newest
 from vaultd.timefmt import iso_utc, utcnow
@@ -109,11 +109,14 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     live = doc.get("liveLinksAtDelete")
     if live is None:  # claimed by a version that did not note it: its links are still there
         live = await link_counts.file_live(db, file_id)
-    # Links go first so that no page is served from here on, in any process.
+    # Links go first so that no page is served from here on, in any process. Read by `_id`
+    # windows on (fileId, revoked, _id); the last call finds only a link of another shape.
+    for revoked in (False, True):
+        await delete_in_windows(db.raw(db.links.name), {"fileId": file_id, "revoked": revoked})
     await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
     # It leaves every room (a file is in few rooms: one item per room it was added to).
     await delete_in_batches(db.raw(db.room_items.name), {"fileId": file_id})
-    await delete_in_batches(db.raw(db.link_stats.name), {"fileId": file_id})
+    await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})  # one per link
     await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
     await store.backend.delete(doc["blob"]["name"])
     await renditions.delete(store, doc)

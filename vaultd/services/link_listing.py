@@ -54,18 +54,24 @@ async def list_file_links(db: Db, account_id: str, file_id: str, page: int, per_
         (page - 1) * per_page).limit(per_page)
     links = [doc async for doc in cursor]
     ids = [link["_id"] for link in links]
-    sessions = await _sessions_opened(db, ids)
+    sessions = await _sessions_opened(db, links)
     stats = {doc["_id"]: doc async for doc in db.link_stats.find(
         {"_id": {"$in": ids}}, {"pages": 1, "lastSeenAt": 1})}
     return {"views": [_link_json(link, sessions.get(link["_id"], 0), stats.get(link["_id"]))
                       for link in links], "total": total}
 
 
-async def _sessions_opened(db: Db, link_ids: list[str]) -> dict[str, int]:
-    pipeline: list[dict[str, Any]] = [{"$match": {"linkId": {"$in": link_ids}}},
+async def _sessions_opened(db: Db, links: list[LinkDoc]) -> dict[str, int]:
+    """The count each link keeps on write (`gates.sessions.count_open`). Links made before it
+    count their session records still kept: the last 24 hours' (the rest are pruned, TTL)."""
+    counted = {link["_id"]: link["sessionsOpened"] for link in links if "sessionsOpened" in link}
+    older = [link["_id"] for link in links if "sessionsOpened" not in link]
+    if not older:
+        return counted
+    pipeline: list[dict[str, Any]] = [{"$match": {"linkId": {"$in": older}}},
                                       {"$group": {"_id": "$linkId", "n": {"$sum": 1}}}]
     cursor = await db.raw(db.viewer_sessions.name).aggregate(pipeline)
-    return {row["_id"]: int(row["n"]) async for row in cursor}
+    return counted | {row["_id"]: int(row["n"]) async for row in cursor}
 
 
 def _link_json(link: LinkDoc, sessions: int, stats: Any) -> dict[str, Any]:

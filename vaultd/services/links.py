@@ -122,6 +122,7 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             "createdAt": now,
             "expiresAt": expires_at,
             "revoked": False,
+            "sessionsOpened": 0,  # kept on write: the sessions themselves are pruned (TTL)
         }
         if request.policy is not None:
             doc["policy"] = request.policy

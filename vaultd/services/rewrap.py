@@ -4,17 +4,19 @@ The new keyring is saved before any record changes, so an interrupted rotation l
 file readable (old and new keys are both in the ring) and re-running it finishes the job.
 Running vaultd processes read the keyring file again whenever it changes; an upload in flight
 keeps its data key in memory and wraps it when it writes its record (`services.uploads`).
+Records are read in closed `_id` windows (`services.id_ranges`) and each re-wrap is an update
+of one record by `_id`: no database operation grows with the vault.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any
 
 from vaultd.config import Settings
 from vaultd.crypto.keyring import MasterKeyring, WrappedKey
 from vaultd.db import Db
-from vaultd.services import mark_key
+from vaultd.services import id_ranges, mark_key
 from vaultd.services.renditions import rendition_id
 from vaultd.services.webhooks import webhook_binding
 
@@ -57,19 +59,24 @@ async def _rewrap_file_keys(db: Db, ring: MasterKeyring) -> int:
     """The blob's data key of every file, and its rendition's (an image's second blob, bound to
     `<file id>.rendition`)."""
     count = 0
-    for section, binding in (("blob", _file_binding), ("rendition", _rendition_binding)):
-        query = {f"{section}.key.key_id": {"$exists": True, "$ne": ring.current_id}}
-        async for doc in db.files.find(query, {"accountId": 1, f"{section}.key": 1}):
-            stored = cast(dict[str, Any], doc)[section]["key"]
-            new = ring.rewrap(WrappedKey.from_doc(stored), file_id=binding(doc["_id"]),
-                              account_id=doc["accountId"])
-            # Conditional on the old value: a concurrent rotation can't be overwritten silently.
-            result = await db.files.update_one(
-                {"_id": doc["_id"], f"{section}.key": stored},
-                {"$set": {f"{section}.key": new.to_doc()}},
-            )
-            count += result.modified_count
+    projection = {"accountId": 1, "blob.key": 1, "rendition.key": 1}
+    async for batch in id_ranges.batches(db.raw(db.files.name), projection):
+        for doc in batch:
+            for section, binding in (("blob", _file_binding), ("rendition", _rendition_binding)):
+                count += await _rewrap_file_key(db, ring, doc, section, binding(doc["_id"]))
     return count
+
+
+async def _rewrap_file_key(db: Db, ring: MasterKeyring, doc: dict[str, Any], section: str,
+                           binding: str) -> int:
+    stored = doc.get(section, {}).get("key", {})
+    if stored.get("key_id") in (None, ring.current_id):
+        return 0
+    new = ring.rewrap(WrappedKey.from_doc(stored), file_id=binding, account_id=doc["accountId"])
+    # Conditional on the old value: a concurrent rotation can't be overwritten silently.
+    result = await db.files.update_one({"_id": doc["_id"], f"{section}.key": stored},
+                                       {"$set": {f"{section}.key": new.to_doc()}})
+    return int(result.modified_count)
 
 
 def _file_binding(file_id: str) -> str:
@@ -83,11 +90,16 @@ def _rendition_binding(file_id: str) -> str:
 async def rewrap_webhook_secrets(db: Db, ring: MasterKeyring) -> int:
     """Webhook signing secrets are wrapped by the same keyring (bound to "webhook:<id>")."""
     count = 0
-    query = {"secret.key_id": {"$ne": ring.current_id}}
-    async for doc in db.webhook_endpoints.find(query, {"accountId": 1, "secret": 1}):
-        old = WrappedKey.from_doc(doc["secret"])
-        new = ring.rewrap(old, file_id=webhook_binding(doc["_id"]), account_id=doc["accountId"])
-        result = await db.webhook_endpoints.update_one(
-            {"_id": doc["_id"], "secret": doc["secret"]}, {"$set": {"secret": new.to_doc()}})
-        count += result.modified_count
+    endpoints = db.raw(db.webhook_endpoints.name)
+    async for batch in id_ranges.batches(endpoints, {"accountId": 1, "secret": 1}, prefix="ep_"):
+        count += sum([await _rewrap_secret(db, ring, doc) for doc in batch
+                      if doc["secret"].get("key_id") != ring.current_id])
     return count
+
+
+async def _rewrap_secret(db: Db, ring: MasterKeyring, doc: dict[str, Any]) -> int:
+    old = WrappedKey.from_doc(doc["secret"])
+    new = ring.rewrap(old, file_id=webhook_binding(doc["_id"]), account_id=doc["accountId"])
+    result = await db.webhook_endpoints.update_one(
+        {"_id": doc["_id"], "secret": doc["secret"]}, {"$set": {"secret": new.to_doc()}})
+    return int(result.modified_count)

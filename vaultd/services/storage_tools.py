@@ -12,7 +12,10 @@
   copy completely. A blob already present and intact there is skipped, so re-running is safe.
 
 Each step re-reads the database right before it acts, so these tools can run while vaultd
-processes serve requests.
+processes serve requests. Records are read in closed `_id` windows of about 200
+(`services.id_ranges`), never in one query over every file, so vaultd's requests get the
+embedded database between two reads; the three are idempotent, so an interrupted run is run
+again.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyringError, KeyUnavailable, MasterKeyring
 from vaultd.db import Db
 from vaultd.records import FileDoc
-from vaultd.services import accounts, renditions
+from vaultd.services import accounts, id_ranges, renditions
 from vaultd.services.blobs import BlobStore
 from vaultd.services.files import is_uuid
 
@@ -65,11 +68,13 @@ async def check_blob(store: BlobStore, doc: FileDoc) -> None:
         raise BlobCorrupt(f"decrypted {total} bytes, the record says {doc['size']}")
 
 
-def _stored_files(db: Db, account_id: str | None) -> AsyncIterator[FileDoc]:
-    query: dict[str, Any] = {"state": "stored"}
-    if account_id is not None:
-        query["accountId"] = account_id
-    return db.files.find(query).sort("_id", 1)
+async def _stored_files(db: Db, account_id: str | None) -> AsyncIterator[FileDoc]:
+    """Every stored file (of one account), window by window: the state and account are checked
+    here, so each read is the `(_id, state)` index's range alone."""
+    async for batch in id_ranges.batches(db.files):
+        for doc in batch:
+            if doc.get("state") == "stored" and account_id in (None, doc["accountId"]):
+                yield doc
 
 
 # --- verify -------------------------------------------------------------------------------------
@@ -112,21 +117,28 @@ async def verify(db: Db, store: BlobStore, account_id: str | None = None) -> Ver
 
 async def _in_flight(db: Db) -> set[str]:
     names: set[str] = set()
-    async for account in db.accounts.find({"pendingUploads.0": {"$exists": True}},
-                                          {"pendingUploads.id": 1}):
-        names.update(entry["id"] for entry in account["pendingUploads"])
+    async for batch in id_ranges.batches(db.raw(db.accounts.name), {"pendingUploads.id": 1}):
+        for account in batch:
+            names.update(entry["id"] for entry in account.get("pendingUploads", []))
     return names
 
 
-async def _referenced(db: Db) -> dict[str, FileDoc]:
-    """Blob name -> its record (any state: a file being deleted still owns its blob)."""
-    cursor = db.files.find({}, {"accountId": 1, "state": 1, "blob.name": 1, "rendition.name": 1})
-    referenced: dict[str, FileDoc] = {}
-    async for doc in cursor:
-        referenced[doc["blob"]["name"]] = doc
-        if "rendition" in doc:  # an image's second blob (services.renditions), not reported
-            referenced[doc["rendition"]["name"]] = doc
-    return referenced
+_RECORD_FIELDS = {"accountId": 1, "state": 1, "blob.name": 1, "rendition.name": 1}
+
+
+async def _unreferenced(db: Db, listed: set[str]) -> tuple[set[str], list[FileDoc]]:
+    """The listed blob names no record points to (any state: a file being deleted still owns
+    its blob), and the stored records whose blob is not listed. Holds the names, never every
+    record: the records are read window by window."""
+    unreferenced, without_blob = set(listed), []
+    async for batch in id_ranges.batches(db.files, _RECORD_FIELDS):
+        for doc in batch:
+            unreferenced.discard(doc["blob"]["name"])
+            if "rendition" in doc:  # an image's second blob (services.renditions), not reported
+                unreferenced.discard(doc["rendition"]["name"])
+            if doc.get("state") == "stored" and doc["blob"]["name"] not in listed:
+                without_blob.append(doc)
+    return unreferenced, without_blob
 
 
 def _owner_id(name: str) -> str:
@@ -144,15 +156,13 @@ async def _still_unowned(db: Db, name: str) -> bool:
     return await db.accounts.find_one({"pendingUploads.id": owner}, {"_id": 1}) is None
 
 
-async def _records_without_blob(db: Db, backend: BlobBackend, listed: set[str],
-                                 records: dict[str, FileDoc]) -> list[dict[str, Any]]:
+async def _records_without_blob(db: Db, backend: BlobBackend, candidates: list[FileDoc]
+                                 ) -> list[dict[str, Any]]:
     missing = []
-    for name, doc in records.items():
-        if doc.get("state") != "stored" or name in listed or name != doc["blob"]["name"]:
-            continue  # renditions are not reported here (`migrate` copies them)
+    for doc in candidates:  # renditions are not reported here (`migrate` copies them)
         # Uploaded after the listing, or deleted meanwhile? Ask again before reporting.
         still = await db.files.find_one({"_id": doc["_id"], "state": "stored"}, {"_id": 1})
-        if still and not await backend.exists(name):
+        if still and not await backend.exists(doc["blob"]["name"]):
             missing.append(_file_entry(doc))
     return missing
 
@@ -164,11 +174,11 @@ async def gc(db: Db, backend: BlobBackend, older_than_seconds: float,
     listing = await backend.list_names()
     # Pending uploads before records: an upload moves from the first to the second, never back.
     in_flight = await _in_flight(db)
-    records = await _referenced(db)
     listed = {name for name, _ in listing}
+    unreferenced, without_blob = await _unreferenced(db, listed)
     orphans, young, foreign = [], [], []
     for name, modified in sorted(listing):
-        if name in records or _owner_id(name) in in_flight:
+        if name not in unreferenced or _owner_id(name) in in_flight:
             continue
         if not is_uuid(_owner_id(name)):
             foreign.append(name)  # not a name vaultd gives: not ours to delete
@@ -181,7 +191,7 @@ async def gc(db: Db, backend: BlobBackend, older_than_seconds: float,
         "dryRun": dry_run, "olderThanSeconds": older_than_seconds, "blobs": len(listing),
         "orphans": orphans, "keptYoung": young, "keptInFlight": len(in_flight & listed),
         "foreign": foreign, "temporariesRemoved": temporaries,
-        "missingBlobs": await _records_without_blob(db, backend, listed, records),
+        "missingBlobs": await _records_without_blob(db, backend, without_blob),
     }
 
 

@@ -19,20 +19,25 @@ from vaultd.records import ViewerSessionDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.gates.gated import GatedLink
 from vaultd.services.links import LINK_NOT_FOUND
+from vaultd.services.newest import newest
 from vaultd.timefmt import iso_utc, utcnow
 
 SESSION_LIFETIME = timedelta(hours=24)
 SESSION_NOT_FOUND = "viewer session not found or ended: open a new one"
 
 
-async def count_open(db: Db, link: GatedLink) -> None:
-    """One more open of a link with `maxOpens`; beyond it the link is spent (as if expired)."""
+async def count_open(db: Db, link: GatedLink, *, session: bool = False) -> None:
+    """One more open of a link (a session opened, when `session`): against its `maxOpens`,
+    beyond which the link is spent (as if expired), and in its `sessionsOpened`."""
+    tally = {"sessionsOpened": 1} if session else {}
     limit = (link.policy or {}).get("maxOpens")
-    if limit is None:
-        return
     records = db.raw(link.records)
+    if limit is None:
+        if tally:
+            await records.update_one({"_id": link.id}, {"$inc": tally})
+        return
     counted = await records.update_one({"_id": link.id, "opens": {"$lt": limit}},
-                                       {"$inc": {"opens": 1}})
+                                       {"$inc": {"opens": 1, **tally}})
     if not counted.modified_count:
         await records.update_one({"_id": link.id}, {"$set": {"exhausted": True}})
         raise NotFound(LINK_NOT_FOUND)
@@ -41,7 +46,7 @@ async def count_open(db: Db, link: GatedLink) -> None:
 async def open_session(db: Db, link: GatedLink, ip: str | None
                        ) -> tuple[str, ViewerSessionDoc]:
     """A new session of `link` (counted against its maxOpens): (its id, shown once; its record)."""
-    await count_open(db, link)
+    await count_open(db, link, session=True)
     now = utcnow()
     session_id = new_token()
     doc: ViewerSessionDoc = {
@@ -91,11 +96,14 @@ def pending(gates: list[str], session: ViewerSessionDoc | None) -> list[str]:
     return [gate for gate in gates if gate not in passed]
 
 
-async def sessions_json(db: Db, link_id: str, limit: int = 50) -> list[dict[str, Any]]:
-    """A link's latest sessions as its owner sees them: never the session id."""
+async def sessions_json(db: Db, link_id: str, created_at: datetime,
+                        limit: int = 50) -> list[dict[str, Any]]:
+    """A link's latest sessions as its owner sees them (those not yet pruned: a session's
+    record goes when it ends), never the session id. Read newest first by time windows on
+    `(linkId, createdAt)`, so the read is bounded by `limit`, not by the link's sessions."""
     out = []
-    async for doc in db.viewer_sessions.find({"linkId": link_id}).sort("createdAt", -1).limit(
-            limit):
+    for doc in await newest(db.viewer_sessions, {"linkId": link_id}, "createdAt",
+                            count=limit, oldest=created_at, latest=utcnow()):
         out.append({"createdAt": iso_utc(doc["createdAt"]), "expiresAt": iso_utc(doc["expiresAt"]),
                     "ip": doc.get("ip"),
                     "passed": {gate: iso_utc(at) for gate, at in doc["passed"].items()}})

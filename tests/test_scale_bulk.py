@@ -1,0 +1,192 @@
+"""Bulk work in bounded steps: storage verify, gc and migrate, key rotation and backup walk a
+vault of 5,000 files, 5,000 links and 5,000 log entries, and no query they send makes the
+embedded database read more than a window of records (`services.id_ranges`), measured on the
+server's side through `explain` (`tests.db_reads`), against a real embedded SecantusDB.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from backends.local import LocalBackend
+from tests.db_reads import Query, QueryRecorder, examined
+from tests.scale_seed import Seeded, seed_account
+from vaultd import embedded_db
+from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring
+from vaultd.db import Db, ensure_indexes
+from vaultd.services import (
+    accounts,
+    backup,
+    files,
+    id_ranges,
+    link_counts,
+    revoke_jobs,
+    rewrap,
+    storage_tools,
+)
+from vaultd.services.blobs import BlobStore
+from vaultd.timefmt import utcnow
+
+pytestmark = pytest.mark.slow  # starts its own embedded database
+
+SIZE = 5000
+WINDOW = 3 * id_ranges.BATCH  # a window aims at BATCH records; the density varies around it
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
+    running = embedded_db.start(tmp_path_factory.mktemp("bulk") / "db", record_address=False)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def recorder() -> QueryRecorder:
+    return QueryRecorder()
+
+
+@pytest.fixture(scope="module")
+async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        server.uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
+    database = Db(client, client["vaultd"])
+    await ensure_indexes(database)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest.fixture(scope="module")
+def ring() -> MasterKeyring:
+    return MasterKeyring.generate()
+
+
+@pytest.fixture(scope="module")
+async def busy(db: Db, ring: MasterKeyring) -> Seeded:
+    """One account's 5,000 log entries and links, another's 5,000 files with real data keys
+    (their blobs are not stored: the tools report them missing)."""
+    seeded = await seed_account(db, "Busy Co", files=1, entries=SIZE, links=SIZE)
+    account = await accounts.create_account(db, "Files Co", "business")
+    docs = []
+    for _ in range(SIZE):
+        file_id = str(uuid.uuid4())
+        key = ring.wrap(secrets.token_bytes(DATA_KEY_SIZE), file_id=file_id,
+                        account_id=account.id)
+        docs.append({"_id": file_id, "accountId": account.id, "name": "a.pdf", "size": 10,
+                     "kind": "delivery", "state": "stored", "createdAt": utcnow(),
+                     "blob": {"name": file_id, "size": 10, "key": key.to_doc()}})
+    for first in range(0, SIZE, 1000):
+        await db.files.insert_many(docs[first:first + 1000])  # type: ignore[arg-type]
+    return seeded
+
+
+async def largest_read(db: Db, recorder: QueryRecorder, work: Callable[[], Awaitable[Any]]
+                       ) -> tuple[Any, int, int]:
+    """What `work` returns, the most documents one of its queries made the database read, and
+    how many queries it sent. A point read by `_id` reads one and is not replayed."""
+    recorder.queries.clear()
+    recorder.recording = True
+    try:
+        result = await work()
+    finally:
+        recorder.recording = False
+    ranges = [query for query in recorder.queries if not _by_id(query)]
+    reads = [await examined(db, query) for query in ranges]
+    return result, max(reads, default=0), len(recorder.queries)
+
+
+def _by_id(query: Query) -> bool:
+    return isinstance(query.filter.get("_id"), str)
+
+
+async def test_a_walk_reads_every_record_once_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder, busy: Seeded) -> None:
+    for name in ("files", "links", "access_log"):
+        async def walk(collection: str = name) -> list[str]:
+            return [doc["_id"] async for batch in id_ranges.batches(db.raw(collection), {"_id": 1})
+                    for doc in batch]
+
+        ids, most, queries = await largest_read(db, recorder, walk)
+        assert len(ids) == len(set(ids)) == await db.raw(name).count_documents({})
+        assert ids == sorted(ids)
+        assert most <= WINDOW, f"{name}: one query read {most} documents"
+        assert queries >= len(ids) // WINDOW
+
+
+async def test_storage_verify_gc_and_migrate_read_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder, busy: Seeded, ring: MasterKeyring,
+        tmp_path: Path) -> None:
+    source, target = LocalBackend(tmp_path / "source"), LocalBackend(tmp_path / "target")
+    for backend in (source, target):
+        await backend.start()
+    report, most, _ = await largest_read(
+        db, recorder, lambda: storage_tools.verify(db, BlobStore(source, ring)))
+    assert report.checked == SIZE + 1 and len(report.missing) == SIZE + 1
+    assert most <= WINDOW, f"verify: one query read {most} documents"
+    swept, most, _ = await largest_read(
+        db, recorder, lambda: storage_tools.gc(db, source, older_than_seconds=3600))
+    assert len(swept["missingBlobs"]) == SIZE + 1 and swept["orphans"] == []
+    assert most <= WINDOW, f"gc: one query read {most} documents"
+    moved, most, _ = await largest_read(
+        db, recorder, lambda: storage_tools.migrate(db, ring, source, target))
+    assert len(moved["failed"]) == SIZE + 1 and moved["copied"] == 0
+    assert most <= WINDOW, f"migrate: one query read {most} documents"
+
+
+async def test_key_rotation_rewraps_every_file_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder, busy: Seeded, ring: MasterKeyring) -> None:
+    rotated = ring.with_new_current()
+    count, most, _ = await largest_read(db, recorder, lambda: rewrap.rewrap_all(db, rotated))
+    assert count == SIZE
+    assert most <= WINDOW, f"rewrap: one query read {most} documents"
+    assert await rewrap.rewrap_all(db, rotated) == 0  # re-running after a crash finishes it
+    stale = db.files.find({"blob.key.key_id": ring.current_id}, {"_id": 1})
+    assert [doc async for doc in stale] == []
+
+
+async def test_backup_exports_every_collection_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder, busy: Seeded, ring: MasterKeyring,
+        tmp_path: Path) -> None:
+    blobs = LocalBackend(tmp_path / "blobs")
+    await blobs.start()
+    made, most, _ = await largest_read(db, recorder, lambda: backup.create_backup(
+        db, blobs, lambda: ring, tmp_path / "backup", "test"))
+    for name in ("files", "links", "access_log"):
+        assert made["collections"][name] == await db.raw(name).count_documents({})
+    assert made["collections"]["access_log"] >= SIZE
+    assert len(made["missingBlobs"]) == SIZE + 1
+    assert most <= WINDOW, f"backup: one query read {most} documents"
+
+
+async def test_revoking_every_link_of_a_file_reads_and_writes_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder, busy: Seeded) -> None:
+    revoked, most, queries = await largest_read(db, recorder, lambda: revoke_jobs.revoke_all(
+        db, busy.account_id, busy.busy_file, owner="vaultd-test"))
+    assert revoked == busy.live_links
+    assert most <= WINDOW, f"revoke-all: one query read {most} documents"
+    assert queries >= busy.live_links // revoke_jobs.BATCH
+    assert await link_counts.file_live(db, busy.busy_file) == 0
+
+
+async def test_deleting_a_file_reads_its_links_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder, busy: Seeded, tmp_path: Path) -> None:
+    doc = await db.files.find_one({"_id": busy.busy_file})
+    assert doc is not None
+    await db.raw(db.link_stats.name).insert_many(  # a link's aggregates, one per link
+        [{"_id": str(uuid.uuid4()), "fileId": busy.busy_file} for _ in range(2000)])
+    store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring.generate())
+    _, most, _ = await largest_read(db, recorder, lambda: files.finish_delete(db, store, doc))
+    assert most <= WINDOW, f"delete: one query read {most} documents"
+    assert await db.links.count_documents({"fileId": busy.busy_file}) == 0
+    assert await db.link_stats.count_documents({"fileId": busy.busy_file}) == 0
+    assert await db.files.find_one({"_id": busy.busy_file}) is None

@@ -1,0 +1,102 @@
+"""Viewer sessions do not pile up: a session that has ended is dropped by the database (TTL on
+its end time), while its link keeps counting the sessions it opened; and a link's latest
+sessions are read in bounded form, whatever how many it has. Against a real embedded
+SecantusDB, whose TTL pass is run at once through its admin command."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from tests.db_reads import QueryRecorder, total_examined
+from tests.embedded_database import running_database
+from vaultd import embedded_db
+from vaultd.db import Db, ensure_indexes
+from vaultd.records import LinkDoc
+from vaultd.services.gates import sessions
+from vaultd.timefmt import utcnow
+
+pytestmark = pytest.mark.slow  # its own database server
+
+MANY = 600
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
+    with running_database(tmp_path_factory.mktemp("sessions-ttl") / "db") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def recorder() -> QueryRecorder:
+    return QueryRecorder()
+
+
+@pytest.fixture
+async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        server.uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
+    database = Db(client, client["vaultd"])
+    await ensure_indexes(database)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+async def new_link(db: Db, **fields: Any) -> LinkDoc:
+    now = utcnow()
+    link: LinkDoc = {"_id": str(uuid.uuid4()), "hash": uuid.uuid4().hex, "accountId": "acct",
+                     "fileId": "file", "viewerEmail": "kim@example.com", "viewerName": "Kim",
+                     "createdAt": now - timedelta(days=2), "expiresAt": now + timedelta(days=9),
+                     "revoked": False, "sessionsOpened": 0, **fields}  # type: ignore[typeddict-item]
+    await db.links.insert_one(link)
+    return link
+
+
+async def test_an_ended_session_is_dropped_and_its_link_still_counts_it(db: Db) -> None:
+    link = await new_link(db)
+    _, ended = await sessions.open_session(db, link, "203.0.113.5")
+    _, current = await sessions.open_session(db, link, "203.0.113.6")
+    await db.viewer_sessions.update_one({"_id": ended["_id"]}, {"$set": {
+        "expiresAt": ended["expiresAt"].replace(year=2000)}})
+    await db.client.admin.command("secantusAdmin.pruneTtl")
+    left = [doc["_id"] async for doc in db.viewer_sessions.find({"linkId": link["_id"]})]
+    assert left == [current["_id"]]
+    counted = await db.links.find_one({"_id": link["_id"]}, {"sessionsOpened": 1})
+    assert counted is not None and counted["sessionsOpened"] == 2
+    shown = await sessions.sessions_json(db, link)
+    assert [entry["ip"] for entry in shown] == ["203.0.113.6"]
+
+
+async def test_a_session_of_a_link_with_max_opens_is_counted_once_in_each_count(db: Db) -> None:
+    link = await new_link(db, policy={"maxOpens": 5}, opens=0)
+    await sessions.open_session(db, link, None)
+    counted = await db.links.find_one({"_id": link["_id"]}, {"sessionsOpened": 1, "opens": 1})
+    assert counted is not None and (counted["opens"], counted["sessionsOpened"]) == (1, 1)
+
+
+async def test_a_links_latest_sessions_are_read_in_bounded_form(
+        db: Db, recorder: QueryRecorder) -> None:
+    link = await new_link(db)
+    start = link["createdAt"]
+    await db.viewer_sessions.insert_many([
+        {"_id": str(uuid.uuid4()), "hash": uuid.uuid4().hex, "linkId": link["_id"],
+         "accountId": "acct", "createdAt": start + timedelta(minutes=4 * i),
+         "expiresAt": utcnow() + timedelta(hours=1), "passed": {}, "ip": f"198.51.100.{i % 250}"}
+        for i in range(MANY)])
+    recorder.queries.clear()
+    recorder.recording = True
+    try:
+        shown = await sessions.sessions_json(db, link, limit=50)
+    finally:
+        recorder.recording = False
+    assert len(shown) == 50
+    assert shown[0]["createdAt"] > shown[-1]["createdAt"]
+    read = await total_examined(db, list(recorder.queries))
+    assert read <= 2 * 50 + 40, f"{read} sessions read for 50 shown"
