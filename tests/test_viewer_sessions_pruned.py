@@ -19,6 +19,7 @@ from vaultd import embedded_db
 from vaultd.db import Db, ensure_indexes
 from vaultd.records import LinkDoc
 from vaultd.services.gates import sessions
+from vaultd.services.gates.gated import GatedLink
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # its own database server
@@ -59,10 +60,17 @@ async def new_link(db: Db, **fields: Any) -> LinkDoc:
     return link
 
 
+def gated(link: LinkDoc) -> GatedLink:
+    """The link as its gates see it (`gated.file_link` without the file and account records)."""
+    return GatedLink(link["_id"], "links", link["accountId"], link["viewerEmail"],
+                     link["viewerName"], link["expiresAt"], link.get("policy"), "Acme",
+                     "minutes.pdf", file_id=link["fileId"])
+
+
 async def test_an_ended_session_is_dropped_and_its_link_still_counts_it(db: Db) -> None:
     link = await new_link(db)
-    _, ended = await sessions.open_session(db, link, "203.0.113.5")
-    _, current = await sessions.open_session(db, link, "203.0.113.6")
+    _, ended = await sessions.open_session(db, gated(link), "203.0.113.5")
+    _, current = await sessions.open_session(db, gated(link), "203.0.113.6")
     await db.viewer_sessions.update_one({"_id": ended["_id"]}, {"$set": {
         "expiresAt": ended["expiresAt"].replace(year=2000)}})
     await db.client.admin.command("secantusAdmin.pruneTtl")
@@ -70,13 +78,13 @@ async def test_an_ended_session_is_dropped_and_its_link_still_counts_it(db: Db) 
     assert left == [current["_id"]]
     counted = await db.links.find_one({"_id": link["_id"]}, {"sessionsOpened": 1})
     assert counted is not None and counted["sessionsOpened"] == 2
-    shown = await sessions.sessions_json(db, link)
+    shown = await sessions.sessions_json(db, link["_id"], link["createdAt"])
     assert [entry["ip"] for entry in shown] == ["203.0.113.6"]
 
 
 async def test_a_session_of_a_link_with_max_opens_is_counted_once_in_each_count(db: Db) -> None:
     link = await new_link(db, policy={"maxOpens": 5}, opens=0)
-    await sessions.open_session(db, link, None)
+    await sessions.open_session(db, gated(link), None)
     counted = await db.links.find_one({"_id": link["_id"]}, {"sessionsOpened": 1, "opens": 1})
     assert counted is not None and (counted["opens"], counted["sessionsOpened"]) == (1, 1)
 
@@ -93,7 +101,7 @@ async def test_a_links_latest_sessions_are_read_in_bounded_form(
     recorder.queries.clear()
     recorder.recording = True
     try:
-        shown = await sessions.sessions_json(db, link, limit=50)
+        shown = await sessions.sessions_json(db, link["_id"], link["createdAt"], limit=50)
     finally:
         recorder.recording = False
     assert len(shown) == 50
