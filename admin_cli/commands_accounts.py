@@ -10,7 +10,7 @@ from admin_cli.context import run, want_json
 from admin_cli.output import emit
 from vaultd.config import Settings
 from vaultd.db import Db
-from vaultd.services import accounts
+from vaultd.services.accounts import accounts
 
 app = typer.Typer(no_args_is_help=True, help="Create and manage accounts.")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]

@@ -10,7 +10,7 @@ from admin_cli.context import run, want_json
 from admin_cli.output import emit
 from vaultd.config import Settings
 from vaultd.db import Db
-from vaultd.services.analytics_report import FileAnalytics, file_analytics
+from vaultd.services.analytics.analytics_report import FileAnalytics, file_analytics
 
 app = typer.Typer(no_args_is_help=True, help="Files: engagement analytics.")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]

@@ -16,10 +16,10 @@ from admin_cli.output import emit
 from backends.base import BlobBackend
 from vaultd.config import Settings, settings_from
 from vaultd.db import Db
-from vaultd.services import backup_manifest
-from vaultd.services import restore as restoring
-from vaultd.services.backup import create_backup
-from vaultd.services.storage_tools import existing_keyring
+from vaultd.services.storage import backup_manifest
+from vaultd.services.storage import restore as restoring
+from vaultd.services.storage.backup import create_backup
+from vaultd.services.storage.storage_tools import existing_keyring
 from vaultd.version import VERSION
 
 DEFAULT_COMMAND = "create"

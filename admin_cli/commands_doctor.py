@@ -35,7 +35,7 @@ async def probe(sandbox: str) -> dict[str, Any]:
 
 async def probe_converter(enabled: bool, timeout: float) -> dict[str, Any]:
     """The Office converter's state: installed, converted a tiny document, its layers."""
-    from vaultd.services.office import MEMORY_LIMIT  # the server's own limit
+    from vaultd.services.files.office import MEMORY_LIMIT  # the server's own limit
 
     if not enabled:
         return {"enabled": False, "installed": None, "converted": None, "layers": None,

@@ -10,7 +10,7 @@ from admin_cli.context import run, want_json
 from admin_cli.output import emit, human
 from vaultd.config import Settings
 from vaultd.db import Db
-from vaultd.services import api_keys
+from vaultd.services.accounts import api_keys
 
 app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API keys.")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]

@@ -19,7 +19,8 @@ from admin_cli.context import run
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import Forbidden
-from vaultd.services import access_log, accounts
+from vaultd.services.accounts import accounts
+from vaultd.services.common import access_log
 
 app = typer.Typer(no_args_is_help=True, help="Access log export.")
 

@@ -10,7 +10,7 @@ from admin_cli.context import guarded, run, vault_settings, want_json
 from admin_cli.output import emit
 from vaultd.config import Settings
 from vaultd.db import Db
-from vaultd.services.rewrap import rotate_master_key
+from vaultd.services.storage.rewrap import rotate_master_key
 
 app = typer.Typer(no_args_is_help=True, help="Master key management.")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]

@@ -16,8 +16,8 @@ from backends.base import BackendUnavailable, BlobBackend
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.runtime import make_backend
-from vaultd.services import storage_tools
-from vaultd.services.blobs import BlobStore
+from vaultd.services.files.blobs import BlobStore
+from vaultd.services.storage import storage_tools
 
 app = typer.Typer(no_args_is_help=True, help="Check, clean up and migrate stored blobs.")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]

@@ -13,9 +13,10 @@ from render.forensic.trace_task import sniff, trace_image
 from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
-from vaultd.services import mark_key, storage_tools
-from vaultd.services import trace as tracing
-from vaultd.services.pool_calls import run_task
+from vaultd.services.common.pool_calls import run_task
+from vaultd.services.pages import mark_key
+from vaultd.services.storage import storage_tools
+from vaultd.services.tracing import trace as tracing
 
 
 def _read(path: Path) -> bytes:

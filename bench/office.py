@@ -23,7 +23,7 @@ from pathlib import Path
 from bench.server import Vault
 from render.office import runner
 from tests import office_documents as od
-from vaultd.services.office import MEMORY_LIMIT
+from vaultd.services.files.office import MEMORY_LIMIT
 
 RESULTS = Path(__file__).resolve().parent / "results"
 _WORDS = ["revenue", "forecast", "covenant", "escrow", "tranche", "maturity", "indemnity",

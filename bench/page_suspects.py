@@ -40,7 +40,7 @@ Operation = Callable[[], Awaitable[Any]]
 
 
 def _entry() -> dict[str, Any]:
-    """A page's log entry, as `services.access_log.record` writes it."""
+    """A page's log entry, as `services.common.access_log.record` writes it."""
     return {"_id": str(uuid.uuid4()), "accountId": "a" * 36, "fileId": "f" * 36,
             "action": "page", "at": utcnow(), "viewerEmail": "ann.lee@client.example",
             "ip": "203.0.113.7", "page": 3, "viewerName": "Ann Lee",

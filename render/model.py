@@ -37,9 +37,9 @@ class WatermarkSpec:
     # marked invisibly in the pixels. None draws neither (thumbnails, tools).
     render_id: int | None = None
     # What the pixels carry instead of the id: vaultd seals it with the deployment's key
-    # (vaultd.services.mark_key), so a mark names a view only through that key. None: the id.
+    # (vaultd.services.pages.mark_key), so a mark names a view only through that key. None: the id.
     mark_value: int | None = None
-    # The deployment's layout subkey (vaultd.services.mark_key): where the mark's bits sit in
+    # The deployment's layout subkey (vaultd.services.pages.mark_key): where the mark's bits sit in
     # its tile. It lets a worker find the mark, never forge one (the value stays sealed).
     # None: the published layout.
     mark_layout: bytes | None = field(default=None, repr=False)

@@ -62,7 +62,7 @@ def populate(vault: VaultProcess) -> VaultContents:
 
 
 async def _log_many(db: Any, account_id: str, file_id: str) -> None:
-    from vaultd.services import access_log
+    from vaultd.services.common import access_log
 
     for number in range(EXTRA_LOG_ENTRIES):
         await access_log.record(db, account_id, file_id, "download",

@@ -13,8 +13,8 @@ from backends.local import LocalBackend
 from tests.vault_process import VaultProcess
 from vaultd.broker import brokered
 from vaultd.crypto.keyring import MasterKeyring
-from vaultd.services.blobs import BlobStore
-from vaultd.services.renditions import as_file
+from vaultd.services.files.blobs import BlobStore
+from vaultd.services.files.renditions import as_file
 
 _JOB_DIR = re.compile(rb"/var/tmp/vaultd-convert-[^/\s\x00]+")
 

@@ -19,7 +19,7 @@ import threading
 from render.office import launch
 from tests import office_attacks
 
-MEMORY_LIMIT = 4 << 30  # vaultd.services.office's (importing it starts a thread)
+MEMORY_LIMIT = 4 << 30  # vaultd.services.files.office's (importing it starts a thread)
 
 
 def become(uid: int) -> None:

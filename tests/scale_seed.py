@@ -14,7 +14,7 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
-from vaultd.services import accounts, api_keys
+from vaultd.services.accounts import accounts, api_keys
 from vaultd.timefmt import utcnow
 
 YEAR = timedelta(days=365)

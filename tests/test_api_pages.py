@@ -33,7 +33,7 @@ def page_entries(api: httpx.Client, file_id: str) -> list[dict]:
 def test_a_bad_key_on_a_page_is_401_before_anything_else_and_logs_nothing(
     vault: VaultProcess, api: httpx.Client, pdf_file: dict, page: str
 ) -> None:
-    # The key is judged before anything else is done for the page (services.page_path).
+    # The key is judged before anything else is done for the page (services.pages.page_path).
     link = create_link(api, pdf_file["id"])
     account_id, key = vault.new_account("Revoked Ltd")
     vault.admin("keys", "revoke", vault.admin_json("keys", "list", account_id)[0]["id"])

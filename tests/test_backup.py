@@ -30,8 +30,8 @@ from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
-from vaultd.services.backup import BlobCopy, export_collection, prepare_destination
-from vaultd.services.backup_manifest import collection_path, restorable_files
+from vaultd.services.storage.backup import BlobCopy, export_collection, prepare_destination
+from vaultd.services.storage.backup_manifest import collection_path, restorable_files
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 

@@ -13,8 +13,8 @@ from typing import Any
 import bson
 
 from vaultd.crypto.keyring import MasterKeyring
-from vaultd.services.backup import export_order
-from vaultd.services.backup_manifest import (
+from vaultd.services.storage.backup import export_order
+from vaultd.services.storage.backup_manifest import (
     FORMAT,
     encode_doc,
     read_docs,

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 BLOBS_FULL = "storage is full; retry later"
 DATABASE_FULL = "database storage is full; retry later"
-DB_RESERVE = 64 << 20  # vaultd.services.db_room.DB_RESERVE_BYTES, written out: a contract
+DB_RESERVE = 64 << 20  # vaultd.services.storage.db_room.DB_RESERVE_BYTES, written out: a contract
 
 
 def usage(api: httpx.Client) -> tuple[int, int]:

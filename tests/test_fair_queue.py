@@ -13,7 +13,7 @@ from render.fair_queue import (
     QueueFull,
 )
 from vaultd.errors import ServiceUnavailable, TooManyRequests
-from vaultd.services.pool_calls import queue_refusal
+from vaultd.services.common.pool_calls import queue_refusal
 
 ROOMY = FairQueueLimits(max_queued=1000, max_per_link=1000, max_per_ip=1000,
                         max_waiting_per_account=1000, timeout_penalty=4)

@@ -49,7 +49,7 @@ def test_a_worker_killed_mid_render_costs_one_request_not_the_server(
             target=lambda: result.setdefault("r", api.get(f"/views/{slow_link['token']}/pages/1"))
         )
         thread.start()
-        # The page's log entry is written once its render is under way (services.page_path).
+        # The page's log entry is written once its render is under way (services.pages.page_path).
         wait_until(lambda: page_entries(api, slow["id"]), what="the slow render under way")
         workers = render_workers(own_vault.process.pid)
         assert workers

@@ -13,7 +13,7 @@ from PIL import Image
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg, marked
 from render.forensic import decode, layout
 from render.forensic.layout import PUBLIC, keyed
-from vaultd.services.mark_key import MarkCipher
+from vaultd.services.pages.mark_key import MarkCipher
 
 VALUE = 0x0BA9_8765_4321
 KEY_A, KEY_B = bytes(range(32)), bytes(range(1, 33))

@@ -43,7 +43,7 @@ from tests.fuzz_strategies import (
 )
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
-from vaultd.services import uploads
+from vaultd.services.files import uploads
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 

@@ -19,9 +19,10 @@ from tests.fuzz_strategies import (
 )
 from vaultd.errors import VaultError
 from vaultd.plans import get_plan
-from vaultd.services import links, uploads
-from vaultd.services.access_log import valid_ip
-from vaultd.services.accounts import Account
+from vaultd.services.accounts.accounts import Account
+from vaultd.services.common.access_log import valid_ip
+from vaultd.services.files import uploads
+from vaultd.services.links import links
 from vaultd.web.files import parse_bounded_int
 
 # --- the pure parsers, in process ---------------------------------------------------------------

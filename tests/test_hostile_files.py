@@ -21,7 +21,7 @@ from tests.hostile_corpus import Case, corpus
 from tests.http_helpers import PAGE_NOT_FOUND, assert_json_error, upload, upload_ok
 from tests.office_pdf import converters_running
 from tests.vault_process import VaultProcess, running_vault
-from vaultd.services.uploads import sniff
+from vaultd.services.files.uploads import sniff
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 

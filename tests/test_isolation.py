@@ -40,7 +40,7 @@ from tests.isolation_tenants import (
 )
 from tests.vault_process import VaultProcess, running_vault
 from vaultd import secrets as vault_secrets
-from vaultd.services import api_keys
+from vaultd.services.accounts import api_keys
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 

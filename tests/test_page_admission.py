@@ -1,4 +1,4 @@
-"""A refused page request starts no render and writes nothing (services.page_path).
+"""A refused page request starts no render and writes nothing (services.pages.page_path).
 
 The vaultd here has one render worker and no queue: a single render started for a refused
 request would hold the worker for seconds (a slow page), and the legitimate page asked for

@@ -4,7 +4,7 @@ round trip: a link without a policy sends what it sent before gates) and issue 2
 link's page reads its link, the file's place and the key in one round trip, as a file link's
 page does).
 
-A page whose link, file and account were read in the last second (`services.recent`) sends:
+A page whose link, file and account were read in the last second (`services.common.recent`) sends:
 one `aggregate` (the key with the link, `api_keys.check_key`) and the log entry. A page read
 after they expired, or confirmed after a render slower than 0.25 s, sends more: such pages are
 counted but the common page is what is checked.

@@ -1,9 +1,9 @@
-"""The page path's short-lived records (vaultd.services.recent)."""
+"""The page path's short-lived records (vaultd.services.common.recent)."""
 
 from __future__ import annotations
 
-from vaultd.services.recent import TTL_SECONDS, RecentRecords
-from vaultd.services.rewrap import DROP_GRACE_SECONDS
+from vaultd.services.common.recent import TTL_SECONDS, RecentRecords
+from vaultd.services.storage.rewrap import DROP_GRACE_SECONDS
 
 
 class Clock:

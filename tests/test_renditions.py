@@ -1,4 +1,4 @@
-"""Image renditions (vaultd/services/renditions.py): made at upload, used for pages, invisible
+"""Image renditions (vaultd/services/files/renditions.py): made at upload, used for pages, invisible
 in usage and listings, removed with the file; files without one still render."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_an_image_without_a_rendition_renders_from_the_original(
 
     vault.run_service(forget)
     kept.unlink()
-    # The file's record is kept for a second per process (services.recent): once it is read
+    # The file's record is kept for a second per process (services.common.recent): once it is read
     # again, pages come from the original.
     wait_until(lambda: api.get(f"/views/{link['token']}/pages/1").status_code == 200,
                timeout=10)

@@ -1,6 +1,6 @@
 """Bulk work in bounded steps: storage verify, gc and migrate, key rotation and backup walk a
 vault of 5,000 files, 5,000 links and 5,000 log entries, and no query they send makes the
-embedded database read more than a window of records (`services.id_ranges`), measured on the
+embedded database read more than a window of records (`services.common.id_ranges`), measured on the
 server's side through `explain` (`tests.db_reads`), against a real embedded SecantusDB.
 """
 
@@ -21,17 +21,12 @@ from tests.scale_seed import Seeded, seed_account
 from vaultd import embedded_db
 from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring
 from vaultd.db import Db, ensure_indexes
-from vaultd.services import (
-    accounts,
-    backup,
-    files,
-    id_ranges,
-    link_counts,
-    revoke_jobs,
-    rewrap,
-    storage_tools,
-)
-from vaultd.services.blobs import BlobStore
+from vaultd.services.accounts import accounts, link_counts
+from vaultd.services.common import id_ranges
+from vaultd.services.files import files
+from vaultd.services.files.blobs import BlobStore
+from vaultd.services.links import revoke_jobs
+from vaultd.services.storage import backup, rewrap, storage_tools
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database

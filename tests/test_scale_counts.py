@@ -1,4 +1,4 @@
-"""Active links are counted on write (`services.link_counts`), and stay right as links are
+"""Active links are counted on write (`services.accounts.link_counts`), and stay right as links are
 revoked one by one, expire, are revoked after expiring, and are revoked all at once; concurrent
 reads after an expiry subtract it once. Against a real embedded SecantusDB, through the services.
 """
@@ -19,9 +19,12 @@ from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
 from vaultd.secrets import digest
-from vaultd.services import accounts, batches, files, link_counts, links, revoke_jobs
-from vaultd.services.accounts import Account
-from vaultd.services.blobs import BlobStore
+from vaultd.services.accounts import accounts, link_counts
+from vaultd.services.accounts.accounts import Account
+from vaultd.services.common import batches
+from vaultd.services.files import files
+from vaultd.services.files.blobs import BlobStore
+from vaultd.services.links import links, revoke_jobs
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database

@@ -21,15 +21,12 @@ from tests.db_reads import QueryRecorder, total_examined
 from tests.scale_seed import Seeded, seed_account
 from vaultd import embedded_db
 from vaultd.db import Db, ensure_indexes
-from vaultd.services import (
-    access_log,
-    accounts,
-    analytics_report,
-    files,
-    link_counts,
-    link_records,
-)
-from vaultd.services.files import get_file
+from vaultd.services.accounts import accounts, link_counts
+from vaultd.services.analytics import analytics_report
+from vaultd.services.common import access_log
+from vaultd.services.files import files
+from vaultd.services.files.files import get_file
+from vaultd.services.links import link_records
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database

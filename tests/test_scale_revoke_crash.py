@@ -1,6 +1,6 @@
 """A revoke-all interrupted by a crash after its first batch is finished by recovery: every link
 live at its start ends revoked, the live counts reach zero, and its webhook goes out once with
-the full count (`services.revoke_jobs`)."""
+the full count (`services.links.revoke_jobs`)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import running_vault
 from tests.webhook_receiver import running_receiver
 from vaultd.db import Db
-from vaultd.services import link_counts, revoke_jobs
-from vaultd.services.accounts import get_account
-from vaultd.services.links import LinkRequest, create_link
+from vaultd.services.accounts import link_counts
+from vaultd.services.accounts.accounts import get_account
+from vaultd.services.links import revoke_jobs
+from vaultd.services.links.links import LinkRequest, create_link
 
 pytestmark = pytest.mark.slow  # starts, kills and restarts a vaultd
 

@@ -18,7 +18,7 @@ from tests.db_reads import QueryRecorder, total_examined
 from vaultd import embedded_db
 from vaultd.db import Db, ensure_indexes
 from vaultd.secrets import digest, new_token
-from vaultd.services import accounts
+from vaultd.services.accounts import accounts
 from vaultd.services.rooms import records, room_links
 from vaultd.timefmt import utcnow
 

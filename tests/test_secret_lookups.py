@@ -10,8 +10,8 @@ import pytest
 
 from vaultd import secrets as vault_secrets
 from vaultd.errors import NotFound
-from vaultd.services import api_keys
-from vaultd.services.link_records import LinkRecords
+from vaultd.services.accounts import api_keys
+from vaultd.services.links.link_records import LinkRecords
 
 
 class RecordingCollection:

@@ -285,7 +285,7 @@ def test_migrate_copies_every_blob_both_ways_verifies_and_is_safe_to_rerun(
     assert "VAULTD_STORAGE_BACKEND=local" in returned["next"]
     copied = sorted(path.name for path in (tmp_path / "back").iterdir())
     renditions = [name for name in copied if name.endswith(".rendition")]
-    # Every file's blob, and any image's rendition with it (services.renditions).
+    # Every file's blob, and any image's rendition with it (services.files.renditions).
     assert len(copied) - len(renditions) == files
     assert all(name.removesuffix(".rendition") in copied for name in renditions)
 

@@ -1,4 +1,4 @@
-"""The hourly window of `vaultd.services.trace_rate`: images age out after an hour, and the
+"""The hourly window of `vaultd.services.tracing.trace_rate`: images age out after an hour, and the
 Retry-After is the wait until enough have (the clock is the one thing given: an hour cannot
 pass in a test)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from vaultd.errors import TooManyRequests
-from vaultd.services.trace_rate import TraceRate
+from vaultd.services.tracing.trace_rate import TraceRate
 
 
 def test_images_age_out_of_the_hour() -> None:

@@ -23,7 +23,8 @@ from tests.webhook_receiver import running_receiver
 from vaultd.db import Db, ensure_indexes
 from vaultd.records import LinkDoc, LinkStatsDoc
 from vaultd.secrets import digest, new_token
-from vaultd.services import outbox, webhook_events
+from vaultd.services.common import outbox
+from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -139,7 +140,7 @@ def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
     """Another caller revokes one of the file's links after revoke-views has listed them and
     held its event (forced here by wrapping the hold): the event goes out once, with the count
     this revoke made, as the held message itself (released, corrected)."""
-    from vaultd.services import links as link_service
+    from vaultd.services.links import links as link_service
 
     with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
         account_id, key = vault.new_account("Race Ltd", plan="pro")

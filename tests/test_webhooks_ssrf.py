@@ -18,8 +18,13 @@ from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess
 from tests.webhook_attempts import failure_logged, first_delivery
 from tests.webhook_receiver import running_receiver
-from vaultd.services.webhook_failures import Failure, tenant_error
-from vaultd.services.webhook_http import RefusedAddress, classify, refusal_reason, resolve_checked
+from vaultd.services.webhooks.webhook_failures import Failure, tenant_error
+from vaultd.services.webhooks.webhook_http import (
+    RefusedAddress,
+    classify,
+    refusal_reason,
+    resolve_checked,
+)
 
 
 def attempt_refused(api: httpx.Client, vault: VaultProcess, host: str) -> str:

@@ -127,14 +127,14 @@ class VaultProcess:
     def mark_cipher(self) -> Any:
         """The deployment's `MarkCipher` (a served page's mark is its render id, sealed)."""
         from vaultd.crypto.keyring import MasterKeyring
-        from vaultd.services.mark_key import mark_cipher
+        from vaultd.services.pages.mark_key import mark_cipher
 
         ring = MasterKeyring.load(self.data_dir / "master.key")
         return self.run_service(lambda db: mark_cipher(db, ring))
 
     def new_account(self, name: str = "Acme Corp", plan: str = "pro") -> tuple[str, str]:
         """(account id, API key) created through the services the CLI uses."""
-        from vaultd.services import accounts, api_keys
+        from vaultd.services.accounts import accounts, api_keys
 
         async def make(db: Any) -> tuple[str, str]:
             account = await accounts.create_account(db, name, plan)

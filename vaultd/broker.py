@@ -14,7 +14,7 @@ import asyncio
 from render.model import DocumentSource
 from vaultd.crypto.blob_format import ChunkOpener, iter_plaintext_async
 from vaultd.records import FileDoc
-from vaultd.services.blobs import BlobStore
+from vaultd.services.files.blobs import BlobStore
 
 
 class BrokeredFile:

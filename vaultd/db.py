@@ -196,7 +196,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.links.create_index([("fileId", ASCENDING), ("revoked", ASCENDING), ("_id", ASCENDING)])
     await db.links.create_index([("revokedBatch", ASCENDING), ("_id", ASCENDING)])
     await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
-    # Links expired since the last sweep of a file's live count (services.link_counts).
+    # Links expired since the last sweep of a file's live count (services.accounts.link_counts).
     await db.links.create_index([("fileId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
     # The log filtered by action is a time range too (services.access_log, services.newest).
@@ -284,7 +284,7 @@ async def count_links_once(db: Db) -> None:
 async def count_rooms_once(db: Db) -> None:
     """Accounts written before rooms were counted on write get their `roomCount` (the plan's
     cap, `services.rooms.records`), and their live room links join `linkCount.live`
-    (`services.link_counts`), each once: `linkCount.rooms` marks an account done."""
+    (`services.accounts.link_counts`), each once: `linkCount.rooms` marks an account done."""
     marks = db.raw("migrations")
     if await marks.find_one({"_id": ROOM_COUNT_MIGRATION}) is not None:
         return

@@ -29,13 +29,15 @@ from vaultd.metrics.database import watch_database
 from vaultd.metrics.listener import start_metrics
 from vaultd.metrics.render_pool import PoolMetrics
 from vaultd.runtime import KeyringSource, make_backend, open_database
-from vaultd.services import engagement, mark_key, recovery
-from vaultd.services.blobs import BlobStore
+from vaultd.services.analytics import engagement
+from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates.code_key import code_key
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
-from vaultd.services.page_path import PagePath
-from vaultd.services.webhook_delivery import Deliverer, DeliveryConfig
+from vaultd.services.pages import mark_key
+from vaultd.services.pages.page_path import PagePath
+from vaultd.services.storage import recovery
+from vaultd.services.webhooks.webhook_delivery import Deliverer, DeliveryConfig
 from vaultd.shutdown import stop_gracefully
 from vaultd.startup import DataDirLock, StartupError, bind, prepare_data_dir
 from vaultd.version import VERSION

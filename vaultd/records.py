@@ -23,7 +23,7 @@ class UsageDoc(TypedDict):
 
 
 class LinkCountDoc(TypedDict):
-    """Live links kept on write (`services.link_counts`): those not revoked whose expiry is
+    """Live links kept on write (`services.accounts.link_counts`): those not revoked whose expiry is
     after `sweptAt`."""
 
     live: int
@@ -75,7 +75,7 @@ class BlobDoc(TypedDict):
 
 
 class RenditionDoc(BlobDoc):
-    """An image's picture at the served size (`vaultd.services.renditions`): a second blob,
+    """An image's picture at the served size (`vaultd.services.files.renditions`): a second blob,
     a PNG of `plainSize` bytes, made for the budget it names; or an Office document's PDF
     (`vaultd.services.office`: `contentType` PDF, for every budget, longSide and maxPixels 0)."""
 
@@ -288,7 +288,7 @@ class LinkStatsDoc(LinkStatsOpening):
 
 class DeploymentKeyDoc(TypedDict):
     """Collection `deployment_keys`: keys of the whole deployment, stored only wrapped by the
-    master keyring (`trace-mark`: the invisible mark's key, `services.mark_key`)."""
+    master keyring (`trace-mark`: the invisible mark's key, `services.pages.mark_key`)."""
 
     _id: str
     key: dict[str, Any]  # WrappedKey.to_doc(), bound to "deployment:<_id>"

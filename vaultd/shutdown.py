@@ -19,8 +19,8 @@ import logging
 
 from tornado.httpserver import HTTPServer
 
-from vaultd.services.page_path import PagePath
-from vaultd.services.webhook_delivery import Deliverer
+from vaultd.services.pages.page_path import PagePath
+from vaultd.services.webhooks.webhook_delivery import Deliverer
 from vaultd.web.context import AppContext
 
 log = logging.getLogger("vaultd")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 from vaultd.records import ViewerSessionDoc
-from vaultd.services import page_path
-from vaultd.services.links import OpenLink
+from vaultd.services.links.links import OpenLink
+from vaultd.services.pages import page_path
 
 
 async def _authorise_before_gates(self: page_path.PagePath, request: page_path.PageRequest,

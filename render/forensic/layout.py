@@ -9,7 +9,7 @@ key bit, so that the tile looks like noise whatever the id. A chip is either dar
 
 Which chips are sync, which bit each other chip carries and the key bits (the `Layout`) derive
 from a per-deployment layout key (`keyed`; vaultd derives it from the mark key,
-`vaultd.services.mark_key`), so a reader of the source does not know where the template or a
+`vaultd.services.pages.mark_key`), so a reader of the source does not know where the template or a
 given bit lies. `keyed(None)` is the layout of the published seed (tests and tools that embed
 and decode without a deployment).
 """

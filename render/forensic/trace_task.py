@@ -30,7 +30,7 @@ def sniff(data: bytes) -> str | None:
 
 def trace_image(data: bytes, layout_key: bytes | None = None) -> int | None:
     """The value marked in the image `data` in the layout of `layout_key` (the deployment's
-    layout subkey, `vaultd.services.mark_key`; None: the published layout), or None;
+    layout subkey, `vaultd.services.pages.mark_key`; None: the published layout), or None;
     Unreadable for a damaged image."""
     kind = sniff(data)
     if kind is None:

@@ -1,7 +1,7 @@
 """Tests only (`tests/test_render_id_unique.py`): a vaultd started with this directory first on
 PYTHONPATH draws its render ids from `SCRIPTED_RENDER_IDS` (comma-separated hex, in order; then
 random again), so a test can make two page views draw the same id. Python imports
-`sitecustomize` before vaultd, so `vaultd.services.page_path` imports the scripted function.
+`sitecustomize` before vaultd, so `vaultd.services.pages.page_path` imports the scripted function.
 Never on a deployment's path: production has no switch."""
 
 from __future__ import annotations

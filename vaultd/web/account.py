@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vaultd.services.accounts import account_json
+from vaultd.services.accounts.accounts import account_json
 from vaultd.web.base import BaseHandler
 
 

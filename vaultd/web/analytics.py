@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from vaultd.services import analytics, analytics_report
-from vaultd.services.links import OpenLink
+from vaultd.services.analytics import analytics, analytics_report
+from vaultd.services.links.links import OpenLink
 from vaultd.web.base import BaseHandler
 from vaultd.web.viewer_base import ViewerBase
 from vaultd.web.views import ViewerIpMixin

@@ -29,9 +29,9 @@ from vaultd.errors import (
     Unauthorized,
     VaultError,
 )
-from vaultd.services.accounts import Account
-from vaultd.services.api_keys import authenticate
-from vaultd.services.pool_calls import Departure
+from vaultd.services.accounts.accounts import Account
+from vaultd.services.accounts.api_keys import authenticate
+from vaultd.services.common.pool_calls import Departure
 from vaultd.web.access_log_scrub import scrub_path
 from vaultd.web.context import AppContext
 
@@ -68,7 +68,7 @@ class BaseHandler(RequestHandler):
         self.account: Account | None = None
         self._counted = True
         # Told if the client closes its connection before the answer: a page still waiting
-        # in the render queue is then dropped (services.pool_calls).
+        # in the render queue is then dropped (services.common.pool_calls).
         self.departure = Departure()
         ctx.active_requests += 1
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from tornado.httputil import HTTPServerRequest
 
-from vaultd.services.access_log import valid_ip
+from vaultd.services.common.access_log import valid_ip
 
 
 @lru_cache(maxsize=16)

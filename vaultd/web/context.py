@@ -8,12 +8,12 @@ from render.pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.metrics import Metrics
-from vaultd.services.account_slots import AccountSlots
-from vaultd.services.blobs import BlobStore
+from vaultd.services.accounts.account_slots import AccountSlots
+from vaultd.services.files.blobs import BlobStore
+from vaultd.services.files.office import OfficeConverter
 from vaultd.services.gates.codes import EmailCodes
-from vaultd.services.office import OfficeConverter
-from vaultd.services.page_path import PagePath
-from vaultd.services.trace_rate import TraceRate
+from vaultd.services.pages.page_path import PagePath
+from vaultd.services.tracing.trace_rate import TraceRate
 from vaultd.web.pending_work import PendingWork
 
 

@@ -8,7 +8,9 @@ from urllib.parse import quote
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest
 from vaultd.numbers import is_decimal
-from vaultd.services import access_log, files, webhook_events
+from vaultd.services.common import access_log
+from vaultd.services.files import files
+from vaultd.services.webhooks import webhook_events
 from vaultd.web.attachment import content_disposition
 from vaultd.web.base import BaseHandler
 

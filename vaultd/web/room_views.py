@@ -12,13 +12,13 @@ from typing import Any
 
 from vaultd.errors import NotFound
 from vaultd.records import RoomDoc, RoomLinkDoc
-from vaultd.services import links
-from vaultd.services.accounts import Account
+from vaultd.services.accounts.accounts import Account
 from vaultd.services.gates import gated, sessions
 from vaultd.services.gates.check import Gates
 from vaultd.services.gates.policy import policy_json, session_gates
-from vaultd.services.links import OpenLink
-from vaultd.services.page_path import PageRequest
+from vaultd.services.links import links
+from vaultd.services.links.links import OpenLink
+from vaultd.services.pages.page_path import PageRequest
 from vaultd.services.rooms import activity, reads, room_links, tree
 from vaultd.web.analytics import report_activity
 from vaultd.web.base import BaseHandler

@@ -3,7 +3,7 @@ or up to 20 images of one leak as multipart/form-data parts named `image` (100 M
 
 The body is collected in memory up to the limit (a refused body is still read, up to a cap, as
 in `web.upload`, so clients that send everything before reading see the error), then decoded in
-a render worker; see `services.trace` and `services.trace_batch`.
+a render worker; see `services.tracing.trace` and `services.tracing.trace_batch`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from tornado.httputil import HTTPFile, HTTPInputError, parse_multipart_form_data
 from tornado.web import stream_request_body
 
 from vaultd.errors import InvalidRequest, PayloadTooLarge, VaultError
-from vaultd.services import trace, trace_batch
-from vaultd.services.account_slots import Slot
+from vaultd.services.accounts.account_slots import Slot
+from vaultd.services.tracing import trace, trace_batch
 from vaultd.web.base import BaseHandler, as_vault_error
 from vaultd.web.upload import drain_cap
 

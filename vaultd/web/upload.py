@@ -19,11 +19,12 @@ from tornado.web import stream_request_body
 from vaultd.errors import PayloadTooLarge, VaultError
 from vaultd.numbers import is_decimal
 from vaultd.records import FileDoc
-from vaultd.services import db_room, quota
-from vaultd.services.account_slots import Slot
-from vaultd.services.files import file_json
-from vaultd.services.page_path import budget_for
-from vaultd.services.uploads import UploadSession, parse_content_type, parse_kind, parse_name
+from vaultd.services.accounts import quota
+from vaultd.services.accounts.account_slots import Slot
+from vaultd.services.files.files import file_json
+from vaultd.services.files.uploads import UploadSession, parse_content_type, parse_kind, parse_name
+from vaultd.services.pages.page_path import budget_for
+from vaultd.services.storage import db_room
 from vaultd.web.base import BaseHandler, as_vault_error
 
 log = logging.getLogger("vaultd.upload")

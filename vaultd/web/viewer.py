@@ -8,10 +8,12 @@ from pathlib import Path
 from tornado.web import StaticFileHandler
 
 from vaultd.errors import NotFound
-from vaultd.services import access_log, engagement, links
+from vaultd.services.analytics import engagement
+from vaultd.services.common import access_log
 from vaultd.services.gates import gated
-from vaultd.services.links import OpenLink
-from vaultd.services.page_path import PageRequest
+from vaultd.services.links import links
+from vaultd.services.links.links import OpenLink
+from vaultd.services.pages.page_path import PageRequest
 from vaultd.web.viewer_base import ViewerBase, protect
 from vaultd.web.viewer_gates import guard
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaultd.services.links import OpenLink
+from vaultd.services.links.links import OpenLink
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
 

@@ -20,7 +20,7 @@ from vaultd.services.gates.check import Gates
 from vaultd.services.gates.codes import RESEND_SECONDS, masked
 from vaultd.services.gates.gated import GatedLink
 from vaultd.services.gates.policy import session_gates
-from vaultd.services.links import LINK_NOT_FOUND
+from vaultd.services.links.links import LINK_NOT_FOUND
 from vaultd.services.rooms import reads
 from vaultd.timefmt import utcnow
 from vaultd.web.gate_sessions import act

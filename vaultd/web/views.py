@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from vaultd.services import access_log, engagement, link_listing, links
-from vaultd.services.files import PER_PAGE_DEFAULT, PER_PAGE_MAX
+from vaultd.services.analytics import engagement, link_listing
+from vaultd.services.common import access_log
+from vaultd.services.files.files import PER_PAGE_DEFAULT, PER_PAGE_MAX
 from vaultd.services.gates import gated, sessions
 from vaultd.services.gates.check import Gates
 from vaultd.services.gates.policy import parse_policy, policy_json, session_gates
-from vaultd.services.page_path import PageRequest
+from vaultd.services.links import links
+from vaultd.services.pages.page_path import PageRequest
 from vaultd.timefmt import iso_utc, utcnow
 from vaultd.web.base import BaseHandler
 from vaultd.web.files import parse_bounded_int
@@ -66,7 +68,7 @@ class LinkHandler(ViewerIpMixin):
 
 class PageHandler(ViewerIpMixin):
     db_deadline = None  # waits on other things between its database calls
-    deferred_auth = True  # the page path checks the key, with the link (services.page_path)
+    deferred_auth = True  # the page path checks the key, with the link (services.pages.page_path)
 
     async def get(self, token: str, page: str) -> None:
         request = PageRequest(token, page, self.viewer_ip(), api_key=self.bearer_key(),
@@ -84,7 +86,7 @@ class RevokeViewsHandler(BaseHandler):
 
 
 class FileLinksHandler(BaseHandler):
-    """GET /v1/files/:id/views: the file's links, newest first (services.link_listing)."""
+    """GET /v1/files/:id/views: the file's links, newest first (services.analytics.link_listing)."""
 
     async def get(self, file_id: str) -> None:
         assert self.account is not None

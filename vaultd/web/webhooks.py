@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vaultd.services import webhooks
+from vaultd.services.webhooks import webhooks
 from vaultd.web.base import BaseHandler
 
 

@@ -16,8 +16,8 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import AgreementDoc, AgreementRefDoc
-from vaultd.services.accounts import Account
-from vaultd.services.files import is_uuid
+from vaultd.services.accounts.accounts import Account
+from vaultd.services.files.files import is_uuid
 from vaultd.timefmt import iso_utc, utcnow
 
 MAX_NAME = 200

@@ -9,9 +9,9 @@ import uuid
 from typing import Any
 
 from vaultd.db import Db
-from vaultd.services import access_log, outbox
+from vaultd.services.common import access_log, outbox
+from vaultd.services.common.outbox import Awaited
 from vaultd.services.gates.gated import GatedLink
-from vaultd.services.outbox import Awaited
 
 
 def _detail(link: GatedLink, detail: dict[str, Any]) -> dict[str, Any]:

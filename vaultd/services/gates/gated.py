@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from vaultd.records import PolicyDoc, RoomDoc, RoomLinkDoc
-from vaultd.services.accounts import Account
-from vaultd.services.links import OpenLink
+from vaultd.services.accounts.accounts import Account
+from vaultd.services.links.links import OpenLink
 from vaultd.timefmt import iso_utc
 
 Records = Literal["links", "room_links"]

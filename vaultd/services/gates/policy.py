@@ -15,7 +15,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import PolicyDoc
-from vaultd.services.accounts import Account
+from vaultd.services.accounts.accounts import Account
 from vaultd.services.gates import agreements
 from vaultd.services.gates.passcodes import hash_passcode
 from vaultd.timefmt import iso_utc

@@ -17,9 +17,9 @@ from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.records import ViewerSessionDoc
 from vaultd.secrets import digest, is_token, new_token
+from vaultd.services.common.newest import newest
 from vaultd.services.gates.gated import GatedLink
-from vaultd.services.links import LINK_NOT_FOUND
-from vaultd.services.newest import newest
+from vaultd.services.links.links import LINK_NOT_FOUND
 from vaultd.timefmt import iso_utc, utcnow
 
 SESSION_LIFETIME = timedelta(hours=24)

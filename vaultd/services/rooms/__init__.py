@@ -6,6 +6,6 @@
     index       the numbered index of a room, as JSON rows or CSV
     room_links  one reader's link to a room, scoped to folders; revoking
     reads       what a room link may read, checked again on every page (`RoomPages`, a resolver
-                of the page path: room pages are served by `services.page_path` like any page)
+                of the page path: room pages are served by `services.pages.page_path` like any page)
     activity    what the owner learns: the room's access log, analytics, webhooks
 """

@@ -12,7 +12,7 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, RoomLinkDoc
-from vaultd.services import access_log, outbox
+from vaultd.services.common import access_log, outbox
 from vaultd.timefmt import iso_utc, utcnow
 
 # What a room's log holds: its openings, its pages, and its links' gates (services.gates).

@@ -8,7 +8,7 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import FileDoc, RoomDoc, RoomItemDoc, RoomItemType
-from vaultd.services.files import get_file, is_uuid
+from vaultd.services.files.files import get_file, is_uuid
 from vaultd.services.rooms.records import parse_name
 from vaultd.services.rooms.tree import MAX_ITEMS, children_of, load_items
 from vaultd.timefmt import utcnow

@@ -16,7 +16,7 @@ from vaultd.db import Db
 from vaultd.errors import INVALID_KEY, Unauthorized
 from vaultd.records import ApiKeyDoc, RoomItemDoc, RoomLinkDoc
 from vaultd.secrets import digest, is_api_key
-from vaultd.services.api_keys import KEY_CHECK_FIELDS
+from vaultd.services.accounts.api_keys import KEY_CHECK_FIELDS
 
 # Fields the combined read adds to the link's document (none of a room link's own).
 _FILE_ID, _KEY_HASH, _PLACES, _KEY = "pageFileId", "pageKeyHash", "pagePlaces", "pageKey"

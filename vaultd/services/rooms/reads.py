@@ -1,6 +1,6 @@
 """What a room link may read, decided again at every request.
 
-A room page goes through the page path (`services.page_path`) like a file link's page: this
+A room page goes through the page path (`services.pages.page_path`) like a file link's page: this
 module is its resolver for room links (`PagePath.rooms`). It reads the link, the room, the
 file's place in the room and the file itself from the database on every page, and again after
 a render that took long: a file removed from the room, moved out of the link's scope or deleted
@@ -17,16 +17,16 @@ from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.records import FileDoc, LinkDoc, RoomDoc, RoomItemDoc, RoomLinkDoc
 from vaultd.secrets import is_token
-from vaultd.services import api_keys
-from vaultd.services.accounts import Account, get_account
-from vaultd.services.files import get_file, is_uuid
-from vaultd.services.links import LINK_NOT_FOUND, OpenLink
-from vaultd.services.recent import RecentRecords
+from vaultd.services.accounts import api_keys
+from vaultd.services.accounts.accounts import Account, get_account
+from vaultd.services.common.recent import RecentRecords
+from vaultd.services.files.files import get_file, is_uuid
+from vaultd.services.links.links import LINK_NOT_FOUND, OpenLink
 from vaultd.services.rooms import page_read, room_links, tree
 from vaultd.timefmt import iso_utc
 
 if TYPE_CHECKING:  # the page path holds this resolver: only the type is needed here
-    from vaultd.services.page_path import PageRequest
+    from vaultd.services.pages.page_path import PageRequest
 
 MAX_DEPTH = 100  # folders above a file, at most, when its scope is checked
 
@@ -134,7 +134,7 @@ async def open_document(db: Db, token: str, file_id: str, owner: str | None = No
 
 
 class KeptRecords:
-    """Files and accounts read in the last second for room pages (`services.recent`)."""
+    """Files and accounts read in the last second for room pages (`services.common.recent`)."""
 
     def __init__(self) -> None:
         self.files: RecentRecords[FileDoc] = RecentRecords()

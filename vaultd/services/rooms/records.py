@@ -8,8 +8,8 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import RoomDoc
-from vaultd.services.accounts import Account, get_account
-from vaultd.services.files import is_uuid
+from vaultd.services.accounts.accounts import Account, get_account
+from vaultd.services.files.files import is_uuid
 from vaultd.services.rooms import room_links
 from vaultd.timefmt import iso_utc, utcnow
 

@@ -1,6 +1,6 @@
 """Room links: one reader's link to a room, optionally scoped to some of its folders.
 
-Like a file's view link (`services.links`): only the token's SHA-256 is stored and whether a
+Like a file's view link (`services.links.links`): only the token's SHA-256 is stored and whether a
 link is live is read from the database on every request. A link's scope is folder ids: what
 those folders hold at the moment of each request is what it may read.
 """
@@ -19,10 +19,10 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import PolicyDoc, RoomDoc, RoomLinkDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services import link_counts
-from vaultd.services.accounts import Account
+from vaultd.services.accounts import link_counts
+from vaultd.services.accounts.accounts import Account
 from vaultd.services.gates.policy import parse_policy
-from vaultd.services.links import LINK_NOT_FOUND, parse_email, parse_ttl, parse_viewer_name
+from vaultd.services.links.links import LINK_NOT_FOUND, parse_email, parse_ttl, parse_viewer_name
 from vaultd.services.rooms.activity import room_revoked
 from vaultd.timefmt import utcnow
 
@@ -67,7 +67,7 @@ async def parse_request(db: Db, settings: Settings, room: RoomDoc, account: Acco
 
 async def create(db: Db, room: RoomDoc, request: RoomLinkRequest) -> tuple[str, datetime]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored. The link
-    joins the account's live-link count (`services.link_counts`)."""
+    joins the account's live-link count (`services.accounts.link_counts`)."""
     now = utcnow()
     expires_at = now + timedelta(seconds=request.ttl_seconds)
     while True:

@@ -1,0 +1,1 @@
+"""Accounts, API keys, plan quotas and the usage counters kept on the account (live links)."""

@@ -1,0 +1,155 @@
+"""API keys: created and revoked by operators (vault-admin), resolved on every API request."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from pymongo.errors import DuplicateKeyError
+
+from vaultd.db import Db, RawDoc
+from vaultd.errors import INVALID_KEY, NotFound, PlanLimitReached, Unauthorized
+from vaultd.records import ApiKeyDoc, LinkDoc
+from vaultd.secrets import API_KEY_PREFIX, digest, is_api_key, new_api_key
+from vaultd.services.accounts.accounts import Account, get_account
+from vaultd.services.links.links import LIVENESS_FIELDS
+from vaultd.timefmt import iso_utc, utcnow
+
+
+@dataclass(frozen=True)
+class ApiKeyInfo:
+    id: str
+    account_id: str
+    hint: str  # first characters after the prefix, enough to tell keys apart, never the key
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @classmethod
+    def from_doc(cls, doc: ApiKeyDoc) -> ApiKeyInfo:
+        return cls(
+            doc["_id"], doc["accountId"], doc["hint"], doc["createdAt"], doc.get("revokedAt")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "accountId": self.account_id,
+            "hint": self.hint,
+            "createdAt": iso_utc(self.created_at),
+            "revokedAt": iso_utc(self.revoked_at) if self.revoked_at else None,
+        }
+
+
+async def create_key(db: Db, account_id: str) -> tuple[ApiKeyInfo, str]:
+    """Returns the key's record and the key itself, which is shown once and never stored."""
+    account = await get_account(db, account_id)
+    active = await db.api_keys.count_documents({"accountId": account_id, "revokedAt": None})
+    if active >= account.plan.maxApiKeys:
+        raise PlanLimitReached(
+            f"plan {account.plan.name} allows {account.plan.maxApiKeys} API keys"
+        )
+    while True:
+        key = new_api_key()
+        doc: ApiKeyDoc = {
+            "_id": f"key_{uuid.uuid4().hex[:16]}",
+            "accountId": account_id,
+            "hash": digest(key),
+            "hint": key[: len(API_KEY_PREFIX) + 4] + "…",
+            "createdAt": utcnow(),
+            "revokedAt": None,
+        }
+        try:
+            await db.api_keys.insert_one(doc)
+            return ApiKeyInfo.from_doc(doc), key
+        except DuplicateKeyError:  # a 256-bit collision; retry rather than reason about it
+            continue
+
+
+async def list_keys(db: Db, account_id: str) -> list[ApiKeyInfo]:
+    await get_account(db, account_id)
+    cursor = db.api_keys.find({"accountId": account_id}).sort("createdAt", 1)
+    return [ApiKeyInfo.from_doc(doc) async for doc in cursor]
+
+
+async def revoke_key(db: Db, key_id: str) -> ApiKeyInfo:
+    doc = await db.api_keys.find_one_and_update(
+        {"_id": key_id, "revokedAt": None}, {"$set": {"revokedAt": utcnow()}}, return_document=True
+    )
+    doc = doc or await db.api_keys.find_one({"_id": key_id})
+    if doc is None:
+        raise NotFound("API key not found")
+    return ApiKeyInfo.from_doc(doc)
+
+
+async def resolve_key(db: Db, key: str) -> Account | None:
+    """The account of a live key, or None for a malformed, unknown or revoked one."""
+    try:
+        return await authenticate(db, key)
+    except Unauthorized:
+        return None
+
+
+async def authenticate(db: Db, key: str) -> Account:
+    """The account of a live key; Unauthorized (INVALID_KEY) for any other key."""
+    owner = (await check_key(db, key)).owner
+    try:
+        return await get_account(db, owner)
+    except NotFound:
+        raise Unauthorized(INVALID_KEY) from None
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """A key found live, and the link asked for in the same round trip (`check_key`)."""
+
+    owner: str  # the account id of the key
+    link: LinkDoc | None  # LIVENESS_FIELDS of the link asked for, None if there is none
+    read_at: float  # time.monotonic() just before the read
+
+
+async def check_key(db: Db, key: str, *, with_link: str | None = None) -> KeyCheck:
+    """The one check of an API key: live, else Unauthorized (INVALID_KEY).
+
+    With `with_link` (a link id), that link's liveness is read in the same round trip: one
+    `aggregate` rather than two `find`s, which on the embedded database saves about 0.9 ms of
+    CPU a page (bench/page-path.md)."""
+    if not is_api_key(key):
+        raise Unauthorized(INVALID_KEY)  # nothing to look up
+    read_at = time.monotonic()
+    if with_link is None:
+        doc, link = await db.api_keys.find_one({"hash": digest(key)}, KEY_CHECK_FIELDS), None
+    else:
+        doc, link = await _read_key_and_link(db, digest(key), with_link)
+    if doc is None or doc.get("revokedAt") is not None:
+        raise Unauthorized(INVALID_KEY)
+    return KeyCheck(doc["accountId"], link, read_at)
+
+
+# What a key check reads of a key's record.
+KEY_CHECK_FIELDS = {"accountId": 1, "revokedAt": 1}
+_KEY, _KEY_HASH = "key", "keyHash"  # fields the combined read adds to the link's document
+
+
+async def _read_key_and_link(
+    db: Db, key_hash: str, link_id: str
+) -> tuple[ApiKeyDoc | None, LinkDoc | None]:
+    """(the key's record, the link's liveness fields), each None where no document matched.
+
+    The link by its id, the key joined to it by its hash: an equality `$lookup`, which
+    SecantusDB answers from the key's unique index (a `$unionWith` sub-pipeline, as this read
+    was before, walks the whole `api_keys` collection on every page: 66 ms a page at 3,000
+    keys). No link, no document: the key is then read alone, its verdict coming first."""
+    pipeline: list[RawDoc] = [
+        {"$match": {"_id": link_id}},
+        {"$project": {**LIVENESS_FIELDS, _KEY_HASH: {"$literal": key_hash}}},
+        {"$lookup": {"from": db.api_keys.name, "localField": _KEY_HASH,
+                     "foreignField": "hash", "as": _KEY}},
+    ]
+    async for doc in await db.raw(db.links.name).aggregate(pipeline):
+        keys, _ = doc.pop(_KEY), doc.pop(_KEY_HASH)
+        # The link's projection is a subset of its record: the readers use only those fields.
+        return (cast("ApiKeyDoc", keys[0]) if keys else None), cast("LinkDoc", doc)
+    return await db.api_keys.find_one({"hash": key_hash}, KEY_CHECK_FIELDS), None

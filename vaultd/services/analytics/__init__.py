@@ -1,0 +1,1 @@
+"""What the owner learns: engagement per link and page, reports, the link listing."""

@@ -1,0 +1,88 @@
+"""A file's links as its owner sees them (`GET /v1/files/:id/views`): newest first, paged like
+the file list, by state; per link its id (never the token), viewer, times, state, policy
+(without the passcode), sessions opened, pages viewed and last seen."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from vaultd.db import Db
+from vaultd.errors import InvalidRequest
+from vaultd.records import LinkDoc
+from vaultd.services.files.files import get_file
+from vaultd.services.gates.policy import policy_json
+from vaultd.timefmt import iso_utc, utcnow
+
+State = Literal["active", "expired", "revoked"]
+STATES: tuple[State, ...] = ("active", "expired", "revoked")
+
+
+def parse_state(value: str | None) -> State | None:
+    if value is None:
+        return None
+    for state in STATES:
+        if value == state:
+            return state
+    raise InvalidRequest("state must be one of active, expired, revoked")
+
+
+def _state_query(state: State | None) -> dict[str, Any]:
+    now = utcnow()
+    if state == "revoked":
+        return {"revoked": True}
+    if state == "active":
+        return {"revoked": False, "expiresAt": {"$gt": now}, "exhausted": {"$ne": True}}
+    if state == "expired":  # a link spent by maxOpens answers like an expired one
+        return {"revoked": False, "$or": [{"expiresAt": {"$lte": now}}, {"exhausted": True}]}
+    return {}
+
+
+def state_of(link: LinkDoc) -> State:
+    if link["revoked"] is not False:
+        return "revoked"
+    if link["expiresAt"] <= utcnow() or link.get("exhausted"):
+        return "expired"
+    return "active"
+
+
+async def list_file_links(db: Db, account_id: str, file_id: str, page: int, per_page: int,
+                          state: State | None) -> dict[str, Any]:
+    file = await get_file(db, account_id, file_id)
+    query = {"accountId": account_id, "fileId": file["_id"], **_state_query(state)}
+    total = await db.links.count_documents(query)
+    cursor = db.links.find(query).sort([("createdAt", -1), ("_id", -1)]).skip(
+        (page - 1) * per_page).limit(per_page)
+    links = [doc async for doc in cursor]
+    ids = [link["_id"] for link in links]
+    sessions = await _sessions_opened(db, links)
+    stats = {doc["_id"]: doc async for doc in db.link_stats.find(
+        {"_id": {"$in": ids}}, {"pages": 1, "lastSeenAt": 1})}
+    return {"views": [_link_json(link, sessions.get(link["_id"], 0), stats.get(link["_id"]))
+                      for link in links], "total": total}
+
+
+async def _sessions_opened(db: Db, links: list[LinkDoc]) -> dict[str, int]:
+    """The count each link keeps on write (`gates.sessions.count_open`). Links made before it
+    count their session records still kept: the last 24 hours' (the rest are pruned, TTL)."""
+    counted = {link["_id"]: link["sessionsOpened"] for link in links if "sessionsOpened" in link}
+    older = [link["_id"] for link in links if "sessionsOpened" not in link]
+    if not older:
+        return counted
+    pipeline: list[dict[str, Any]] = [{"$match": {"linkId": {"$in": older}}},
+                                      {"$group": {"_id": "$linkId", "n": {"$sum": 1}}}]
+    cursor = await db.raw(db.viewer_sessions.name).aggregate(pipeline)
+    return counted | {row["_id"]: int(row["n"]) async for row in cursor}
+
+
+def _link_json(link: LinkDoc, sessions: int, stats: Any) -> dict[str, Any]:
+    pages = stats.get("pages", {}) if stats else {}
+    body: dict[str, Any] = {
+        "id": link["_id"], "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
+        "createdAt": iso_utc(link["createdAt"]), "expiresAt": iso_utc(link["expiresAt"]),
+        "state": state_of(link), "sessionsOpened": sessions,
+        "pagesViewed": sum(int(entry.get("views", 0)) for entry in pages.values()),
+        "lastSeenAt": iso_utc(stats["lastSeenAt"]) if stats and "lastSeenAt" in stats else None,
+    }
+    if "policy" in link:
+        body["policy"] = policy_json(link["policy"])
+    return body

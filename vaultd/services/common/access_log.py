@@ -1,0 +1,139 @@
+"""The access log: one entry per action on a file (spec 2.4 and 6).
+
+Every action is its own entry, repeated `view`s included (spec 4.9: each details call writes
+one). A flood of entries cannot hide older ones: `latest_for_file` pages back with `before` and
+filters with `action`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from typing import Any, get_args
+
+from vaultd.db import Db
+from vaultd.records import AccessLogDoc, Action
+from vaultd.services.common.newest import newest
+from vaultd.timefmt import iso_utc, utcnow
+
+LATEST = 200
+# A file's actions; `room.view` is a room's (services.rooms.activity), not on a file's log.
+ACTIONS: frozenset[str] = frozenset(get_args(Action)) - {"room.view"}
+# The fields of an entry as the API and the export show it (spec 2.4), in the export's order.
+ENTRY_FIELDS = ("at", "fileId", "action", "viewerEmail", "ip", "page")
+# Entries are stamped by each process's clock: a little before the file's record, or ahead of
+# this process's now, is still read.
+UPLOAD_SLACK = timedelta(minutes=1)
+
+
+def valid_ip(value: str | None) -> str | None:
+    """A syntactically valid IPv4/IPv6 address in canonical form, else None (ignored, unlogged)."""
+    if not value:
+        return None
+    try:
+        return str(ipaddress.ip_address(value.strip()))
+    except ValueError:
+        return None
+
+
+async def record(
+    db: Db,
+    account_id: str,
+    file_id: str | None,
+    action: Action,
+    *,
+    viewer_email: str | None = None,
+    ip: str | None = None,
+    page: int | None = None,
+    render_id: str | None = None,
+    viewer_name: str | None = None,
+    entry_id: str | None = None,
+    detail: dict[str, Any] | None = None,
+    room_id: str | None = None,
+) -> str:
+    """Appends an entry; returns its id (`entry_id` when the caller chose it beforehand, as a
+    webhook held for this entry does). `file_id` None: an entry about no file (a room's
+    `room.view`, a room link's gates) has no `fileId` at all, rather than an empty one."""
+    entry: AccessLogDoc = {
+        "_id": entry_id or str(uuid.uuid4()),
+        "accountId": account_id,
+        "action": action,
+        "at": utcnow(),
+    }
+    if file_id is not None:
+        entry["fileId"] = file_id
+    if viewer_email:
+        entry["viewerEmail"] = viewer_email
+    if ip:
+        entry["ip"] = ip
+    if page is not None:
+        entry["page"] = page
+    if viewer_name:
+        entry["viewerName"] = viewer_name  # for leak tracing; not part of the spec's entry
+    if render_id is not None:
+        entry["renderId"] = render_id  # the served page's forensic id (render.forensic)
+    if detail:
+        entry["detail"] = detail  # verify / agreement entries (services.gates.events)
+    if room_id is not None:
+        entry["roomId"] = room_id  # read through a room link (services.rooms)
+    await db.access_log.insert_one(entry)
+    return entry["_id"]
+
+
+async def withdraw(db: Db, entry_id: str) -> None:
+    """Removes an entry written ahead of an action that then did not happen (a page that was
+    rendered but not served). Entries of actions that happened are never removed."""
+    await db.access_log.delete_one({"_id": entry_id})
+
+
+def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
+    """The spec's fields of an entry (ENTRY_FIELDS); internal ones (renderId...) stay out.
+    An entry about no file (`room.view`: stored with no `fileId`, or `""` before) has no
+    `fileId` here, nor in the export (its csv cell is empty); one of a room carries `roomId`."""
+    out: dict[str, Any] = {"at": iso_utc(doc["at"])}
+    if doc.get("fileId"):
+        out["fileId"] = doc["fileId"]
+    out["action"] = doc["action"]
+    if "viewerEmail" in doc:
+        out["viewerEmail"] = doc["viewerEmail"]
+    if "ip" in doc:
+        out["ip"] = doc["ip"]
+    if "page" in doc:
+        out["page"] = doc["page"]
+    if "detail" in doc:
+        out["detail"] = doc["detail"]
+    if "roomId" in doc:
+        out["roomId"] = doc["roomId"]
+    return out
+
+
+async def latest_for_file(
+    db: Db, file_id: str, *, since: datetime, before: datetime | None = None,
+    action: str | None = None,
+) -> list[dict[str, Any]]:
+    """The latest entries, newest first; `before` (exclusive) and `action` reach older ones.
+
+    `since` is the file's upload: no entry of it is older, so the read stops there. Entries are
+    read by time ranges (`services.common.newest`), so a page costs what it returns however long the
+    log. A full page also carries every other entry of its last entry's millisecond: the next
+    page asks for entries strictly before that `at`, which would skip them otherwise."""
+    query: dict[str, Any] = {"fileId": file_id}
+    if action is not None:
+        query["action"] = action  # on the (fileId, action, at) index: a range as well
+    docs = await newest(db.access_log, query, "at", count=LATEST, before=before,
+                        oldest=since - UPLOAD_SLACK, latest=utcnow() + UPLOAD_SLACK)
+    if len(docs) == LATEST:
+        last = docs[-1]
+        # One millisecond's entries, on the index; the `_id` bound is applied here (a filter
+        # field outside the index would make SecantusDB scan the whole log).
+        tied = db.access_log.find({**query, "at": last["at"]}).sort("_id", -1)
+        docs += [doc async for doc in tied if doc["_id"] < last["_id"]][:LATEST]
+    return [entry_json(doc) for doc in docs]
+
+
+async def export_account(db: Db, account_id: str) -> AsyncIterator[dict[str, Any]]:
+    """Every entry of an account, oldest first, including those of deleted files."""
+    async for doc in db.access_log.find({"accountId": account_id}).sort("at", 1):
+        yield entry_json(doc)

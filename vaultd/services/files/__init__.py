@@ -1,0 +1,1 @@
+"""Stored files: uploads, blobs, renditions, Office conversion, deletion, downloads."""

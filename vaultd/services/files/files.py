@@ -1,0 +1,124 @@
+"""Stored files: listing, lookup, deletion and the read side of downloads."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from vaultd.db import Db
+from vaultd.errors import Forbidden, NotFound
+from vaultd.records import FileDoc
+from vaultd.services.accounts import link_counts, quota
+from vaultd.services.common import access_log
+from vaultd.services.common.batches import delete_in_batches, delete_in_windows
+from vaultd.services.common.newest import newest
+from vaultd.services.files import renditions
+from vaultd.services.files.blobs import BlobStore
+from vaultd.services.webhooks import webhook_events
+from vaultd.timefmt import iso_utc, utcnow
+
+log = logging.getLogger("vaultd.files")
+
+PER_PAGE_DEFAULT = 25
+PER_PAGE_MAX = 100
+# Records are stamped by each process's clock: a little apart from this one's is still read.
+SLACK = timedelta(minutes=1)
+
+
+def is_uuid(value: str) -> bool:
+    try:
+        return str(uuid.UUID(value)) == value.lower() and len(value) == 36
+    except (ValueError, AttributeError, TypeError):
+        return False
+
+
+def file_json(doc: FileDoc, active_links: int | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": doc["_id"],
+        "name": doc["name"],
+        "kind": doc["kind"],
+        "contentType": doc["contentType"],
+        "size": int(doc["size"]),
+        "pageCount": int(doc["pageCount"]),
+        "createdAt": iso_utc(doc["createdAt"]),
+    }
+    if active_links is not None:
+        body["activeLinks"] = active_links
+    return body
+
+
+async def get_file(db: Db, account_id: str, file_id: str) -> FileDoc:
+    """A stored file of this account; unknown, foreign, malformed and deleted ids are all 404."""
+    if not is_uuid(file_id):
+        raise NotFound("file not found")
+    doc = await db.files.find_one({"_id": file_id.lower()})
+    if doc is None or doc["accountId"] != account_id or doc.get("state") != "stored":
+        raise NotFound("file not found")
+    return doc
+
+
+async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[str, Any]:
+    """Newest first. `total` is the account's documents counter (less its unfinished uploads),
+    and the page is read by time ranges (`services.newest`): page n reads n pages' records, so
+    page 1 costs the same at 100 files as at 100,000, and a deep page what precedes it."""
+    account = await db.accounts.find_one({"_id": account_id},
+                                         {"usage": 1, "pendingUploads": 1, "createdAt": 1})
+    if account is None:
+        raise NotFound("account not found")
+    total = max(int(account["usage"]["documents"]) - len(account["pendingUploads"]), 0)
+    wanted = min(page * per_page, total)
+    query = {"accountId": account_id, "state": "stored"}
+    now, oldest = utcnow(), account["createdAt"] - SLACK
+    # At the account's average rate, the window that holds the page (and a tenth more).
+    first = (now - oldest) * (1.1 * wanted / total) if total else timedelta(0)
+    docs = await newest(db.files, query, "createdAt", count=wanted, latest=now + SLACK,
+                        oldest=oldest, first_window=first) if wanted else []
+    docs = docs[(page - 1) * per_page:]
+    counts = await link_counts.files_live(db, [dict(doc) for doc in docs])
+    return {"files": [file_json(d, counts[d["_id"]]) for d in docs], "total": total}
+
+
+def require_downloadable(doc: FileDoc) -> None:
+    if doc["kind"] != "delivery":
+        raise Forbidden("source files are view-only and cannot be downloaded")
+
+
+async def delete_file(db: Db, store: BlobStore, account_id: str, file_id: str) -> None:
+    """Claim the file, then remove links, usage, blob and record; `finish_delete` is resumable."""
+    doc = await get_file(db, account_id, file_id)
+    # The live links it takes from the account's count, fixed at the claim: a resumed delete
+    # finds them there once its links are gone.
+    live = await link_counts.file_live(db, doc["_id"])
+    claimed = await db.files.find_one_and_update(
+        {"_id": doc["_id"], "state": "stored"},
+        {"$set": {"state": "deleting", "liveLinksAtDelete": live},
+         "$currentDate": {"deletingAt": True}},
+    )
+    if claimed is None:
+        raise NotFound("file not found")
+    await finish_delete(db, store, {**claimed, "liveLinksAtDelete": live})
+
+
+async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
+    account_id, file_id = doc["accountId"], doc["_id"]
+    live = doc.get("liveLinksAtDelete")
+    if live is None:  # claimed by a version that did not note it: its links are still there
+        live = await link_counts.file_live(db, file_id)
+    # Links go first so that no page is served from here on, in any process. Read by `_id`
+    # windows on (fileId, revoked, _id); the last call finds only a link of another shape.
+    for revoked in (False, True):
+        await delete_in_windows(db.raw(db.links.name), {"fileId": file_id, "revoked": revoked})
+    await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
+    # It leaves every room (a file is in few rooms: one item per room it was added to).
+    await delete_in_batches(db.raw(db.room_items.name), {"fileId": file_id})
+    await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})  # one per link
+    await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
+    await store.backend.delete(doc["blob"]["name"])
+    await renditions.delete(store, doc)
+    await access_log.record(db, account_id, file_id, "delete")
+    await webhook_events.file_deleted(db, doc)
+    await db.files.delete_one({"_id": file_id})
+    await quota.finish_release(db, account_id, file_id)
+

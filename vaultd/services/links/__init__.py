@@ -1,0 +1,1 @@
+"""View links: creating, reading (with the records kept for a second), revoking."""

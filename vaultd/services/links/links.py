@@ -1,0 +1,218 @@
+"""View links: time-limited, for one named viewer, identified by a secret token.
+
+Only the token's SHA-256 is stored. Whether a link is live is read from the database on every
+request, never from an in-process cache, so a revocation or deletion through any vaultd process
+takes effect on the next request. Reading a link with its file and account, and the records kept
+for a second for the page path, are `services.links.link_records`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from vaultd.db import Db
+from vaultd.emails import normalize_email
+from vaultd.errors import InvalidRequest, NotFound
+from vaultd.records import FileDoc, LinkDoc, PolicyDoc
+from vaultd.secrets import digest, is_token, new_token
+from vaultd.services.accounts import link_counts
+from vaultd.services.accounts.accounts import Account
+from vaultd.services.common import outbox
+from vaultd.services.files.files import get_file, is_uuid
+from vaultd.services.links import revoke_jobs
+from vaultd.services.webhooks import webhook_events
+from vaultd.timefmt import iso_utc, utcnow
+
+DEFAULT_TTL = 3600
+MAX_VIEWER_NAME = 100
+LINK_NOT_FOUND = "link not found or no longer available"
+LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1, "exhausted": 1}  # what `is_live` reads
+
+
+@dataclass(frozen=True)
+class LinkRequest:
+    file_id: str
+    viewer_email: str
+    viewer_name: str
+    ttl_seconds: int
+    policy: PolicyDoc | None = None  # the link's gates (services.gates.policy); None: none
+
+
+@dataclass(frozen=True)
+class OpenLink:
+    """A live link with its file and account, as resolved for one request."""
+
+    link: LinkDoc
+    file: FileDoc
+    account: Account
+    read_at: float  # time.monotonic() when the link was read and found live
+    room_id: str | None = None  # a room link's page (services.rooms.reads): its room
+
+    @property
+    def gate_id(self) -> str:
+        """The link its gates and viewer sessions belong to: this link, or for a room's
+        document (`<room link id>:<file id>`, `rooms.reads.page_link`) the room link."""
+        return self.link["_id"].partition(":")[0] if self.room_id else self.link["_id"]
+
+
+def parse_link_request(body: dict[str, Any], account: Account) -> LinkRequest:
+    file_id = body.get("fileId")
+    if not isinstance(file_id, str) or not is_uuid(file_id):
+        raise InvalidRequest("fileId must be a file UUID")
+    email = parse_email(body.get("viewerEmail"))
+    return LinkRequest(
+        file_id.lower(),
+        email,
+        parse_viewer_name(body.get("viewerName"), email),
+        parse_ttl(body.get("ttlSeconds"), account),
+    )
+
+
+def parse_email(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest("viewerEmail is required and must be an email address")
+    email = normalize_email(value)
+    if email is None:
+        raise InvalidRequest("viewerEmail is not a valid email address")
+    return email
+
+
+def parse_viewer_name(value: Any, email: str) -> str:
+    if value is None:
+        return email
+    if not isinstance(value, str):
+        raise InvalidRequest("viewerName must be a string")
+    name = " ".join("".join(ch for ch in value if ch.isprintable()).split())
+    if len(name) > MAX_VIEWER_NAME:
+        raise InvalidRequest(f"viewerName must be at most {MAX_VIEWER_NAME} characters")
+    return name or email
+
+
+def parse_ttl(value: Any, account: Account) -> int:
+    if value is None:
+        return DEFAULT_TTL
+    low, high = account.plan.minViewSeconds, account.plan.maxViewSeconds
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidRequest(f"ttlSeconds must be a number between {low} and {high}")
+    if not low <= value <= high:
+        raise InvalidRequest(
+            f"ttlSeconds must be between {low} and {high} on plan {account.plan.name}"
+        )
+    return int(value)
+
+
+async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, datetime]:
+    """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
+    file = await get_file(db, account.id, request.file_id)
+    now = utcnow()
+    expires_at = now + timedelta(seconds=request.ttl_seconds)
+    while True:
+        token = new_token()
+        doc: LinkDoc = {
+            "_id": str(uuid.uuid4()),
+            "hash": digest(token),
+            "accountId": account.id,
+            "fileId": request.file_id,
+            "viewerEmail": request.viewer_email,
+            "viewerName": request.viewer_name,
+            "createdAt": now,
+            "expiresAt": expires_at,
+            "revoked": False,
+            "sessionsOpened": 0,  # kept on write: the sessions themselves are pruned (TTL)
+        }
+        if request.policy is not None:
+            doc["policy"] = request.policy
+            if "maxOpens" in request.policy:
+                doc["opens"] = 0
+        held = await webhook_events.view_created(db, doc, file)  # held until the insert
+        try:
+            await db.links.insert_one(doc)
+        except DuplicateKeyError:
+            await outbox.discard(db, held)
+            continue
+        await outbox.release(db, held)
+        await link_counts.added(db, account.id, request.file_id)
+        return token, expires_at
+
+
+def is_live(link: LinkDoc) -> bool:
+    # `exhausted`: an open beyond the policy's maxOpens was refused (services.gates.sessions).
+    return (link.get("revoked") is False and link["expiresAt"] > utcnow()
+            and not link.get("exhausted"))
+
+
+async def still_open(db: Db, opened: OpenLink, fresh_for: float = 0.0) -> bool:
+    """Whether the link is live now, or was found live less than `fresh_for` seconds ago.
+
+    Pages ask after their render, so a revoke or delete during a slow or queued render still
+    stops the page. The link alone tells: deleting a file removes its links before anything."""
+    if time.monotonic() - opened.read_at < fresh_for:
+        return True
+    return await _is_live_now(db, opened.link["_id"])
+
+
+async def _is_live_now(db: Db, link_id: str) -> bool:
+    link = await db.links.find_one({"_id": link_id}, LIVENESS_FIELDS)
+    return link is not None and is_live(link)
+
+
+def link_details(opened: OpenLink) -> dict[str, Any]:
+    return {
+        "fileName": opened.file["name"],
+        "pageCount": int(opened.file["pageCount"]),
+        "viewerName": opened.link["viewerName"],
+        "viewerEmail": opened.link["viewerEmail"],
+        "expiresAt": iso_utc(opened.link["expiresAt"]),
+        "brand": opened.account.brand,
+    }
+
+
+async def revoke_link(db: Db, account_id: str, token: str) -> None:
+    """Revoke one link of this account; revoking twice is fine, a foreign token is NotFound."""
+    if not is_token(token):
+        raise NotFound(LINK_NOT_FOUND)
+    link = await db.links.find_one({"hash": digest(token), "accountId": account_id})
+    await _revoke_found(db, link)
+
+
+async def revoke_link_id(db: Db, account_id: str, file_id: str, link_id: str) -> None:
+    """`revoke_link` by the link's id (as `GET /files/:id/views` lists it), within its file."""
+    if not is_uuid(file_id) or not is_uuid(link_id):
+        raise NotFound(LINK_NOT_FOUND)
+    link = await db.links.find_one({"_id": link_id.lower(), "accountId": account_id,
+                                    "fileId": file_id.lower()})
+    await _revoke_found(db, link)
+
+
+async def _revoke_found(db: Db, link: LinkDoc | None) -> None:
+    if link is None:
+        raise NotFound(LINK_NOT_FOUND)
+    if link["revoked"] is not False:
+        return
+    # Held before the revoke: shared by racing callers (one id), released by the one that won.
+    held = await webhook_events.view_revoked(db, link)
+    live = is_live(link)  # an expired link already left the count (`services.accounts.link_counts`)
+    result = await db.links.update_one({"_id": link["_id"], "revoked": False},
+                                       {"$set": {"revoked": True, "countedOut": live}})
+    if result.modified_count:
+        await outbox.release(db, held)
+        await link_counts.revoked(db, link["accountId"], link["fileId"], int(live))
+
+
+async def revoke_file_links(db: Db, account_id: str, file_id: str,
+                            owner: str = "vaultd-admin") -> int:
+    """Revoke the file's active links; logs `revoke` when at least one was disabled.
+
+    A job in short batches that recovery finishes if `owner` (an instance id) dies
+    (`services.links.revoke_jobs`); its webhook is held before the links change and carries the
+    count of links the job revoked."""
+    if not is_uuid(file_id):
+        return 0
+    return await revoke_jobs.revoke_all(db, account_id, file_id.lower(), owner)

@@ -1,0 +1,2 @@
+"""Keeping stored data whole: backup, restore, storage verify/gc/migrate, re-wrapping,
+crash recovery, the database disk's reserve."""

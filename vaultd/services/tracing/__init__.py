@@ -1,0 +1,1 @@
+"""Leak tracing: reading a leaked page's mark back to its render, rate-limited."""
