@@ -25,7 +25,7 @@ KNOWN_LINKS = 10_000  # links whose record this process has written (a few hundr
 
 async def link_opened(db: Db, opened: OpenLink, ip: str | None) -> None:
     if await analytics.note_open(db, opened, ip):
-        await webhook_events.opened_now(db, opened, ip)
+        await webhook_events.view_opened(db, opened.link, opened.file, ip)
 
 
 async def page_served(db: Db, opened: OpenLink, views: Mapping[int, int], ip: str | None
@@ -37,9 +37,9 @@ async def page_served(db: Db, opened: OpenLink, views: Mapping[int, int], ip: st
             await _owe_nothing(db, opened.link["_id"], note)
             return
         if note.first_open:
-            await webhook_events.opened_now(db, opened, ip)
+            await webhook_events.view_opened(db, opened.link, opened.file, ip)
         if note.completed:
-            await webhook_events.completed_now(db, opened)
+            await webhook_events.view_completed(db, opened.link, opened.file)
     except Exception:
         log.warning("page analytics not recorded (database unavailable?)")
 

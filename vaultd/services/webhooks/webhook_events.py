@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from vaultd.db import Db
 from vaultd.records import FileDoc, LinkDoc
 from vaultd.services.common import access_log, outbox
 from vaultd.services.common.outbox import Awaited
 from vaultd.timefmt import iso_utc, utcnow
-
-if TYPE_CHECKING:  # links emits events itself: a runtime import would be circular
-    from vaultd.services.links.links import OpenLink
 
 Held = list[str]  # ids of held messages, to release once the record is written
 
@@ -130,14 +127,6 @@ async def view_completed(db: Db, link: LinkDoc, file: FileDoc | None) -> None:
     await outbox.emit(db, link["accountId"], "view.completed", _link_data(link, file),
                       key=f"view.completed:{link['_id']}")
     await db.link_stats.update_one({"_id": link["_id"]}, {"$set": {"completeAnnounced": True}})
-
-
-async def opened_now(db: Db, opened: OpenLink, ip: str | None) -> None:
-    await view_opened(db, opened.link, opened.file, ip)
-
-
-async def completed_now(db: Db, opened: OpenLink) -> None:
-    await view_completed(db, opened.link, opened.file)
 
 
 async def announce_missed(db: Db, older_than_seconds: float) -> int:
