@@ -15,7 +15,7 @@ from vaultd.errors import INVALID_KEY, NotFound, PlanLimitReached, Unauthorized
 from vaultd.records import ApiKeyDoc, LinkDoc
 from vaultd.secrets import API_KEY_PREFIX, digest, is_api_key, new_api_key
 from vaultd.services.accounts.accounts import Account, get_account
-from vaultd.services.links.links import LIVENESS_FIELDS
+from vaultd.services.accounts.link_counts import LIVENESS_FIELDS
 from vaultd.timefmt import iso_utc, utcnow
 
 

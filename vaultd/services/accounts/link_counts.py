@@ -33,6 +33,9 @@ from vaultd.timefmt import utcnow
 
 NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 SWEEP_EVERY = timedelta(days=1)  # a sweep is a write: after expiries, or daily to bound the range
+# What decides whether a link is live (`links.is_live`), read with an API key's check too
+# (`api_keys.check_key`): declared here, below both, so that accounts never imports links.
+LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1, "exhausted": 1}
 
 
 async def added(db: Db, account_id: str, file_id: str) -> None:

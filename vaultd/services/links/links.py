@@ -33,7 +33,7 @@ from vaultd.timefmt import iso_utc, utcnow
 DEFAULT_TTL = 3600
 MAX_VIEWER_NAME = 100
 LINK_NOT_FOUND = "link not found or no longer available"
-LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1, "exhausted": 1}  # what `is_live` reads
+LIVENESS_FIELDS = link_counts.LIVENESS_FIELDS  # what `is_live` reads
 
 
 @dataclass(frozen=True)
