@@ -36,6 +36,7 @@ from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
 from vaultd.services.pages import mark_key
 from vaultd.services.pages.page_path import PagePath
+from vaultd.services.rooms.reads import RoomPages
 from vaultd.services.storage import recovery
 from vaultd.services.webhooks.webhook_delivery import Deliverer, DeliveryConfig
 from vaultd.shutdown import stop_gracefully
@@ -135,7 +136,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
         mark = await mark_key.mark_cipher(database.db, keyrings.current())
-        pages = PagePath(database.db, store, pool, settings, mark,
+        pages = PagePath(database.db, store, pool, settings, mark, RoomPages(database.db),
                          hooks=[engagement.EngagementHook(
                              database.db, settings.analytics_flush_seconds)])
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "",

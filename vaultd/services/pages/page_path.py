@@ -62,7 +62,6 @@ from vaultd.services.gates.check import Gates
 from vaultd.services.links.link_records import LinkRecords
 from vaultd.services.links.links import LINK_NOT_FOUND, OpenLink, still_open
 from vaultd.services.pages.mark_key import MarkCipher
-from vaultd.services.rooms.reads import RoomPages
 from vaultd.timefmt import PARIS, paris_display, utcnow
 
 log = logging.getLogger("vaultd.pages")
@@ -165,14 +164,10 @@ class PagePath:
     pool: RenderPool
     settings: Settings
     mark: MarkCipher  # seals each page's render id for its pixels (services.pages.mark_key)
+    rooms: RoomResolver  # room links' pages (`rooms.reads.RoomPages`, from the composition root)
     records: LinkRecords = field(default_factory=LinkRecords)
     hooks: list[PageHook] = field(default_factory=list)
     gates: Gates = field(default_factory=Gates)
-    rooms: RoomResolver | None = None  # room links' pages; made from `db` when not given
-
-    def __post_init__(self) -> None:
-        if self.rooms is None:
-            self.rooms = RoomPages(self.db)
 
     async def serve(self, request: PageRequest, send: Callable[[bytes], None]) -> None:
         """Serve one page to `send`, or raise the domain error that refuses it."""
@@ -215,7 +210,6 @@ class PagePath:
                              ) -> tuple[OpenLink, ViewerSessionDoc | None]:
         """As `authorise`, for a room link's document (`rooms`): the room link's gates, judged
         against a session of the room link."""
-        assert self.rooms is not None
         if request.session is None:
             opened, session = await self.rooms.open(request), None
         else:
@@ -305,7 +299,7 @@ class PagePath:
 
     async def confirm(self, page: Page, render: asyncio.Future[bytes]) -> bytes:
         jpeg = await render
-        if page.link.room_id is not None and self.rooms is not None:
+        if page.link.room_id is not None:
             live = await self.rooms.still_open(page.link, fresh_for=LINK_FRESH_SECONDS)
         else:
             live = await still_open(self.db, page.link, fresh_for=LINK_FRESH_SECONDS)
