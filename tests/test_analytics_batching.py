@@ -1,5 +1,5 @@
-"""Page views are added up per link and written together (vaultd.services.engagement): counts
-stay exact under a burst of pages, reach the database on their own within the flush interval,
+"""Page views are added up per link and written together (vaultd.services.analytics.engagement):
+counts stay exact under a burst of pages, reach the database on their own within the flush interval,
 and a clean stop writes what was pending."""
 
 from __future__ import annotations

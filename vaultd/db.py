@@ -199,7 +199,8 @@ async def ensure_indexes(db: Db) -> None:
     # Links expired since the last sweep of a file's live count (services.accounts.link_counts).
     await db.links.create_index([("fileId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
-    # The log filtered by action is a time range too (services.access_log, services.newest).
+    # The log filtered by action is a time range too (services.common.access_log,
+    # services.common.newest).
     await db.access_log.create_index(
         [("fileId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
     await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
@@ -245,8 +246,8 @@ async def ensure_indexes(db: Db) -> None:
 
 
 # Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`
-# windows (services.id_ranges): SecantusDB's own `_id` index serves equality only, an index led
-# by `_id` serves a range. Name -> (that index's second field, what the collection's ids hold
+# windows (services.common.id_ranges): SecantusDB's own `_id` index serves equality only, an index
+# led by `_id` serves a range. Name -> (that index's second field, what the collection's ids hold
 # before their hex digits). The collections left out stay small (instances, migrations, ...).
 WALKS: dict[str, tuple[str, str]] = {
     "accounts": ("linkCount.sweptAt", ""), "files": ("state", ""), "links": ("fileId", ""),
@@ -265,7 +266,8 @@ GATE_COUNTERS = "gate_counters"  # services.gates.counters: fixed windows with a
 
 async def count_links_once(db: Db) -> None:
     """Accounts and files written before live-link counts existed get theirs, counted once
-    (`services.link_counts`); a marker in `migrations` keeps later start-ups from recounting."""
+    (`services.accounts.link_counts`); a marker in `migrations` keeps later start-ups from
+    recounting."""
     marks = db.raw("migrations")
     if await marks.find_one({"_id": LINK_COUNT_MIGRATION}) is not None:
         return

@@ -77,7 +77,8 @@ class BlobDoc(TypedDict):
 class RenditionDoc(BlobDoc):
     """An image's picture at the served size (`vaultd.services.files.renditions`): a second blob,
     a PNG of `plainSize` bytes, made for the budget it names; or an Office document's PDF
-    (`vaultd.services.office`: `contentType` PDF, for every budget, longSide and maxPixels 0)."""
+    (`vaultd.services.files.office`: `contentType` PDF, for every budget, longSide and maxPixels
+    0)."""
 
     plainSize: int
     longSide: int

@@ -9,8 +9,8 @@ than `webhooks.hold_seconds`: the record exists, the message is released; it doe
 message is dropped. See docs/webhooks-and-analytics.md. The body and `webhook-id` are fixed
 here, so every retry sends the same bytes under the same id.
 
-Delivery (`services.webhook_delivery`) claims a due message with a lease: one atomic update that
-only matches a message nobody holds, so one process at a time sends it.
+Delivery (`services.webhooks.webhook_delivery`) claims a due message with a lease: one atomic
+update that only matches a message nobody holds, so one process at a time sends it.
 """
 
 from __future__ import annotations

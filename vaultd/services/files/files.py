@@ -61,8 +61,8 @@ async def get_file(db: Db, account_id: str, file_id: str) -> FileDoc:
 
 async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[str, Any]:
     """Newest first. `total` is the account's documents counter (less its unfinished uploads),
-    and the page is read by time ranges (`services.newest`): page n reads n pages' records, so
-    page 1 costs the same at 100 files as at 100,000, and a deep page what precedes it."""
+    and the page is read by time ranges (`services.common.newest`): page n reads n pages' records,
+    so page 1 costs the same at 100 files as at 100,000, and a deep page what precedes it."""
     account = await db.accounts.find_one({"_id": account_id},
                                          {"usage": 1, "pendingUploads": 1, "createdAt": 1})
     if account is None:

@@ -1,9 +1,10 @@
 """Reading a link with its file and account, and keeping those records for a second.
 
-One `LinkRecords` lives in the page path (`services.page_path`), built by the composition root,
-so the records kept for pages are owned by one object rather than module globals. Whether a
+One `LinkRecords` lives in the page path (`services.pages.page_path`), built by the composition
+root, so the records kept for pages are owned by one object rather than module globals. Whether a
 link is live is read from the database on every request; only what never changes while a link
-lives (its file's record, its account's) may be reused (`services.recent` says why that is safe).
+lives (its file's record, its account's) may be reused (`services.common.recent` says why that is
+safe).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ deleted between its export and its blob's copy is named in the manifest
 from the files cannot be exact, so restore recounts them from the restored files.
 
 Each collection is read in bounded batches: the collections that grow with use (`db.WALKS`)
-in closed `_id` windows of about 200 documents (`services.id_ranges`), the few small others by
-`_id > last` (sorted, limited), so no single query holds the embedded database for long.
+in closed `_id` windows of about 200 documents (`services.common.id_ranges`), the few small others
+by `_id > last` (sorted, limited), so no single query holds the embedded database for long.
 """
 
 from __future__ import annotations

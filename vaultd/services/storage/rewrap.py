@@ -45,7 +45,8 @@ async def rotate_master_key(settings: Settings, db: Db, drop_old: bool) -> dict[
         kept = ring.without(old)
         kept.save(path)
         # One last pass with the old keys still in memory: a record written since is sealed
-        # again by its upload once it sees the old keys gone (services.uploads), or found here.
+        # again by its upload once it sees the old keys gone (services.files.uploads), or found
+        # here.
         rewrapped += await rewrap_all(db, ring)
         ring = kept
     return {"currentKeyId": ring.current_id, "rewrapped": rewrapped, "keyIds": list(ring.ids)}

@@ -136,7 +136,8 @@ async def _unreferenced(db: Db, listed: set[str]) -> tuple[set[str], list[FileDo
     async for batch in id_ranges.batches(db.files, _RECORD_FIELDS):
         for doc in batch:
             unreferenced.discard(doc["blob"]["name"])
-            if "rendition" in doc:  # an image's second blob (services.renditions), not reported
+            # an image's second blob (services.files.renditions), not reported
+            if "rendition" in doc:
                 unreferenced.discard(doc["rendition"]["name"])
             if doc.get("state") == "stored" and doc["blob"]["name"] not in listed:
                 without_blob.append(doc)
