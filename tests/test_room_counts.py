@@ -14,8 +14,9 @@ from typing import Any
 
 import httpx
 
-from tests.http_helpers import assert_json_error
-from tests.room_helpers import create_room, room_link
+from tests import documents as docs
+from tests.http_helpers import assert_json_error, upload_ok
+from tests.room_helpers import add_file, add_folder, create_room, room_link
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 from vaultd.timefmt import utcnow
@@ -107,3 +108,42 @@ def test_a_room_view_entry_names_the_room_and_no_file(vault: VaultProcess) -> No
         vault.admin("log", "export", account_id, "--format", "csv").stdout)))
     assert rows == [{"at": entry["at"], "fileId": "", "action": "room.view",
                      "viewerEmail": "reader@example.com", "ip": "203.0.113.7", "page": ""}]
+
+
+def _room_count(vault: VaultProcess, room_id: str) -> Any:
+    async def read(db: Any) -> Any:
+        return (await db.rooms.find_one({"_id": room_id})).get("itemCount")
+    return vault.run_service(read)
+
+
+def test_a_rooms_item_count_is_kept_on_write_and_counted_once_for_an_older_room(
+        vault: VaultProcess) -> None:
+    """`itemCount` is the room record's count, kept by every add and removal (a folder with its
+    content, a deleted file leaving every room), so listings never count items; a room made
+    before the count gets it, counted once, at its next item."""
+    _, key = vault.new_account("Counting Co", plan="pro")
+    with vault.client(key) as api:
+        room, other = create_room(api, "Board pack"), create_room(api, "Audit")
+        folder = add_folder(api, room["id"], "Finance")
+        files = [upload_ok(api, docs.pdf(), name=f"Report {n}.pdf") for n in range(3)]
+        for file in files:
+            add_file(api, room["id"], file["id"], folder=folder["id"])
+        add_file(api, other["id"], files[0]["id"])
+        assert _room_count(vault, room["id"]) == 4 and _room_count(vault, other["id"]) == 1
+
+        assert api.delete(f"/files/{files[0]['id']}").status_code == 204
+        wait_until(lambda: _room_count(vault, other["id"]) == 0, what="the file left the room")
+        assert _room_count(vault, room["id"]) == 3
+        listed = {r["id"]: r["itemCount"] for r in api.get("/rooms").json()["rooms"]}
+        assert listed == {room["id"]: 3, other["id"]: 0}
+        assert api.delete(f"/rooms/{room['id']}/items/{folder['id']}").status_code == 204
+        assert api.get(f"/rooms/{room['id']}").json()["itemCount"] == 0 == _room_count(
+            vault, room["id"])
+
+        older = create_room(api, "Made before the count")
+        add_file(api, older["id"], files[1]["id"])
+        vault.run_service(lambda db: db.rooms.update_one({"_id": older["id"]},
+                                                         {"$unset": {"itemCount": ""}}))
+        assert api.get(f"/rooms/{older['id']}").json()["itemCount"] == 1  # counted on read
+        add_file(api, older["id"], files[2]["id"])
+        assert _room_count(vault, older["id"]) == 2

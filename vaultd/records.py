@@ -202,6 +202,9 @@ class RoomDoc(TypedDict):
     accountId: str
     name: str
     createdAt: datetime
+    # Its items, kept on write (services.rooms.items) so listings never count them; absent on
+    # rooms made before the count, which get it at their next item (`items.take_item_place`).
+    itemCount: NotRequired[int]
 
 
 class RoomItemDoc(TypedDict):

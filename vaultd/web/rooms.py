@@ -19,7 +19,7 @@ class RoomBase(BaseHandler):
 
     async def room_json(self, room: RoomDoc) -> dict[str, Any]:
         nodes = await tree.read_tree(self.ctx.db, room["accountId"], room["_id"])
-        return {**records.room_json(room, await records.item_count(self.ctx.db, room["_id"])),
+        return {**records.room_json(room, await records.item_count(self.ctx.db, room)),
                 "tree": tree.tree_json(nodes)}
 
     async def item_json(self, room: RoomDoc, item_id: str) -> dict[str, Any]:

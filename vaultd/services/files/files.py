@@ -59,6 +59,18 @@ async def get_file(db: Db, account_id: str, file_id: str) -> FileDoc:
     return doc
 
 
+async def _leave_rooms(db: Db, file_id: str) -> None:
+    """The file leaves every room, each room's item count lowered with it (a file is in few
+    rooms: one item per room it was added to). Item by item, so a retry after a crash lowers
+    each count once for the items it still finds."""
+    while places := await db.room_items.find({"fileId": file_id}, {"roomId": 1}).to_list(100):
+        for place in places:
+            gone = await db.room_items.delete_one({"_id": place["_id"]})
+            if gone.deleted_count:
+                await db.rooms.update_one({"_id": place["roomId"], "itemCount": {"$exists": True}},
+                                          {"$inc": {"itemCount": -1}})
+
+
 async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[str, Any]:
     """Newest first. `total` is the account's documents counter (less its unfinished uploads),
     and the page is read by time ranges (`services.common.newest`): page n reads n pages' records,
@@ -111,8 +123,7 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     for revoked in (False, True):
         await delete_in_windows(db.raw(db.links.name), {"fileId": file_id, "revoked": revoked})
     await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
-    # It leaves every room (a file is in few rooms: one item per room it was added to).
-    await delete_in_batches(db.raw(db.room_items.name), {"fileId": file_id})
+    await _leave_rooms(db, file_id)
     await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})  # one per link
     await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
     await store.backend.delete(doc["blob"]["name"])

@@ -33,10 +33,30 @@ async def _next_position(db: Db, room_id: str, parent_id: str | None) -> int:
     return int(last["position"]) + 1 if last else 1
 
 
+async def take_item_place(db: Db, room_id: str) -> None:
+    """One more item on the room's `itemCount`, atomically under MAX_ITEMS (two concurrent adds
+    at the cap cannot both pass). A room from before the count gets it first, counted once."""
+    while True:
+        taken = await db.rooms.update_one({"_id": room_id, "itemCount": {"$lt": MAX_ITEMS}},
+                                          {"$inc": {"itemCount": 1}})
+        if taken.modified_count:
+            return
+        counted = await db.room_items.count_documents({"roomId": room_id})
+        started = await db.rooms.update_one({"_id": room_id, "itemCount": {"$exists": False}},
+                                            {"$set": {"itemCount": counted}})
+        if not started.modified_count:  # it has a count, at the cap (or the room is gone)
+            raise InvalidRequest(f"a room holds at most {MAX_ITEMS} items")
+
+
+async def give_back_places(db: Db, room_id: str, count: int) -> None:
+    if count:
+        await db.rooms.update_one({"_id": room_id, "itemCount": {"$exists": True}},
+                                  {"$inc": {"itemCount": -count}})
+
+
 async def _insert(db: Db, room: RoomDoc, kind: RoomItemType, name: str | None,
                   parent_id: str | None, file: FileDoc | None = None) -> RoomItemDoc:
-    if await db.room_items.count_documents({"roomId": room["_id"]}) >= MAX_ITEMS:
-        raise InvalidRequest(f"a room holds at most {MAX_ITEMS} items")
+    await take_item_place(db, room["_id"])
     item: RoomItemDoc = {"_id": str(uuid.uuid4()), "roomId": room["_id"],
                          "accountId": room["accountId"], "type": kind, "name": name,
                          "parentId": parent_id,
@@ -45,7 +65,11 @@ async def _insert(db: Db, room: RoomDoc, kind: RoomItemType, name: str | None,
     if file is not None:
         item.update({"fileId": file["_id"], "fileName": file["name"],
                      "pageCount": int(file["pageCount"])})
-    await db.room_items.insert_one(item)
+    try:
+        await db.room_items.insert_one(item)
+    except BaseException:
+        await give_back_places(db, room["_id"], 1)
+        raise
     return item
 
 
@@ -137,9 +161,5 @@ async def delete_item(db: Db, room: RoomDoc, item_id: str) -> int:
     item = await get_item(db, room, item_id)
     ids = _descendants(await load_items(db, room["_id"]), item["_id"])
     result = await db.room_items.delete_many({"_id": {"$in": sorted(ids)}, "roomId": room["_id"]})
+    await give_back_places(db, room["_id"], int(result.deleted_count))
     return int(result.deleted_count)
-
-
-async def forget_file(db: Db, file_id: str) -> None:
-    """A deleted file leaves every room (`files.finish_delete`)."""
-    await db.room_items.delete_many({"fileId": file_id})

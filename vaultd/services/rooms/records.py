@@ -35,15 +35,19 @@ def room_json(doc: RoomDoc, item_count: int) -> dict[str, Any]:
             "itemCount": item_count}
 
 
-async def item_count(db: Db, room_id: str) -> int:
-    return await db.room_items.count_documents({"roomId": room_id})
+async def item_count(db: Db, room: RoomDoc) -> int:
+    """The room's items: its maintained count, or (a room from before the count, read once
+    until its next item) its items counted."""
+    if "itemCount" in room:
+        return room["itemCount"]
+    return await db.room_items.count_documents({"roomId": room["_id"]})
 
 
 async def create_room(db: Db, account: Account, name: str) -> RoomDoc:
     """A new room, its place under the plan's cap taken first (`take_room_slot`)."""
     await take_room_slot(db, account)
     doc: RoomDoc = {"_id": str(uuid.uuid4()), "accountId": account.id, "name": name,
-                    "createdAt": utcnow()}
+                    "createdAt": utcnow(), "itemCount": 0}
     try:
         await db.rooms.insert_one(doc)
     except BaseException:
@@ -88,7 +92,7 @@ async def list_rooms(db: Db, account_id: str, page: int, per_page: int) -> dict[
     cursor = (db.rooms.find(query).sort([("createdAt", -1), ("_id", -1)])
               .skip((page - 1) * per_page).limit(per_page))
     docs = [doc async for doc in cursor]
-    return {"rooms": [room_json(doc, await item_count(db, doc["_id"])) for doc in docs],
+    return {"rooms": [room_json(doc, await item_count(db, doc)) for doc in docs],
             "total": total}
 
 
@@ -117,6 +121,6 @@ async def summaries(db: Db, account_id: str) -> list[dict[str, Any]]:
              .sort([("createdAt", -1), ("_id", -1)])]
     # Live as `room_links.is_live` says: not revoked, not expired, not spent by maxOpens.
     live = {"revoked": False, "expiresAt": {"$gt": utcnow()}, "exhausted": {"$ne": True}}
-    return [{**room_json(room, await item_count(db, room["_id"])),
+    return [{**room_json(room, await item_count(db, room)),
              "activeLinks": await db.room_links.count_documents({"roomId": room["_id"], **live})}
             for room in rooms]

@@ -37,7 +37,9 @@ class Node:
 
 
 async def load_items(db: Db, room_id: str) -> list[RoomItemDoc]:
-    return [doc async for doc in db.room_items.find({"roomId": room_id}).limit(MAX_ITEMS)]
+    # What the tree uses: not the room, account and time every item also holds.
+    shown = {"roomId": 0, "accountId": 0, "createdAt": 0}
+    return [doc async for doc in db.room_items.find({"roomId": room_id}, shown).limit(MAX_ITEMS)]
 
 
 def children_of(items: Iterable[RoomItemDoc]) -> dict[str | None, list[RoomItemDoc]]:
