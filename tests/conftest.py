@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.blob_helpers import encrypt, pattern
+from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess, running_vault
 from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
 
@@ -61,6 +62,16 @@ def moto(request: pytest.FixtureRequest,
 
     with aws_credentials():  # for the backends a module opens itself
         yield session_moto(request.config, tmp_path_factory)
+
+
+# --- mail (email codes of link gates): a real SMTP server (aiosmtpd), one per module -----------
+
+
+@pytest.fixture(scope="module")
+def mail() -> Iterator[MailServer]:
+    server = MailServer().start()
+    yield server
+    server.stop()
 
 
 # --- blob format (test_blob_*.py): a data key, a context and encrypted samples ------------------

@@ -24,13 +24,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts Chromium and its 
 
 
 @pytest.fixture(scope="module")
-def mail() -> Iterator[MailServer]:
-    server = MailServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def mailing_vault(tmp_path_factory: pytest.TempPathFactory,
                   mail: MailServer) -> Iterator[VaultProcess]:
     with running_vault(tmp_path_factory.mktemp("gates-browser") / "data", **mail.env()) as server:

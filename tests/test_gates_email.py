@@ -25,13 +25,6 @@ PENDING_EMAIL = "gates still pending: verifyEmail (pass them in a viewer session
 
 
 @pytest.fixture(scope="module")
-def mail() -> Iterator[MailServer]:
-    server = MailServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def mailing_vault(tmp_path_factory: pytest.TempPathFactory,
                   mail: MailServer) -> Iterator[VaultProcess]:
     # A watermark time zone other than the default: its abbreviation is on the page.

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from backends.local import LocalBackend
 from tests.db_reads import Query, QueryRecorder, examined
+from tests.embedded_database import recorded_db, running_database
 from tests.scale_seed import Seeded, seed_account
 from vaultd import embedded_db
 from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring
-from vaultd.db import Db, ensure_indexes
+from vaultd.db import Db
 from vaultd.services.accounts import accounts, link_counts
 from vaultd.services.common import id_ranges
 from vaultd.services.files import files
@@ -37,11 +37,8 @@ WINDOW = 3 * id_ranges.BATCH  # a window aims at BATCH records; the density vari
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    running = embedded_db.start(tmp_path_factory.mktemp("bulk") / "db", record_address=False)
-    try:
+    with running_database(tmp_path_factory.mktemp("bulk") / "db") as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +48,8 @@ def recorder() -> QueryRecorder:
 
 @pytest.fixture(scope="module")
 async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        server.uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
-    database = Db(client, client["vaultd"])
-    await ensure_indexes(database)
-    try:
+    async with recorded_db(server, recorder) as database:
         yield database
-    finally:
-        await database.close()
 
 
 @pytest.fixture(scope="module")

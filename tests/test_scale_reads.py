@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from tests.db_reads import QueryRecorder, total_examined
+from tests.embedded_database import recorded_db, running_database
 from tests.scale_seed import Seeded, seed_account
 from vaultd import embedded_db
-from vaultd.db import Db, ensure_indexes
+from vaultd.db import Db
 from vaultd.services.accounts import accounts, link_counts
 from vaultd.services.analytics import analytics_report
 from vaultd.services.common import access_log
@@ -37,12 +36,8 @@ CONSTANT = 40  # reads a route may make beyond what it returns: its own records,
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    storage: Path = tmp_path_factory.mktemp("scale") / "db"
-    running = embedded_db.start(storage, record_address=False)
-    try:
+    with running_database(tmp_path_factory.mktemp("scale") / "db") as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -52,14 +47,8 @@ def recorder() -> QueryRecorder:
 
 @pytest.fixture(scope="module")
 async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        server.uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
-    database = Db(client, client["vaultd"])
-    await ensure_indexes(database)
-    try:
+    async with recorded_db(server, recorder) as database:
         yield database
-    finally:
-        await database.close()
 
 
 @pytest.fixture(scope="module")

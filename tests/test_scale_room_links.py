@@ -12,11 +12,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from tests.db_reads import QueryRecorder, total_examined
+from tests.embedded_database import recorded_db, running_database
 from vaultd import embedded_db
-from vaultd.db import Db, ensure_indexes
+from vaultd.db import Db
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts
 from vaultd.services.rooms import records, room_links
@@ -30,12 +30,8 @@ CONSTANT = 40  # as tests/test_scale_reads.py: the account's own records, window
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    running = embedded_db.start(tmp_path_factory.mktemp("rooms-scale") / "db",
-                                record_address=False)
-    try:
+    with running_database(tmp_path_factory.mktemp("rooms-scale") / "db") as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +41,8 @@ def recorder() -> QueryRecorder:
 
 @pytest.fixture(scope="module")
 async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        server.uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
-    database = Db(client, client["vaultd"])
-    await ensure_indexes(database)
-    try:
+    async with recorded_db(server, recorder) as database:
         yield database
-    finally:
-        await database.close()
 
 
 async def account_reads(db: Db, recorder: QueryRecorder, account_id: str) -> tuple[int, int]:

@@ -11,12 +11,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from tests.db_reads import QueryRecorder, total_examined
-from tests.embedded_database import running_database
+from tests.embedded_database import recorded_db, running_database
 from vaultd import embedded_db
-from vaultd.db import Db, ensure_indexes
+from vaultd.db import Db
 from vaultd.records import LinkDoc
 from vaultd.services.gates import sessions
 from vaultd.services.gates.gated import GatedLink
@@ -40,14 +39,8 @@ def recorder() -> QueryRecorder:
 
 @pytest.fixture
 async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        server.uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
-    database = Db(client, client["vaultd"])
-    await ensure_indexes(database)
-    try:
+    async with recorded_db(server, recorder) as database:
         yield database
-    finally:
-        await database.close()
 
 
 async def new_link(db: Db, **fields: Any) -> LinkDoc:
