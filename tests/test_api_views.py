@@ -87,6 +87,12 @@ def test_invalid_link_requests_are_400(api: httpx.Client, pdf_file: dict, fields
     assert_json_error(api.post("/views", json=body), 400, message)
 
 
+def test_a_null_ttl_is_not_a_number(api: httpx.Client, pdf_file: dict) -> None:
+    """Absent is the default 3600 s; null is not a number (the OpenAPI schema's type)."""
+    body = {"fileId": pdf_file["id"], "viewerEmail": "ok@example.com", "ttlSeconds": None}
+    assert_json_error(api.post("/views", json=body), 400, TTL_NOT_A_NUMBER)
+
+
 def test_the_free_plan_caps_links_at_seven_days(vault: VaultProcess) -> None:
     _, key = vault.new_account("Free Co", plan="free")
     with vault.client(key) as api:

@@ -71,7 +71,7 @@ def parse_link_request(body: dict[str, Any], account: Account) -> LinkRequest:
         file_id.lower(),
         email,
         parse_viewer_name(body.get("viewerName"), email),
-        parse_ttl(body.get("ttlSeconds"), account),
+        parse_ttl(body.get("ttlSeconds", DEFAULT_TTL), account),
     )
 
 
@@ -96,8 +96,8 @@ def parse_viewer_name(value: Any, email: str) -> str:
 
 
 def parse_ttl(value: Any, account: Account) -> int:
-    if value is None:
-        return DEFAULT_TTL
+    """`ttlSeconds` as given (callers pass DEFAULT_TTL when it is absent; null is not a number,
+    as the OpenAPI schema says)."""
     low, high = account.plan.minViewSeconds, account.plan.maxViewSeconds
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidRequest(f"ttlSeconds must be a number between {low} and {high}")

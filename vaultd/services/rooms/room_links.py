@@ -22,7 +22,13 @@ from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.accounts import link_counts
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.gates.policy import parse_policy
-from vaultd.services.links.links import LINK_NOT_FOUND, parse_email, parse_ttl, parse_viewer_name
+from vaultd.services.links.links import (
+    DEFAULT_TTL,
+    LINK_NOT_FOUND,
+    parse_email,
+    parse_ttl,
+    parse_viewer_name,
+)
 from vaultd.services.rooms.activity import room_revoked
 from vaultd.timefmt import utcnow
 
@@ -57,7 +63,7 @@ async def parse_request(db: Db, settings: Settings, room: RoomDoc, account: Acco
                         body: dict[str, Any]) -> RoomLinkRequest:
     """The link asked for; `policy` is read by the file links' parser (one implementation)."""
     email = parse_email(body.get("viewerEmail"))
-    ttl = parse_ttl(body.get("ttlSeconds"), account)
+    ttl = parse_ttl(body.get("ttlSeconds", DEFAULT_TTL), account)
     folder_ids = await parse_folder_ids(db, room, body.get("folderIds"))
     policy = await parse_policy(db, settings, account, body.get("policy"),
                                 utcnow() + timedelta(seconds=ttl))
