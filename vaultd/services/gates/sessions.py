@@ -108,7 +108,3 @@ async def sessions_json(db: Db, link_id: str, created_at: datetime,
                     "ip": doc.get("ip"),
                     "passed": {gate: iso_utc(at) for gate, at in doc["passed"].items()}})
     return out
-
-
-async def count_sessions(db: Db, link_id: str) -> int:
-    return await db.viewer_sessions.count_documents({"linkId": link_id})
