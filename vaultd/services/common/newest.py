@@ -6,23 +6,38 @@ index's time field is bounded, so the newest documents are read window by window
 in time, each window sized from the density seen so far, until enough are found or the oldest
 possible time is passed. On MongoDB the same range queries use the index with the limit.
 
-Cost: what is returned plus the overshoot of the last window (about half a window's documents
-at a steady rate), plus one round trip per window (a log-scale count of them: windows grow
-eightfold while they come back empty).
+Cost: what is returned plus the overshoot of the last window (about a fifth of what it was
+asked for, at a steady rate), plus one round trip per window (a log-scale count of them: windows
+grow eightfold while they come back empty).
+
+`newest_page` also hands back the document that follows the last one returned, when the last
+window held it: a caller that pages by an exclusive time bound needs to know whether that
+document shares the last one's time (and must then be read with it) without a query of its own.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pymongo.asynchronous.collection import AsyncCollection
 
 FIRST_WINDOW = timedelta(seconds=1)
 GROWTH = 8  # an empty window is followed by one this many times longer
 ORDER = [("_id", -1)]
+# The last window aims at this many times the documents still wanted: each one read past the
+# limit costs about 30 us on SecantusDB, a window that falls short a round trip (about 0.5 ms).
+AIM = 1.2
+SPILL = 4
 
 Doc = TypeVar("Doc", bound=Any)
+
+
+@dataclass
+class NewestPage(Generic[Doc]):
+    docs: list[Doc]
+    following: Doc | None  # the next document in the order, if the last window held it
 
 
 async def newest(
@@ -42,7 +57,25 @@ async def newest(
     `latest` is the time the newest document can have (now, for documents stamped by now):
     the first window ends there; `first_window`, when the caller knows the density, saves the
     round trips of growing to it."""
+    page = await newest_page(collection, query, field, count=count, oldest=oldest, before=before,
+                             latest=latest, first_window=first_window)
+    return page.docs
+
+
+async def newest_page(
+    collection: AsyncCollection[Doc],
+    query: dict[str, Any],
+    field: str,
+    *,
+    count: int,
+    oldest: datetime,
+    before: datetime | None = None,
+    latest: datetime | None = None,
+    first_window: timedelta = FIRST_WINDOW,
+) -> NewestPage[Doc]:
+    """`newest`, with the document after the last one returned when the window read it."""
     found: list[Doc] = []
+    following: Doc | None = None
     upper, window = before, max(first_window, FIRST_WINDOW)
     top = before or latest
     while len(found) < count and (upper is None or upper > oldest):
@@ -51,20 +84,41 @@ async def newest(
         bounds: dict[str, Any] = {"$gte": lower}
         if upper is not None:
             bounds["$lt"] = upper
-        order = [(field, -1), *ORDER]
-        cursor = collection.find({**query, field: bounds}).sort(order).limit(count - len(found))
-        page = [doc async for doc in cursor]
+        wanted = count - len(found)
+        page = await _window(collection, {**query, field: bounds}, field, wanted)
+        if len(page) > wanted:
+            following, page = page[wanted], page[:wanted]
         found += page
         window = _next_window(window, len(page), len(found), count, top, lower)
         upper = lower
-    return found
+    return NewestPage(found, following)
+
+
+async def _window(collection: AsyncCollection[Doc], query: dict[str, Any], field: str,
+                  wanted: int) -> list[Doc]:
+    """A window's documents in the order, at least `wanted + 1` of them when it holds them (the
+    one past the wanted tells a caller what follows).
+
+    The database reads the whole window whatever the limit (SecantusDB pushes none down), so
+    the window comes back unsorted and is ordered here: SecantusDB's sort of the same documents
+    costs about a quarter of the query (1.4 of 5.6 ms for 200). A window holding more than
+    SPILL times the wanted (a burst the density did not foresee) is read again, sorted and
+    limited by the database, so what crosses the wire stays bounded."""
+    cap = SPILL * (wanted + 1)
+    docs = [doc async for doc in collection.find(query).limit(cap).batch_size(cap)]
+    if len(docs) < cap:
+        docs.sort(key=lambda doc: (doc[field], doc["_id"]), reverse=True)
+        return docs
+    cursor = (collection.find(query).sort([(field, -1), *ORDER])
+              .limit(wanted + 1).batch_size(wanted + 1))
+    return [doc async for doc in cursor]
 
 
 def _next_window(window: timedelta, last: int, found: int, count: int,
                  top: datetime | None, lower: datetime) -> timedelta:
-    """Grow fourfold after an empty window; otherwise aim at the rest with the density seen."""
+    """Grow eightfold after an empty window; otherwise aim at the rest with the density seen."""
     if last == 0 or top is None or found == 0:
         return window * GROWTH
     span = max((top - lower).total_seconds(), 0.001)
-    wanted = timedelta(seconds=span * (count - found) / found * 1.5)
+    wanted = timedelta(seconds=span * (count - found) / found * AIM)
     return max(min(wanted, window * GROWTH), FIRST_WINDOW)
