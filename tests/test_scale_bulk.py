@@ -1,7 +1,8 @@
-"""Bulk work in bounded steps: storage verify, gc and migrate, key rotation and backup walk a
-vault of 5,000 files, 5,000 links and 5,000 log entries, and no query they send makes the
-embedded database read more than a window of records (`services.common.id_ranges`), measured on the
-server's side through `explain` (`tests.db_reads`), against a real embedded SecantusDB.
+"""Bulk work in bounded steps: storage verify, gc and migrate, key rotation, backup, revoke-all,
+a file's deletion and webhook retention walk a vault of 5,000 files, 5,000 links, 5,000 log
+entries and 5,000 delivery records, and no query they send makes the embedded database read
+more than a window of records (`services.common.id_ranges`, `services.common.newest`), measured
+on the server's side through `explain` (`tests.db_reads`), against a real embedded SecantusDB.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from vaultd import embedded_db
 from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring
 from vaultd.db import Db
 from vaultd.services.accounts import accounts, link_counts
-from vaultd.services.common import id_ranges
+from vaultd.services.common import id_ranges, outbox
 from vaultd.services.files import files
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.links import revoke_jobs
@@ -176,3 +178,21 @@ async def test_deleting_a_file_reads_its_links_a_window_at_a_time(
     assert await db.links.count_documents({"fileId": busy.busy_file}) == 0
     assert await db.link_stats.count_documents({"fileId": busy.busy_file}) == 0
     assert await db.files.find_one({"_id": busy.busy_file}) is None
+
+
+async def test_retention_prunes_a_year_of_deliveries_a_window_at_a_time(
+        db: Db, recorder: QueryRecorder) -> None:
+    now, keep = utcnow(), timedelta(days=30)
+    times = [now - timedelta(days=365) * (n / SIZE) for n in range(SIZE)]
+    await db.raw(db.webhook_deliveries.name).insert_many(
+        [{"_id": str(uuid.uuid4()), "messageId": f"msg_{n}", "endpointId": "ep_x", "at": at,
+          "accountId": "x", "type": "file.viewed", "attempt": 1, "status": 200, "ok": True,
+          "durationMs": 1} for n, at in enumerate(times)])
+    old = sum(1 for at in times if at < now - keep)
+    pruned, most, queries = await largest_read(db, recorder,
+                                               lambda: outbox.prune(db, keep.total_seconds()))
+    assert pruned == old
+    left = [doc["at"] async for doc in db.webhook_deliveries.find({}, {"at": 1})]
+    assert len(left) == SIZE - old and min(left) >= now - keep - timedelta(seconds=5)
+    assert most <= WINDOW, f"retention: one query read {most} documents"
+    assert queries >= old // WINDOW

@@ -28,7 +28,7 @@ from pymongo.errors import BulkWriteError
 
 from vaultd.db import Db
 from vaultd.records import AwaitedRecordDoc, OutboxDoc, OutboxState
-from vaultd.services.common.batches import delete_in_batches
+from vaultd.services.common.batches import delete_older
 from vaultd.timefmt import iso_utc, utcnow
 
 NEVER_LEASED = datetime(1970, 1, 1, tzinfo=UTC)
@@ -142,10 +142,9 @@ async def prune(db: Db, keep_seconds: float) -> int:
     cutoff = utcnow() - timedelta(seconds=keep_seconds)
     pruned = 0
     for state in FINISHED:  # one index range each: `$in` beside a range would scan them all
-        pruned += await delete_in_batches(db.raw(db.webhook_outbox.name),
-                                          {"state": state, "finishedAt": {"$lt": cutoff}})
-    return pruned + await delete_in_batches(db.raw(db.webhook_deliveries.name),
-                                            {"at": {"$lt": cutoff}})
+        pruned += await delete_older(db.raw(db.webhook_outbox.name), {"state": state},
+                                     "finishedAt", cutoff)
+    return pruned + await delete_older(db.raw(db.webhook_deliveries.name), {}, "at", cutoff)
 
 
 async def claim_due(db: Db, owner: str, lease_seconds: float) -> Message | None:

@@ -1,0 +1,163 @@
+"""How long each database operation of vaultd's bulk work takes: `python -m bench.bulk_steps`.
+
+Issue 25 asks that work touching many records (a revoke-all, a file's deletion, the bulk walks
+of verify, rotation, migration and backup) run in steps, none above about 50 ms on the embedded
+database, since its one lock makes every other request wait behind the step in progress.
+
+A fresh embedded SecantusDB with vaultd's indexes gets one account (`tests.scale_seed`) with
+`--links` links on its busiest file (half expired), as many access-log entries and a tenth as
+many files. Then, each timed through the driver's command monitoring (the round trip as the
+client sees it: queueing behind the lock included):
+
+- `revoke-all`: `services.links.revoke_jobs.revoke_all` of the file's live links;
+- `walk <collection>`: `services.common.id_ranges.batches` over files, links and the log, the
+  reads of verify, gc, migrate, rewrap and backup;
+- `delete links`: the bulk part of a file's deletion (`services.files.files.finish_delete`):
+  its links, then their aggregates, removed in `_id` windows;
+- `retention`: `services.common.outbox.prune` of as many webhook delivery records, spread
+  over the past year, keeping the last 30 days.
+
+With `--load N`, N clients of their own connection (not timed) meanwhile read one small
+account's records in a loop (a page's database work: a link by hash, a file by id), so the
+steps run against the lock's other users.
+Prints a Markdown table: operations, p50, p99 and max in ms, and how many took over 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pymongo import monitoring
+
+from tests.embedded_database import recorded_db, running_database, vault_db
+from tests.scale_seed import seed_account
+from vaultd.db import Db
+from vaultd.services.common import id_ranges, outbox
+from vaultd.services.common.batches import delete_in_windows
+from vaultd.services.links import revoke_jobs
+from vaultd.timefmt import utcnow
+
+SLOW_MS = 50.0
+KEEP = timedelta(days=30)
+
+
+@dataclass
+class StepTimes(monitoring.CommandListener):
+    """Durations (ms) of the commands sent while `label` is set, by label."""
+
+    label: str | None = None
+    times: dict[str, list[float]] = field(default_factory=dict)
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        pass
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        if self.label is not None:
+            self.times.setdefault(self.label, []).append(event.duration_micros / 1000)
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        self.succeeded(event)  # type: ignore[arg-type]  # same duration field
+
+
+async def _timed(steps: StepTimes, label: str, work: Callable[[], Awaitable[Any]]) -> float:
+    steps.label = label
+    started = time.perf_counter()
+    try:
+        await work()
+    finally:
+        steps.label = None
+    return time.perf_counter() - started
+
+
+async def _walk(db: Db, name: str) -> None:
+    async for _ in id_ranges.batches(db.raw(name), {"_id": 1}):
+        pass
+
+
+async def _load(db: Db, stop: asyncio.Event, account_id: str) -> None:
+    link = await db.links.find_one({"accountId": account_id})
+    assert link is not None
+    while not stop.is_set():
+        await db.links.find_one({"hash": link["hash"]})
+        await db.files.find_one({"_id": link["fileId"]})
+
+
+async def run(links: int, load: int, storage: Path) -> tuple[dict[str, list[float]],
+                                                             dict[str, float]]:
+    steps = StepTimes()
+    with running_database(storage) as server:
+        async with recorded_db(server, steps) as db, vault_db(server) as other:
+            big = await seed_account(db, "Big Co", files=links // 10, entries=links, links=links)
+            small = await seed_account(db, "Small Co", files=10, entries=100, links=10)
+            stop = asyncio.Event()
+            loaders = [asyncio.create_task(_load(other, stop, small.account_id))
+                       for _ in range(load)]
+            took: dict[str, float] = {}
+            try:
+                took["revoke-all"] = await _timed(steps, "revoke-all", lambda: (
+                    revoke_jobs.revoke_all(db, big.account_id, big.busy_file, "bench")))
+                for name in ("files", "links", "access_log"):
+                    took[f"walk {name}"] = await _timed(steps, f"walk {name}",
+                                                        lambda n=name: _walk(db, n))
+                took["delete links"] = await _timed(steps, "delete links",
+                                                    lambda: _delete_links(db, big.busy_file))
+                await _seed_deliveries(db, links)
+                took["retention"] = await _timed(steps, "retention", lambda: outbox.prune(
+                    db, KEEP.total_seconds()))
+            finally:
+                stop.set()
+                await asyncio.gather(*loaders)
+            return steps.times, took
+
+
+async def _seed_deliveries(db: Db, count: int) -> None:
+    now = utcnow()
+    docs = [{"_id": str(uuid.uuid4()), "messageId": f"msg_{n}", "endpointId": "ep_bench",
+             "accountId": "bench", "type": "file.viewed", "attempt": 1,
+             "at": now - timedelta(days=365) * (n / count), "status": 200, "ok": True,
+             "durationMs": 3} for n in range(count)]
+    for first in range(0, count, 2000):
+        await db.raw(db.webhook_deliveries.name).insert_many(docs[first:first + 2000])
+
+
+async def _delete_links(db: Db, file_id: str) -> None:
+    """What `finish_delete` removes in windows; the blob and the record are single calls."""
+    for revoked in (False, True):
+        await delete_in_windows(db.raw(db.links.name), {"fileId": file_id, "revoked": revoked})
+    await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})
+
+
+def table(times: dict[str, list[float]], took: dict[str, float]) -> str:
+    rows = ["| work | seconds | operations | p50 ms | p99 ms | max ms | over 50 ms |",
+            "|---|---|---|---|---|---|---|"]
+    for label, durations in times.items():
+        ordered = sorted(durations)
+        p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+        slow = sum(1 for d in ordered if d > SLOW_MS)
+        rows.append(f"| {label} | {took[label]:.1f} | {len(ordered):,} | "
+                    f"{statistics.median(ordered):.1f} | {p99:.1f} | {ordered[-1]:.1f} | {slow} |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--links", type=int, default=20_000)
+    parser.add_argument("--load", type=int, default=0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-bulk-") as work:
+        times, took = asyncio.run(run(args.links, args.load, Path(work) / "db"))
+    print(table(times, took))
+
+
+if __name__ == "__main__":
+    main()
