@@ -35,7 +35,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from pymongo import monitoring
 
@@ -69,19 +68,24 @@ class StepTimes(monitoring.CommandListener):
         self.succeeded(event)  # type: ignore[arg-type]  # same duration field
 
 
-async def _timed(steps: StepTimes, label: str, work: Callable[[], Awaitable[Any]]) -> float:
+@dataclass
+class Work:
+    seconds: float
+    records: int  # what the work revoked, walked, deleted or pruned
+
+
+async def _timed(steps: StepTimes, label: str, work: Callable[[], Awaitable[int]]) -> Work:
     steps.label = label
     started = time.perf_counter()
     try:
-        await work()
+        records = await work()
     finally:
         steps.label = None
-    return time.perf_counter() - started
+    return Work(time.perf_counter() - started, records)
 
 
-async def _walk(db: Db, name: str) -> None:
-    async for _ in id_ranges.batches(db.raw(name), {"_id": 1}):
-        pass
+async def _walk(db: Db, name: str) -> int:
+    return sum([len(batch) async for batch in id_ranges.batches(db.raw(name), {"_id": 1})])
 
 
 async def _load(db: Db, stop: asyncio.Event, account_id: str) -> None:
@@ -93,7 +97,7 @@ async def _load(db: Db, stop: asyncio.Event, account_id: str) -> None:
 
 
 async def run(links: int, load: int, storage: Path) -> tuple[dict[str, list[float]],
-                                                             dict[str, float]]:
+                                                             dict[str, Work]]:
     steps = StepTimes()
     with running_database(storage) as server:
         async with recorded_db(server, steps) as db, vault_db(server) as other:
@@ -102,7 +106,7 @@ async def run(links: int, load: int, storage: Path) -> tuple[dict[str, list[floa
             stop = asyncio.Event()
             loaders = [asyncio.create_task(_load(other, stop, small.account_id))
                        for _ in range(load)]
-            took: dict[str, float] = {}
+            took: dict[str, Work] = {}
             try:
                 took["revoke-all"] = await _timed(steps, "revoke-all", lambda: (
                     revoke_jobs.revoke_all(db, big.account_id, big.busy_file, "bench")))
@@ -130,21 +134,24 @@ async def _seed_deliveries(db: Db, count: int) -> None:
         await db.raw(db.webhook_deliveries.name).insert_many(docs[first:first + 2000])
 
 
-async def _delete_links(db: Db, file_id: str) -> None:
+async def _delete_links(db: Db, file_id: str) -> int:
     """What `finish_delete` removes in windows; the blob and the record are single calls."""
+    deleted = 0
     for revoked in (False, True):
-        await delete_in_windows(db.raw(db.links.name), {"fileId": file_id, "revoked": revoked})
-    await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})
+        deleted += await delete_in_windows(db.raw(db.links.name),
+                                           {"fileId": file_id, "revoked": revoked})
+    return deleted + await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})
 
 
-def table(times: dict[str, list[float]], took: dict[str, float]) -> str:
-    rows = ["| work | seconds | operations | p50 ms | p99 ms | max ms | over 50 ms |",
-            "|---|---|---|---|---|---|---|"]
+def table(times: dict[str, list[float]], took: dict[str, Work]) -> str:
+    rows = ["| work | records | seconds | operations | p50 ms | p99 ms | max ms | over 50 ms |",
+            "|---|---|---|---|---|---|---|---|"]
     for label, durations in times.items():
         ordered = sorted(durations)
         p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
         slow = sum(1 for d in ordered if d > SLOW_MS)
-        rows.append(f"| {label} | {took[label]:.1f} | {len(ordered):,} | "
+        rows.append(f"| {label} | {took[label].records:,} | {took[label].seconds:.1f} | "
+                    f"{len(ordered):,} | "
                     f"{statistics.median(ordered):.1f} | {p99:.1f} | {ordered[-1]:.1f} | {slow} |")
     return "\n".join(rows)
 

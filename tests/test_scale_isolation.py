@@ -3,18 +3,21 @@ biggest file and reads its log, listing, account and analytics in a loop, anothe
 page p95 at most doubles against its own figure at rest, and no page waits a second. Judged by
 behaviour (the bystander against itself), not by absolute times; at a small scale (10^4 log
 entries, 5,000 links, 2,000 files). What holds it: no database operation of the heavy calls
-grows with the data, the revoke-all's included (reads and updates of 50 links, yielding
-between them: docs/operations.md, "The embedded database's envelope").
+grows with the data, the revoke-all's included (reads of 50 links and updates of 10, yielding
+between them: docs/operations.md, "The embedded database's envelope"). The heavy tenant is a
+process of its own, as another client would be.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
+import httpx
 import pytest
 
 from tests import documents as docs
@@ -24,7 +27,7 @@ from tests.vault_process import VaultProcess
 
 pytestmark = pytest.mark.slow  # starts its own vaultd and seeds 2 x 10^4 records
 
-PAGES = 40
+PAGES = 100  # the p95 of 100 is the 6th-worst page: one stray stall does not decide it
 VIEWER = {"x-viewer-ip": "203.0.113.9"}
 
 
@@ -53,14 +56,18 @@ def _pages(vault: VaultProcess, key: str, token: str) -> list[float]:
     return took
 
 
-def _heavy(vault: VaultProcess, big: Seeded, stop: threading.Event, revoked: list[int]) -> None:
-    with vault.client(big.key) as api:
-        revoked.append(api.post(f"/files/{big.busy_file}/revoke-views").json()["revoked"])
+def _heavy(url: str, key: str, file_id: str, stop: Any, revoked: Any) -> None:
+    """The heavy tenant, in a process of its own (as another client would be): a thread of the
+    bystander's process would take its interpreter lock to parse 200-entry logs, and the
+    bystander's own client would be what waits."""
+    with httpx.Client(base_url=f"{url}/v1", headers={"Authorization": f"Bearer {key}"},
+                      timeout=60) as api:
+        revoked.put(api.post(f"/files/{file_id}/revoke-views").json()["revoked"])
         while not stop.is_set():
-            for path in (f"/files/{big.busy_file}/access-log", "/files?page=1&perPage=100",
-                         f"/files/{big.busy_file}/access-log?action=download", "/account",
-                         f"/files/{big.busy_file}/analytics"):
-                assert api.get(path).status_code == 200
+            for path in (f"/files/{file_id}/access-log", "/files?page=1&perPage=100",
+                         f"/files/{file_id}/access-log?action=download", "/account",
+                         f"/files/{file_id}/analytics"):
+                assert api.get(path).status_code == 200, path
 
 
 @dataclass
@@ -83,15 +90,17 @@ def run(vault: VaultProcess) -> Run:
     vault.secrets.append(token)
     _pages(vault, key, token)  # warm: renders, caches, connections
     at_rest = _pages(vault, key, token)
-    stop, revoked = threading.Event(), []
-    heavy = threading.Thread(target=_heavy, args=(vault, big, stop, revoked))
+    spawn = multiprocessing.get_context("spawn")
+    stop, revoked = spawn.Event(), spawn.Queue()
+    heavy = spawn.Process(target=_heavy, args=(vault.url, big.key, big.busy_file, stop, revoked))
     heavy.start()
     try:
         busy = _pages(vault, key, token)
     finally:
         stop.set()
         heavy.join(120)
-    return Run(big.live_links, revoked, at_rest, busy)
+    assert heavy.exitcode == 0, f"the heavy tenant's process ended with {heavy.exitcode}"
+    return Run(big.live_links, [revoked.get(timeout=5)], at_rest, busy)
 
 
 def test_no_page_of_another_tenant_waits_a_second(run: Run) -> None:

@@ -19,8 +19,8 @@ def iso_utc(moment: datetime) -> str:
     """ISO 8601 UTC with milliseconds and Z, e.g. 2026-11-22T01:02:03.456Z."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # isoformat is C code: an access-log page formats 200 of these (strftime took 0.5 ms).
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-len("+00:00")] + "Z"
 
 
 def paris_display(moment: datetime, zone: ZoneInfo = PARIS) -> str:

@@ -15,7 +15,7 @@ from typing import Any, get_args
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, Action
-from vaultd.services.common.newest import AIM, FIRST_WINDOW, newest_page
+from vaultd.services.common.newest import FIRST_WINDOW, newest_page
 from vaultd.services.common.recent import RecentRecords
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -32,6 +32,7 @@ UPLOAD_SLACK = timedelta(minutes=1)
 # one from a second (eight round trips on a log of 10^4 entries a year). Only a hint: what is
 # new since costs what a window of it holds, and a minute bounds that as the walk's growth does.
 PAGE_SPANS: RecentRecords[timedelta] = RecentRecords(ttl=60.0, capacity=4096)
+HINT_AIM = 1.05  # that span held a full page under a minute ago: a little more covers what moved
 
 
 def valid_ip(value: str | None) -> str | None:
@@ -134,7 +135,7 @@ async def latest_for_file(
     span = PAGE_SPANS.fresh(hint_key)
     page = await newest_page(db.access_log, query, "at", count=LATEST, before=before,
                              oldest=since - UPLOAD_SLACK, latest=top,
-                             first_window=span * AIM if span else FIRST_WINDOW)
+                             first_window=span * HINT_AIM if span else FIRST_WINDOW)
     docs, following = page.docs, page.following
     if len(docs) == LATEST:
         PAGE_SPANS.keep(hint_key, top - docs[-1]["at"])

@@ -105,13 +105,12 @@ async def _window(collection: AsyncCollection[Doc], query: dict[str, Any], field
     SPILL times the wanted (a burst the density did not foresee) is read again, sorted and
     limited by the database, so what crosses the wire stays bounded."""
     cap = SPILL * (wanted + 1)
-    docs = [doc async for doc in collection.find(query).limit(cap).batch_size(cap)]
+    docs = await collection.find(query).limit(cap).batch_size(cap).to_list()
     if len(docs) < cap:
         docs.sort(key=lambda doc: (doc[field], doc["_id"]), reverse=True)
         return docs
-    cursor = (collection.find(query).sort([(field, -1), *ORDER])
-              .limit(wanted + 1).batch_size(wanted + 1))
-    return [doc async for doc in cursor]
+    return await (collection.find(query).sort([(field, -1), *ORDER])
+                  .limit(wanted + 1).batch_size(wanted + 1).to_list())
 
 
 def _next_window(window: timedelta, last: int, found: int, count: int,
