@@ -6,38 +6,21 @@ of the same log start with one window of the right size."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from tests import recorded_database
 from tests.db_reads import QueryRecorder
-from tests.embedded_database import recorded_db, running_database
-from vaultd import embedded_db
 from vaultd.db import Db
 from vaultd.services.common import access_log
 from vaultd.services.common.newest import SPILL, newest_page
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path_factory.mktemp("newest") / "db") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture(scope="module")
-async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_db(server, recorder) as database:
-        yield database
+server, recorder, db = (recorded_database.server, recorded_database.recorder,
+                        recorded_database.db)  # this module's fixtures
 
 
 def entry(file_id: str, at: Any, entry_id: str | None = None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from backends.local import LocalBackend
+from tests import recorded_database
 from tests.db_reads import Query, QueryRecorder, examined
-from tests.embedded_database import recorded_db, running_database
 from tests.scale_seed import Seeded, seed_account
-from vaultd import embedded_db
 from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring
 from vaultd.db import Db
 from vaultd.services.accounts import accounts, link_counts
@@ -32,26 +31,11 @@ from vaultd.services.storage import backup, rewrap, storage_tools
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
+server, recorder, db = (recorded_database.server, recorded_database.recorder,
+                        recorded_database.db)  # this module's fixtures
 
 SIZE = 5000
 WINDOW = 3 * id_ranges.BATCH  # a window aims at BATCH records; the density varies around it
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path_factory.mktemp("bulk") / "db") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture(scope="module")
-async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_db(server, recorder) as database:
-        yield database
 
 
 @pytest.fixture(scope="module")

@@ -9,16 +9,15 @@ the data is written in the services' record shapes (`tests.scale_seed`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
-from tests.embedded_database import recorded_db, running_database
 from tests.scale_seed import Seeded, seed_account
-from vaultd import embedded_db
 from vaultd.db import Db
 from vaultd.services.accounts import accounts, link_counts
 from vaultd.services.analytics import analytics_report
@@ -29,26 +28,11 @@ from vaultd.services.links import link_records
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
+server, recorder, db = (recorded_database.server, recorded_database.recorder,
+                        recorded_database.db)  # this module's fixtures
 
 SIZE = 10_000
 CONSTANT = 40  # reads a route may make beyond what it returns: its own records, window edges
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path_factory.mktemp("scale") / "db") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture(scope="module")
-async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_db(server, recorder) as database:
-        yield database
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,13 @@ room links written in the services' record shape."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
-from tests.embedded_database import recorded_db, running_database
-from vaultd import embedded_db
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts
@@ -23,26 +21,11 @@ from vaultd.services.rooms import records, room_links
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
+server, recorder, db = (recorded_database.server, recorded_database.recorder,
+                        recorded_database.db)  # this module's fixtures
 
 LINKS = 4_000  # half of them expired before the count's last sweep, half live
 CONSTANT = 40  # as tests/test_scale_reads.py: the account's own records, window edges
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path_factory.mktemp("rooms-scale") / "db") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture(scope="module")
-async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_db(server, recorder) as database:
-        yield database
 
 
 async def account_reads(db: Db, recorder: QueryRecorder, account_id: str) -> tuple[int, int]:
