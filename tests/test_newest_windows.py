@@ -15,7 +15,7 @@ from tests import recorded_database
 from tests.db_reads import QueryRecorder
 from vaultd.db import Db
 from vaultd.services.common import access_log
-from vaultd.services.common.newest import SPILL, newest_page
+from vaultd.services.common.newest import SPILL, newest
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
@@ -40,7 +40,7 @@ async def test_a_window_read_unsorted_is_ordered_newest_first_with_ties_by_id(db
                                                                                   5, 9, 1, 10,
                                                                                   2, 8, 4, 6)]
     await db.access_log.insert_many(list(reversed(docs)))
-    page = await newest_page(db.access_log, {"fileId": file_id}, "at", count=20,
+    page = await newest(db.access_log, {"fileId": file_id}, "at", count=20,
                              oldest=now - timedelta(days=1), latest=now)
     order = expected_order(docs)
     assert [doc["_id"] for doc in page.docs] == order[:20]
@@ -56,7 +56,7 @@ async def test_a_burst_larger_than_the_window_foresaw_is_read_sorted_by_the_data
     recorder.queries.clear()
     recorder.recording = True
     try:
-        page = await newest_page(db.access_log, {"fileId": file_id}, "at", count=wanted,
+        page = await newest(db.access_log, {"fileId": file_id}, "at", count=wanted,
                                  oldest=now - timedelta(days=1), latest=now)
     finally:
         recorder.recording = False

@@ -15,7 +15,7 @@ from typing import Any, get_args
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, Action
-from vaultd.services.common.newest import FIRST_WINDOW, newest_page
+from vaultd.services.common.newest import FIRST_WINDOW, newest
 from vaultd.services.common.recent import RecentRecords
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -133,9 +133,9 @@ async def latest_for_file(
     top = before or utcnow() + UPLOAD_SLACK
     hint_key = f"{file_id} {action or ''}"
     span = PAGE_SPANS.fresh(hint_key)
-    page = await newest_page(db.access_log, query, "at", count=LATEST, before=before,
-                             oldest=since - UPLOAD_SLACK, latest=top,
-                             first_window=span * HINT_AIM if span else FIRST_WINDOW)
+    page = await newest(db.access_log, query, "at", count=LATEST, before=before,
+                        oldest=since - UPLOAD_SLACK, latest=top,
+                        first_window=span * HINT_AIM if span else FIRST_WINDOW)
     docs, following = page.docs, page.following
     if len(docs) == LATEST:
         PAGE_SPANS.keep(hint_key, top - docs[-1]["at"])

@@ -59,8 +59,8 @@ async def delete_older(records: AsyncCollection[Any], query: dict[str, Any], fie
     were deleted."""
     deleted, upper, window = 0, cutoff, FIRST_WINDOW
     while True:
-        docs = await newest(records, query, field, count=WINDOW, before=upper, oldest=EPOCH,
-                            first_window=window)
+        docs = (await newest(records, query, field, count=WINDOW, before=upper, oldest=EPOCH,
+                             first_window=window)).docs
         gone = await delete_ids(records, [doc["_id"] for doc in docs])
         deleted += gone
         if not gone:  # none left (or another process took them first)

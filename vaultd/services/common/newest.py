@@ -10,7 +10,7 @@ Cost: what is returned plus the overshoot of the last window (about a fifth of w
 asked for, at a steady rate), plus one round trip per window (a log-scale count of them: windows
 grow eightfold while they come back empty).
 
-`newest_page` also hands back the document that follows the last one returned, when the last
+`newest` also hands back the document that follows the last one returned, when the last
 window held it: a caller that pages by an exclusive time bound needs to know whether that
 document shares the last one's time (and must then be read with it) without a query of its own.
 """
@@ -50,30 +50,14 @@ async def newest(
     before: datetime | None = None,
     latest: datetime | None = None,
     first_window: timedelta = FIRST_WINDOW,
-) -> list[Doc]:
+) -> NewestPage[Doc]:
     """Up to `count` documents matching `query`, newest `field` first (ties by `_id`, newest
-    first), from `before` (exclusive; None: no upper bound) back to `oldest` (inclusive).
+    first), from `before` (exclusive; None: no upper bound) back to `oldest` (inclusive), and
+    the document after the last one when the last window read it.
 
     `latest` is the time the newest document can have (now, for documents stamped by now):
     the first window ends there; `first_window`, when the caller knows the density, saves the
     round trips of growing to it."""
-    page = await newest_page(collection, query, field, count=count, oldest=oldest, before=before,
-                             latest=latest, first_window=first_window)
-    return page.docs
-
-
-async def newest_page(
-    collection: AsyncCollection[Doc],
-    query: dict[str, Any],
-    field: str,
-    *,
-    count: int,
-    oldest: datetime,
-    before: datetime | None = None,
-    latest: datetime | None = None,
-    first_window: timedelta = FIRST_WINDOW,
-) -> NewestPage[Doc]:
-    """`newest`, with the document after the last one returned when the window read it."""
     found: list[Doc] = []
     following: Doc | None = None
     upper, window = before, max(first_window, FIRST_WINDOW)

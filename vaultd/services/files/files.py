@@ -85,8 +85,8 @@ async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[
     now, oldest = utcnow(), account["createdAt"] - SLACK
     # At the account's average rate, the window that holds the page (and a tenth more).
     first = (now - oldest) * (1.1 * wanted / total) if total else timedelta(0)
-    docs = await newest(db.files, query, "createdAt", count=wanted, latest=now + SLACK,
-                        oldest=oldest, first_window=first) if wanted else []
+    docs = (await newest(db.files, query, "createdAt", count=wanted, latest=now + SLACK,
+                         oldest=oldest, first_window=first)).docs if wanted else []
     docs = docs[(page - 1) * per_page:]
     counts = await link_counts.files_live(db, [dict(doc) for doc in docs])
     return {"files": [file_json(d, counts[d["_id"]]) for d in docs], "total": total}

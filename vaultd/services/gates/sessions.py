@@ -102,8 +102,9 @@ async def sessions_json(db: Db, link_id: str, created_at: datetime,
     record goes when it ends), never the session id. Read newest first by time windows on
     `(linkId, createdAt)`, so the read is bounded by `limit`, not by the link's sessions."""
     out = []
-    for doc in await newest(db.viewer_sessions, {"linkId": link_id}, "createdAt",
-                            count=limit, oldest=created_at, latest=utcnow()):
+    latest = await newest(db.viewer_sessions, {"linkId": link_id}, "createdAt",
+                          count=limit, oldest=created_at, latest=utcnow())
+    for doc in latest.docs:
         out.append({"createdAt": iso_utc(doc["createdAt"]), "expiresAt": iso_utc(doc["expiresAt"]),
                     "ip": doc.get("ip"),
                     "passed": {gate: iso_utc(at) for gate, at in doc["passed"].items()}})
