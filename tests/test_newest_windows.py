@@ -15,7 +15,7 @@ from tests import recorded_database
 from tests.db_reads import QueryRecorder
 from vaultd.db import Db
 from vaultd.services.common import access_log
-from vaultd.services.common.newest import SPILL, newest
+from vaultd.services.common.newest import SPILL, SPILL_FLOOR, newest
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
@@ -51,7 +51,8 @@ async def test_a_burst_larger_than_the_window_foresaw_is_read_sorted_by_the_data
         db: Db, recorder: QueryRecorder) -> None:
     file_id, now = str(uuid.uuid4()), utcnow()
     wanted = 10
-    burst = [entry(file_id, now - timedelta(milliseconds=n)) for n in range(SPILL * 30)]
+    over_full = max(SPILL * (wanted + 1), SPILL_FLOOR) + 20
+    burst = [entry(file_id, now - timedelta(milliseconds=n)) for n in range(over_full)]
     await db.access_log.insert_many(burst)
     recorder.queries.clear()
     recorder.recording = True

@@ -29,7 +29,7 @@ ORDER = [("_id", -1)]
 # The last window aims at this many times the documents still wanted: each one read past the
 # limit costs about 30 us on SecantusDB, a window that falls short a round trip (about 0.5 ms).
 AIM = 1.2
-SPILL = 4
+SPILL, SPILL_FLOOR = 4, 256  # a window holding more than max(SPILL x wanted, FLOOR) is re-read
 
 Doc = TypeVar("Doc", bound=Any)
 
@@ -73,7 +73,7 @@ async def newest(
         if len(page) > wanted:
             following, page = page[wanted], page[:wanted]
         found += page
-        window = _next_window(window, len(page), len(found), count, top, lower)
+        window = _next_window(window, len(page), found, count, field, lower)
         upper = lower
     return NewestPage(found, following)
 
@@ -86,9 +86,9 @@ async def _window(collection: AsyncCollection[Doc], query: dict[str, Any], field
     The database reads the whole window whatever the limit (SecantusDB pushes none down), so
     the window comes back unsorted and is ordered here: SecantusDB's sort of the same documents
     costs about a quarter of the query (1.4 of 5.6 ms for 200). A window holding more than
-    SPILL times the wanted (a burst the density did not foresee) is read again, sorted and
-    limited by the database, so what crosses the wire stays bounded."""
-    cap = SPILL * (wanted + 1)
+    SPILL times the wanted, and SPILL_FLOOR (a burst the density did not foresee), is read
+    again, sorted and limited by the database, so what crosses the wire stays bounded."""
+    cap = max(SPILL * (wanted + 1), SPILL_FLOOR)
     docs = await collection.find(query).limit(cap).batch_size(cap).to_list()
     if len(docs) < cap:
         docs.sort(key=lambda doc: (doc[field], doc["_id"]), reverse=True)
@@ -97,11 +97,13 @@ async def _window(collection: AsyncCollection[Doc], query: dict[str, Any], field
                   .limit(wanted + 1).batch_size(wanted + 1).to_list())
 
 
-def _next_window(window: timedelta, last: int, found: int, count: int,
-                 top: datetime | None, lower: datetime) -> timedelta:
-    """Grow eightfold after an empty window; otherwise aim at the rest with the density seen."""
-    if last == 0 or top is None or found == 0:
+def _next_window(window: timedelta, last: int, found: list[Any], count: int, field: str,
+                 lower: datetime) -> timedelta:
+    """Grow eightfold after an empty window; otherwise aim at the rest with the density seen
+    between the newest document found and the last window's start (not from the top: a log
+    quiet lately would read as sparse, and the next window overshoot)."""
+    if last == 0 or not found:
         return window * GROWTH
-    span = max((top - lower).total_seconds(), 0.001)
-    wanted = timedelta(seconds=span * (count - found) / found * AIM)
+    span = max((found[0][field] - lower).total_seconds(), 0.001)
+    wanted = timedelta(seconds=span * (count - len(found)) / len(found) * AIM)
     return max(min(wanted, window * GROWTH), FIRST_WINDOW)
