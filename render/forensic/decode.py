@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +29,7 @@ import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, ink, layout, pattern_model, photo, rectify, scan, sync
+from render.forensic import chips, coarse, ink, layout, pattern_model, photo, rectify, scan, sync
 from render.forensic.layout import CHIP, PUBLIC, TILE, Layout
 
 SYNC_THRESHOLD = 6.0
@@ -38,6 +37,9 @@ CHASE_BITS = 5  # 32 CRC trials at most per alignment; the sync threshold guards
 _SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate does not decode
 _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
 _LEVELS = 16.0
+# A candidate is folded in full only when its fold at chip resolution scores this (unmarked
+# images: about 3.5-4.3; a mark read by the full fold at 6 or more: ...).
+_SCREEN = 4.5
 _MAX_PIXELS = 12_000_000
 # Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
 # would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
@@ -144,7 +146,7 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     angles = [turned, 0.0] if turned is not None and abs(turned) > _UPRIGHT else [0.0]
     for degrees in angles:
         angle = math.radians(degrees)
-        for _, scale in scan.best_scales(points, angle, _fold_score(plan)):
+        for _, scale in scan.best_scales(points, angle, plan):
             tile = chips.aligned(scan.fine_fold(points, scale, angle), plan)
             score = chips.sync_score(tile, plan)
             if score >= SYNC_THRESHOLD:
@@ -154,21 +156,15 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     return None, known
 
 
-def _fold_score(plan: Layout) -> Callable[[Floats], float]:
-    def score(folded: Floats) -> float:
-        return chips.sync_score(chips.aligned(folded, plan), plan)
-
-    return score
-
-
 def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
             first: tuple[float, float] | None = None) -> Detection | None:
     """The first candidate tile vector (`first`, then those the autocorrelation of the
     reading `detail` of the image suggests) that decodes."""
     candidates = [] if first is None else [first]
+    kept = _kept(detail)
     for vector in candidates + sync.tile_vectors(grey, _CANDIDATES, detail=detail):
         for nudge in _SCALE_NUDGES:
-            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), detail, plan)
+            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept, plan)
             if found is not None:
                 return found
             if score < _NUDGE_WORTHY:
@@ -176,10 +172,28 @@ def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
     return None
 
 
+def _kept(residual: ink.Residual) -> ink.Residual:
+    """`residual`, each reading kept for the search's later candidates (the screen, then the
+    fold, then candidates of the same size and radius: a box blur of the image each)."""
+    readings: dict[tuple[int, int, float], Floats] = {}
+
+    def kept(grey: Image.Image, radius: float) -> Floats:
+        # One search reads one image: its central part of a given size is one crop.
+        key = (grey.width, grey.height, radius)
+        if key not in readings:
+            readings[key] = residual(grey, radius)
+        return readings[key]
+
+    return kept
+
+
 def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual, plan: Layout,
           ) -> tuple[Detection | None, float]:
     """The detection along one candidate tile vector (or None), and its sync score."""
     scale = math.hypot(*vector) / TILE
+    screened = _screen(grey, vector, detail, plan)
+    if screened < _SCREEN:
+        return None, screened
     folded = _fold(grey, vector, detail)
     tile = chips.aligned(folded, plan)
     score = chips.sync_score(tile, plan)
@@ -212,6 +226,33 @@ def _fold(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual
     tiles = plane[: rows * TILE, : cols * TILE].reshape(rows, TILE, cols, TILE)
     folded: Floats = tiles.sum(axis=(0, 2), dtype=np.float32)
     return folded
+
+
+def _screen(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual,
+            plan: Layout) -> float:
+    """The sync score of a fold at chip resolution (`coarse`: cells of 2 px, a quarter of the
+    resampling), which tells a candidate worth the full fold from one with no mark."""
+    scale = math.hypot(*vector) / TILE
+    grey = _within_fold_budget(grey, scale)
+    detail = residual(grey, max(1.0, CHIP * scale / 2))
+    levels = Image.fromarray(np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8),
+                             mode="L")
+    # Box-averaged by 2 first when the image is denser than the cells (each cell then reads
+    # every pixel, as the full fold does).
+    reduced = 2 if scale >= 2 / coarse.CELL else 1
+    if reduced > 1:
+        levels = levels.reduce(reduced)
+    step = coarse.CELL / reduced
+    a, d = vector[0] / TILE * step, vector[1] / TILE * step
+    size = (math.ceil(grey.width / scale / coarse.CELL) + coarse.GRID,
+            math.ceil(grey.height / scale / coarse.CELL) + coarse.GRID)
+    upright = levels.transform(size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0),
+                               Image.Resampling.BILINEAR, fillcolor=128)
+    plane = np.asarray(upright, dtype=np.float64) - 128.0
+    rows, cols = plane.shape[0] // coarse.GRID, plane.shape[1] // coarse.GRID
+    tiles = plane[: rows * coarse.GRID, : cols * coarse.GRID].reshape(
+        rows, coarse.GRID, cols, coarse.GRID)
+    return float(coarse.folded_scores(-tiles.sum(axis=(0, 2))[None], plan)[0])
 
 
 def _within_fold_budget(grey: Image.Image, scale: float) -> Image.Image:
