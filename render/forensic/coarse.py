@@ -63,7 +63,7 @@ def scores(points: Points, scales: npt.NDArray[np.float64], angle: float, plan: 
         first = (np.arange(count) * cells)[:, None]
         if on_grid:
             column_cell = _cells(int(columns.max()) + 1, batch[:, 0])
-            row_cell = _cells(int(rows.max()) + 1, batch[:, 1]) * GRID + first
+            row_cell = _cells(int(rows.max()) + 1, batch[:, 1]) * GRID + first.astype(np.int32)
             index = (row_cell[:, rows] + column_cell[:, columns]).ravel()
         else:
             ix = (along[None, :] / (CELL * batch[:, :1])).astype(np.intp) % GRID
@@ -75,10 +75,11 @@ def scores(points: Points, scales: npt.NDArray[np.float64], angle: float, plan: 
     return result
 
 
-def _cells(length: int, scales: Floats) -> npt.NDArray[np.intp]:
-    """Per scale (rows) and pixel position 0..length-1 (columns): the cell it folds into."""
+def _cells(length: int, scales: Floats) -> npt.NDArray[np.int32]:
+    """Per scale (rows) and pixel position 0..length-1 (columns): the cell it folds into
+    (32-bit: the lookups of every point at every scale are the bulk of the work)."""
     positions = np.arange(length)[None, :] / (CELL * scales[:, None])
-    table: npt.NDArray[np.intp] = positions.astype(np.intp) % GRID
+    table: npt.NDArray[np.int32] = (positions.astype(np.int64) % GRID).astype(np.int32)
     return table
 
 
@@ -89,11 +90,19 @@ def folded_scores(darkness: npt.NDArray[np.float64], plan: Layout) -> Floats:
     corr = np.fft.irfft2(np.fft.rfft2(darkness) * _template_spectrum(plan), s=(GRID, GRID))
     peak = corr.reshape(count, -1).argmax(axis=1)
     dy, dx = peak // GRID, peak % GRID
-    from_y = (dy[:, None] + np.arange(GRID)[None, :]) % GRID
-    from_x = (dx[:, None] + np.arange(GRID)[None, :]) % GRID
-    aligned = darkness[np.arange(count)[:, None, None], from_y[:, :, None], from_x[:, None, :]]
-    chip = aligned.reshape(count, TILE_CHIPS, _PER_CHIP, TILE_CHIPS, _PER_CHIP).mean(
-        axis=(2, 4)).reshape(count, -1)
+    # Each chip's sum at every position (a cyclic box of _PER_CHIP cells a side), then the
+    # chips of the aligned tile picked out: the peak's offset, every _PER_CHIP cells.
+    box = darkness.copy()
+    for shift in range(1, _PER_CHIP):
+        box += np.roll(darkness, -shift, axis=1)
+    rows = box.copy()
+    for shift in range(1, _PER_CHIP):
+        box += np.roll(rows, -shift, axis=2)
+    steps = np.arange(0, GRID, _PER_CHIP)
+    from_y = (dy[:, None] + steps[None, :]) % GRID
+    from_x = (dx[:, None] + steps[None, :]) % GRID
+    chip = box[np.arange(count)[:, None, None], from_y[:, :, None], from_x[:, None, :]].reshape(
+        count, -1)
     chip -= chip.mean(axis=1, keepdims=True)
     chip /= np.maximum(chip.std(axis=1, keepdims=True), 1e-9)
     sync, signs = plan.sync_chips, 2.0 * plan.key_bits[plan.sync_chips] - 1.0

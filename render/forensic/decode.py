@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,7 +98,8 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         if level is not None:
             # The pattern's own letters dominate this reading's autocorrelation, so the
             # served size (a page brightened, not rescaled) is tried first.
-            found = _search(grey, ink.ink_residual(level), plan, first=(float(TILE), 0.0))
+            found = _search(grey, ink.ink_residual(level), plan, first=(float(TILE), 0.0),
+                            blurred=False)
         if found is None and ink.paper_level(grey) is not None:
             found = _scan_ink(grey, level, plan)
     return found
@@ -157,11 +159,13 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
 
 
 def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
-            first: tuple[float, float] | None = None) -> Detection | None:
+            first: tuple[float, float] | None = None, blurred: bool = True,
+            ) -> Detection | None:
     """The first candidate tile vector (`first`, then those the autocorrelation of the
-    reading `detail` of the image suggests) that decodes."""
+    reading `detail` of the image suggests) that decodes. `blurred`: whether the reading
+    depends on its blur radius (the ink's does not)."""
     candidates = [] if first is None else [first]
-    kept = _kept(detail)
+    kept = _kept(detail, blurred)
     for vector in candidates + sync.tile_vectors(grey, _CANDIDATES, detail=detail):
         for nudge in _SCALE_NUDGES:
             found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept, plan)
@@ -172,22 +176,34 @@ def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
     return None
 
 
-def _kept(residual: ink.Residual) -> ink.Residual:
-    """`residual`, each reading kept for the search's later candidates (the screen, then the
-    fold, then candidates of the same size and radius: a box blur of the image each)."""
-    readings: dict[tuple[int, int, float], Floats] = {}
+Levels = Callable[[Image.Image, float, int], Image.Image]
 
-    def kept(grey: Image.Image, radius: float) -> Floats:
+
+def _kept(residual: ink.Residual, blurred: bool) -> Levels:
+    """The reading `residual` of an image (its central part, at a blur radius) as 8-bit levels
+    reduced by a whole factor, each kept for the search's later candidates: the screen, then
+    the fold, then candidates of the same size and radius."""
+    readings: dict[tuple[int, int, float, int], Image.Image] = {}
+
+    def levels(grey: Image.Image, radius: float, reduced: int) -> Image.Image:
         # One search reads one image: its central part of a given size is one crop.
-        key = (grey.width, grey.height, radius)
+        key = (grey.width, grey.height, radius if blurred else 0.0, reduced)
         if key not in readings:
-            readings[key] = residual(grey, radius)
+            if reduced > 1:
+                readings[key] = levels(grey, radius, 1).reduce(reduced)
+            else:
+                # Resampled as 8-bit (the residual is within +-BUSY, so 16 steps a grey
+                # level lose nothing that matters): Pillow's 8-bit affine transform is
+                # several times faster than its float one.
+                detail = residual(grey, radius)
+                readings[key] = Image.fromarray(
+                    np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8), mode="L")
         return readings[key]
 
-    return kept
+    return levels
 
 
-def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual, plan: Layout,
+def _read(grey: Image.Image, vector: tuple[float, float], detail: Levels, plan: Layout,
           ) -> tuple[Detection | None, float]:
     """The detection along one candidate tile vector (or None), and its sync score."""
     scale = math.hypot(*vector) / TILE
@@ -206,19 +222,14 @@ def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual, 
     return Detection(render_id, score, scale, angle), score
 
 
-def _fold(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual) -> Floats:
+def _fold(grey: Image.Image, vector: tuple[float, float], levels: Levels) -> Floats:
     """The residual in the mark's frame (scale 1, upright), summed over every tile."""
     scale = math.hypot(*vector) / TILE
     grey = _within_fold_budget(grey, scale)
-    detail = residual(grey, max(1.0, CHIP * scale / 2))
     a, d = vector[0] / TILE, vector[1] / TILE
     width, height = grey.size
     size = (math.ceil(width / scale) + TILE, math.ceil(height / scale) + TILE)
-    # Resampled as 8-bit (the residual is within +-BUSY, so 16 steps a grey level lose
-    # nothing that matters): Pillow's 8-bit affine transform is several times faster than
-    # its float one.
-    levels = np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8)
-    upright = Image.fromarray(levels, mode="L").transform(
+    upright = levels(grey, max(1.0, CHIP * scale / 2), 1).transform(
         size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
         fillcolor=128)
     plane = np.asarray(upright, dtype=np.float32) - 128.0
@@ -228,26 +239,22 @@ def _fold(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual
     return folded
 
 
-def _screen(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual,
+def _screen(grey: Image.Image, vector: tuple[float, float], levels: Levels,
             plan: Layout) -> float:
     """The sync score of a fold at chip resolution (`coarse`: cells of 2 px, a quarter of the
     resampling), which tells a candidate worth the full fold from one with no mark."""
     scale = math.hypot(*vector) / TILE
     grey = _within_fold_budget(grey, scale)
-    detail = residual(grey, max(1.0, CHIP * scale / 2))
-    levels = Image.fromarray(np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8),
-                             mode="L")
     # Box-averaged by 2 first when the image is denser than the cells (each cell then reads
     # every pixel, as the full fold does).
     reduced = 2 if scale >= 2 / coarse.CELL else 1
-    if reduced > 1:
-        levels = levels.reduce(reduced)
     step = coarse.CELL / reduced
     a, d = vector[0] / TILE * step, vector[1] / TILE * step
     size = (math.ceil(grey.width / scale / coarse.CELL) + coarse.GRID,
             math.ceil(grey.height / scale / coarse.CELL) + coarse.GRID)
-    upright = levels.transform(size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0),
-                               Image.Resampling.BILINEAR, fillcolor=128)
+    upright = levels(grey, max(1.0, CHIP * scale / 2), reduced).transform(
+        size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
+        fillcolor=128)
     plane = np.asarray(upright, dtype=np.float64) - 128.0
     rows, cols = plane.shape[0] // coarse.GRID, plane.shape[1] // coarse.GRID
     tiles = plane[: rows * coarse.GRID, : cols * coarse.GRID].reshape(
