@@ -25,16 +25,17 @@ from render.forensic.pattern_model import Points
 Floats = npt.NDArray[np.float64]
 CELL = 2  # px of the mark's frame a side per cell
 GRID = TILE // CELL
-_PER_CHIP = GRID // TILE_CHIPS
 _BATCH = 32  # trials folded together: about 8 bytes x 6 x points x _BATCH of temporaries
+_RESCORED = 32  # trials scored again at full cell resolution
 
 
 @functools.lru_cache(maxsize=8)
-def _template_spectrum(plan: Layout) -> npt.NDArray[np.complex128]:
-    """The conjugate spectrum of the sync template at cell resolution."""
+def _template_spectrum(plan: Layout, grid: int) -> npt.NDArray[np.complex128]:
+    """The conjugate spectrum of the sync template at a resolution of `grid` cells a side."""
     signs = np.zeros(TILE_CHIPS * TILE_CHIPS)
     signs[plan.sync_chips] = 2.0 * plan.key_bits[plan.sync_chips] - 1.0
-    template = np.kron(signs.reshape(TILE_CHIPS, TILE_CHIPS), np.ones((_PER_CHIP, _PER_CHIP)))
+    per_chip = grid // TILE_CHIPS
+    template = np.kron(signs.reshape(TILE_CHIPS, TILE_CHIPS), np.ones((per_chip, per_chip)))
     spectrum: npt.NDArray[np.complex128] = np.conj(np.fft.rfft2(template))
     return spectrum
 
@@ -55,7 +56,7 @@ def scores(points: Points, scales: npt.NDArray[np.float64], angle: float, plan: 
         np.all(across == np.round(across)))
     columns, rows = along.astype(np.intp), across.astype(np.intp)
     cells = GRID * GRID
-    result = np.empty(len(scales))
+    folds = np.empty((len(scales), GRID, GRID), dtype=np.float32)
     weights = np.tile(values, min(_BATCH, len(scales)))
     for start in range(0, len(scales), _BATCH):
         batch = scales[start: start + _BATCH]
@@ -69,9 +70,15 @@ def scores(points: Points, scales: npt.NDArray[np.float64], angle: float, plan: 
             ix = (along[None, :] / (CELL * batch[:, :1])).astype(np.intp) % GRID
             iy = (across[None, :] / (CELL * batch[:, 1:])).astype(np.intp) % GRID
             index = (iy * GRID + ix + first).ravel()
-        sums = np.bincount(index, weights[: index.size], count * cells).astype(np.float64)
-        darkness = -sums.reshape(count, GRID, GRID)
-        result[start: start + count] = folded_scores(darkness, plan)
+        sums = np.bincount(index, weights[: index.size], count * cells)
+        folds[start: start + count] = -sums.reshape(count, GRID, GRID)
+    # Every trial scored on cells twice as large (a quarter of the FFT work, the offset found
+    # to 4 px: a mark's score drops by about a fifth), the best _RESCORED again on the cells.
+    halves = folds.reshape(len(scales), GRID // 2, 2, GRID // 2, 2).sum(axis=(2, 4))
+    result = np.concatenate([folded_scores(halves[start: start + _BATCH], plan)
+                             for start in range(0, len(scales), _BATCH)])
+    best = np.argsort(result)[::-1][:_RESCORED]
+    result[best] = folded_scores(folds[best].astype(np.float64), plan)
     return result
 
 
@@ -84,23 +91,25 @@ def _cells(length: int, scales: Floats) -> npt.NDArray[np.int32]:
 
 
 def folded_scores(darkness: npt.NDArray[np.float64], plan: Layout) -> Floats:
-    """The sync scores of tiles folded at cell resolution (count, GRID, GRID), darker
-    positive: each aligned on the template at its correlation's peak, then read as chips."""
-    count = len(darkness)
-    corr = np.fft.irfft2(np.fft.rfft2(darkness) * _template_spectrum(plan), s=(GRID, GRID))
+    """The sync scores of tiles folded into square cells (count, grid, grid), darker
+    positive, a chip a whole number of cells: each aligned on the template at its
+    correlation's peak, then read as chips."""
+    count, grid = len(darkness), darkness.shape[1]
+    per_chip = grid // TILE_CHIPS
+    corr = np.fft.irfft2(np.fft.rfft2(darkness) * _template_spectrum(plan, grid), s=(grid, grid))
     peak = corr.reshape(count, -1).argmax(axis=1)
-    dy, dx = peak // GRID, peak % GRID
-    # Each chip's sum at every position (a cyclic box of _PER_CHIP cells a side), then the
-    # chips of the aligned tile picked out: the peak's offset, every _PER_CHIP cells.
+    dy, dx = peak // grid, peak % grid
+    # Each chip's sum at every position (a cyclic box of per_chip cells a side), then the
+    # chips of the aligned tile picked out: the peak's offset, every per_chip cells.
     box = darkness.copy()
-    for shift in range(1, _PER_CHIP):
+    for shift in range(1, per_chip):
         box += np.roll(darkness, -shift, axis=1)
     rows = box.copy()
-    for shift in range(1, _PER_CHIP):
+    for shift in range(1, per_chip):
         box += np.roll(rows, -shift, axis=2)
-    steps = np.arange(0, GRID, _PER_CHIP)
-    from_y = (dy[:, None] + steps[None, :]) % GRID
-    from_x = (dx[:, None] + steps[None, :]) % GRID
+    steps = np.arange(0, grid, per_chip)
+    from_y = (dy[:, None] + steps[None, :]) % grid
+    from_x = (dx[:, None] + steps[None, :]) % grid
     chip = box[np.arange(count)[:, None, None], from_y[:, :, None], from_x[:, None, :]].reshape(
         count, -1)
     chip -= chip.mean(axis=1, keepdims=True)

@@ -192,15 +192,16 @@ def _kept(residual: ink.Residual, blurred: bool) -> Levels:
             if reduced > 1:
                 readings[key] = levels(grey, radius, 1).reduce(reduced)
             else:
-                # Resampled as 8-bit (the residual is within +-BUSY, so 16 steps a grey
-                # level lose nothing that matters): Pillow's 8-bit affine transform is
-                # several times faster than its float one.
-                detail = residual(grey, radius)
-                readings[key] = Image.fromarray(
-                    np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8), mode="L")
+                readings[key] = _as_levels(residual(grey, radius))
         return readings[key]
 
     return levels
+
+
+def _as_levels(detail: Floats) -> Image.Image:
+    # Resampled as 8-bit (the residual is within +-BUSY, so 16 steps a grey level lose nothing
+    # that matters): Pillow's 8-bit affine transform is several times faster than its float one.
+    return Image.fromarray(np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8), mode="L")
 
 
 def _read(grey: Image.Image, vector: tuple[float, float], detail: Levels, plan: Layout,
