@@ -67,22 +67,36 @@ def _local_maxima(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
     The highest points are tested first (a max filter costs 24 passes over the plane); the
     whole plane only when they hold too few maxima (a flat desktop's plateau)."""
     height, width = acf.shape
-    flat = acf.ravel()
-    top = np.argpartition(flat, -_TESTED)[-_TESTED:] if flat.size > _TESTED else np.arange(
-        flat.size)
+    # The candidates: the half plane of lags dy >= 0 (its first rows), without the lags
+    # under min_lag around the origin (the central lobe, the highest points of all).
+    half = acf[: height - height // 2].copy()
+    near_y = np.arange(min(min_lag, len(half)))[:, None]
+    reach = min(min_lag, width)
+    for columns in (np.arange(reach), np.arange(width - reach, width)):
+        dx = (columns + width // 2) % width - width // 2
+        inside = np.hypot(dx[None, :], near_y) < min_lag
+        block = half[: len(near_y), columns]
+        block[inside] = -np.inf
+        half[: len(near_y), columns] = block
+    half[0, width - width // 2:] = -np.inf  # dy = 0: the lags dx > 0 only
+    half[0, 0] = -np.inf
+    flat = half.ravel()
+    count = min(_TESTED, flat.size)
+    top = np.argpartition(flat, -count)[-count:]
+    top = top[np.isfinite(flat[top])]
     ys, xs = top // width, top % width
+    values = flat[top]
     peak = np.ones(len(ys), dtype=bool)
     for oy in range(-2, 3):
         for ox in range(-2, 3):
             if oy or ox:
-                peak &= flat[top] >= acf[(ys + oy) % height, (xs + ox) % width]
+                peak &= values >= acf[(ys + oy) % height, (xs + ox) % width]
     # Lags, as from the plane's centre.
     dy = (ys + height // 2) % height - height // 2
     dx = (xs + width // 2) % width - width // 2
-    peak &= (np.hypot(dx, dy) >= min_lag) & ((dy > 0) | ((dy == 0) & (dx > 0)))
-    if peak.sum() < _PEAKS and flat.size > _TESTED:
+    if peak.sum() < _PEAKS and flat.size > count:
         return _local_maxima_everywhere(acf, min_lag)
-    values = flat[top][peak]
+    values = values[peak]
     order = np.argsort(values)[::-1][:_PEAKS]
     return [(int(dx[peak][k]), int(dy[peak][k]), float(values[k])) for k in order]
 
