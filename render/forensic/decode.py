@@ -39,8 +39,12 @@ _SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate doe
 _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
 _LEVELS = 16.0
 # A candidate is folded in full only when its fold at chip resolution scores this (unmarked
-# images: about 3.5-4.3; a mark read by the full fold at 6 or more: ...).
+# images: 4.2 at p95; a candidate the full fold read at 6 or more: 5.6 and more).
 _SCREEN = 4.5
+# A screened-out candidate is still nudged in scale from this screen score (the screen reads
+# up to about 0.9 under the full fold, which nudges from _NUDGE_WORTHY): a rescaled page's
+# first estimate may be off by a nudge (640 px + brightness +20 % missed without it).
+_SCREEN_NUDGE_WORTHY = 3.6
 _MAX_PIXELS = 12_000_000
 # Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
 # would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
@@ -168,10 +172,11 @@ def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
     kept = _kept(detail, blurred)
     for vector in candidates + sync.tile_vectors(grey, _CANDIDATES, detail=detail):
         for nudge in _SCALE_NUDGES:
-            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept, plan)
+            found, score, folded = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept,
+                                         plan)
             if found is not None:
                 return found
-            if score < _NUDGE_WORTHY:
+            if score < (_NUDGE_WORTHY if folded else _SCREEN_NUDGE_WORTHY):
                 break  # no trace of the template here: a nudge in scale will not bring it
     return None
 
@@ -205,22 +210,23 @@ def _as_levels(detail: Floats) -> Image.Image:
 
 
 def _read(grey: Image.Image, vector: tuple[float, float], detail: Levels, plan: Layout,
-          ) -> tuple[Detection | None, float]:
-    """The detection along one candidate tile vector (or None), and its sync score."""
+          ) -> tuple[Detection | None, float, bool]:
+    """The detection along one candidate tile vector (or None), its sync score, and whether
+    that is the full fold's (else the screen's)."""
     scale = math.hypot(*vector) / TILE
     screened = _screen(grey, vector, detail, plan)
     if screened < _SCREEN:
-        return None, screened
+        return None, screened, False
     folded = _fold(grey, vector, detail)
     tile = chips.aligned(folded, plan)
     score = chips.sync_score(tile, plan)
     if score < SYNC_THRESHOLD:
-        return None, score
+        return None, score, True
     render_id = _chase(chips.votes(tile, plan))
     if render_id is None:
-        return None, score
+        return None, score, True
     angle = math.degrees(math.atan2(vector[1], vector[0]))
-    return Detection(render_id, score, scale, angle), score
+    return Detection(render_id, score, scale, angle), score, True
 
 
 def _fold(grey: Image.Image, vector: tuple[float, float], levels: Levels) -> Floats:

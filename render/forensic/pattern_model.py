@@ -11,7 +11,6 @@ residual on the ink pixels is the mark times the ink's level, plus noise.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -19,7 +18,6 @@ from typing import NamedTuple
 import numpy as np
 import numpy.ma  # loaded now: np.quantile imports it lazily; a confined worker may not read it
 import numpy.typing as npt
-from numpy import random as numpy_random  # now: a confined worker may not load it later
 from PIL import Image, ImageFilter
 
 from render.forensic import sync
@@ -34,8 +32,6 @@ _SECOND_PEAK = 0.5  # the second lattice vector's peak, at least this share of t
 _SHORTEST = 0.5  # the second lattice vector, at least this share of the first's length
 _NOT_COLLINEAR = 0.3  # |sin| of the angle between the two lattice vectors, at least
 _MIN_CELL = 8
-_HALF_SEED = 0x6D6F64656C
-_HALF_TILE = 1021
 _MIN_POINTS = 500
 # The pattern's model fits at least this share of the ink pixels when its lattice is right
 # (29 % and more measured, on the photograph page raised in contrast, whose mid-greys are most
@@ -201,9 +197,7 @@ def pattern_model(values: Floats, weight: npt.NDArray[np.bool_],
     inverse = np.linalg.inv(np.array([[u[0], v[0]], [u[1], v[1]]]))
     size = cells[0] * cells[1]
     sums, counts = np.zeros(size), np.zeros(size)
-    # Half the pixels (a fixed random half: a regular one could miss whole cell rows) still
-    # give each cell dozens of copies: the model's own noise stays far under the pixels'.
-    for ys, xs in _bands(weight & _half(weight.shape)):
+    for ys, xs in _bands(weight):
         a, b = _cell_coordinates(ys, xs, inverse, cells)
         # Modulo again: float32 rounds a fraction just under 1 up to 1, one cell past the end.
         index = (a.astype(np.int64) % cells[0]) * cells[1] + b.astype(np.int64) % cells[1]
@@ -213,24 +207,6 @@ def pattern_model(values: Floats, weight: npt.NDArray[np.bool_],
     models = [_interpolated(cell, cells, inverse, ys, xs) for ys, xs in _bands(wanted)]
     result: Floats = np.concatenate(models) if models else np.zeros(0, dtype=np.float32)
     return result
-
-
-@functools.lru_cache(maxsize=1)
-def _half_tile() -> npt.NDArray[np.bool_]:
-    """A fixed pseudo-random half of the pixels of a _HALF_TILE square (prime: no lattice
-    of the pattern repeats with it)."""
-    half: npt.NDArray[np.bool_] = numpy_random.default_rng(_HALF_SEED).random(
-        (_HALF_TILE, _HALF_TILE)) < 0.5
-    half.setflags(write=False)
-    return half
-
-
-def _half(shape: tuple[int, ...]) -> npt.NDArray[np.bool_]:
-    """About half the pixels of an image of `shape`, at random but always the same."""
-    height, width = shape
-    reps = (-(-height // _HALF_TILE), -(-width // _HALF_TILE))
-    half: npt.NDArray[np.bool_] = np.tile(_half_tile(), reps)[:height, :width]
-    return half
 
 
 def _interpolated(cell: npt.NDArray[np.float64], cells: tuple[int, int],
