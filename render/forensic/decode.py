@@ -30,7 +30,7 @@ import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, ink, layout, pattern_model, photo, rectify, scan, sync
+from render.forensic import chips, coarse, ink, layout, pattern_model, photo, rectify, scan, sync
 from render.forensic.layout import CHIP, PUBLIC, TILE, Layout
 
 SYNC_THRESHOLD = 6.0
@@ -38,6 +38,13 @@ CHASE_BITS = 5  # 32 CRC trials at most per alignment; the sync threshold guards
 _SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate does not decode
 _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
 _LEVELS = 16.0
+# A candidate is folded in full only when its fold at chip resolution scores this (unmarked
+# images: 4.2 at p95; a candidate the full fold read at 6 or more: 5.6 and more).
+_SCREEN = 4.5
+# A screened-out candidate is still nudged in scale from this screen score (the screen reads
+# up to about 0.9 under the full fold, which nudges from _NUDGE_WORTHY): a rescaled page's
+# first estimate may be off by a nudge (640 px + brightness +20 % missed without it).
+_SCREEN_NUDGE_WORTHY = 3.6
 _MAX_PIXELS = 12_000_000
 # Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
 # would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
@@ -95,7 +102,8 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         if level is not None:
             # The pattern's own letters dominate this reading's autocorrelation, so the
             # served size (a page brightened, not rescaled) is tried first.
-            found = _search(grey, ink.ink_residual(level), plan, first=(float(TILE), 0.0))
+            found = _search(grey, ink.ink_residual(level), plan, first=(float(TILE), 0.0),
+                            blurred=False)
         if found is None and ink.paper_level(grey) is not None:
             found = _scan_ink(grey, level, plan)
     return found
@@ -144,7 +152,7 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     angles = [turned, 0.0] if turned is not None and abs(turned) > _UPRIGHT else [0.0]
     for degrees in angles:
         angle = math.radians(degrees)
-        for _, scale in scan.best_scales(points, angle, _fold_score(plan)):
+        for _, scale in scan.best_scales(points, angle, plan):
             tile = chips.aligned(scan.fine_fold(points, scale, angle), plan)
             score = chips.sync_score(tile, plan)
             if score >= SYNC_THRESHOLD:
@@ -154,57 +162,81 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     return None, known
 
 
-def _fold_score(plan: Layout) -> Callable[[Floats], float]:
-    def score(folded: Floats) -> float:
-        return chips.sync_score(chips.aligned(folded, plan), plan)
-
-    return score
-
-
 def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
-            first: tuple[float, float] | None = None) -> Detection | None:
+            first: tuple[float, float] | None = None, blurred: bool = True,
+            ) -> Detection | None:
     """The first candidate tile vector (`first`, then those the autocorrelation of the
-    reading `detail` of the image suggests) that decodes."""
+    reading `detail` of the image suggests) that decodes. `blurred`: whether the reading
+    depends on its blur radius (the ink's does not)."""
     candidates = [] if first is None else [first]
+    kept = _kept(detail, blurred)
     for vector in candidates + sync.tile_vectors(grey, _CANDIDATES, detail=detail):
         for nudge in _SCALE_NUDGES:
-            found, score = _read(grey, (vector[0] * nudge, vector[1] * nudge), detail, plan)
+            found, score, folded = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept,
+                                         plan)
             if found is not None:
                 return found
-            if score < _NUDGE_WORTHY:
+            if score < (_NUDGE_WORTHY if folded else _SCREEN_NUDGE_WORTHY):
                 break  # no trace of the template here: a nudge in scale will not bring it
     return None
 
 
-def _read(grey: Image.Image, vector: tuple[float, float], detail: ink.Residual, plan: Layout,
-          ) -> tuple[Detection | None, float]:
-    """The detection along one candidate tile vector (or None), and its sync score."""
+Levels = Callable[[Image.Image, float, int], Image.Image]
+
+
+def _kept(residual: ink.Residual, blurred: bool) -> Levels:
+    """The reading `residual` of an image (its central part, at a blur radius) as 8-bit levels
+    reduced by a whole factor, each kept for the search's later candidates: the screen, then
+    the fold, then candidates of the same size and radius."""
+    readings: dict[tuple[int, int, float, int], Image.Image] = {}
+
+    def levels(grey: Image.Image, radius: float, reduced: int) -> Image.Image:
+        # One search reads one image: its central part of a given size is one crop.
+        key = (grey.width, grey.height, radius if blurred else 0.0, reduced)
+        if key not in readings:
+            if reduced > 1:
+                readings[key] = levels(grey, radius, 1).reduce(reduced)
+            else:
+                readings[key] = _as_levels(residual(grey, radius))
+        return readings[key]
+
+    return levels
+
+
+def _as_levels(detail: Floats) -> Image.Image:
+    # Resampled as 8-bit (the residual is within +-BUSY, so 16 steps a grey level lose nothing
+    # that matters): Pillow's 8-bit affine transform is several times faster than its float one.
+    return Image.fromarray(np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8), mode="L")
+
+
+def _read(grey: Image.Image, vector: tuple[float, float], detail: Levels, plan: Layout,
+          ) -> tuple[Detection | None, float, bool]:
+    """The detection along one candidate tile vector (or None), its sync score, and whether
+    that is the full fold's (else the screen's)."""
     scale = math.hypot(*vector) / TILE
+    screened = _screen(grey, vector, detail, plan)
+    if screened < _SCREEN:
+        return None, screened, False
     folded = _fold(grey, vector, detail)
     tile = chips.aligned(folded, plan)
     score = chips.sync_score(tile, plan)
     if score < SYNC_THRESHOLD:
-        return None, score
+        return None, score, True
     render_id = _chase(chips.votes(tile, plan))
     if render_id is None:
-        return None, score
+        return None, score, True
     angle = math.degrees(math.atan2(vector[1], vector[0]))
-    return Detection(render_id, score, scale, angle), score
+    return Detection(render_id, score, scale, angle), score, True
 
 
-def _fold(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual) -> Floats:
+def _fold(grey: Image.Image, vector: tuple[float, float], levels: Levels) -> Floats:
     """The residual in the mark's frame (scale 1, upright), summed over every tile."""
     scale = math.hypot(*vector) / TILE
     grey = _within_fold_budget(grey, scale)
-    detail = residual(grey, max(1.0, CHIP * scale / 2))
     a, d = vector[0] / TILE, vector[1] / TILE
     width, height = grey.size
     size = (math.ceil(width / scale) + TILE, math.ceil(height / scale) + TILE)
-    # Resampled as 8-bit (the residual is within +-BUSY, so 16 steps a grey level lose
-    # nothing that matters): Pillow's 8-bit affine transform is several times faster than
-    # its float one.
-    levels = np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8)
-    upright = Image.fromarray(levels, mode="L").transform(
+    upright = levels(grey, max(1.0, CHIP * scale / 2), 1).transform(
         size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
         fillcolor=128)
     plane = np.asarray(upright, dtype=np.float32) - 128.0
@@ -212,6 +244,29 @@ def _fold(grey: Image.Image, vector: tuple[float, float], residual: ink.Residual
     tiles = plane[: rows * TILE, : cols * TILE].reshape(rows, TILE, cols, TILE)
     folded: Floats = tiles.sum(axis=(0, 2), dtype=np.float32)
     return folded
+
+
+def _screen(grey: Image.Image, vector: tuple[float, float], levels: Levels,
+            plan: Layout) -> float:
+    """The sync score of a fold at chip resolution (`coarse`: cells of 2 px, a quarter of the
+    resampling), which tells a candidate worth the full fold from one with no mark."""
+    scale = math.hypot(*vector) / TILE
+    grey = _within_fold_budget(grey, scale)
+    # Box-averaged by 2 first when the image is denser than the cells (each cell then reads
+    # every pixel, as the full fold does).
+    reduced = 2 if scale >= 2 / coarse.CELL else 1
+    step = coarse.CELL / reduced
+    a, d = vector[0] / TILE * step, vector[1] / TILE * step
+    size = (math.ceil(grey.width / scale / coarse.CELL) + coarse.GRID,
+            math.ceil(grey.height / scale / coarse.CELL) + coarse.GRID)
+    upright = levels(grey, max(1.0, CHIP * scale / 2), reduced).transform(
+        size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
+        fillcolor=128)
+    plane = np.asarray(upright, dtype=np.float64) - 128.0
+    rows, cols = plane.shape[0] // coarse.GRID, plane.shape[1] // coarse.GRID
+    tiles = plane[: rows * coarse.GRID, : cols * coarse.GRID].reshape(
+        rows, coarse.GRID, cols, coarse.GRID)
+    return float(coarse.folded_scores(-tiles.sum(axis=(0, 2))[None], plan)[0])
 
 
 def _within_fold_budget(grey: Image.Image, scale: float) -> Image.Image:

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, rectify, scan, sync
+from render.forensic import chips, coarse, rectify, scan, sync
 from render.forensic.layout import CHIP, Layout
 from render.forensic.pattern_model import Points
 
@@ -106,14 +106,11 @@ def _candidates(points: Points, estimate: float, tall: bool, plan: Layout,
     the estimate folded coarsely, the best few refined in scale."""
     sample = scan.thinned(points, _COARSE_POINTS)
     scales = estimate * np.exp(np.arange(-_SCALE_REACH, _SCALE_REACH + 1e-9, _STEP))
-    trials = []
-    for aspect in _ASPECTS:
-        stretched = _stretched(sample, float(aspect))
-        for scale in scales:
-            # The long side's scale is the one the estimate is about.
-            along = float(scale / aspect) if tall else float(scale)
-            trials.append((_fold_score(scan.coarse_fold(stretched, along, 0.0), plan), along,
-                           float(aspect)))
+    # The long side's scale is the one the estimate is about.
+    along = np.concatenate([scales / aspect if tall else scales for aspect in _ASPECTS])
+    aspects = np.repeat(_ASPECTS, len(scales))
+    values = coarse.scores(sample, np.stack([along, along * aspects], axis=1), 0.0, plan)
+    trials = list(zip(values.tolist(), along.tolist(), aspects.tolist(), strict=True))
     trials.sort(reverse=True)
     found: list[tuple[float, float, float]] = []
     tried: list[tuple[float, float]] = []
@@ -125,9 +122,16 @@ def _candidates(points: Points, estimate: float, tall: bool, plan: Layout,
             continue
         tried.append((scale, aspect))
         stretched = _stretched(scan.thinned(points, scan.MAX_POINTS), aspect)
+        # As in `scan.best_scales`: a peak of chance falls back under PROBE once folded finely.
+        probe = _fold_score(scan.fine_fold(stretched, scale, 0.0), plan)
+        if probe < scan.PROBE:
+            continue
+        found.append((probe, scale, aspect))
         for k in range(-_FINE, _FINE + 1):
-            fine = scale * math.exp(k * _STEP / _FINE)
-            found.append((_fold_score(scan.fine_fold(stretched, fine, 0.0), plan), fine, aspect))
+            if k:
+                fine = scale * math.exp(k * _STEP / _FINE)
+                found.append((_fold_score(scan.fine_fold(stretched, fine, 0.0), plan), fine,
+                              aspect))
     found.sort(reverse=True)
     return [(scale, scale * aspect) for _, scale, aspect in found[: 2 * _CANDIDATES]]
 
