@@ -30,11 +30,13 @@ from vaultd.metrics.listener import start_metrics
 from vaultd.metrics.render_pool import PoolMetrics
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services.analytics import engagement
+from vaultd.services.common.fair_share import FairShare
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates.code_key import code_key
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
 from vaultd.services.pages import mark_key
+from vaultd.services.pages.fair_share_hook import FairShareHook
 from vaultd.services.pages.page_path import PagePath
 from vaultd.services.rooms.reads import RoomPages
 from vaultd.services.storage import recovery
@@ -136,12 +138,13 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
         mark = await mark_key.mark_cipher(database.db, keyrings.current())
+        fair_share = FairShare(settings.server_fair_share)
+        analytics = engagement.EngagementHook(database.db, settings.analytics_flush_seconds)
         pages = PagePath(database.db, store, pool, settings, mark, RoomPages(database.db),
-                         hooks=[engagement.EngagementHook(
-                             database.db, settings.analytics_flush_seconds)])
+                         hooks=[analytics, FairShareHook(fair_share)])
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "",
                          codes=await email_codes(settings, database.db, keyrings),
-                         metrics=metrics)
+                         metrics=metrics, fair_share=fair_share)
         server, port = listen(settings, ctx, sockets)
         start_metrics(settings, metrics, database.db, pool)  # its own port, when set
         heartbeat = start_housekeeping(database.db, store, instance_id)

@@ -48,6 +48,11 @@ class ServerSettings:
     server_shutdown_grace_seconds: float = setting(
         "server.shutdown_grace_seconds", number(0, 3600), 10.0, "VAULTD_SHUTDOWN_GRACE_SECONDS",
         "On SIGTERM or SIGINT: how long requests in flight may finish before the rest are cut.")
+    server_fair_share: float = setting(
+        "server.fair_share", number(0.05, 1), 0.25, "VAULTD_FAIR_SHARE",
+        "While another account's pages are being read, the part of the time one account's API "
+        "calls and bulk jobs may keep vaultd busy (past a 0.25 s burst; each call held at most "
+        "0.5 s). 1: never held.")
     proxy_trusted: tuple[str, ...] = setting(
         "proxy.trusted", networks, (), "VAULTD_TRUSTED_PROXIES",
         "Networks whose X-Forwarded-For / X-Real-IP the hosted viewer believes.")

@@ -59,6 +59,10 @@ class BaseHandler(RequestHandler):
     # fails alone with a 503. None for the routes that wait on something else between their
     # calls (a streamed body, a render, a streamed blob, a revoke-all's batches).
     db_deadline: float | None = DB_DEADLINE_SECONDS
+    # Held for the account's fair share while another account's pages are read (at most
+    # 0.5 s, taken from the deadline above: services.common.fair_share); not the routes whose
+    # time is the client's (a streamed body up or down).
+    paced = True
 
     def initialize(self, ctx: AppContext, route: str = "unmatched") -> None:
         self.ctx = ctx
@@ -70,10 +74,15 @@ class BaseHandler(RequestHandler):
         # Told if the client closes its connection before the answer: a page still waiting
         # in the render queue is then dropped (services.common.pool_calls).
         self.departure = Departure()
+        self._paced_account: str | None = None  # told to the fair share when the call ends
+        self._paused = 0.0  # what the fair share held the call: not the call's own time
         ctx.active_requests += 1
 
     def on_finish(self) -> None:
         self._uncount()
+        if self._paced_account is not None:
+            self.ctx.fair_share.done(self._paced_account,
+                                     self.request.request_time() - self._paused)
         # Any method name a client sends would be a new series: only the known ones are kept.
         method = self.request.method if self.request.method in self.SUPPORTED_METHODS else "other"
         self.ctx.metrics.request_done(self.route, method or "other", self.get_status(),
@@ -116,6 +125,9 @@ class BaseHandler(RequestHandler):
             self.bearer_key()
         else:
             self.account = await self.authenticate()
+            if self.paced:
+                self._paced_account = self.account.id
+                self._paused = await self.ctx.fair_share.turn(self.account.id)
 
     def bearer_key(self) -> str:
         header = self.request.headers.get("Authorization", "")

@@ -9,6 +9,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.metrics import Metrics
 from vaultd.services.accounts.account_slots import AccountSlots
+from vaultd.services.common.fair_share import FairShare
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.files.office import OfficeConverter
 from vaultd.services.gates.codes import EmailCodes
@@ -35,6 +36,8 @@ class AppContext:
     codes: EmailCodes | None = None  # email codes of gated links; None: smtp.host not set
     metrics: Metrics = field(default_factory=Metrics)  # scraped only when metrics.port is set
     trace_rate: TraceRate | None = None
+    # One account's API calls paced while another is active; the page path's hook too.
+    fair_share: FairShare = field(default_factory=lambda: FairShare(1.0))
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:

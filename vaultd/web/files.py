@@ -61,6 +61,7 @@ class FileHandler(BaseHandler):
 
 class DownloadHandler(BaseHandler):
     db_deadline = None  # waits on other things between its database calls
+    paced = False  # its time is the client's reading
     async def get(self, file_id: str) -> None:
         assert self.account is not None
         doc = await files.get_file(self.ctx.db, self.account.id, file_id)

@@ -78,10 +78,11 @@ class PageHandler(ViewerIpMixin):
 
 class RevokeViewsHandler(BaseHandler):
     db_deadline = None  # waits on other things between its database calls
+    paced = False  # its steps are, one by one (services.links.revoke_jobs)
     async def post(self, file_id: str) -> None:
         assert self.account is not None
         revoked = await links.revoke_file_links(self.ctx.db, self.account.id, file_id,
-                                                 self.ctx.instance_id)
+                                                 self.ctx.instance_id, self.ctx.fair_share)
         self.send_json(200, {"revoked": revoked})
 
 

@@ -25,6 +25,7 @@ from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.accounts import link_counts
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common import outbox
+from vaultd.services.common.fair_share import UNPACED, Pace
 from vaultd.services.files.files import get_file, is_uuid
 from vaultd.services.links import revoke_jobs
 from vaultd.services.webhooks import webhook_events
@@ -207,7 +208,7 @@ async def _revoke_found(db: Db, link: LinkDoc | None) -> None:
 
 
 async def revoke_file_links(db: Db, account_id: str, file_id: str,
-                            owner: str = "vaultd-admin") -> int:
+                            owner: str = "vaultd-admin", pace: Pace = UNPACED) -> int:
     """Revoke the file's active links; logs `revoke` when at least one was disabled.
 
     A job in short batches that recovery finishes if `owner` (an instance id) dies
@@ -215,4 +216,4 @@ async def revoke_file_links(db: Db, account_id: str, file_id: str,
     count of links the job revoked."""
     if not is_uuid(file_id):
         return 0
-    return await revoke_jobs.revoke_all(db, account_id, file_id.lower(), owner)
+    return await revoke_jobs.revoke_all(db, account_id, file_id.lower(), owner, pace)

@@ -1,0 +1,92 @@
+"""The isolation measurement of tests/test_scale_isolation.py, shared with `bench.isolation`:
+an account with a year of data (10^4 log entries, 5,000 links, 2,000 files) revokes every link
+of its biggest file and then reads its log, listing, account and analytics in a loop, in a
+process of its own; another account's page times are taken at rest and beside it."""
+
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from tests import documents as docs
+from tests.http_helpers import create_link, upload_ok
+from tests.scale_seed import Seeded, seed_account
+from tests.vault_process import VaultProcess
+
+PAGES = 100  # the p95 of 100 is the 6th-worst page: one stray stall does not decide it
+MOST_PAGES = 6000  # the busy phase lasts until the heavy tenant has read HEAVY_ROUNDS rounds
+HEAVY_ROUNDS = 2
+VIEWER = {"x-viewer-ip": "203.0.113.9"}
+
+
+def p95(seconds: list[float]) -> float:
+    return statistics.quantiles(seconds, n=20)[-1]
+
+
+def pages(vault: VaultProcess, key: str, token: str,
+          until: Callable[[], bool] = lambda: True) -> list[float]:
+    """The bystander's page times: PAGES of them, and more while `until()` is false (at most
+    MOST_PAGES)."""
+    took: list[float] = []
+    with vault.client(key) as api:
+        while len(took) < PAGES or (not until() and len(took) < MOST_PAGES):
+            started = time.perf_counter()
+            assert api.get(f"/views/{token}/pages/1", headers=VIEWER).status_code == 200
+            took.append(time.perf_counter() - started)
+    return took
+
+
+def heavy_tenant(url: str, key: str, file_id: str, stop: Any, revoked: Any, rounds: Any) -> None:
+    """The heavy tenant, in a process of its own (as another client would be): a thread of the
+    bystander's process would take its interpreter lock to parse 200-entry logs, and the
+    bystander's own client would be what waits."""
+    with httpx.Client(base_url=f"{url}/v1", headers={"Authorization": f"Bearer {key}"},
+                      timeout=60) as api:
+        revoked.put(api.post(f"/files/{file_id}/revoke-views").json()["revoked"])
+        while not stop.is_set():
+            for path in (f"/files/{file_id}/access-log", "/files?page=1&perPage=100",
+                         f"/files/{file_id}/access-log?action=download", "/account",
+                         f"/files/{file_id}/analytics"):
+                assert api.get(path).status_code == 200, path
+            with rounds.get_lock():
+                rounds.value += 1
+
+
+@dataclass
+class Run:
+    expected_revoked: int
+    revoked: list[int]
+    at_rest: list[float]
+    busy: list[float]
+
+
+def measure(vault: VaultProcess) -> Run:
+    """The bystander's pages at rest, then beside the heavy tenant."""
+    big: Seeded = vault.run_service(lambda db: seed_account(
+        db, "Heavy Co", files=2000, entries=10_000, links=5000))
+    vault.secrets.append(big.key)
+    _, key = vault.new_account("Bystander Co")
+    with vault.client(key) as api:
+        token = str(create_link(api, upload_ok(api, docs.pdf())["id"])["token"])
+    vault.secrets.append(token)
+    pages(vault, key, token)  # warm: renders, caches, connections
+    at_rest = pages(vault, key, token)
+    spawn = multiprocessing.get_context("spawn")
+    stop, revoked, rounds = spawn.Event(), spawn.Queue(), spawn.Value("i", 0)
+    tenant = spawn.Process(target=heavy_tenant, args=(vault.url, big.key, big.busy_file, stop,
+                                                      revoked, rounds))
+    tenant.start()
+    try:  # beside the revoke-all, then beside at least two rounds of the reads
+        busy = pages(vault, key, token, until=lambda: rounds.value >= HEAVY_ROUNDS)
+    finally:
+        stop.set()
+        tenant.join(120)
+    assert tenant.exitcode == 0, f"the heavy tenant's process ended with {tenant.exitcode}"
+    assert rounds.value >= HEAVY_ROUNDS, f"the heavy tenant read {rounds.value} rounds"
+    return Run(big.live_links, [revoked.get(timeout=5)], at_rest, busy)
