@@ -138,7 +138,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         await recovery.heartbeat(database.db, instance_id)
         await recovery.recover(database.db, store)
         mark = await mark_key.mark_cipher(database.db, keyrings.current())
-        fair_share = FairShare(settings.server_fair_share)
+        fair_share = FairShare(settings.server_fair_share, on_hold=metrics.fair_share_hold)
         analytics = engagement.EngagementHook(database.db, settings.analytics_flush_seconds)
         pages = PagePath(database.db, store, pool, settings, mark, RoomPages(database.db),
                          hooks=[analytics, FairShareHook(fair_share)])

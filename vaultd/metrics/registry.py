@@ -57,6 +57,11 @@ class Metrics:
         self.webhook_oldest_pending = Gauge(
             "vaultd_webhook_oldest_pending_seconds",
             "Age of the oldest webhook message not yet delivered (0: none)", registry=r)
+        self.fair_share_held = Counter(
+            "vaultd_fair_share_held", "API calls and bulk steps held for another account's "
+            "readers (server.fair_share)", registry=r)
+        self.fair_share_held_seconds = Counter(
+            "vaultd_fair_share_held_seconds", "Seconds they were held, in all", registry=r)
         self.db_seconds = Histogram(
             "vaultd_db_command_duration_seconds",
             "MongoDB command round trips, by command name and outcome (ok, error)",
@@ -80,6 +85,10 @@ class Metrics:
             counter.inc(stored_bytes)
         else:
             self.upload_refusals.labels(status=str(status)).inc()
+
+    def fair_share_hold(self, seconds: float) -> None:
+        self.fair_share_held.inc()
+        self.fair_share_held_seconds.inc(seconds)
 
     def webhook_attempted(self, ok: bool) -> None:
         self.webhook_deliveries.labels(result="success" if ok else "failure").inc()

@@ -47,11 +47,13 @@ UNPACED = Unpaced()
 
 
 class FairShare:
-    def __init__(self, share: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, share: float, clock: Callable[[], float] = time.monotonic,
+                 on_hold: Callable[[float], None] = lambda seconds: None) -> None:
         """`share`: the part of the wall time one account's API calls may fill while another
-        account's pages are read (1: no pacing)."""
+        account's pages are read (1: no pacing). `on_hold` is told each pause (the metrics)."""
         self.share = share
         self._clock = clock
+        self._on_hold = on_hold
         self._read: dict[str, float] = {}  # account id: when one of its pages was last sent
         self._ready: dict[str, float] = {}  # account id: when its next call may start
 
@@ -73,6 +75,7 @@ class FairShare:
         call's own time."""
         pause = self.pause_before(account_id)
         if pause > 0:
+            self._on_hold(pause)
             await asyncio.sleep(pause)
         return pause
 
@@ -90,7 +93,10 @@ class FairShare:
         """A bulk job's step for the account took `seconds`: the next waits its pause (or only
         lets the other requests run, when there is none)."""
         self.done(account_id, seconds)
-        await asyncio.sleep(self.pause_before(account_id))
+        pause = self.pause_before(account_id)
+        if pause > 0:
+            self._on_hold(pause)
+        await asyncio.sleep(pause)
 
     def pages_read(self, account_id: str) -> None:
         """A page of the account was sent."""
