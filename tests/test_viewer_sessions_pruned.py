@@ -6,15 +6,13 @@ SecantusDB, whose TTL pass is run at once through its admin command."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
-from tests.embedded_database import recorded_db, running_database
-from vaultd import embedded_db
 from vaultd.db import Db
 from vaultd.records import LinkDoc
 from vaultd.services.gates import sessions
@@ -23,24 +21,10 @@ from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # its own database server
 
+server, recorder, db = (recorded_database.server, recorded_database.recorder,
+                        recorded_database.db)  # this module's fixtures
+
 MANY = 600
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path_factory.mktemp("sessions-ttl") / "db") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture
-async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_db(server, recorder) as database:
-        yield database
 
 
 async def new_link(db: Db, **fields: Any) -> LinkDoc:

@@ -46,6 +46,20 @@ class Unpaced:
 UNPACED = Unpaced()
 
 
+class PacedSteps:
+    """The steps of one bulk job of an account, each timed from the end of the one before: the
+    reads between two writes count too."""
+
+    def __init__(self, pace: Pace, account_id: str) -> None:
+        self.pace = pace
+        self.account_id = account_id
+        self._last = time.monotonic()
+
+    async def next(self) -> None:
+        await self.pace.step(self.account_id, time.monotonic() - self._last)
+        self._last = time.monotonic()
+
+
 class FairShare:
     def __init__(self, share: float, clock: Callable[[], float] = time.monotonic,
                  on_hold: Callable[[float], None] = lambda seconds: None) -> None:

@@ -15,13 +15,13 @@ No operation grows with the file's links: the links are read in closed `_id` win
 (`services.common.id_ranges`), and each update revokes at most `WRITE_BATCH` by `_id`, yielding
 between them, so another tenant's requests get the database lock and the event loop in between.
 A job started by a call is paced by its `Pace` (the fair share, `services.common.fair_share`):
-while another account's pages are read, it pauses after each update in proportion to it.
+while another account's pages are read, it pauses after each read and update in proportion to
+the time they took.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -32,7 +32,7 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.services.accounts import link_counts
 from vaultd.services.common import access_log, id_ranges, outbox
-from vaultd.services.common.fair_share import UNPACED, Pace
+from vaultd.services.common.fair_share import UNPACED, Pace, PacedSteps
 from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
@@ -48,17 +48,20 @@ JOBS = "revoke_jobs"
 async def revoke_all(db: Db, account_id: str, file_id: str, owner: str,
                      pace: Pace = UNPACED) -> int:
     """Revoke the file's live links of this account; returns how many this call revoked."""
-    job = await start(db, account_id, file_id, owner)
+    job = await start(db, account_id, file_id, owner, pace)
     if job is None:
         return 0
     return await finish(db, job, pace)
 
 
-async def start(db: Db, account_id: str, file_id: str, owner: str) -> dict[str, Any] | None:
+async def start(db: Db, account_id: str, file_id: str, owner: str,
+                pace: Pace = UNPACED) -> dict[str, Any] | None:
     """The job, recorded with its held event, or None when the file has no live link."""
     started = utcnow()
-    expected = sum([len(ids) async for ids in _live_ids(db, account_id, file_id, started,
-                                                        started)])
+    steps, expected = PacedSteps(pace, account_id), 0
+    async for ids in _live_ids(db, account_id, file_id, started, started):
+        expected += len(ids)
+        await steps.next()
     if not expected:
         return None
     batch = uuid.uuid4().hex
@@ -71,8 +74,9 @@ async def start(db: Db, account_id: str, file_id: str, owner: str) -> dict[str, 
 
 async def finish(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
     """Revoke what is left of the job, announce its count, end it (idempotent)."""
+    steps = PacedSteps(pace, job["accountId"])
     async for ids in _live_ids(db, job["accountId"], job["fileId"], job["startedAt"], utcnow()):
-        await revoke_batch(db, job, ids, pace)
+        await revoke_batch(db, job, ids, steps)
     marked = id_ranges.batches(db.raw(db.links.name), {"_id": 1},
                                query={"revokedBatch": job["_id"]}, size=BATCH)
     revoked = sum([len(links) async for links in marked])
@@ -90,18 +94,18 @@ async def finish(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
 
 
 async def revoke_batch(db: Db, job: dict[str, Any], ids: list[str],
-                       pace: Pace = UNPACED) -> int:
+                       steps: PacedSteps | None = None) -> int:
     """Short updates on the `(revoked, _id)` index, WRITE_BATCH links each; their links leave
     the live counts with each update."""
+    steps = steps or PacedSteps(UNPACED, job["accountId"])
     revoked = 0
     for first in range(0, len(ids), WRITE_BATCH):
-        started = time.monotonic()
         result = await db.links.update_many(
             {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
             {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": True}})
         await link_counts.revoked(db, job["accountId"], job["fileId"], result.modified_count)
         revoked += int(result.modified_count)
-        await pace.step(job["accountId"], time.monotonic() - started)  # others run meanwhile
+        await steps.next()  # others run meanwhile
     return revoked
 
 
