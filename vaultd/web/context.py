@@ -36,7 +36,8 @@ class AppContext:
     codes: EmailCodes | None = None  # email codes of gated links; None: smtp.host not set
     metrics: Metrics = field(default_factory=Metrics)  # scraped only when metrics.port is set
     trace_rate: TraceRate | None = None
-    # One account's API calls paced while another is active; the page path's hook too.
+    # One account's API calls paced while another account's pages are read (made in the
+    # composition root, whose page path tells it whose pages; this default holds nothing).
     fair_share: FairShare = field(default_factory=lambda: FairShare(1.0))
 
     def __post_init__(self) -> None:

@@ -21,6 +21,9 @@ from vaultd.web.upload import drain_cap
 @stream_request_body
 class TraceHandler(BaseHandler):
     db_deadline = None  # waits on other things between its database calls
+    # Its time is the client's sending, then a worker's (queued fairly, capped per account and
+    # per hour: trace.max_*), not the event loop's or the database's.
+    paced = False
     rejection: VaultError | None = None
     slot: Slot | None = None  # this request's place in its account's traces in progress
     decoding = False  # `post` is running: the image is still held
