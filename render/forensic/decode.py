@@ -10,13 +10,13 @@
    deviations) before an id is reported. Either check alone would let a random image through
    now and then; both together have never done so in our runs (docs/leak-tracing.md).
 5. If nothing decodes and the paper may have been clipped to white (brightness or contrast
-   raised), the same again on a second reading of the image: the visible pattern's ink
-   (`render.forensic.ink`), at the served size.
-6. If that fails too, the ink with the visible pattern modelled and subtracted
-   (`render.forensic.pattern_model`), folded at every scale (`render.forensic.scan`): the
-   autocorrelation of so sparse a reading cannot show the mark's scale. Then the same at the
-   ink level the pattern's lattice shows, when the histogram's differs (JPEG q50 after a raised
-   tone leaves no ink peak in the histogram).
+   raised), a second reading of the image: the visible pattern's ink (`render.forensic.ink`),
+   the pattern modelled and subtracted (`render.forensic.pattern_model`), folded at every
+   scale (`render.forensic.scan`): the autocorrelation of so sparse a reading cannot show the
+   mark's scale. Then the same at the ink level the pattern's lattice shows, when the
+   histogram's differs (JPEG q50 after a raised tone leaves no ink peak in the histogram).
+   (An autocorrelation search of the ink at the served size came before the scan once: the
+   scan reads every leak it read, and an unmarked image paid for both.)
 """
 
 from __future__ import annotations
@@ -97,15 +97,9 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
                 # The later readings model no perspective: seconds spent for nothing.
                 return None
         # The paper may have been clipped to white (brightness or contrast raised): read the
-        # visible pattern's ink instead (`render.forensic.ink`).
-        level = ink.ink_level(grey)
-        if level is not None:
-            # The pattern's own letters dominate this reading's autocorrelation, so the
-            # served size (a page brightened, not rescaled) is tried first.
-            found = _search(grey, ink.ink_residual(level), plan, first=(float(TILE), 0.0),
-                            blurred=False)
-        if found is None and ink.paper_level(grey) is not None:
-            found = _scan_ink(grey, level, plan)
+        # visible pattern's ink instead (`render.forensic.ink`), at every scale.
+        if ink.paper_level(grey) is not None:
+            found = _scan_ink(grey, ink.ink_level(grey), plan)
     return found
 
 
@@ -162,15 +156,11 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     return None, known
 
 
-def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
-            first: tuple[float, float] | None = None, blurred: bool = True,
-            ) -> Detection | None:
-    """The first candidate tile vector (`first`, then those the autocorrelation of the
-    reading `detail` of the image suggests) that decodes. `blurred`: whether the reading
-    depends on its blur radius (the ink's does not)."""
-    candidates = [] if first is None else [first]
-    kept = _kept(detail, blurred)
-    for vector in candidates + sync.tile_vectors(grey, _CANDIDATES, detail=detail):
+def _search(grey: Image.Image, detail: sync.Residual, plan: Layout) -> Detection | None:
+    """The first candidate tile vector (those the autocorrelation of the reading `detail` of
+    the image suggests) that decodes."""
+    kept = _kept(detail)
+    for vector in sync.tile_vectors(grey, _CANDIDATES, detail=detail):
         for nudge in _SCALE_NUDGES:
             found, score, folded = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept,
                                          plan)
@@ -184,7 +174,7 @@ def _search(grey: Image.Image, detail: ink.Residual, plan: Layout,
 Levels = Callable[[Image.Image, float, int], Image.Image]
 
 
-def _kept(residual: ink.Residual, blurred: bool) -> Levels:
+def _kept(residual: sync.Residual) -> Levels:
     """The reading `residual` of an image (its central part, at a blur radius) as 8-bit levels
     reduced by a whole factor, each kept for the search's later candidates: the screen, then
     the fold, then candidates of the same size and radius."""
@@ -192,7 +182,7 @@ def _kept(residual: ink.Residual, blurred: bool) -> Levels:
 
     def levels(grey: Image.Image, radius: float, reduced: int) -> Image.Image:
         # One search reads one image: its central part of a given size is one crop.
-        key = (grey.width, grey.height, radius if blurred else 0.0, reduced)
+        key = (grey.width, grey.height, radius, reduced)
         if key not in readings:
             if reduced > 1:
                 readings[key] = levels(grey, radius, 1).reduce(reduced)

@@ -11,18 +11,13 @@ high-pass residual of `sync.residual` would drown it in the letters' own edges.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageFilter
 
-Floats = npt.NDArray[np.float32]
-Residual = Callable[[Image.Image, float], Floats]
 INK_BAND = 12.0  # grey levels either side (measured: 6 and 16 do worse, 24 fails)
 _PAPER_MIN = 200  # the commonest level must be paper-like for the page to have ink on paper
 _INK_BELOW_PAPER = (12, 90)  # the pattern's ink sits this far below paper (59 unchanged)
-_RESAMPLED_REACH = 7.5
 _MIN_PAPER_SHARE = 0.05
 _PAPER_REACH = 4  # px: the letters' strokes are 4-5 px wide on a served page
 _PAPER_TOLERANCE = 4  # grey levels under the paper's level still paper (JPEG noise)
@@ -71,21 +66,3 @@ def ink_level(grey: Image.Image) -> int | None:
     level = low + int(np.argmax(ink_counts[low: high + 1]))
     band = counts[max(0, level - int(INK_BAND)): level + int(INK_BAND) + 1].sum()
     return level if band >= _MIN_INK_SHARE * counts.sum() else None
-
-
-def ink_residual(level: int) -> Residual:
-    """A residual (same signature as `sync.residual`) keeping the pixels near the ink `level`,
-    centred on their mean; every other pixel is 0."""
-
-    def residual(grey: Image.Image, _radius: float) -> Floats:
-        detail = np.asarray(grey, dtype=np.float32) - float(level)
-        near = np.abs(detail) <= INK_BAND
-        if near.any():
-            detail -= float(detail[near].mean())
-        detail[~near] = 0.0
-        # Scaled into the +-8 levels the decoder's 8-bit resampling keeps (a linear change:
-        # the fold and the votes do not care).
-        detail *= min(1.0, _RESAMPLED_REACH / INK_BAND)
-        return detail
-
-    return residual

@@ -20,6 +20,7 @@ from PIL import Image, ImageFilter
 from render.forensic.layout import TILE
 
 Floats = npt.NDArray[np.float32]
+Residual = Callable[[Image.Image, float], Floats]  # a reading of an image at a blur radius
 MIN_SCALE, MAX_SCALE = 0.3, 1.8
 MAX_ANGLE = math.radians(8)
 BUSY = 6.0  # grey levels of detail above which a pixel is page content, not mark
@@ -83,7 +84,7 @@ def _peak(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[float, f
 
 
 def tile_vectors(grey: Image.Image, count: int = 2,
-                 detail: Callable[[Image.Image, float], Floats] = residual,
+                 detail: Residual = residual,
                  ) -> list[tuple[float, float]]:
     """Up to `count` candidate horizontal tile vectors (dx, dy) in `grey`'s pixels, best first,
     from the autocorrelation of `detail` (the residual, or another reading of the image)."""
