@@ -4,7 +4,6 @@ back exactly after the leaks of issue 16, stays invisible, and is never found wh
 from __future__ import annotations
 
 import functools
-import math
 import random
 
 import numpy as np
@@ -139,47 +138,3 @@ def test_pattern_model_on_a_lattice_whose_cell_fractions_round_up() -> None:
     assert model.shape == (values.size,)
     assert 100.0 < float(model.mean()) < 155.0  # each cell averages a few uniform samples
 
-
-def _plain_model(values: np.ndarray, weight: np.ndarray, lattice: np.ndarray,
-                 wanted: np.ndarray) -> np.ndarray:
-    """The pattern's model as first written: the weighted pixels listed, `%` for every wrap."""
-    u, v = lattice
-    length = math.hypot(*u)
-    cells = (max(8, round(length)), max(8, round(abs(u[0] * v[1] - u[1] * v[0]) / length)))
-    inverse = np.linalg.inv(np.array([[u[0], v[0]], [u[1], v[1]]]))
-
-    def coordinates(ys: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        y, x = ys.astype(np.float32), xs.astype(np.float32)
-        a = (np.float32(inverse[0, 0]) * x + np.float32(inverse[0, 1]) * y) % 1.0 * cells[0]
-        b = (np.float32(inverse[1, 0]) * x + np.float32(inverse[1, 1]) * y) % 1.0 * cells[1]
-        return a.astype(np.float32), b.astype(np.float32)
-
-    ys, xs = np.nonzero(weight)
-    a, b = coordinates(ys, xs)
-    index = (a.astype(np.int64) % cells[0]) * cells[1] + b.astype(np.int64) % cells[1]
-    size = cells[0] * cells[1]
-    cell = (np.bincount(index, values[ys, xs], size)
-            / np.maximum(np.bincount(index, None, size), 1)).reshape(cells)
-    a, b = coordinates(*np.nonzero(wanted))
-    a, b = a - 0.5, b - 0.5
-    fa, fb = a - np.floor(a), b - np.floor(b)
-    ia, ib = np.floor(a).astype(np.int64), np.floor(b).astype(np.int64)
-    model = np.zeros(len(a))
-    for da, wa in ((0, 1 - fa), (1, fa)):
-        for db, wb in ((0, 1 - fb), (1, fb)):
-            model += cell[(ia + da) % cells[0], (ib + db) % cells[1]] * wa * wb
-    return model.astype(np.float32)
-
-
-@pytest.mark.parametrize("lattice", [[[292.0, 202.0], [270.0, 30.0]],
-                                     [[251.3, -143.9], [40.2, 305.7]],
-                                     [[-180.4, 99.1], [120.0, 233.3]]])
-def test_pattern_model_is_the_plain_model_bit_for_bit(lattice: list[list[float]]) -> None:
-    # The model bins whole bands of rows (weight 0 for the pixels left out) and wraps by
-    # compare, not `%`: the same sums in the same order, so the same floats.
-    rng = np.random.default_rng(11)
-    values = rng.integers(0, 256, (700, 900)).astype(np.float32)
-    weight, wanted = values >= 60, rng.random(values.shape) < 0.2
-    expected = _plain_model(values, weight, np.array(lattice), wanted)
-    model = pattern_model.pattern_model(values, weight, np.array(lattice), wanted)
-    assert model.dtype == expected.dtype and np.array_equal(model, expected)

@@ -57,24 +57,32 @@ def scores(points: Points, scales: npt.NDArray[np.float64], angle: float, plan: 
     columns, rows = along.astype(np.intp), across.astype(np.intp)
     cells = GRID * GRID
     folds = np.empty((len(scales), GRID, GRID), dtype=np.float32)
-    weights = np.tile(values, min(_BATCH, len(scales)))
+    # Point by point, each point's cells at every trial of the batch side by side: a table row
+    # per position is one short copy (a gather per element cost three times as much), and each
+    # trial's bins still add their points in the same order.
+    weights = np.repeat(values, min(_BATCH, len(scales)))
     for start in range(0, len(scales), _BATCH):
         batch = scales[start: start + _BATCH]
         count = len(batch)
-        first = (np.arange(count) * cells)[:, None]
+        first = (np.arange(count, dtype=np.int32) * cells)[None, :]
         if on_grid:
             column_cell = _cells(int(columns.max()) + 1, batch[:, 0])
-            row_cell = _cells(int(rows.max()) + 1, batch[:, 1]) * GRID + first.astype(np.int32)
-            index = (row_cell[:, rows] + column_cell[:, columns]).ravel()
+            row_cell = _cells(int(rows.max()) + 1, batch[:, 1]) * GRID + first
+            index = (row_cell[rows] + column_cell[columns]).ravel()
         else:
-            ix = (along[None, :] / (CELL * batch[:, :1])).astype(np.intp) % GRID
-            iy = (across[None, :] / (CELL * batch[:, 1:])).astype(np.intp) % GRID
+            # 32-bit: a float's conversion and the wrap are several times faster than at 64.
+            ix = _wrapped((along[:, None] / (CELL * batch[None, :, 0])).astype(np.int32))
+            iy = _wrapped((across[:, None] / (CELL * batch[None, :, 1])).astype(np.int32))
             index = (iy * GRID + ix + first).ravel()
-        sums = np.bincount(index, weights[: index.size], count * cells)
+        if count < min(_BATCH, len(scales)):
+            weights = np.repeat(values, count)
+        sums = np.bincount(index, weights, count * cells)
         folds[start: start + count] = -sums.reshape(count, GRID, GRID)
     # Every trial scored on cells twice as large (a quarter of the FFT work, the offset found
     # to 4 px: a mark's score drops by about a fifth), the best _RESCORED again on the cells.
-    halves = folds.reshape(len(scales), GRID // 2, 2, GRID // 2, 2).sum(axis=(2, 4))
+    # (Pairs of rows added first: what a sum over both axes gives, bit for bit, 4 times faster.)
+    halves = ((folds[:, 0::2, 0::2] + folds[:, 0::2, 1::2])
+              + (folds[:, 1::2, 0::2] + folds[:, 1::2, 1::2]))
     result = np.concatenate([folded_scores(halves[start: start + _BATCH], plan)
                              for start in range(0, len(scales), _BATCH)])
     best = np.argsort(result)[::-1][:_RESCORED]
@@ -83,11 +91,17 @@ def scores(points: Points, scales: npt.NDArray[np.float64], angle: float, plan: 
 
 
 def _cells(length: int, scales: Floats) -> npt.NDArray[np.int32]:
-    """Per scale (rows) and pixel position 0..length-1 (columns): the cell it folds into
+    """Per pixel position 0..length-1 (rows) and scale (columns): the cell it folds into
     (32-bit: the lookups of every point at every scale are the bulk of the work)."""
-    positions = np.arange(length)[None, :] / (CELL * scales[:, None])
+    positions = np.arange(length)[:, None] / (CELL * scales[None, :])
     table: npt.NDArray[np.int32] = (positions.astype(np.int64) % GRID).astype(np.int32)
     return table
+
+
+def _wrapped(cell: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+    """cell % GRID for cells >= 0, by a division that 32-bit integers do quickly."""
+    wrapped: npt.NDArray[np.int32] = cell - cell // GRID * GRID
+    return wrapped
 
 
 def folded_scores(darkness: npt.NDArray[np.float64], plan: Layout) -> Floats:

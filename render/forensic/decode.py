@@ -37,7 +37,6 @@ SYNC_THRESHOLD = 6.0
 CHASE_BITS = 5  # 32 CRC trials at most per alignment; the sync threshold guards the rest
 _SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate does not decode
 _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
-_LEVELS = 16.0
 # A candidate is folded in full only when its fold at chip resolution scores this (unmarked
 # images: 4.2 at p95; a candidate the full fold read at 6 or more: 5.6 and more).
 _SCREEN = 4.5
@@ -85,7 +84,7 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         # Halved until the decode fits a render task's time: a page shown that large has
         # chips of 12 px or more, which stay above 4 px.
         grey = grey.reduce(2)
-    found = _search(grey, sync.residual, plan)
+    found = _search(grey, plan)
     if found is None:
         # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
         corners = rectify.page_corners(full)
@@ -96,11 +95,25 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
             if rectify.needs_rectifying(corners):
                 # The later readings model no perspective: seconds spent for nothing.
                 return None
+            # A page shown upright on a desktop (a screenshot): the ink is on the page only,
+            # and the desktop would cost the readings below as much as the page does.
+            grey = _page_part(grey, corners, full.width)
         # The paper may have been clipped to white (brightness or contrast raised): read the
         # visible pattern's ink instead (`render.forensic.ink`), at every scale.
         if ink.paper_level(grey) is not None:
             found = _scan_ink(grey, ink.ink_level(grey), plan)
     return found
+
+
+def _page_part(grey: Image.Image, corners: rectify.Corners, full_width: int) -> Image.Image:
+    """`grey` cut to the bounding box of the page's `corners` (found on the image at
+    `full_width`), 2 px of margin."""
+    factor = grey.width / full_width
+    xs = [x * factor for x, _ in corners]
+    ys = [y * factor for _, y in corners]
+    box = (max(0, math.floor(min(xs)) - 2), max(0, math.floor(min(ys)) - 2),
+           min(grey.width, math.ceil(max(xs)) + 3), min(grey.height, math.ceil(max(ys)) + 3))
+    return grey.crop(box)
 
 
 def _scan_ink(grey: Image.Image, level: int | None, plan: Layout) -> Detection | None:
@@ -156,11 +169,11 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     return None, known
 
 
-def _search(grey: Image.Image, detail: sync.Residual, plan: Layout) -> Detection | None:
-    """The first candidate tile vector (those the autocorrelation of the reading `detail` of
-    the image suggests) that decodes."""
-    kept = _kept(detail)
-    for vector in sync.tile_vectors(grey, _CANDIDATES, detail=detail):
+def _search(grey: Image.Image, plan: Layout) -> Detection | None:
+    """The first candidate tile vector (those the autocorrelation of the image's residual
+    suggests) that decodes."""
+    kept = _kept()
+    for vector in sync.tile_vectors(grey, _CANDIDATES):
         for nudge in _SCALE_NUDGES:
             found, score, folded = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept,
                                          plan)
@@ -174,10 +187,10 @@ def _search(grey: Image.Image, detail: sync.Residual, plan: Layout) -> Detection
 Levels = Callable[[Image.Image, float, int], Image.Image]
 
 
-def _kept(residual: sync.Residual) -> Levels:
-    """The reading `residual` of an image (its central part, at a blur radius) as 8-bit levels
-    reduced by a whole factor, each kept for the search's later candidates: the screen, then
-    the fold, then candidates of the same size and radius."""
+def _kept() -> Levels:
+    """The residual of an image (its central part, at a blur radius) as 8-bit levels
+    (`sync.residual_levels`) reduced by a whole factor, each kept for the search's later
+    candidates: the screen, then the fold, then candidates of the same size and radius."""
     readings: dict[tuple[int, int, float, int], Image.Image] = {}
 
     def levels(grey: Image.Image, radius: float, reduced: int) -> Image.Image:
@@ -187,16 +200,10 @@ def _kept(residual: sync.Residual) -> Levels:
             if reduced > 1:
                 readings[key] = levels(grey, radius, 1).reduce(reduced)
             else:
-                readings[key] = _as_levels(residual(grey, radius))
+                readings[key] = sync.residual_levels(grey, radius)
         return readings[key]
 
     return levels
-
-
-def _as_levels(detail: Floats) -> Image.Image:
-    # Resampled as 8-bit (the residual is within +-BUSY, so 16 steps a grey level lose nothing
-    # that matters): Pillow's 8-bit affine transform is several times faster than its float one.
-    return Image.fromarray(np.clip(detail * _LEVELS + 128.0, 0, 255).astype(np.uint8), mode="L")
 
 
 def _read(grey: Image.Image, vector: tuple[float, float], detail: Levels, plan: Layout,

@@ -10,7 +10,6 @@ vector adds up over the dozen tiles the decoder folds together.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may not read it later
@@ -20,7 +19,7 @@ from PIL import Image, ImageFilter
 from render.forensic.layout import TILE
 
 Floats = npt.NDArray[np.float32]
-Residual = Callable[[Image.Image, float], Floats]  # a reading of an image at a blur radius
+LEVELS = 16  # steps a grey level in `residual_levels`
 MIN_SCALE, MAX_SCALE = 0.3, 1.8
 MAX_ANGLE = math.radians(8)
 BUSY = 6.0  # grey levels of detail above which a pixel is page content, not mark
@@ -32,13 +31,27 @@ def residual(grey: Image.Image, radius: float) -> Floats:
     """The image minus its local mean, with page content silenced: near any strong detail
     (text strokes, edges, JPEG ringing around them) it is set to 0, so mostly flat paper and
     gentle shading speak, where the chips are all there is."""
-    blurred = np.asarray(grey.filter(ImageFilter.BoxBlur(radius)), dtype=np.float32)
-    detail = np.asarray(grey, dtype=np.float32) - blurred
-    busy = Image.fromarray(((np.abs(detail) > BUSY) * 255).astype(np.uint8), mode="L")
+    return _detail(grey, radius).astype(np.float32)
+
+
+def residual_levels(grey: Image.Image, radius: float) -> Image.Image:
+    """The residual as 8-bit levels, LEVELS steps a grey level around 128: what the decoder
+    resamples (Pillow's 8-bit affine transform is several times faster than its float one, and
+    the residual is within +-BUSY, so 16 steps a grey level lose nothing that matters)."""
+    levels = np.clip(_detail(grey, radius) * np.int16(LEVELS) + np.int16(128), 0, 255)
+    return Image.fromarray(levels.astype(np.uint8), mode="L")
+
+
+def _detail(grey: Image.Image, radius: float) -> npt.NDArray[np.int16]:
+    # Whole grey levels (both terms are 8-bit), so 16-bit integers hold them exactly: half the
+    # memory traffic of floats, the same values.
+    blurred = np.asarray(grey.filter(ImageFilter.BoxBlur(radius)), dtype=np.int16)
+    detail = np.asarray(grey, dtype=np.int16) - blurred
+    busy = Image.fromarray(((np.abs(detail) > BUSY) * np.uint8(255)).astype(np.uint8), mode="L")
     # Dilation by a box blur (any busy pixel within reach leaves a trace): a rank filter
     # costs ten times more.
     near_busy = np.asarray(busy.filter(ImageFilter.BoxBlur(_BUSY_REACH))) > 0
-    detail[near_busy] = 0.0
+    detail[near_busy] = 0
     return detail
 
 
@@ -83,16 +96,14 @@ def _peak(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[float, f
     return x + dx, y + dy, c
 
 
-def tile_vectors(grey: Image.Image, count: int = 2,
-                 detail: Residual = residual,
-                 ) -> list[tuple[float, float]]:
+def tile_vectors(grey: Image.Image, count: int = 2) -> list[tuple[float, float]]:
     """Up to `count` candidate horizontal tile vectors (dx, dy) in `grey`'s pixels, best first,
     from the autocorrelation of `detail` (the residual, or another reading of the image)."""
     factor = 1
     while max(grey.size) > _MAX_ACF_SIDE:
         grey = grey.reduce(2)
         factor *= 2
-    acf = autocorrelation(detail(grey, 2))
+    acf = autocorrelation(residual(grey, 2))
     height, width = acf.shape
     low, high = TILE * MIN_SCALE / factor, min(TILE * MAX_SCALE / factor, width / 2.5)
     xs = np.arange(math.floor(low * math.cos(MAX_ANGLE)), math.ceil(high) + 1)
