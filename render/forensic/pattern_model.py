@@ -153,6 +153,7 @@ def pattern_lattice(acf: Floats, min_lag: int = _MIN_LAG) -> npt.NDArray[np.floa
 
 
 def ink_autocorrelation(ink: npt.NDArray[np.bool_]) -> Floats:
+    """The autocorrelation of the ink pixels (a mask), what `pattern_lattice` reads."""
     return sync.autocorrelation((ink - ink.mean()).astype(np.float32))
 
 
