@@ -31,6 +31,7 @@ _WORK_WIDTH = 550  # px: the rectified page's width (chips of 3.5 px: still read
 # The served canvas: a page's long side is render.long_side (1600 px by default), a portrait
 # page's canvas the strip's height taller (about 111 px).
 _LONG_SIDE, _STRIP = 1600, 111
+CANVAS_LONG_SIDE = _LONG_SIDE + _STRIP  # the longest served canvas, a portrait page's
 _SCALE_REACH = 0.06  # ln(scale) searched either side of that estimate
 # Height / width corrections tried: at 20 degrees of tilt the mean sides were off by up to 5 %.
 _ASPECTS = np.exp(np.arange(-0.06, 0.0601, 0.01))
