@@ -195,10 +195,15 @@ def _cell_coordinates(ys: npt.NDArray[np.intp], xs: npt.NDArray[np.intp],
                       inverse: npt.NDArray[np.float64], cells: tuple[int, int],
                       ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """Where the pixels (ys, xs) fall in the lattice's cell, in cell pixels."""
-    y, x = ys.astype(np.float32), xs.astype(np.float32)
+    return _coordinates(ys.astype(np.float32), xs.astype(np.float32), inverse, cells)
+
+
+def _coordinates(y: Floats, x: Floats, inverse: npt.NDArray[np.float64],
+                 cells: tuple[int, int]) -> tuple[Floats, Floats]:
+    """The cell coordinates of rows `y` and columns `x` (float32, paired or broadcast)."""
     a = _fraction(np.float32(inverse[0, 0]) * x + np.float32(inverse[0, 1]) * y) * cells[0]
     b = _fraction(np.float32(inverse[1, 0]) * x + np.float32(inverse[1, 1]) * y) * cells[1]
-    return a.astype(np.float32), b.astype(np.float32)
+    return a, b
 
 
 def _fraction(t: Floats) -> Floats:
@@ -219,11 +224,8 @@ def _row_coordinates(top: int, shape: tuple[int, ...], inverse: npt.NDArray[np.f
                      ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """`_cell_coordinates` of every pixel of the rows from `top` (`shape`: rows, columns), the
     same float32 arithmetic: each product is made once per row or column and broadcast."""
-    y = np.arange(top, top + shape[0], dtype=np.float32)[:, None]
-    x = np.arange(shape[1], dtype=np.float32)[None, :]
-    a = _fraction(np.float32(inverse[0, 0]) * x + np.float32(inverse[0, 1]) * y) * cells[0]
-    b = _fraction(np.float32(inverse[1, 0]) * x + np.float32(inverse[1, 1]) * y) * cells[1]
-    return a, b
+    return _coordinates(np.arange(top, top + shape[0], dtype=np.float32)[:, None],
+                        np.arange(shape[1], dtype=np.float32)[None, :], inverse, cells)
 
 
 def _bands(mask: npt.NDArray[np.bool_]) -> Iterator[tuple[npt.NDArray[np.intp],
