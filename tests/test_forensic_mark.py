@@ -4,6 +4,7 @@ back exactly after the leaks of issue 16, stays invisible, and is never found wh
 from __future__ import annotations
 
 import functools
+import importlib
 import random
 
 import numpy as np
@@ -19,8 +20,10 @@ from bench.leakmark_attacks import (
     marked,
     photo_page,
 )
-from render.forensic import decode, detect, embed, embed_into, pattern_model
+from render.forensic import decode, detect, embed, embed_into, ink, pattern_model, sync
 from render.forensic.decode import SYNC_THRESHOLD
+
+decode_module = importlib.import_module("render.forensic.decode")
 
 RENDER_ID = 0x15A2B3C4D5E
 
@@ -92,6 +95,44 @@ def test_a_photograph_page_turned_and_raised_in_tone_reads(tone: str) -> None:
         turned = served.rotate(2.0, Image.Resampling.BICUBIC, expand=True,
                                fillcolor=(255, 255, 255))
         assert decode(enhance(turned).enhance(1.2)) == render_id
+
+
+def test_clipped_paper_is_not_searched_yet_a_small_crop_is() -> None:
+    """Brightened by 20 %, the paper is clipped and its residual too sparse to search
+    (`sync.MIN_RESIDUAL_SHARE`): the search is skipped and the pattern's ink is read. A crop
+    to a fifth of a 640 px page keeps a residual the search reads."""
+    rng = random.Random(3)
+    brightened = ATTACKS["brightness +20%"](_marked(), _page().page_height, rng).convert("L")
+    assert sync.tile_vectors(brightened, 4) == []
+    assert decode(brightened) == RENDER_ID
+    small = ATTACKS["640 px wide"](_marked(), _page().page_height, rng).convert("L")
+    side = 0.2 ** 0.5
+    box = (round(small.width * (1 - side) / 2), round(small.height * (1 - side) / 2))
+    cropped = small.crop((*box, box[0] + round(small.width * side),
+                          box[1] + round(small.height * side)))
+    assert sync.tile_vectors(cropped, 4) != []
+    assert decode(cropped) == RENDER_ID
+
+
+def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After brightness +20 % + JPEG q50 the histogram's ink level is JPEG's noise next to the
+    paper: it is not scanned (`decode._NEAR_PAPER`), a scan less for an unmarked page; the
+    levels the pattern's lattice shows are (they read the marked page: test_exact_id_survives)."""
+    scanned: list[int] = []
+    real_scan = decode_module._scan
+
+    def recording(grey: Image.Image, level: int, *rest: object) -> object:
+        scanned.append(level)
+        return real_scan(grey, level, *rest)
+
+    monkeypatch.setattr(decode_module, "_scan", recording)
+    served = jpeg(_page().image, SERVED_QUALITY)
+    leaked = ATTACKS["brightness +20% + jpeg q50"](served, _page().page_height,
+                                                    random.Random(4)).convert("L")
+    noise, paper = ink.ink_level(leaked), ink.paper_level(leaked)
+    assert noise is not None and paper is not None and noise >= paper - 13
+    assert decode(leaked) is None
+    assert scanned and all(level < paper - 13 for level in scanned), scanned
 
 
 def test_unmarked_pages_and_images_give_nothing() -> None:

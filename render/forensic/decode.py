@@ -1,6 +1,7 @@
 """Reading the mark back from a leaked image: find the lattice, fold, align, decode, check.
 
-1. The tile vector from the autocorrelation (`sync`) gives scale and rotation.
+1. The tile vector from the autocorrelation (`sync`) gives scale and rotation (no candidate
+   when the paper was clipped to white: too sparse a residual to search).
 2. The residual is resampled into the mark's own frame and every tile is summed into one
    (folding): the chips add up, page content averages out.
 3. The folded tile's cyclic cross-correlation with the sync template gives the unknown offset.
@@ -40,10 +41,6 @@ _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked ima
 # A candidate is folded in full only when its fold at chip resolution scores this (unmarked
 # images: 4.2 at p95; a candidate the full fold read at 6 or more: 5.6 and more).
 _SCREEN = 4.5
-# A screened-out candidate is still nudged in scale from this screen score (the screen reads
-# up to about 0.9 under the full fold, which nudges from _NUDGE_WORTHY): a rescaled page's
-# first estimate may be off by a nudge (640 px + brightness +20 % missed without it).
-_SCREEN_NUDGE_WORTHY = 3.6
 _MAX_PIXELS = 12_000_000
 # Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
 # would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
@@ -56,6 +53,12 @@ _UPRIGHT = 0.25  # degrees: a lattice this near its served angle is read upright
 # 640 px + q50 read 37/48 with the best 2, 47/48 with the best 4 (unmarked images: 0 found).
 _CANDIDATES = 4
 _SAME_INK = 4  # grey levels: a second ink level this close would read the same pixels
+# A histogram ink level this near the paper (its band reaches the paper's JPEG noise) is that
+# noise, not the pattern's ink: brightness +20 % + JPEG q50 puts it at 242-243 on 255 paper,
+# where the model "fits" every pixel. Its scan is left to the lattice's levels: those leaks
+# read 47/48 either way (seeds 100-103, the same miss), contrast +20 % 48/48; an unmarked one
+# is spared a scan (0.15-0.2 s).
+_NEAR_PAPER = 13
 _MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
 Floats = npt.NDArray[np.float32]
 
@@ -85,23 +88,25 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         # Halved until the decode fits a render task's time: a page shown that large has
         # chips of 12 px or more, which stay above 4 px.
         grey = grey.reduce(2)
+    corners = rectify.page_corners(full)
+    if corners is not None and not rectify.needs_rectifying(corners):
+        # A page shown upright on a desktop (a screenshot): the mark is on the page only, and
+        # the desktop would cost every reading as much as the page does.
+        grey = _page_part(grey, corners, full.width)
     found = _search(grey, plan)
     if found is None:
-        # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
-        corners = rectify.page_corners(full)
         if corners is not None:
+            # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
             read = photo.read_photo(source, corners, plan)
             if read is not None:
                 return Detection(read[0], read[1], 1.0, 0.0)
             if rectify.needs_rectifying(corners):
                 # The later readings model no perspective: seconds spent for nothing.
                 return None
-            # A page shown upright on a desktop (a screenshot): the ink is on the page only,
-            # and the desktop would cost the readings below as much as the page does.
-            grey = _page_part(grey, corners, full.width)
             if max(grey.size) >= _HALVED_PAGE * photo.CANVAS_LONG_SIDE:
-                # Shown this large, its chips are 9 px or more: half the pixels still hold
-                # them at 4.4 px (the scan reads 640 px wide pages: 4 px), a quarter of the work.
+                # A screenshot's page shown this large has chips of 9 px or more: half the
+                # pixels still hold them at 4.4 px (the scan reads 640 px wide pages: 4 px), a
+                # quarter of the work.
                 grey = grey.reduce(2)
         # The paper may have been clipped to white (brightness or contrast raised): read the
         # visible pattern's ink instead (`render.forensic.ink`), at every scale.
@@ -122,9 +127,10 @@ def _page_part(grey: Image.Image, corners: rectify.Corners, full_width: int) -> 
 
 
 def _scan_ink(grey: Image.Image, level: int | None, plan: Layout) -> Detection | None:
-    """The scan at the histogram's ink level, then at the levels the pattern's lattice shows
-    that differ from every level tried (after JPEG q50 the histogram has no ink peak; on a page
-    shrunk to half it shows the letters' edges, lighter than their cores)."""
+    """The scan at the histogram's ink level (unless that is JPEG's noise beside the paper,
+    _NEAR_PAPER), then at the levels the pattern's lattice shows that differ from every level
+    tried (after JPEG q50 the histogram has no ink peak; on a page shrunk to half it shows the
+    letters' edges, lighter than their cores)."""
     # Its central part at most (halving instead blurs 3-px chips out: measured worse).
     grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
     flat = pattern_model.flat_areas(grey)  # the same for every level read
@@ -132,6 +138,9 @@ def _scan_ink(grey: Image.Image, level: int | None, plan: Layout) -> Detection |
     # The page's rotation, from the first reading whose lattice showed it: a later level's
     # reading may hold more of the mark but show no lattice (too many other pixels).
     rotation: float | None = None
+    paper = ink.paper_level(grey)
+    if level is not None and paper is not None and level >= paper - _NEAR_PAPER:
+        level = None  # JPEG's noise beside the paper: the lattice's levels are read instead
     if level is not None:
         found, rotation = _scan(grey, level, flat, rotation, plan)
         if found is not None:
@@ -184,8 +193,12 @@ def _search(grey: Image.Image, plan: Layout) -> Detection | None:
                                          plan)
             if found is not None:
                 return found
-            if score < (_NUDGE_WORTHY if folded else _SCREEN_NUDGE_WORTHY):
-                break  # no trace of the template here: a nudge in scale will not bring it
+            if not folded or score < _NUDGE_WORTHY:
+                # No trace of the template here: a nudge in scale will not bring it. (Every
+                # leak the search read after a nudge had been folded in full first, at 5.3 and
+                # more; a screened-out one was nudged for 640 px + brightness +20 %, whose
+                # residual is now too sparse to search: `sync.MIN_RESIDUAL_SHARE`.)
+                break
     return None
 
 
