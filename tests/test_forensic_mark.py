@@ -106,10 +106,7 @@ def test_clipped_paper_is_not_searched_yet_a_small_crop_is() -> None:
     assert sync.tile_vectors(brightened, 4) == []
     assert decode(brightened) == RENDER_ID
     small = ATTACKS["640 px wide"](_marked(), _page().page_height, rng).convert("L")
-    side = 0.2 ** 0.5
-    box = (round(small.width * (1 - side) / 2), round(small.height * (1 - side) / 2))
-    cropped = small.crop((*box, box[0] + round(small.width * side),
-                          box[1] + round(small.height * side)))
+    cropped = decode_module._central_part(small, 0.2)
     assert sync.tile_vectors(cropped, 4) != []
     assert decode(cropped) == RENDER_ID
 
