@@ -160,27 +160,44 @@ def _bands(colour: Image.Image, alpha: Image.Image, shift: Image.Image, origin: 
     return Word(tuple(pieces), tuple(marked))
 
 
-def make_tile(lines: list[str], size: int) -> Tile:
-    """This request's text block, rotated: the pieces of its words at their places."""
-    line_height = round(size * 1.3)
-    pad = size // 2
-    width = math.ceil(max(words.line_width(line, size, True) for line in lines)) + 2 * pad
-    block = (width, line_height * len(lines) + 2 * pad)
+class PlacedWord(NamedTuple):
+    """A word of the text block at its place in the rotated tile (the pieces' offsets are
+    relative to `at`)."""
+
+    at: tuple[int, int]
+    word: Word
+
+
+def block_size(lines: list[str], size: int) -> Size:
+    """The text block before rotation: the widest line and every line's height, padded."""
+    width = math.ceil(max(words.line_width(line, size, True) for line in lines)) + size // 2 * 2
+    return width, round(size * 1.3) * len(lines) + size // 2 * 2
+
+
+def placed_words(lines: list[str], size: int) -> list[PlacedWord]:
+    """Every word of the block, rotated, at its place in the rotated tile."""
+    line_height, pad = round(size * 1.3), size // 2
+    block = block_size(lines, size)
     tile = rotated_size(block)
     centre, new_centre = (block[0] / 2, block[1] / 2), (tile[0] / 2, tile[1] / 2)
-    pieces: list[Piece] = []
-    marked: list[MarkedPiece] = []
+    placed = []
     for row, line in enumerate(lines):
         baseline = pad + row * line_height + round(size * 0.95)
         for x, text in words.positions(line, size, True):
             ax, ay = _rotate_point((pad + x, baseline), centre, new_centre)
-            plain, with_mark = word(text, size)
-            for piece in plain:
-                pieces.append(piece._replace(dx=round(ax) + piece.dx, dy=round(ay) + piece.dy))
-            for marked_piece in with_mark:
-                marked.append(marked_piece._replace(dx=round(ax) + marked_piece.dx,
-                                                    dy=round(ay) + marked_piece.dy))
-    return Tile(pieces, tile, block, marked)
+            placed.append(PlacedWord((round(ax), round(ay)), word(text, size)))
+    return placed
+
+
+def make_tile(lines: list[str], size: int) -> Tile:
+    """This request's text block, rotated: the pieces of its words at their places."""
+    block = block_size(lines, size)
+    pieces: list[Piece] = []
+    marked: list[MarkedPiece] = []
+    for (ax, ay), (plain, with_mark) in placed_words(lines, size):
+        pieces += [piece._replace(dx=ax + piece.dx, dy=ay + piece.dy) for piece in plain]
+        marked += [piece._replace(dx=ax + piece.dx, dy=ay + piece.dy) for piece in with_mark]
+    return Tile(pieces, rotated_size(block), block, marked)
 
 
 @functools.lru_cache(maxsize=64)
