@@ -13,8 +13,9 @@ What it prints, per leak: the true render's z-score (correlation x sqrt(degrees 
 the largest of the others', and what the leak costs against the page as served (PSNR). The
 washes a washer with the code can make (none can tell a jittered word from its place without
 the key but by measuring it, as the trace does):
-- `move back x f`: every word moved by f of its measured offset toward its place (sub-pixel:
-  bilinear, which for a one-pixel move is a blend of the two pages);
+- `move back x f`: every word moved by f of its offset toward its place, as a blend of the
+  page as served and the page with every word at home (exactly a bilinear move for a word
+  one pixel off along one axis);
 - `noise + jpeg q75`.
 """
 
