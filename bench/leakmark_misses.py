@@ -6,6 +6,11 @@ The pages of `bench.leakmark`, served unmarked, through the leaks that reach eve
 (none, a raised tone, a screenshot, a rescale and JPEG), each decoded in this process: the
 process CPU time of each decode (what a worker spends; the wall time is shown too, it counts
 other jobs on a shared machine), p50, p95 and max. `--photos N`: N unmarked phone photos too.
+
+The target is in seconds, and the machines these run on differ by a third from day to day: a
+yardstick, the same fixed work of the decoder's kinds (FFTs, box blurs, a bincount) timed
+before and after in this process, is printed with every figure in its units too, so that runs
+on different machines compare.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ import argparse
 import random
 import statistics
 import time
+
+import numpy as np
+from PIL import Image, ImageFilter
 
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, jpeg
 from bench.leakmark_phone import photographed
@@ -29,10 +37,29 @@ def _quantile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def _report(name: str, cpu: list[float], wall: list[float]) -> None:
-    print(f"{name}: {len(cpu)} images; CPU p50 {statistics.median(cpu):.2f} s, p95 "
-          f"{_quantile(cpu, 0.95):.2f} s, max {max(cpu):.2f} s; wall p50 "
-          f"{statistics.median(wall):.2f} s, p95 {_quantile(wall, 0.95):.2f} s")
+def yardstick() -> float:
+    """CPU seconds of a fixed workload of the decoder's kinds (the best of three)."""
+    rng = np.random.default_rng(1)
+    plane = rng.random((1024, 1024), dtype=np.float32)
+    image = Image.fromarray((plane * 255).astype(np.uint8))
+    indexes, weights = rng.integers(0, 9216, 1_000_000), rng.random(1_000_000)
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        for _ in range(5):
+            np.fft.irfft2(np.fft.rfft2(plane) * 0.5, s=plane.shape)
+            image.filter(ImageFilter.BoxBlur(3))
+            np.bincount(indexes, weights, 9216)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _report(name: str, cpu: list[float], wall: list[float], unit: float) -> None:
+    p50, p95 = statistics.median(cpu), _quantile(cpu, 0.95)
+    print(f"{name}: {len(cpu)} images; CPU p50 {p50:.2f} s, p95 {p95:.2f} s, max "
+          f"{max(cpu):.2f} s; wall p50 {statistics.median(wall):.2f} s, p95 "
+          f"{_quantile(wall, 0.95):.2f} s; in yardsticks: p50 {p50 / unit:.1f}, p95 "
+          f"{p95 / unit:.1f}")
 
 
 def main() -> None:
@@ -42,6 +69,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    before = yardstick()
     pages = corpus_pages(args.pages)
     cpu, wall, found = [], [], 0
     for page in pages:
@@ -52,7 +80,10 @@ def main() -> None:
             found += decode(image) is not None
             cpu.append(time.process_time() - start_cpu)
             wall.append(time.perf_counter() - start)
-    _report("unmarked served pages", cpu, wall)
+    after = yardstick()
+    unit = (before + after) / 2
+    print(f"yardstick: {before:.3f} s before, {after:.3f} s after")
+    _report("unmarked served pages", cpu, wall, unit)
     photo_cpu, photo_wall = [], []
     for n in range(args.photos):
         page = pages[n % len(pages)]
@@ -62,7 +93,7 @@ def main() -> None:
         photo_cpu.append(time.process_time() - start_cpu)
         photo_wall.append(time.perf_counter() - start)
     if photo_cpu:
-        _report("unmarked phone photos", photo_cpu, photo_wall)
+        _report("unmarked phone photos", photo_cpu, photo_wall, unit)
     print(f"found (false matches): {found}")
 
 

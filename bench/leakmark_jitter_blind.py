@@ -1,0 +1,190 @@
+"""`bench.leakmark_jitter`, read blind: without the viewer's text and without the copies'
+places, which a trace of a washed page does not have (docs/leak-tracing.md, "A mark the washes
+above leave"). `python -m bench.leakmark_jitter_blind --pages 8 --seed 3`.
+
+The offsets are a keyed field over the page (one offset per FIELD x FIELD px cell), each word
+moved by the field's value at its centre. The read finds the pattern's lattice and its copies'
+average at every pixel (`pattern_model`, as the decoder does for the ink), measures the leak's
+offset against that average in small windows on the letters' edges, and correlates each
+window's offset with the field's value under the window's centre: a word straddling two cells
+dilutes the evidence, it does not mislead it. The leak is taken at the size served, uncropped
+(the strip's height known): a washed page, shared as it was washed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import random
+import statistics
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from bench.leakmark import psnr
+from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
+from bench.leakmark_jitter import Word, copy_corners, jittered_page, tile_words
+from render.forensic import ink, pattern_model
+
+Floats = npt.NDArray[np.float64]
+FIELD = 48  # px a side of the field's cells
+_WINDOW = 20  # px a side of a measuring window
+_STEP = 10  # px between windows
+_REACH = 2  # px looked for either way
+_MIN_CONTRAST = 12.0  # the model's standard deviation in a window: letters' edges in it
+_MIN_MATCH = 0.6
+
+
+def field(key: bytes, render: int, size: tuple[int, int]) -> npt.NDArray[np.int64]:
+    """(rows, columns, 2) offsets in {-1, 0, 1}, one per FIELD-px cell of a page of `size`."""
+    seed = hashlib.blake2b(render.to_bytes(8, "big"), key=key, digest_size=8).digest()
+    rng = np.random.default_rng(int.from_bytes(seed, "big"))
+    return rng.integers(-1, 2, size=(math.ceil(size[1] / FIELD), math.ceil(size[0] / FIELD), 2))
+
+
+def word_offsets(page: Page, pattern_words: list[Word], drawn: npt.NDArray[np.int64]
+                 ) -> npt.NDArray[np.int64]:
+    """Each word of each copy moved by the field's value at the word's centre (clamped to the
+    page: a copy's words may start off it)."""
+    rows, columns = drawn.shape[:2]
+    offsets = []
+    for cx, cy in copy_corners(page):
+        for word in pattern_words:
+            x = cx + (word.box[0] + word.box[2]) / 2
+            y = cy + (word.box[1] + word.box[3]) / 2
+            row = min(max(int(y // FIELD), 0), rows - 1)
+            column = min(max(int(x // FIELD), 0), columns - 1)
+            offsets.append(drawn[row, column])
+    return np.array(offsets)
+
+
+def measured(leak: Image.Image, page_height: int) -> tuple[Floats, npt.NDArray[np.intp]] | None:
+    """(windows, 2) offsets of the leak against its copies' average, and each window's
+    centre (row, column); None when no pattern lattice shows."""
+    grey = leak.convert("L").crop((0, 0, leak.width, page_height))
+    level = ink.ink_level(grey)
+    if level is None:
+        return None
+    values = np.asarray(grey, dtype=np.float32)
+    near = (np.abs(values - level) <= ink.INK_BAND) & ~pattern_model.flat_areas(grey)
+    lattice = pattern_model.pattern_lattice(pattern_model.ink_autocorrelation(near))
+    if lattice is None:
+        return None
+    model = pattern_model.pattern_model(values, values >= level - ink.INK_BAND, lattice,
+                                        np.ones(values.shape, dtype=bool)).reshape(values.shape)
+    image = 255.0 - values.astype(np.float64)
+    average = 255.0 - model.astype(np.float64)
+    found, centres = [], []
+    height, width = values.shape
+    for top in range(_REACH, height - _WINDOW - _REACH, _STEP):
+        for left in range(_REACH, width - _WINDOW - _REACH, _STEP):
+            template = average[top: top + _WINDOW, left: left + _WINDOW]
+            if template.std() < _MIN_CONTRAST:
+                continue
+            offset = _offset(image, template - template.mean(), top, left)
+            if offset is not None:
+                found.append(offset)
+                centres.append((top + _WINDOW // 2, left + _WINDOW // 2))
+    return np.array(found).reshape(-1, 2), np.array(centres, dtype=np.intp).reshape(-1, 2)
+
+
+def _offset(image: Floats, template: Floats, top: int, left: int) -> tuple[float, float] | None:
+    side = 2 * _REACH + 1
+    scores = np.empty((side, side))
+    norm = float(np.linalg.norm(template))
+    for dy in range(-_REACH, _REACH + 1):
+        for dx in range(-_REACH, _REACH + 1):
+            window = image[top + dy: top + dy + _WINDOW, left + dx: left + dx + _WINDOW]
+            window = window - window.mean()
+            scores[dy + _REACH, dx + _REACH] = float(
+                (window * template).sum() / (np.linalg.norm(window) * norm + 1e-9))
+    py, px = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    if scores[py, px] < _MIN_MATCH or py in (0, side - 1) or px in (0, side - 1):
+        return None
+    return (px - _REACH + _vertex(*scores[py, px - 1: px + 2]),
+            py - _REACH + _vertex(*scores[py - 1: py + 2, px]))
+
+
+def _vertex(minus: float, centre: float, plus: float) -> float:
+    curve = minus - 2 * centre + plus
+    return 0.0 if curve >= 0 else float(np.clip(0.5 * (minus - plus) / curve, -0.5, 0.5))
+
+
+def z_score(offsets: Floats, centres: npt.NDArray[np.intp], drawn: npt.NDArray[np.int64]
+            ) -> float:
+    """Correlation of the windows' offsets with the field under their centres (the page's
+    mean offset taken off), times the square root of the windows' count (overlapping windows
+    are not independent: compare with other renders' z, not with a normal table)."""
+    if len(offsets) < 4:
+        return 0.0
+    rows = np.minimum(centres[:, 0] // FIELD, drawn.shape[0] - 1)
+    columns = np.minimum(centres[:, 1] // FIELD, drawn.shape[1] - 1)
+    expected = drawn[rows, columns].astype(np.float64)
+    m = (offsets - offsets.mean(axis=0)).ravel()
+    e = (expected - expected.mean(axis=0)).ravel()
+    denominator = float(np.linalg.norm(m) * np.linalg.norm(e))
+    return 0.0 if denominator == 0 else float(m @ e) / denominator * math.sqrt(len(m))
+
+
+def moved_back(served: Image.Image, home: Image.Image, share: float) -> Image.Image:
+    mixed = (1 - share) * np.asarray(served, dtype=np.float64) \
+        + share * np.asarray(home, dtype=np.float64)
+    return Image.fromarray(np.clip(np.rint(mixed), 0, 255).astype(np.uint8))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pages", type=int, default=8)
+    parser.add_argument("--candidates", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=3)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    rows: dict[str, list[tuple[float, float, float]]] = {}
+    for page in corpus_pages(args.pages):
+        pattern_words = tile_words(MARK, page.image.width)
+        key, render = rng.randbytes(32), rng.getrandbits(61)
+        size = (page.image.width, page.page_height)
+        drawn = field(key, render, size)
+        served = jpeg(jittered_page(page, pattern_words, word_offsets(page, pattern_words, drawn)),
+                      SERVED_QUALITY)
+        home = jpeg(jittered_page(page, pattern_words, np.zeros((len(copy_corners(page))
+                                                                 * len(pattern_words), 2),
+                                                                dtype=np.int64)),
+                    SERVED_QUALITY)
+        leaks = {"as served (jpeg q80)": served}
+        for share in (0.5, 0.6, 1.0):
+            leaks[f"move back x {share}"] = moved_back(served, home, share)
+        others = [field(key, rng.getrandbits(61), size) for _ in range(args.candidates)]
+        print(f"{page.name}:")
+        for name, leak in leaks.items():
+            reading = measured(leak, page.page_height)
+            if reading is None:
+                true, worst, count = 0.0, 0.0, 0
+            else:
+                # In units of the other renders' spread: overlapping windows are not
+                # independent, so the raw z of a wrong render is wider than a normal's.
+                wrong = np.array([z_score(*reading, other) for other in others])
+                spread = float(wrong.std()) or 1.0
+                true = (z_score(*reading, drawn) - float(wrong.mean())) / spread
+                worst = (float(wrong.max()) - float(wrong.mean())) / spread
+                count = len(reading[0])
+            quality = psnr(served, leak)
+            rows.setdefault(name, []).append((true, worst, quality))
+            shown = "-" if math.isinf(quality) else f"{quality:.1f} dB"
+            print(f"  {name}: z {true:.1f} (others at most {worst:.1f}), {count} windows, "
+                  f"{shown}", flush=True)
+    print(f"\n| Leak | true render's z, in the others' spread (min, median) | largest of"
+          f" {args.candidates} others' |"
+          " PSNR against the page as served (min) |\n|---|---|---|---|")
+    for name, values in rows.items():
+        trues, worsts, qualities = zip(*values, strict=True)
+        low = min(qualities)
+        shown = "-" if math.isinf(low) else f"{low:.1f} dB"
+        print(f"| {name} | {min(trues):.1f}, {statistics.median(trues):.1f} | "
+              f"{max(worsts):.1f} | {shown} |")
+
+
+if __name__ == "__main__":
+    main()
