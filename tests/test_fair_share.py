@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.manual_clock import Clock
 from vaultd.services.common.fair_share import (
     ACTIVE_SECONDS,
     BURST_SECONDS,
     LONGEST_WAIT_SECONDS,
     FairShare,
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_an_account_alone_is_never_held() -> None:

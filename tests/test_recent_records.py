@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
+from tests.manual_clock import Clock
 from vaultd.services.common.recent import TTL_SECONDS, RecentRecords
 from vaultd.services.storage.rewrap import DROP_GRACE_SECONDS
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_record_is_kept_for_its_ttl_only() -> None:
-    clock = Clock()
+    clock = Clock(100.0)
     recent: RecentRecords[dict] = RecentRecords(ttl=1.0, clock=clock)
     assert recent.fresh("f1") is None
     recent.keep("f1", {"_id": "f1"})
@@ -28,7 +21,7 @@ def test_a_record_is_kept_for_its_ttl_only() -> None:
 
 
 def test_the_oldest_records_go_beyond_capacity() -> None:
-    recent: RecentRecords[str] = RecentRecords(capacity=2, clock=Clock())
+    recent: RecentRecords[str] = RecentRecords(capacity=2, clock=Clock(100.0))
     for record_id in ("f1", "f2", "f3"):
         recent.keep(record_id, record_id.upper())
     assert recent.fresh("f1") is None
