@@ -214,7 +214,7 @@ def _noise(image: Image.Image, page_height: int) -> Image.Image:
     return jpeg(Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8)), 75)
 
 
-def _reduced(image: Image.Image, factor: float) -> Image.Image:
+def reduced(image: Image.Image, factor: float) -> Image.Image:
     size = (round(image.width * factor), round(image.height * factor))
     return jpeg(image.resize(size, Image.Resampling.LANCZOS), 75)
 
@@ -239,7 +239,7 @@ def main() -> None:
         plain = jittered_page(page, pattern_words, np.zeros_like(offsets))
         cost = psnr(plain, jittered_page(page, pattern_words, offsets))
         leaks = {"as served (jpeg q80)": (served, 1.0),
-                 "reduced to 0.6 + jpeg q75": (_reduced(served, 0.6), 0.6),
+                 "reduced to 0.6 + jpeg q75": (reduced(served, 0.6), 0.6),
                  "noise + jpeg q75": (_noise(served, page.page_height), 1.0)}
         for share in (0.5, 0.6, 0.7, 1.0):
             leaks[f"move back x {share}"] = (

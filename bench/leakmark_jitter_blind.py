@@ -2,13 +2,14 @@
 places, which a trace of a washed page does not have (docs/leak-tracing.md, "A mark the washes
 above leave"). `python -m bench.leakmark_jitter_blind --pages 8 --seed 3`.
 
-The offsets are a keyed field over the page (one offset per FIELD x FIELD px cell), each word
-moved by the field's value at its centre. The read finds the pattern's lattice and its copies'
-average at every pixel (`pattern_model`, as the decoder does for the ink), measures the leak's
-offset against that average in small windows on the letters' edges, and correlates each
-window's offset with the field's value under the window's centre: a word straddling two cells
-dilutes the evidence, it does not mislead it. The leak is taken at the size served, uncropped
-(the strip's height known): a washed page, shared as it was washed.
+The offsets are a keyed field over the page (COLUMNS cells across it, square, so a rescaled
+page keeps them), each word moved by the field's value at its centre. The read finds the
+pattern's lattice and its copies' average at every pixel (`pattern_model`, as the decoder
+does for the ink), measures the leak's offset against that average in small windows on the
+letters' edges, and correlates each window's offset with the field's value under the
+window's centre: a word straddling two cells
+dilutes the evidence, it does not mislead it. The leak is taken uncropped (the strip's height
+known), at the size served or rescaled: a washed page, shared as it was washed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import hashlib
 import math
 import random
 import statistics
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -25,53 +27,62 @@ from PIL import Image
 
 from bench.leakmark import psnr
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
-from bench.leakmark_jitter import Word, copy_corners, jittered_page, tile_words
+from bench.leakmark_jitter import Word, copy_corners, jittered_page, reduced, tile_words
 from render.forensic import ink, pattern_model
 
 Floats = npt.NDArray[np.float64]
-FIELD = 48  # px a side of the field's cells
+COLUMNS = 26  # the field's cells across the page (48 px each on a 1237-px page)
 _WINDOW = 20  # px a side of a measuring window
 _STEP = 10  # px between windows
 _REACH = 2  # px looked for either way
 _MIN_CONTRAST = 12.0  # the model's standard deviation in a window: letters' edges in it
 _MIN_MATCH = 0.6
+_NEAR_PAPER = 13  # an ink level this near the paper is JPEG's noise (as `decode` rules)
+_MIN_LAG = 60  # px: the pattern's lattice is longer at any scale read (0.3: 84 px)
 
 
 def field(key: bytes, render: int, size: tuple[int, int]) -> npt.NDArray[np.int64]:
-    """(rows, columns, 2) offsets in {-1, 0, 1}, one per FIELD-px cell of a page of `size`."""
+    """(rows, COLUMNS, 2) offsets in {-1, 0, 1}, one per cell of a page of `size`."""
     seed = hashlib.blake2b(render.to_bytes(8, "big"), key=key, digest_size=8).digest()
     rng = np.random.default_rng(int.from_bytes(seed, "big"))
-    return rng.integers(-1, 2, size=(math.ceil(size[1] / FIELD), math.ceil(size[0] / FIELD), 2))
+    return rng.integers(-1, 2, size=(math.ceil(COLUMNS * size[1] / size[0]), COLUMNS, 2))
+
+
+def _cells(ys: Floats, xs: Floats, width: float, drawn: npt.NDArray[np.int64]
+           ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The field's cell under each point of a page `width` px wide (clamped to the page)."""
+    side = width / COLUMNS
+    rows = np.clip((ys // side).astype(np.intp), 0, drawn.shape[0] - 1)
+    columns = np.clip((xs // side).astype(np.intp), 0, drawn.shape[1] - 1)
+    return rows, columns
 
 
 def word_offsets(page: Page, pattern_words: list[Word], drawn: npt.NDArray[np.int64]
                  ) -> npt.NDArray[np.int64]:
     """Each word of each copy moved by the field's value at the word's centre (clamped to the
     page: a copy's words may start off it)."""
-    rows, columns = drawn.shape[:2]
-    offsets = []
-    for cx, cy in copy_corners(page):
-        for word in pattern_words:
-            x = cx + (word.box[0] + word.box[2]) / 2
-            y = cy + (word.box[1] + word.box[3]) / 2
-            row = min(max(int(y // FIELD), 0), rows - 1)
-            column = min(max(int(x // FIELD), 0), columns - 1)
-            offsets.append(drawn[row, column])
-    return np.array(offsets)
+    centres = np.array([(cy + (word.box[1] + word.box[3]) / 2, cx + (word.box[0] + word.box[2]) / 2)
+                        for cx, cy in copy_corners(page) for word in pattern_words])
+    rows, columns = _cells(centres[:, 0], centres[:, 1], page.image.width, drawn)
+    offsets: npt.NDArray[np.int64] = drawn[rows, columns]
+    return offsets
 
 
-def measured(leak: Image.Image, page_height: int) -> tuple[Floats, npt.NDArray[np.intp]] | None:
-    """(windows, 2) offsets of the leak against its copies' average, and each window's
-    centre (row, column); None when no pattern lattice shows."""
+class Reading(NamedTuple):
+    offsets: Floats  # (windows, 2), px of the leak, against the copies' average
+    centres: npt.NDArray[np.intp]  # (windows, 2): each window's centre, row and column
+    width: int  # the page's, in the leak
+
+
+def measured(leak: Image.Image, page_height: int) -> Reading | None:
+    """Offsets of the leak against its copies' average in windows over the letters' edges;
+    None when no pattern lattice shows. `page_height`: the rows above the strip."""
     grey = leak.convert("L").crop((0, 0, leak.width, page_height))
-    level = ink.ink_level(grey)
-    if level is None:
-        return None
     values = np.asarray(grey, dtype=np.float32)
-    near = (np.abs(values - level) <= ink.INK_BAND) & ~pattern_model.flat_areas(grey)
-    lattice = pattern_model.pattern_lattice(pattern_model.ink_autocorrelation(near))
-    if lattice is None:
+    found_lattice = _lattice(grey, values)
+    if found_lattice is None:
         return None
+    level, lattice = found_lattice
     model = pattern_model.pattern_model(values, values >= level - ink.INK_BAND, lattice,
                                         np.ones(values.shape, dtype=bool)).reshape(values.shape)
     image = 255.0 - values.astype(np.float64)
@@ -87,7 +98,27 @@ def measured(leak: Image.Image, page_height: int) -> tuple[Floats, npt.NDArray[n
             if offset is not None:
                 found.append(offset)
                 centres.append((top + _WINDOW // 2, left + _WINDOW // 2))
-    return np.array(found).reshape(-1, 2), np.array(centres, dtype=np.intp).reshape(-1, 2)
+    return Reading(np.array(found).reshape(-1, 2),
+                   np.array(centres, dtype=np.intp).reshape(-1, 2), width)
+
+
+def _lattice(grey: Image.Image, values: npt.NDArray[np.float32]
+             ) -> tuple[int, npt.NDArray[np.float64]] | None:
+    """The pattern's ink level and lattice, as the decoder finds them: the histogram's ink
+    level, else those its lattice gives (a reduced page's letters smeared toward the paper)."""
+    paper = ink.paper_level(grey)
+    flat = pattern_model.flat_areas(grey)
+    level = ink.ink_level(grey)
+    for candidate in ([] if level is None else [level]) + pattern_model.lattice_ink_levels(
+            grey, flat):
+        if paper is None or candidate >= paper - _NEAR_PAPER:
+            continue
+        near = (np.abs(values - candidate) <= ink.INK_BAND) & ~flat
+        lattice = pattern_model.pattern_lattice(pattern_model.ink_autocorrelation(near),
+                                                _MIN_LAG)
+        if lattice is not None:
+            return candidate, lattice
+    return None
 
 
 def _offset(image: Floats, template: Floats, top: int, left: int) -> tuple[float, float] | None:
@@ -112,15 +143,15 @@ def _vertex(minus: float, centre: float, plus: float) -> float:
     return 0.0 if curve >= 0 else float(np.clip(0.5 * (minus - plus) / curve, -0.5, 0.5))
 
 
-def z_score(offsets: Floats, centres: npt.NDArray[np.intp], drawn: npt.NDArray[np.int64]
-            ) -> float:
+def z_score(offsets: Floats, centres: npt.NDArray[np.intp], width: int,
+            drawn: npt.NDArray[np.int64]) -> float:
     """Correlation of the windows' offsets with the field under their centres (the page's
     mean offset taken off), times the square root of the windows' count (overlapping windows
     are not independent: compare with other renders' z, not with a normal table)."""
     if len(offsets) < 4:
         return 0.0
-    rows = np.minimum(centres[:, 0] // FIELD, drawn.shape[0] - 1)
-    columns = np.minimum(centres[:, 1] // FIELD, drawn.shape[1] - 1)
+    rows, columns = _cells(centres[:, 0].astype(np.float64), centres[:, 1].astype(np.float64),
+                           width, drawn)
     expected = drawn[rows, columns].astype(np.float64)
     m = (offsets - offsets.mean(axis=0)).ravel()
     e = (expected - expected.mean(axis=0)).ravel()
@@ -153,13 +184,15 @@ def main() -> None:
                                                                  * len(pattern_words), 2),
                                                                 dtype=np.int64)),
                     SERVED_QUALITY)
-        leaks = {"as served (jpeg q80)": served}
+        leaks = {"as served (jpeg q80)": (served, page.page_height),
+                 "reduced to 0.6 + jpeg q75": (reduced(served, 0.6),
+                                               round(page.page_height * 0.6))}
         for share in (0.5, 0.6, 1.0):
-            leaks[f"move back x {share}"] = moved_back(served, home, share)
+            leaks[f"move back x {share}"] = (moved_back(served, home, share), page.page_height)
         others = [field(key, rng.getrandbits(61), size) for _ in range(args.candidates)]
         print(f"{page.name}:")
-        for name, leak in leaks.items():
-            reading = measured(leak, page.page_height)
+        for name, (leak, page_height) in leaks.items():
+            reading = measured(leak, page_height)
             if reading is None:
                 true, worst, count = 0.0, 0.0, 0
             else:
@@ -170,7 +203,7 @@ def main() -> None:
                 true = (z_score(*reading, drawn) - float(wrong.mean())) / spread
                 worst = (float(wrong.max()) - float(wrong.mean())) / spread
                 count = len(reading[0])
-            quality = psnr(served, leak)
+            quality = psnr(served, leak) if leak.size == served.size else math.inf
             rows.setdefault(name, []).append((true, worst, quality))
             shown = "-" if math.isinf(quality) else f"{quality:.1f} dB"
             print(f"  {name}: z {true:.1f} (others at most {worst:.1f}), {count} windows, "
