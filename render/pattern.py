@@ -170,8 +170,9 @@ class PlacedWord(NamedTuple):
 
 def block_size(lines: list[str], size: int) -> Size:
     """The text block before rotation: the widest line and every line's height, padded."""
-    width = math.ceil(max(words.line_width(line, size, True) for line in lines)) + size // 2 * 2
-    return width, round(size * 1.3) * len(lines) + size // 2 * 2
+    pad = size // 2
+    width = math.ceil(max(words.line_width(line, size, True) for line in lines)) + 2 * pad
+    return width, round(size * 1.3) * len(lines) + 2 * pad
 
 
 def placed_words(lines: list[str], size: int) -> list[PlacedWord]:
