@@ -123,27 +123,36 @@ def measured(image: Image.Image, page: Page, pattern_words: list[Word], scale: f
         if len(patches) < 3:
             continue
         template = np.mean([p[_REACH:-_REACH, _REACH:-_REACH] for p in patches], axis=0)
-        template -= template.mean()
-        norm = np.linalg.norm(template)
         for patch, (c, fx, fy) in zip(patches, where, strict=True):
-            scores = np.full((2 * _REACH + 1, 2 * _REACH + 1), -1.0)
-            for dy in range(-_REACH, _REACH + 1):
-                for dx in range(-_REACH, _REACH + 1):
-                    window = patch[_REACH + dy: _REACH + dy + size[0],
-                                   _REACH + dx: _REACH + dx + size[1]]
-                    window = window - window.mean()
-                    scores[dy + _REACH, dx + _REACH] = float(
-                        (window * template).sum() / (np.linalg.norm(window) * norm + 1e-9))
-            py, px = np.unravel_index(int(np.argmax(scores)), scores.shape)
-            if scores[py, px] < _MIN_MATCH or py in (0, 2 * _REACH) or px in (0, 2 * _REACH):
-                continue
-            sub_x = _vertex(scores[py, px - 1], scores[py, px], scores[py, px + 1])
-            sub_y = _vertex(scores[py - 1, px], scores[py, px], scores[py + 1, px])
-            index = c * len(pattern_words) + w
-            offsets[index] = ((px - _REACH + sub_x - fx) / scale,
-                              (py - _REACH + sub_y - fy) / scale)
-            valid[index] = True
+            found = best_offset(patch, template, _REACH, _MIN_MATCH)
+            if found is not None:
+                index = c * len(pattern_words) + w
+                offsets[index] = ((found[0] - fx) / scale, (found[1] - fy) / scale)
+                valid[index] = True
     return offsets, valid
+
+
+def best_offset(patch: Floats, template: Floats, reach: int, min_match: float
+                ) -> tuple[float, float] | None:
+    """(dx, dy) to a tenth of a pixel at which `template` best matches `patch` (the template
+    with `reach` px of margin each side): the peak of their normalised correlation, refined
+    by a parabola; None when the peak is under `min_match` or on the margin's edge."""
+    side = 2 * reach + 1
+    height, width = template.shape
+    centred = template - template.mean()
+    norm = float(np.linalg.norm(centred))
+    scores = np.empty((side, side))
+    for dy in range(side):
+        for dx in range(side):
+            window = patch[dy: dy + height, dx: dx + width]
+            window = window - window.mean()
+            scores[dy, dx] = float((window * centred).sum()
+                                   / (np.linalg.norm(window) * norm + 1e-9))
+    py, px = np.unravel_index(int(np.argmax(scores)), scores.shape)
+    if scores[py, px] < min_match or py in (0, side - 1) or px in (0, side - 1):
+        return None
+    return (px - reach + _vertex(*scores[py, px - 1: px + 2]),
+            py - reach + _vertex(*scores[py - 1: py + 2, px]))
 
 
 def _vertex(minus: float, centre: float, plus: float) -> float:
@@ -202,6 +211,11 @@ def moved_back(served: Image.Image, page: Page, pattern_words: list[Word],
     place. Here with the true offsets (the washer measures them as the trace does, no better):
     a blend of the page as served with the page whose words are in their places."""
     home = jpeg(jittered_page(page, pattern_words, np.zeros_like(offsets)), SERVED_QUALITY)
+    return blended(served, home, share)
+
+
+def blended(served: Image.Image, home: Image.Image, share: float) -> Image.Image:
+    """`share` of the way from the page as served to the page with every word at home."""
     mixed = (1 - share) * np.asarray(served, dtype=np.float64) \
         + share * np.asarray(home, dtype=np.float64)
     return Image.fromarray(np.clip(np.rint(mixed), 0, 255).astype(np.uint8))

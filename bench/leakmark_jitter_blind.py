@@ -27,8 +27,17 @@ from PIL import Image
 
 from bench.leakmark import psnr
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
-from bench.leakmark_jitter import Word, copy_corners, jittered_page, reduced, tile_words
+from bench.leakmark_jitter import (
+    Word,
+    best_offset,
+    blended,
+    copy_corners,
+    jittered_page,
+    reduced,
+    tile_words,
+)
 from render.forensic import ink, pattern_model
+from render.forensic.decode import NEAR_PAPER
 
 Floats = npt.NDArray[np.float64]
 COLUMNS = 26  # the field's cells across the page (48 px each on a 1237-px page)
@@ -37,7 +46,6 @@ _STEP = 10  # px between windows
 _REACH = 2  # px looked for either way
 _MIN_CONTRAST = 12.0  # the model's standard deviation in a window: letters' edges in it
 _MIN_MATCH = 0.6
-_NEAR_PAPER = 13  # an ink level this near the paper is JPEG's noise (as `decode` rules)
 _MIN_LAG = 60  # px: the pattern's lattice is longer at any scale read (0.3: 84 px)
 
 
@@ -94,7 +102,9 @@ def measured(leak: Image.Image, page_height: int) -> Reading | None:
             template = average[top: top + _WINDOW, left: left + _WINDOW]
             if template.std() < _MIN_CONTRAST:
                 continue
-            offset = _offset(image, template - template.mean(), top, left)
+            offset = best_offset(image[top - _REACH: top + _WINDOW + _REACH,
+                                       left - _REACH: left + _WINDOW + _REACH],
+                                 template, _REACH, _MIN_MATCH)
             if offset is not None:
                 found.append(offset)
                 centres.append((top + _WINDOW // 2, left + _WINDOW // 2))
@@ -111,7 +121,7 @@ def _lattice(grey: Image.Image, values: npt.NDArray[np.float32]
     level = ink.ink_level(grey)
     for candidate in ([] if level is None else [level]) + pattern_model.lattice_ink_levels(
             grey, flat):
-        if paper is None or candidate >= paper - _NEAR_PAPER:
+        if paper is None or candidate >= paper - NEAR_PAPER:
             continue
         near = (np.abs(values - candidate) <= ink.INK_BAND) & ~flat
         lattice = pattern_model.pattern_lattice(pattern_model.ink_autocorrelation(near),
@@ -119,28 +129,6 @@ def _lattice(grey: Image.Image, values: npt.NDArray[np.float32]
         if lattice is not None:
             return candidate, lattice
     return None
-
-
-def _offset(image: Floats, template: Floats, top: int, left: int) -> tuple[float, float] | None:
-    side = 2 * _REACH + 1
-    scores = np.empty((side, side))
-    norm = float(np.linalg.norm(template))
-    for dy in range(-_REACH, _REACH + 1):
-        for dx in range(-_REACH, _REACH + 1):
-            window = image[top + dy: top + dy + _WINDOW, left + dx: left + dx + _WINDOW]
-            window = window - window.mean()
-            scores[dy + _REACH, dx + _REACH] = float(
-                (window * template).sum() / (np.linalg.norm(window) * norm + 1e-9))
-    py, px = np.unravel_index(int(np.argmax(scores)), scores.shape)
-    if scores[py, px] < _MIN_MATCH or py in (0, side - 1) or px in (0, side - 1):
-        return None
-    return (px - _REACH + _vertex(*scores[py, px - 1: px + 2]),
-            py - _REACH + _vertex(*scores[py - 1: py + 2, px]))
-
-
-def _vertex(minus: float, centre: float, plus: float) -> float:
-    curve = minus - 2 * centre + plus
-    return 0.0 if curve >= 0 else float(np.clip(0.5 * (minus - plus) / curve, -0.5, 0.5))
 
 
 def z_score(offsets: Floats, centres: npt.NDArray[np.intp], width: int,
@@ -157,12 +145,6 @@ def z_score(offsets: Floats, centres: npt.NDArray[np.intp], width: int,
     e = (expected - expected.mean(axis=0)).ravel()
     denominator = float(np.linalg.norm(m) * np.linalg.norm(e))
     return 0.0 if denominator == 0 else float(m @ e) / denominator * math.sqrt(len(m))
-
-
-def moved_back(served: Image.Image, home: Image.Image, share: float) -> Image.Image:
-    mixed = (1 - share) * np.asarray(served, dtype=np.float64) \
-        + share * np.asarray(home, dtype=np.float64)
-    return Image.fromarray(np.clip(np.rint(mixed), 0, 255).astype(np.uint8))
 
 
 def main() -> None:
@@ -188,7 +170,7 @@ def main() -> None:
                  "reduced to 0.6 + jpeg q75": (reduced(served, 0.6),
                                                round(page.page_height * 0.6))}
         for share in (0.5, 0.6, 1.0):
-            leaks[f"move back x {share}"] = (moved_back(served, home, share), page.page_height)
+            leaks[f"move back x {share}"] = (blended(served, home, share), page.page_height)
         others = [field(key, rng.getrandbits(61), size) for _ in range(args.candidates)]
         print(f"{page.name}:")
         for name, (leak, page_height) in leaks.items():

@@ -17,6 +17,7 @@ from bench.leakmark import psnr
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
 from bench.leakmark_jitter import (
     Word,
+    blended,
     copy_corners,
     jitter,
     jittered_page,
@@ -91,7 +92,7 @@ def test_read_blind_the_field_still_names_the_render_after_a_readable_wash() -> 
                                                     dtype=np.int64)), SERVED_QUALITY)
     rng = random.Random(9)
     others = [blind.field(KEY, rng.getrandbits(61), size) for _ in range(100)]
-    for leak in (served, blind.moved_back(served, home, 0.5)):
+    for leak in (served, blended(served, home, 0.5)):
         assert psnr(served, leak) >= READABLE_DB
         reading = blind.measured(leak, page.page_height)
         assert reading is not None

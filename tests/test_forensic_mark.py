@@ -21,7 +21,7 @@ from bench.leakmark_attacks import (
     photo_page,
 )
 from render.forensic import decode, detect, embed, embed_into, ink, pattern_model, sync
-from render.forensic.decode import SYNC_THRESHOLD
+from render.forensic.decode import NEAR_PAPER, SYNC_THRESHOLD
 
 decode_module = importlib.import_module("render.forensic.decode")
 
@@ -113,7 +113,7 @@ def test_clipped_paper_is_not_searched_yet_a_small_crop_is() -> None:
 
 def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
     """After brightness +20 % + JPEG q50 the histogram's ink level is JPEG's noise next to the
-    paper: it is not scanned (`decode._NEAR_PAPER`), a scan less for an unmarked page; the
+    paper: it is not scanned (`decode.NEAR_PAPER`), a scan less for an unmarked page; the
     levels the pattern's lattice shows are (they read the marked page: test_exact_id_survives)."""
     scanned: list[int] = []
     real_scan = decode_module._scan
@@ -127,9 +127,9 @@ def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPa
     leaked = ATTACKS["brightness +20% + jpeg q50"](served, _page().page_height,
                                                     random.Random(4)).convert("L")
     noise, paper = ink.ink_level(leaked), ink.paper_level(leaked)
-    assert noise is not None and paper is not None and noise >= paper - 13
+    assert noise is not None and paper is not None and noise >= paper - NEAR_PAPER
     assert decode(leaked) is None
-    assert scanned and all(level < paper - 13 for level in scanned), scanned
+    assert scanned and all(level < paper - NEAR_PAPER for level in scanned), scanned
 
 
 def test_unmarked_pages_and_images_give_nothing() -> None:

@@ -58,7 +58,7 @@ _SAME_INK = 4  # grey levels: a second ink level this close would read the same 
 # where the model "fits" every pixel. Its scan is left to the lattice's levels: those leaks
 # read 47/48 either way (seeds 100-103, the same miss), contrast +20 % 48/48; an unmarked one
 # is spared a scan (0.15-0.2 s).
-_NEAR_PAPER = 13
+NEAR_PAPER = 13
 _MIN_SIDE = math.ceil(2 * TILE * sync.MIN_SCALE)
 Floats = npt.NDArray[np.float32]
 
@@ -89,7 +89,8 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         # chips of 12 px or more, which stay above 4 px.
         grey = grey.reduce(2)
     corners = rectify.page_corners(full)
-    if corners is not None and not rectify.needs_rectifying(corners):
+    upright = corners is not None and not rectify.needs_rectifying(corners)
+    if corners is not None and upright:
         # A page shown upright on a desktop (a screenshot): the mark is on the page only, and
         # the desktop would cost every reading as much as the page does.
         grey = _page_part(grey, corners, full.width)
@@ -100,7 +101,7 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
             read = photo.read_photo(source, corners, plan)
             if read is not None:
                 return Detection(read[0], read[1], 1.0, 0.0)
-            if rectify.needs_rectifying(corners):
+            if not upright:
                 # The later readings model no perspective: seconds spent for nothing.
                 return None
             if max(grey.size) >= _HALVED_PAGE * photo.CANVAS_LONG_SIDE:
@@ -128,7 +129,7 @@ def _page_part(grey: Image.Image, corners: rectify.Corners, full_width: int) -> 
 
 def _scan_ink(grey: Image.Image, level: int | None, plan: Layout) -> Detection | None:
     """The scan at the histogram's ink level (unless that is JPEG's noise beside the paper,
-    _NEAR_PAPER), then at the levels the pattern's lattice shows that differ from every level
+    NEAR_PAPER), then at the levels the pattern's lattice shows that differ from every level
     tried (after JPEG q50 the histogram has no ink peak; on a page shrunk to half it shows the
     letters' edges, lighter than their cores)."""
     # Its central part at most (halving instead blurs 3-px chips out: measured worse).
@@ -139,7 +140,7 @@ def _scan_ink(grey: Image.Image, level: int | None, plan: Layout) -> Detection |
     # reading may hold more of the mark but show no lattice (too many other pixels).
     rotation: float | None = None
     paper = ink.paper_level(grey)
-    if level is not None and paper is not None and level >= paper - _NEAR_PAPER:
+    if level is not None and paper is not None and level >= paper - NEAR_PAPER:
         level = None  # JPEG's noise beside the paper: the lattice's levels are read instead
     if level is not None:
         found, rotation = _scan(grey, level, flat, rotation, plan)
