@@ -32,7 +32,8 @@ from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
+# Its own server (docs/testing.md); `alone`: its time bounds want the machine to itself
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 LINK_BUSY = "too many pages of this link are being rendered; retry shortly"
 CLIENT_BUSY = "too many pages requested at once from this address"

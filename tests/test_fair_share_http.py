@@ -16,7 +16,8 @@ from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess, free_port, running_vault
 
-pytestmark = pytest.mark.slow  # a vaultd of its own, with a metrics port
+# A vaultd of its own, with a metrics port; `alone`: its time bounds want the machine
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 CALLS = 80  # each owes 3x its time at the default share: a few dozen pass the 0.25 s burst
 HELD = "vaultd_fair_share_held_total"

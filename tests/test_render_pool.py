@@ -19,7 +19,8 @@ from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
 from tests.waiting import wait_until_async
 
-pytestmark = pytest.mark.slow  # spawns its own worker pools (see docs/testing.md)
+# Its own worker pools (docs/testing.md); `alone`: its time bounds want the machine
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 GiB = 1 << 30
 
