@@ -104,4 +104,10 @@ def test_parse_link_request_returns_a_valid_request_or_raises_a_vault_error(
     result = returns_or_vault_error(links.parse_link_request, body, FREE)
     if isinstance(result, links.LinkRequest):
         assert 60 <= result.ttl_seconds <= FREE.plan.maxViewSeconds
-        assert 0 < len(result.viewer_name) <= 100 and "@" in result.viewer_email
+        assert "@" in result.viewer_email
+        # The spec bounds a given viewerName to 100 characters; without one (or a blank one)
+        # the name is the email, which may be longer (hypothesis found one of 101).
+        name = result.viewer_name
+        assert 0 < len(name) <= 100 or name == result.viewer_email
+        if not isinstance(body.get("viewerName"), str):
+            assert name == result.viewer_email
