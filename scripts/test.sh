@@ -20,7 +20,11 @@ if [ $# -eq 0 ]; then
   .venv/bin/python -m pytest -n 2 --dist loadfile -m "not alone" || status=$?
   alone=0
   .venv/bin/python -m pytest -m alone || alone=$?
-  [ "$status" -ne 0 ] || status=$alone
+  if [ "$status" -ne 0 ]; then
+    echo "the run on two workers failed (exit $status): see its summary above" >&2
+  else
+    status=$alone
+  fi
 else
   .venv/bin/python -m pytest "$@" || status=$?
 fi
