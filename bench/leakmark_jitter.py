@@ -205,12 +205,19 @@ def _copies_z(offsets: Floats, valid: npt.NDArray[np.bool_], expected: npt.NDArr
     return 0.0 if denominator == 0 else float(mv @ ev) / denominator * math.sqrt(dof)
 
 
-def moved_back(served: Image.Image, page: Page, pattern_words: list[Word],
-               offsets: npt.NDArray[np.int64], share: float) -> Image.Image:
+def at_home(page: Page, pattern_words: list[Word]) -> Image.Image:
+    """The page with every word of every copy in its place (as served today, without the
+    invisible mark)."""
+    unmoved = np.zeros((len(copy_corners(page)) * len(pattern_words), 2), dtype=np.int64)
+    return jittered_page(page, pattern_words, unmoved)
+
+
+def moved_back(served: Image.Image, page: Page, pattern_words: list[Word], share: float,
+               ) -> Image.Image:
     """The best a washer with the code does: every word moved `share` of the way back to its
     place. Here with the true offsets (the washer measures them as the trace does, no better):
     a blend of the page as served with the page whose words are in their places."""
-    home = jpeg(jittered_page(page, pattern_words, np.zeros_like(offsets)), SERVED_QUALITY)
+    home = jpeg(at_home(page, pattern_words), SERVED_QUALITY)
     return blended(served, home, share)
 
 
@@ -250,14 +257,14 @@ def main() -> None:
         key, render = rng.randbytes(32), rng.getrandbits(61)
         offsets = jitter(key, render, copies, per_copy, args.whole_copies)
         served = jpeg(jittered_page(page, pattern_words, offsets), SERVED_QUALITY)
-        plain = jittered_page(page, pattern_words, np.zeros_like(offsets))
+        plain = at_home(page, pattern_words)
         cost = psnr(plain, jittered_page(page, pattern_words, offsets))
         leaks = {"as served (jpeg q80)": (served, 1.0),
                  "reduced to 0.6 + jpeg q75": (reduced(served, 0.6), 0.6),
                  "noise + jpeg q75": (_noise(served, page.page_height), 1.0)}
         for share in (0.5, 0.6, 0.7, 1.0):
             leaks[f"move back x {share}"] = (
-                moved_back(served, page, pattern_words, offsets, share), 1.0)
+                moved_back(served, page, pattern_words, share), 1.0)
         print(f"{page.name}: {count} words, jitter costs {cost:.1f} dB against no jitter")
         others = [jitter(key, rng.getrandbits(61), copies, per_copy, args.whole_copies)
                   for _ in range(args.candidates)]

@@ -29,6 +29,7 @@ from bench.leakmark import psnr
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
 from bench.leakmark_jitter import (
     Word,
+    at_home,
     best_offset,
     blended,
     copy_corners,
@@ -162,10 +163,7 @@ def main() -> None:
         drawn = field(key, render, size)
         served = jpeg(jittered_page(page, pattern_words, word_offsets(page, pattern_words, drawn)),
                       SERVED_QUALITY)
-        home = jpeg(jittered_page(page, pattern_words, np.zeros((len(copy_corners(page))
-                                                                 * len(pattern_words), 2),
-                                                                dtype=np.int64)),
-                    SERVED_QUALITY)
+        home = jpeg(at_home(page, pattern_words), SERVED_QUALITY)
         leaks = {"as served (jpeg q80)": (served, page.page_height),
                  "reduced to 0.6 + jpeg q75": (reduced(served, 0.6),
                                                round(page.page_height * 0.6))}
@@ -184,7 +182,7 @@ def main() -> None:
                 spread = float(wrong.std()) or 1.0
                 true = (z_score(*reading, drawn) - float(wrong.mean())) / spread
                 worst = (float(wrong.max()) - float(wrong.mean())) / spread
-                count = len(reading[0])
+                count = len(reading.offsets)
             quality = psnr(served, leak) if leak.size == served.size else math.inf
             rows.setdefault(name, []).append((true, worst, quality))
             shown = "-" if math.isinf(quality) else f"{quality:.1f} dB"

@@ -17,6 +17,7 @@ from bench.leakmark import psnr
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
 from bench.leakmark_jitter import (
     Word,
+    at_home,
     blended,
     copy_corners,
     jitter,
@@ -64,8 +65,8 @@ def test_the_served_page_names_its_render_and_no_other() -> None:
 
 
 def test_moving_the_words_half_way_back_keeps_the_page_readable_and_the_mark() -> None:
-    page, words, offsets = _page()
-    washed = moved_back(_served(), page, words, offsets, 0.5)
+    page, words, _ = _page()
+    washed = moved_back(_served(), page, words, 0.5)
     assert psnr(_served(), washed) >= READABLE_DB
     assert _z(washed, [RENDER])[0] >= FOUND_Z
 
@@ -73,8 +74,8 @@ def test_moving_the_words_half_way_back_keeps_the_page_readable_and_the_mark() -
 def test_moving_them_all_the_way_back_removes_it_and_the_page_pays() -> None:
     """The control: the measurement can fail; and what removing the jitter costs (about what
     drawing it cost) is under the readable 35 dB."""
-    page, words, offsets = _page()
-    washed = moved_back(_served(), page, words, offsets, 1.0)
+    page, words, _ = _page()
+    washed = moved_back(_served(), page, words, 1.0)
     assert psnr(_served(), washed) < READABLE_DB
     assert _z(washed, [RENDER])[0] < FOUND_Z / 2
 
@@ -88,8 +89,7 @@ def test_read_blind_the_field_still_names_the_render_after_a_readable_wash() -> 
     drawn = blind.field(KEY, RENDER, size)
     served = jpeg(jittered_page(page, words, blind.word_offsets(page, words, drawn)),
                   SERVED_QUALITY)
-    home = jpeg(jittered_page(page, words, np.zeros((len(copy_corners(page)) * len(words), 2),
-                                                    dtype=np.int64)), SERVED_QUALITY)
+    home = jpeg(at_home(page, words), SERVED_QUALITY)
     rng = random.Random(9)
     others = [blind.field(KEY, rng.getrandbits(61), size) for _ in range(100)]
     for leak in (served, blended(served, home, 0.5)):
