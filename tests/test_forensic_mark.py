@@ -132,6 +132,50 @@ def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPa
     assert scanned and all(level < paper - NEAR_PAPER for level in scanned), scanned
 
 
+def _scans(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[bool]]:
+    """The levels `decode` scans, and a True each time it asks the lattice for more."""
+    scanned: list[int] = []
+    asked: list[bool] = []
+    real_scan, real_levels = decode_module._scan, pattern_model.lattice_ink_levels
+
+    def scanning(grey: Image.Image, level: int, *rest: object) -> object:
+        scanned.append(level)
+        return real_scan(grey, level, *rest)
+
+    def asking(*args: object) -> list[int]:
+        asked.append(True)
+        return real_levels(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(decode_module, "_scan", scanning)
+    monkeypatch.setattr(decode_module.pattern_model, "lattice_ink_levels", asking)
+    return scanned, asked
+
+
+def test_a_whole_page_is_scanned_at_its_histogram_level_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page at its served size, no screenshot, raised in contrast: its histogram's ink level
+    is the letters' cores, and when the scan there finds nothing the lattice's levels are not
+    tried (`decode._SERVED_SIZE`: 0.1-0.35 s of an unmarked page). Shrunk to half, the
+    histogram shows the letters' edges: the lattice's levels are still read, and they read
+    the marked page."""
+    scanned, asked = _scans(monkeypatch)
+    served = jpeg(_page().image, SERVED_QUALITY)
+    raised = ATTACKS["contrast +20%"](served, _page().page_height, random.Random(5))
+    level = ink.ink_level(raised.convert("L"))
+    assert decode(raised) is None
+    assert scanned == [level] and not asked, (scanned, asked, level)
+
+    scanned.clear()
+    shrunk = ATTACKS["contrast +20%"](ATTACKS["downscale 50%"](served, 0, random.Random(5)), 0,
+                                      random.Random(5))
+    assert decode(shrunk) is None
+    assert asked, scanned
+    marked_shrunk = ATTACKS["contrast +20%"](ATTACKS["downscale 50%"](_marked(), 0,
+                                                                      random.Random(5)),
+                                             0, random.Random(5))
+    assert decode(marked_shrunk) == RENDER_ID
+
+
 def test_unmarked_pages_and_images_give_nothing() -> None:
     page = _page()
     rng = random.Random(1)

@@ -47,6 +47,12 @@ _MAX_PIXELS = 12_000_000
 _MAX_FOLD_PIXELS = 6_000_000
 _MAX_SCAN_PIXELS = 4_000_000  # read by the scan: a few per cent of them are ink
 _HALVED_PAGE = 1.1  # a screenshot's page this much larger than served is read at half size
+# An image whose long side is this share of the served canvas's or more, and no screenshot,
+# is read at the histogram's ink level only when it has one: of the 503 leaks the scan read
+# among 1,800 (`bench.leakmark` and `bench.leakmark_pairs`, two seeds each), every one that a
+# lattice's level read after the histogram's had failed was a screenshot or shrunk to half
+# (566 px wide); the lattice's levels cost an unmarked page 0.1-0.35 s.
+_SERVED_SIZE = 0.9
 _UPRIGHT = 0.25  # degrees: a lattice this near its served angle is read upright only
 # Autocorrelation peaks tried as the tile vector. After a rescale and JPEG q50 the 8-px block
 # grid puts peaks at multiples of 8 px (144, 200 at 640 px wide) above the tile's own (99):
@@ -94,6 +100,12 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         # A page shown upright on a desktop (a screenshot): the mark is on the page only, and
         # the desktop would cost every reading as much as the page does.
         grey = _page_part(grey, corners, full.width)
+        if max(grey.size) >= _HALVED_PAGE * photo.CANVAS_LONG_SIDE:
+            # A page shown this large has chips of 9 px or more: half the pixels still hold
+            # them at 4.4 px (the scan reads 640 px wide pages: 4 px), a quarter of the work.
+            # The search reads the same screenshots at half size as at full (88 of 264 with
+            # a screenshot in `bench.leakmark` and its pairs, 2 seeds: the others are clipped).
+            grey = grey.reduce(2)
     found = _search(grey, plan)
     if found is None:
         if corners is not None:
@@ -104,15 +116,13 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
             if not upright:
                 # The later readings model no perspective: seconds spent for nothing.
                 return None
-            if max(grey.size) >= _HALVED_PAGE * photo.CANVAS_LONG_SIDE:
-                # A screenshot's page shown this large has chips of 9 px or more: half the
-                # pixels still hold them at 4.4 px (the scan reads 640 px wide pages: 4 px), a
-                # quarter of the work.
-                grey = grey.reduce(2)
         # The paper may have been clipped to white (brightness or contrast raised): read the
         # visible pattern's ink instead (`render.forensic.ink`), at every scale.
         if ink.paper_level(grey) is not None:
-            found = _scan_ink(grey, ink.ink_level(grey), plan)
+            # A page at its served size or larger that is no screenshot: the histogram's ink
+            # level is the letters' own, when it shows one (`_scan_ink`).
+            whole = corners is None and max(grey.size) >= _SERVED_SIZE * photo.CANVAS_LONG_SIDE
+            found = _scan_ink(grey, ink.ink_level(grey), plan, whole)
     return found
 
 
@@ -127,11 +137,14 @@ def _page_part(grey: Image.Image, corners: rectify.Corners, full_width: int) -> 
     return grey.crop(box)
 
 
-def _scan_ink(grey: Image.Image, level: int | None, plan: Layout) -> Detection | None:
+def _scan_ink(grey: Image.Image, level: int | None, plan: Layout, whole: bool,
+              ) -> Detection | None:
     """The scan at the histogram's ink level (unless that is JPEG's noise beside the paper,
     NEAR_PAPER), then at the levels the pattern's lattice shows that differ from every level
     tried (after JPEG q50 the histogram has no ink peak; on a page shrunk to half it shows the
-    letters' edges, lighter than their cores)."""
+    letters' edges, lighter than their cores; on a screenshot it may be the desktop's). Not
+    then when the page is `whole` (no screenshot, at its served size or larger) and its
+    histogram level was scanned: there that level is the letters' cores (_SERVED_SIZE)."""
     # Its central part at most (halving instead blurs 3-px chips out: measured worse).
     grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
     flat = pattern_model.flat_areas(grey)  # the same for every level read
@@ -144,7 +157,7 @@ def _scan_ink(grey: Image.Image, level: int | None, plan: Layout) -> Detection |
         level = None  # JPEG's noise beside the paper: the lattice's levels are read instead
     if level is not None:
         found, rotation = _scan(grey, level, flat, rotation, plan)
-        if found is not None:
+        if found is not None or whole:
             return found
         tried.append(level)
     for other in pattern_model.lattice_ink_levels(grey, flat):
