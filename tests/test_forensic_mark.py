@@ -156,8 +156,8 @@ def test_a_whole_page_is_scanned_at_its_histogram_level_only(
     """A page at its served size, no screenshot, raised in contrast: its histogram's ink level
     is the letters' cores, and when the scan there finds nothing the lattice's levels are not
     tried (`decode._SERVED_SIZE`: 0.1-0.35 s of an unmarked page). Shrunk to half, the
-    histogram shows the letters' edges: the lattice's levels are still read, and they read
-    the marked page."""
+    histogram may show the letters' edges: there the lattice's levels are still read when the
+    histogram's finds nothing, and the page marked reads."""
     scanned, asked = _scans(monkeypatch)
     served = jpeg(_page().image, SERVED_QUALITY)
     raised = ATTACKS["contrast +20%"](served, _page().page_height, random.Random(5))

@@ -103,8 +103,9 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         if max(grey.size) >= _HALVED_PAGE * photo.CANVAS_LONG_SIDE:
             # A page shown this large has chips of 9 px or more: half the pixels still hold
             # them at 4.4 px (the scan reads 640 px wide pages: 4 px), a quarter of the work.
-            # The search reads the same screenshots at half size as at full (88 of 264 with
-            # a screenshot in `bench.leakmark` and its pairs, 2 seeds: the others are clipped).
+            # The search reads the same screenshots at half size as at full (176 of the 264
+            # with a screenshot in `bench.leakmark` and its pairs, 2 seeds; the scan reads the
+            # others, whose paper is clipped).
             grey = grey.reduce(2)
     found = _search(grey, plan)
     if found is None:
