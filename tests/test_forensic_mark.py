@@ -20,7 +20,16 @@ from bench.leakmark_attacks import (
     marked,
     photo_page,
 )
-from render.forensic import decode, detect, embed, embed_into, ink, pattern_model, sync
+from render.forensic import (
+    decode,
+    detect,
+    embed,
+    embed_into,
+    ink,
+    pattern_model,
+    rectify,
+    sync,
+)
 from render.forensic.decode import NEAR_PAPER, SYNC_THRESHOLD
 
 decode_module = importlib.import_module("render.forensic.decode")
@@ -174,6 +183,22 @@ def test_a_whole_page_is_scanned_at_its_histogram_level_only(
                                                                       random.Random(5)),
                                              0, random.Random(5))
     assert decode(marked_shrunk) == RENDER_ID
+
+
+def test_a_screenshot_whose_histogram_shows_the_cores_is_scanned_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a screenshot the histogram's level may be the desktop's or the letters' edges, so
+    the lattice's levels are asked for; when its darkest agrees with the histogram's (the
+    letters' cores, already scanned), its lighter edges' level is not scanned (0.2 s of an
+    unmarked screenshot). The screenshot marked still reads."""
+    scanned, asked = _scans(monkeypatch)
+    served = jpeg(_page().image, SERVED_QUALITY)
+    shot = ATTACKS["screenshot"](served, _page().page_height, random.Random(2))
+    assert rectify.page_corners(shot.convert("L")) is not None  # read as a screenshot
+    assert decode(shot) is None
+    assert asked and len(scanned) == 1, (scanned, asked)
+    marked_shot = ATTACKS["screenshot"](_marked(), _page().page_height, random.Random(2))
+    assert decode(marked_shot) == RENDER_ID
 
 
 def test_unmarked_pages_and_images_give_nothing() -> None:
