@@ -34,13 +34,12 @@ from bench.leakmark_attacks import (
     SERVED_QUALITY,
     Page,
     corpus_pages,
-    drawn_id,
     jpeg,
     marked,
 )
 from bench.leakmark_phone import photographed
 from bench.leakmark_wash import WASHES
-from render.forensic import decode, embed_into
+from render.forensic import codes, decode, embed_into
 from render.forensic.layout import keyed
 
 # The pages are marked and read in a deployment's keyed layout, as vaultd serves them (not the
@@ -121,7 +120,7 @@ def main() -> None:
     psnrs, served_psnrs, embeds, encodes = [], [], [], []
     served_pages: list[Image.Image] = []
     for page in pages:
-        render_id = drawn_id(rng)
+        render_id = codes.new_render_id(rng.getrandbits)
         marked = mark_page(page, render_id)
         psnrs.append(psnr(page.image, marked))
         served = jpeg(marked, SERVED_QUALITY)
@@ -169,7 +168,7 @@ def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Ra
     right, wrong, times = 0, 0, []
     for page in pages:
         for _ in range(per_page):
-            render_id = drawn_id(rng)
+            render_id = codes.new_render_id(rng.getrandbits)
             photo, _ = photographed(jpeg(mark_page(page, render_id), SERVED_QUALITY), rng,
                                     point_sampled)
             start = time.perf_counter()
@@ -202,7 +201,7 @@ def wash_family(pages: list[Page], rng: random.Random) -> None:
     read = {name: 0 for name in WASHES}
     psnrs: dict[str, list[float]] = {name: [] for name in WASHES}
     for page in pages:
-        layout_key, value = rng.randbytes(32), drawn_id(rng)
+        layout_key, value = rng.randbytes(32), codes.new_render_id(rng.getrandbits)
         plan = keyed(layout_key)
         served = jpeg(marked(page, value, layout_key), SERVED_QUALITY)
         for name, wash in WASHES.items():

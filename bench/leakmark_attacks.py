@@ -15,7 +15,6 @@ from PIL import Image, ImageEnhance
 
 from bench import corpus
 from render import canvas, watermark
-from render.forensic.codes import ID_BITS
 from render.model import PixelBudget, WatermarkSpec
 from render.sizing import fit_scale, scaled_size
 
@@ -31,15 +30,6 @@ class Page:
     page_height: int  # rows above the strip
     drawn: bytes  # the RGBX canvas as PDFium drew it, before the watermark
     overlay: watermark.Overlay  # the viewer's watermark, without a render id
-
-
-def drawn_id(rng: random.Random) -> int:
-    """A render id drawn from the bench's seeded `rng` (45 bits, never 0, as
-    `render.forensic.codes.new_render_id` draws them), so that a run's rows repeat."""
-    while True:
-        value = rng.getrandbits(ID_BITS)
-        if value:
-            return value
 
 
 def _watermarked(drawn: bytes, size: tuple[int, int], overlay: watermark.Overlay,

@@ -120,27 +120,6 @@ def test_clipped_paper_is_not_searched_yet_a_small_crop_is() -> None:
     assert decode(cropped) == RENDER_ID
 
 
-def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
-    """After brightness +20 % + JPEG q50 the histogram's ink level is JPEG's noise next to the
-    paper: it is not scanned (`decode.NEAR_PAPER`), a scan less for an unmarked page; the
-    levels the pattern's lattice shows are (they read the marked page: test_exact_id_survives)."""
-    scanned: list[int] = []
-    real_scan = decode_module._scan
-
-    def recording(grey: Image.Image, level: int, *rest: object) -> object:
-        scanned.append(level)
-        return real_scan(grey, level, *rest)
-
-    monkeypatch.setattr(decode_module, "_scan", recording)
-    served = jpeg(_page().image, SERVED_QUALITY)
-    leaked = ATTACKS["brightness +20% + jpeg q50"](served, _page().page_height,
-                                                    random.Random(4)).convert("L")
-    noise, paper = ink.ink_level(leaked), ink.paper_level(leaked)
-    assert noise is not None and paper is not None and noise >= paper - NEAR_PAPER
-    assert decode(leaked) is None
-    assert scanned and all(level < paper - NEAR_PAPER for level in scanned), scanned
-
-
 def _scans(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[bool]]:
     """The levels `decode` scans, and a True each time it asks the lattice for more."""
     scanned: list[int] = []
@@ -158,6 +137,20 @@ def _scans(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[bool]]:
     monkeypatch.setattr(decode_module, "_scan", scanning)
     monkeypatch.setattr(decode_module.pattern_model, "lattice_ink_levels", asking)
     return scanned, asked
+
+
+def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After brightness +20 % + JPEG q50 the histogram's ink level is JPEG's noise next to the
+    paper: it is not scanned (`decode.NEAR_PAPER`), a scan less for an unmarked page; the
+    levels the pattern's lattice shows are (they read the marked page: test_exact_id_survives)."""
+    scanned, _ = _scans(monkeypatch)
+    served = jpeg(_page().image, SERVED_QUALITY)
+    leaked = ATTACKS["brightness +20% + jpeg q50"](served, _page().page_height,
+                                                    random.Random(4)).convert("L")
+    noise, paper = ink.ink_level(leaked), ink.paper_level(leaked)
+    assert noise is not None and paper is not None and noise >= paper - NEAR_PAPER
+    assert decode(leaked) is None
+    assert scanned and all(level < paper - NEAR_PAPER for level in scanned), scanned
 
 
 def test_a_whole_page_is_scanned_at_its_histogram_level_only(

@@ -8,6 +8,7 @@ and reading accepts the look-alikes people type instead (I/L -> 1, O -> 0), any 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 
 ID_BITS = 45
 _SYMBOLS = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -20,10 +21,11 @@ class BadTraceCode(ValueError):
     """Not a trace code: wrong length, a symbol outside the alphabet, or a failed check."""
 
 
-def new_render_id() -> int:
-    """A fresh random render id (45 bits, never 0 so that an all-zero read is never an id)."""
+def new_render_id(randbits: Callable[[int], int] = secrets.randbits) -> int:
+    """A fresh random render id (45 bits, never 0 so that an all-zero read is never an id);
+    `randbits`: a seeded generator's instead, for a benchmark whose runs repeat."""
     while True:
-        value = secrets.randbits(ID_BITS)
+        value = randbits(ID_BITS)
         if value:
             return value
 
