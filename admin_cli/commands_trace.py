@@ -40,7 +40,8 @@ async def _decode_confined(settings: Settings, data: bytes,
     try:
         await pool.wait_ready()
         for layout_key in layouts:  # the deployment's, then the published one if it served it
-            sealed = await run_task(pool, trace_image, data, layout_key)
+            sealed = await run_task(pool, trace_image, data, layout_key,
+                                    settings.render_long_side)
             if sealed is not None:
                 return sealed
         return None

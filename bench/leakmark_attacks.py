@@ -49,11 +49,14 @@ def marked(page: Page, mark_value: int, mark_layout: bytes | None = None) -> Ima
     return _watermarked(page.drawn, page.image.size, overlay, page.page_height)
 
 
-def _render(document: pdfium.PdfDocument, index: int) -> Page:
+def render_page(document: pdfium.PdfDocument, index: int, budget: PixelBudget | None = None,
+                ) -> Page:
+    """The page as the worker draws it with the visible watermark, within `budget` (None: the
+    default settings')."""
     page = document[index]
     try:
         width, height = page.get_size()
-        budget = PixelBudget()
+        budget = budget or PixelBudget()
         plan = canvas.layout(scaled_size(width, height, fit_scale(width, height, budget)),
                              MARK, budget)
         drawn = canvas.render_pdf(page, plan)
@@ -79,7 +82,7 @@ def corpus_pages(limit: int) -> list[Page]:
                 index = min(number * 3, len(document) - 1)
                 if any(p.name == f"{source.name}#{index + 1}" for p in pages):
                     continue
-                rendered = _render(document, index)
+                rendered = render_page(document, index)
             finally:
                 document.close()
             pages.append(dataclasses.replace(rendered, name=f"{source.name}#{index + 1}"))
@@ -93,7 +96,7 @@ def photo_page() -> Page:
     page where a turned and raised-tone leak once showed the pattern's letters a false lattice."""
     document = pdfium.PdfDocument(corpus.image_heavy_pdf(pages=4, target=3_000_000).data)
     try:
-        return dataclasses.replace(_render(document, 3), name="generated-20-page-images.pdf#4")
+        return dataclasses.replace(render_page(document, 3), name="generated-20-page-images.pdf#4")
     finally:
         document.close()
 

@@ -121,7 +121,7 @@ def _lattice(grey: Image.Image, values: npt.NDArray[np.float32]
     flat = pattern_model.flat_areas(grey)
     level = ink.ink_level(grey)
     for candidate in ([] if level is None else [level]) + pattern_model.lattice_ink_levels(
-            grey, flat):
+            grey, flat).levels:
         if paper is None or candidate >= paper - NEAR_PAPER:
             continue
         near = (np.abs(values - candidate) <= ink.INK_BAND) & ~flat

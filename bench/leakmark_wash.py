@@ -69,7 +69,7 @@ def _levelled(image: Image.Image, page_height: int, darkened: Mask) -> Image.Ima
     paper = ink.paper_level(grey)
     # Every level the decoder itself would read as the letters' ink.
     levels = [ink.ink_level(grey), *pattern_model.lattice_ink_levels(
-        grey, pattern_model.flat_areas(grey))]
+        grey, pattern_model.flat_areas(grey)).levels]
     luminance = area.mean(axis=2)
     for level in sorted({level for level in levels if level is not None}):
         if paper is None:

@@ -8,6 +8,7 @@ import importlib
 import random
 
 import numpy as np
+import pypdfium2 as pdfium
 import pytest
 from PIL import Image, ImageEnhance
 
@@ -19,6 +20,7 @@ from bench.leakmark_attacks import (
     jpeg,
     marked,
     photo_page,
+    render_page,
 )
 from render.forensic import (
     decode,
@@ -31,6 +33,7 @@ from render.forensic import (
     sync,
 )
 from render.forensic.decode import NEAR_PAPER, SYNC_THRESHOLD
+from tests import documents
 
 decode_module = importlib.import_module("render.forensic.decode")
 
@@ -130,7 +133,7 @@ def _scans(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[bool]]:
         scanned.append(level)
         return real_scan(grey, level, *rest)
 
-    def asking(*args: object) -> list[int]:
+    def asking(*args: object) -> pattern_model.LatticeLevels:
         asked.append(True)
         return real_levels(*args)  # type: ignore[arg-type]
 
@@ -192,6 +195,41 @@ def test_a_screenshot_whose_histogram_shows_the_cores_is_scanned_once(
     assert asked and len(scanned) == 1, (scanned, asked)
     marked_shot = ATTACKS["screenshot"](_marked(), _page().page_height, random.Random(2))
     assert decode(marked_shot) == RENDER_ID
+
+
+def test_flat_paper_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paper this flat carries no mark (`decode._FLAT_PAPER`): the search counts only the
+    residual off it. An unmarked page as served (its paper all 255) and a marked one raised in
+    tone, then JPEG q50 (its paper clipped, JPEG's noise around the letters a residual the
+    search used to read for nothing) have too little there, and go to the scan alone, which
+    reads the marked one. A page half colour block, turned and raised in tone, keeps its mark
+    in the block, and the search reads it; the marked page as served is searched and read."""
+    read: list[bool] = []
+    real_read = decode_module._read
+
+    def reading(grey: Image.Image, *rest: object) -> object:
+        read.append(True)
+        return real_read(grey, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(decode_module, "_read", reading)
+    assert decode(jpeg(_page().image, SERVED_QUALITY)) is None
+    clipped = ATTACKS["brightness +20% + jpeg q50"](_marked(), _page().page_height,
+                                                     random.Random(6))
+    assert sync.tile_vectors(clipped.convert("L"), 4) != []  # a residual to search, once
+    assert decode(clipped) == RENDER_ID
+    assert not read
+    document = pdfium.PdfDocument(documents.pdf(pages=1))
+    try:
+        block = render_page(document, 0)
+    finally:
+        document.close()
+    turned = ATTACKS["rotate 2 deg + brightness +20%"](
+        jpeg(marked(block, RENDER_ID), SERVED_QUALITY), block.page_height, random.Random(6))
+    assert decode(turned) == RENDER_ID
+    assert read
+    read.clear()
+    assert decode(_marked()) == RENDER_ID
+    assert read
 
 
 def test_unmarked_pages_and_images_give_nothing() -> None:

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageEnhance
 
 from bench.corpus import _photo_jpeg
-from bench.leakmark_attacks import ATTACKS, _render
+from bench.leakmark_attacks import ATTACKS, render_page
 from render.forensic import codes, decode
 from render.forensic.embed import embed
 from render.forensic.layout import keyed
@@ -158,7 +158,7 @@ def test_unmarked_pages_with_the_pattern_go_through_every_reading(api: httpx.Cli
     decoder in the confined worker tries every reading (the pattern's lattice, its ink levels,
     the scans at each), and answers not found, never an error."""
     document = pdfium.PdfDocument(docs.pdf(pages=2))
-    pages = [_render(document, index) for index in range(2)]
+    pages = [render_page(document, index) for index in range(2)]
     rng = random.Random(7)
     for page in pages:
         for leak in ("brightness +20% + jpeg q50", "640 px + brightness +20%",

@@ -8,18 +8,18 @@ import functools
 import math
 
 import numpy as np
-import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may not read it later
 import numpy.typing as npt
 
+from render.forensic import fft
 from render.forensic.layout import CHIP, PAYLOAD_BITS, TILE_CHIPS, Layout
 
 Floats = npt.NDArray[np.float32]
 
 
 @functools.lru_cache(maxsize=8)
-def _template_spectrum(plan: Layout) -> npt.NDArray[np.complex128]:
+def _template_spectrum(plan: Layout) -> fft.Spectrum:
     """The conjugate spectrum of the sync template (the same for every fold)."""
-    spectrum: npt.NDArray[np.complex128] = np.conj(np.fft.rfft2(_template(plan)))
+    spectrum: fft.Spectrum = np.conj(fft.rfft2(_template(plan)))
     return spectrum
 
 
@@ -33,7 +33,7 @@ def _template(plan: Layout) -> Floats:
 def _tile_offset(folded: Floats, plan: Layout) -> tuple[int, int]:
     """Where the tile starts in `folded` (rows, columns): the peak of its cyclic
     cross-correlation with the sync template."""
-    corr = np.fft.irfft2(np.fft.rfft2(-folded) * _template_spectrum(plan), s=folded.shape)
+    corr = fft.irfft2(fft.rfft2(-folded) * _template_spectrum(plan), folded.shape)
     dy, dx = np.unravel_index(int(np.argmax(corr)), corr.shape)
     return int(dy), int(dx)
 

@@ -16,9 +16,9 @@ import functools
 import math
 
 import numpy as np
-import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may not read it later
 import numpy.typing as npt
 
+from render.forensic import fft
 from render.forensic.layout import TILE, TILE_CHIPS, Layout
 from render.forensic.pattern_model import Points
 
@@ -30,13 +30,13 @@ _RESCORED = 32  # trials scored again at full cell resolution
 
 
 @functools.lru_cache(maxsize=8)
-def _template_spectrum(plan: Layout, grid: int) -> npt.NDArray[np.complex128]:
+def _template_spectrum(plan: Layout, grid: int) -> fft.Spectrum:
     """The conjugate spectrum of the sync template at a resolution of `grid` cells a side."""
     signs = np.zeros(TILE_CHIPS * TILE_CHIPS)
     signs[plan.sync_chips] = 2.0 * plan.key_bits[plan.sync_chips] - 1.0
     per_chip = grid // TILE_CHIPS
     template = np.kron(signs.reshape(TILE_CHIPS, TILE_CHIPS), np.ones((per_chip, per_chip)))
-    spectrum: npt.NDArray[np.complex128] = np.conj(np.fft.rfft2(template))
+    spectrum: fft.Spectrum = np.conj(fft.rfft2(template))
     return spectrum
 
 
@@ -110,7 +110,7 @@ def folded_scores(darkness: npt.NDArray[np.float64], plan: Layout) -> Floats:
     correlation's peak, then read as chips."""
     count, grid = len(darkness), darkness.shape[1]
     per_chip = grid // TILE_CHIPS
-    corr = np.fft.irfft2(np.fft.rfft2(darkness) * _template_spectrum(plan, grid), s=(grid, grid))
+    corr = fft.irfft2(fft.rfft2(darkness) * _template_spectrum(plan, grid), (grid, grid))
     peak = corr.reshape(count, -1).argmax(axis=1)
     dy, dx = peak // grid, peak % grid
     # Each chip's sum at every position (a cyclic box of per_chip cells a side), then the

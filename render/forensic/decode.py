@@ -1,7 +1,9 @@
 """Reading the mark back from a leaked image: find the lattice, fold, align, decode, check.
 
 1. The tile vector from the autocorrelation (`sync`) gives scale and rotation (no candidate
-   when the paper was clipped to white: too sparse a residual to search).
+   when the paper was clipped to white: too sparse a residual to search, counting none on
+   paper so flat it carries no mark, _FLAT_PAPER; none smaller than the page can be shown
+   when the image shows the page's strip and paper to its edges, `served`).
 2. The residual is resampled into the mark's own frame and every tile is summed into one
    (folding): the chips add up, page content averages out.
 3. The folded tile's cyclic cross-correlation with the sync template gives the unknown offset.
@@ -25,13 +27,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-import numpy.fft  # loaded now: numpy loads it lazily, and a confined worker may not read it later
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, coarse, ink, layout, pattern_model, photo, rectify, scan, sync
+from render.forensic import (
+    chips,
+    coarse,
+    ink,
+    layout,
+    pattern_model,
+    photo,
+    rectify,
+    scan,
+    served,
+    sync,
+)
 from render.forensic.layout import CHIP, PUBLIC, TILE, Layout
 
 SYNC_THRESHOLD = 6.0
@@ -58,6 +71,13 @@ _UPRIGHT = 0.25  # degrees: a lattice this near its served angle is read upright
 # grid puts peaks at multiples of 8 px (144, 200 at 640 px wide) above the tile's own (99):
 # 640 px + q50 read 37/48 with the best 2, 47/48 with the best 4 (unmarked images: 0 found).
 _CANDIDATES = 4
+# Paper this flat carries no mark for the search (steps 1-4) to read: of its paper-like pixels
+# this share or more are exactly the paper's level. Marked pages: 0.13-0.54 after every leak
+# of `bench.leakmark` without a raised tone (half the chips are 3 levels darker); with one, the
+# paper clipped, up to 0.99; unmarked pages 0.58-0.99. The search then counts only the residual
+# off the paper (a page half colour block keeps 1.2-6.4 % there, its mark read by the search;
+# JPEG q50 on a clipped text page 0.13-0.39 %, which spares an unmarked one 0.1-0.2 s).
+_FLAT_PAPER = 0.8
 _SAME_INK = 4  # grey levels: a second ink level this close would read the same pixels
 # A histogram ink level this near the paper (its band reaches the paper's JPEG noise) is that
 # noise, not the pattern's ink: brightness +20 % + JPEG q50 puts it at 242-243 on 255 paper,
@@ -77,19 +97,22 @@ class Detection:
     angle: float  # degrees
 
 
-def decode(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC) -> int | None:
+def decode(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
+           long_side: int = served.LONG_SIDE) -> int | None:
     """The render id marked in `image` in `plan`'s layout, or None when no mark passes both
-    checks."""
-    found = detect(image, plan)
+    checks. `long_side`: the deployment's `render.long_side`, which bounds the scale when the
+    image shows the served page's strip (`served`)."""
+    found = detect(image, plan, long_side)
     return found.render_id if found is not None else None
 
 
 def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
-           ) -> Detection | None:
+           long_side: int = served.LONG_SIDE) -> Detection | None:
     source = Image.fromarray(image) if isinstance(image, np.ndarray) else image
     if min(source.size) < _MIN_SIDE:
         return None  # under two tiles at the smallest scale: nothing to fold
     grey = full = source.convert("L")
+    canvas = served.canvas_long_side(long_side)  # a served page's long side, at most
     while grey.width * grey.height > _MAX_PIXELS:
         # Halved until the decode fits a render task's time: a page shown that large has
         # chips of 12 px or more, which stay above 4 px.
@@ -100,18 +123,26 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         # A page shown upright on a desktop (a screenshot): the mark is on the page only, and
         # the desktop would cost every reading as much as the page does.
         grey = _page_part(grey, corners, full.width)
-        if max(grey.size) >= _HALVED_PAGE * photo.CANVAS_LONG_SIDE:
+        if max(grey.size) >= _HALVED_PAGE * canvas:
             # A page shown this large has chips of 9 px or more: half the pixels still hold
             # them at 4.4 px (the scan reads 640 px wide pages: 4 px), a quarter of the work.
             # The search reads the same screenshots at half size as at full (176 of the 264
             # with a screenshot in `bench.leakmark` and its pairs, 2 seeds; the scan reads the
             # others, whose paper is clipped).
             grey = grey.reduce(2)
-    found = _search(grey, plan)
+    counts = np.asarray(grey.histogram(), dtype=np.int64)
+    paper = ink.paper_level(grey, counts)
+    # The smallest scale the mark can have, when the image shows it is the page (`served`).
+    least = served.least_scale(grey, paper, long_side) or 0.0
+    # Flat paper carries no mark: the search reads only what lies off it, if enough does.
+    flat_paper = None
+    if paper is not None and ink.paper_flatness(counts, paper) >= _FLAT_PAPER:
+        flat_paper = paper - ink.FLATNESS_REACH
+    found = _search(grey, plan, least, flat_paper)
     if found is None:
         if corners is not None:
             # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
-            read = photo.read_photo(source, corners, plan)
+            read = photo.read_photo(source, full, corners, plan, long_side)
             if read is not None:
                 return Detection(read[0], read[1], 1.0, 0.0)
             if not upright:
@@ -119,11 +150,11 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
                 return None
         # The paper may have been clipped to white (brightness or contrast raised): read the
         # visible pattern's ink instead (`render.forensic.ink`), at every scale.
-        if ink.paper_level(grey) is not None:
+        if paper is not None:
             # A page at its served size or larger that is no screenshot: the histogram's ink
             # level is the letters' own, when it shows one (`_scan_ink`).
-            whole = corners is None and max(grey.size) >= _SERVED_SIZE * photo.CANVAS_LONG_SIDE
-            found = _scan_ink(grey, ink.ink_level(grey), plan, whole)
+            whole = corners is None and max(grey.size) >= _SERVED_SIZE * canvas
+            found = _scan_ink(grey, ink.ink_level(grey), plan, whole, least)
     return found
 
 
@@ -138,7 +169,7 @@ def _page_part(grey: Image.Image, corners: rectify.Corners, full_width: int) -> 
     return grey.crop(box)
 
 
-def _scan_ink(grey: Image.Image, level: int | None, plan: Layout, whole: bool,
+def _scan_ink(grey: Image.Image, level: int | None, plan: Layout, whole: bool, least: float,
               ) -> Detection | None:
     """The scan at the histogram's ink level (unless that is JPEG's noise beside the paper,
     NEAR_PAPER), then at the levels the pattern's lattice shows that differ from every level
@@ -151,18 +182,19 @@ def _scan_ink(grey: Image.Image, level: int | None, plan: Layout, whole: bool,
     grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
     flat = pattern_model.flat_areas(grey)  # the same for every level read
     tried: list[int] = []
-    # The page's rotation, from the first reading whose lattice showed it: a later level's
-    # reading may hold more of the mark but show no lattice (too many other pixels).
-    rotation: float | None = None
+    known = _Known(None, None)
     paper = ink.paper_level(grey)
     if level is not None and paper is not None and level >= paper - NEAR_PAPER:
         level = None  # JPEG's noise beside the paper: the lattice's levels are read instead
     if level is not None:
-        found, rotation = _scan(grey, level, flat, rotation, plan)
+        found, known = _scan(grey, level, flat, known, plan, least)
         if found is not None or whole:
             return found
         tried.append(level)
-    others = pattern_model.lattice_ink_levels(grey, flat)
+    others, lattice = pattern_model.lattice_ink_levels(grey, flat, known.lattice)
+    if known.lattice is None and lattice is not None and pattern_model.lattice_rotation(
+            lattice) is not None:
+        known = known._replace(lattice=lattice)
     if level is not None and others and abs(min(others) - level) <= _SAME_INK:
         # The histogram's level was the letters' cores (the lattice's darkest level agrees):
         # what is left is their edges' level, lighter. Measured: an unmarked screenshot's
@@ -172,32 +204,44 @@ def _scan_ink(grey: Image.Image, level: int | None, plan: Layout, whole: bool,
         return None
     for other in others:
         if all(abs(other - done) > _SAME_INK for done in tried):
-            found, rotation = _scan(grey, other, flat, rotation, plan)
+            found, known = _scan(grey, other, flat, known, plan, least)
             if found is not None:
                 return found
             tried.append(other)
     return None
 
 
-def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
-          known_rotation: float | None, plan: Layout) -> tuple[Detection | None, float | None]:
-    """The clipped page read at every scale (`scan`), the visible pattern subtracted first
-    (`pattern_model`): the autocorrelation of its ink cannot show the mark's scale. Also the
-    page's rotation as known after this reading: `known_rotation` (an earlier reading's) or,
-    when there was none, this reading's."""
-    reading = pattern_model.ink_points(grey, level, flat)
+class _Known(NamedTuple):
+    """What the ink's readings so far showed of the page: its rotation, from the first whose
+    lattice showed it (a later level's reading may hold more of the mark but show no lattice:
+    too many other pixels), and the pattern's lattice, once one was the pattern's brick bond
+    (`pattern_model.lattice_rotation`): every level's reading models the same pattern, and
+    finding its lattice again costs an autocorrelation of the image (0.04-0.08 s)."""
+    rotation: float | None
+    lattice: pattern_model.Lattice | None
+
+
+def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_], known: _Known,
+          plan: Layout, least: float) -> tuple[Detection | None, _Known]:
+    """The clipped page read at every scale from `least` (`scan`), the visible pattern
+    subtracted first (`pattern_model`): the autocorrelation of its ink cannot show the mark's
+    scale. Also what is known of the page after this reading: `known` (the earlier
+    readings'), completed by this reading's."""
+    reading = pattern_model.ink_points(grey, level, flat, known.lattice)
     shown = None if reading is None else reading.rotation
-    known = known_rotation if known_rotation is not None else shown
+    if reading is not None and shown is not None:
+        known = _Known(known.rotation if known.rotation is not None else shown,
+                       reading.lattice)
     if reading is None or len(reading.points[2]) < scan.MIN_POINTS:
         return None, known
     points = scan.thinned(reading.points, scan.MAX_POINTS)
     # A rotated leak is read at the angle the pattern's lattice shows, then upright (the
     # lattice's angle is measured to about 0.1 degree; an upright page costs one scan only).
-    turned = shown if shown is not None else known_rotation
+    turned = shown if shown is not None else known.rotation
     angles = [turned, 0.0] if turned is not None and abs(turned) > _UPRIGHT else [0.0]
     for degrees in angles:
         angle = math.radians(degrees)
-        for _, scale in scan.best_scales(points, angle, plan):
+        for _, scale in scan.best_scales(points, angle, plan, least):
             tile = chips.aligned(scan.fine_fold(points, scale, angle), plan)
             score = chips.sync_score(tile, plan)
             if score >= SYNC_THRESHOLD:
@@ -207,11 +251,15 @@ def _scan(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_],
     return None, known
 
 
-def _search(grey: Image.Image, plan: Layout) -> Detection | None:
+def _search(grey: Image.Image, plan: Layout, least: float, flat_paper: int | None,
+            ) -> Detection | None:
     """The first candidate tile vector (those the autocorrelation of the image's residual
-    suggests) that decodes."""
+    suggests, at a scale of `least` or more; none when too little of it lies off the
+    `flat_paper`, `sync.tile_vectors`) that decodes."""
     kept = _kept()
-    for vector in sync.tile_vectors(grey, _CANDIDATES):
+    for vector in sync.tile_vectors(grey, _CANDIDATES, flat_paper):
+        if math.hypot(*vector) < least * TILE:
+            continue  # smaller than the page can be shown (`served`)
         for nudge in _SCALE_NUDGES:
             found, score, folded = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept,
                                          plan)

@@ -22,6 +22,7 @@ _MIN_PAPER_SHARE = 0.05
 _PAPER_REACH = 4  # px: the letters' strokes are 4-5 px wide on a served page
 _PAPER_TOLERANCE = 4  # grey levels under the paper's level still paper (JPEG noise)
 _MIN_INK_SHARE = 0.005  # of the image's pixels, or there is too little ink to fold
+FLATNESS_REACH = 6  # grey levels: a darkened chip (3 under the paper) and JPEG's noise
 
 
 def paper_level(grey: Image.Image, counts: npt.NDArray[np.int64] | None = None) -> int | None:
@@ -32,6 +33,13 @@ def paper_level(grey: Image.Image, counts: npt.NDArray[np.int64] | None = None) 
         counts = np.asarray(grey.histogram(), dtype=np.int64)
     papers = np.nonzero(counts[_PAPER_MIN:] >= _MIN_PAPER_SHARE * counts.sum())[0]
     return None if len(papers) == 0 else _PAPER_MIN + int(papers[-1])
+
+
+def paper_flatness(counts: npt.NDArray[np.int64], paper: int) -> float:
+    """The share of the paper-like pixels (FLATNESS_REACH levels under the paper's `paper`
+    level or lighter) that are exactly at that level, from the image's histogram `counts`."""
+    near = counts[max(0, paper - FLATNESS_REACH):].sum()
+    return float(counts[paper] / near) if near else 0.0
 
 
 def near_paper(grey: Image.Image, paper: int) -> npt.NDArray[np.bool_]:

@@ -57,9 +57,18 @@ _MAX_ROTATION = 8.0
 _BRICK_TOLERANCE = 0.5  # degrees
 
 
+Lattice = npt.NDArray[np.float64]  # two vectors (rows: dx, dy) spanning the pattern's lattice
+
+
 class InkReading(NamedTuple):
     points: Points
     rotation: float | None  # degrees, the mark's x axis in the image, from the pattern's lattice
+    lattice: Lattice | None  # the pattern's, when its model fitted the ink
+
+
+class LatticeLevels(NamedTuple):
+    levels: list[int]  # likeliest first
+    lattice: Lattice | None  # the lattice they were read through
 
 
 def _local_maxima(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
@@ -104,7 +113,7 @@ def _local_maxima(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
 
 def _local_maxima_everywhere(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
     """`_local_maxima` through a max filter over the whole plane."""
-    centred = np.fft.fftshift(acf)
+    centred = np.roll(acf, (acf.shape[0] // 2, acf.shape[1] // 2), axis=(0, 1))  # fftshift
     neighbourhood = centred.copy()
     for dy in range(-2, 3):
         for dx in range(-2, 3):
@@ -132,7 +141,7 @@ def _sub_pixel(acf: Floats, x: int, y: int) -> tuple[float, float]:
     return (x + offset(at(-1, 0), centre, at(1, 0)), y + offset(at(0, -1), centre, at(0, 1)))
 
 
-def pattern_lattice(acf: Floats, min_lag: int = _MIN_LAG) -> npt.NDArray[np.float64] | None:
+def pattern_lattice(acf: Floats, min_lag: int = _MIN_LAG) -> Lattice | None:
     """Two vectors (rows: dx, dy) spanning the lattice the ink pixels repeat on, or None, from
     their `ink_autocorrelation` (made once for every `min_lag` a reading tries)."""
     peaks = _local_maxima(acf, min_lag)
@@ -300,10 +309,13 @@ def flat_areas(grey: Image.Image) -> npt.NDArray[np.bool_]:
 
 
 def ink_points(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_] | None = None,
-               ) -> InkReading | None:
+               known: Lattice | None = None) -> InkReading | None:
     """The mark's reading on the ink pixels: (rows, columns, values), positions relative to the
     image's centre, with the visible pattern subtracted when its lattice is found (which also
-    gives the page's rotation). `flat`: `flat_areas(grey)`, when the caller has it already."""
+    gives the page's rotation). `flat`: `flat_areas(grey)`, when the caller has it already.
+    `known`: the pattern's lattice as an earlier reading of this image found it, tried first:
+    the ink's autocorrelation (about half this reading's time) is then made only when its model
+    fits too few of the ink pixels."""
     values = np.asarray(grey, dtype=np.float32)
     flat = flat_areas(grey) if flat is None else flat
     near = (np.abs(values - level) <= INK_BAND) & ~flat
@@ -314,20 +326,17 @@ def ink_points(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_] | None
     # turned by -2 degrees) can pass for its lattice; then the model fits few of the ink
     # pixels, and the lattice is looked for again among the longer lags only. The better fit
     # is kept.
-    best: tuple[int, npt.NDArray[np.float64], Floats, npt.NDArray[np.bool_]] | None = None
-    acf = ink_autocorrelation(near)
-    for min_lag in (_MIN_LAG, _SMEARED_MIN_LAG):
-        lattice = pattern_lattice(acf, min_lag)
-        if lattice is None:
-            continue
+    best: tuple[int, Lattice, Floats, npt.NDArray[np.bool_]] | None = None
+    for tried in _lattices(near, known):
         # Pixels darker than the ink (the page's own text) are left out of the model.
-        model = pattern_model(values, values >= level - INK_BAND, lattice, near)
+        model = pattern_model(values, values >= level - INK_BAND, tried, near)
         on_pattern = np.abs(model - level) <= INK_BAND
         fitted = int(on_pattern.sum())
         if best is None or fitted > best[0]:
-            best = (fitted, lattice, model, on_pattern)
+            best = (fitted, tried, model, on_pattern)
         if fitted >= _FITTED_SHARE * len(ys):
             break
+    lattice: Lattice | None = None
     if best is not None and best[0] >= _MIN_POINTS:  # else no lattice was the pattern's
         _, lattice, model, on_pattern = best
         rotation = lattice_rotation(lattice)
@@ -337,20 +346,33 @@ def ink_points(grey: Image.Image, level: int, flat: npt.NDArray[np.bool_] | None
         return None
     found -= found.mean()
     height, width = values.shape
-    return InkReading((ys - height / 2.0, xs - width / 2.0, found), rotation)
+    return InkReading((ys - height / 2.0, xs - width / 2.0, found), rotation, lattice)
+
+
+def _lattices(ink: npt.NDArray[np.bool_], known: Lattice | None) -> Iterator[Lattice]:
+    """The lattices `ink_points` tries, in turn: `known`, then those of the ink's
+    autocorrelation (made only if asked for), at the shortest lags and the longer ones."""
+    if known is not None:
+        yield known
+    acf = ink_autocorrelation(ink)
+    for min_lag in (_MIN_LAG, _SMEARED_MIN_LAG):
+        lattice = pattern_lattice(acf, min_lag)
+        if lattice is not None:
+            yield lattice
 
 
 def lattice_ink_levels(grey: Image.Image, flat: npt.NDArray[np.bool_] | None = None,
-                       ) -> list[int]:
+                       known: Lattice | None = None) -> LatticeLevels:
     """The visible pattern's ink level read through its lattice, for images where the
     histogram shows no ink peak (JPEG q50 after a raised tone smears the letters' 3-4 px
     strokes into every level between ink and paper): the lattice of every pixel between the
     two, the pattern modelled on it, and low quantiles of the model's levels there (each cell
     averages every copy of the letter, so JPEG's noise and the mark average out), likeliest
-    first; none when the image shows no such lattice."""
+    first; none when the image shows no such lattice. `known`: the pattern's lattice as a
+    reading of this image found it (`ink_points`), used instead of looking for it again."""
     paper = paper_level(grey)
     if paper is None:
-        return []
+        return LatticeLevels([], None)
     low, high = ink_range(paper)
     values = np.asarray(grey, dtype=np.float32)
     on_paper = near_paper(grey, paper)  # not a photograph's mid-greys
@@ -358,11 +380,13 @@ def lattice_ink_levels(grey: Image.Image, flat: npt.NDArray[np.bool_] | None = N
     between = (values >= low) & (values <= paper - _SMEARED_INK_GAP) & ~flat
     # Smeared letters repeat along their lines more clearly than the pattern does: only lags
     # the lattice has at any scale searched (its shorter vector: about 280 px served).
-    lattice = pattern_lattice(ink_autocorrelation(between & on_paper), _SMEARED_MIN_LAG)
+    lattice = known if known is not None else pattern_lattice(
+        ink_autocorrelation(between & on_paper), _SMEARED_MIN_LAG)
     if lattice is None:
-        return []
+        return LatticeLevels([], None)
     model = pattern_model(values, (values >= low) & on_paper, lattice, between & on_paper)
     inked = model[(model >= low) & (model <= high)]
     if len(inked) == 0:
-        return []
-    return [round(float(level)) for level in np.quantile(inked, _INK_QUANTILES)]
+        return LatticeLevels([], lattice)
+    return LatticeLevels([round(float(level)) for level in np.quantile(inked, _INK_QUANTILES)],
+                         lattice)

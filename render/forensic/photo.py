@@ -21,17 +21,13 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, coarse, rectify, scan, sync
+from render.forensic import chips, coarse, rectify, scan, served, sync
 from render.forensic.layout import CHIP, Layout
 from render.forensic.pattern_model import Points
 
 Floats = npt.NDArray[np.float32]
 SYNC_THRESHOLD = 6.0
 _WORK_WIDTH = 550  # px: the rectified page's width (chips of 3.5 px: still read)
-# The served canvas: a page's long side is render.long_side (1600 px by default), a portrait
-# page's canvas the strip's height taller (about 111 px).
-_LONG_SIDE, _STRIP = 1600, 111
-CANVAS_LONG_SIDE = _LONG_SIDE + _STRIP  # the longest served canvas, a portrait page's
 _SCALE_REACH = 0.06  # ln(scale) searched either side of that estimate
 # Height / width corrections tried: at 20 degrees of tilt the mean sides were off by up to 5 %.
 _ASPECTS = np.exp(np.arange(-0.06, 0.0601, 0.01))
@@ -40,25 +36,33 @@ _FINE = 8
 _CANDIDATES = 4
 _WORTH_REFINING = 4.0
 _DARKER_CHANNEL = 3  # grey levels under the luminance's paper for a channel to be read too
+_CLIPPED = 250  # a channel's paper this light is clipped in part (the mark is 3 levels, noise 2-4)
 _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode reads them all
 
 
-def read_photo(image: Image.Image, corners: rectify.Corners, plan: Layout,
-               ) -> tuple[int, float] | None:
-    """(render id, sync score) from a photo of a page whose corners are `corners`
+def read_photo(image: Image.Image, grey: Image.Image, corners: rectify.Corners, plan: Layout,
+               long_side: int = served.LONG_SIDE) -> tuple[int, float] | None:
+    """(render id, sync score) from a photo `image`, its luminance `grey` (`convert("L")`,
+    which the caller has: 40 ms of a 12 MP photo), of a page whose corners are `corners`
     (`rectify.page_corners`), or None when no mark passes both checks. The luminance first,
-    then, for a colour photo, its least exposed channel: a white balance that lifts one
-    channel to 255 on the paper clips the mark there (measured: a photo whose paper read 253
-    in luminance, 246 in blue, scored 3.3 in luminance and 10.0 in blue)."""
-    grey = image.convert("L")
-    found = _read(grey, corners, plan)
+    then, for a colour photo one of whose channels is clipped on the paper, its least exposed
+    channel: a white balance that lifts one channel to 255 on the paper clips the mark there,
+    and takes that channel's share of it out of the luminance (measured: a photo whose paper
+    read 253 in luminance, 246 in blue, scored 3.3 in luminance and 10.0 in blue). With no
+    channel clipped the luminance holds the whole mark: of 24 photos (`bench.leakmark --family
+    phone`, seed 5) the darkest channel read none the luminance missed. `long_side`: the
+    deployment's `render.long_side` (`served`)."""
+    found = _read(grey, corners, plan, long_side)
     if found is not None or image.mode != "RGB":
         return found
-    levels = [_paper(band, corners) for band in image.split()]
+    bands = image.split()
+    levels = [_paper(band, corners) for band in bands]
+    if max(levels) < _CLIPPED:
+        return None  # no channel clipped on the paper: nothing the luminance lacks
     darkest = min(range(3), key=lambda index: levels[index])
     if levels[darkest] > _paper(grey, corners) - _DARKER_CHANNEL:
         return None  # no channel keeps more of the paper's mark than the luminance
-    return _read(image.getchannel(darkest), corners, plan)
+    return _read(bands[darkest], corners, plan, long_side)
 
 
 def _paper(grey: Image.Image, corners: rectify.Corners) -> float:
@@ -66,11 +70,13 @@ def _paper(grey: Image.Image, corners: rectify.Corners) -> float:
     return float(np.percentile(np.asarray(rectify.rectify(grey, corners, width=200)), 90))
 
 
-def _read(grey: Image.Image, corners: rectify.Corners, plan: Layout,
+def _read(grey: Image.Image, corners: rectify.Corners, plan: Layout, long_side: int,
           ) -> tuple[int, float] | None:
     flat = rectify.rectify(grey, corners, width=_WORK_WIDTH)
     tall = flat.height >= flat.width
-    estimate = flat.height / (_LONG_SIDE + _STRIP) if tall else flat.width / _LONG_SIDE
+    # A served page's long side is `long_side`, a portrait page's canvas the strip taller.
+    estimate = (flat.height / served.canvas_long_side(long_side) if tall
+                else flat.width / long_side)
     points = _points(flat, estimate)
     if len(points[2]) < scan.MIN_POINTS:
         return None

@@ -105,14 +105,17 @@ def thinned(points: Points, most: int) -> Points:
     return ys[::step], xs[::step], values[::step]
 
 
-def best_scales(points: Points, angle: float, plan: Layout) -> list[tuple[float, float]]:
+def best_scales(points: Points, angle: float, plan: Layout, least: float = 0.0,
+                ) -> list[tuple[float, float]]:
     """(sync score, scale) of the _REFINED best coarse trials worth refining, each refined,
-    its _KEPT best fine trials, best first. A peak's best fine trial is not always the one
-    whose payload passes the CRC."""
+    its _KEPT best fine trials, best first; scales under `least` are not tried. A peak's best
+    fine trial is not always the one whose payload passes the CRC."""
     sample = thinned(points, _COARSE_POINTS)
-    coarse_scores = coarse.scores(sample, np.stack([_SCALES, _SCALES], axis=1), angle, plan)
-    trials = sorted(zip(coarse_scores.tolist(), _SCALES.tolist(), strict=True),
-                    reverse=True)
+    scales = _SCALES[least <= _SCALES]
+    if len(scales) == 0:
+        return []
+    coarse_scores = coarse.scores(sample, np.stack([scales, scales], axis=1), angle, plan)
+    trials = sorted(zip(coarse_scores.tolist(), scales.tolist(), strict=True), reverse=True)
     refined: list[tuple[float, float]] = []
     tried: list[float] = []
     for value, scale in trials:

@@ -11,6 +11,7 @@ from PIL import Image
 
 from render.forensic.decode import detect
 from render.forensic.layout import keyed
+from render.forensic.served import LONG_SIDE
 from render.model import JPEG, PNG, Unreadable
 
 # A leaked screenshot can be larger than any page we serve; 40 MP (a 4K display at 4x) is
@@ -28,10 +29,12 @@ def sniff(data: bytes) -> str | None:
     return None
 
 
-def trace_image(data: bytes, layout_key: bytes | None = None) -> int | None:
+def trace_image(data: bytes, layout_key: bytes | None = None, long_side: int = LONG_SIDE,
+                ) -> int | None:
     """The value marked in the image `data` in the layout of `layout_key` (the deployment's
     layout subkey, `vaultd.services.pages.mark_key`; None: the published layout), or None;
-    Unreadable for a damaged image."""
+    Unreadable for a damaged image. `long_side`: the deployment's `render.long_side`, the
+    served pages' size the decoder assumes (`render.forensic.served`)."""
     kind = sniff(data)
     if kind is None:
         raise Unreadable("the image is neither a JPEG nor a PNG")
@@ -45,7 +48,7 @@ def trace_image(data: bytes, layout_key: bytes | None = None) -> int | None:
             with Image.open(io.BytesIO(data), formats=[_FORMATS[kind]]) as image:
                 _check_size(image.size)
                 image.load()
-                found = detect(image, keyed(layout_key))
+                found = detect(image, keyed(layout_key), long_side)
     except Unreadable:
         raise
     except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError,

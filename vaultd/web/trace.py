@@ -100,14 +100,15 @@ class TraceHandler(BaseHandler):
                 images = self._images(data)
                 del data
                 self._spend(len(images))
-                answer = await trace_batch.trace_batch(self.ctx.db, self.ctx.pool,
-                                                       self.ctx.pages.mark, self.account, images)
+                answer = await trace_batch.trace_batch(
+                    self.ctx.db, self.ctx.pool, self.ctx.pages.mark, self.account, images,
+                    self.ctx.settings.render_long_side)
             else:
                 self._spend(1)
                 answer = await trace.trace(
                     self.ctx.db, self.ctx.pool, self.ctx.pages.mark, self.account, data,
                     self.request.headers.get("Content-Type"),
-                    self.get_query_argument("traceCode", None))
+                    self.get_query_argument("traceCode", None), self.ctx.settings.render_long_side)
         finally:
             self._release_slot()
         self.send_json(200, answer)

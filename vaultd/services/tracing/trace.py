@@ -55,12 +55,14 @@ def check_content_type(header: str | None, data: bytes) -> None:
 
 
 async def decode_in_worker(pool: RenderPool, data: bytes, account_id: str,
-                           mark: MarkCipher) -> int | None:
+                           mark: MarkCipher, long_side: int) -> int | None:
     """The sealed value the image's mark carries, read in the deployment's layout (then in the
-    published one, for a deployment that served pages before the keyed layout). The image
-    may hold the account's pages: it goes to a worker of that account only."""
+    published one, for a deployment that served pages before the keyed layout), its pages
+    served `long_side` px long (`render.long_side`). The image may hold the account's pages:
+    it goes to a worker of that account only."""
     for layout_key in mark.trace_layouts:
-        sealed = await run_task(pool, trace_image, data, layout_key, account=account_id)
+        sealed = await run_task(pool, trace_image, data, layout_key, long_side,
+                                account=account_id)
         if sealed is not None:
             return sealed
     return None
@@ -98,12 +100,13 @@ async def find_matches(db: Db, render_id: int, account_id: str | None,
 
 
 async def trace(db: Db, pool: RenderPool, mark: MarkCipher, account: Account, data: bytes,
-                content_type: str | None, typed_code: str | None = None) -> dict[str, Any]:
-    """The answer of POST /v1/trace for `account`."""
+                content_type: str | None, typed_code: str | None, long_side: int,
+                ) -> dict[str, Any]:
+    """The answer of POST /v1/trace for `account` (`long_side`: `render.long_side`)."""
     check_allowed(account)
     typed = parse_typed_code(typed_code)
     check_content_type(content_type, data)
-    sealed = await decode_in_worker(pool, data, account.id, mark)
+    sealed = await decode_in_worker(pool, data, account.id, mark, long_side)
     decoded = None if sealed is None else mark.open(sealed)  # the pixels carry it sealed
     evidence: dict[int, str] = {}
     if decoded is not None:

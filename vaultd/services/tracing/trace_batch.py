@@ -47,17 +47,17 @@ def check_batch(images: list[LeakImage]) -> None:
 
 
 async def trace_batch(db: Db, pool: RenderPool, mark: MarkCipher, account: Account,
-                      images: list[LeakImage]) -> dict[str, Any]:
+                      images: list[LeakImage], long_side: int) -> dict[str, Any]:
     """The multipart answer: `images` (one answer per image, in order: `found` and `matches`
     as a single trace answers, or `error` for an image a worker could not read) and the
-    combined verdict, `found` and `viewers`."""
+    combined verdict, `found` and `viewers` (`long_side`: `render.long_side`)."""
     check_allowed(account)
     check_batch(images)
     answers: list[dict[str, Any]] = []
     for index, image in enumerate(images):
         answer: dict[str, Any] = {"index": index, "name": image.name}
         try:
-            sealed = await decode_in_worker(pool, image.data, account.id, mark)
+            sealed = await decode_in_worker(pool, image.data, account.id, mark, long_side)
         except Unprocessable as exc:  # one damaged image does not sink the others
             answers.append({**answer, "found": False, "error": str(exc)})
             continue
