@@ -1,19 +1,20 @@
 """What a leaked image shows of the served canvas: the smallest scale its mark can have.
 
 Every served page ends in the trace strip (`render.watermark`): a band the canvas's full width,
-`STRIP_BACKGROUND` grey (246 on 255 paper) with lines of text, at least 16 px of it plain
-below the last line. A canvas is at most `render.long_side` px wide (1600 by default,
-`render.sizing`). So when an image's bottom rows are that plain band across its whole width
-and its sides are the page's paper, the image is the served page or a part of it no wider
-than the canvas, shown at a scale of at least its width / long_side: the readings need not
-try smaller ones (on an unmarked page, most of the search's candidates and half the scan's
-trials).
+`STRIP_BACKGROUND` grey (246 on 255 paper) with lines of text, its lowest 12 px or more plain
+(a pad of the strip's font size, 16 px at least, under the last line). A canvas is at most
+`render.long_side` px wide (1600 by default, `render.sizing`). So when an image's lowest rows
+(within _REACH px of its bottom) are that plain band between sides that are the page's paper
+(within _REACH px of its left and right edges), the image is the served page or a part of it
+no wider than the canvas, shown at a scale of at least that width / long_side: the readings
+need not try smaller ones (on an unmarked page, most of the search's candidates and half the
+scan's trials).
 
-The sides are what tell a page from a page shown on a surround: a desktop, a viewer or
-another document around the page has no paper at the image's edges, or no strip grey along
-its bottom (a white surround has both sides paper-white but its bottom too). Without that
-evidence there is no bound: a page shown small on a white desktop is as large as a whole page
-to `detect`'s other tests, and a bound from the image's size would miss it.
+Both tell a page from a page shown on a surround: a desktop, a viewer or another document
+around the page has no paper at the image's sides, or no strip grey along its bottom (a white
+surround has paper-white sides, and a paper-white bottom too). Without that evidence there
+is no bound: a page shown small on a white desktop is as large as a whole page to `detect`'s
+other tests, and a bound from the image's size would miss it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ _BAND_SHARE = 0.95  # of a band row's pixels within that spread: plain across th
 _PAPER_TOLERANCE = 4  # grey levels under the paper's level still paper
 _SIDE_PAPER = 0.5  # of a side column's pixels paper-like (the pattern's letters cross it)
 _MIN_SIDE = 64
-_MARGIN = 0.98  # the bound's slack: a candidate's scale is measured to a fraction of this
+_MARGIN = 0.98  # slack: a candidate's measured scale may be a fraction of a per cent low
 
 
 def canvas_long_side(long_side: int) -> float:
