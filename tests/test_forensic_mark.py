@@ -142,6 +142,28 @@ def _scans(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[bool]]:
     return scanned, asked
 
 
+def test_the_patterns_lattice_is_found_once_per_image(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After brightness +20 % + JPEG q50 the ink level is read through the pattern's lattice,
+    then scanned: the scan's reading models the pattern on the lattice the levels were read
+    through (`decode._Known`), and the image's ink autocorrelation is made once, not twice.
+    The page marked still reads."""
+    made: list[bool] = []
+    real_acf = pattern_model.ink_autocorrelation
+
+    def autocorrelation(ink_pixels: np.ndarray) -> np.ndarray:
+        made.append(True)
+        return real_acf(ink_pixels)
+
+    monkeypatch.setattr(pattern_model, "ink_autocorrelation", autocorrelation)
+    leak = ATTACKS["brightness +20% + jpeg q50"](jpeg(_page().image, SERVED_QUALITY),
+                                                 _page().page_height, random.Random(7))
+    assert decode(leak) is None
+    assert len(made) == 1, made
+    marked_leak = ATTACKS["brightness +20% + jpeg q50"](_marked(), _page().page_height,
+                                                        random.Random(7))
+    assert decode(marked_leak) == RENDER_ID
+
+
 def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
     """After brightness +20 % + JPEG q50 the histogram's ink level is JPEG's noise next to the
     paper: it is not scanned (`decode.NEAR_PAPER`), a scan less for an unmarked page; the

@@ -43,7 +43,7 @@ _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode read
 def read_photo(image: Image.Image, grey: Image.Image, corners: rectify.Corners, plan: Layout,
                long_side: int = served.LONG_SIDE) -> tuple[int, float] | None:
     """(render id, sync score) from a photo `image`, its luminance `grey` (`convert("L")`,
-    which the caller has: 40 ms of a 12 MP photo), of a page whose corners are `corners`
+    which the caller has: about 30 ms of a 12 MP photo), of a page whose corners are `corners`
     (`rectify.page_corners`), or None when no mark passes both checks. The luminance first,
     then, for a colour photo one of whose channels is clipped on the paper, its least exposed
     channel: a white balance that lifts one channel to 255 on the paper clips the mark there,
