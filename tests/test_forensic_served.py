@@ -46,16 +46,12 @@ def _least(image: Image.Image, long_side: int = served.LONG_SIDE) -> float | Non
     return served.least_scale(grey, ink.paper_level(grey), long_side)
 
 
-def _on_surround(image: Image.Image, zoom: float, grey: int, bar: int | None = None,
-                 ) -> Image.Image:
-    """`image` at `zoom` on a plain surround of `grey`, 300 px of it each side, and a bar of
-    `bar` grey along the bottom 40 px when given (a status bar)."""
+def _on_surround(image: Image.Image, zoom: float, grey: int) -> Image.Image:
+    """`image` at `zoom` on a plain surround of `grey`, 300 px of it each side."""
     shown = image.resize((round(image.width * zoom), round(image.height * zoom)),
                          Image.Resampling.BILINEAR)
     surround = Image.new("RGB", (shown.width + 600, shown.height + 600), (grey,) * 3)
     surround.paste(shown, (300, 300))
-    if bar is not None:
-        surround.paste((bar,) * 3, (0, surround.height - 40, surround.width, surround.height))
     return surround
 
 
