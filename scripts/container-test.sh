@@ -101,8 +101,8 @@ bare=$(docker run --name "$NAME-bare" -e VAULTD_RENDER_SANDBOX=required "$IMAGE"
 code=$?
 set -e
 [ "$code" = 2 ] || fail "without the seccomp profile, required started (exit $code): $bare"
-echo "$bare" | grep -q 'render.sandbox is "required" but these layers are missing: net_namespace, own_identity' \
-  || fail "without the profile: $bare"
+grep -q 'render.sandbox is "required" but these layers are missing: net_namespace, own_identity' \
+  <<<"$bare" || fail "without the profile: $bare"
 say "without the seccomp profile: refused to start, naming net_namespace, own_identity"
 
 run() {
@@ -124,7 +124,10 @@ status() { fetch /dev/null "$@"; }
 
 run
 say "healthy (HEALTHCHECK on /healthz)"
-docker exec "$NAME" vault-admin doctor | grep -q "every layer active" || fail "doctor: $(docker exec "$NAME" vault-admin doctor)"
+# Captured, then searched: `doctor | grep -q` let grep exit at the match while doctor (through
+# docker exec) was still writing, and pipefail failed the run on that broken pipe (seen once).
+doctor=$(docker exec "$NAME" vault-admin doctor) || fail "doctor failed: $doctor"
+grep -q "every layer active" <<<"$doctor" || fail "doctor: $doctor"
 say "vault-admin doctor: every layer active"
 
 ACCOUNT=$(docker exec "$NAME" vault-admin --json accounts create "Container Co" --plan pro | field id)
@@ -145,8 +148,8 @@ echo "$found" | "$PY" -c "import json, sys; m = json.load(sys.stdin)['matches'];
 say "upload, link, page, trace: the leaked page leads back to its view"
 
 scrape=$(curl -sf "$METRICS")
-echo "$scrape" | grep -q 'vaultd_http_requests_total{method="GET",route="/v1/views/{}/pages/{}",status="200"} 1.0' \
-  || fail "metrics did not count the page"
+grep -q 'vaultd_http_requests_total{method="GET",route="/v1/views/{}/pages/{}",status="200"} 1.0' \
+  <<<"$scrape" || fail "metrics did not count the page"
 echo "$scrape" | grep -q "$TOKEN" && fail "the token is in the metrics"
 [ "$(status "${B%/v1}/metrics")" = 404 ] || fail "/metrics answered on the public port"
 docker logs "$NAME" 2>&1 | grep -qF "$KEY" && fail "the API key is in the log"
