@@ -41,11 +41,14 @@ def _watermarked(drawn: bytes, size: tuple[int, int], overlay: watermark.Overlay
     return image.convert("RGB")
 
 
-def marked(page: Page, mark_value: int, mark_layout: bytes | None = None) -> Image.Image:
+def marked(page: Page, mark_value: int, mark_layout: bytes | None = None,
+           placement_seed: bytes | None = None) -> Image.Image:
     """The page as the worker serves it with `mark_value` embedded (the pattern's letters
     marked too, over the marked paper) in the layout of `mark_layout` (None: the published
-    one), without the printed trace code: the same strip as unmarked."""
-    overlay = dataclasses.replace(page.overlay, mark_value=mark_value, mark_layout=mark_layout)
+    one), the pattern's words placed by `placement_seed` (None: in their places), without the
+    printed trace code: the same strip as unmarked."""
+    overlay = dataclasses.replace(page.overlay, mark_value=mark_value, mark_layout=mark_layout,
+                                  placement_seed=placement_seed)
     return _watermarked(page.drawn, page.image.size, overlay, page.page_height)
 
 

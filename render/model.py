@@ -43,6 +43,9 @@ class WatermarkSpec:
     # its tile. It lets a worker find the mark, never forge one (the value stays sealed).
     # None: the published layout.
     mark_layout: bytes | None = field(default=None, repr=False)
+    # The page view's seed for the placement mark (render.forensic.placement: every word of the
+    # pattern up to a pixel off its place), from vaultd's key. None: every word in its place.
+    placement_seed: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,11 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
 from PIL import Image, ImageChops, ImageFilter
 
 from render import blend, words
+from render.forensic.placement import Field, cells
 
 OPACITY = 0.25
 ANGLE = 30  # degrees, counter-clockwise
@@ -87,6 +89,16 @@ class Tile:
     size: Size  # the rotated tile
     block: Size  # the text block before rotation (spacing of the lattice)
     marked_pieces: list[MarkedPiece]  # the same, for a page carrying the invisible mark
+    words: tuple[WordSpan, ...] = ()  # which pieces make each word (the placement mark)
+
+
+class WordSpan(NamedTuple):
+    """A word's pieces (`Tile.pieces[start:end]`, the same in `marked_pieces`) and its
+    centre in the tile: the placement mark moves a word by the field's value there."""
+
+    start: int
+    end: int
+    centre: Point
 
 
 def _rotation() -> tuple[float, float]:
@@ -195,10 +207,17 @@ def make_tile(lines: list[str], size: int) -> Tile:
     block = block_size(lines, size)
     pieces: list[Piece] = []
     marked: list[MarkedPiece] = []
+    spans = []
     for (ax, ay), (plain, with_mark) in placed_words(lines, size):
-        pieces += [piece._replace(dx=ax + piece.dx, dy=ay + piece.dy) for piece in plain]
+        moved = [piece._replace(dx=ax + piece.dx, dy=ay + piece.dy) for piece in plain]
+        if moved:
+            box = (min(p.dx for p in moved), min(p.dy for p in moved),
+                   max(p.dx + p.width for p in moved), max(p.dy + p.height for p in moved))
+            spans.append(WordSpan(len(pieces), len(pieces) + len(moved),
+                                  ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)))
+        pieces += moved
         marked += [piece._replace(dx=ax + piece.dx, dy=ay + piece.dy) for piece in with_mark]
-    return Tile(pieces, rotated_size(block), block, marked)
+    return Tile(pieces, rotated_size(block), block, marked, tuple(spans))
 
 
 @functools.lru_cache(maxsize=64)
@@ -226,16 +245,35 @@ def lattice(canvas: Size, block: Size, tile: Size) -> tuple[Size, ...]:
 
 
 def paste(pixels: bytearray, stride: int, tile: Tile, area: Size,
-          mark: tuple[bytes, int, int] | None = None) -> None:
+          mark: tuple[bytes, int, int] | None = None, moves: Field | None = None) -> None:
     """Blend the tile along the lattice over the top-left `area` of an RGBX canvas, in place.
 
     `pixels` is the canvas's buffer, `stride` bytes a row. Copies are clipped to `area`, so the
     strip below the page is left alone. Neighbouring words' halos may meet, where they are
     blended twice. `mark`: the invisible mark's chips (`render.forensic.embed.ink_chips`): the
     letters are then a little darker on its darkened chips, a little lighter elsewhere.
+    `moves`: the placement mark's field (`render.forensic.placement`): each word of each copy
+    moved by its value under the word's centre.
     """
     corners = lattice(area, tile.block, tile.size)
-    if mark is None:
-        blend.paste(pixels, stride, area, corners, tile.pieces)
-    else:
-        blend.paste(pixels, stride, area, corners, tile.marked_pieces, mark)
+    pieces: list[Piece] | list[MarkedPiece] = tile.pieces if mark is None else tile.marked_pieces
+    extra = () if mark is None else (mark,)
+    if moves is None:
+        blend.paste(pixels, stride, area, corners, pieces, *extra)
+        return
+    for span, placed in zip(tile.words, _moved_corners(tile, corners, moves, area[0]),
+                            strict=True):
+        # A word's pieces at every copy's corner, each corner moved by the word's offset there.
+        blend.paste(pixels, stride, area, placed, pieces[span.start: span.end], *extra)
+
+
+def _moved_corners(tile: Tile, corners: tuple[Size, ...], moves: Field, width: int
+                   ) -> list[list[Size]]:
+    """Per word, every copy's corner moved by the field's value under that copy of the word."""
+    origin = np.array(corners, dtype=np.float64).reshape(-1, 2)
+    centres = np.array([span.centre for span in tile.words], dtype=np.float64).reshape(-1, 2)
+    xs = origin[:, None, 0] + centres[None, :, 0]  # (copies, words)
+    ys = origin[:, None, 1] + centres[None, :, 1]
+    offsets = moves.reshape(-1, 2)[cells(xs.ravel(), ys.ravel(), width)].reshape(*xs.shape, 2)
+    placed = origin.astype(np.int64)[:, None, :] + offsets  # (copies, words, 2)
+    return [[(int(x), int(y)) for x, y in placed[:, word]] for word in range(len(tile.words))]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from PIL import Image, ImageDraw
 
 from render import pattern, words
+from render.forensic import placement
 from render.forensic.codes import trace_code
 from render.forensic.embed import PaperMark, embed_into, ink_chips, paper_mark_for
 from render.forensic.layout import keyed
@@ -157,6 +158,7 @@ class Overlay:
     mark_value: int | None = None  # ...and this embedded (the id, or its sealed value)
     # ...in this deployment's layout (its layout subkey; None: the published one)
     mark_layout: bytes | None = field(default=None, repr=False)
+    placement_seed: bytes | None = field(default=None, repr=False)  # moves the pattern's words
 
 
 def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
@@ -166,7 +168,7 @@ def prepare(mark: WatermarkSpec, width: int, strip: Strip) -> Overlay:
         return drawn
     embedded = mark.render_id if mark.mark_value is None else mark.mark_value
     return dataclasses.replace(drawn, render_id=mark.render_id, mark_value=embedded,
-                               mark_layout=mark.mark_layout)
+                               mark_layout=mark.mark_layout, placement_seed=mark.placement_seed)
 
 
 @functools.lru_cache(maxsize=8)
@@ -198,8 +200,9 @@ def apply(canvas: Canvas, overlay: Overlay, page_height: int, paper_marked: bool
     ink_mark = (None if overlay.mark_value is None
                 else ink_chips(overlay.mark_value, keyed(overlay.mark_layout)))
     # The mark is in the pattern too: its letters' ink is darker on the mark's darkened chips.
+    moves = None if overlay.placement_seed is None else placement.field(overlay.placement_seed)
     pattern.paste(canvas.pixels, canvas.stride, overlay.tile, (canvas.image.width, page_height),
-                  ink_mark)
+                  ink_mark, moves)
     canvas.image.paste(overlay.strip, (0, page_height))
     strip = overlay.strip_layout
     if overlay.render_id is not None and strip is not None and strip.code_at is not None:

@@ -1,7 +1,8 @@
 """The measurement behind "A mark the washes above leave" in docs/leak-tracing.md
-(`bench.leakmark_jitter`, not a feature yet): the pattern's words pasted up to a pixel off
-their places under a key, measured back from a served page and correlated with the offsets
-each render would have drawn. A washer with the code moves the words back, and pays for it."""
+(`bench.leakmark_jitter`): the pattern's words pasted up to a pixel off their places under a
+key, measured back from a served page knowing the viewer's text, and correlated with the
+offsets each render would have drawn. A washer with the code moves the words back, and pays
+for it. The mark built on it, read blind, is tested in test_forensic_placement."""
 
 from __future__ import annotations
 
@@ -12,13 +13,10 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from bench import leakmark_jitter_blind as blind
 from bench.leakmark import psnr
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
 from bench.leakmark_jitter import (
     Word,
-    at_home,
-    blended,
     copy_corners,
     jitter,
     jittered_page,
@@ -78,25 +76,3 @@ def test_moving_them_all_the_way_back_removes_it_and_the_page_pays() -> None:
     washed = moved_back(_served(), page, words, 1.0)
     assert psnr(_served(), washed) < READABLE_DB
     assert _z(washed, [RENDER])[0] < FOUND_Z / 2
-
-
-def test_read_blind_the_field_still_names_the_render_after_a_readable_wash() -> None:
-    """Without the viewer's text or the copies' places (`bench.leakmark_jitter_blind`): the
-    copies' average from the page's own lattice, offsets in windows, a keyed field of them.
-    The true render stands clear of 100 others, as served and moved half-way back."""
-    page, words, _ = _page()
-    size = (page.image.width, page.page_height)
-    drawn = blind.field(KEY, RENDER, size)
-    served = jpeg(jittered_page(page, words, blind.word_offsets(page, words, drawn)),
-                  SERVED_QUALITY)
-    home = jpeg(at_home(page, words), SERVED_QUALITY)
-    rng = random.Random(9)
-    others = [blind.field(KEY, rng.getrandbits(61), size) for _ in range(100)]
-    for leak in (served, blended(served, home, 0.5)):
-        assert psnr(served, leak) >= READABLE_DB
-        reading = blind.measured(leak, page.page_height)
-        assert reading is not None
-        wrong = np.array([blind.z_score(*reading, other) for other in others])
-        true = (blind.z_score(*reading, drawn) - wrong.mean()) / wrong.std()
-        assert true >= 5.0
-        assert (wrong.max() - wrong.mean()) / wrong.std() < 4.0

@@ -71,7 +71,7 @@ class LatticeLevels(NamedTuple):
     lattice: Lattice | None  # the lattice they were read through
 
 
-def _local_maxima(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
+def local_maxima(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
     """The highest local maxima (dx, dy, height) of `acf` at lags of `min_lag` or more, one
     half plane (the autocorrelation is symmetric): a point no lower than any within 2 px.
     The highest points are tested first (a max filter costs 24 passes over the plane); the
@@ -112,7 +112,7 @@ def _local_maxima(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
 
 
 def _local_maxima_everywhere(acf: Floats, min_lag: int) -> list[tuple[int, int, float]]:
-    """`_local_maxima` through a max filter over the whole plane."""
+    """`local_maxima` through a max filter over the whole plane."""
     centred = np.roll(acf, (acf.shape[0] // 2, acf.shape[1] // 2), axis=(0, 1))  # fftshift
     neighbourhood = centred.copy()
     for dy in range(-2, 3):
@@ -127,7 +127,7 @@ def _local_maxima_everywhere(acf: Floats, min_lag: int) -> list[tuple[int, int, 
     return [(int(dx[keep][k]), int(dy[keep][k]), float(values[k])) for k in order]
 
 
-def _sub_pixel(acf: Floats, x: int, y: int) -> tuple[float, float]:
+def sub_pixel(acf: Floats, x: int, y: int) -> tuple[float, float]:
     height, width = acf.shape
 
     def at(dx: int, dy: int) -> float:
@@ -144,7 +144,7 @@ def _sub_pixel(acf: Floats, x: int, y: int) -> tuple[float, float]:
 def pattern_lattice(acf: Floats, min_lag: int = _MIN_LAG) -> Lattice | None:
     """Two vectors (rows: dx, dy) spanning the lattice the ink pixels repeat on, or None, from
     their `ink_autocorrelation` (made once for every `min_lag` a reading tries)."""
-    peaks = _local_maxima(acf, min_lag)
+    peaks = local_maxima(acf, min_lag)
     if len(peaks) < 2:
         return None
     first = peaks[0]
@@ -156,8 +156,8 @@ def pattern_lattice(acf: Floats, min_lag: int = _MIN_LAG) -> Lattice | None:
             continue  # letters repeating along a line of the pattern, not its lattice
         cross = first[0] * second[1] - first[1] * second[0]
         if abs(cross) > _NOT_COLLINEAR * math.hypot(*first[:2]) * length:
-            return np.array([_sub_pixel(acf, first[0], first[1]),
-                             _sub_pixel(acf, second[0], second[1])], dtype=np.float64)
+            return np.array([sub_pixel(acf, first[0], first[1]),
+                             sub_pixel(acf, second[0], second[1])], dtype=np.float64)
     return None
 
 

@@ -92,7 +92,7 @@ def autocorrelation(detail: Floats) -> Floats:
     return acf / max(float(acf[0, 0]), 1e-9)
 
 
-def _peak(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[float, float, float]:
+def peak(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[float, float, float]:
     """The sub-pixel position (dx, dy) and height of the highest point within `reach` of
     `guess` (a parabola through each axis's neighbours)."""
     height, width = acf.shape
@@ -156,13 +156,13 @@ def tile_vectors(grey: Image.Image, count: int = 2, flat_paper: int | None = Non
 def _refine(acf: Floats, coarse: tuple[float, float]) -> tuple[float, float]:
     """The tile vector fitted through its sub-pixel peak and those of its 2nd and 3rd
     harmonics (least squares through the origin), each taken only if it is a clear peak."""
-    x1, y1, top = _peak(acf, coarse, 1)
+    x1, y1, top = peak(acf, coarse, 1)
     sum_x, sum_y, weight = x1, y1, 1.0
     height, width = acf.shape
     for k in (2, 3):
         if k * abs(x1) > width / 2 - 3 or k * abs(y1) > height / 2 - 3:
             break
-        xk, yk, value = _peak(acf, (k * x1, k * y1), 2)
+        xk, yk, value = peak(acf, (k * x1, k * y1), 2)
         if value < 0.4 * top:
             break
         sum_x, sum_y, weight = sum_x + k * xk, sum_y + k * yk, weight + k * k

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Callable
+from typing import TypeVar
 
 from PIL import Image
 
+from render.forensic import placement_read
 from render.forensic.decode import detect
 from render.forensic.layout import keyed
 from render.forensic.served import LONG_SIDE
@@ -18,6 +21,7 @@ from render.model import JPEG, PNG, Unreadable
 # plenty, and bounds the decoder's memory well inside a worker's cap.
 MAX_TRACE_PIXELS = 40_000_000
 _FORMATS = {JPEG: "JPEG", PNG: "PNG"}
+T = TypeVar("T")
 
 
 def sniff(data: bytes) -> str | None:
@@ -35,6 +39,20 @@ def trace_image(data: bytes, layout_key: bytes | None = None, long_side: int = L
     layout subkey, `vaultd.services.pages.mark_key`; None: the published layout), or None;
     Unreadable for a damaged image. `long_side`: the deployment's `render.long_side`, the
     served pages' size the decoder assumes (`render.forensic.served`)."""
+    found = _read(data, lambda image: detect(image, keyed(layout_key), long_side))
+    return found.render_id if found is not None else None
+
+
+def read_placement(data: bytes) -> bytes | None:
+    """The placement mark's offsets measured on the image `data`, per cell
+    (`render.forensic.placement.Evidence`, as bytes), or None when it shows no pattern;
+    Unreadable for a damaged image."""
+    evidence = _read(data, placement_read.read)
+    return None if evidence is None else evidence.to_bytes()
+
+
+def _read(data: bytes, reading: Callable[[Image.Image], T]) -> T:
+    """`reading` of the image `data`, opened with the guards above."""
     kind = sniff(data)
     if kind is None:
         raise Unreadable("the image is neither a JPEG nor a PNG")
@@ -48,13 +66,12 @@ def trace_image(data: bytes, layout_key: bytes | None = None, long_side: int = L
             with Image.open(io.BytesIO(data), formats=[_FORMATS[kind]]) as image:
                 _check_size(image.size)
                 image.load()
-                found = detect(image, keyed(layout_key), long_side)
+                return reading(image)
     except Unreadable:
         raise
     except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError,
             Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise Unreadable("the image is damaged") from None
-    return found.render_id if found is not None else None
 
 
 def _check_size(size: tuple[int, int]) -> None:

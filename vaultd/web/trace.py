@@ -14,6 +14,7 @@ from tornado.web import stream_request_body
 from vaultd.errors import InvalidRequest, PayloadTooLarge, VaultError
 from vaultd.services.accounts.account_slots import Slot
 from vaultd.services.tracing import trace, trace_batch
+from vaultd.services.tracing.reader import LeakReader
 from vaultd.web.base import BaseHandler, as_vault_error
 from vaultd.web.upload import drain_cap
 
@@ -100,18 +101,22 @@ class TraceHandler(BaseHandler):
                 images = self._images(data)
                 del data
                 self._spend(len(images))
-                answer = await trace_batch.trace_batch(
-                    self.ctx.db, self.ctx.pool, self.ctx.pages.mark, self.account, images,
-                    self.ctx.settings.render_long_side)
+                answer = await trace_batch.trace_batch(self.ctx.db, self._reader(),
+                                                       self.account, images)
             else:
                 self._spend(1)
                 answer = await trace.trace(
-                    self.ctx.db, self.ctx.pool, self.ctx.pages.mark, self.account, data,
+                    self.ctx.db, self._reader(), self.account, data,
                     self.request.headers.get("Content-Type"),
-                    self.get_query_argument("traceCode", None), self.ctx.settings.render_long_side)
+                    self.get_query_argument("traceCode", None))
         finally:
             self._release_slot()
         self.send_json(200, answer)
+
+    def _reader(self) -> LeakReader:
+        settings = self.ctx.settings
+        return LeakReader(self.ctx.db, self.ctx.pool, self.ctx.pages.mark,
+                          settings.render_long_side, settings.trace_placement_mark)
 
     def _spend(self, images: int) -> None:
         assert self.account is not None and self.ctx.trace_rate is not None

@@ -15,6 +15,9 @@ does not give the FF3 key. The render workers get the sealed value and the layou
 in vaultd and vault-admin. A subkey leaking from a (compromised) worker helps washing marks off,
 not forging them (docs/security.md).
 
+The placement mark's seeds (a page view's: HMAC-SHA256 under a third subkey, 16 bytes) reach a
+worker one page view at a time (`WatermarkSpec.placement_seed`); the subkey stays here.
+
 A deployment whose mark key predates the keyed layout has served pages in the published layout
 (the seed in `render.forensic.layout`). Its key record is stamped `publishedLayoutUntil` the first
 time this version loads it, and its traces read an image in the keyed layout, then, if that finds
@@ -34,6 +37,7 @@ from ff3 import FF3Cipher
 from pymongo.errors import DuplicateKeyError
 
 from render.forensic.codes import ID_BITS
+from render.forensic.placement import SEED_BYTES
 from vaultd.crypto.keyring import MasterKeyring, WrappedKey
 from vaultd.db import Db
 from vaultd.timefmt import utcnow
@@ -44,22 +48,26 @@ _NO_ACCOUNT = "-"
 _KEY_BYTES = 32  # AES-256
 _TWEAK = "00" * 7  # FF3-1's 56-bit tweak: one permutation for the whole deployment
 _LAYOUT_CONTEXT = b"vaultd mark layout"
+_PLACEMENT_CONTEXT = b"vaultd placement mark"
 KEYED_LAYOUT = "keyed-v1"  # the layout a key record's pages are marked in (absent: published)
 
 
 @dataclass(frozen=True)
 class MarkCipher:
     """The keyed permutation of render ids: `seal` for the pixels, `open` for a decoded mark;
-    and `layout_key`, the subkey the workers lay the mark out (and read it) with."""
+    `layout_key`, the subkey the workers lay the mark out (and read it) with; and
+    `placement_seed`, each page view's seed for the placement mark."""
 
     _cipher: FF3Cipher
     layout_key: bytes
     published_until: datetime | None = None  # pages before it carry the published layout
+    _placement_key: bytes = b""
 
     @classmethod
     def from_key(cls, key: bytes, published_until: datetime | None = None) -> MarkCipher:
         return cls(FF3Cipher.withCustomAlphabet(key.hex(), _TWEAK, "01"),
-                   hmac.new(key, _LAYOUT_CONTEXT, hashlib.sha256).digest(), published_until)
+                   hmac.new(key, _LAYOUT_CONTEXT, hashlib.sha256).digest(), published_until,
+                   hmac.new(key, _PLACEMENT_CONTEXT, hashlib.sha256).digest())
 
     @property
     def trace_layouts(self) -> tuple[bytes | None, ...]:
@@ -74,6 +82,13 @@ class MarkCipher:
 
     def open(self, value: int) -> int:
         return int(self._cipher.decrypt(format(value, f"0{ID_BITS}b")), 2)
+
+    def placement_seed(self, render_id: int) -> bytes:
+        """The seed of the render's placement field (`render.forensic.placement`): a worker
+        given one page view's seed learns nothing of another's (HMAC under a subkey that no
+        worker holds), so it cannot place words naming another view."""
+        message = render_id.to_bytes(8, "big")
+        return hmac.new(self._placement_key, message, hashlib.sha256).digest()[:SEED_BYTES]
 
 
 async def mark_cipher(db: Db, keyring: MasterKeyring) -> MarkCipher:

@@ -135,7 +135,7 @@ VERIFIED_MARK = " (verified)"
 def watermark_for(
     opened: OpenLink, ip: str | None, render_id: int | None = None,
     mark_value: int | None = None, verified: bool = False, zone: ZoneInfo = PARIS,
-    mark_layout: bytes | None = None,
+    mark_layout: bytes | None = None, placement_seed: bytes | None = None,
 ) -> WatermarkSpec:
     email = opened.link["viewerEmail"]
     return WatermarkSpec(
@@ -147,6 +147,7 @@ def watermark_for(
         render_id=render_id,
         mark_value=mark_value,
         mark_layout=mark_layout,
+        placement_seed=placement_seed,
     )
 
 
@@ -282,7 +283,9 @@ class PagePath:
             self.pool, render_page, document.source, page.number,
             watermark_for(page.link, page.request.ip, page.render_id,
                           self.mark.seal(page.render_id), page.verified,
-                          ZoneInfo(self.settings.watermark_timezone), self.mark.layout_key),
+                          ZoneInfo(self.settings.watermark_timezone), self.mark.layout_key,
+                          self.mark.placement_seed(page.render_id)
+                          if self.settings.trace_placement_mark else None),
             budget, JPEG_QUALITY,
             self.settings.render_page_cache_mb << 20, document=document,
             link=str(page.link.link["_id"]), ip=page.request.ip,

@@ -1,10 +1,11 @@
 """Leak tracing (docs/leak-tracing.md): which page view does a leaked image come from?
 
-The image is decoded in a render worker (`render.forensic.trace_task`); the value the mark
-carries is opened with the deployment's key (`services.pages.mark_key`), and the render id it gives
-is reported only if a `page` entry of the searched account carries it. The caller may also give the
-trace code read off the page's strip (`traceCode`): the visible evidence. Each match writes a
-`trace` entry on the file it found. `account_id=None` searches every account (vault-admin only).
+The image is read in a render worker (`render.forensic.trace_task`) by the stages of
+`services.tracing.reader` (the invisible mark, then the placement mark), and the render id
+they give is reported only if a `page` entry of the searched account carries it. The caller
+may also give the trace code read off the page's strip (`traceCode`): the visible evidence.
+Each match writes a `trace` entry on the file it found. `account_id=None` searches every
+account (vault-admin only).
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from render.forensic.codes import BadTraceCode, parse_trace_code, render_id_hex, trace_code
-from render.forensic.trace_task import sniff, trace_image
-from render.pool import RenderPool
+from render.forensic.trace_task import sniff
 from vaultd.db import Db
 from vaultd.errors import Forbidden, InvalidRequest, UnsupportedMediaType
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common import access_log
-from vaultd.services.common.pool_calls import run_task
-from vaultd.services.pages.mark_key import MarkCipher
+from vaultd.services.tracing.reader import LeakReader
 from vaultd.timefmt import iso_utc
 
 MAX_TRACE_BYTES = 25 * 1024 * 1024
@@ -37,7 +36,9 @@ class Match(TypedDict):
     viewerName: str | None
     ip: str | None
     at: str
-    evidence: str  # "invisible" (the pixels), "visible" (the typed trace code) or "both"
+    # "invisible" (the pixels' chips), "placement" (the pattern's words, when the chips were
+    # washed off), "visible" (the typed trace code) or "both" (the pixels and the typed code)
+    evidence: str
 
 
 def check_allowed(account: Account) -> None:
@@ -52,20 +53,6 @@ def check_content_type(header: str | None, data: bytes) -> None:
         raise UnsupportedMediaType("send the leaked image as image/jpeg or image/png")
     if sniff(data) != declared:
         raise UnsupportedMediaType(f"the body is not a {declared} image")
-
-
-async def decode_in_worker(pool: RenderPool, data: bytes, account_id: str,
-                           mark: MarkCipher, long_side: int) -> int | None:
-    """The sealed value the image's mark carries, read in the deployment's layout (then in the
-    published one, for a deployment that served pages before the keyed layout), its pages
-    served `long_side` px long (`render.long_side`). The image may hold the account's pages:
-    it goes to a worker of that account only."""
-    for layout_key in mark.trace_layouts:
-        sealed = await run_task(pool, trace_image, data, layout_key, long_side,
-                                account=account_id)
-        if sealed is not None:
-            return sealed
-    return None
 
 
 def parse_typed_code(text: str | None) -> int | None:
@@ -99,18 +86,17 @@ async def find_matches(db: Db, render_id: int, account_id: str | None,
     return matches
 
 
-async def trace(db: Db, pool: RenderPool, mark: MarkCipher, account: Account, data: bytes,
-                content_type: str | None, typed_code: str | None, long_side: int,
-                ) -> dict[str, Any]:
-    """The answer of POST /v1/trace for `account` (`long_side`: `render.long_side`)."""
+async def trace(db: Db, reader: LeakReader, account: Account, data: bytes,
+                content_type: str | None, typed_code: str | None) -> dict[str, Any]:
+    """The answer of POST /v1/trace for `account`."""
     check_allowed(account)
     typed = parse_typed_code(typed_code)
     check_content_type(content_type, data)
-    sealed = await decode_in_worker(pool, data, account.id, mark, long_side)
-    decoded = None if sealed is None else mark.open(sealed)  # the pixels carry it sealed
+    reading = await reader.read(data, account.id)
+    decoded = None if reading is None else reading.render_id
     evidence: dict[int, str] = {}
-    if decoded is not None:
-        evidence[decoded] = "invisible"
+    if reading is not None:
+        evidence[reading.render_id] = reading.evidence
     if typed is not None:
         evidence[typed] = "both" if typed == decoded else "visible"
     matches: list[Match] = []

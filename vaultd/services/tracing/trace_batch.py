@@ -9,18 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from render.pool import RenderPool
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.services.accounts.accounts import Account
-from vaultd.services.pages.mark_key import MarkCipher
-from vaultd.services.tracing.trace import (
-    Match,
-    check_allowed,
-    check_content_type,
-    decode_in_worker,
-    find_matches,
-)
+from vaultd.services.tracing.reader import LeakReader
+from vaultd.services.tracing.trace import Match, check_allowed, check_content_type, find_matches
 
 MAX_IMAGES = 20
 MAX_BATCH_BYTES = 100 * 1024 * 1024  # the whole multipart body; each image 25 MiB at most
@@ -46,23 +39,23 @@ def check_batch(images: list[LeakImage]) -> None:
             raise UnsupportedMediaType(f"image {number}: {exc}") from None
 
 
-async def trace_batch(db: Db, pool: RenderPool, mark: MarkCipher, account: Account,
-                      images: list[LeakImage], long_side: int) -> dict[str, Any]:
+async def trace_batch(db: Db, reader: LeakReader, account: Account, images: list[LeakImage],
+                      ) -> dict[str, Any]:
     """The multipart answer: `images` (one answer per image, in order: `found` and `matches`
     as a single trace answers, or `error` for an image a worker could not read) and the
-    combined verdict, `found` and `viewers` (`long_side`: `render.long_side`)."""
+    combined verdict, `found` and `viewers`."""
     check_allowed(account)
     check_batch(images)
     answers: list[dict[str, Any]] = []
     for index, image in enumerate(images):
         answer: dict[str, Any] = {"index": index, "name": image.name}
         try:
-            sealed = await decode_in_worker(pool, image.data, account.id, mark, long_side)
+            reading = await reader.read(image.data, account.id)
         except Unprocessable as exc:  # one damaged image does not sink the others
             answers.append({**answer, "found": False, "error": str(exc)})
             continue
-        render_id = None if sealed is None else mark.open(sealed)
-        matches = [] if render_id is None else await find_matches(db, render_id, account.id)
+        matches = [] if reading is None else await find_matches(
+            db, reading.render_id, account.id, reading.evidence)
         answers.append({**answer, "found": bool(matches), **({"matches": matches}
                                                              if matches else {})})
     viewers = combined(answers)

@@ -1,0 +1,124 @@
+"""The placement mark: every word of the visible pattern up to a pixel off its place, by a
+keyed field per page view (docs/leak-tracing.md, "The placement mark").
+
+The invisible mark is a small offset on paper and letters that are flat without it, so a washer
+with the code levels it off (docs/leak-tracing.md, "Washing the mark off"). Where each word of
+the pattern sits is not in the code: the field below moves it by -1, 0 or +1 px each way, the
+same for every word whose centre falls in one square cell of the page (COLUMNS across, so a
+rescaled page keeps them). Putting the words back where the code would put them moves their
+edges as much as the field did.
+
+What crosses between processes:
+- the page view's `seed` (16 bytes, `vaultd.services.pages.mark_key`), which a worker turns into
+  the field it places the words by (`field`);
+- a trace's `Evidence`: the offsets a worker measured on a leak (`placement_read`), summed per
+  cell, as bytes the service parses by fixed rules (`Evidence.from_bytes`); the service scores
+  them against the fields of the account's page views (`scores`). A worker that lies can only
+  fail to name a view: it cannot draw another view's field without that view's seed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+COLUMNS = 26  # cells across the page (48 px each on a served page 1,237 px wide)
+ROWS = 104  # cells down, at most: a page four times as long as wide; longer ones share the last
+CELLS = ROWS * COLUMNS
+SEED_BYTES = 16
+_FIELDS = 5  # per cell: windows measured, their dx and dy summed, and the squares of both
+_MAX_WINDOWS_PER_CELL = 1 << 16  # far above a cell's windows at any size a leak is read
+
+Field = npt.NDArray[np.int8]  # (ROWS, COLUMNS, 2): each cell's (dx, dy) in {-1, 0, 1}
+Floats = npt.NDArray[np.float64]
+
+
+def field(seed: bytes) -> Field:
+    """The page view's offsets, one per cell (numpy's PCG64 seeded with the 16 bytes)."""
+    rng = np.random.default_rng(int.from_bytes(seed, "big"))
+    drawn: Field = rng.integers(-1, 2, size=(ROWS, COLUMNS, 2), dtype=np.int8)
+    return drawn
+
+
+def cells(xs: Floats, ys: Floats, width: float) -> npt.NDArray[np.intp]:
+    """The flat index (row x COLUMNS + column) of the cell under each point of a page `width`
+    px wide; points off the page count in its nearest cell."""
+    side = width / COLUMNS
+    rows = np.clip(np.floor(ys / side), 0, ROWS - 1).astype(np.intp)
+    columns = np.clip(np.floor(xs / side), 0, COLUMNS - 1).astype(np.intp)
+    flat: npt.NDArray[np.intp] = rows * COLUMNS + columns
+    return flat
+
+
+class BadEvidence(ValueError):
+    """A worker's evidence that is not what `Evidence.to_bytes` writes."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The offsets measured on a leak, per cell: how many windows, their sums and sums of
+    squares (dx, then dy). Enough to correlate them with any field (`scores`)."""
+
+    counts: Floats  # (CELLS,)
+    sums: Floats  # (CELLS, 2)
+    squares: Floats  # (CELLS, 2)
+
+    @classmethod
+    def of(cls, offsets: Floats, at_cells: npt.NDArray[np.intp]) -> Evidence:
+        """Offsets (windows, 2) measured in the cells `at_cells` (windows,)."""
+        counts = np.bincount(at_cells, minlength=CELLS).astype(np.float64)
+        sums = np.stack([np.bincount(at_cells, offsets[:, axis], CELLS) for axis in (0, 1)], 1)
+        squares = np.stack([np.bincount(at_cells, offsets[:, axis] ** 2, CELLS)
+                            for axis in (0, 1)], 1)
+        return cls(counts, sums.astype(np.float64), squares.astype(np.float64))
+
+    @property
+    def windows(self) -> int:
+        return int(self.counts.sum())
+
+    def to_bytes(self) -> bytes:
+        table = np.concatenate([self.counts[:, None], self.sums, self.squares], axis=1)
+        return table.astype("<f8").tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Evidence:
+        """Parsed and checked: a table of the exact size, finite, each cell's values within
+        what its count of windows can hold (offsets are at most a few px)."""
+        if len(data) != CELLS * _FIELDS * 8:
+            raise BadEvidence("placement evidence of the wrong size")
+        table = np.frombuffer(data, dtype="<f8").reshape(CELLS, _FIELDS).astype(np.float64)
+        counts, sums, squares = table[:, 0], table[:, 1:3], table[:, 3:5]
+        reach = 4.0  # px: no window is read further off
+        if not np.isfinite(table).all() or (counts < 0).any() \
+                or (counts != np.round(counts)).any() or (counts > _MAX_WINDOWS_PER_CELL).any() \
+                or (np.abs(sums) > reach * counts[:, None]).any() or (squares < 0).any() \
+                or (squares > reach ** 2 * counts[:, None]).any():
+            raise BadEvidence("placement evidence out of bounds")
+        return cls(counts, sums, squares)
+
+
+def scores(evidence: Evidence, fields: npt.NDArray[np.int8]) -> Floats:
+    """Each field's (N, ROWS, COLUMNS, 2) correlation with the measured offsets, each axis's
+    mean taken off, times the square root of the values correlated (as a z-score; windows
+    overlap, so compare it with other fields' scores, not with a normal table)."""
+    n = evidence.windows
+    if n < 4:
+        return np.zeros(len(fields))
+    flat = fields.reshape(len(fields), CELLS, 2).astype(np.float64)
+    covariance = np.zeros(len(fields))
+    field_spread = np.zeros(len(fields))
+    measured_spread = 0.0
+    for axis in (0, 1):
+        e = flat[:, :, axis]
+        sum_m = float(evidence.sums[:, axis].sum())
+        sum_e = e @ evidence.counts
+        covariance += e @ evidence.sums[:, axis] - sum_m * sum_e / n
+        field_spread += (e * e) @ evidence.counts - sum_e ** 2 / n
+        measured_spread += float(evidence.squares[:, axis].sum()) - sum_m ** 2 / n
+    denominator = np.sqrt(np.maximum(field_spread, 0.0) * max(measured_spread, 0.0))
+    safe = np.where(denominator > 0, denominator, 1.0)
+    found: Floats = np.where(denominator > 0, covariance / safe, 0.0) * math.sqrt(2 * n)
+    return found

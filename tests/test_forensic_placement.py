@@ -1,0 +1,136 @@
+"""The placement mark (docs/leak-tracing.md, "The placement mark"): the pattern's words moved by
+a keyed field per page view, read back blind from a leak and scored against candidate views
+as the service scores them (`vaultd.services.tracing.placement.best_view`). The best wash the
+code allows, without the key: the invisible mark's chips observed and levelled, and every word
+moved half-way back to its place, the page still readable (PSNR >= 35 dB)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bench.leakmark import psnr
+from bench.leakmark_attacks import SERVED_QUALITY, Page, corpus_pages, jpeg, marked
+from bench.leakmark_jitter import blended
+from bench.leakmark_wash import WASHES
+from render.forensic import decode, placement, placement_read
+from render.forensic.layout import keyed
+from render.forensic.placement import CELLS, BadEvidence, Evidence
+from vaultd.services.pages.mark_key import MarkCipher
+from vaultd.services.tracing.placement import best_view
+
+MARK = MarkCipher.from_key(bytes(range(40, 72)))
+RENDER = 0x0123_4567_89A
+VALUE = 0x15A2_B3C4_D5E  # what the invisible mark carries (its sealed form, in vaultd)
+READABLE_DB = 35.0
+WASH = "observed chips, no key"
+
+
+@functools.cache
+def _page() -> Page:
+    return corpus_pages(1)[0]  # the generated text cover, with the visible watermark
+
+
+@functools.cache
+def _served(seed: bytes | None) -> Image.Image:
+    return jpeg(marked(_page(), VALUE, MARK.layout_key, seed), SERVED_QUALITY)
+
+
+def _candidates(count: int = 300) -> list[int]:
+    rng = random.Random(11)
+    others = [rng.getrandbits(45) for _ in range(count - 1)]
+    return [*others[: count // 2], RENDER, *others[count // 2:]]
+
+
+def _named(leak: Image.Image) -> int | None:
+    evidence = placement_read.read(leak)
+    assert evidence is not None, "no pattern lattice read"
+    return best_view(evidence, _candidates(), MARK)
+
+
+def _washed(share: float) -> Image.Image:
+    """The invisible mark washed off without the key, every word moved `share` of the way
+    back (with the true offsets: no washer measures them better)."""
+    served = _served(MARK.placement_seed(RENDER))
+    home = _served(None)
+    return WASHES[WASH](blended(served, home, share), _page().page_height, keyed(None))
+
+
+def test_moving_the_words_costs_the_invisible_mark_nothing() -> None:
+    moved, still = _served(MARK.placement_seed(RENDER)), _served(None)
+    assert decode(moved, keyed(MARK.layout_key)) == VALUE
+    # The words moved: the pattern's pixels differ (as much as a 1-px move of every word).
+    assert 25.0 < psnr(still, moved) < 35.0
+
+
+def test_a_served_page_names_its_view_among_the_candidates() -> None:
+    assert _named(_served(MARK.placement_seed(RENDER))) == RENDER
+
+
+def test_a_page_without_the_placement_mark_names_no_view() -> None:
+    assert _named(_served(None)) is None
+
+
+def test_the_best_wash_of_the_code_leaves_the_placement_mark() -> None:
+    """The words moved back as far as the page stays readable (in steps of 5 %)."""
+    served = _served(MARK.placement_seed(RENDER))
+    washed = next((washed for washed in (_washed(share / 20) for share in range(12, 0, -1))
+                   if psnr(served, washed) >= READABLE_DB), None)
+    assert washed is not None
+    assert decode(washed, keyed(MARK.layout_key)) is None  # the invisible mark is gone
+    assert _named(washed) == RENDER
+
+
+def test_moving_every_word_home_removes_it_and_the_page_pays() -> None:
+    """The control (the read can fail): all the way back, nothing names the view, and the
+    page is no longer within the readable 35 dB of what was served."""
+    washed = _washed(1.0)
+    assert psnr(_served(MARK.placement_seed(RENDER)), washed) < READABLE_DB
+    assert _named(washed) is None
+
+
+def test_each_view_has_its_own_seed_and_field() -> None:
+    seed = MARK.placement_seed(RENDER)
+    assert len(seed) == placement.SEED_BYTES and seed == MARK.placement_seed(RENDER)
+    assert seed != MARK.placement_seed(RENDER + 1)
+    assert seed != MarkCipher.from_key(bytes(32)).placement_seed(RENDER)  # another deployment
+    drawn = placement.field(seed)
+    assert drawn.shape == (placement.ROWS, placement.COLUMNS, 2)
+    assert set(np.unique(drawn)) == {-1, 0, 1}
+    assert (drawn != placement.field(MARK.placement_seed(RENDER + 1))).mean() > 0.5
+
+
+def test_a_lying_worker_names_only_views_whose_seed_it_was_given() -> None:
+    """A taken-over worker knows the seeds of the pages it drew, no other: evidence made to
+    fit any field but a candidate's names none of them, however strong."""
+    forged_field = placement.field(b"worker's own guess")
+    cells = np.arange(CELLS)
+    flat = forged_field.reshape(CELLS, 2).astype(np.float64)
+    counts = np.full(CELLS, 50.0)
+    forged = Evidence(counts, flat * counts[:, None], flat ** 2 * counts[:, None])
+    assert forged.windows == 50 * len(cells)
+    assert best_view(forged, _candidates(), MARK) is None
+
+
+def test_evidence_crosses_as_bytes_and_is_checked() -> None:
+    offsets = np.array([[0.5, -1.0], [1.0, 0.0], [-0.2, 0.3]])
+    evidence = Evidence.of(offsets, np.array([0, 0, CELLS - 1]))
+    again = Evidence.from_bytes(evidence.to_bytes())
+    assert np.array_equal(again.counts, evidence.counts)
+    assert np.array_equal(again.sums, evidence.sums)
+    assert again.sums[0].tolist() == [1.5, -1.0] and again.counts[CELLS - 1] == 1
+    raw = evidence.to_bytes()
+    with pytest.raises(BadEvidence, match="wrong size"):
+        Evidence.from_bytes(raw[:-8])
+    table = np.frombuffer(raw, dtype="<f8").copy().reshape(CELLS, 5)
+    for cell, column, value in ((0, 1, math.nan), (0, 0, -1.0), (0, 0, 2.5), (0, 1, 50.0),
+                                (1, 3, -0.5)):
+        bad = table.copy()
+        bad[cell, column] = value
+        with pytest.raises(BadEvidence, match="out of bounds"):
+            Evidence.from_bytes(bad.astype("<f8").tobytes())

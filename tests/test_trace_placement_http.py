@@ -1,0 +1,119 @@
+"""The placement mark over HTTP (docs/leak-tracing.md, "The placement mark"; issue 30 part 2):
+with `trace.placement_mark` on, a page washed of its invisible mark without the key (the best
+wash the code allows) still names its view through POST /v1/trace, single and multipart; it
+names no view of another account; and without the setting the same wash leaves nothing."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from PIL import Image
+
+from bench.corpus import small_pdf
+from bench.leakmark_wash import WASHES
+from render.forensic import decode
+from render.forensic.layout import keyed
+from render.forensic.served import LONG_SIDE
+from tests.access_log import access_log_entries
+from tests.http_helpers import create_link, upload_ok
+from tests.vault_process import VaultProcess, running_vault
+
+READABLE_DB = 35.0
+WASH = "observed chips, no key"  # what beats the invisible mark without the key
+
+
+@pytest.fixture(scope="module")
+def placing_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    with running_vault(tmp_path_factory.mktemp("placing") / "data",
+                       VAULTD_TRACE_PLACEMENT_MARK="true") as server:
+        yield server
+
+
+def _served_pages(vault: VaultProcess, client: httpx.Client, viewer: str, pages: int = 2
+                  ) -> tuple[list[Image.Image], list[dict[str, Any]]]:
+    """The first `pages` pages of a text document (bench's generated cover, then its
+    image pages), as a viewer was served them, and their log entries."""
+    file = upload_ok(client, small_pdf().data, name="Term sheet.pdf")
+    link = create_link(client, file["id"], viewer, viewerName="Viewer")
+    vault.secrets.append(link["token"])
+    images = []
+    for number in range(1, pages + 1):
+        response = client.get(f"/views/{link['token']}/pages/{number}")
+        assert response.status_code == 200, response.text
+        images.append(Image.open(io.BytesIO(response.content)).convert("RGB"))
+    return images, access_log_entries(vault, file["id"])
+
+
+def _washed(vault: VaultProcess, page: Image.Image) -> bytes:
+    """The page washed of its invisible mark without the key, still readable, as a PNG."""
+    assert page.height > LONG_SIDE  # a portrait page: LONG_SIDE rows, then the strip
+    washed = WASHES[WASH](page, LONG_SIDE, keyed(None))
+    difference = np.asarray(washed, np.float64) - np.asarray(page, np.float64)
+    assert 10 * math.log10(255 ** 2 / float((difference ** 2).mean())) >= READABLE_DB
+    # The attack works on the invisible mark: the deployment's own layout reads nothing.
+    assert decode(washed, keyed(vault.mark_cipher().layout_key)) is None
+    out = io.BytesIO()
+    washed.save(out, "PNG")
+    return out.getvalue()
+
+
+def _trace(client: httpx.Client, body: bytes) -> dict[str, Any]:
+    response = client.post("/trace", content=body, headers={"Content-Type": "image/png"},
+                           timeout=300)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+@pytest.mark.slow  # a few reads of whole pages
+def test_a_washed_page_still_names_its_view(placing_vault: VaultProcess) -> None:
+    _, key = placing_vault.new_account("Placing Co")
+    with placing_vault.client(key) as client:
+        pages, entries = _served_pages(placing_vault, client, "ana@example.com")
+        served = io.BytesIO()
+        pages[1].save(served, "PNG")
+        # Unwashed, the invisible mark names the view, as before: moved words cost it nothing.
+        answer = _trace(client, served.getvalue())
+        assert [m["renderId"] for m in answer["matches"]] == [entries[1]["renderId"]]
+        assert answer["matches"][0]["evidence"] == "invisible"
+        answer = _trace(client, _washed(placing_vault, pages[0]))
+        assert answer["found"] is True, answer
+        match, = answer["matches"]
+        assert match["renderId"] == entries[0]["renderId"]  # page 1's view, not page 2's
+        assert match["evidence"] == "placement"
+        assert match["viewerEmail"] == "ana@example.com" and match["page"] == 1
+        # Several images at once: each washed page names its own view.
+        files = [("image", (f"p{n}.png", _washed(placing_vault, page), "image/png"))
+                 for n, page in enumerate(pages, start=1)]
+        batch = client.post("/trace", files=files, timeout=300).json()
+        assert [image["matches"][0]["renderId"] for image in batch["images"]] == \
+            [entry["renderId"] for entry in entries]
+        assert batch["viewers"][0]["images"] == [0, 1]
+        assert {image["matches"][0]["evidence"] for image in batch["images"]} == {"placement"}
+
+
+@pytest.mark.slow
+def test_a_washed_page_of_another_account_names_nothing(placing_vault: VaultProcess) -> None:
+    _, owner_key = placing_vault.new_account("Owner Co")
+    _, other_key = placing_vault.new_account("Other Co")
+    with placing_vault.client(owner_key) as owner, placing_vault.client(other_key) as other:
+        pages, _ = _served_pages(placing_vault, owner, "bo@example.com", pages=1)
+        _served_pages(placing_vault, other, "cy@example.com", pages=1)  # views of its own
+        washed = _washed(placing_vault, pages[0])
+        assert _trace(other, washed) == {"found": False}
+        assert _trace(owner, washed)["matches"][0]["evidence"] == "placement"
+
+
+@pytest.mark.slow
+def test_without_the_setting_the_same_wash_leaves_nothing(
+    vault: VaultProcess, api: httpx.Client
+) -> None:
+    pages, entries = _served_pages(vault, api, "di@example.com", pages=1)
+    assert len(entries) == 1
+    assert _trace(api, _washed(vault, pages[0])) == {"found": False}

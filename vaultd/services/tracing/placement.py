@@ -1,0 +1,91 @@
+"""Naming a page view from the placement mark (docs/leak-tracing.md, "The placement mark").
+
+A worker measures how far the leak's pattern words sit off their places (`read_placement`,
+untrusted: parsed by fixed rules, `Evidence.from_bytes`). Here those offsets are scored against
+the field of each of the account's CANDIDATES newest page views (a bounded read of its log,
+`services.common.newest`), and against REFERENCES fields no view has: the spread of those is
+what a wrong view scores, and a view is named only when its score stands THRESHOLD of those
+spreads above their mean. A leak of a page the account did not serve, or of no page, scores
+like the references.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+
+import numpy as np
+import numpy.typing as npt
+
+from render.forensic.placement import BadEvidence, Evidence, field, scores
+from render.forensic.trace_task import read_placement
+from render.pool import RenderPool
+from vaultd.db import Db
+from vaultd.services.common.batches import EPOCH
+from vaultd.services.common.newest import newest
+from vaultd.services.common.pool_calls import run_task
+from vaultd.services.pages.mark_key import MarkCipher
+from vaultd.timefmt import utcnow
+
+CANDIDATES = 5000  # the account's newest page views a placement trace can name
+REFERENCES = 200
+# In the references' spreads. Measured (bench.leakmark --family wash): a page washed of the
+# invisible mark and of half its words' offsets at 35 dB scores 6.8 or more; the largest of
+# 2,000 wrong views' scores 4.3 (a normal tail: one in 50 million above 5.5).
+THRESHOLD = 5.5
+MIN_WINDOWS = 200  # fewer measured windows: too little pattern on the image to say
+_CHUNK = 500  # fields scored at once: about 20 MB of temporaries
+log = logging.getLogger("vaultd.trace")
+
+
+async def placement_match(db: Db, pool: RenderPool, mark: MarkCipher, account_id: str,
+                          data: bytes) -> int | None:
+    """The render id of the account's page view whose placement field the image shows, or
+    None. The image is read in a worker of that account only."""
+    raw = await run_task(pool, read_placement, data, account=account_id)
+    if raw is None:
+        return None
+    try:
+        evidence = Evidence.from_bytes(raw)
+    except BadEvidence as exc:  # a worker sent what no reading makes: it names no view
+        log.warning("placement evidence refused: %s", exc)
+        return None
+    if evidence.windows < MIN_WINDOWS:
+        return None
+    render_ids = await recent_render_ids(db, account_id)
+    if not render_ids:
+        return None
+    return await asyncio.to_thread(best_view, evidence, render_ids, mark)
+
+
+async def recent_render_ids(db: Db, account_id: str) -> list[int]:
+    """The render ids of the account's CANDIDATES newest page views, newest first."""
+    page = await newest(db.access_log, {"accountId": account_id, "action": "page"}, "at",
+                        count=CANDIDATES, oldest=EPOCH, latest=utcnow())
+    return [int(entry["renderId"], 16) for entry in page.docs if "renderId" in entry]
+
+
+def best_view(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> int | None:
+    """The candidate scoring THRESHOLD above the references, the highest if several."""
+    reference = scores(evidence, _reference_fields())
+    mean, spread = float(reference.mean()), float(reference.std())
+    if spread == 0:
+        return None
+    best, best_score = None, THRESHOLD
+    for start in range(0, len(render_ids), _CHUNK):
+        chunk = render_ids[start: start + _CHUNK]
+        fields = np.stack([field(mark.placement_seed(render_id)) for render_id in chunk])
+        standing = (scores(evidence, fields) - mean) / spread
+        top = int(standing.argmax())
+        if standing[top] >= best_score:
+            best, best_score = chunk[top], float(standing[top])
+    return best
+
+
+@functools.cache
+def _reference_fields() -> npt.NDArray[np.int8]:
+    """Fields no page view has (seeds no key gives): the same for every trace, so a verdict
+    does not depend on a draw."""
+    return np.stack([field(b"reference" + index.to_bytes(7, "big"))
+                     for index in range(REFERENCES)])

@@ -1,0 +1,58 @@
+"""Reading a leaked image for the view it names: the stages a trace tries, in order.
+
+1. The invisible mark, in a worker, in each layout the deployment has marked pages in
+   (`MarkCipher.trace_layouts`); the value it carries opened with the deployment's key.
+2. When that finds nothing and the deployment draws it (`trace.placement_mark`), the
+   placement mark (`services.tracing.placement`): what a wash of the first leaves.
+
+A further stage (another mark) goes after these, as one more method returning a `Reading`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from render.forensic.trace_task import trace_image
+from render.pool import RenderPool
+from vaultd.db import Db
+from vaultd.services.common.pool_calls import run_task
+from vaultd.services.pages.mark_key import MarkCipher
+from vaultd.services.tracing.placement import placement_match
+
+
+@dataclass(frozen=True)
+class Reading:
+    render_id: int
+    evidence: str  # "invisible" (the chips) or "placement" (the pattern's words)
+
+
+@dataclass(frozen=True)
+class LeakReader:
+    db: Db
+    pool: RenderPool
+    mark: MarkCipher
+    long_side: int  # `render.long_side`: the size pages were served at
+    placement: bool = False  # `trace.placement_mark`
+
+    async def read(self, data: bytes, account_id: str) -> Reading | None:
+        """The view the image names, by the first stage that reads one. The image may hold
+        the account's pages: it goes to a worker of that account only."""
+        sealed = await self.invisible(data, account_id)
+        if sealed is not None:
+            return Reading(self.mark.open(sealed), "invisible")  # the pixels carry it sealed
+        if self.placement:
+            found = await placement_match(self.db, self.pool, self.mark, account_id, data)
+            if found is not None:
+                return Reading(found, "placement")
+        return None
+
+    async def invisible(self, data: bytes, account_id: str) -> int | None:
+        """The sealed value the image's invisible mark carries, read in the deployment's
+        layout, then in the published one for a deployment that served pages before the
+        keyed layout."""
+        for layout_key in self.mark.trace_layouts:
+            sealed = await run_task(self.pool, trace_image, data, layout_key, self.long_side,
+                                    account=account_id)
+            if sealed is not None:
+                return sealed
+        return None
