@@ -1,9 +1,9 @@
 """Evaluation of the invisible leak-tracing mark (docs/leak-tracing.md).
 
-    python -m bench.leakmark [--pages 12] [--unmarked 200] [--seed 7]
+    python -m bench.leakmark [--pages 12] [--unmarked 200] [--seed 7] [--placement]
     python -m bench.leakmark --family phone [--pages 12] [--photos 2] [--unmarked 24]
-        [--point-sampled]
-    python -m bench.leakmark --family wash [--pages 12]
+        [--point-sampled] [--placement]
+    python -m bench.leakmark --family wash [--pages 12] [--candidates 2000]
 
 Renders real corpus pages as vaultd serves them, marks each with a random render id, serves it
 (JPEG q80), applies every leak transformation of issue 16 and reports the exact-id recovery rate
@@ -11,9 +11,12 @@ per transformation, PSNR against the same render unmarked, embed and decode time
 positives on unmarked images (the same pages served unmarked and transformed, and photographs).
 `--family phone`: phone photos of the page shown on a screen (`bench.leakmark_phone`), `--photos`
 a page, and false matches over `--unmarked` photos of the same pages unmarked made the same way.
-`--family wash`: each page marked in a random deployment's layout, served, then washed by
-each wash of `bench.leakmark_wash` (the source without the key; the key, as a control): the
-mark still read, and the washed page's PSNR against the page as served.
+`--family wash`: each page marked in a random deployment's layout with the placement mark on,
+served, then washed by each wash of `bench.leakmark_wash` (the source without the key; the
+key, as a control): each mark still read (the placement mark among `--candidates` views), and
+the washed page's PSNR against the page as served. `--placement`: the leak and phone families
+with the pattern's words moved by the placement mark (`trace.placement_mark`), so that the
+invisible mark's rows are measured on such pages.
 Library comparisons: `python -m bench.leakmark_libs` (needs the libraries installed).
 """
 
@@ -36,23 +39,23 @@ from bench.leakmark_attacks import (
     corpus_pages,
     jpeg,
     marked,
+    placed,
+    psnr,
 )
 from bench.leakmark_phone import photographed
-from bench.leakmark_wash import WASHES
-from render.forensic import codes, decode, embed_into
+from bench.leakmark_wash import WASHES, blended, moved_back
+from render.forensic import codes, decode, embed_into, placement_read
 from render.forensic.layout import keyed
+from vaultd.services.pages.mark_key import MarkCipher
+from vaultd.services.tracing.placement import THRESHOLD, standings
 
 # The pages are marked and read in a deployment's keyed layout, as vaultd serves them (not the
 # published one): a fixed key, so that runs compare.
 LAYOUT_KEY = hashlib.sha256(b"bench.leakmark deployment").digest()
 LAYOUT = keyed(LAYOUT_KEY)
-
-
-def psnr(reference: Image.Image, marked: Image.Image) -> float:
-    a = np.asarray(reference, dtype=np.float64)
-    b = np.asarray(marked, dtype=np.float64)
-    mse = float(((a - b) ** 2).mean())
-    return math.inf if mse == 0 else 10 * math.log10(255 ** 2 / mse)
+READABLE_DB = 35.0
+# `--placement`: the pattern's words moved as `trace.placement_mark` moves them, a seed per id.
+PLACEMENT = MarkCipher.from_key(hashlib.sha256(b"bench.leakmark placement").digest())
 
 
 def embed_ms(page: Page, render_id: int) -> tuple[float, float]:
@@ -71,10 +74,11 @@ def embed_ms(page: Page, render_id: int) -> tuple[float, float]:
     return statistics.median(marks) * 1e3, statistics.median(encodes) * 1e3
 
 
-def mark_page(page: Page, render_id: int) -> Image.Image:
+def mark_page(page: Page, render_id: int, placement: bool = False) -> Image.Image:
     """The page marked as the worker marks it (`bench.leakmark_attacks.marked`), in the
-    bench's deployment layout."""
-    return marked(page, render_id, LAYOUT_KEY)
+    bench's deployment layout; `placement`: its words moved by the placement mark too."""
+    seed = PLACEMENT.placement_seed(render_id) if placement else None
+    return marked(page, render_id, LAYOUT_KEY, seed)
 
 
 def photos(count: int, rng: random.Random) -> list[Image.Image]:
@@ -99,16 +103,26 @@ def main() -> None:
                         help="only these transformations (names, comma-separated)")
     parser.add_argument("--family", choices=("leaks", "phone", "wash"), default="leaks")
     parser.add_argument("--photos", type=int, default=2, help="phone photos a page")
+    parser.add_argument("--candidates", type=int, default=2000,
+                        help="wash: the views the placement mark is scored among")
+    parser.add_argument("--placement", action="store_true",
+                        help="leaks, phone: the pattern's words moved by the placement mark")
     parser.add_argument("--point-sampled", action="store_true",
                         help="phone photos: the screen's grid sampled at points, blurred after")
     args = parser.parse_args()
     if args.family == "phone":
         phone_family(corpus_pages(args.pages), args.photos, args.unmarked,
-                     random.Random(args.seed), args.point_sampled)
+                     random.Random(args.seed), args.point_sampled, args.placement)
         return
     if args.family == "wash":
-        wash_family(corpus_pages(args.pages), random.Random(args.seed))
+        wash_family(corpus_pages(args.pages), random.Random(args.seed), args.candidates)
         return
+    leaks_family(args)
+
+
+def leaks_family(args: argparse.Namespace) -> None:
+    """Every transformation of `ATTACKS` on every page marked, then false positives over
+    unmarked images."""
     attacks = {name: attack for name, attack in ATTACKS.items()
                if not args.attacks or name in args.attacks.split(",")}
     rng = random.Random(args.seed)
@@ -121,10 +135,14 @@ def main() -> None:
     served_pages: list[Image.Image] = []
     for page in pages:
         render_id = codes.new_render_id(rng.getrandbits)
-        marked = mark_page(page, render_id)
-        psnrs.append(psnr(page.image, marked))
+        marked = mark_page(page, render_id, args.placement)
+        # Against the page as drawn without the invisible mark: with `--placement`, its words
+        # moved as the mark moved them (where they are is the visible pattern's layout).
+        plain = (placed(page, PLACEMENT.placement_seed(render_id)) if args.placement
+                 else page.image)
+        psnrs.append(psnr(plain, marked))
         served = jpeg(marked, SERVED_QUALITY)
-        unmarked_served = jpeg(page.image, SERVED_QUALITY)
+        unmarked_served = jpeg(plain, SERVED_QUALITY)
         served_pages.append(unmarked_served)
         served_psnrs.append(psnr(unmarked_served, served))
         mark_ms, encode_ms = embed_ms(page, render_id)
@@ -162,14 +180,15 @@ def main() -> None:
 
 
 def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Random,
-                 point_sampled: bool = False) -> None:
+                 point_sampled: bool = False, placement: bool = False) -> None:
     """Phone photos of each page marked (`per_page` each, a new id each), then `unmarked`
     photos of the pages unmarked: traced right, wrong, missed; decode times."""
     right, wrong, times = 0, 0, []
     for page in pages:
         for _ in range(per_page):
             render_id = codes.new_render_id(rng.getrandbits)
-            photo, _ = photographed(jpeg(mark_page(page, render_id), SERVED_QUALITY), rng,
+            photo, _ = photographed(jpeg(mark_page(page, render_id, placement),
+                                         SERVED_QUALITY), rng,
                                     point_sampled)
             start = time.perf_counter()
             found = decode(photo, LAYOUT)
@@ -194,29 +213,45 @@ def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Ra
               f" {statistics.median(miss_times):.1f} s, max {max(miss_times):.1f} s")
 
 
-def wash_family(pages: list[Page], rng: random.Random) -> None:
-    """Every wash of `bench.leakmark_wash` on every page, marked in a random layout: how
-    often the mark is still read (in that layout), and the washed page's PSNR against the
-    page as served."""
-    read = {name: 0 for name in WASHES}
-    psnrs: dict[str, list[float]] = {name: [] for name in WASHES}
+def wash_family(pages: list[Page], rng: random.Random, candidates: int) -> None:
+    """Every wash of `bench.leakmark_wash` on every page, marked in a random deployment's
+    layout with the placement mark on: how often each mark still names the view (the
+    invisible one decoded in that layout; the placement mark scored as vaultd scores it,
+    among `candidates` views), and the washed page's PSNR against the page as served."""
+    rows: dict[str, list[tuple[bool, float, float, float]]] = {}
     for page in pages:
-        layout_key, value = rng.randbytes(32), codes.new_render_id(rng.getrandbits)
-        plan = keyed(layout_key)
-        served = jpeg(marked(page, value, layout_key), SERVED_QUALITY)
-        for name, wash in WASHES.items():
-            washed = wash(served, page.page_height, plan)
-            psnrs[name].append(psnr(served, washed))
-            found = decode(washed, plan)
-            read[name] += found == value
-            print(f"  {page.name} {name}: {'read' if found == value else found}, "
-                  f"{psnrs[name][-1]:.1f} dB", flush=True)
-    print("\n| Wash | mark still read | PSNR against the page as served (min, median) |"
-          "\n|---|---|---|")
-    for name in WASHES:
-        print(f"| {name} | {read[name]}/{len(pages)} | {min(psnrs[name]):.1f} dB, "
-              f"{statistics.median(psnrs[name]):.1f} dB |")
-
+        mark = MarkCipher.from_key(rng.randbytes(32))
+        plan, value = keyed(mark.layout_key), codes.new_render_id(rng.getrandbits)
+        served = jpeg(marked(page, value, mark.layout_key, mark.placement_seed(value)),
+                      SERVED_QUALITY)
+        home = jpeg(marked(page, value, mark.layout_key), SERVED_QUALITY)
+        views = [value, *(codes.new_render_id(rng.getrandbits) for _ in range(candidates - 1))]
+        washes = {name: wash(served, page.page_height, plan) for name, wash in WASHES.items()}
+        washes[f"observed chips + words moved back (to {READABLE_DB:.0f} dB)"] = moved_back(
+            served, home, page.page_height, READABLE_DB)[0]
+        washes["observed chips + every word home (control)"] = WASHES["observed chips, no key"](
+            blended(served, home, 1.0), page.page_height, plan)
+        for name, washed in washes.items():
+            evidence = placement_read.read(washed)
+            standing = (np.zeros(len(views)) if evidence is None
+                        else standings(evidence, views, mark))
+            rows.setdefault(name, []).append((decode(washed, plan) == value, standing[0],
+                                              float(standing[1:].max()), psnr(served, washed)))
+            print(f"  {page.name} {name}: invisible {rows[name][-1][0]}, placement"
+                  f" {standing[0]:.1f} (others {standing[1:].max():.1f}),"
+                  f" {rows[name][-1][3]:.1f} dB", flush=True)
+    print(f"\n| Wash | invisible mark read | placement mark names the view (z min, median;"
+          f" largest of {candidates - 1} others') | either | PSNR against the page as served"
+          " (min, median) |\n|---|---|---|---|---|")
+    for name, found in rows.items():
+        invisible = sum(row[0] for row in found)
+        named = sum(row[1] >= THRESHOLD and row[1] == max(row[1], row[2]) for row in found)
+        either = sum(row[0] or (row[1] >= THRESHOLD and row[1] >= row[2]) for row in found)
+        zs, quality = [row[1] for row in found], [row[3] for row in found]
+        print(f"| {name} | {invisible}/{len(found)} | {named}/{len(found)} ({min(zs):.1f},"
+              f" {statistics.median(zs):.1f}; {max(row[2] for row in found):.1f}) |"
+              f" {either}/{len(found)} | {min(quality):.1f} dB, {statistics.median(quality):.1f}"
+              " dB |")
 
 if __name__ == "__main__":
     main()

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pypdfium2 as pdfium
 from PIL import Image, ImageEnhance
 
@@ -49,6 +51,13 @@ def marked(page: Page, mark_value: int, mark_layout: bytes | None = None,
     printed trace code: the same strip as unmarked."""
     overlay = dataclasses.replace(page.overlay, mark_value=mark_value, mark_layout=mark_layout,
                                   placement_seed=placement_seed)
+    return _watermarked(page.drawn, page.image.size, overlay, page.page_height)
+
+
+def placed(page: Page, placement_seed: bytes) -> Image.Image:
+    """The page with the pattern's words placed by `placement_seed`, without the invisible
+    mark: what the placement mark alone changes."""
+    overlay = dataclasses.replace(page.overlay, placement_seed=placement_seed)
     return _watermarked(page.drawn, page.image.size, overlay, page.page_height)
 
 
@@ -102,6 +111,13 @@ def photo_page() -> Page:
         return dataclasses.replace(render_page(document, 3), name="generated-20-page-images.pdf#4")
     finally:
         document.close()
+
+
+def psnr(reference: Image.Image, marked: Image.Image) -> float:
+    a = np.asarray(reference, dtype=np.float64)
+    b = np.asarray(marked, dtype=np.float64)
+    mse = float(((a - b) ** 2).mean())
+    return math.inf if mse == 0 else 10 * math.log10(255 ** 2 / mse)
 
 
 def jpeg(image: Image.Image, quality: int) -> Image.Image:

@@ -32,8 +32,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from bench.leakmark import psnr
-from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
+from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg, psnr
+from bench.leakmark_wash import blended
 from render import blend, pattern, watermark
 from render.model import WatermarkSpec
 
@@ -219,13 +219,6 @@ def moved_back(served: Image.Image, page: Page, pattern_words: list[Word], share
     a blend of the page as served with the page whose words are in their places."""
     home = jpeg(at_home(page, pattern_words), SERVED_QUALITY)
     return blended(served, home, share)
-
-
-def blended(served: Image.Image, home: Image.Image, share: float) -> Image.Image:
-    """`share` of the way from the page as served to the page with every word at home."""
-    mixed = (1 - share) * np.asarray(served, dtype=np.float64) \
-        + share * np.asarray(home, dtype=np.float64)
-    return Image.fromarray(np.clip(np.rint(mixed), 0, 255).astype(np.uint8))
 
 
 def _noise(image: Image.Image, page_height: int) -> Image.Image:

@@ -1,6 +1,6 @@
 """The leak-tracing mark's cost on a page served over HTTP, with and without it, in one run.
 
-    python -m bench.leakmark_run [--pages 6] [--rounds 4] [--docs 4] [--keep-code]
+    python -m bench.leakmark_run [--pages 6] [--rounds 4] [--docs 4] [--keep-code] [--placement]
 
 Starts two vaultd exactly as `bench.run` does; the second with `bench/unmarked_site` first on
 its PYTHONPATH, which serves pages without the mark (no invisible mark, no trace code; the
@@ -27,8 +27,11 @@ from bench.server import Client, Vault
 UNMARKED_SITE = Path(__file__).resolve().parent / "unmarked_site"
 
 
-def _vault(work: Path, marked: bool, keep_code: bool = False) -> Vault:
+def _vault(work: Path, marked: bool, keep_code: bool = False, placement: bool = False
+           ) -> Vault:
     vault = Vault(work)
+    if placement:
+        vault.process.env["VAULTD_TRACE_PLACEMENT_MARK"] = "true"
     if not marked:
         root = Path(__file__).resolve().parent.parent
         vault.process.env["PYTHONPATH"] = f"{UNMARKED_SITE}:{root}"
@@ -80,10 +83,12 @@ class MarkCost:
 
 
 def measure(work: Path, docs: list[corpus.Document], pages: int, rounds: int,
-            keep_code: bool = True) -> list[MarkCost]:
+            keep_code: bool = True, placement: bool = False) -> list[MarkCost]:
     """Each document's pages on a marked and an unmarked vaultd, alternately; the last entry
-    is every page together ("all pages")."""
-    vaults = [_vault(work / "marked", True), _vault(work / "unmarked", False, keep_code)]
+    is every page together ("all pages"). `placement`: the marked one draws the placement
+    mark too (`trace.placement_mark`)."""
+    vaults = [_vault(work / "marked", True, placement=placement),
+              _vault(work / "unmarked", False, keep_code)]
     try:
         clients = [v.client() for v in vaults]
         tokens = [[v.link(c, v.store(c, d.data, d.name)["id"]) for d in docs]
@@ -135,10 +140,13 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=4, help="system PDFs besides the generated")
     parser.add_argument("--keep-code", action="store_true",
                         help="draw the trace code on both servers: the invisible mark's cost")
+    parser.add_argument("--placement", action="store_true",
+                        help="the marked server draws the placement mark too")
     args = parser.parse_args()
     docs = [corpus.small_pdf(), corpus.image_heavy_pdf(), *corpus.system_pdfs(args.docs)]
     with tempfile.TemporaryDirectory(prefix="vaultd-leakmark-") as work:
-        costs = measure(Path(work), docs, args.pages, args.rounds, args.keep_code)
+        costs = measure(Path(work), docs, args.pages, args.rounds, args.keep_code,
+                        args.placement)
     print("\n".join(table(costs)))
 
 

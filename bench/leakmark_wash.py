@@ -16,6 +16,8 @@ page as served, measured by the caller); what counts is whether the trace still 
   period (192 px) and the chip grid (8 px from the page's corner) are in the source; folding
   the paper of every tile into one, each chip's darkening shows (2-3 levels under the paper's
   on about half of them), and the same levelling as `with the key` follows.
+- `moved_back` (against the placement mark too): the observed chips' wash, after the pattern's
+  words are moved back toward their places as far as the page stays readable.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageFilter
 
-from bench.leakmark_attacks import jpeg
+from bench.leakmark_attacks import jpeg, psnr
 from render.forensic import STRENGTH, detect, ink, pattern_model
 from render.forensic.layout import CHIP, TILE, TILE_CHIPS, Layout, keyed
 
@@ -139,6 +141,28 @@ def _with_key(image: Image.Image, page_height: int, plan: Layout) -> Image.Image
 
 def _observed(image: Image.Image, page_height: int, _: Layout) -> Image.Image:
     return _levelled(image, page_height, _observed_chips(image, page_height))
+
+
+def blended(served: Image.Image, home: Image.Image, share: float) -> Image.Image:
+    """`share` of the way from the page as served to the page with every word at home (for a
+    word a pixel off along one axis, exactly a bilinear move)."""
+    mixed = (1 - share) * np.asarray(served, dtype=np.float64) \
+        + share * np.asarray(home, dtype=np.float64)
+    return Image.fromarray(np.clip(np.rint(mixed), 0, 255).astype(np.uint8))
+
+
+def moved_back(served: Image.Image, home: Image.Image, page_height: int, floor_db: float
+               ) -> tuple[Image.Image, float]:
+    """The best wash against both marks that the code allows: the invisible mark's chips
+    observed and levelled, and the pattern's words moved back toward their places as far as
+    the page stays within `floor_db` of what was served (steps of 5 %), with the true offsets
+    (`home`: the page with every word in its place), which no washer measures better. The
+    washed page and the share moved."""
+    for step in range(20, 0, -1):
+        washed = _observed(blended(served, home, step / 20), page_height, keyed(None))
+        if psnr(served, washed) >= floor_db:
+            return washed, step / 20
+    return _observed(served, page_height, keyed(None)), 0.0
 
 
 WASHES: dict[str, Wash] = {

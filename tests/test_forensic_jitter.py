@@ -13,8 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from bench.leakmark import psnr
-from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg
+from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg, psnr
 from bench.leakmark_jitter import (
     Word,
     copy_corners,

@@ -24,14 +24,15 @@ import numpy.typing as npt
 from PIL import Image
 from scipy import ndimage
 
-from render.forensic import ink, pattern_model, sync
+from render.forensic import ink, pattern_model, served, sync
 from render.forensic.placement import Evidence, cells
 
 WINDOW = 20  # px a side of a measuring window
-STEP = 10  # px between windows
+STEP = WINDOW // 2  # px between windows (`_contrast` counts on the half)
 REACH = 3  # px looked for either way (2 lost a sixth of the evidence: the model is a blur)
 _MIN_CONTRAST = 12.0  # the average's standard deviation in a window: letters' edges in it
 _MIN_MATCH = 0.6
+MIN_WINDOWS = 200  # fewer windows to measure: too little pattern to name a view
 _MIN_LAG = 60  # px: the pattern's lattice is longer at any scale read (0.3: 84 px)
 _LETTER_DEPTH = 20  # grey levels under the paper: the model's letters (their ink: 55 under)
 _WORD_GROWTH = 3  # px: letters of a word are 1-4 px apart, words 7 px and more (at 0.3: 2)
@@ -47,6 +48,8 @@ def read(image: Image.Image) -> Evidence | None:
     if image.width * image.height > _MAX_PIXELS or min(image.size) < 8 * WINDOW:
         return None
     grey = image.convert("L")
+    if not served.spans_width(grey, ink.paper_level(grey)):
+        return None  # a surround beside the page: its cells are not the image's
     values = np.asarray(grey, dtype=np.float32)
     found = _lattice(grey, values)
     if found is None:
@@ -59,6 +62,8 @@ def read(image: Image.Image) -> Evidence | None:
     model = pattern_model.pattern_model(values, values >= lightest_ink, lattice,
                                         np.ones(values.shape, dtype=bool)).reshape(values.shape)
     offsets, centres = measured(255.0 - values, 255.0 - model.astype(np.float32))
+    if len(offsets) < MIN_WINDOWS:
+        return None
     at = _word_centres(model, paper, centres)
     return Evidence.of(offsets, cells(at[:, 1], at[:, 0], float(image.width)))
 
@@ -168,9 +173,12 @@ def measured(image: Floats, average: Floats) -> tuple[npt.NDArray[np.float64],
     grid_t, grid_l = (a.ravel() for a in np.meshgrid(tops, lefts, indexing="ij"))
     keep = _contrast(average, grid_t, grid_l) >= _MIN_CONTRAST
     grid_t, grid_l = grid_t[keep], grid_l[keep]
+    if len(grid_t) < MIN_WINDOWS:  # a pattern too faint to measure (a raised tone)
+        return np.zeros((0, 2)), np.zeros((0, 2))
     offsets, centres = [np.zeros((0, 2))], [np.zeros((0, 2))]
+    sums = _summed(image), _summed(image * image)
     for start in range(0, len(grid_t), _CHUNK):  # bounded temporaries on a large leak
-        found, at = _offsets(image, average, grid_t[start: start + _CHUNK],
+        found, at = _offsets(image, average, sums, grid_t[start: start + _CHUNK],
                              grid_l[start: start + _CHUNK])
         offsets.append(found)
         centres.append(at)
@@ -179,22 +187,42 @@ def measured(image: Floats, average: Floats) -> tuple[npt.NDArray[np.float64],
 
 def _contrast(average: Floats, tops: npt.NDArray[np.intp], lefts: npt.NDArray[np.intp]
               ) -> npt.NDArray[np.float64]:
-    """The standard deviation of `average` in each window, from summed-area tables."""
-    area = WINDOW * WINDOW
-    result = []
-    for plane in (average.astype(np.float64), average.astype(np.float64) ** 2):
-        table = np.zeros((plane.shape[0] + 1, plane.shape[1] + 1))
-        table[1:, 1:] = plane.cumsum(axis=0).cumsum(axis=1)
-        result.append((table[tops + WINDOW, lefts + WINDOW] - table[tops, lefts + WINDOW]
-                       - table[tops + WINDOW, lefts] + table[tops, lefts]) / area)
-    mean, square = result
+    """The standard deviation of `average` in each window, from sums over STEP-px blocks (a
+    window is 2 x 2 of them: the windows start every STEP px, WINDOW = 2 x STEP)."""
+    rows, columns = ((side - REACH) // STEP for side in average.shape)
+    plane = average[REACH: REACH + rows * STEP, REACH: REACH + columns * STEP].astype(np.float64)
+    row, column = (tops - REACH) // STEP, (lefts - REACH) // STEP
+    moments = []
+    for power in (plane, plane * plane):
+        blocks = power.reshape(rows, STEP, columns, STEP).sum(axis=(1, 3))
+        windows = blocks[:-1, :-1] + blocks[1:, :-1] + blocks[:-1, 1:] + blocks[1:, 1:]
+        moments.append(windows[row, column] / (WINDOW * WINDOW))
+    mean, square = moments
     spread: npt.NDArray[np.float64] = np.sqrt(np.maximum(square - mean * mean, 0.0))
     return spread
 
 
-def _offsets(image: Floats, average: Floats, tops: npt.NDArray[np.intp],
-             lefts: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.float64],
-                                                   npt.NDArray[np.float64]]:
+def _summed(plane: Floats) -> npt.NDArray[np.float64]:
+    """The summed-area table of `plane`, a row and a column of zeros first."""
+    table = np.zeros((plane.shape[0] + 1, plane.shape[1] + 1))
+    table[1:, 1:] = plane.astype(np.float64).cumsum(axis=0).cumsum(axis=1)
+    return table
+
+
+def _window_sums(table: npt.NDArray[np.float64], tops: npt.NDArray[np.intp],
+                 lefts: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    bottoms, rights = tops + WINDOW, lefts + WINDOW
+    found: npt.NDArray[np.float64] = (table[bottoms, rights] - table[tops, rights]
+                                      - table[bottoms, lefts] + table[tops, lefts])
+    return found
+
+
+def _offsets(image: Floats, average: Floats,
+             sums: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+             tops: npt.NDArray[np.intp], lefts: npt.NDArray[np.intp]
+             ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Each window's offset, as `measured` says; `sums`: the summed-area tables of the image
+    and of its square (a window's mean and energy at every shift, without summing it)."""
     side = 2 * REACH + 1
     templates = np.lib.stride_tricks.sliding_window_view(average, (WINDOW, WINDOW))[tops, lefts]
     centred = templates - templates.mean(axis=(1, 2), keepdims=True)
@@ -208,9 +236,10 @@ def _offsets(image: Floats, average: Floats, tops: npt.NDArray[np.intp],
             window = patches[:, dy: dy + WINDOW, dx: dx + WINDOW]
             # The template is centred, so the window's own mean drops out of the product.
             product = np.einsum("kij,kij->k", window, centred)
-            energy = np.einsum("kij,kij->k", window, window)
-            mean = window.sum(axis=(1, 2)) / area
-            spread = np.sqrt(np.maximum(energy - area * mean * mean, 0.0))
+            at_top, at_left = tops + dy - REACH, lefts + dx - REACH
+            total = _window_sums(sums[0], at_top, at_left)
+            energy = _window_sums(sums[1], at_top, at_left)
+            spread = np.sqrt(np.maximum(energy - total * total / area, 0.0))
             scores[:, dy, dx] = product / (spread * norms + 1e-9)
     table = scores.reshape(len(tops), -1)
     best = table.argmax(axis=1)

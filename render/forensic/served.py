@@ -52,15 +52,29 @@ def least_scale(grey: Image.Image, paper: int | None, long_side: int = LONG_SIDE
     if paper is None or min(grey.size) < _MIN_SIDE:
         return None
     values = np.asarray(grey, dtype=np.int16)
-    # The sides above the strip (the lowest fifth left out): the page's margins.
+    sides = _paper_sides(values, paper)
+    if sides is None or not _strip_along_bottom(values[-_REACH:, sides[0]:sides[1]], paper):
+        return None
+    return _MARGIN * (sides[1] - sides[0]) / long_side
+
+
+def spans_width(grey: Image.Image, paper: int | None) -> bool:
+    """Whether the image's sides are the page's paper (within _REACH px of its left and right
+    edges): the page across the image's whole width, no surround beside it."""
+    if paper is None or min(grey.size) < _MIN_SIDE:
+        return False
+    return _paper_sides(np.asarray(grey, dtype=np.int16), paper) is not None
+
+
+def _paper_sides(values: npt.NDArray[np.int16], paper: int) -> tuple[int, int] | None:
+    """The first and past-the-last columns that are mostly paper above the image's lowest
+    fifth (the page's margins, the strip left out), when they lie within _REACH px of the
+    image's edges; else None."""
     above = values[_REACH: -values.shape[0] // 5] >= paper - _PAPER_TOLERANCE
     papers = np.nonzero(above.mean(axis=0) >= _SIDE_PAPER)[0]
     if len(papers) == 0 or papers[0] >= _REACH or papers[-1] < values.shape[1] - _REACH:
         return None
-    left, right = int(papers[0]), int(papers[-1]) + 1
-    if not _strip_along_bottom(values[-_REACH:, left:right], paper):
-        return None
-    return _MARGIN * (right - left) / long_side
+    return int(papers[0]), int(papers[-1]) + 1
 
 
 def _strip_along_bottom(rows: npt.NDArray[np.int16], paper: int) -> bool:

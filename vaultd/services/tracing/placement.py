@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from render.forensic.placement import BadEvidence, Evidence, field, scores
+from render.forensic.placement_read import MIN_WINDOWS
 from render.forensic.trace_task import read_placement
 from render.pool import RenderPool
 from vaultd.db import Db
@@ -31,11 +32,11 @@ from vaultd.timefmt import utcnow
 CANDIDATES = 5000  # the account's newest page views a placement trace can name
 REFERENCES = 200
 # In the references' spreads. Measured (bench.leakmark --family wash): a page washed of the
-# invisible mark and of half its words' offsets at 35 dB scores 6.8 or more; the largest of
-# 2,000 wrong views' scores 4.3 (a normal tail: one in 50 million above 5.5).
+# invisible mark and of its words' offsets as far as 35 dB scores 8.2 or more; wrong views
+# scored 4.2 at most over 112,000 (a normal tail: one in 50 million above 5.5).
 THRESHOLD = 5.5
-MIN_WINDOWS = 200  # fewer measured windows: too little pattern on the image to say
 _CHUNK = 500  # fields scored at once: about 20 MB of temporaries
+Floats = npt.NDArray[np.float64]
 log = logging.getLogger("vaultd.trace")
 
 
@@ -51,7 +52,7 @@ async def placement_match(db: Db, pool: RenderPool, mark: MarkCipher, account_id
     except BadEvidence as exc:  # a worker sent what no reading makes: it names no view
         log.warning("placement evidence refused: %s", exc)
         return None
-    if evidence.windows < MIN_WINDOWS:
+    if evidence.windows < MIN_WINDOWS:  # too little pattern on the image to say
         return None
     render_ids = await recent_render_ids(db, account_id)
     if not render_ids:
@@ -68,19 +69,24 @@ async def recent_render_ids(db: Db, account_id: str) -> list[int]:
 
 def best_view(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> int | None:
     """The candidate scoring THRESHOLD above the references, the highest if several."""
+    standing = standings(evidence, render_ids, mark)
+    if len(standing) == 0 or standing.max() < THRESHOLD:
+        return None
+    return render_ids[int(standing.argmax())]
+
+
+def standings(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> Floats:
+    """Each candidate's score, in the references' spreads above their mean."""
     reference = scores(evidence, _reference_fields())
     mean, spread = float(reference.mean()), float(reference.std())
+    found = np.zeros(len(render_ids))
     if spread == 0:
-        return None
-    best, best_score = None, THRESHOLD
+        return found
     for start in range(0, len(render_ids), _CHUNK):
         chunk = render_ids[start: start + _CHUNK]
         fields = np.stack([field(mark.placement_seed(render_id)) for render_id in chunk])
-        standing = (scores(evidence, fields) - mean) / spread
-        top = int(standing.argmax())
-        if standing[top] >= best_score:
-            best, best_score = chunk[top], float(standing[top])
-    return best
+        found[start: start + len(chunk)] = (scores(evidence, fields) - mean) / spread
+    return found
 
 
 @functools.cache
