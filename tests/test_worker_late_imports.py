@@ -21,7 +21,9 @@ import pytest
 from PIL import Image, ImageEnhance
 
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, marked
-from render.forensic.trace_task import trace_image
+from bench.leakmark_wash import WASHES
+from render.forensic.layout import keyed
+from render.forensic.trace_task import read_placement, trace_image
 from render.model import PixelBudget, Unreadable
 from render.office.formats import identify_office
 from render.pool import RenderPool
@@ -70,8 +72,9 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
         source = fx.encrypt_to_local(tmp_path, office, "application/zip")
         assert await pool.run(identify_office, source, account="acct",
                               document=fx.brokered(source))
+    # With the placement mark too (`trace.placement_mark`): the pattern's words moved.
     mark = dataclasses.replace(fx.mark(), render_id=0x0123_4567_89AB, mark_value=0x0BA9_8765_4321,
-                               mark_layout=LAYOUT_KEY)
+                               mark_layout=LAYOUT_KEY, placement_seed=bytes(range(16)))
     for source in (sources["pdf"], sources["jpeg"]):
         for _ in range(3):  # cold, cold and kept, warm
             await pool.run(render_page, source, 1, mark, PixelBudget(long_side=900), 80,
@@ -91,4 +94,11 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
             for image in unmarked] == [None] * len(unmarked)
     with pytest.raises(Unreadable, match="the image is damaged"):
         await pool.run(trace_image, fx.truncated_jpeg(), LAYOUT_KEY, account="acct")
+    # The placement mark's reading: a page with moved words, washed of its chips (read whole),
+    # a page beside a surround and a photo (not read).
+    placed = WASHES["observed chips, no key"](
+        marked(page, 0x0BA9_8765_4321, LAYOUT_KEY, bytes(16)), page.page_height, keyed(None))
+    assert await pool.run(read_placement, _encoded(placed, "PNG"), account="acct") is not None
+    assert [await pool.run(read_placement, _encoded(image, "JPEG"), account="acct")
+            for image in unmarked[2:]] == [None, None]
     assert await _late(pool) == []
