@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from PIL import Image
 
 CONTENT_TYPES = {"pdf": "application/pdf", "jpeg": "image/jpeg", "png": "image/png"}
 
@@ -47,6 +49,16 @@ def create_link(client: httpx.Client, file_id: str, email: str = "viewer@example
                 **fields: Any) -> dict[str, Any]:
     return created(client.post("/views", json={"fileId": file_id, "viewerEmail": email,
                                                **fields}))
+
+
+def page_images(client: httpx.Client, token: str, pages: int) -> list[Image.Image]:
+    """Pages 1 to `pages` of a link, fetched over the API (each a 200), as RGB images."""
+    images = []
+    for number in range(1, pages + 1):
+        response = client.get(f"/views/{token}/pages/{number}")
+        assert response.status_code == 200, response.text
+        images.append(Image.open(io.BytesIO(response.content)).convert("RGB"))
+    return images
 
 
 def assert_json_error(response: httpx.Response, status: int,

@@ -4,7 +4,6 @@ hold the same id. The ids are scripted by `tests/scripted_ids_site` (sitecustomi
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from PIL import Image
 from render.forensic import codes, decode
 from render.forensic.layout import keyed
 from tests import documents as docs
-from tests.http_helpers import create_link, upload_ok
+from tests.http_helpers import create_link, page_images, upload_ok
 from tests.vault_process import ROOT, VaultProcess
 from vaultd.db import RENDER_ID_INDEX, ensure_indexes
 
@@ -46,11 +45,7 @@ def _page(vault: VaultProcess, key: str, number: int = 1) -> tuple[str, Image.Im
         file = upload_ok(api, docs.pdf(pages=2))
         link = create_link(api, file["id"], "ivy@example.com")
         vault.secrets.append(link["token"])
-        images = []
-        for page in range(1, number + 1):
-            response = api.get(f"/views/{link['token']}/pages/{page}")
-            assert response.status_code == 200, response.text
-            images.append(Image.open(io.BytesIO(response.content)).convert("RGB"))
+        images = page_images(api, link["token"], number)
     return file["id"], images[-1]
 
 

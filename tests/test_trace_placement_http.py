@@ -21,7 +21,7 @@ from render.forensic import decode
 from render.forensic.layout import keyed
 from render.forensic.served import LONG_SIDE
 from tests.access_log import access_log_entries
-from tests.http_helpers import create_link, upload_ok
+from tests.http_helpers import create_link, page_images, upload_ok
 from tests.vault_process import VaultProcess, running_vault
 
 READABLE_DB = 35.0
@@ -42,12 +42,7 @@ def _served_pages(vault: VaultProcess, client: httpx.Client, viewer: str, pages:
     file = upload_ok(client, small_pdf().data, name="Term sheet.pdf")
     link = create_link(client, file["id"], viewer, viewerName="Viewer")
     vault.secrets.append(link["token"])
-    images = []
-    for number in range(1, pages + 1):
-        response = client.get(f"/views/{link['token']}/pages/{number}")
-        assert response.status_code == 200, response.text
-        images.append(Image.open(io.BytesIO(response.content)).convert("RGB"))
-    return images, access_log_entries(vault, file["id"])
+    return page_images(client, link["token"], pages), access_log_entries(vault, file["id"])
 
 
 def _washed(vault: VaultProcess, page: Image.Image) -> bytes:
