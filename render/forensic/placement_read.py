@@ -1,18 +1,21 @@
 """Reading the placement mark (`render.forensic.placement`) off a leak, blind: without the
 viewer's text and without the copies' places, which a washed page does not give.
 
-1. The pattern's ink level and lattice, as the decoder finds them (`ink`, `pattern_model`).
+0. Only an image whose sides are the page's paper is read (`served.spans_width`): the field's
+   cells are the page's, from its width, so a surround beside the page could only mislead.
+1. The pattern's lattice, found on the pixels at the letters' level (`_levels`: a wash may set
+   the letters to any grey), as a pair of autocorrelation peaks that spans the pattern's brick
+   bond (`brick_lattice`), refined on the vectors' multiples (`_refined`).
 2. The copies' average at every pixel (`pattern_model.pattern_model`): where each word would
    be if no word were moved.
 3. The leak's offset against that average in windows over the letters' edges (WINDOW px a
    side, every STEP px; those whose average shows too little contrast are skipped): the peak
    of their normalised correlation over +-REACH px, to a tenth of a pixel (a parabola).
    Windows whose peak is weak or on the search's edge are dropped.
-4. The offsets summed per cell of the field (`placement.Evidence`): a word straddling two
-   cells dilutes the evidence, it does not mislead it.
+4. Each window counted in the cell under its word's centre (`_word_centres`), the offsets
+   summed per cell (`placement.Evidence`).
 
-The leak is read as it is, uncropped (the field's cells are the page's, from its width): a
-served page, washed or rescaled, or a screenshot of it alone. A photo or a crop is not read.
+A served page, washed or rescaled, is read; a photo, a crop or a page on a desktop is not.
 """
 
 from __future__ import annotations

@@ -60,14 +60,14 @@ class MarkCipher:
 
     _cipher: FF3Cipher
     layout_key: bytes
+    _placement_key: bytes
     published_until: datetime | None = None  # pages before it carry the published layout
-    _placement_key: bytes = b""
 
     @classmethod
     def from_key(cls, key: bytes, published_until: datetime | None = None) -> MarkCipher:
         return cls(FF3Cipher.withCustomAlphabet(key.hex(), _TWEAK, "01"),
-                   hmac.new(key, _LAYOUT_CONTEXT, hashlib.sha256).digest(), published_until,
-                   hmac.new(key, _PLACEMENT_CONTEXT, hashlib.sha256).digest())
+                   hmac.new(key, _LAYOUT_CONTEXT, hashlib.sha256).digest(),
+                   hmac.new(key, _PLACEMENT_CONTEXT, hashlib.sha256).digest(), published_until)
 
     @property
     def trace_layouts(self) -> tuple[bytes | None, ...]:
