@@ -111,6 +111,8 @@ def test_each_view_has_its_own_seed_and_field() -> None:
     assert drawn.shape == (placement.ROWS, placement.COLUMNS, 2)
     assert set(np.unique(drawn)) == {-1, 0, 1}
     assert (drawn != placement.field(MARK.placement_seed(RENDER + 1))).mean() > 0.5
+    # A trace draws only the rows its leak shows: the same values as the whole field's.
+    assert np.array_equal(placement.fields([seed], rows=37)[0], drawn[:37])
 
 
 def test_a_lying_worker_names_only_views_whose_seed_it_was_given() -> None:

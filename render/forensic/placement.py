@@ -19,6 +19,7 @@ What crosses between processes:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -37,10 +38,22 @@ Floats = npt.NDArray[np.float64]
 
 
 def field(seed: bytes) -> Field:
-    """The page view's offsets, one per cell (numpy's PCG64 seeded with the 16 bytes)."""
-    rng = np.random.default_rng(int.from_bytes(seed, "big"))
-    drawn: Field = rng.integers(-1, 2, size=(ROWS, COLUMNS, 2), dtype=np.int8)
+    """The page view's offsets, one per cell (`fields`)."""
+    drawn: Field = fields([seed])[0]
     return drawn
+
+
+def fields(seeds: list[bytes], rows: int = ROWS) -> npt.NDArray[np.int8]:
+    """Each seed's field, its first `rows` rows, (seeds, rows, COLUMNS, 2): SHAKE-128 of the
+    seed, each byte taken mod 3 (-1 a 256th likelier than 0 or 1: the scores take each axis's
+    mean off). A standard function, so the same field whatever numpy a deployment later runs
+    (numpy does not promise its generators' streams across versions); and an extendable
+    output, so a field's first rows are the same bytes however many are drawn (a trace draws
+    only the rows its leak shows, for 5,000 candidates)."""
+    size = rows * COLUMNS * 2
+    stream = b"".join(hashlib.shake_128(seed).digest(size) for seed in seeds)
+    drawn = (np.frombuffer(stream, dtype=np.uint8) % 3).astype(np.int8) - 1
+    return drawn.reshape(len(seeds), rows, COLUMNS, 2)
 
 
 def cells(xs: Floats, ys: Floats, width: float) -> npt.NDArray[np.intp]:
@@ -79,6 +92,12 @@ class Evidence:
     def windows(self) -> int:
         return int(self.counts.sum())
 
+    @property
+    def rows(self) -> int:
+        """The field's rows the evidence reaches (1 + the last with a window in it)."""
+        measured = np.nonzero(self.counts)[0]
+        return 0 if len(measured) == 0 else int(measured[-1]) // COLUMNS + 1
+
     def to_bytes(self) -> bytes:
         table = np.concatenate([self.counts[:, None], self.sums, self.squares], axis=1)
         return table.astype("<f8").tobytes()
@@ -100,23 +119,29 @@ class Evidence:
         return cls(counts, sums, squares)
 
 
-def scores(evidence: Evidence, fields: npt.NDArray[np.int8]) -> Floats:
-    """Each field's (N, ROWS, COLUMNS, 2) correlation with the measured offsets, each axis's
-    mean taken off, times the square root of the values correlated (as a z-score; windows
-    overlap, so compare it with other fields' scores, not with a normal table)."""
+def scores(evidence: Evidence, drawn: npt.NDArray[np.int8]) -> Floats:
+    """Each field's (N, rows, COLUMNS, 2; at least `evidence.rows` rows) correlation with the
+    measured offsets, each axis's mean taken off, times the square root of the values
+    correlated (as a z-score; windows overlap, so compare it with other fields' scores, not
+    with a normal table)."""
     n = evidence.windows
     if n < 4:
-        return np.zeros(len(fields))
-    flat = fields.reshape(len(fields), CELLS, 2).astype(np.float64)
-    covariance = np.zeros(len(fields))
-    field_spread = np.zeros(len(fields))
+        return np.zeros(len(drawn))
+    used = drawn.shape[1] * COLUMNS  # cells past the field's rows hold no window
+    # Each axis's plane as float32 rows: matrix-vector products over every field at once.
+    planes = np.ascontiguousarray(np.moveaxis(drawn.reshape(len(drawn), used, 2), 2, 0),
+                                  dtype=np.float32)
+    counts = evidence.counts[:used].astype(np.float32)
+    covariance = np.zeros(len(drawn))
+    field_spread = np.zeros(len(drawn))
     measured_spread = 0.0
     for axis in (0, 1):
-        e = flat[:, :, axis]
+        e = planes[axis]
         sum_m = float(evidence.sums[:, axis].sum())
-        sum_e = e @ evidence.counts
-        covariance += e @ evidence.sums[:, axis] - sum_m * sum_e / n
-        field_spread += (e * e) @ evidence.counts - sum_e ** 2 / n
+        sum_e = (e @ counts).astype(np.float64)
+        cross = (e @ evidence.sums[:used, axis].astype(np.float32)).astype(np.float64)
+        covariance += cross - sum_m * sum_e / n
+        field_spread += (np.abs(e) @ counts).astype(np.float64) - sum_e ** 2 / n  # e*e = |e|
         measured_spread += float(evidence.squares[:, axis].sum()) - sum_m ** 2 / n
     denominator = np.sqrt(np.maximum(field_spread, 0.0) * max(measured_spread, 0.0))
     safe = np.where(denominator > 0, denominator, 1.0)

@@ -18,7 +18,7 @@ import logging
 import numpy as np
 import numpy.typing as npt
 
-from render.forensic.placement import BadEvidence, Evidence, field, scores
+from render.forensic.placement import BadEvidence, Evidence, fields, scores
 from render.forensic.placement_read import MIN_WINDOWS
 from render.forensic.trace_task import read_placement
 from render.pool import RenderPool
@@ -82,10 +82,11 @@ def standings(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> Fl
     found = np.zeros(len(render_ids))
     if spread == 0:
         return found
+    rows = max(evidence.rows, 1)  # only the rows the leak shows are drawn
     for start in range(0, len(render_ids), _CHUNK):
         chunk = render_ids[start: start + _CHUNK]
-        fields = np.stack([field(mark.placement_seed(render_id)) for render_id in chunk])
-        found[start: start + len(chunk)] = (scores(evidence, fields) - mean) / spread
+        drawn = fields([mark.placement_seed(render_id) for render_id in chunk], rows)
+        found[start: start + len(chunk)] = (scores(evidence, drawn) - mean) / spread
     return found
 
 
@@ -93,5 +94,4 @@ def standings(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> Fl
 def _reference_fields() -> npt.NDArray[np.int8]:
     """Fields no page view has (seeds no key gives): the same for every trace, so a verdict
     does not depend on a draw."""
-    return np.stack([field(b"reference" + index.to_bytes(7, "big"))
-                     for index in range(REFERENCES)])
+    return fields([b"reference" + index.to_bytes(7, "big") for index in range(REFERENCES)])
