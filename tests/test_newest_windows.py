@@ -47,6 +47,17 @@ async def test_a_window_read_unsorted_is_ordered_newest_first_with_ties_by_id(db
     assert page.following is None or page.following["_id"] == order[20]
 
 
+async def test_only_the_fields_asked_for_come_back_in_the_same_order(db: Db) -> None:
+    file_id, now = str(uuid.uuid4()), utcnow().replace(microsecond=0)
+    docs = [{**entry(file_id, now - timedelta(minutes=n)), "renderId": f"{n:012x}"}
+            for n in range(1, 6)]
+    await db.access_log.insert_many(docs)
+    page = await newest(db.access_log, {"fileId": file_id}, "at", count=3,
+                        oldest=now - timedelta(days=1), latest=now, fields=("renderId",))
+    assert [doc["_id"] for doc in page.docs] == expected_order(docs)[:3]
+    assert [sorted(doc) for doc in page.docs] == [["_id", "at", "renderId"]] * 3
+
+
 async def test_a_burst_larger_than_the_window_foresaw_is_read_sorted_by_the_database(
         db: Db, recorder: QueryRecorder) -> None:
     file_id, now = str(uuid.uuid4()), utcnow()

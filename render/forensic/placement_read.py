@@ -51,13 +51,14 @@ def read(image: Image.Image) -> Evidence | None:
     if image.width * image.height > _MAX_PIXELS or min(image.size) < 8 * WINDOW:
         return None
     grey = image.convert("L")
-    if not served.spans_width(grey, ink.paper_level(grey)):
-        return None  # a surround beside the page: its cells are not the image's
+    paper = ink.paper_level(grey)
+    if paper is None or not served.spans_width(grey, paper):
+        return None  # no paper, or a surround beside the page: its cells are not the image's
     values = np.asarray(grey, dtype=np.float32)
-    found = _lattice(grey, values)
+    found = _lattice(grey, values, paper)
     if found is None:
         return None
-    paper, lattice = _refined(values, *found)
+    lattice = _refined(values, paper, found)
     # The model of every pixel lighter than the pattern's ink can be (not the level its lattice
     # was found at: a washed page's letters and their edges may sit apart), the page's own
     # darker text left out.
@@ -91,12 +92,8 @@ def _word_centres(model: Floats, paper: int, centres: npt.NDArray[np.float64]
     return found
 
 
-def _lattice(grey: Image.Image, values: Floats) -> tuple[int, npt.NDArray[np.float64]] | None:
-    """The paper's level and the pattern's lattice, found at the first of `_levels` that shows
-    one."""
-    paper = ink.paper_level(grey)
-    if paper is None:
-        return None
+def _lattice(grey: Image.Image, values: Floats, paper: int) -> npt.NDArray[np.float64] | None:
+    """The pattern's lattice, found at the first of `_levels` that shows one."""
     tried: set[int] = set()
     for level in _levels(grey, paper):
         if any(abs(level - other) <= ink.INK_BAND / 2 for other in tried):
@@ -104,12 +101,12 @@ def _lattice(grey: Image.Image, values: Floats) -> tuple[int, npt.NDArray[np.flo
         tried.add(level)
         lattice = _lattice_at(values, paper, level)
         if lattice is not None:
-            return paper, lattice
+            return lattice
     return None
 
 
 def _refined(values: Floats, paper: int, lattice: npt.NDArray[np.float64]
-             ) -> tuple[int, npt.NDArray[np.float64]]:
+             ) -> npt.NDArray[np.float64]:
     """The lattice's vectors to a tenth of a pixel: the peaks near their largest multiple
     that fits the image (up to 3x), on the autocorrelation of every pixel the pattern's
     letters may cover (their cores and edges). A lattice found on a washed page's letter
@@ -122,7 +119,7 @@ def _refined(values: Floats, paper: int, lattice: npt.NDArray[np.float64]
         times = max(1, min(3, int(min(values.shape) / 2 / max(float(np.hypot(*vector)), 1.0))))
         x, y, _ = sync.peak(acf, (times * vector[0], times * vector[1]), 2)
         refined.append((x / times, y / times))
-    return paper, np.array(refined, dtype=np.float64)
+    return np.array(refined, dtype=np.float64)
 
 
 def _levels(grey: Image.Image, paper: int) -> Iterator[int]:

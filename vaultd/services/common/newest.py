@@ -50,6 +50,7 @@ async def newest(
     before: datetime | None = None,
     latest: datetime | None = None,
     first_window: timedelta = FIRST_WINDOW,
+    fields: tuple[str, ...] | None = None,
 ) -> NewestPage[Doc]:
     """Up to `count` documents matching `query`, newest `field` first (ties by `_id`, newest
     first), from `before` (exclusive; None: no upper bound) back to `oldest` (inclusive), and
@@ -57,7 +58,8 @@ async def newest(
 
     `latest` is the time the newest document can have (now, for documents stamped by now):
     the first window ends there; `first_window`, when the caller knows the density, saves the
-    round trips of growing to it."""
+    round trips of growing to it. `fields`: only these come back (with `_id` and `field`), for a
+    caller that reads many documents for one value each."""
     found: list[Doc] = []
     following: Doc | None = None
     upper, window = before, max(first_window, FIRST_WINDOW)
@@ -69,7 +71,8 @@ async def newest(
         if upper is not None:
             bounds["$lt"] = upper
         wanted = count - len(found)
-        page = await _window(collection, {**query, field: bounds}, field, wanted)
+        page = await _window(collection, {**query, field: bounds}, field, wanted,
+                             None if fields is None else {name: 1 for name in (*fields, field)})
         if len(page) > wanted:
             following, page = page[wanted], page[:wanted]
         found += page
@@ -79,7 +82,7 @@ async def newest(
 
 
 async def _window(collection: AsyncCollection[Doc], query: dict[str, Any], field: str,
-                  wanted: int) -> list[Doc]:
+                  wanted: int, projection: dict[str, int] | None = None) -> list[Doc]:
     """A window's documents in the order, at least `wanted + 1` of them when it holds them (the
     one past the wanted tells a caller what follows).
 
@@ -89,11 +92,11 @@ async def _window(collection: AsyncCollection[Doc], query: dict[str, Any], field
     SPILL times the wanted, and SPILL_FLOOR (a burst the density did not foresee), is read
     again, sorted and limited by the database, so what crosses the wire stays bounded."""
     cap = max(SPILL * (wanted + 1), SPILL_FLOOR)
-    docs = await collection.find(query).limit(cap).batch_size(cap).to_list()
+    docs = await collection.find(query, projection).limit(cap).batch_size(cap).to_list()
     if len(docs) < cap:
         docs.sort(key=lambda doc: (doc[field], doc["_id"]), reverse=True)
         return docs
-    return await (collection.find(query).sort([(field, -1), *ORDER])
+    return await (collection.find(query, projection).sort([(field, -1), *ORDER])
                   .limit(wanted + 1).batch_size(wanted + 1).to_list())
 
 

@@ -63,7 +63,7 @@ async def placement_match(db: Db, pool: RenderPool, mark: MarkCipher, account_id
 async def recent_render_ids(db: Db, account_id: str) -> list[int]:
     """The render ids of the account's CANDIDATES newest page views, newest first."""
     page = await newest(db.access_log, {"accountId": account_id, "action": "page"}, "at",
-                        count=CANDIDATES, oldest=EPOCH, latest=utcnow())
+                        count=CANDIDATES, oldest=EPOCH, latest=utcnow(), fields=("renderId",))
     return [int(entry["renderId"], 16) for entry in page.docs if "renderId" in entry]
 
 
