@@ -12,6 +12,7 @@ from PIL import Image, ImageFilter
 from bench.leakmark_attacks import SERVED_QUALITY, corpus_pages, jpeg, marked
 from render.forensic import coarse, layout, pattern_model, sync
 from render.forensic.layout import keyed
+from render.forensic.pattern_plane import pattern_plane
 
 
 def _plain_model(values: np.ndarray, weight: np.ndarray, lattice: np.ndarray,
@@ -57,6 +58,23 @@ def test_pattern_model_is_the_plain_model_bit_for_bit(lattice: list[list[float]]
     expected = _plain_model(values, weight, np.array(lattice), wanted)
     model = pattern_model.pattern_model(values, weight, np.array(lattice), wanted)
     assert model.dtype == expected.dtype and np.array_equal(model, expected)
+
+
+@pytest.mark.parametrize("lattice", [[[292.0, 202.0], [270.0, 30.0]],
+                                     [[-49.1, 346.8], [325.2, 131.0]],
+                                     [[-180.4, 99.1], [120.0, 233.3]]])
+def test_the_pattern_plane_is_the_model_at_every_pixel(lattice: list[list[float]]) -> None:
+    # Pillow's affine resampling of the tiled cell against the lookups pixel by pixel: the
+    # same bilinear weights at coordinates rounded differently in float32 (about 1e-4 px), on
+    # noise whose neighbouring cell pixels differ by up to 255 levels: 0.05 levels at most.
+    rng = np.random.default_rng(12)
+    values = rng.integers(0, 256, (700, 900)).astype(np.float32)
+    weight, everywhere = values >= 60, np.ones(values.shape, dtype=bool)
+    expected = pattern_model.pattern_model(values, weight, np.array(lattice), everywhere)
+    plane = pattern_plane(values, weight, np.array(lattice))
+    assert plane.shape == values.shape and plane.dtype == np.float32
+    apart = np.abs(plane.ravel() - expected)
+    assert apart.max() < 0.05 and apart.mean() < 0.005
 
 
 def _plain_residual(grey: Image.Image, radius: float) -> np.ndarray:

@@ -75,10 +75,16 @@ def test_a_page_without_the_placement_mark_names_no_view() -> None:
     assert _named(_served(None)) is None
 
 
-def test_the_best_wash_of_the_code_leaves_the_placement_mark() -> None:
+@functools.cache
+def _best_wash() -> tuple[Image.Image, float]:
     """The words moved back as far as the page stays readable, the chips levelled."""
+    return moved_back(_served(MARK.placement_seed(RENDER)), _served(None), _page().page_height,
+                      READABLE_DB)
+
+
+def test_the_best_wash_of_the_code_leaves_the_placement_mark() -> None:
     served = _served(MARK.placement_seed(RENDER))
-    washed, share = moved_back(served, _served(None), _page().page_height, READABLE_DB)
+    washed, share = _best_wash()
     assert share >= 0.3 and psnr(served, washed) >= READABLE_DB
     assert decode(washed, keyed(MARK.layout_key)) is None  # the invisible mark is gone
     assert _named(washed) == RENDER
@@ -90,6 +96,22 @@ def test_moving_every_word_home_removes_it_and_the_page_pays() -> None:
     washed = _washed(1.0)
     assert psnr(_served(MARK.placement_seed(RENDER)), washed) < READABLE_DB
     assert _named(washed) is None
+
+
+def test_the_best_wash_halved_still_names_the_view() -> None:
+    """A leak half the served size is measured in windows overlapping by half and its words
+    grown less (side by side and grown as served, this page's halves read z 0)."""
+    washed = _best_wash()[0]
+    assert _named(ATTACKS["downscale 50%"](washed, _page().page_height, random.Random(4))) == RENDER
+
+
+def test_letters_too_near_the_paper_are_not_measured() -> None:
+    """A raised tone lifts the pattern's letters to within 24 levels of the paper, where no
+    window shows the contrast to measure: nothing is read (nor paid for)."""
+    served = _served(MARK.placement_seed(RENDER))
+    raised = ATTACKS["brightness +20%"](served, _page().page_height, random.Random(4))
+    assert placement_read.read(raised) is None
+    assert placement_read.read(served) is not None
 
 
 def test_a_page_beside_a_surround_is_not_read() -> None:

@@ -43,11 +43,11 @@ def trace_image(data: bytes, layout_key: bytes | None = None, long_side: int = L
     return found.render_id if found is not None else None
 
 
-def read_placement(data: bytes) -> bytes | None:
+def read_placement(data: bytes, long_side: int = LONG_SIDE) -> bytes | None:
     """The placement mark's offsets measured on the image `data`, per cell
     (`render.forensic.placement.Evidence`, as bytes), or None when it shows no pattern;
-    Unreadable for a damaged image."""
-    evidence = _read(data, placement_read.read)
+    Unreadable for a damaged image. `long_side`: as for `trace_image`."""
+    evidence = _read(data, lambda image: placement_read.read(image, long_side))
     return None if evidence is None else evidence.to_bytes()
 
 

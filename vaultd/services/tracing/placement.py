@@ -41,10 +41,11 @@ log = logging.getLogger("vaultd.trace")
 
 
 async def placement_match(db: Db, pool: RenderPool, mark: MarkCipher, account_id: str,
-                          data: bytes) -> int | None:
+                          data: bytes, long_side: int) -> int | None:
     """The render id of the account's page view whose placement field the image shows, or
-    None. The image is read in a worker of that account only."""
-    raw = await run_task(pool, read_placement, data, account=account_id)
+    None. The image is read in a worker of that account only; `long_side`: the deployment's
+    `render.long_side`."""
+    raw = await run_task(pool, read_placement, data, long_side, account=account_id)
     if raw is None:
         return None
     try:

@@ -41,7 +41,8 @@ class LeakReader:
         if sealed is not None:
             return Reading(self.mark.open(sealed), "invisible")  # the pixels carry it sealed
         if self.placement:
-            found = await placement_match(self.db, self.pool, self.mark, account_id, data)
+            found = await placement_match(self.db, self.pool, self.mark, account_id, data,
+                                          self.long_side)
             if found is not None:
                 return Reading(found, "placement")
         return None
