@@ -224,11 +224,11 @@ def _contrast(average: Floats, step: int) -> npt.NDArray[np.float64]:
     per = WINDOW // step
     rows, columns = ((side - 2 * REACH - WINDOW) // step + 1 for side in average.shape)
     blocks_down, blocks_across = rows + per - 1, columns + per - 1
-    plane = average[REACH: REACH + blocks_down * step,
-                    REACH: REACH + blocks_across * step].astype(np.float64)
+    plane = average[REACH: REACH + blocks_down * step, REACH: REACH + blocks_across * step]
     moments = []
     for power in (plane, plane * plane):
-        blocks = power.reshape(blocks_down, step, blocks_across, step).sum(axis=(1, 3))
+        blocks = power.reshape(blocks_down, step, blocks_across, step).sum(
+            axis=(1, 3), dtype=np.float64)
         moments.append(sum(blocks[i: i + rows, j: j + columns]
                            for i in range(per) for j in range(per)) / (WINDOW * WINDOW))
     mean, square = moments
