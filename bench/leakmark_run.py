@@ -30,8 +30,7 @@ UNMARKED_SITE = Path(__file__).resolve().parent / "unmarked_site"
 def _vault(work: Path, marked: bool, keep_code: bool = False, placement: bool = False
            ) -> Vault:
     vault = Vault(work)
-    if placement:
-        vault.process.env["VAULTD_TRACE_PLACEMENT_MARK"] = "true"
+    vault.process.env["VAULTD_TRACE_PLACEMENT_MARK"] = "true" if placement else "false"
     if not marked:
         root = Path(__file__).resolve().parent.parent
         vault.process.env["PYTHONPATH"] = f"{UNMARKED_SITE}:{root}"

@@ -1,7 +1,8 @@
 """The placement mark over HTTP (docs/leak-tracing.md, "The placement mark"; issue 30 part 2):
-with `trace.placement_mark` on, a page washed of its invisible mark without the key (the best
-wash the code allows) still names its view through POST /v1/trace, single and multipart; it
-names no view of another account; and without the setting the same wash leaves nothing."""
+with `trace.placement_mark` on (the default), a page washed of its invisible mark without the
+key (the best wash the code allows) still names its view through POST /v1/trace, single and
+multipart; it names no view of another account; and with the setting off the same wash leaves
+nothing."""
 
 from __future__ import annotations
 
@@ -29,9 +30,9 @@ WASH = "observed chips, no key"  # what beats the invisible mark without the key
 
 
 @pytest.fixture(scope="module")
-def placing_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("placing") / "data",
-                       VAULTD_TRACE_PLACEMENT_MARK="true") as server:
+def unplaced_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    with running_vault(tmp_path_factory.mktemp("unplaced") / "data",
+                       VAULTD_TRACE_PLACEMENT_MARK="false") as server:
         yield server
 
 
@@ -67,24 +68,25 @@ def _trace(client: httpx.Client, body: bytes) -> dict[str, Any]:
 
 
 @pytest.mark.slow  # a few reads of whole pages
-def test_a_washed_page_still_names_its_view(placing_vault: VaultProcess) -> None:
-    _, key = placing_vault.new_account("Placing Co")
-    with placing_vault.client(key) as client:
-        pages, entries = _served_pages(placing_vault, client, "ana@example.com")
+def test_a_washed_page_still_names_its_view(vault: VaultProcess) -> None:
+    """A vaultd as configured by default (the placement mark on)."""
+    _, key = vault.new_account("Placing Co")
+    with vault.client(key) as client:
+        pages, entries = _served_pages(vault, client, "ana@example.com")
         served = io.BytesIO()
         pages[1].save(served, "PNG")
         # Unwashed, the invisible mark names the view, as before: moved words cost it nothing.
         answer = _trace(client, served.getvalue())
         assert [m["renderId"] for m in answer["matches"]] == [entries[1]["renderId"]]
         assert answer["matches"][0]["evidence"] == "invisible"
-        answer = _trace(client, _washed(placing_vault, pages[0]))
+        answer = _trace(client, _washed(vault, pages[0]))
         assert answer["found"] is True, answer
         match, = answer["matches"]
         assert match["renderId"] == entries[0]["renderId"]  # page 1's view, not page 2's
         assert match["evidence"] == "placement"
         assert match["viewerEmail"] == "ana@example.com" and match["page"] == 1
         # Several images at once: each washed page names its own view.
-        files = [("image", (f"p{n}.png", _washed(placing_vault, page), "image/png"))
+        files = [("image", (f"p{n}.png", _washed(vault, page), "image/png"))
                  for n, page in enumerate(pages, start=1)]
         batch = client.post("/trace", files=files, timeout=300).json()
         assert [image["matches"][0]["renderId"] for image in batch["images"]] == \
@@ -94,21 +96,21 @@ def test_a_washed_page_still_names_its_view(placing_vault: VaultProcess) -> None
 
 
 @pytest.mark.slow
-def test_a_washed_page_of_another_account_names_nothing(placing_vault: VaultProcess) -> None:
-    _, owner_key = placing_vault.new_account("Owner Co")
-    _, other_key = placing_vault.new_account("Other Co")
-    with placing_vault.client(owner_key) as owner, placing_vault.client(other_key) as other:
-        pages, _ = _served_pages(placing_vault, owner, "bo@example.com", pages=1)
-        _served_pages(placing_vault, other, "cy@example.com", pages=1)  # views of its own
-        washed = _washed(placing_vault, pages[0])
+def test_a_washed_page_of_another_account_names_nothing(vault: VaultProcess) -> None:
+    _, owner_key = vault.new_account("Owner Co")
+    _, other_key = vault.new_account("Other Co")
+    with vault.client(owner_key) as owner, vault.client(other_key) as other:
+        pages, _ = _served_pages(vault, owner, "bo@example.com", pages=1)
+        _served_pages(vault, other, "cy@example.com", pages=1)  # views of its own
+        washed = _washed(vault, pages[0])
         assert _trace(other, washed) == {"found": False}
         assert _trace(owner, washed)["matches"][0]["evidence"] == "placement"
 
 
 @pytest.mark.slow
-def test_without_the_setting_the_same_wash_leaves_nothing(
-    vault: VaultProcess, api: httpx.Client
-) -> None:
-    pages, entries = _served_pages(vault, api, "di@example.com", pages=1)
-    assert len(entries) == 1
-    assert _trace(api, _washed(vault, pages[0])) == {"found": False}
+def test_with_the_setting_off_the_same_wash_leaves_nothing(unplaced_vault: VaultProcess) -> None:
+    _, key = unplaced_vault.new_account("Unplaced Co")
+    with unplaced_vault.client(key) as client:
+        pages, entries = _served_pages(unplaced_vault, client, "di@example.com", pages=1)
+        assert len(entries) == 1
+        assert _trace(client, _washed(unplaced_vault, pages[0])) == {"found": False}

@@ -37,7 +37,7 @@ class IntakeSettings:
         "Images one account may send to be traced in any hour (a multipart trace counts "
         "each of its images); past it, 429.")
     trace_placement_mark: bool = setting(
-        "trace.placement_mark", boolean, False, "VAULTD_TRACE_PLACEMENT_MARK",
+        "trace.placement_mark", boolean, True, "VAULTD_TRACE_PLACEMENT_MARK",
         "true: every word of the visible pattern is drawn up to a pixel off its place by a "
         "field keyed per page view, which a trace reads when the invisible mark was washed "
         "off (docs/leak-tracing.md, \"The placement mark\"); false: words in their places.")

@@ -32,8 +32,8 @@ from vaultd.timefmt import utcnow
 CANDIDATES = 5000  # the account's newest page views a placement trace can name
 REFERENCES = 200
 # In the references' spreads. Measured (bench.leakmark --family wash): a page washed of the
-# invisible mark and of its words' offsets as far as 35 dB scores 7.8 or more; wrong views
-# scored 4.1 at most over 112,000 (a normal tail: one in 50 million above 5.5).
+# invisible mark and of its words' offsets as far as 35 dB scores 8.5 or more; wrong views
+# scored 4.2 at most over 112,000 (a normal tail: one in 50 million above 5.5).
 THRESHOLD = 5.5
 _CHUNK = 500  # fields scored at once: about 20 MB of temporaries
 Floats = npt.NDArray[np.float64]
