@@ -99,8 +99,8 @@ def cell_average(values: Floats, weight: npt.NDArray[np.bool_],
 
 
 def interpolated(cell: npt.NDArray[np.float64], cells: tuple[int, int],
-                  inverse: npt.NDArray[np.float64], ys: npt.NDArray[np.intp],
-                  xs: npt.NDArray[np.intp]) -> Floats:
+                 inverse: npt.NDArray[np.float64], ys: npt.NDArray[np.intp],
+                 xs: npt.NDArray[np.intp]) -> Floats:
     """The cell's averages at the pixels (ys, xs), bilinear between the cell pixels' centres."""
     a, b = _cell_coordinates(ys, xs, inverse, cells)
     a, b = a - 0.5, b - 0.5

@@ -17,9 +17,9 @@ viewer's text and without the copies' places, which a washed page does not give.
 4. Each window counted in the cell under its word's centre (`_word_centres`), the offsets
    summed per cell (`placement.Evidence`).
 
-A whole page costs a worker 0.2 s (`bench.leakmark_misses --placement`).
 A served page, washed or rescaled, is read (the words' growth and the windows' step follow
-the leak's size against the served canvas, `_scale`); a photo, a crop or a page on a desktop is not.
+the leak's size against the served canvas, `_scale`); a photo, a crop or a page on a desktop
+is not. A whole page costs a worker about 0.2 s (`bench.leakmark_misses --placement`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ REACH = 3  # px looked for either way (2 lost a sixth of the evidence: the model
 _MIN_CONTRAST = 12.0  # the average's standard deviation in a window: letters' edges in it
 # Letters this far under the paper at least: no levels between the two spread more than half
 # their difference, so lighter ones cannot show _MIN_CONTRAST in a window. A raised tone's
-# letters (18-24 under) were never measured in `bench.leakmark`'s leaks; looking for their
-# lattice cost a miss 0.15 s.
+# letters (18-24 under) were never measured in `bench.leakmark`'s leaks; reading them cost a
+# miss 0.3 s.
 _MEASURABLE = 2 * _MIN_CONTRAST
 _MIN_MATCH = 0.6
 MIN_WINDOWS = 200  # fewer windows to measure: too little pattern to name a view
@@ -78,8 +78,7 @@ def read(image: Image.Image, long_side: int = served.LONG_SIDE) -> Evidence | No
     # darker text left out.
     lightest_ink = ink.ink_range(paper)[0] - ink.INK_BAND
     model = pattern_plane(values, values >= lightest_ink, lattice)
-    offsets, centres = measured(255.0 - values, 255.0 - model.astype(np.float32),
-                                _step(image.size, long_side))
+    offsets, centres = measured(255.0 - values, 255.0 - model, _step(image.size, long_side))
     if len(offsets) < MIN_WINDOWS:
         return None
     at = _word_centres(model, paper, centres, _scale(image.size, long_side))
@@ -194,7 +193,8 @@ def _step(size: tuple[int, int], long_side: int) -> int:
     """Px between windows: side by side on a leak about the served size, by half on a
     smaller one. Measured on 8 pages washed to 35 dB (seed 3): windows overlapping by half
     named the view at z 7.8-10.2 at the served size, side by side 7.7-10.4, at a quarter of
-    the cost; on pages halved and saved at JPEG q50, side by side 0-8.9, by half 3.4-13.4."""
+    the cost; on served pages halved and saved at JPEG q50, side by side 0-12.1 (the two
+    generated pages 0), by half 3.4-13.4."""
     return WINDOW // 2 if _scale(size, long_side) < _SMALL else WINDOW
 
 
