@@ -34,6 +34,7 @@ from vaultd.records import (
     ViewerSessionDoc,
     WebhookEndpointDoc,
 )
+from vaultd.records.members import MemberDoc
 
 # What the driver returns before a collection's record type applies. The casts below are where
 # the stored shapes (vaultd.records) are asserted; every write goes through the same types.
@@ -70,6 +71,10 @@ class Db:
     @property
     def instances(self) -> AsyncCollection[InstanceDoc]:
         return cast("AsyncCollection[InstanceDoc]", self.database["instances"])
+
+    @property
+    def members(self) -> AsyncCollection[MemberDoc]:
+        return cast("AsyncCollection[MemberDoc]", self.database["members"])
 
     def raw(self, name: str) -> AsyncCollection[RawDoc]:
         """A collection read by an aggregation, whose results are not the stored records."""
