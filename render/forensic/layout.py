@@ -11,7 +11,8 @@ Which chips are sync, which bit each other chip carries and the key bits (the `L
 from a per-deployment layout key (`keyed`; vaultd derives it from the mark key,
 `vaultd.services.pages.mark_key`), so a reader of the source does not know where the template or a
 given bit lies. `keyed(None)` is the layout of the published seed (tests and tools that embed
-and decode without a deployment).
+and decode without a deployment). The stream they are drawn from is written out in
+`render.forensic.layout_stream`, so that it stays the same whatever NumPy runs later.
 """
 
 from __future__ import annotations
@@ -22,17 +23,10 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
-
-# Imported now, not on first use (numpy loads it lazily): a worker switches to a uid of its own
-# after its imports, and that uid may not be able to read the installation (a 0700 home).
-import numpy.random
 import numpy.typing as npt
 
-# Imported here, not on first use: a sandboxed render worker cannot load modules any more, and
-# the plan below is first computed inside one (numpy loads `random` lazily).
-from numpy import random as numpy_random
-
 from render.forensic.codes import ID_BITS
+from render.forensic.layout_stream import Pcg64
 
 CHIP = 8  # pixels a side: still 4 after a 50 % downscale, and JPEG q50 keeps them
 TILE_CHIPS = 24
@@ -72,13 +66,15 @@ def keyed(layout_key: bytes | None) -> Layout:
         seed = _PUBLIC_SEED
     else:
         seed = int.from_bytes(hashlib.sha256(_KEY_CONTEXT + layout_key).digest(), "big")
-    rng = numpy_random.default_rng(seed)
-    order = rng.permutation(_CHIPS)
+    # NumPy's default_rng(seed) stream, written out (layout_stream): marked pages must trace
+    # after any NumPy upgrade.
+    rng = Pcg64(seed)
+    order = np.array(rng.permutation(_CHIPS), dtype=np.intp)
     payload_chips = order[: PAYLOAD_BITS * REPEAT]
     bit_of_chip = np.full(_CHIPS, -1, dtype=np.intp)
     bit_of_chip[payload_chips] = np.arange(PAYLOAD_BITS * REPEAT) % PAYLOAD_BITS
     sync_chips = np.sort(order[PAYLOAD_BITS * REPEAT:])
-    key = rng.integers(0, 2, _CHIPS, dtype=np.uint8)
+    key = np.array(rng.bits(_CHIPS), dtype=np.uint8)
     for array in (bit_of_chip, sync_chips, key):
         array.setflags(write=False)  # shared by every caller in the process
     return Layout(bit_of_chip, sync_chips, key)
