@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -114,3 +115,28 @@ def test_with_the_setting_off_the_same_wash_leaves_nothing(unplaced_vault: Vault
         pages, entries = _served_pages(unplaced_vault, client, "di@example.com", pages=1)
         assert len(entries) == 1
         assert _trace(client, _washed(unplaced_vault, pages[0])) == {"found": False}
+
+
+@pytest.mark.slow
+def test_vault_admin_trace_reads_the_placement_mark_as_the_api_does(
+        vault: VaultProcess, tmp_path: Path) -> None:
+    _, owner_key = vault.new_account("Admin Owner Co")
+    other_id, other_key = vault.new_account("Admin Other Co")
+    with vault.client(owner_key) as owner, vault.client(other_key) as other:
+        pages, entries = _served_pages(vault, owner, "ed@example.com", pages=1)
+        _served_pages(vault, other, "fy@example.com", pages=1)
+        leak = tmp_path / "washed.png"
+        leak.write_bytes(_washed(vault, pages[0]))
+        by_api = _trace(owner, leak.read_bytes())
+    anywhere = vault.admin_json("trace", str(leak))
+    match, = anywhere["matches"]
+    assert match["renderId"] == entries[0]["renderId"] == by_api["matches"][0]["renderId"]
+    assert match["evidence"] == by_api["matches"][0]["evidence"] == "placement"
+    assert match["viewerEmail"] == "ed@example.com"
+    assert vault.admin_json("trace", str(leak), "--account", other_id) == {"found": False}
+    # The code typed off the strip is visible evidence here too, as in POST /v1/trace.
+    typed = vault.admin_json("trace", str(leak), "--trace-code", match["traceCode"])
+    assert [m["evidence"] for m in typed["matches"]] == ["both"]
+    refused = vault.admin("trace", str(leak), "--trace-code", "not a code", expect_ok=False)
+    assert refused.returncode == 1
+    assert refused.stderr == "vault-admin: traceCode: a trace code has ten symbols\n"

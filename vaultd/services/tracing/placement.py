@@ -45,6 +45,15 @@ async def placement_match(db: Db, pool: RenderPool, mark: MarkCipher, account_id
     """The render id of the account's page view whose placement field the image shows, or
     None. The image is read in a worker of that account only; `long_side`: the deployment's
     `render.long_side`."""
+    evidence = await read_evidence(pool, data, long_side, account_id)
+    return None if evidence is None else await match_in_account(db, mark, account_id, evidence)
+
+
+async def read_evidence(pool: RenderPool, data: bytes, long_side: int,
+                        account_id: str | None) -> Evidence | None:
+    """How far the image's pattern words sit off their places, read in a worker (of
+    `account_id`'s turn, or of none for the operator's tool); None when the image shows too
+    little pattern to say."""
     raw = await run_task(pool, read_placement, data, long_side, account=account_id)
     if raw is None:
         return None
@@ -53,8 +62,12 @@ async def placement_match(db: Db, pool: RenderPool, mark: MarkCipher, account_id
     except BadEvidence as exc:  # a worker sent what no reading makes: it names no view
         log.warning("placement evidence refused: %s", exc)
         return None
-    if evidence.windows < MIN_WINDOWS:  # too little pattern on the image to say
-        return None
+    return evidence if evidence.windows >= MIN_WINDOWS else None
+
+
+async def match_in_account(db: Db, mark: MarkCipher, account_id: str,
+                           evidence: Evidence) -> int | None:
+    """The render id of the account's candidate view the evidence names, or None."""
     render_ids = await recent_render_ids(db, account_id)
     if not render_ids:
         return None

@@ -5,6 +5,10 @@
 2. When that finds nothing and the deployment draws it (`trace.placement_mark`), the
    placement mark (`services.tracing.placement`): what a wash of the first leaves.
 
+`read` is the API's (one account); `read_anywhere` the operator's `vault-admin trace`, the same
+stages over every account: the image is read once, the placement evidence scored against each
+account's candidates in turn.
+
 A further stage (another mark) goes after these, as one more method returning a `Reading`.
 """
 
@@ -17,7 +21,7 @@ from render.pool import RenderPool
 from vaultd.db import Db
 from vaultd.services.common.pool_calls import run_task
 from vaultd.services.pages.mark_key import MarkCipher
-from vaultd.services.tracing.placement import placement_match
+from vaultd.services.tracing.placement import match_in_account, placement_match, read_evidence
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,24 @@ class LeakReader:
                 return Reading(found, "placement")
         return None
 
-    async def invisible(self, data: bytes, account_id: str) -> int | None:
+    async def read_anywhere(self, data: bytes) -> Reading | None:
+        """The view the image names in any account (the operator's trace, run confined in a
+        pool of the operator's own)."""
+        sealed = await self.invisible(data, None)
+        if sealed is not None:
+            return Reading(self.mark.open(sealed), "invisible")
+        if not self.placement:
+            return None
+        evidence = await read_evidence(self.pool, data, self.long_side, None)
+        if evidence is None:
+            return None
+        async for account in self.db.accounts.find({}, projection={"_id": 1}):
+            found = await match_in_account(self.db, self.mark, account["_id"], evidence)
+            if found is not None:
+                return Reading(found, "placement")
+        return None
+
+    async def invisible(self, data: bytes, account_id: str | None) -> int | None:
         """The sealed value the image's invisible mark carries, read in the deployment's
         layout, then in the published one for a deployment that served pages before the
         keyed layout."""

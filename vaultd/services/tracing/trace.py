@@ -18,7 +18,7 @@ from vaultd.db import Db
 from vaultd.errors import Forbidden, InvalidRequest, UnsupportedMediaType
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common import access_log
-from vaultd.services.tracing.reader import LeakReader
+from vaultd.services.tracing.reader import LeakReader, Reading
 from vaultd.timefmt import iso_utc
 
 MAX_TRACE_BYTES = 25 * 1024 * 1024
@@ -93,6 +93,13 @@ async def trace(db: Db, reader: LeakReader, account: Account, data: bytes,
     typed = parse_typed_code(typed_code)
     check_content_type(content_type, data)
     reading = await reader.read(data, account.id)
+    return await answer(db, reading, typed, account.id)
+
+
+async def answer(db: Db, reading: Reading | None, typed: int | None,
+                 account_id: str | None) -> dict[str, Any]:
+    """The trace's answer from what the image gave and the code typed off its strip: the
+    views each names (in `account_id`, or anywhere for the operator), with their evidence."""
     decoded = None if reading is None else reading.render_id
     evidence: dict[int, str] = {}
     if reading is not None:
@@ -101,5 +108,5 @@ async def trace(db: Db, reader: LeakReader, account: Account, data: bytes,
         evidence[typed] = "both" if typed == decoded else "visible"
     matches: list[Match] = []
     for render_id, kind in evidence.items():
-        matches += await find_matches(db, render_id, account.id, kind)
+        matches += await find_matches(db, render_id, account_id, kind)
     return {"found": True, "matches": matches} if matches else {"found": False}
