@@ -21,6 +21,8 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 ROUTE = re.compile(r"`(GET|POST|PUT|PATCH|DELETE|HEAD) (/[^`\s?]*)(?:\?[^`]*)?`")
 SETTING = re.compile(r"`([a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+)(?: = [^`]*)?`")
 COMMAND = re.compile(r"vault-admin((?: +[a-z][a-z0-9-]*)+)")
+FILE_ENDINGS = {"py", "c", "h", "pyi", "md", "toml", "json", "html", "js", "css", "sh", "yaml",
+                "txt", "jsonl", "service"}
 PLACEHOLDER = re.compile(r"(:[A-Za-z]+|\{[^}/]+\}|<[^>/]+>|\.\.\.)")
 
 
@@ -94,7 +96,10 @@ def test_every_route_named_exists() -> None:
 def _names_code(dotted: str) -> bool:
     """`render.forensic`, `watermark.apply`: a package or module, or a module's member."""
     *module, member = dotted.split(".")
-    for top in (ROOT, *(ROOT / package for package in ("vaultd", "render", "backends"))):
+    if member in FILE_ENDINGS:
+        return True  # `watermark.py`: a file's name
+    for top in (ROOT, *(ROOT / package for package in ("vaultd", "vaultd/services", "render",
+                                                       "backends"))):
         whole = top.joinpath(*module, member)
         if whole.is_dir() or whole.with_suffix(".py").exists():
             return True
