@@ -50,18 +50,9 @@ def _positions(points: Points, scale: float, angle: float,
     return (cos * xs + sin * ys) / scale, (cos * ys - sin * xs) / scale
 
 
-def coarse_fold(points: Points, scale: float, angle: float) -> Floats:
-    """Mean value of the points falling on each pixel of the mark's tile (nearest pixel)."""
-    qx, qy = _positions(points, scale, angle)
-    index = (np.floor(qy).astype(np.int64) % TILE) * TILE + np.floor(qx).astype(np.int64) % TILE
-    sums = np.bincount(index, points[2], TILE * TILE)
-    counts = np.bincount(index, None, TILE * TILE)
-    folded: Floats = (sums / np.maximum(counts, 1)).reshape(TILE, TILE).astype(np.float32)
-    return folded
-
-
 def fine_fold(points: Points, scale: float, angle: float) -> Floats:
-    """The same with each point shared bilinearly among its four nearest tile pixels."""
+    """Mean value of the points falling on each pixel of the mark's tile, each point shared
+    bilinearly among its four nearest tile pixels."""
     qx, qy = _positions(points, scale, angle)
     x0, y0 = np.floor(qx - 0.5), np.floor(qy - 0.5)
     fx, fy = qx - 0.5 - x0, qy - 0.5 - y0

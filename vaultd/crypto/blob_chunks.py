@@ -20,7 +20,6 @@ TAG_SIZE = 16
 WIRE_CHUNK_SIZE = CHUNK_SIZE + TAG_SIZE  # 16400
 KEY_SIZE = 32
 NONCE_SIZE = 12
-MIN_BLOB_SIZE = HEADER_SIZE + TAG_SIZE  # header + empty final chunk
 
 BLOB_CONTEXT_PREFIX = b"vaultd/blob/v1\x00"
 _HKDF_LABEL = b"c2sp.org/chunked-encryption@v1+AEAD_AES_256_GCM\x00"

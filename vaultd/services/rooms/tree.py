@@ -113,10 +113,5 @@ def tree_json(nodes: list[Node]) -> list[dict[str, Any]]:
     return [node_json(node) for node in nodes]
 
 
-def find_file(nodes: list[Node], file_id: str) -> Node | None:
-    return next((node for node in walk(nodes) if node.file is not None
-                 and node.file.id == file_id), None)
-
-
 async def read_tree(db: Db, account_id: str, room_id: str) -> list[Node]:
     return build(await load_items(db, room_id))
