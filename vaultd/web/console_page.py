@@ -34,4 +34,4 @@ class ConsolePageHandler(SessionHandlerMixin):
                     f"<title>vaultd console</title></head><body><p>{line}</p></body></html>")
 
 
-ROUTES = [(r"/console/?", ConsolePageHandler)]
+ROUTES = [(r"/console", ConsolePageHandler)]
