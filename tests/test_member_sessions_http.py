@@ -144,6 +144,14 @@ def test_the_api_mirror_acts_as_the_member_and_v1_still_wants_a_key(
         assert client.get("/console/api/account").json()["id"] == account_id
         who = client.get("/console/auth/session").json()
         assert who["member"]["role"] == "member" and who["csrfToken"] == body["csrfToken"]
+        # An unsafe call through the mirror: the streamed upload, with the session's token.
+        pdf = docs.pdf(pages=1)
+        uploaded = client.post("/console/api/files", content=pdf, headers={
+            "Content-Type": "application/pdf", "x-file-name": "Deed.pdf",
+            "X-CSRF-Token": body["csrfToken"]})
+        assert uploaded.status_code == 201, uploaded.text
+        names = {f["name"] for f in client.get("/console/api/files").json()["files"]}
+        assert names == {"Lease.pdf", "Deed.pdf"}
         # /v1 is the key's alone: the signed-in member's cookie opens nothing there.
         assert_json_error(client.get("/v1/files"), 401, MISSING_KEY)
         assert_json_error(client.get("/v1/account"), 401, MISSING_KEY)
