@@ -110,3 +110,16 @@ async def test_a_rolling_limit_refuses_the_event_past_it_until_the_oldest_leaves
                          {"$set": {"at.0": oldest - timedelta(hours=2)}})
     assert await rolling_limits.take(db, "test:burst", 3, 3600)
     assert not await rolling_limits.take(db, "test:burst", 3, 3600)
+
+
+async def test_a_session_ends_with_its_account(db: Db) -> None:
+    account = await create_account(db, "Short Lived")
+    await insert_member(db, account.id, "last@short.example")
+    session = await sign_in(db, "last@short.example")
+    assert session is not None
+    assert await sessions.resolve(db, SETTINGS, session.session_id) is not None
+    await db.accounts.delete_one({"_id": account.id})
+    assert await sessions.resolve(db, SETTINGS, session.session_id) is None
+    # And a malformed or unknown id reads nothing.
+    assert await sessions.resolve(db, SETTINGS, "not a token") is None
+    assert await sessions.resolve(db, SETTINGS, "A" * 43) is None
