@@ -169,6 +169,8 @@ def test_a_person_in_two_accounts_chooses_one_before_the_api(
         assert_json_error(client.get("/console/api/files"), 403,
                           "choose an account first: POST /console/auth/account")
         csrf = {"X-CSRF-Token": body["csrfToken"]}
+        malformed = client.post("/console/auth/account", json={"accountId": 5}, headers=csrf)
+        assert_json_error(malformed, 400, "accountId must be a non-empty string")
         stranger, _ = vault.new_account(name="Not Theirs")
         refused = client.post("/console/auth/account", json={"accountId": stranger},
                               headers=csrf)

@@ -159,3 +159,19 @@ def test_a_stranger_and_a_member_get_the_same_answer_in_the_same_time(
                 "email": strangers[0], "code": "000000"}), 400, WRONG_CODE)
         assert_json_error(client.post("/console/auth/sign-in", json={
             "email": strangers[0], "code": "000000"}), 429, WRONG_CODE)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b"not json", "request body is not valid JSON"),
+    (b"[1, 2]", "request body must be a JSON object"),
+    (b'{"email": 5}', "email must be a valid email address"),
+    (b'{"email": "no-at-sign"}', "email must be a valid email address"),
+    (b'{"email": "' + b"a" * 400 + b'@x.example"}', "email must be a valid email address"),
+    (b"{}", "email must be a valid email address"),
+])
+def test_a_malformed_request_for_a_code_is_a_400(client: httpx.Client, body: bytes,
+                                                 message: str) -> None:
+    for path in ("/console/auth/code", "/console/auth/sign-in"):
+        response = client.post(path, content=body,
+                               headers={"Content-Type": "application/json"})
+        assert_json_error(response, 400, message)
