@@ -25,6 +25,7 @@ from tests.http_helpers import MISSING_KEY, assert_json_error, upload_ok
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
 from vaultd.secrets import digest
+from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own vaultd and SMTP server
 
@@ -43,7 +44,6 @@ def account(vault: VaultProcess) -> tuple[str, str]:
 def set_times(vault: VaultProcess, session_id: str, **ago: timedelta) -> None:
     """Moves the session's recorded times into the past, as that much time passing would."""
     async def move(db: Any) -> None:
-        from vaultd.timefmt import utcnow
         now = utcnow()
         await db.member_sessions.update_one({"_id": digest(session_id)}, {
             "$set": {field: now - delta for field, delta in ago.items()}})
