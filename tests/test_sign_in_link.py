@@ -1,6 +1,7 @@
 """The operator's one-time sign-in link, through the real `vault-admin` and a real vaultd:
-used once (two at once: one wins), only within 15 minutes; on an https deployment the cookie is
-`__Host-` prefixed and Secure, and a plain cookie planted beside it is not read."""
+used once (two at once: one wins), only within 15 minutes, and the way in where no SMTP server
+is set; on an https deployment the cookie is `__Host-` prefixed and Secure, and a plain cookie
+planted beside it is not read."""
 
 from __future__ import annotations
 
@@ -141,3 +142,13 @@ def test_on_https_the_cookie_is_host_prefixed_and_secure(https_vault: VaultProce
         out = client.post("/console/auth/sign-out", headers={
             **own, "Origin": https_vault.url, "X-CSRF-Token": "x"})
         assert_json_error(out, 403, "cross-site request refused: the Origin is not this site's")
+
+
+def test_without_smtp_a_code_is_refused_for_everyone_alike(vault: VaultProcess) -> None:
+    account_id, _ = vault.new_account(name="No Mail Co")
+    new_member(vault, account_id, "member@nomail.example")
+    with browser(vault) as client:
+        for email in ("member@nomail.example", "stranger@nomail.example"):
+            assert_json_error(client.post("/console/auth/code", json={"email": email}), 503,
+                              "sign-in by mailed code is off here (smtp.host is not set): ask "
+                              "the operator for a sign-in link")
