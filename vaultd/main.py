@@ -35,6 +35,7 @@ from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates.code_key import code_key
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
+from vaultd.services.members.sign_in_codes import SignInCodes
 from vaultd.services.pages import mark_key
 from vaultd.services.pages.fair_share_hook import FairShareHook
 from vaultd.services.pages.page_path import PagePath
@@ -145,6 +146,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "",
                          codes=await email_codes(settings, database.db, keyrings),
                          metrics=metrics, fair_share=fair_share)
+        ctx.sign_in_codes = SignInCodes(database.db, settings, await code_key(
+            database.db, keyrings.current()), ctx.pending_work.spawn)
         server, port = listen(settings, ctx, sockets)
         start_metrics(settings, metrics, database.db, pool)  # its own port, when set
         heartbeat = start_housekeeping(database.db, store, instance_id)
