@@ -19,6 +19,7 @@ from typing import Any
 from vaultd.settings.declare import Field, declared
 from vaultd.settings.events import EventsSettings
 from vaultd.settings.intake import IntakeSettings
+from vaultd.settings.oidc import OidcSettings
 from vaultd.settings.render import RenderSettings
 from vaultd.settings.server import ServerSettings
 from vaultd.settings.storage import StorageSettings
@@ -33,8 +34,8 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class Settings(EventsSettings, ViewersSettings, IntakeSettings, RenderSettings, StorageSettings,
-               ServerSettings):
+class Settings(OidcSettings, EventsSettings, ViewersSettings, IntakeSettings, RenderSettings,
+               StorageSettings, ServerSettings):
     """Every setting: the groups' fields (declared once each, in `vaultd.settings.*`), server
     first; and what is derived from them."""
 
