@@ -34,7 +34,7 @@ from vaultd.records import (
     ViewerSessionDoc,
     WebhookEndpointDoc,
 )
-from vaultd.records.members import MemberDoc
+from vaultd.records.members import MemberDoc, MemberSessionDoc, SignInCodeDoc, SignInLinkDoc
 
 # What the driver returns before a collection's record type applies. The casts below are where
 # the stored shapes (vaultd.records) are asserted; every write goes through the same types.
@@ -75,6 +75,18 @@ class Db:
     @property
     def members(self) -> AsyncCollection[MemberDoc]:
         return cast("AsyncCollection[MemberDoc]", self.database["members"])
+
+    @property
+    def member_sessions(self) -> AsyncCollection[MemberSessionDoc]:
+        return cast("AsyncCollection[MemberSessionDoc]", self.database["member_sessions"])
+
+    @property
+    def sign_in_codes(self) -> AsyncCollection[SignInCodeDoc]:
+        return cast("AsyncCollection[SignInCodeDoc]", self.database["sign_in_codes"])
+
+    @property
+    def sign_in_links(self) -> AsyncCollection[SignInLinkDoc]:
+        return cast("AsyncCollection[SignInLinkDoc]", self.database["sign_in_links"])
 
     def raw(self, name: str) -> AsyncCollection[RawDoc]:
         """A collection read by an aggregation, whose results are not the stored records."""
@@ -244,10 +256,23 @@ async def ensure_indexes(db: Db) -> None:
     await db.room_links.create_index([("roomId", ASCENDING)])
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
+    await _member_indexes(db)
     for name, (second, _prefix) in WALKS.items():
         await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
     await count_links_once(db)
     await count_rooms_once(db)
+
+
+async def _member_indexes(db: Db) -> None:
+    """Members' sign-in: a person's records by address (sign-in, the account choice); their
+    sessions by address (their listing, newest first) and by public id (revocation); each
+    session, code and sign-in link dropped by the database when its time is over (TTL)."""
+    await db.members.create_index([("email", ASCENDING)])
+    await db.member_sessions.create_index([("email", ASCENDING), ("createdAt", DESCENDING)])
+    await db.member_sessions.create_index([("email", ASCENDING), ("publicId", ASCENDING)])
+    await db.member_sessions.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+    await db.sign_in_codes.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+    await db.sign_in_links.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
 
 
 # Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`
