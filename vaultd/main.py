@@ -35,6 +35,9 @@ from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates.code_key import code_key
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
+from vaultd.services.members import oidc_pending
+from vaultd.services.members.oidc import RelyingParty
+from vaultd.services.members.oidc_config import OidcClient, oidc_client
 from vaultd.services.pages import mark_key
 from vaultd.services.pages.fair_share_hook import FairShareHook
 from vaultd.services.pages.page_path import PagePath
@@ -104,7 +107,8 @@ async def serve(settings: Settings) -> None:
         keyrings = KeyringSource(settings)
         announce_new_key(settings, keyrings)
         backend = make_backend(settings)  # config errors surface before anything is started
-        await run_service(settings, sockets, keyrings, backend)
+        oidc = oidc_client(settings)  # so does a half-set auth.oidc
+        await run_service(settings, sockets, keyrings, backend, oidc=oidc)
     finally:
         lock.release()
 
@@ -120,7 +124,8 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
 
 
 async def run_service(settings: Settings, sockets: list[socket.socket],
-                      keyrings: KeyringSource, backend: BlobBackend) -> None:
+                      keyrings: KeyringSource, backend: BlobBackend, *,
+                      oidc: OidcClient | None = None) -> None:
     metrics = Metrics(settings.metrics_per_account)
     if settings.metrics_port:
         watch_database(metrics)  # before the client is made: it reports its commands
@@ -144,7 +149,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
                          hooks=[analytics, FairShareHook(fair_share)])
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "",
                          codes=await email_codes(settings, database.db, keyrings),
-                         metrics=metrics, fair_share=fair_share)
+                         metrics=metrics, fair_share=fair_share,
+                         oidc=await relying_party(database.db, oidc))
         server, port = listen(settings, ctx, sockets)
         start_metrics(settings, metrics, database.db, pool)  # its own port, when set
         heartbeat = start_housekeeping(database.db, store, instance_id)
@@ -176,6 +182,15 @@ async def email_codes(settings: Settings, db: Db, keyrings: KeyringSource) -> Em
     if not settings.smtp_host:
         return None
     return EmailCodes(db, await code_key(db, keyrings.current()), Mailer(settings))
+
+
+async def relying_party(db: Db, client: OidcClient | None) -> RelyingParty | None:
+    """Sign-in with the identity provider, when `auth.oidc.*` is set. The provider is first
+    asked at the first sign-in: one that is down at start-up stops nothing else."""
+    if client is None:
+        return None
+    await oidc_pending.ensure_indexes(db)
+    return RelyingParty(db, client)
 
 
 async def start_backend(backend: BlobBackend) -> None:

@@ -17,6 +17,7 @@ from vaultd.web import (
     gate_sessions,
     health,
     index,
+    oidc_sign_in,
     openapi,
     room_views,
     rooms,
@@ -33,7 +34,7 @@ from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
-                            viewer_gates, rooms, room_views]
+                            viewer_gates, rooms, room_views, oidc_sign_in]
 
 
 class RouteAuditError(Exception):
