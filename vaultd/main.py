@@ -97,7 +97,9 @@ def make_pool(settings: Settings, metrics: Metrics | None = None) -> RenderPool:
 
 
 async def serve(settings: Settings) -> None:
-    # Checked before anything starts: the directory, that it is ours alone, the port.
+    # Checked before anything starts: a half-set auth.oidc, the directory, that it is ours
+    # alone, the port.
+    oidc = oidc_client(settings)
     lock = DataDirLock(prepare_data_dir(settings), "vaultd")
     data_dir.secure(settings.data_path)  # 0700, files 0600, umask 077 for all that follows
     if not settings.mongodb_uri:  # the embedded database is for one process only
@@ -107,7 +109,6 @@ async def serve(settings: Settings) -> None:
         keyrings = KeyringSource(settings)
         announce_new_key(settings, keyrings)
         backend = make_backend(settings)  # config errors surface before anything is started
-        oidc = oidc_client(settings)  # so does a half-set auth.oidc
         await run_service(settings, sockets, keyrings, backend, oidc=oidc)
     finally:
         lock.release()

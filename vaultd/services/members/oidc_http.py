@@ -22,6 +22,12 @@ TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
 async def fetch_json(step: str, request: httpx.Request) -> tuple[int, dict[str, Any]]:
     """Send `request`; its status and JSON object body. `step` names the call in errors."""
+    status, body = await fetch(step, request)
+    return status, json_object(step, body)
+
+
+async def fetch(step: str, request: httpx.Request) -> tuple[int, bytes]:
+    """Send `request`; its status and body, read up to the cap."""
     try:
         async with httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False,
                                      trust_env=False) as client:
@@ -33,13 +39,17 @@ async def fetch_json(step: str, request: httpx.Request) -> tuple[int, dict[str, 
     except httpx.HTTPError as exc:
         log.warning("identity provider unreachable at %s: %s", step, type(exc).__name__)
         raise BadGateway(f"the identity provider cannot be reached ({step})") from None
+    return response.status_code, body
+
+
+def json_object(step: str, body: bytes) -> dict[str, Any]:
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):
         parsed = None
     if not isinstance(parsed, dict):
         raise BadGateway(f"the identity provider's {step} answer is not a JSON object")
-    return response.status_code, parsed
+    return parsed
 
 
 async def _bounded_body(step: str, response: httpx.Response) -> bytes:
@@ -56,8 +66,8 @@ async def _bounded_body(step: str, response: httpx.Response) -> bytes:
 
 async def get_json(step: str, url: str) -> dict[str, Any]:
     """A GET that must answer 200 with a JSON object (discovery, the key set)."""
-    status, body = await fetch_json(step, httpx.Request("GET", url, headers={
+    status, body = await fetch(step, httpx.Request("GET", url, headers={
         "Accept": "application/json"}))
     if status != 200:
         raise BadGateway(f"the identity provider's {step} answered HTTP {status}")
-    return body
+    return json_object(step, body)
