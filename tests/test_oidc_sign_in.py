@@ -270,6 +270,61 @@ def test_a_provider_s_refusal_is_named_without_echoing_it(oidc: Setup, browser: 
                       "the identity provider refused the sign-in (an invalid error code)")
 
 
+def test_two_sign_ins_started_in_two_tabs_both_finish(oidc: Setup, browser: Browser) -> None:
+    kit = member(oidc, "kit")
+    first, second = browser.start(), browser.start()  # one browser secret, two states
+    assert browser.callback(browser.log_in_at_provider(second, kit)).status_code == 303
+    assert browser.callback(browser.log_in_at_provider(first, kit)).status_code == 303
+    assert len(sessions_of(oidc, "kit@acme.example")) == 2
+
+
+@pytest.mark.parametrize(("answer", "message"), [
+    ({"status": 200, "contentType": "text/html", "body": "<html>Sign in</html>"},
+     "the identity provider's token answer is not a JSON object"),
+    ({"status": 200, "contentType": "application/json",
+      "body": '{"id_token": "' + "x" * 300_000 + '"}'},
+     "the identity provider's token answer is too large"),
+    ({"status": 500, "contentType": "application/json", "body": '{"error": "server_error"}'},
+     "the identity provider's token endpoint answered HTTP 500"),
+    ({"status": 200, "contentType": "application/json", "body": '{"access_token": "at"}'},
+     TOKEN_REFUSED + "no ID token in the token endpoint's answer"),
+])
+def test_a_token_endpoint_answering_nonsense_is_a_502(oidc: Setup, browser: Browser,
+                                                      answer: dict[str, object],
+                                                      message: str) -> None:
+    lee = member(oidc, "lee")
+    callback = browser.log_in_at_provider(browser.start(), lee)
+    oidc.provider.set_mode(tokenAnswer=answer)
+    response = browser.callback(callback)
+    assert_json_error(response, 502, message)
+    assert no_session_cookie(response)
+
+
+def test_one_address_may_leave_only_so_many_sign_ins_pending(oidc: Setup) -> None:
+    # Last in the module: it uses up 127.0.0.1's pending sign-ins, then gives them back.
+    async def pending_from(db: object, ip: str) -> int:
+        return int(await db.database["oidc_pending"].count_documents(  # type: ignore[attr-defined]
+            {"ip": ip}))
+
+    try:
+        with httpx.Client(timeout=30) as client:
+            started = pending_from_here = oidc.vault.run_service(
+                lambda db: pending_from(db, "127.0.0.1"))
+            while started < 60:
+                response = client.get(f"{oidc.vault.url}/console/auth/oidc/start")
+                assert response.status_code == 302, response.text
+                started += 1
+            refused = client.get(f"{oidc.vault.url}/console/auth/oidc/start")
+        assert_json_error(refused, 429, "too many sign-ins started from this address; try "
+                                        "again in a few minutes")
+        assert refused.headers["retry-after"] == "60"
+        assert pending_from_here <= 60
+        assert oidc.vault.run_service(lambda db: pending_from(db, "127.0.0.1")) == 60
+    finally:
+        oidc.vault.run_service(
+            lambda db: db.database["oidc_pending"].delete_many({"ip": "127.0.0.1"}))
+
+
 def with_query(url: str, **replaced: str) -> str:
     parts = urlsplit(url)
     query = {key: values[0] for key, values in parse_qs(parts.query).items()}

@@ -7,7 +7,8 @@
 // The signing key is drawn at start: two instances with the same kid sign with different keys
 // (the tests' impostor at the same issuer). Test-only routes, never in a real provider:
 //   POST /_test/accounts  {id, email, email_verified}   an account the login can pick
-//   POST /_test/mode      {clockOffsetSeconds, tokenClientAs: {client_id, client_secret}}
+//   POST /_test/mode      {clockOffsetSeconds, tokenClientAs: {client_id, client_secret},
+//                          tokenAnswer: {status, contentType, body}}
 //   GET  /interaction/:uid?account=ID                   the login, completed at once
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -15,7 +16,8 @@ import Provider from 'oidc-provider';
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const accounts = new Map();
-const mode = { clockOffsetSeconds: 0, tokenClientAs: null };
+const plainMode = { clockOffsetSeconds: 0, tokenClientAs: null, tokenAnswer: null };
+const mode = { ...plainMode };
 
 // A provider whose clock is wrong issues tokens already expired (or not yet valid).
 const realNow = Date.now;
@@ -77,7 +79,7 @@ provider.use(async (ctx, next) => {
     return;
   }
   if (ctx.method === 'POST' && ctx.path === '/_test/mode') {
-    Object.assign(mode, { clockOffsetSeconds: 0, tokenClientAs: null }, await jsonBody(ctx.req));
+    Object.assign(mode, plainMode, await jsonBody(ctx.req));
     ctx.status = 204;
     return;
   }
@@ -93,6 +95,13 @@ provider.use(async (ctx, next) => {
     await provider.interactionFinished(ctx.req, ctx.res, { login: { accountId } },
                                        { mergeWithLastSubmission: false });
     ctx.respond = false;
+    return;
+  }
+  if (ctx.path === '/token' && mode.tokenAnswer) {
+    // A token endpoint answering nonsense (a login page, a huge body) in place of tokens.
+    ctx.status = mode.tokenAnswer.status;
+    ctx.type = mode.tokenAnswer.contentType;
+    ctx.body = mode.tokenAnswer.body;
     return;
   }
   if (ctx.path === '/token' && mode.tokenClientAs) {

@@ -16,5 +16,6 @@ class OidcPendingDoc(TypedDict):
 
     _id: str
     browser: str
+    ip: str  # who started it: a cap on the sign-ins one address may leave pending
     createdAt: datetime
     expiresAt: datetime

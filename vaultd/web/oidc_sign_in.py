@@ -38,6 +38,11 @@ class OidcHandler(BaseHandler):
     public = True
     db_deadline = None  # the request waits on the provider between its database calls
 
+    def person_ip(self) -> str:
+        """The browser's address: from the trusted proxy's header behind one (`proxy.trusted`)."""
+        trusted = self.ctx.settings.proxy_trusted
+        return viewer_ip(self.request, trusted) or self.request.remote_ip or ""
+
     def relying_party(self) -> RelyingParty:
         if self.ctx.oidc is None:
             raise NotFound("sign-in with an identity provider is not configured (auth.oidc)")
@@ -51,7 +56,7 @@ class StartHandler(OidcHandler):
         secret = self.get_cookie(BROWSER_COOKIE)
         if not valid_secret(secret) or secret is None:
             secret = new_browser_secret()
-        location = await relying_party.begin(secret)
+        location = await relying_party.begin(secret, self.person_ip())
         # Lax: the provider's redirect back is a top-level navigation from another site.
         self.set_cookie(BROWSER_COOKIE, secret, path=COOKIE_PATH, max_age=PENDING_SECONDS,
                         httponly=True, secure=is_https(self.ctx.settings), samesite="Lax")
@@ -68,7 +73,7 @@ class CallbackHandler(OidcHandler):
         settings = self.ctx.settings
         session = await sign_in_verified_email(
             self.ctx.db, settings, email=identity.email, method="oidc",
-            ip=viewer_ip(self.request, settings.proxy_trusted) or self.request.remote_ip or "",
+            ip=self.person_ip(),
             user_agent=self.request.headers.get("User-Agent", "")[:512])
         if session is None:
             raise Forbidden(NOT_A_MEMBER)

@@ -37,10 +37,10 @@ class RelyingParty:
         self.client = client
         self.directory = directory or ProviderDirectory(client.issuer)
 
-    async def begin(self, browser_secret: str) -> str:
-        """Record a new sign-in for this browser; the provider's URL to send it to."""
+    async def begin(self, browser_secret: str, ip: str) -> str:
+        """Record a new sign-in for this browser (at `ip`); the provider's URL to send it to."""
         metadata = await self.directory.metadata()
-        sign_in = await oidc_pending.begin(self.db, browser_secret)
+        sign_in = await oidc_pending.begin(self.db, browser_secret, ip)
         query = urlencode({
             "response_type": "code", "client_id": self.client.client_id,
             "redirect_uri": self.client.redirect_uri, "scope": self.client.scopes,

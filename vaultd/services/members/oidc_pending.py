@@ -19,12 +19,16 @@ from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 
 from vaultd.db import Db
-from vaultd.errors import InvalidRequest
+from vaultd.errors import InvalidRequest, TooManyRequests
 from vaultd.records.oidc import OidcPendingDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.timefmt import utcnow
 
 PENDING_SECONDS = 600
+# Starting a sign-in needs no credential and writes a record: one address may leave this many
+# pending at once (each ends in ten minutes). High enough for an office behind one NAT address
+# signing in at nine; low enough that one client cannot fill the database.
+MAX_PENDING_PER_IP = 60
 STATE_REFUSED = ("sign-in state is unknown, already used, expired or from another browser: "
                  "start the sign-in again")
 
@@ -65,6 +69,7 @@ async def ensure_indexes(db: Db) -> None:
     # database drops it (TTL), so abandoned ones never pile up.
     await pending(db).create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await pending(db).create_index([("_id", ASCENDING), ("browser", ASCENDING)])
+    await pending(db).create_index([("ip", ASCENDING), ("expiresAt", ASCENDING)])
 
 
 def new_browser_secret() -> str:
@@ -75,11 +80,17 @@ def valid_secret(value: str | None) -> bool:
     return value is not None and is_token(value)
 
 
-async def begin(db: Db, browser_secret: str) -> PendingSignIn:
-    sign_in = derive(new_token(), browser_secret)
+async def begin(db: Db, browser_secret: str, ip: str) -> PendingSignIn:
     now = utcnow()
+    # An index range of this address's live records, never more than the cap plus one.
+    started = await pending(db).count_documents({"ip": ip, "expiresAt": {"$gt": now}},
+                                                limit=MAX_PENDING_PER_IP + 1)
+    if started >= MAX_PENDING_PER_IP:
+        raise TooManyRequests("too many sign-ins started from this address; try again in a few "
+                              "minutes", retry_after=60)
+    sign_in = derive(new_token(), browser_secret)
     await pending(db).insert_one({"_id": digest(sign_in.state), "browser": digest(browser_secret),
-                                  "createdAt": now,
+                                  "ip": ip, "createdAt": now,
                                   "expiresAt": now + timedelta(seconds=PENDING_SECONDS)})
     return sign_in
 
