@@ -14,6 +14,7 @@ from vaultd.config import load_settings
 from vaultd.db import Db
 from vaultd.secrets import digest
 from vaultd.services.accounts.accounts import create_account
+from vaultd.services.common import rolling_limits
 from vaultd.services.members import sessions
 from vaultd.services.members.sign_in import sign_in_verified_email
 from vaultd.timefmt import utcnow
@@ -96,3 +97,16 @@ async def test_a_person_in_two_accounts_chooses_and_the_idle_session_ends(db: Db
     await db.member_sessions.update_one({"_id": digest(session.session_id)},
                                         {"$set": {"lastSeenAt": utcnow() - idle}})
     assert await sessions.resolve(db, SETTINGS, session.session_id) is None
+
+
+async def test_a_rolling_limit_refuses_the_event_past_it_until_the_oldest_leaves(db: Db) -> None:
+    assert [await rolling_limits.take(db, "test:burst", 3, 3600) for _ in range(4)] == [
+        True, True, True, False]
+    raw = db.raw(rolling_limits.COLLECTION)
+    record = await raw.find_one({"_id": "test:burst"})
+    assert record is not None and len(record["at"]) == 3
+    oldest = record["at"][0]
+    await raw.update_one({"_id": "test:burst"},
+                         {"$set": {"at.0": oldest - timedelta(hours=2)}})
+    assert await rolling_limits.take(db, "test:burst", 3, 3600)
+    assert not await rolling_limits.take(db, "test:burst", 3, 3600)

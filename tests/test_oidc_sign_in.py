@@ -138,6 +138,12 @@ def test_a_member_signs_in_and_gets_a_session(oidc: Setup, browser: Browser) -> 
     opened = sessions_of(oidc, "ann@acme.example")
     assert [session["method"] for session in opened] == ["oidc"]
     assert opened[0]["_id"] == digest(response.cookies[SESSION_COOKIE])
+    # The cookie opens the console as the member, in their one account.
+    who = browser.http.get(f"{oidc.vault.url}/console/auth/session")
+    assert who.status_code == 200, who.text
+    assert who.json()["email"] == "ann@acme.example"
+    assert who.json()["account"] == {"id": oidc.account_id, "name": "Acme Corp"}
+    assert who.json()["member"]["role"] == "admin"
 
 
 def test_the_database_holds_no_secret_of_a_pending_sign_in(oidc: Setup, browser: Browser) -> None:

@@ -273,6 +273,7 @@ async def _member_indexes(db: Db) -> None:
     await db.member_sessions.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.sign_in_codes.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.sign_in_links.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+    await db.raw("rate_limits").create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
 
 
 # Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`

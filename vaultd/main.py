@@ -38,6 +38,7 @@ from vaultd.services.gates.mail import Mailer
 from vaultd.services.members import oidc_pending
 from vaultd.services.members.oidc import RelyingParty
 from vaultd.services.members.oidc_config import OidcClient, oidc_client
+from vaultd.services.members.sign_in_codes import SignInCodes
 from vaultd.services.pages import mark_key
 from vaultd.services.pages.fair_share_hook import FairShareHook
 from vaultd.services.pages.page_path import PagePath
@@ -152,6 +153,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
                          codes=await email_codes(settings, database.db, keyrings),
                          metrics=metrics, fair_share=fair_share,
                          oidc=await relying_party(database.db, oidc))
+        ctx.sign_in_codes = SignInCodes(database.db, settings, await code_key(
+            database.db, keyrings.current()), ctx.pending_work.spawn)
         server, port = listen(settings, ctx, sockets)
         start_metrics(settings, metrics, database.db, pool)  # its own port, when set
         heartbeat = start_housekeeping(database.db, store, instance_id)

@@ -10,8 +10,11 @@ from tornado.web import RequestHandler
 
 access_log = logging.getLogger("tornado.access")
 
-# File links (/v/, /v1/views/) and room links (/r/, /v1/room-views/).
-_TOKEN_IN_PATH = re.compile(r"(/(?:v1/views|v|v1/room-views|r)/)[^/?#]+")
+# File links (/v/, /v1/views/), room links (/r/, /v1/room-views/) and sign-in links, and the
+# same routes for signed-in members under /console/api/.
+_TOKEN_IN_PATH = re.compile(
+    r"(/(?:v1/views|v|v1/room-views|r|console/auth/link|console/api/views"
+    r"|console/api/room-views)/)[^/?#]+")
 _SESSION_IN_PATH = re.compile(r"(/sessions/)[^/?#]+")
 
 

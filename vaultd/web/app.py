@@ -13,6 +13,8 @@ from vaultd.web import (
     account,
     agreements,
     analytics,
+    console_auth,
+    console_page,
     files,
     gate_sessions,
     health,
@@ -30,11 +32,13 @@ from vaultd.web import (
 )
 from vaultd.web.access_log_scrub import log_request
 from vaultd.web.base import BaseHandler, NotFoundHandler
+from vaultd.web.console_api import mirror
 from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
-                            viewer_gates, rooms, room_views, oidc_sign_in]
+                            viewer_gates, rooms, room_views, console_auth, console_page,
+                            oidc_sign_in]
 
 
 class RouteAuditError(Exception):
@@ -82,6 +86,7 @@ def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
 
 def make_app(ctx: AppContext) -> tornado.web.Application:
     routes = all_routes()
+    routes += mirror(routes)  # /v1 again under /console/api, for signed-in members
     _audit(routes)
     handlers: list[Any] = [_rule(pattern, handler, ctx) for pattern, handler in routes]
     handlers.append(viewer.STATIC_ROUTE)

@@ -14,6 +14,7 @@ from vaultd.services.files.blobs import BlobStore
 from vaultd.services.files.office import OfficeConverter
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.members.oidc import RelyingParty
+from vaultd.services.members.sign_in_codes import SignInCodes
 from vaultd.services.pages.page_path import PagePath
 from vaultd.services.tracing.trace_rate import TraceRate
 from vaultd.web.pending_work import PendingWork
@@ -41,6 +42,7 @@ class AppContext:
     # composition root, whose page path tells it whose pages; this default holds nothing).
     fair_share: FairShare = field(default_factory=lambda: FairShare(1.0))
     oidc: RelyingParty | None = None  # sign-in with the identity provider; None: auth.oidc off
+    sign_in_codes: SignInCodes | None = None  # members' mailed codes (made in the root)
 
     def __post_init__(self) -> None:
         if self.upload_slots is None:

@@ -1,4 +1,4 @@
-"""The code's mail, sent over SMTP with aiosmtplib (settings `smtp.*`).
+"""The code's mail, sent over SMTP (settings `smtp.*`, `services.common.smtp`).
 
 Plain text and HTML, carrying the code and the brand and no link: mail scanners follow links,
 and a link that passed the gate would be passed by the scanner."""
@@ -6,18 +6,12 @@ and a link that passed the gate would be passed by the scanner."""
 from __future__ import annotations
 
 import html
-import logging
 from dataclasses import dataclass
 from email.message import EmailMessage
 
-import aiosmtplib
-
 from vaultd.config import Settings
-from vaultd.errors import ServiceUnavailable
+from vaultd.services.common import smtp
 
-log = logging.getLogger("vaultd.gates")
-
-SEND_TIMEOUT = 15.0
 MAIL_FAILED = "the verification code could not be sent; retry shortly"
 
 
@@ -45,17 +39,9 @@ class Mailer:
 
     @property
     def sender(self) -> str:
-        return self.settings.smtp_from or f"vaultd@{self.settings.smtp_host}"
+        return smtp.sender(self.settings)
 
     async def send_code(self, to: str, code: str, brand: str, minutes: int) -> None:
         """Sent, or ServiceUnavailable (503): the reader asks again."""
-        settings = self.settings
-        try:
-            await aiosmtplib.send(
-                code_message(self.sender, to, code, brand, minutes),
-                hostname=settings.smtp_host, port=settings.smtp_port,
-                username=settings.smtp_username or None, password=settings.smtp_password or None,
-                start_tls=settings.smtp_starttls, timeout=SEND_TIMEOUT)
-        except (aiosmtplib.SMTPException, OSError, TimeoutError) as error:
-            log.warning("code mail not sent: %s", type(error).__name__)
-            raise ServiceUnavailable(MAIL_FAILED, retry_after=30) from None
+        await smtp.send(self.settings, code_message(self.sender, to, code, brand, minutes),
+                        MAIL_FAILED)

@@ -20,6 +20,7 @@ from typing import Any, cast
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
+from vaultd.records import AccountDoc
 from vaultd.records.members import MemberDoc, MemberSessionDoc, SignInMethod
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.members.actor import Actor
@@ -69,7 +70,7 @@ class SignedIn:
     email: str
     csrf_token: str
     account_id: str | None
-    account_name: str | None
+    account: AccountDoc | None  # the chosen account's record, read with the session
     member: MemberDoc | None
 
     @property
@@ -149,7 +150,8 @@ async def resolve(db: Db, settings: Settings, session_id: str) -> SignedIn | Non
     if now - session["lastSeenAt"] >= TOUCH_EVERY:
         await db.member_sessions.update_one({"_id": key}, {"$set": {"lastSeenAt": now}})
     return SignedIn(key, session["publicId"], session["email"], csrf_token_of(session_id),
-                    session["accountId"], accounts[0]["name"] if accounts else None, member)
+                    session["accountId"],
+                    cast("AccountDoc", accounts[0]) if accounts else None, member)
 
 
 def _alive(session: MemberSessionDoc, member: MemberDoc | None, account_exists: bool,
@@ -164,7 +166,7 @@ def _alive(session: MemberSessionDoc, member: MemberDoc | None, account_exists: 
             and member["accountId"] == session["accountId"])
 
 
-async def choose_account(db: Db, signed_in: SignedIn, account_id: str) -> AccountChoice:
+async def choose_account(db: Db, signed_in: SignedIn, account_id: object) -> AccountChoice:
     """Work in `account_id` from now on in this session (one of the person's accounts)."""
     if not isinstance(account_id, str) or not account_id:
         raise InvalidRequest("accountId must be a non-empty string")
