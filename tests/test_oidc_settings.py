@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.vault_process import ROOT, base_env
+from tests.http_helpers import assert_json_error
+from tests.vault_process import ROOT, VaultProcess, base_env
 from vaultd.config import ConfigError, load_settings
 from vaultd.services.members.oidc_config import oidc_client
 
@@ -119,3 +121,13 @@ def test_vaultd_does_not_start_with_a_world_readable_secret_file(tmp_path: Path)
     assert len(lines) == 1 and "auth.oidc.client_secret_file" in lines[0], result.stderr
     assert SECRET not in result.stderr + result.stdout
     assert not (tmp_path / "data").exists()  # refused before anything was made
+
+
+def test_with_oidc_off_its_routes_say_so(vault: VaultProcess) -> None:
+    # The shared vault: neither auth.oidc nor smtp.host set.
+    methods = httpx.get(f"{vault.url}/console/auth/methods")
+    assert methods.status_code == 200 and methods.json() == {"code": False, "oidc": None}
+    for route in ("start", "callback?state=x&code=y"):
+        response = httpx.get(f"{vault.url}/console/auth/oidc/{route}")
+        assert_json_error(response, 404, "sign-in with an identity provider is not configured "
+                                         "(auth.oidc)")

@@ -30,7 +30,8 @@ class MethodsHandler(BaseHandler):
 
     async def get(self) -> None:
         oidc = self.ctx.oidc
-        self.send_json(200, {"code": True,
+        # Codes are mailed: without smtp.host, asking for one is a 503, so it is not offered.
+        self.send_json(200, {"code": bool(self.ctx.settings.smtp_host),
                              "oidc": {"name": oidc.client.provider_name} if oidc else None})
 
 
@@ -54,7 +55,7 @@ class StartHandler(OidcHandler):
         relying_party = self.relying_party()
         # One secret per browser, kept while sign-ins are pending: two tabs may both sign in.
         secret = self.get_cookie(BROWSER_COOKIE)
-        if not valid_secret(secret) or secret is None:
+        if secret is None or not valid_secret(secret):
             secret = new_browser_secret()
         location = await relying_party.begin(secret, self.person_ip())
         # Lax: the provider's redirect back is a top-level navigation from another site.
