@@ -70,7 +70,8 @@ REJECTIONS = [*NEGATIVE_DATA_REJECTION_EXPECTED_STATUSES, "413"]
 CONFIG = SchemathesisConfig.from_dict(
     {"checks": {"negative_data_rejection": {"expected-statuses": REJECTIONS}}})
 # The console's routes stand on a session cookie, an Origin and a CSRF token, not the key:
-# tests/test_sign_in_code.py, test_member_sessions_http.py and test_console_csrf.py drive them.
+# tests/test_sign_in_code.py, test_member_sessions_http.py and test_console_csrf.py drive them
+# (sign-in with an identity provider: test_oidc_sign_in.py, against a real provider).
 schema = schemathesis.openapi.from_path(DOCUMENT, config=CONFIG).exclude(
     path_regex="^/(healthz|console.*)?$")
 

@@ -42,6 +42,7 @@ class VaultProcess:
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
     secrets: list[str] = field(default_factory=list)  # every key/token handed out, for log scans
+    fixed_port: int = 0  # a port chosen before the start (for settings that name it); 0: any
 
     @property
     def log_path(self) -> Path:
@@ -53,7 +54,7 @@ class VaultProcess:
 
     def start(self, timeout: float = 60.0) -> VaultProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = self.fixed_port or free_port()
         cmd = [sys.executable, "-m", "vaultd.main", "--host", "127.0.0.1",
                "--port", str(self.port), "--data-dir", str(self.data_dir)]
         log = open(self.log_path, "ab")  # noqa: SIM115

@@ -20,6 +20,7 @@ from vaultd.settings.auth import AuthSettings
 from vaultd.settings.declare import Field, declared
 from vaultd.settings.events import EventsSettings
 from vaultd.settings.intake import IntakeSettings
+from vaultd.settings.oidc import OidcSettings
 from vaultd.settings.render import RenderSettings
 from vaultd.settings.server import ServerSettings
 from vaultd.settings.storage import StorageSettings
@@ -34,8 +35,8 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class Settings(AuthSettings, EventsSettings, ViewersSettings, IntakeSettings, RenderSettings,
-               StorageSettings, ServerSettings):
+class Settings(OidcSettings, AuthSettings, EventsSettings, ViewersSettings, IntakeSettings,
+               RenderSettings, StorageSettings, ServerSettings):
     """Every setting: the groups' fields (declared once each, in `vaultd.settings.*`), server
     first; and what is derived from them."""
 

@@ -78,3 +78,10 @@ class InsufficientStorage(ServiceUnavailable):
     """The blob store has no room for the file: nothing of it was kept (507, with Retry-After)."""
 
     status = 507
+
+
+class BadGateway(VaultError):
+    """A service outside the vault (the identity provider) could not be reached or answered
+    something vaultd will not trust."""
+
+    status = 502

@@ -35,6 +35,9 @@ from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates.code_key import code_key
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
+from vaultd.services.members import oidc_pending
+from vaultd.services.members.oidc import RelyingParty
+from vaultd.services.members.oidc_config import OidcClient, oidc_client
 from vaultd.services.members.sign_in_codes import SignInCodes
 from vaultd.services.pages import mark_key
 from vaultd.services.pages.fair_share_hook import FairShareHook
@@ -95,7 +98,9 @@ def make_pool(settings: Settings, metrics: Metrics | None = None) -> RenderPool:
 
 
 async def serve(settings: Settings) -> None:
-    # Checked before anything starts: the directory, that it is ours alone, the port.
+    # Checked before anything starts: a half-set auth.oidc, the directory, that it is ours
+    # alone, the port.
+    oidc = oidc_client(settings)
     lock = DataDirLock(prepare_data_dir(settings), "vaultd")
     data_dir.secure(settings.data_path)  # 0700, files 0600, umask 077 for all that follows
     if not settings.mongodb_uri:  # the embedded database is for one process only
@@ -105,7 +110,7 @@ async def serve(settings: Settings) -> None:
         keyrings = KeyringSource(settings)
         announce_new_key(settings, keyrings)
         backend = make_backend(settings)  # config errors surface before anything is started
-        await run_service(settings, sockets, keyrings, backend)
+        await run_service(settings, sockets, keyrings, backend, oidc=oidc)
     finally:
         lock.release()
 
@@ -121,7 +126,8 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
 
 
 async def run_service(settings: Settings, sockets: list[socket.socket],
-                      keyrings: KeyringSource, backend: BlobBackend) -> None:
+                      keyrings: KeyringSource, backend: BlobBackend, *,
+                      oidc: OidcClient | None = None) -> None:
     metrics = Metrics(settings.metrics_per_account)
     if settings.metrics_port:
         watch_database(metrics)  # before the client is made: it reports its commands
@@ -145,7 +151,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
                          hooks=[analytics, FairShareHook(fair_share)])
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "",
                          codes=await email_codes(settings, database.db, keyrings),
-                         metrics=metrics, fair_share=fair_share)
+                         metrics=metrics, fair_share=fair_share,
+                         oidc=await relying_party(database.db, oidc))
         ctx.sign_in_codes = SignInCodes(database.db, settings, await code_key(
             database.db, keyrings.current()), ctx.pending_work.spawn)
         server, port = listen(settings, ctx, sockets)
@@ -179,6 +186,15 @@ async def email_codes(settings: Settings, db: Db, keyrings: KeyringSource) -> Em
     if not settings.smtp_host:
         return None
     return EmailCodes(db, await code_key(db, keyrings.current()), Mailer(settings))
+
+
+async def relying_party(db: Db, client: OidcClient | None) -> RelyingParty | None:
+    """Sign-in with the identity provider, when `auth.oidc.*` is set. The provider is first
+    asked at the first sign-in: one that is down at start-up stops nothing else."""
+    if client is None:
+        return None
+    await oidc_pending.ensure_indexes(db)
+    return RelyingParty(db, client)
 
 
 async def start_backend(backend: BlobBackend) -> None:

@@ -19,6 +19,7 @@ from vaultd.web import (
     gate_sessions,
     health,
     index,
+    oidc_sign_in,
     openapi,
     room_views,
     rooms,
@@ -36,7 +37,8 @@ from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
-                            viewer_gates, rooms, room_views, console_auth, console_page]
+                            viewer_gates, rooms, room_views, console_auth, console_page,
+                            oidc_sign_in]
 
 
 class RouteAuditError(Exception):

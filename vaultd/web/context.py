@@ -13,6 +13,7 @@ from vaultd.services.common.fair_share import FairShare
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.files.office import OfficeConverter
 from vaultd.services.gates.codes import EmailCodes
+from vaultd.services.members.oidc import RelyingParty
 from vaultd.services.members.sign_in_codes import SignInCodes
 from vaultd.services.pages.page_path import PagePath
 from vaultd.services.tracing.trace_rate import TraceRate
@@ -40,6 +41,7 @@ class AppContext:
     # One account's API calls paced while another account's pages are read (made in the
     # composition root, whose page path tells it whose pages; this default holds nothing).
     fair_share: FairShare = field(default_factory=lambda: FairShare(1.0))
+    oidc: RelyingParty | None = None  # sign-in with the identity provider; None: auth.oidc off
     sign_in_codes: SignInCodes | None = None  # members' mailed codes (made in the root)
 
     def __post_init__(self) -> None:
