@@ -34,7 +34,7 @@ from vaultd.records import (
     ViewerSessionDoc,
     WebhookEndpointDoc,
 )
-from vaultd.records.members import MemberDoc
+from vaultd.records.members import ActivityDoc, MemberDoc
 
 # What the driver returns before a collection's record type applies. The casts below are where
 # the stored shapes (vaultd.records) are asserted; every write goes through the same types.
@@ -75,6 +75,10 @@ class Db:
     @property
     def members(self) -> AsyncCollection[MemberDoc]:
         return cast("AsyncCollection[MemberDoc]", self.database["members"])
+
+    @property
+    def activity(self) -> AsyncCollection[ActivityDoc]:
+        return cast("AsyncCollection[ActivityDoc]", self.database["activity"])
 
     def raw(self, name: str) -> AsyncCollection[RawDoc]:
         """A collection read by an aggregation, whose results are not the stored records."""
@@ -244,10 +248,21 @@ async def ensure_indexes(db: Db) -> None:
     await db.room_links.create_index([("roomId", ASCENDING)])
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
+    await _ensure_member_indexes(db)
     for name, (second, _prefix) in WALKS.items():
         await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
     await count_links_once(db)
     await count_rooms_once(db)
+
+
+async def _ensure_member_indexes(db: Db) -> None:
+    await db.members.create_index([("accountId", ASCENDING), ("email", ASCENDING)], unique=True)
+    # The admins of an account, counted when the last-admin rule is checked (services.members).
+    await db.members.create_index([("accountId", ASCENDING), ("role", ASCENDING),
+                                   ("state", ASCENDING)])
+    # The activity log's pages: newest first within an account, by time ranges (common.newest).
+    await db.activity.create_index([("accountId", ASCENDING), ("at", DESCENDING),
+                                    ("_id", DESCENDING)])
 
 
 # Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`
