@@ -19,6 +19,7 @@ from admin_cli import (
     commands_keys,
     commands_log,
     commands_master_key,
+    commands_members,
     commands_rooms,
     commands_storage,
     commands_trace,
@@ -50,6 +51,7 @@ app.add_typer(commands_analytics.app, name="files")
 app.add_typer(commands_rooms.app, name="rooms")
 app.command("trace")(commands_trace.trace)
 app.command("doctor")(commands_doctor.doctor)
+app.add_typer(commands_members.members_app, name="members")
 
 
 def _print_version(value: bool) -> None:

@@ -24,6 +24,7 @@ from vaultd.db import Db
 from vaultd.emails import normalize_email
 from vaultd.errors import Conflict, InvalidRequest, NotFound
 from vaultd.records.members import MemberDoc
+from vaultd.services.accounts.accounts import get_account
 from vaultd.services.members import activity
 from vaultd.services.members.actor import Actor
 from vaultd.services.members.roles import Permission, Role
@@ -68,6 +69,7 @@ async def add_member(db: Db, actor: Actor, email: str, *, role: Role, name: str 
     member may be added again: their record comes back, invited, with the new role."""
     actor.require(Permission.MANAGE_ACCOUNT)
     email, name = parse_email(email), parse_name(name)
+    await get_account(db, actor.account_id)  # the operator names the account: it must exist
     now = utcnow()
     doc: MemberDoc = {
         "_id": str(uuid.uuid4()), "accountId": actor.account_id, "email": email, "name": name,
