@@ -182,6 +182,6 @@ async def test_each_change_is_logged_newest_first_with_its_actor(db: Db) -> None
 
 async def test_an_unknown_activity_action_is_a_programming_error(db: Db) -> None:
     account_id = await new_account(db)
-    with pytest.raises(ValueError, match="unknown activity action 'member.promoted'"):
+    with pytest.raises(ValueError, match=r"unknown activity action 'member\.promoted'"):
         await activity.record(db, operator(account_id), "member.promoted")
     assert (await activity.page(db, account_id)).entries == []
