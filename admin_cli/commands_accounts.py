@@ -11,6 +11,8 @@ from admin_cli.output import emit
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.accounts import accounts
+from vaultd.services.members import activity
+from vaultd.services.members.actor import operator
 
 app = typer.Typer(no_args_is_help=True, help="Create and manage accounts.")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -67,6 +69,9 @@ def set_plan(account_id: str, plan: str, as_json: JsonFlag = False) -> None:
 def set_branding(account_id: str, text: str, as_json: JsonFlag = False) -> None:
     """Set the watermark branding (used on Pro and Business plans; empty text clears it)."""
     async def action(_: Settings, db: Db) -> dict[str, Any]:
-        return _summary(await accounts.set_branding(db, account_id, text))
+        summary = _summary(await accounts.set_branding(db, account_id, text))
+        await activity.record(db, operator(account_id), "branding.changed",
+                              detail={"branding": text})
+        return summary
 
     emit(run(action), want_json(as_json))

@@ -13,12 +13,9 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.members import sign_in_links
 
-# The `members` group; the members' own commands join it in `commands_members`.
-members_app = typer.Typer(no_args_is_help=True, help="An account's members and their sign-in.")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-@members_app.command("sign-in-link")
 def sign_in_link(account_id: str, email: str, as_json: JsonFlag = False) -> None:
     """Print a URL that signs the member in once, within 15 minutes. Hand it over as you would
     a password: whoever opens it first is signed in as the member."""

@@ -19,6 +19,7 @@ from admin_cli import (
     commands_keys,
     commands_log,
     commands_master_key,
+    commands_members,
     commands_rooms,
     commands_sign_in,
     commands_storage,
@@ -51,7 +52,8 @@ app.add_typer(commands_analytics.app, name="files")
 app.add_typer(commands_rooms.app, name="rooms")
 app.command("trace")(commands_trace.trace)
 app.command("doctor")(commands_doctor.doctor)
-app.add_typer(commands_sign_in.members_app, name="members")
+commands_members.members_app.command("sign-in-link")(commands_sign_in.sign_in_link)
+app.add_typer(commands_members.members_app, name="members")
 
 
 def _print_version(value: bool) -> None:

@@ -13,7 +13,7 @@ import typer
 
 from admin_cli.main import app as admin_app
 from vaultd.config import FIELDS
-from vaultd.web.app import all_routes
+from vaultd.web.app import served_routes
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -65,7 +65,7 @@ def test_links_reach_a_file_and_its_heading(doc: Path) -> None:
 
 def _route_patterns() -> list[re.Pattern[str]]:
     patterns = []
-    for pattern, _ in all_routes():
+    for pattern, _ in served_routes():
         # Each capture group stands for one path segment (or the rest of the path).
         patterns.append(re.compile(re.sub(r"\((?:[^()]|\([^()]*\))*\)", "[^/]+", pattern)
                                    .rstrip("$") + "/?$"))

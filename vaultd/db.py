@@ -34,7 +34,13 @@ from vaultd.records import (
     ViewerSessionDoc,
     WebhookEndpointDoc,
 )
-from vaultd.records.members import MemberDoc, MemberSessionDoc, SignInCodeDoc, SignInLinkDoc
+from vaultd.records.members import (
+    ActivityDoc,
+    MemberDoc,
+    MemberSessionDoc,
+    SignInCodeDoc,
+    SignInLinkDoc,
+)
 
 # What the driver returns before a collection's record type applies. The casts below are where
 # the stored shapes (vaultd.records) are asserted; every write goes through the same types.
@@ -87,6 +93,10 @@ class Db:
     @property
     def sign_in_links(self) -> AsyncCollection[SignInLinkDoc]:
         return cast("AsyncCollection[SignInLinkDoc]", self.database["sign_in_links"])
+
+    @property
+    def activity(self) -> AsyncCollection[ActivityDoc]:
+        return cast("AsyncCollection[ActivityDoc]", self.database["activity"])
 
     def raw(self, name: str) -> AsyncCollection[RawDoc]:
         """A collection read by an aggregation, whose results are not the stored records."""
@@ -264,9 +274,11 @@ async def ensure_indexes(db: Db) -> None:
 
 
 async def _member_indexes(db: Db) -> None:
-    """Members' sign-in: a person's records by address (sign-in, the account choice); their
-    sessions by address (their listing, newest first) and by public id (revocation); each
-    session, code and sign-in link dropped by the database when its time is over (TTL)."""
+    """Members: one record per person and account (unique), an account's admins (the
+    last-admin rule counts them), a person's records by address (sign-in, the account choice);
+    their sessions by address (their listing, newest first) and by public id (revocation);
+    each session, code and sign-in link dropped by the database when its time is over (TTL);
+    the activity log's pages, newest first within an account (common.newest)."""
     await db.members.create_index([("email", ASCENDING)])
     await db.member_sessions.create_index([("email", ASCENDING), ("createdAt", DESCENDING)])
     await db.member_sessions.create_index([("email", ASCENDING), ("publicId", ASCENDING)])
@@ -274,6 +286,11 @@ async def _member_indexes(db: Db) -> None:
     await db.sign_in_codes.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.sign_in_links.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.raw("rate_limits").create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+    await db.members.create_index([("accountId", ASCENDING), ("email", ASCENDING)], unique=True)
+    await db.members.create_index([("accountId", ASCENDING), ("role", ASCENDING),
+                                   ("state", ASCENDING)])
+    await db.activity.create_index([("accountId", ASCENDING), ("at", DESCENDING),
+                                    ("_id", DESCENDING)])
 
 
 # Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`

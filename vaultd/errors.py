@@ -36,6 +36,12 @@ class NotFound(VaultError):
     status = 404
 
 
+class Conflict(VaultError):
+    """The request contradicts what is stored (a duplicate, the last admin): 409."""
+
+    status = 409
+
+
 class PayloadTooLarge(VaultError):
     status = 413
 

@@ -53,6 +53,9 @@ class AccountDoc(TypedDict):
     pendingDeletes: list[str]
     linkCount: NotRequired[LinkCountDoc]
     roomCount: NotRequired[int]  # rooms, kept on write under the plan's cap (services.rooms)
+    # Members with the admin role not removed, kept on write so that the last one cannot be
+    # demoted or removed (services.members.admins); absent before the first admin is added.
+    adminCount: NotRequired[int]
 
 
 class ApiKeyDoc(TypedDict):
@@ -64,6 +67,11 @@ class ApiKeyDoc(TypedDict):
     hint: str
     createdAt: datetime
     revokedAt: datetime | None
+    # Absent on keys made before keys had them: such a key is an unnamed admin key, which is
+    # exactly what every key was (services.members.callers reads the defaults).
+    name: NotRequired[str]
+    role: NotRequired[str]  # a services.members.roles.Role value
+    createdBy: NotRequired[dict[str, str]]  # the actor who made it (records.members.ActorRecord)
 
 
 class BlobDoc(TypedDict):
@@ -190,6 +198,9 @@ class AccessLogDoc(TypedDict):
     renderId: NotRequired[str]  # page entries: the served page's forensic id (render.forensic)
     detail: NotRequired[dict[str, Any]]  # verify / agreement entries: what happened (gates)
     roomId: NotRequired[str]  # entries of a room's reads (`room.view`, its pages)
+    # Who did it, when an API key or a member's session did (not on a viewer's own actions):
+    # stored, not in the spec's entry (services.common.acting).
+    actor: NotRequired[dict[str, str]]
 
 
 RoomItemType = Literal["folder", "file"]

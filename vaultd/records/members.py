@@ -72,3 +72,36 @@ class SignInLinkDoc(TypedDict):
     accountId: str
     email: str
     expiresAt: datetime
+
+
+# What the activity log records: the account's own actions, never a file's (those are the
+# access log's). A closed set: a reader filters and a console labels by these names.
+ActivityAction = Literal[
+    "member.added", "member.role_changed", "member.removed",
+    "key.created", "key.revoked",
+    "webhook.created", "webhook.deleted", "webhook.changed",
+    "branding.changed",
+    "signin", "signin.failed", "signout",
+]
+ActorKindName = Literal["key", "member", "operator"]
+
+
+class ActorRecord(TypedDict):
+    """Who acted, as stored beside what they did (`services.members.actor.Actor.as_record`)."""
+
+    kind: ActorKindName
+    id: str  # the key's id, the member's id, or "operator"
+    label: str  # what a person reads: the member's email, the key's name
+
+
+class ActivityDoc(TypedDict):
+    """Collection `activity`: one account action, read newest first on (accountId, at, _id)."""
+
+    _id: str  # a UUID's hex: orders the entries of one millisecond
+    accountId: str
+    at: datetime
+    actor: ActorRecord
+    action: ActivityAction
+    target: NotRequired[str]  # what was acted on: a member's email, a key's or endpoint's id
+    detail: NotRequired[dict[str, str]]  # a few short values (the new role, the key's name)
+    ip: NotRequired[str]

@@ -9,8 +9,10 @@ import tornado.web
 from tornado.httputil import HTTPServerRequest
 from tornado.routing import PathMatches, Rule
 
+from vaultd.services.members.roles import Permission
 from vaultd.web import (
     account,
+    activity,
     agreements,
     analytics,
     console_auth,
@@ -19,6 +21,8 @@ from vaultd.web import (
     gate_sessions,
     health,
     index,
+    keys,
+    members,
     oidc_sign_in,
     openapi,
     room_views,
@@ -32,13 +36,14 @@ from vaultd.web import (
 )
 from vaultd.web.access_log_scrub import log_request
 from vaultd.web.base import BaseHandler, NotFoundHandler
-from vaultd.web.console_api import mirror
+from vaultd.web.console_api import api_pattern, mirror
 from vaultd.web.context import AppContext
+from vaultd.web.permissions import ROUTE_PERMISSIONS
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
-                            viewer_gates, rooms, room_views, console_auth, console_page,
-                            oidc_sign_in]
+                            viewer_gates, rooms, room_views, members, keys, activity,
+                            console_auth, console_page, oidc_sign_in]
 
 
 class RouteAuditError(Exception):
@@ -50,6 +55,26 @@ def _audit(routes: list[tuple[str, type]]) -> None:
     for pattern, handler in routes:
         if not issubclass(handler, BaseHandler):
             raise RouteAuditError(f"route {pattern} does not use the authenticated base handler")
+        _audit_permissions(pattern, handler)
+
+
+def served_methods(handler: type[BaseHandler]) -> list[str]:
+    """The methods a handler class defines itself (the rest are Tornado's 405)."""
+    base = tornado.web.RequestHandler
+    return [m for m in handler.SUPPORTED_METHODS
+            if getattr(handler, m.lower()) is not getattr(base, m.lower())]
+
+
+def _audit_permissions(pattern: str, handler: type[BaseHandler]) -> None:
+    # Every method of every authenticated route names what it needs (web.permissions).
+    if handler.public:
+        return
+    declared = ROUTE_PERMISSIONS.get(api_pattern(pattern), {})
+    for method in served_methods(handler):
+        if method not in declared:
+            raise RouteAuditError(f"route {pattern} {method} declares no permission")
+        if handler.deferred_auth and declared[method] is not Permission.READ:
+            raise RouteAuditError(f"route {pattern} checks its key itself: it may need READ only")
 
 
 def all_routes() -> list[tuple[str, type]]:
@@ -57,6 +82,13 @@ def all_routes() -> list[tuple[str, type]]:
     for module in ROUTE_MODULES:
         routes.extend(module.ROUTES)
     return routes
+
+
+def served_routes() -> list[tuple[str, type]]:
+    """Every route the app serves: each module's, then the `/v1` routes again under
+    `/console/api`, for signed-in members (`web.console_api`)."""
+    routes = all_routes()
+    return routes + mirror(routes)
 
 
 class MethodAndPath(PathMatches):
@@ -81,12 +113,13 @@ def route_template(pattern: str) -> str:
 def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
     methods = handler.only_methods
     matcher = MethodAndPath(pattern, methods) if methods else PathMatches(pattern)
-    return Rule(matcher, handler, {"ctx": ctx, "route": route_template(pattern)})
+    permissions = ROUTE_PERMISSIONS.get(api_pattern(pattern), {})
+    return Rule(matcher, handler, {"ctx": ctx, "route": route_template(pattern),
+                                   "permissions": permissions})
 
 
 def make_app(ctx: AppContext) -> tornado.web.Application:
-    routes = all_routes()
-    routes += mirror(routes)  # /v1 again under /console/api, for signed-in members
+    routes = served_routes()
     _audit(routes)
     handlers: list[Any] = [_rule(pattern, handler, ctx) for pattern, handler in routes]
     handlers.append(viewer.STATIC_ROUTE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from http.client import responses
 from typing import Any
 
@@ -31,7 +32,11 @@ from vaultd.errors import (
 )
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.accounts.api_keys import authenticate
+from vaultd.services.common.acting import ACTING
 from vaultd.services.common.pool_calls import Departure
+from vaultd.services.members.actor import Actor
+from vaultd.services.members.callers import key_caller
+from vaultd.services.members.roles import Permission
 from vaultd.web.access_log_scrub import scrub_path
 from vaultd.web.context import AppContext
 
@@ -64,12 +69,16 @@ class BaseHandler(RequestHandler):
     # time is the client's (a streamed body up or down).
     paced = True
 
-    def initialize(self, ctx: AppContext, route: str = "unmatched") -> None:
+    def initialize(self, ctx: AppContext, route: str = "unmatched",
+                   permissions: Mapping[str, Permission] | None = None) -> None:
         self.ctx = ctx
         # The route's template, for logs and the metrics label: never the path (tokens live there).
         self.route = route
+        # What each method of this route needs (web.permissions, checked complete by make_app).
+        self.permissions: Mapping[str, Permission] = permissions or {}
         self._mapped_error: VaultError | None = None  # set by log_exception for write_error
         self.account: Account | None = None
+        self.actor: Actor | None = None  # who the request acts for, once authenticated
         self._counted = True
         # Told if the client closes its connection before the answer: a page still waiting
         # in the render queue is then dropped (services.common.pool_calls).
@@ -120,11 +129,14 @@ class BaseHandler(RequestHandler):
 
     async def prepare(self) -> None:
         if self.public:
+            ACTING.set(None)  # a viewer's request: what it records is the viewer's
             return
         if self.deferred_auth:
-            self.bearer_key()
+            self.bearer_key()  # the key is checked by the handler; the route needs only READ
         else:
-            self.account = await self.authenticate()
+            self.account, self.actor = await self.authenticate_caller()
+            self.authorize(self.actor)
+            ACTING.set(self.actor.as_record())
             if self.paced:
                 self._paced_account = self.account.id
                 self._paused = await self.ctx.fair_share.turn(self.account.id)
@@ -138,6 +150,17 @@ class BaseHandler(RequestHandler):
 
     async def authenticate(self) -> Account:
         return await authenticate(self.ctx.db, self.bearer_key())
+
+    async def authenticate_caller(self) -> tuple[Account, Actor]:
+        """The caller's account and who acts: today the API key (its role and name)."""
+        return await key_caller(self.ctx.db, self.bearer_key())
+
+    def authorize(self, actor: Actor) -> None:
+        """Refuse (403, naming the role) a method the actor's role may not use. A method the
+        route does not serve needs nothing here: Tornado answers it 405."""
+        permission = self.permissions.get(self.request.method or "")
+        if permission is not None:
+            actor.require(permission)
 
     def send_json(self, status: int, body: Any) -> None:
         self.set_status(status)

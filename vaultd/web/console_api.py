@@ -24,18 +24,28 @@ CHOOSE_ACCOUNT = "choose an account first: POST /console/auth/account"
 
 
 class SessionApiMixin(SessionHandlerMixin):
-    actor: Actor | None = None
-
     def bearer_key(self) -> str:
         raise AssertionError("a session's request carries no API key")  # never mirrored
 
-    async def authenticate(self) -> Account:
+    async def authenticate_caller(self) -> tuple[Account, Actor]:
+        """The session's account and member: the role checks of `BaseHandler.prepare` then
+        hold the member to the route's permission exactly as they hold an API key."""
         signed_in = await self.require_session()
         actor, account = signed_in.actor, signed_in.account
         if actor is None or account is None:
             raise Forbidden(CHOOSE_ACCOUNT)
-        self.actor = actor
-        return Account.from_doc(account)
+        return Account.from_doc(account), actor
+
+    async def authenticate(self) -> Account:
+        account, _ = await self.authenticate_caller()
+        return account
+
+
+def api_pattern(pattern: str) -> str:
+    """The `/v1` route a mirrored pattern serves again (itself for any other)."""
+    if pattern.startswith(MIRROR_PREFIX):
+        return API_PREFIX + pattern[len(MIRROR_PREFIX):]
+    return pattern
 
 
 def mirror(routes: list[tuple[str, type]]) -> list[tuple[str, type]]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from vaultd.services.members import activity
 from vaultd.services.webhooks import webhooks
 from vaultd.web.base import BaseHandler
+from vaultd.web.client_ip import viewer_ip
 
 
 class EndpointsHandler(BaseHandler):
@@ -12,6 +14,10 @@ class EndpointsHandler(BaseHandler):
         request = webhooks.parse_endpoint_request(self.json_body())
         created = await webhooks.create_endpoint(self.ctx.db, self.ctx.store.keyring,
                                                  self.account, request)
+        assert self.actor is not None
+        # Not the URL: a receiver's URL may carry its own token.
+        await activity.record(self.ctx.db, self.actor, "webhook.created", target=created["id"],
+                              ip=viewer_ip(self.request, self.ctx.settings.proxy_trusted))
         self.send_json(201, created)
 
     async def get(self) -> None:
@@ -24,6 +30,9 @@ class EndpointHandler(BaseHandler):
     async def delete(self, endpoint_id: str) -> None:
         assert self.account is not None
         await webhooks.delete_endpoint(self.ctx.db, self.account.id, endpoint_id)
+        assert self.actor is not None
+        await activity.record(self.ctx.db, self.actor, "webhook.deleted", target=endpoint_id,
+                              ip=viewer_ip(self.request, self.ctx.settings.proxy_trusted))
         self.send_empty(204)
 
 

@@ -18,6 +18,9 @@ from vaultd.services.accounts.accounts import Account, get_account
 from vaultd.services.accounts.link_counts import LIVENESS_FIELDS
 from vaultd.timefmt import iso_utc, utcnow
 
+# A key made without a role may do everything, as every key could before keys had roles.
+DEFAULT_ROLE = "admin"
+
 
 @dataclass(frozen=True)
 class ApiKeyInfo:
@@ -26,11 +29,15 @@ class ApiKeyInfo:
     hint: str  # first characters after the prefix, enough to tell keys apart, never the key
     created_at: datetime
     revoked_at: datetime | None
+    name: str = ""
+    role: str = DEFAULT_ROLE
+    created_by: dict[str, str] | None = None  # the actor who made it; None: before keys said
 
     @classmethod
     def from_doc(cls, doc: ApiKeyDoc) -> ApiKeyInfo:
         return cls(
-            doc["_id"], doc["accountId"], doc["hint"], doc["createdAt"], doc.get("revokedAt")
+            doc["_id"], doc["accountId"], doc["hint"], doc["createdAt"], doc.get("revokedAt"),
+            doc.get("name", ""), doc.get("role", DEFAULT_ROLE), doc.get("createdBy"),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -38,13 +45,18 @@ class ApiKeyInfo:
             "id": self.id,
             "accountId": self.account_id,
             "hint": self.hint,
+            "name": self.name,
+            "role": self.role,
+            "createdBy": self.created_by,
             "createdAt": iso_utc(self.created_at),
             "revokedAt": iso_utc(self.revoked_at) if self.revoked_at else None,
         }
 
 
-async def create_key(db: Db, account_id: str) -> tuple[ApiKeyInfo, str]:
-    """Returns the key's record and the key itself, which is shown once and never stored."""
+async def create_key(db: Db, account_id: str, *, name: str = "", role: str = DEFAULT_ROLE,
+                     created_by: dict[str, str] | None = None) -> tuple[ApiKeyInfo, str]:
+    """Returns the key's record and the key itself, which is shown once and never stored.
+    `role` and `name` are checked by the caller (services.members.keys)."""
     account = await get_account(db, account_id)
     active = await db.api_keys.count_documents({"accountId": account_id, "revokedAt": None})
     if active >= account.plan.maxApiKeys:
@@ -60,7 +72,11 @@ async def create_key(db: Db, account_id: str) -> tuple[ApiKeyInfo, str]:
             "hint": key[: len(API_KEY_PREFIX) + 4] + "…",
             "createdAt": utcnow(),
             "revokedAt": None,
+            "name": name,
+            "role": role,
         }
+        if created_by is not None:
+            doc["createdBy"] = created_by
         try:
             await db.api_keys.insert_one(doc)
             return ApiKeyInfo.from_doc(doc), key
@@ -74,14 +90,25 @@ async def list_keys(db: Db, account_id: str) -> list[ApiKeyInfo]:
     return [ApiKeyInfo.from_doc(doc) async for doc in cursor]
 
 
-async def revoke_key(db: Db, key_id: str) -> ApiKeyInfo:
+async def revoke_key(db: Db, key_id: str, account_id: str | None = None) -> ApiKeyInfo:
+    """Revoke a key (idempotent). `account_id`: only that account's key (another account's
+    is not found, as an unknown one); None: any (the operator's CLI)."""
+    return (await revoke_key_once(db, key_id, account_id))[0]
+
+
+async def revoke_key_once(db: Db, key_id: str,
+                          account_id: str | None = None) -> tuple[ApiKeyInfo, bool]:
+    """`revoke_key`, and whether this call revoked it (False: it was revoked already)."""
+    scope = {} if account_id is None else {"accountId": account_id}
     doc = await db.api_keys.find_one_and_update(
-        {"_id": key_id, "revokedAt": None}, {"$set": {"revokedAt": utcnow()}}, return_document=True
+        {"_id": key_id, "revokedAt": None, **scope}, {"$set": {"revokedAt": utcnow()}},
+        return_document=True
     )
-    doc = doc or await db.api_keys.find_one({"_id": key_id})
+    revoked_now = doc is not None
+    doc = doc or await db.api_keys.find_one({"_id": key_id, **scope})
     if doc is None:
         raise NotFound("API key not found")
-    return ApiKeyInfo.from_doc(doc)
+    return ApiKeyInfo.from_doc(doc), revoked_now
 
 
 async def resolve_key(db: Db, key: str) -> Account | None:
@@ -108,6 +135,9 @@ class KeyCheck:
     owner: str  # the account id of the key
     link: LinkDoc | None  # LIVENESS_FIELDS of the link asked for, None if there is none
     read_at: float  # time.monotonic() just before the read
+    key_id: str = ""
+    role: str = DEFAULT_ROLE  # what the key may do (services.members.roles.Role)
+    label: str = ""  # the key's name, else its hint: what the activity log shows
 
 
 async def check_key(db: Db, key: str, *, with_link: str | None = None) -> KeyCheck:
@@ -125,11 +155,12 @@ async def check_key(db: Db, key: str, *, with_link: str | None = None) -> KeyChe
         doc, link = await _read_key_and_link(db, digest(key), with_link)
     if doc is None or doc.get("revokedAt") is not None:
         raise Unauthorized(INVALID_KEY)
-    return KeyCheck(doc["accountId"], link, read_at)
+    return KeyCheck(doc["accountId"], link, read_at, doc["_id"], doc.get("role", DEFAULT_ROLE),
+                    doc.get("name") or doc.get("hint", ""))
 
 
 # What a key check reads of a key's record.
-KEY_CHECK_FIELDS = {"accountId": 1, "revokedAt": 1}
+KEY_CHECK_FIELDS = {"accountId": 1, "revokedAt": 1, "role": 1, "name": 1, "hint": 1}
 _KEY, _KEY_HASH = "key", "keyHash"  # fields the combined read adds to the link's document
 
 

@@ -15,6 +15,7 @@ from typing import Any, get_args
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, Action
+from vaultd.services.common.acting import acting
 from vaultd.services.common.newest import FIRST_WINDOW, newest
 from vaultd.services.common.recent import RecentRecords
 from vaultd.timefmt import iso_utc, utcnow
@@ -85,6 +86,9 @@ async def record(
         entry["detail"] = detail  # verify / agreement entries (services.gates.events)
     if room_id is not None:
         entry["roomId"] = room_id  # read through a room link (services.rooms)
+    actor = acting()
+    if actor is not None:
+        entry["actor"] = actor  # stored for the account's console; entry_json leaves it out
     await db.access_log.insert_one(entry)
     return entry["_id"]
 

@@ -1,0 +1,96 @@
+"""What the route walk of tests/test_roles_http.py calls: every authenticated route of
+`vaultd.web.app.all_routes()` with its path filled from one account's real records, and a
+fingerprint of everything that account holds (to show a refused call changed nothing)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from tests import documents
+from tests.http_helpers import create_link, created, upload_ok
+from tests.room_helpers import add_file, create_room, room_link
+from tests.vault_process import VaultProcess
+from vaultd.web.app import all_routes, served_methods
+
+GROUP = re.compile(r"\((?:[^()]|\([^()]*\))*\)")
+# Collections holding an account's records (by `accountId`); their documents, hashed.
+ACCOUNT_COLLECTIONS = ("files", "links", "rooms", "room_links", "api_keys", "members",
+                       "webhook_endpoints", "agreements", "activity", "access_log")
+
+
+@dataclass
+class Records:
+    """One account's records, each route's path parameters filled from them."""
+
+    ids: dict[str, str]
+
+    def path(self, pattern: str) -> str:
+        """`/v1/files/([^/]+)/views/([^/]+)` -> `/files/<file id>/views/<link token>`; a
+        download's file is a delivery file (a source file is view-only)."""
+        if pattern.endswith("/download"):
+            pattern = pattern.replace("files/", "delivery/", 1)
+        out, last = "", 0
+        for match in GROUP.finditer(pattern):
+            before = pattern[last:match.start()]
+            segment = before.rstrip("/").rsplit("/", 1)[-1]
+            out += before + self.ids.get(segment, "x")
+            last = match.end()
+        return (out + pattern[last:]).removeprefix("/v1").replace("/delivery/", "/files/")
+
+
+def seed(api: httpx.Client) -> Records:
+    file = upload_ok(api, documents.pdf(2))
+    delivery = upload_ok(api, documents.pdf(1), kind="delivery")
+    link = create_link(api, file["id"])
+    room = create_room(api)
+    item = add_file(api, room["id"], file["id"])
+    room_view = room_link(api, room["id"])
+    member = created(api.post("/members", json={"email": "walk@example.com",
+                                                "role": "member"}))
+    key = created(api.post("/keys", json={"name": "spare", "role": "member"}))
+    nda = api.post("/agreements", json={"name": "NDA", "text": "Quiet."})
+    assert nda.status_code == 201, nda.text
+    # An event this walk never causes: nothing is sent, the endpoint's record stays as it is.
+    hook = created(api.post("/webhooks", json={"url": "https://hooks.example.com/in",
+                                               "events": ["agreement.accepted"]}))
+    return Records({"files": file["id"], "views": link["token"], "rooms": room["id"],
+                    "items": item["id"], "room-views": room_view["token"], "pages": "1",
+                    "members": member["id"], "keys": key["id"],
+                    "delivery": delivery["id"], "webhooks": hook["id"],
+                    "agreements": nda.json()["id"]})
+
+
+def authenticated_routes() -> list[tuple[str, str]]:
+    """(pattern, method) of every route a key is checked on."""
+    return [(pattern, method) for pattern, handler in all_routes() if not handler.public
+            for method in served_methods(handler)]
+
+
+def call(client: httpx.Client, method: str, path: str) -> httpx.Response:
+    if method == "POST" and path == "/files":
+        return client.post(path, content=documents.pdf(1),
+                           headers={"Content-Type": "application/pdf"})
+    body = {} if method in ("POST", "PATCH") else None
+    return client.request(method, path, json=body)
+
+
+def fingerprint(vault: VaultProcess, account_id: str) -> dict[str, str]:
+    """A digest of every record the account holds, by collection."""
+    async def read(db: Any) -> dict[str, str]:
+        out = {}
+        for name in ACCOUNT_COLLECTIONS:
+            docs = await db.raw(name).find({"accountId": account_id}).to_list()
+            docs.sort(key=lambda doc: str(doc["_id"]))
+            out[name] = hashlib.sha256(json.dumps(docs, default=str).encode()).hexdigest()
+        account = await db.raw("accounts").find_one({"_id": account_id}, {"linkCount": 0})
+        out["account"] = hashlib.sha256(json.dumps(account, default=str).encode()).hexdigest()
+        return out
+
+    result: dict[str, str] = vault.run_service(read)
+    return result

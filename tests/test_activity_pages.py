@@ -1,0 +1,135 @@
+"""The activity log's pages on a real embedded SecantusDB holding 10^5 events of one account
+(and another account's beside them): each page reads about what it returns, however deep the
+cursor; the cursor neither skips nor repeats entries sharing a millisecond; a forged cursor is a
+400."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from tests import recorded_database
+from tests.db_reads import QueryRecorder, total_examined
+from vaultd.db import Db
+from vaultd.errors import InvalidRequest
+from vaultd.services.members import activity
+from vaultd.timefmt import utcnow
+
+pytestmark = pytest.mark.slow  # starts its own embedded database
+server, recorder, db = (recorded_database.server, recorded_database.recorder,
+                        recorded_database.db)  # this module's fixtures
+
+EVENTS = 100_000
+BIG, OTHER = "acct-big", "acct-other"
+
+
+def event(account_id: str, at: Any, entry_id: str | None = None) -> dict[str, Any]:
+    return {"_id": entry_id or uuid.uuid4().hex, "accountId": account_id, "at": at,
+            "actor": {"kind": "key", "id": "key_1", "label": "ci"}, "action": "key.created",
+            "target": "key_x"}
+
+
+@pytest.fixture(scope="module")
+async def seeded(db: Db) -> list[str]:
+    """10^5 events of BIG a few seconds apart over a year, and 10^4 of OTHER among them; the
+    ids of BIG's, newest first."""
+    now = utcnow()
+    step = timedelta(seconds=300)
+    docs = [event(BIG, now - step * n) for n in range(EVENTS)]
+    others = [event(OTHER, now - step * n * 10 - timedelta(seconds=1)) for n in range(10_000)]
+    for start in range(0, EVENTS, 10_000):
+        await db.raw("activity").insert_many(docs[start:start + 10_000])
+    await db.raw("activity").insert_many(others)
+    return [doc["_id"] for doc in docs]
+
+
+async def read_page(db: Db, recorder: QueryRecorder, account_id: str, per_page: int,
+                    after: activity.Cursor | None) -> tuple[activity.Page, int]:
+    recorder.queries.clear()
+    recorder.recording = True
+    try:
+        page = await activity.page(db, account_id, per_page=per_page, after=after)
+    finally:
+        recorder.recording = False
+    return page, await total_examined(db, list(recorder.queries))
+
+
+@pytest.mark.parametrize("per_page", [20, 200])
+async def test_pages_read_about_what_they_return_at_any_depth(
+        db: Db, recorder: QueryRecorder, seeded: list[str], per_page: int) -> None:
+    page, examined = await read_page(db, recorder, BIG, per_page, None)
+    assert [doc["_id"] for doc in page.entries] == seeded[:per_page]
+    assert per_page <= examined <= 2 * per_page + 2, examined
+    # Deep in the log: start from the cursor of entry 90,000 (its time and id).
+    deep = seeded[90_000]
+    doc = await db.activity.find_one({"_id": deep})
+    assert doc is not None
+    page, examined = await read_page(db, recorder, BIG, per_page,
+                                     activity.Cursor(doc["at"], doc["_id"]))
+    assert [d["_id"] for d in page.entries] == seeded[90_001:90_001 + per_page]
+    assert per_page <= examined <= 2 * per_page + 2, examined
+
+
+async def test_following_the_cursor_walks_a_stretch_in_order(
+        db: Db, recorder: QueryRecorder, seeded: list[str]) -> None:
+    after, seen, most = None, [], 0
+    for _ in range(10):
+        page, examined = await read_page(db, recorder, BIG, 100, after)
+        seen += [doc["_id"] for doc in page.entries]
+        most = max(most, examined)
+        assert page.next is not None
+        after = activity.Cursor.decode(page.next.encode())
+    assert seen == seeded[:1000]
+    assert most <= 202
+
+
+async def test_entries_sharing_a_millisecond_are_neither_skipped_nor_repeated(db: Db) -> None:
+    account_id, at = f"acct-{uuid.uuid4().hex}", utcnow() - timedelta(days=2)
+    docs = [event(account_id, at, f"{n:032x}") for n in range(25)]
+    docs += [event(account_id, at - timedelta(milliseconds=1 + n)) for n in range(10)]
+    docs.append(event(account_id, at + timedelta(seconds=1)))
+    await db.raw("activity").insert_many(docs)
+    expected = [d["_id"] for d in sorted(docs, key=lambda d: (d["at"], d["_id"]), reverse=True)]
+    after, seen = None, []
+    while True:
+        page = await activity.page(db, account_id, per_page=7, after=after)
+        assert len(page.entries) <= 7
+        seen += [doc["_id"] for doc in page.entries]
+        if page.next is None:
+            break
+        after = page.next
+    assert seen == expected
+
+
+async def test_the_last_page_has_no_cursor_and_an_empty_log_one_empty_page(db: Db) -> None:
+    account_id = f"acct-{uuid.uuid4().hex}"
+    assert (await activity.page(db, account_id)).entries == []
+    assert (await activity.page(db, account_id)).next is None
+    await db.raw("activity").insert_many([event(account_id, utcnow() - timedelta(hours=n))
+                                          for n in range(3)])
+    page = await activity.page(db, account_id, per_page=3)
+    assert len(page.entries) == 3 and page.next is None
+
+
+# Not base64; base64 of "not-a-cursor", of "123" (no id), of a time past the year 9999.
+@pytest.mark.parametrize("cursor", ["!!!", "bm90LWEtY3Vyc29y", "MTIz",
+                                    "OTk5OTk5OTk5OTk5OTk5OTk5OTkuYQ"])
+def test_a_forged_cursor_is_refused(cursor: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        activity.Cursor.decode(cursor)
+    assert refused.value.message == "cursor is not one this service returned"
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("0", "perPage must be an integer from 1 to 200"),
+    ("201", "perPage must be an integer from 1 to 200"),
+    ("-1", "perPage must be an integer from 1 to 200"),
+    ("ten", "perPage must be an integer from 1 to 200"),
+])
+def test_a_bad_page_size_is_refused(raw: str, message: str) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        activity.parse_per_page(raw)
+    assert refused.value.message == message

@@ -1,0 +1,143 @@
+"""The account activity log: who did what to the account itself (members, keys, webhooks,
+branding, sign-in), newest first. File actions are the access log's (services.common.access_log).
+
+One writer (`record`) and one reader (`page`). Pages are read by time ranges on the index
+(accountId, at desc, _id desc) through `common.newest`, because the embedded database does not
+push `limit` down: a page costs what it returns, however long the log. A page ends with a
+cursor, the last entry's time and id: the next page is the rest of that millisecond (ids below
+the cursor's) and then everything strictly older, so entries sharing a millisecond are neither
+skipped nor repeated.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, get_args
+
+from vaultd.db import Db
+from vaultd.errors import InvalidRequest
+from vaultd.records.members import ActivityAction, ActivityDoc
+from vaultd.services.common.access_log import valid_ip
+from vaultd.services.common.newest import newest
+from vaultd.services.members.actor import Actor
+from vaultd.timefmt import iso_utc, utcnow
+
+ACTIONS: frozenset[str] = frozenset(get_args(ActivityAction))
+PER_PAGE, MAX_PER_PAGE = 50, 200
+DETAIL_VALUE_CHARS = 200  # a detail is a few short values, never a body
+# Entries are stamped by each process's clock: the newest may be a little ahead of this one's.
+CLOCK_SLACK = timedelta(minutes=1)
+# The oldest an entry can be: the log holds nothing older than the service (the account's
+# own creation time would cost a read per page for no fewer examined entries).
+EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
+UNIX = datetime(1970, 1, 1, tzinfo=UTC)
+# What an entry shows, in the export's column order.
+FIELDS = ("at", "action", "actorKind", "actorId", "actorLabel", "target", "detail", "ip")
+
+
+async def record(db: Db, actor: Actor, action: str, *, target: str | None = None,
+                 detail: Mapping[str, str] | None = None, ip: str | None = None) -> None:
+    """Append one entry for `actor`'s account. `action` is one of ACTIONS (a programming
+    error otherwise: the set is closed); `detail` holds short text values only, never a
+    secret (a key, a code, a session id)."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown activity action {action!r}")
+    entry: ActivityDoc = {
+        "_id": uuid.uuid4().hex,
+        "accountId": actor.account_id,
+        "at": utcnow(),
+        "actor": {"kind": actor.kind, "id": actor.id, "label": actor.label},
+        "action": action,  # type: ignore[typeddict-item]  # checked against ACTIONS above
+    }
+    if target is not None:
+        entry["target"] = target
+    if detail:
+        entry["detail"] = {str(k): str(v)[:DETAIL_VALUE_CHARS] for k, v in detail.items()}
+    address = valid_ip(ip)
+    if address is not None:
+        entry["ip"] = address
+    await db.activity.insert_one(entry)
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page ended: its last entry's time and id (exclusive)."""
+
+    at: datetime
+    id: str
+
+    def encode(self) -> str:
+        millis = (self.at - UNIX) // timedelta(milliseconds=1)
+        return base64.urlsafe_b64encode(f"{millis}.{self.id}".encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("ascii")
+            millis, entry_id = raw.split(".", 1)
+            at = UNIX + timedelta(milliseconds=int(millis))
+        except (ValueError, binascii.Error, UnicodeDecodeError, OverflowError, OSError):
+            raise InvalidRequest("cursor is not one this service returned") from None
+        if not entry_id or len(entry_id) > 64:
+            raise InvalidRequest("cursor is not one this service returned")
+        return cls(at, entry_id)
+
+
+@dataclass(frozen=True)
+class Page:
+    entries: list[ActivityDoc]
+    next: Cursor | None  # None: this page holds the oldest entry
+
+
+def parse_per_page(value: str | None) -> int:
+    if value is None or value == "":
+        return PER_PAGE
+    if not value.isdigit() or not 1 <= int(value) <= MAX_PER_PAGE:
+        raise InvalidRequest(f"perPage must be an integer from 1 to {MAX_PER_PAGE}")
+    return int(value)
+
+
+async def page(db: Db, account_id: str, *, per_page: int = PER_PAGE,
+               after: Cursor | None = None) -> Page:
+    """Up to `per_page` entries, newest first, older than `after` (a previous page's cursor)."""
+    found: list[ActivityDoc] = []
+    if after is not None:
+        # The rest of the cursor's millisecond: entries of one millisecond are few.
+        same = db.activity.find({"accountId": account_id, "at": after.at,
+                                 "_id": {"$lt": after.id}})
+        found = sorted(await same.to_list(), key=lambda doc: doc["_id"], reverse=True)
+        found = found[:per_page + 1]
+    if len(found) <= per_page:
+        older = await newest(db.activity, {"accountId": account_id}, "at",
+                             count=per_page + 1 - len(found), oldest=EPOCH,
+                             before=after.at if after else None,
+                             latest=utcnow() + CLOCK_SLACK)
+        found += older.docs
+    more = len(found) > per_page
+    found = found[:per_page]
+    last = found[-1] if found and more else None
+    return Page(found, Cursor(last["at"], last["_id"]) if last else None)
+
+
+def entry_json(doc: ActivityDoc) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": doc["_id"], "at": iso_utc(doc["at"]), "action": doc["action"],
+                           "actor": dict(doc["actor"])}
+    for name in ("target", "detail", "ip"):
+        if name in doc:
+            out[name] = doc[name]
+    return out
+
+
+def entry_row(doc: ActivityDoc) -> dict[str, str]:
+    """An entry as one flat row (the csv export): the detail as `name=value; ...`."""
+    detail = doc.get("detail") or {}
+    return {"at": iso_utc(doc["at"]), "action": doc["action"], "actorKind": doc["actor"]["kind"],
+            "actorId": doc["actor"]["id"], "actorLabel": doc["actor"]["label"],
+            "target": doc.get("target", ""),
+            "detail": "; ".join(f"{k}={v}" for k, v in sorted(detail.items())),
+            "ip": doc.get("ip", "")}

@@ -1,0 +1,77 @@
+"""GET /v1/activity: the account activity log, newest first, in pages or as an export.
+
+The export (`format=csv` or `jsonl`) streams the whole log page by page: memory holds one page,
+and each page's read has the usual database deadline (the export as a whole has none)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pymongo
+
+from vaultd.errors import InvalidRequest
+from vaultd.services.common.spreadsheet import safe_cell
+from vaultd.services.members import activity
+from vaultd.web.base import DB_DEADLINE_SECONDS, BaseHandler
+
+EXPORT_PAGE = activity.MAX_PER_PAGE
+FORMATS = ("json", "csv", "jsonl")
+
+
+class ActivityHandler(BaseHandler):
+    db_deadline = None  # an export's reads each get the deadline, the export none
+    paced = False  # an export's time is the client's reading
+
+    async def get(self) -> None:
+        assert self.account is not None
+        fmt = self.get_query_argument("format", "json")
+        if fmt not in FORMATS:
+            raise InvalidRequest("format must be json, csv or jsonl")
+        raw_cursor = self.get_query_argument("cursor", None)
+        after = activity.Cursor.decode(raw_cursor) if raw_cursor else None
+        if fmt == "json":
+            per_page = activity.parse_per_page(self.get_query_argument("perPage", None))
+            with pymongo.timeout(DB_DEADLINE_SECONDS):
+                page = await activity.page(self.ctx.db, self.account.id, per_page=per_page,
+                                           after=after)
+            self.send_json(200, {"entries": [activity.entry_json(doc) for doc in page.entries],
+                                 "next": page.next.encode() if page.next else None})
+            return
+        await self._export(fmt, after)
+
+    async def _export(self, fmt: str, after: activity.Cursor | None) -> None:
+        assert self.account is not None
+        csv_out = fmt == "csv"
+        self.set_header("Content-Type", "text/csv; charset=utf-8" if csv_out
+                        else "application/jsonl; charset=utf-8")
+        self.set_header("Content-Disposition", f'attachment; filename="activity.{fmt}"')
+        if csv_out:
+            self.write(",".join(activity.FIELDS) + "\r\n")
+        while True:
+            with pymongo.timeout(DB_DEADLINE_SECONDS):
+                page = await activity.page(self.ctx.db, self.account.id, per_page=EXPORT_PAGE,
+                                           after=after)
+            self.write(_csv_rows(page) if csv_out else _jsonl_rows(page))
+            await self.flush()
+            if page.next is None:
+                break
+            after = page.next
+        self.finish()
+
+
+def _csv_rows(page: activity.Page) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, activity.FIELDS, lineterminator="\r\n")
+    for doc in page.entries:
+        writer.writerow({k: safe_cell(v) for k, v in activity.entry_row(doc).items()})
+    return out.getvalue()
+
+
+def _jsonl_rows(page: activity.Page) -> str:
+    return "".join(json.dumps(activity.entry_json(doc), ensure_ascii=False) + "\n"
+                   for doc in page.entries)
+
+
+ROUTES = [(r"/v1/activity", ActivityHandler)]

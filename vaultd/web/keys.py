@@ -1,0 +1,36 @@
+"""An account's API keys over HTTP: list (never a key), create (the key shown once), revoke."""
+
+from __future__ import annotations
+
+from vaultd.services.members import keys
+from vaultd.services.members.members import parse_name, parse_role
+from vaultd.services.members.roles import Role
+from vaultd.web.members import MembersBase
+
+
+class KeysHandler(MembersBase):
+    async def get(self) -> None:
+        assert self.account is not None
+        found = await keys.list_keys(self.ctx.db, self.account.id)
+        self.send_json(200, {"keys": [keys.key_json(info) for info in found]})
+
+    async def post(self) -> None:
+        assert self.actor is not None
+        body = self.json_body()
+        role = Role.ADMIN if body.get("role") is None else parse_role(body.get("role"))
+        info, key = await keys.create(self.ctx.db, self.actor, name=parse_name(body.get("name")),
+                                      role=role, ip=self.caller_ip())
+        self.send_json(201, {**keys.key_json(info), "key": key})
+
+
+class KeyHandler(MembersBase):
+    async def delete(self, key_id: str) -> None:
+        assert self.actor is not None
+        await keys.revoke(self.ctx.db, self.actor, key_id, ip=self.caller_ip())
+        self.send_empty(204)
+
+
+ROUTES = [
+    (r"/v1/keys", KeysHandler),
+    (r"/v1/keys/([^/]+)", KeyHandler),
+]

@@ -1,0 +1,72 @@
+"""What each authenticated route and method needs: the one table every request is checked
+against (BaseHandler.prepare calls `require` with it before the handler runs).
+
+`make_app` refuses to start if a non-public route serves a method this table does not name,
+so a new route cannot be reachable without a decision here. The rule the table follows: a read
+(GET) needs READ, which every role holds; a change to files, links, rooms, agreements or a
+viewer's gate session needs CHANGE_CONTENT; a trace needs TRACE; the account itself (members,
+API keys, webhooks) needs MANAGE_ACCOUNT. Reads of the account's people and keys are READ: an
+auditor sees who can act on the account (never a key: only its prefix).
+
+Routes whose handler checks the key itself (`deferred_auth`, the page path) may need READ only:
+every role holds it, so skipping the check there refuses nobody (the audit holds this)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from vaultd.services.members.roles import Permission
+
+READ, CHANGE, TRACE, MANAGE = (Permission.READ, Permission.CHANGE_CONTENT, Permission.TRACE,
+                               Permission.MANAGE_ACCOUNT)
+
+ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
+    r"/v1/account": {"GET": READ},
+    r"/v1/files": {"GET": READ, "POST": CHANGE},
+    r"/v1/files/([^/]+)": {"GET": READ, "DELETE": CHANGE},
+    r"/v1/files/([^/]+)/download": {"GET": READ},
+    r"/v1/files/([^/]+)/access-log": {"GET": READ},
+    r"/v1/views": {"POST": CHANGE},
+    r"/v1/views/([^/]+)": {"GET": READ, "DELETE": CHANGE},
+    r"/v1/views/([^/]+)/pages/([^/]+)": {"GET": READ},
+    r"/v1/files/([^/]+)/revoke-views": {"POST": CHANGE},
+    r"/v1/files/([^/]+)/views": {"GET": READ},
+    r"/v1/files/([^/]+)/views/([^/]+)": {"DELETE": CHANGE},
+    r"/v1/views/([^/]+)/activity": {"POST": CHANGE},
+    r"/v1/views/([^/]+)/analytics": {"GET": READ},
+    r"/v1/files/([^/]+)/analytics": {"GET": READ},
+    r"/v1/webhooks": {"GET": READ, "POST": MANAGE},
+    r"/v1/webhooks/([^/]+)": {"DELETE": MANAGE},
+    r"/v1/webhooks/([^/]+)/deliveries": {"GET": READ},
+    r"/v1/trace": {"POST": TRACE},
+    r"/v1/views/([^/]+)/sessions": {"POST": CHANGE},
+    r"/v1/views/([^/]+)/sessions/([^/]+)/code": {"POST": CHANGE},
+    r"/v1/views/([^/]+)/sessions/([^/]+)/verify": {"POST": CHANGE},
+    r"/v1/views/([^/]+)/sessions/([^/]+)/passcode": {"POST": CHANGE},
+    r"/v1/views/([^/]+)/sessions/([^/]+)/agreement": {"POST": CHANGE},
+    r"/v1/room-views/([^/]+)/sessions": {"POST": CHANGE},
+    r"/v1/room-views/([^/]+)/sessions/([^/]+)/code": {"POST": CHANGE},
+    r"/v1/room-views/([^/]+)/sessions/([^/]+)/verify": {"POST": CHANGE},
+    r"/v1/room-views/([^/]+)/sessions/([^/]+)/passcode": {"POST": CHANGE},
+    r"/v1/room-views/([^/]+)/sessions/([^/]+)/agreement": {"POST": CHANGE},
+    r"/v1/agreements": {"GET": READ, "POST": CHANGE},
+    r"/v1/agreements/([^/]+)": {"GET": READ},
+    r"/v1/rooms": {"GET": READ, "POST": CHANGE},
+    r"/v1/rooms/([^/]+)": {"GET": READ, "PATCH": CHANGE, "DELETE": CHANGE},
+    r"/v1/rooms/([^/]+)/folders": {"POST": CHANGE},
+    r"/v1/rooms/([^/]+)/files": {"POST": CHANGE},
+    r"/v1/rooms/([^/]+)/items/([^/]+)": {"PATCH": CHANGE, "DELETE": CHANGE},
+    r"/v1/rooms/([^/]+)/index": {"GET": READ},
+    r"/v1/rooms/([^/]+)/views": {"POST": CHANGE},
+    r"/v1/rooms/([^/]+)/revoke-views": {"POST": CHANGE},
+    r"/v1/rooms/([^/]+)/access-log": {"GET": READ},
+    r"/v1/rooms/([^/]+)/analytics": {"GET": READ},
+    r"/v1/rooms/([^/]+)/preview": {"GET": READ},
+    r"/v1/room-views/([^/]+)": {"GET": READ, "DELETE": CHANGE},
+    r"/v1/room-views/([^/]+)/files/([^/]+)/pages/([^/]+)": {"GET": READ},
+    r"/v1/members": {"GET": READ, "POST": MANAGE},
+    r"/v1/members/([^/]+)": {"PATCH": MANAGE, "DELETE": MANAGE},
+    r"/v1/keys": {"GET": READ, "POST": MANAGE},
+    r"/v1/keys/([^/]+)": {"DELETE": MANAGE},
+    r"/v1/activity": {"GET": READ},
+}
