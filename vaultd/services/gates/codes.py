@@ -92,8 +92,8 @@ class EmailCodes:
         address = counters.address_key(reader.ip)
         if not await counters.take(self.db, f"code-link:{link.id}:{address}",
                                    SENDS_PER_LINK_HOUR, 3600):
-            raise TooManyRequests("too many codes sent for this link: try again within the hour",
-                                  retry_after=600)
+            raise TooManyRequests("too many codes sent for this link from this address: try "
+                                  "again within the hour", retry_after=600)
         if reader.ip and not await counters.take(self.db, f"code-ip:{address}",
                                                  SENDS_PER_IP_HOUR, 3600):
             raise TooManyRequests("too many codes sent to this address: try again within the "
