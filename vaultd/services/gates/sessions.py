@@ -50,7 +50,8 @@ async def open_session(db: Db, link: GatedLink, ip: str | None
     """A new session of `link`: (its id, shown once; its record). Counted against the link's
     maxOpens only when it has no gate to pass (it is then admitted at once); otherwise when
     its last gate is passed (`mark_passed`), so opening a link spends nothing."""
-    if session_gates(link.policy or {}):
+    gated = bool(session_gates(link.policy or {}))
+    if gated:
         await db.raw(link.records).update_one({"_id": link.id}, {"$inc": {"sessionsOpened": 1}})
     else:
         await count_open(db, link, session=True)
@@ -63,6 +64,8 @@ async def open_session(db: Db, link: GatedLink, ip: str | None
     }
     if ip:
         doc["ip"] = ip
+    if gated:
+        doc["countsWhenAdmitted"] = True
     await db.viewer_sessions.insert_one(doc)
     return session_id, doc
 
@@ -95,7 +98,9 @@ async def mark_passed(db: Db, link: GatedLink, session: ViewerSessionDoc, gate: 
     same update). The last gate passed is the link's open: counted against its maxOpens first,
     and a spent link passes nothing (NotFound, as an expired one)."""
     now = utcnow()
-    if not [left for left in pending(session_gates(link.policy or {}), session) if left != gate]:
+    last = not [left for left in pending(session_gates(link.policy or {}), session)
+                if left != gate]
+    if last and session.get("countsWhenAdmitted"):
         await count_open(db, link)
     session_id = new_token()
     renewed = await db.viewer_sessions.update_one(
