@@ -43,7 +43,7 @@ def gated(link: LinkDoc) -> GatedLink:
     """The link as its gates see it (`gated.file_link` without the file and account records)."""
     return GatedLink(link["_id"], "links", link["accountId"], link["viewerEmail"],
                      link["viewerName"], link["expiresAt"], link.get("policy"), "Acme",
-                     "minutes.pdf", file_id=link["fileId"])
+                     file_id=link["fileId"])
 
 
 async def test_an_ended_session_is_dropped_and_its_link_still_counts_it(db: Db) -> None:
