@@ -59,14 +59,20 @@ def new_session(api: httpx.Client, token: str, vault: VaultProcess) -> str:
     return session
 
 
-def send_code(api: httpx.Client, token: str, session: str, mail: MailServer) -> str:
+def send_code(api: httpx.Client, token: str, session: str, mail: MailServer,
+              vault: VaultProcess) -> tuple[str, str]:
+    """(The code from the delivered mail, the session's new id: the old one has ended.)"""
     before = mail.inbox.count()
     response = api.post(f"/views/{token}/sessions/{session}/code",
                         headers={"x-viewer-ip": "192.0.2.10"})
     assert response.status_code == 202, response.text
-    assert response.json() == {"sentTo": "a***@example.com", "expiresInSeconds": 600,
-                               "resendInSeconds": 30}
-    return code_in(mail.inbox.wait_for(before + 1))
+    body = response.json()
+    renewed: str = body.pop("sessionId")
+    assert renewed != session
+    vault.secrets.append(renewed)
+    assert body == {"sentTo": "a***@example.com", "expiresInSeconds": 600,
+                    "resendInSeconds": 30}
+    return code_in(mail.inbox.wait_for(before + 1)), renewed
 
 
 def test_the_reader_who_reads_the_mail_gets_pages_marked_verified(
@@ -74,7 +80,7 @@ def test_the_reader_who_reads_the_mail_gets_pages_marked_verified(
         tmp_path: Path) -> None:
     session = new_session(api, link, mailing_vault)
     before = mail.inbox.count()
-    code = send_code(api, link, session, mail)
+    code, session = send_code(api, link, session, mail, mailing_vault)
     message = mail.inbox.messages[before]
     assert message["To"] == "ann.reader@example.com"
     assert message["Subject"] == "Your verification code for Northwind Legal"
@@ -83,7 +89,10 @@ def test_the_reader_who_reads_the_mail_gets_pages_marked_verified(
     assert "Northwind Legal" in bodies["text/html"]
     assert not any(word in text for text in bodies.values() for word in ("http", "/v/", link))
     verify = f"/views/{link}/sessions/{session}/verify"
-    assert api.post(verify, json={"code": code}).json() == {"pending": []}
+    verified = api.post(verify, json={"code": code}).json()
+    assert verified["pending"] == []
+    session = verified["sessionId"]
+    mailing_vault.secrets.append(session)
     page = api.get(f"/views/{link}/pages/1", headers={"x-viewer-session": session,
                                                       "x-viewer-ip": "192.0.2.10"})
     assert page.status_code == 200
@@ -117,7 +126,7 @@ def test_a_forwarded_link_without_the_mailbox_gets_no_page(
 def test_guessing_codes_stops_after_five_tries(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
     session = new_session(api, link, mailing_vault)
-    code = send_code(api, link, session, mail)
+    code, session = send_code(api, link, session, mail, mailing_vault)
     verify = f"/views/{link}/sessions/{session}/verify"
     wrong = [f"{(int(code) + step) % 1_000_000:06d}" for step in range(1, 6)]
     for guess in wrong:
@@ -128,10 +137,33 @@ def test_guessing_codes_stops_after_five_tries(
                       "code must be the six digits from the mail")
 
 
+ARABIC_INDIC = str.maketrans("0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667"
+                                           "\u0668\u0669")
+FULL_WIDTH = str.maketrans("0123456789", "".join(chr(0xFF10 + n) for n in range(10)))
+
+
+def test_a_code_in_other_scripts_digits_is_refused_as_malformed(
+        api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
+    """The mailed code itself, typed in Arabic-Indic or full-width digits: refused with the
+    format's message, counting no try; the ASCII code still passes after it."""
+    session = new_session(api, link, mailing_vault)
+    code, session = send_code(api, link, session, mail, mailing_vault)
+    verify = f"/views/{link}/sessions/{session}/verify"
+    for digits in (ARABIC_INDIC, FULL_WIDTH):
+        typed = code.translate(digits)
+        assert typed != code and typed.isdigit()
+        assert_json_error(api.post(verify, json={"code": typed}), 400,
+                          "code must be the six digits from the mail")
+    for _ in range(4):  # the refused ones counted no try: four wrong ones leave the fifth
+        assert_json_error(api.post(verify, json={"code": f"{(int(code) + 1) % 10**6:06d}"}),
+                          403, "code is not correct")
+    assert api.post(verify, json={"code": code}).json()["pending"] == []
+
+
 def test_resending_waits_thirty_seconds(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
     session = new_session(api, link, mailing_vault)
-    send_code(api, link, session, mail)
+    _, session = send_code(api, link, session, mail, mailing_vault)
     response = api.post(f"/views/{link}/sessions/{session}/code")
     assert_json_error(response, 429,
                       "a code was sent less than 30 s ago: wait before asking again")
@@ -142,8 +174,8 @@ def test_a_code_from_one_session_does_not_verify_another(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
     first = new_session(api, link, mailing_vault)
     second = new_session(api, link, mailing_vault)
-    code = send_code(api, link, first, mail)
-    send_code(api, link, second, mail)
+    code, _ = send_code(api, link, first, mail, mailing_vault)
+    _, second = send_code(api, link, second, mail, mailing_vault)
     response = api.post(f"/views/{link}/sessions/{second}/verify", json={"code": code})
     assert_json_error(response, 403, "code is not correct")
 
@@ -157,7 +189,7 @@ def test_an_smtp_failure_is_a_503_and_the_reader_may_ask_again(
         assert_json_error(response, 503, "the verification code could not be sent; retry shortly")
     finally:
         mail.start()
-    send_code(api, link, session, mail)
+    send_code(api, link, session, mail, mailing_vault)
 
 
 def test_the_policy_with_verify_email_is_accepted_when_smtp_is_set(
@@ -181,11 +213,13 @@ def test_verifying_and_accepting_are_announced_by_signed_webhooks(
         session = api.post(f"/views/{token}/sessions").json()["sessionId"]
         mailing_vault.secrets.append(session)
         before = mail.inbox.count()
-        assert api.post(f"/views/{token}/sessions/{session}/code").status_code == 202
+        sent = api.post(f"/views/{token}/sessions/{session}/code")
+        assert sent.status_code == 202
         code = code_in(mail.inbox.wait_for(before + 1))
-        api.post(f"/views/{token}/sessions/{session}/verify", json={"code": code})
-        api.post(f"/views/{token}/sessions/{session}/agreement", json={"name": "Cy Reader"},
-                 headers={"x-viewer-ip": "192.0.2.77"})
+        verified = api.post(f"/views/{token}/sessions/{sent.json()['sessionId']}/verify",
+                            json={"code": code})
+        api.post(f"/views/{token}/sessions/{verified.json()['sessionId']}/agreement",
+                 json={"name": "Cy Reader"}, headers={"x-viewer-ip": "192.0.2.77"})
         receiver.wait_for(lambda seen: len(seen) >= 2)
         verified, accepted = receiver.of_type("view.verified"), receiver.of_type(
             "agreement.accepted")
@@ -210,17 +244,21 @@ def test_a_forwarded_link_page_without_verification_is_not_marked_verified(
     assert "bo.plain@example.com" in strip and "verified" not in strip
 
 
-def test_a_link_sends_at_most_ten_codes_an_hour(
+def test_a_link_sends_at_most_ten_codes_an_hour_to_one_address_and_locks_out_no_other(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
-    # Ten sessions may each ask once; the eleventh send of the hour is refused.
+    # Ten sessions from one address may each ask once; its eleventh send of the hour is
+    # refused, and the reader, from another address, still gets a code.
+    stranger = {"x-viewer-ip": "198.51.100.33"}
     for _ in range(10):
         session = new_session(api, link, mailing_vault)
-        assert api.post(f"/views/{link}/sessions/{session}/code").status_code == 202
+        assert api.post(f"/views/{link}/sessions/{session}/code",
+                        headers=stranger).status_code == 202
     session = new_session(api, link, mailing_vault)
-    response = api.post(f"/views/{link}/sessions/{session}/code")
-    assert_json_error(response, 429, "too many codes sent for this link: try again within the "
-                                     "hour")
+    response = api.post(f"/views/{link}/sessions/{session}/code", headers=stranger)
+    assert_json_error(response, 429, "too many codes sent for this link from this address: try "
+                                     "again within the hour")
     assert response.headers["Retry-After"] == "600"
+    send_code(api, link, new_session(api, link, mailing_vault), mail, mailing_vault)
 
 
 def test_one_address_gets_at_most_twenty_codes_an_hour(

@@ -112,10 +112,19 @@ def test_a_forwarded_link_opened_from_another_address_is_refused(
 
 def test_a_link_without_session_gates_is_spent_after_max_opens(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
+    """Without session gates, each session is one open: a proxy's, or a browser's cookie."""
     token = gated(api, pdf_file["id"], vault, maxOpens=2)
-    assert api.get(f"/views/{token}").status_code == 200
-    assert api.get(f"/views/{token}").status_code == 200
-    assert api.get(f"/views/{token}/pages/1").status_code == 200
-    assert_json_error(api.get(f"/views/{token}"), 404, LINK_GONE)
-    assert_json_error(api.get(f"/views/{token}/pages/1"), 404, LINK_GONE)
+    assert api.get(f"/views/{token}").status_code == 200  # the owner's details: not an open
+    first = api.post(f"/views/{token}/sessions")
+    assert first.status_code == 201 and first.json()["pending"] == []
+    vault.secrets.append(first.json()["sessionId"])
+    with httpx.Client(base_url=vault.url, timeout=60) as browser:
+        assert browser.get(f"/v/{token}").status_code == 200
+        vault.secrets.append(browser.cookies["vaultd_session"])
+        assert browser.get(f"/v/{token}").status_code == 200  # its cookie: the same open
+        assert browser.get(f"/v/{token}/pages/1").status_code == 200
+    headers = {"x-viewer-session": first.json()["sessionId"]}
+    assert api.get(f"/views/{token}/pages/1", headers=headers).status_code == 200
+    assert_json_error(api.post(f"/views/{token}/sessions"), 404, LINK_GONE)
+    assert_json_error(api.get(f"/views/{token}/pages/1", headers=headers), 404, LINK_GONE)
     assert_json_error(httpx.get(f"{vault.url}/v/{token}/status"), 404, LINK_GONE)

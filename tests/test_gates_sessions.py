@@ -48,6 +48,15 @@ def open_session(api: httpx.Client, token: str, vault: VaultProcess,
     return body
 
 
+def give_passcode(api: httpx.Client, token: str, sid: str, passcode: str = PASSCODE) -> str:
+    """The passcode given in session `sid`: the session's new id (the old one has ended)."""
+    response = api.post(f"/views/{token}/sessions/{sid}/passcode", json={"passcode": passcode})
+    assert response.status_code == 200, response.text
+    renewed: str = response.json()["sessionId"]
+    assert renewed != sid
+    return renewed
+
+
 def page(api: httpx.Client, token: str, session: str | None = None) -> httpx.Response:
     headers = {"x-viewer-session": session} if session else {}
     return api.get(f"/views/{token}/pages/1", headers=headers)
@@ -64,7 +73,10 @@ def test_a_passcode_link_serves_pages_only_in_a_session_that_gave_it(
     assert_json_error(api.post(f"/views/{token}/sessions/{sid}/passcode",
                                json={"passcode": "guess"}), 403, "passcode is not correct")
     response = api.post(f"/views/{token}/sessions/{sid}/passcode", json={"passcode": PASSCODE})
-    assert response.status_code == 200 and response.json() == {"pending": []}
+    assert response.status_code == 200 and response.json()["pending"] == []
+    assert_json_error(page(api, token, sid), 403, pending("passcode"))  # the old id has ended
+    sid = response.json()["sessionId"]
+    vault.secrets.append(sid)
     served = page(api, token, sid)
     assert served.status_code == 200 and served.headers["content-type"] == "image/jpeg"
     steps = [entry["detail"]["step"] for entry in
@@ -91,8 +103,7 @@ def test_a_session_replayed_on_another_link_is_unknown_there(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
     first = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
     second = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
-    sid = open_session(api, first, vault)["sessionId"]
-    api.post(f"/views/{first}/sessions/{sid}/passcode", json={"passcode": PASSCODE})
+    sid = give_passcode(api, first, open_session(api, first, vault)["sessionId"])
     assert page(api, first, sid).status_code == 200
     assert_json_error(page(api, second, sid), 403, pending("passcode"))
     assert_json_error(api.post(f"/views/{second}/sessions/{sid}/passcode",
@@ -102,21 +113,22 @@ def test_a_session_replayed_on_another_link_is_unknown_there(
 def test_a_session_from_before_a_revoke_serves_nothing(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
     token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
-    sid = open_session(api, token, vault)["sessionId"]
-    api.post(f"/views/{token}/sessions/{sid}/passcode", json={"passcode": PASSCODE})
+    sid = give_passcode(api, token, open_session(api, token, vault)["sessionId"])
     assert page(api, token, sid).status_code == 200
     assert api.delete(f"/views/{token}").status_code == 204
     assert_json_error(page(api, token, sid), 404, LINK_GONE)
     assert_json_error(api.post(f"/views/{token}/sessions"), 404, LINK_GONE)
 
 
-def test_max_opens_counts_sessions_then_the_link_is_spent(
+def test_max_opens_counts_sessions_that_passed_then_the_link_is_spent(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
     token = gated(api, pdf_file["id"], vault, passcode=PASSCODE, maxOpens=1)
-    sid = open_session(api, token, vault)["sessionId"]
-    api.post(f"/views/{token}/sessions/{sid}/passcode", json={"passcode": PASSCODE})
+    sid = give_passcode(api, token, open_session(api, token, vault)["sessionId"])
     assert page(api, token, sid).status_code == 200
-    assert_json_error(api.post(f"/views/{token}/sessions"), 404, LINK_GONE)
+    # Opening a session spends nothing; passing its last gate is the open beyond maxOpens.
+    other = open_session(api, token, vault)["sessionId"]
+    assert_json_error(api.post(f"/views/{token}/sessions/{other}/passcode",
+                               json={"passcode": PASSCODE}), 404, LINK_GONE)
     assert_json_error(page(api, token, sid), 404, LINK_GONE)
 
 
@@ -131,14 +143,15 @@ def test_an_agreement_is_accepted_only_by_the_post_with_a_typed_name(
                       headers={"x-viewer-session": sid, "x-agreement-accepted": "true"})
     assert_json_error(claimed, 403, pending("passcode", "agreement"))
     assert_json_error(api.post(accept, json={"name": "Ann Reader"}), 403, pending("passcode"))
-    api.post(f"/views/{token}/sessions/{sid}/passcode", json={"passcode": PASSCODE})
+    sid = give_passcode(api, token, sid)
+    accept = f"/views/{token}/sessions/{sid}/agreement"
     assert_json_error(page(api, token, sid), 403, pending("agreement"))
     assert_json_error(api.post(accept, json={"name": " "}), 400,
                       "name must be the reader's full name, typed (2 to 100 characters)")
     response = api.post(accept, json={"name": "Ann  Reader"},
                         headers={"x-viewer-ip": "192.0.2.4", "x-viewer-user-agent": "Tests/1"})
-    assert response.json() == {"pending": []}
-    assert page(api, token, sid).status_code == 200
+    assert response.json()["pending"] == []
+    assert page(api, token, response.json()["sessionId"]).status_code == 200
     entries = api.get(f"/files/{pdf_file['id']}/access-log?action=agreement").json()
     assert len(entries) == 1
     detail = entries[0]["detail"]

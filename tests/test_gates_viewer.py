@@ -135,12 +135,17 @@ def test_a_link_refused_from_this_address_says_why(
     assert "this link cannot be used from the viewer&#x27;s IP address." in response.text
 
 
-def test_max_opens_on_the_hosted_viewer_counts_browsers(
+def test_max_opens_on_the_hosted_viewer_counts_browsers_that_passed(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
     token = gated(api, pdf_file["id"], vault, passcode=PASSCODE, maxOpens=1)
     with open_gate(vault, token) as browser:
+        browser.post(f"/v/{token}/session/passcode", json={"passcode": PASSCODE})
         assert browser.get(f"/v/{token}").status_code == 200  # the same session: not counted
-    assert httpx.get(f"{vault.url}/v/{token}").status_code == 404  # a second browser
+        assert browser.get(f"/v/{token}/pages/1").status_code == 200
+    with open_gate(vault, token) as second:  # a second browser: the screens, nothing spent
+        passed = second.post(f"/v/{token}/session/passcode", json={"passcode": PASSCODE})
+        assert_json_error(passed, 404, LINK_GONE)  # its open is the one beyond maxOpens
+    assert httpx.get(f"{vault.url}/v/{token}").status_code == 404
 
 
 def test_browsers_without_a_cookie_open_at_most_sixty_sessions_an_hour_per_address(

@@ -90,6 +90,8 @@ def test_a_gated_link_adds_its_session_read_only(
     vault.secrets.append(session)
     passed = api.post(f"/views/{token}/sessions/{session}/passcode", json={"passcode": PASSCODE})
     assert passed.status_code == 200, passed.text
+    session = passed.json()["sessionId"]  # renewed as the gate was passed
+    vault.secrets.append(session)
     pages = page_commands(counter, lambda n: api.get(
         f"/views/{token}/pages/{n}", headers={"x-viewer-session": session}))
     assert most_pages(pages) == LINK_CHECK_AND_ENTRY + Counter({"viewer_sessions queries": 1})

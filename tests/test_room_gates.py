@@ -55,6 +55,16 @@ def open_session(api: httpx.Client, token: str, vault: VaultProcess) -> str:
     return session
 
 
+def give_passcode(api: httpx.Client, token: str, session: str, vault: VaultProcess) -> str:
+    """The passcode given in `session`: the session's new id (the old one has ended)."""
+    passed = api.post(f"/room-views/{token}/sessions/{session}/passcode",
+                      json={"passcode": PASSCODE})
+    assert passed.status_code == 200, passed.text
+    renewed: str = passed.json()["sessionId"]
+    vault.secrets.append(renewed)
+    return renewed
+
+
 def page(api: httpx.Client, token: str, file_id: str, session: str | None = None
          ) -> httpx.Response:
     headers = {"x-viewer-session": session} if session else {}
@@ -83,8 +93,9 @@ def test_a_forwarded_room_link_serves_no_page_without_a_session_that_passed(
     assert_json_error(page(api, token, file_id, session), 403, pending("passcode"))
     passed = api.post(f"/room-views/{token}/sessions/{session}/passcode",
                       json={"passcode": PASSCODE})
-    assert passed.status_code == 200 and passed.json() == {"pending": []}
-    served = page(api, token, file_id, session)
+    assert passed.status_code == 200 and passed.json()["pending"] == []
+    assert_json_error(page(api, token, file_id, session), 403, pending("passcode"))  # ended
+    served = page(api, token, file_id, passed.json()["sessionId"])
     assert served.status_code == 200 and served.headers["content-type"] == "image/jpeg"
     # The gate's entries are the room's: roomId, no fileId; the file's log has none of them.
     entries = api.get(f"/rooms/{room['id']}/access-log", params={"action": "verify"}).json()
@@ -131,8 +142,9 @@ def test_sessions_do_not_cross_between_file_links_and_room_links(
     vault.secrets.append(file_token)
     file_session = api.post(f"/views/{file_token}/sessions").json()["sessionId"]
     vault.secrets.append(file_session)
-    api.post(f"/views/{file_token}/sessions/{file_session}/passcode",
-             json={"passcode": PASSCODE})
+    file_session = api.post(f"/views/{file_token}/sessions/{file_session}/passcode",
+                            json={"passcode": PASSCODE}).json()["sessionId"]
+    vault.secrets.append(file_session)
     assert api.get(f"/views/{file_token}/pages/1",
                    headers={"x-viewer-session": file_session}).status_code == 200
     # A file link's passed session on the room link: nothing passed there.
@@ -140,9 +152,7 @@ def test_sessions_do_not_cross_between_file_links_and_room_links(
     assert_json_error(api.post(f"/room-views/{room_token}/sessions/{file_session}/passcode",
                                json={"passcode": PASSCODE}), 404, SESSION_GONE)
     # And the reverse: a room link's passed session on the file link.
-    room_session = open_session(api, room_token, vault)
-    api.post(f"/room-views/{room_token}/sessions/{room_session}/passcode",
-             json={"passcode": PASSCODE})
+    room_session = give_passcode(api, room_token, open_session(api, room_token, vault), vault)
     assert page(api, room_token, file_id, room_session).status_code == 200
     assert_json_error(api.get(f"/views/{file_token}/pages/1",
                               headers={"x-viewer-session": room_session}), 403,
@@ -168,7 +178,7 @@ def test_a_hosted_cookie_is_scoped_to_the_room_link_and_replays_nowhere_else(
         assert_json_error(browser.get(f"/r/{token}/files/{file_id}/pages/1"), 403,
                           pending("passcode"))
         passed = browser.post(f"/r/{token}/session/passcode", json={"passcode": PASSCODE})
-        assert passed.status_code == 200 and passed.json() == {"pending": []}
+        assert passed.status_code == 200 and passed.json() == {"pending": []}  # id: cookie only
         index = browser.get(f"/r/{token}")
         assert "room-item" in index.text and "Terms.pdf" in index.text
         assert 'id="pages"' in browser.get(f"/r/{token}/files/{file_id}").text
@@ -191,8 +201,7 @@ def test_a_session_from_before_a_revoke_ends_with_the_room_link(
         api: httpx.Client, room: dict[str, Any], vault: VaultProcess) -> None:
     file_id = room["file"]["id"]
     token = gated(api, room, vault, passcode=PASSCODE)
-    session = open_session(api, token, vault)
-    api.post(f"/room-views/{token}/sessions/{session}/passcode", json={"passcode": PASSCODE})
+    session = give_passcode(api, token, open_session(api, token, vault), vault)
     with hosted(vault, token) as browser:
         browser.post(f"/r/{token}/session/passcode", json={"passcode": PASSCODE})
         assert browser.get(f"/r/{token}/files/{file_id}/pages/1").status_code == 200
@@ -205,8 +214,7 @@ def test_a_session_from_before_a_revoke_ends_with_the_room_link(
     assert_json_error(page(api, token, file_id, session), 404, LINK_GONE)
     # Revoking all of a room's links ends theirs the same way.
     other = gated(api, room, vault, passcode=PASSCODE)
-    again = open_session(api, other, vault)
-    api.post(f"/room-views/{other}/sessions/{again}/passcode", json={"passcode": PASSCODE})
+    again = give_passcode(api, other, open_session(api, other, vault), vault)
     assert api.post(f"/rooms/{room['id']}/revoke-views").json() == {"revoked": 1}
     assert_json_error(page(api, other, file_id, again), 404, LINK_GONE)
 
@@ -224,30 +232,35 @@ def test_an_acceptance_is_only_the_post_and_comes_after_the_other_gates(
     assert_json_error(claimed, 403, pending("passcode", "agreement"))
     assert_json_error(api.post(f"{base}/agreement", json={"name": "Bo Reader"}), 403,
                       pending("passcode"))
-    api.post(f"{base}/passcode", json={"passcode": PASSCODE})
+    session = give_passcode(api, token, session, vault)
+    base = f"/room-views/{token}/sessions/{session}"
     assert_json_error(api.post(f"{base}/agreement", json={"accepted": True}), 400,
                       "name must be the reader's full name, typed (2 to 100 characters)")
     assert_json_error(page(api, token, file_id, session), 403, pending("agreement"))
     accepted = api.post(f"{base}/agreement", json={"name": "Bo Reader"},
                         headers={"x-viewer-user-agent": "RoomTest/1"})
-    assert accepted.json() == {"pending": []}
-    assert page(api, token, file_id, session).status_code == 200
+    assert accepted.json()["pending"] == []
+    assert page(api, token, file_id, accepted.json()["sessionId"]).status_code == 200
     entry = api.get(f"/rooms/{room['id']}/access-log", params={"action": "agreement"}).json()[0]
     assert entry["roomId"] == room["id"] and "fileId" not in entry
     assert (entry["detail"]["name"], entry["detail"]["version"]) == ("Bo Reader", 1)
 
 
-def test_max_opens_counts_sessions_of_a_gated_room_link_and_openings_of_another(
+def test_max_opens_counts_admitted_sessions_of_a_room_link_with_or_without_gates(
         api: httpx.Client, room: dict[str, Any], vault: VaultProcess) -> None:
     token = gated(api, room, vault, passcode=PASSCODE, maxOpens=2)
-    open_session(api, token, vault)
-    open_session(api, token, vault)
-    assert_json_error(api.post(f"/room-views/{token}/sessions"), 404, LINK_GONE)
+    waiting = open_session(api, token, vault)  # opened, not passed: nothing spent
+    give_passcode(api, token, open_session(api, token, vault), vault)
+    give_passcode(api, token, open_session(api, token, vault), vault)
+    assert_json_error(api.post(f"/room-views/{token}/sessions/{waiting}/passcode",
+                               json={"passcode": PASSCODE}), 404, LINK_GONE)
     assert_json_error(api.get(f"/room-views/{token}"), 404, LINK_GONE)  # spent: as expired
     assert httpx.get(f"{vault.url}/r/{token}").status_code == 404
     counted = gated(api, room, vault, maxOpens=2)
-    assert api.get(f"/room-views/{counted}").status_code == 200
-    assert httpx.get(f"{vault.url}/r/{counted}").status_code == 200
+    assert api.get(f"/room-views/{counted}").status_code == 200  # the owner's details: no open
+    assert httpx.get(f"{vault.url}/r/{counted}").status_code == 200  # a browser's session
+    open_session(api, counted, vault)  # a proxy's session: the second open
+    assert httpx.get(f"{vault.url}/r/{counted}").status_code == 404
     assert_json_error(api.get(f"/room-views/{counted}"), 404, LINK_GONE)
     log = api.get(f"/rooms/{room['id']}/access-log", params={"action": "room.view"}).json()
     assert len(log) == 2  # the refused opening wrote nothing
@@ -257,8 +270,7 @@ def test_a_session_ends_when_its_room_link_expires(
         api: httpx.Client, room: dict[str, Any], vault: VaultProcess) -> None:
     file_id = room["file"]["id"]
     token = gated(api, room, vault, passcode=PASSCODE)
-    session = open_session(api, token, vault)
-    api.post(f"/room-views/{token}/sessions/{session}/passcode", json={"passcode": PASSCODE})
+    session = give_passcode(api, token, open_session(api, token, vault), vault)
     assert page(api, token, file_id, session).status_code == 200
 
     async def expire(db: Any) -> None:  # standing in for time: the expiry set back

@@ -43,13 +43,18 @@ def session_of(api: httpx.Client, base: str, vault: VaultProcess) -> str:
     return session
 
 
-def send_code(api: httpx.Client, base: str, session: str, mail: MailServer) -> str:
+def send_code(api: httpx.Client, base: str, session: str, mail: MailServer,
+              vault: VaultProcess) -> tuple[str, str]:
+    """(The code from the delivered mail, the session's new id: the old one has ended.)"""
     before = mail.inbox.count()
     response = api.post(f"{base}/sessions/{session}/code", headers=VIEWER)
     assert response.status_code == 202, response.text
-    assert response.json() == {"sentTo": "a***@example.com", "expiresInSeconds": 600,
-                               "resendInSeconds": 30}
-    return code_in(mail.inbox.wait_for(before + 1))
+    body = response.json()
+    renewed: str = body.pop("sessionId")
+    vault.secrets.append(renewed)
+    assert body == {"sentTo": "a***@example.com", "expiresInSeconds": 600,
+                    "resendInSeconds": 30}
+    return code_in(mail.inbox.wait_for(before + 1)), renewed
 
 
 def test_room_link_codes_are_guessed_five_times_at_most_and_cross_no_link(
@@ -66,14 +71,15 @@ def test_room_link_codes_are_guessed_five_times_at_most_and_cross_no_link(
     page = f"{base}/files/{file['id']}/pages/1"
     # A code mailed for the file link's session verifies nothing on the room link.
     file_session = session_of(api, f"/views/{file_token}", mailing_vault)
-    file_code = send_code(api, f"/views/{file_token}", file_session, mail)
+    file_code, file_session = send_code(api, f"/views/{file_token}", file_session, mail,
+                                        mailing_vault)
     assert_json_error(api.post(f"{base}/sessions/{file_session}/verify",
                                json={"code": file_code}), 404,
                       "viewer session not found or ended: open a new one")
     session = session_of(api, base, mailing_vault)
     assert_json_error(api.post(f"{base}/sessions/{session}/verify", json={"code": file_code}),
                       400, "no code was sent in this session: ask for one")
-    code = send_code(api, base, session, mail)
+    code, session = send_code(api, base, session, mail, mailing_vault)
     verify = f"{base}/sessions/{session}/verify"
     for step in range(1, 6):
         guess = f"{(int(code) + step) % 1_000_000:06d}"
@@ -83,10 +89,10 @@ def test_room_link_codes_are_guessed_five_times_at_most_and_cross_no_link(
     assert_json_error(api.get(page, headers={"x-viewer-session": session}), 403, PENDING_EMAIL)
     # A new session and its own code: verified, the pages are served.
     again = session_of(api, base, mailing_vault)
-    fresh = send_code(api, base, again, mail)
-    assert api.post(f"{base}/sessions/{again}/verify", json={"code": fresh}).json() == {
-        "pending": []}
-    served = api.get(page, headers={"x-viewer-session": again})
+    fresh, again = send_code(api, base, again, mail, mailing_vault)
+    verified = api.post(f"{base}/sessions/{again}/verify", json={"code": fresh}).json()
+    assert verified["pending"] == []
+    served = api.get(page, headers={"x-viewer-session": verified["sessionId"]})
     assert served.status_code == 200 and served.headers["content-type"] == "image/jpeg"
     steps = [e["detail"]["step"] for e in
              api.get(f"/rooms/{room['id']}/access-log", params={"action": "verify"}).json()]

@@ -1,6 +1,7 @@
 """Viewer sessions do not pile up: a session that has ended is dropped by the database (TTL on
 its end time), while its link keeps counting the sessions it opened; and a link's latest
-sessions are read in bounded form, whatever how many it has. Against a real embedded
+sessions are read in bounded form, whatever how many it has; a gated session counts against
+`maxOpens` once, when its last gate is passed, under a new id. Against a real embedded
 SecantusDB, whose TTL pass is run at once through its admin command."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
 from vaultd.db import Db
+from vaultd.errors import NotFound
 from vaultd.records import LinkDoc
 from vaultd.services.gates import sessions
 from vaultd.services.gates.gated import GatedLink
@@ -41,7 +43,7 @@ def gated(link: LinkDoc) -> GatedLink:
     """The link as its gates see it (`gated.file_link` without the file and account records)."""
     return GatedLink(link["_id"], "links", link["accountId"], link["viewerEmail"],
                      link["viewerName"], link["expiresAt"], link.get("policy"), "Acme",
-                     "minutes.pdf", file_id=link["fileId"])
+                     file_id=link["fileId"])
 
 
 async def test_an_ended_session_is_dropped_and_its_link_still_counts_it(db: Db) -> None:
@@ -85,3 +87,35 @@ async def test_a_links_latest_sessions_are_read_in_bounded_form(
     assert shown[0]["createdAt"] > shown[-1]["createdAt"]
     read = await total_examined(db, list(recorder.queries))
     assert read <= 2 * 50 + 40, f"{read} sessions read for 50 shown"
+
+
+async def test_a_gated_session_is_counted_once_when_its_last_gate_is_passed(db: Db) -> None:
+    link = await new_link(db, policy={"maxOpens": 1, "passcodeHash": "-"}, opens=0)
+    first_id, first = await sessions.open_session(db, gated(link), None)
+    _, second = await sessions.open_session(db, gated(link), None)
+    counted = await db.links.find_one({"_id": link["_id"]}, {"sessionsOpened": 1, "opens": 1})
+    assert counted is not None and (counted["opens"], counted["sessionsOpened"]) == (0, 2)
+    renewed = await sessions.mark_passed(db, gated(link), first, "passcode")
+    assert renewed != first_id
+    assert await sessions.find_session(db, first_id) is None  # the old id has ended
+    found = await sessions.find_session(db, renewed)
+    assert found is not None and found["_id"] == first["_id"]
+    with pytest.raises(NotFound):  # the second admission is beyond maxOpens: the link is spent
+        await sessions.mark_passed(db, gated(link), second, "passcode")
+    spent = await db.links.find_one({"_id": link["_id"]}, {"opens": 1, "exhausted": 1})
+    assert spent is not None and (spent["opens"], spent.get("exhausted")) == (1, True)
+    kept = await db.viewer_sessions.find_one({"_id": second["_id"]})
+    assert kept is not None and kept["passed"] == {}  # nothing passed where nothing was counted
+
+
+async def test_a_session_counted_when_it_was_opened_is_not_counted_again(db: Db) -> None:
+    """Sessions opened before counting moved to the last gate were counted then: passing their
+    gate later does not count them a second time."""
+    link = await new_link(db, policy={"maxOpens": 1, "passcodeHash": "-"}, opens=1)
+    _, older = await sessions.open_session(db, gated(link), None)
+    await db.viewer_sessions.update_one({"_id": older["_id"]},
+                                        {"$unset": {"countsWhenAdmitted": ""}})
+    older.pop("countsWhenAdmitted")
+    await sessions.mark_passed(db, gated(link), older, "passcode")
+    counted = await db.links.find_one({"_id": link["_id"]}, {"opens": 1, "exhausted": 1})
+    assert counted is not None and counted["opens"] == 1 and "exhausted" not in counted

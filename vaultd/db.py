@@ -309,7 +309,7 @@ WALKS: dict[str, tuple[str, str]] = {
 
 LINK_COUNT_MIGRATION = "linkCount"
 ROOM_COUNT_MIGRATION = "roomCount"
-GATE_COUNTERS = "gate_counters"  # services.gates.counters: fixed windows with an expiry
+GATE_COUNTERS = "gate_counters"  # services.gates.counters: rolling windows with an expiry
 
 
 async def count_links_once(db: Db) -> None:

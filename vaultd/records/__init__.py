@@ -168,6 +168,8 @@ class ViewerSessionDoc(TypedDict):
     lastCodeAt: NotRequired[datetime]
     wrongPasscodes: NotRequired[int]
     acceptedName: NotRequired[str]
+    # True: counted against maxOpens when its last gate is passed (absent: counted when opened)
+    countsWhenAdmitted: NotRequired[bool]
 
 
 class AgreementDoc(TypedDict):

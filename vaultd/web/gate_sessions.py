@@ -2,7 +2,8 @@
 The proxy sends the session id back on pages as `x-viewer-session`. File links under
 `/v1/views/:token/sessions`, room links under `/v1/room-views/:token/sessions`: the same
 handlers and the same gate code (`services.gates`), on a `GatedLink`. `act` is the four
-actions, shared with the hosted viewer (`web.viewer_gates`)."""
+actions, shared with the hosted viewer (`web.viewer_gates`). Each action that succeeds answers
+the session's new `sessionId`: the one in its URL has ended."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from vaultd.errors import ServiceUnavailable
 from vaultd.records import ViewerSessionDoc
 from vaultd.services.gates import actions, gated, sessions
 from vaultd.services.gates.actions import Reader
+from vaultd.services.gates.check import Gates
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.gated import GatedLink
 from vaultd.services.rooms import reads
@@ -36,20 +38,25 @@ class ApiReaderMixin(ViewerIpMixin):
 
 
 async def act(ctx: AppContext, reader: Reader, link: GatedLink, session: ViewerSessionDoc,
-              action: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """One of a session's four actions, shared by the API and the hosted viewer:
-    (status, body)."""
+              action: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
+    """One of a session's four actions, shared by the API and the hosted viewer: (status,
+    body, the session's new id). Every action that succeeds renews the id, so an id known
+    before (planted, or seen) ends as the reader passes a gate with it."""
+    renewed: str | None = None
     if action == "code":
-        return 202, await mail_codes(ctx).send(link, session, reader)
-    if action == "verify":
-        pending = await mail_codes(ctx).verify(link, session, body.get("code"), reader)
-    elif action == "passcode":
-        pending = await actions.give_passcode(ctx.db, link, session, body.get("passcode"),
-                                              reader)
+        status, answer = 202, await mail_codes(ctx).send(link, session, reader)
     else:
-        pending = await actions.accept_agreement(ctx.db, link, session, body.get("name"),
-                                                 reader)
-    return 200, {"pending": pending}
+        if action == "verify":
+            pending, renewed = await mail_codes(ctx).verify(link, session, body.get("code"),
+                                                            reader)
+        elif action == "passcode":
+            pending, renewed = await actions.give_passcode(ctx.db, link, session,
+                                                           body.get("passcode"), reader)
+        else:
+            pending, renewed = await actions.accept_agreement(ctx.db, link, session,
+                                                              body.get("name"), reader)
+        status, answer = 200, {"pending": pending}
+    return status, answer, renewed or await sessions.renew(ctx.db, session)
 
 
 def mail_codes(ctx: AppContext) -> EmailCodes:
@@ -71,9 +78,12 @@ class SessionActionHandler(ApiReaderMixin):
 
     async def post(self, token: str, session_id: str) -> None:
         link = await self.own_link(token)
+        Gates().admit_open(link.policy, self.viewer_ip())
         session = await sessions.session_of(self.ctx.db, session_id, link)
         body = self.json_body() if self.action != "code" else {}
-        self.send_json(*await act(self.ctx, self.reader(), link, session, self.action, body))
+        status, answer, renewed = await act(self.ctx, self.reader(), link, session,
+                                            self.action, body)
+        self.send_json(status, {**answer, "sessionId": renewed})
 
 
 class SendCodeHandler(SessionActionHandler):

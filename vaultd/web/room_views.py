@@ -15,7 +15,7 @@ from vaultd.records import RoomDoc, RoomLinkDoc
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.gates import gated, sessions
 from vaultd.services.gates.check import Gates
-from vaultd.services.gates.policy import policy_json, session_gates
+from vaultd.services.gates.policy import policy_json
 from vaultd.services.links import links
 from vaultd.services.links.links import OpenLink
 from vaultd.services.pages.page_path import PageRequest
@@ -23,7 +23,7 @@ from vaultd.services.rooms import activity, reads, room_links, tree
 from vaultd.web.analytics import report_activity
 from vaultd.web.base import BaseHandler
 from vaultd.web.viewer_base import ViewerBase
-from vaultd.web.viewer_gates import guard, passed_every_gate
+from vaultd.web.viewer_gates import admitted_session, guard, refused_here
 from vaultd.web.views import ViewerIpMixin
 
 
@@ -45,8 +45,6 @@ class RoomViewHandler(ViewerIpMixin):
         gated_link = gated.room_link(link, room, account)
         policy = gated_link.policy
         Gates().admit_open(policy, self.viewer_ip())
-        if policy is not None and not session_gates(policy):  # maxOpens counts openings here
-            await sessions.count_open(self.ctx.db, gated_link)
         details = await _opening(self, link, room, account, self.viewer_ip())
         if policy is not None:  # a link without one answers exactly as before
             details["policy"] = policy_json(policy)
@@ -112,25 +110,27 @@ class RoomDocumentBase(ViewerBase):
 
 
 class RoomDocumentPageHandler(RoomDocumentBase):
-    """GET /r/<token>/files/<fileId>: the document in the existing viewer; a gated link
-    without a session that passed every gate goes to the index, whose screens pass them."""
+    """GET /r/<token>/files/<fileId>: the document in the existing viewer. A gated link is
+    admitted first (refused from a refused address or before `notBefore`, as every route of
+    it); without a session that was admitted it goes to the index, whose screens pass the
+    gates."""
 
     async def get(self, token: str, file_id: str) -> None:
         try:
             opened = await self.document(token, file_id)
-            if "policy" in opened.link and not await self.passed(token):
-                self.redirect(f"/r/{token}", status=303)
-                return
+            if "policy" in opened.link:
+                link, room, account = await reads.open_room(self.ctx.db, token)
+                gated_link = gated.room_link(link, room, account)
+                if refused_here(self, gated_link):
+                    return
+                if not await admitted_session(self, gated_link):
+                    self.redirect(f"/r/{token}", status=303)
+                    return
         except NotFound:
             self.set_status(404)
             self.render("not_available.html")
             return
         self.render("viewer.html", details=links.link_details(opened))
-
-
-    async def passed(self, token: str) -> bool:
-        link, room, account = await reads.open_room(self.ctx.db, token)
-        return await passed_every_gate(self, gated.room_link(link, room, account))
 
 
 class RoomImageHandler(RoomDocumentBase):

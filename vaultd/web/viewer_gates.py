@@ -6,7 +6,8 @@ The cookie holds the session id: HttpOnly, SameSite=Strict, Secure when `public_
 Path=/v/<token> or /r/<token> (sent to this link only), ending with the session (24 h, or the
 link's expiry).
 Actions take JSON only, so a cross-site form cannot post them, and SameSite keeps the cookie
-off cross-site requests anyway."""
+off cross-site requests anyway. Each action that succeeds sets the session's new id in the
+cookie (`gate_sessions.act`): a cookie planted before it has ended."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from vaultd.records import ViewerSessionDoc
 from vaultd.services.gates import actions, agreements, counters, gated, sessions
 from vaultd.services.gates.actions import Reader
 from vaultd.services.gates.check import Gates
-from vaultd.services.gates.codes import RESEND_SECONDS, masked
+from vaultd.services.gates.codes import RESEND_SECONDS
 from vaultd.services.gates.gated import GatedLink
 from vaultd.services.gates.policy import session_gates
 from vaultd.services.links.links import LINK_NOT_FOUND
@@ -53,21 +54,17 @@ def set_session_cookie(handler: ViewerBase, path: str, session_id: str,
 
 async def guard(handler: ViewerBase, token: str, link: GatedLink) -> bool:
     """Whether the gate screens were answered instead of the document or room (True), for a
-    link with a policy. Opening counts against maxOpens: one session per browser, or one
-    view (a room: one opening)."""
+    link with a policy. A link with session gates or `maxOpens` is read in a cookie session:
+    one per browser, counted as one open once its last gate is passed (no gate: at once)."""
     assert link.policy is not None
-    try:
-        Gates().admit_open(link.policy, handler.client_ip())
-    except Forbidden as refused:
-        handler.set_status(403)
-        handler.render("gate.html", details=None, refused=refused.message, screen=None)
+    if refused_here(handler, link):
         return True
-    if not session_gates(link.policy):
-        await sessions.count_open(handler.ctx.db, link)
+    if not session_gates(link.policy) and "maxOpens" not in link.policy:
         return False
     session = await sessions.find_session(handler.ctx.db, handler.get_cookie(COOKIE))
     if not sessions.is_current(session, link.id):
-        if not await counters.take(handler.ctx.db, f"sessions:{link.id}:{handler.client_ip()}",
+        address = counters.address_key(handler.client_ip())
+        if not await counters.take(handler.ctx.db, f"sessions:{link.id}:{address}",
                                    SESSIONS_PER_ADDRESS_HOUR, 3600):
             handler.set_status(429)
             handler.render("gate.html", details=None, refused=TOO_MANY_SESSIONS, screen=None)
@@ -83,10 +80,22 @@ async def guard(handler: ViewerBase, token: str, link: GatedLink) -> bool:
     return True
 
 
-async def passed_every_gate(handler: ViewerBase, link: GatedLink) -> bool:
-    """Whether the browser's cookie names a current session of `link` that passed all of its
-    session gates (a gated room's document pages need one)."""
-    if link.policy is None or not session_gates(link.policy):
+def refused_here(handler: ViewerBase, link: GatedLink) -> bool:
+    """`admit_open` for a hosted page: the refusal page (403) answered when it refuses."""
+    try:
+        Gates().admit_open(link.policy, handler.client_ip())
+    except Forbidden as refused:
+        handler.set_status(403)
+        handler.render("gate.html", details=None, refused=refused.message, screen=None)
+        return True
+    return False
+
+
+async def admitted_session(handler: ViewerBase, link: GatedLink) -> bool:
+    """Whether the browser's cookie names a current session of `link` that was admitted (every
+    session gate passed; a link with `maxOpens`: any session, each is counted when admitted)."""
+    if link.policy is None or (not session_gates(link.policy)
+                               and "maxOpens" not in link.policy):
         return True
     session = await sessions.find_session(handler.ctx.db, handler.get_cookie(COOKIE))
     current = session if sessions.is_current(session, link.id) else None
@@ -94,17 +103,16 @@ async def passed_every_gate(handler: ViewerBase, link: GatedLink) -> bool:
 
 
 async def screen(handler: ViewerBase, link: GatedLink, pending: list[str]) -> dict[str, Any]:
-    """What the gate page shows: the first pending gate, and the agreement's text."""
+    """What the gate page shows: the first pending gate, and the agreement's text. Of the link,
+    only the account's brand: the document's name, its reader and their address are for a
+    reader who passed every gate, not for whoever holds the token."""
     agreement = None
     if "agreement" in pending:
         assert link.policy is not None
         agreement = await agreements.version_of(handler.ctx.db, link.policy["agreement"])
-    name, email = link.viewer_name, link.viewer_email
-    return {"details": {"title": link.title, "brand": link.brand,
-                        # The address is what the reader proves: never shown whole before that.
-                        "viewerName": masked(email) if name == email else name},
+    return {"details": {"brand": link.brand},
             "screen": {"gate": pending[0], "pending": pending, "agreement": agreement,
-                       "maskedEmail": masked(email), "resendSeconds": RESEND_SECONDS}}
+                       "resendSeconds": RESEND_SECONDS}}
 
 
 class ViewerSessionActionHandler(ViewerBase):
@@ -120,7 +128,11 @@ class ViewerSessionActionHandler(ViewerBase):
         Gates().admit_open(link.policy, self.client_ip())
         session = await sessions.session_of(self.ctx.db, self.get_cookie(COOKIE), link)
         body = self.json_body() if action != "code" else {}
-        self.send_json(*await act(self.ctx, reader_of(self), link, session, action, body))
+        status, answer, renewed = await act(self.ctx, reader_of(self), link, session, action,
+                                            body)
+        # The new id only in the HttpOnly cookie: the page's script never holds it.
+        set_session_cookie(self, cookie_path(link, token), renewed, session)
+        self.send_json(status, answer)
 
 
 class RoomSessionActionHandler(ViewerSessionActionHandler):

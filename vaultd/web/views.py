@@ -8,9 +8,9 @@ from datetime import timedelta
 from vaultd.services.analytics import engagement, link_listing
 from vaultd.services.common import access_log
 from vaultd.services.files.files import PER_PAGE_DEFAULT, PER_PAGE_MAX
-from vaultd.services.gates import gated, sessions
+from vaultd.services.gates import sessions
 from vaultd.services.gates.check import Gates
-from vaultd.services.gates.policy import parse_policy, policy_json, session_gates
+from vaultd.services.gates.policy import parse_policy, policy_json
 from vaultd.services.links import links
 from vaultd.services.pages.page_path import PageRequest
 from vaultd.timefmt import iso_utc, utcnow
@@ -48,8 +48,6 @@ class LinkHandler(ViewerIpMixin):
         opened = await self.ctx.pages.open_link(token, self.account)
         policy = opened.link.get("policy")
         Gates().admit_open(policy, self.viewer_ip())
-        if policy is not None and not session_gates(policy):  # maxOpens counts views here
-            await sessions.count_open(self.ctx.db, gated.file_link(opened))
         await access_log.record(self.ctx.db, self.account.id, opened.file["_id"], "view",
                                 viewer_email=opened.link["viewerEmail"], ip=self.viewer_ip())
         await engagement.link_opened(self.ctx.db, opened, self.viewer_ip())

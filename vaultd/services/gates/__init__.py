@@ -3,7 +3,7 @@
     policy      parsing and validating `POST /v1/views`'s `policy`, and showing it back
     passcodes   the passcode's slow hash (scrypt)
     agreements  immutable, versioned agreement texts (NDAs)
-    counters    fixed-window counters in the database, shared by every vaultd process
+    counters    rolling-window counters in the database, shared by every vaultd process
     sessions    viewer sessions: the gates one reader of one link has passed
     codes       email codes: drawn, sent, checked
     mail        the code's mail, sent over SMTP

@@ -1,7 +1,11 @@
 """What a reader does inside a viewer session: open one, give the passcode, accept the
 agreement (email codes: `codes`). The hosted viewer and the proxy API both call these, for a
 file link or a room link alike (`gated.GatedLink`); only these calls pass a gate, whatever a
-client claims."""
+client claims.
+
+An action that succeeds renews the session's id (`sessions.mark_passed`, `sessions.renew`):
+the caller hands the new id back (the API's body, the hosted viewer's cookie), and the id the
+action was asked under has ended."""
 
 from __future__ import annotations
 
@@ -20,8 +24,11 @@ from vaultd.services.gates.passcodes import passcode_matches
 from vaultd.services.gates.policy import session_gates
 
 PASSCODE_TRIES_PER_SESSION = 5
-PASSCODE_TRIES_PER_LINK_HOUR = 30
+# Per address (and link), over a rolling hour: a stranger's wrong tries never lock the link for
+# its reader, who tries from another address (`counters.address_key`).
+PASSCODE_TRIES_PER_ADDRESS_HOUR = 30
 WRONG_PASSCODE = "passcode is not correct"
+TOO_MANY_FROM_ADDRESS = "too many passcode tries from this address: try again later"
 NAME_LENGTH = (2, 100)
 
 
@@ -51,22 +58,25 @@ def require_gate(link: GatedLink, gate: str) -> PolicyDoc:
 
 
 async def give_passcode(db: Db, link: GatedLink, session: ViewerSessionDoc, value: Any,
-                        reader: Reader) -> list[str]:
-    """Check the passcode; every try counts (5 per session, 30 an hour per link)."""
+                        reader: Reader) -> tuple[list[str], str | None]:
+    """Check the passcode; every try counts (5 per session, 30 an hour per address and link):
+    (the gates still pending, the session's new id if the passcode passed now)."""
     policy = require_gate(link, "passcode")
     if not isinstance(value, str) or not value:
         raise InvalidRequest("passcode is required")
+    renewed = None
     if "passcode" not in session["passed"]:
-        await _count_passcode_try(db, session, link.id)
+        await _count_passcode_try(db, session, link.id, reader.ip)
         if not await passcode_matches(value, policy["passcodeHash"]):
             await events.verify_entry(db, link, "passcode-wrong", reader.ip)
             raise Forbidden(WRONG_PASSCODE)
-        await sessions.mark_passed(db, session, "passcode")
+        renewed = await sessions.mark_passed(db, link, session, "passcode")
         await events.verify_entry(db, link, "passcode", reader.ip)
-    return pending_of(link, session)
+    return pending_of(link, session), renewed
 
 
-async def _count_passcode_try(db: Db, session: ViewerSessionDoc, link_id: str) -> None:
+async def _count_passcode_try(db: Db, session: ViewerSessionDoc, link_id: str,
+                              ip: str | None) -> None:
     # Counted before the check, atomically: concurrent tries cannot exceed the limit.
     counted = await db.viewer_sessions.find_one_and_update(
         {"_id": session["_id"], "wrongPasscodes": {"$not": {"$gte": PASSCODE_TRIES_PER_SESSION}}},
@@ -74,13 +84,13 @@ async def _count_passcode_try(db: Db, session: ViewerSessionDoc, link_id: str) -
     if counted is None:
         raise TooManyRequests("too many passcode tries in this session: open a new session",
                               retry_after=1)
-    if not await counters.take(db, f"passcode:{link_id}", PASSCODE_TRIES_PER_LINK_HOUR, 3600):
-        raise TooManyRequests("too many passcode tries for this link: try again within the hour",
-                              retry_after=600)
+    if not await counters.take(db, f"passcode:{link_id}:{counters.address_key(ip)}",
+                               PASSCODE_TRIES_PER_ADDRESS_HOUR, 3600):
+        raise TooManyRequests(TOO_MANY_FROM_ADDRESS, retry_after=600)
 
 
 async def accept_agreement(db: Db, link: GatedLink, session: ViewerSessionDoc, name: Any,
-                           reader: Reader) -> list[str]:
+                           reader: Reader) -> tuple[list[str], str | None]:
     """Record the acceptance of the link's agreement version under the typed full name. The
     other gates come first: the name is then typed by the verified reader."""
     policy = require_gate(link, "agreement")
@@ -92,10 +102,12 @@ async def accept_agreement(db: Db, link: GatedLink, session: ViewerSessionDoc, n
     if not low <= len(typed) <= high:
         raise InvalidRequest(f"name must be the reader's full name, typed ({low} to {high} "
                              "characters)")
+    renewed = None
     if "agreement" not in session["passed"]:
         agreement = await agreements.version_of(db, policy["agreement"])
-        await sessions.mark_passed(db, session, "agreement", {"acceptedName": typed})
+        renewed = await sessions.mark_passed(db, link, session, "agreement",
+                                             {"acceptedName": typed})
         await events.announce(db, link, "agreement.accepted", "agreement", reader.ip, {
             "agreementId": agreement["agreementId"], "version": agreement["version"],
             "sha256": agreement["sha256"], "name": typed, "userAgent": reader.user_agent})
-    return pending_of(link, session)
+    return pending_of(link, session), renewed

@@ -3,10 +3,13 @@
     timing     not before `notBefore` (403 naming the time)
     address    the viewer's IP inside one of `allowedIps` (403)
     session    every session gate (verifyEmail, passcode, agreement) passed in a current
-               session of this link (403 naming what is pending)
+               session of this link (403 naming what is pending); a link with `maxOpens`
+               needs such a session even without session gates: the session is the unit its
+               opens are counted in (`sessions.open_session`, `sessions.mark_passed`)
 
-`admit_open` runs the first two when a link is opened (details, hosted page, a new session);
-both take the policy of a file link or of a room link (`gated.GatedLink`) alike.
+`admit_open` runs the first two on every request about a gated link that is not a page (details,
+hosted page, a room's document page, a new session, a session's actions); both take the policy
+of a file link or of a room link (`gated.GatedLink`) alike.
 `admit_page` runs all three in the page path's authorise stage, on the link record it already
 read: a link without a policy costs nothing more, and a gated link's session is read in the
 same round trip as the link (`PagePath.authorise`).
@@ -29,6 +32,8 @@ from vaultd.timefmt import iso_utc, utcnow
 
 IP_REQUIRED = "this link is limited to listed addresses: the viewer's IP is needed (x-viewer-ip)"
 IP_REFUSED = "this link cannot be used from the viewer's IP address"
+OPEN_NEEDED = ("this link counts its opens: pages need a viewer session that opened it "
+               "(open the link first)")
 
 
 def pending_message(pending: list[str]) -> str:
@@ -71,10 +76,14 @@ class Gates:
 
     def session(self, policy: PolicyDoc, link_id: str,
                 session: ViewerSessionDoc | None) -> None:
+        """A link with session gates or `maxOpens` serves a session that was admitted: its
+        last gate passed, or (no gate to pass) opened, either way counted as one open."""
         gates = session_gates(policy)
-        if not gates:
+        if not gates and "maxOpens" not in policy:
             return
         current = session if sessions.is_current(session, link_id) else None
         left = sessions.pending(gates, current)
         if left:
             raise Forbidden(pending_message(left))
+        if current is None:
+            raise Forbidden(OPEN_NEEDED)

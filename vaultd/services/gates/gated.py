@@ -28,8 +28,7 @@ class GatedLink:
     viewer_name: str
     expires_at: datetime
     policy: PolicyDoc | None
-    brand: str  # the account's, for the code's mail and the gate screens
-    title: str  # what the gate screens name: the file's name, or the room's
+    brand: str  # the account's: the code's mail and the gate screens name only it
     file_id: str | None = None  # a file link's file
     room_id: str | None = None  # a room link's room
 
@@ -48,10 +47,10 @@ def file_link(opened: OpenLink) -> GatedLink:
     link = opened.link
     return GatedLink(link["_id"], "links", link["accountId"], link["viewerEmail"],
                      link["viewerName"], link["expiresAt"], link.get("policy"),
-                     opened.account.brand, opened.file["name"], file_id=link["fileId"])
+                     opened.account.brand, file_id=link["fileId"])
 
 
 def room_link(link: RoomLinkDoc, room: RoomDoc, account: Account) -> GatedLink:
     return GatedLink(link["_id"], "room_links", link["accountId"], link["viewerEmail"],
                      link["viewerName"], link["expiresAt"], link.get("policy"), account.brand,
-                     room["name"], room_id=link["roomId"])
+                     room_id=link["roomId"])

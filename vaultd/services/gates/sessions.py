@@ -1,11 +1,12 @@
 """Viewer sessions: the gates one reader of one link has passed.
 
 A session id is a secret like a view token: 32 random bytes, handed out once, stored only as
-its SHA-256. A session belongs to one link (`linkId`: a file link's or a room link's id, both
-UUIDs drawn apart, `gated.GatedLink`), ends 24 h after it was
-opened or with the link, whichever is first, and is judged with the link on every request: a
-revoked or expired link ends its sessions at once, and a session replayed on another link is
-unknown there."""
+its SHA-256, and renewed by every action that succeeds in it (`renew`, `mark_passed`): an id
+known before a gate was passed (planted in the reader's browser, say) ends at that moment.
+A session belongs to one link (`linkId`: a file link's or a room link's id, both UUIDs drawn
+apart, `gated.GatedLink`), ends 24 h after it was opened or with the link, whichever is first,
+and is judged with the link on every request: a revoked or expired link ends its sessions at
+once, and a session replayed on another link is unknown there."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from vaultd.records import ViewerSessionDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.common.newest import newest
 from vaultd.services.gates.gated import GatedLink
+from vaultd.services.gates.policy import session_gates
 from vaultd.services.links.links import LINK_NOT_FOUND
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -45,8 +47,14 @@ async def count_open(db: Db, link: GatedLink, *, session: bool = False) -> None:
 
 async def open_session(db: Db, link: GatedLink, ip: str | None
                        ) -> tuple[str, ViewerSessionDoc]:
-    """A new session of `link` (counted against its maxOpens): (its id, shown once; its record)."""
-    await count_open(db, link, session=True)
+    """A new session of `link`: (its id, shown once; its record). Counted against the link's
+    maxOpens only when it has no gate to pass (it is then admitted at once); otherwise when
+    its last gate is passed (`mark_passed`), so opening a link spends nothing."""
+    gated = bool(session_gates(link.policy or {}))
+    if gated:
+        await db.raw(link.records).update_one({"_id": link.id}, {"$inc": {"sessionsOpened": 1}})
+    else:
+        await count_open(db, link, session=True)
     now = utcnow()
     session_id = new_token()
     doc: ViewerSessionDoc = {
@@ -56,6 +64,8 @@ async def open_session(db: Db, link: GatedLink, ip: str | None
     }
     if ip:
         doc["ip"] = ip
+    if gated:
+        doc["countsWhenAdmitted"] = True
     await db.viewer_sessions.insert_one(doc)
     return session_id, doc
 
@@ -82,13 +92,36 @@ async def session_of(db: Db, session_id: str | None, link: GatedLink) -> ViewerS
     return session
 
 
-async def mark_passed(db: Db, session: ViewerSessionDoc, gate: str,
-                      extra: dict[str, Any] | None = None) -> datetime:
+async def mark_passed(db: Db, link: GatedLink, session: ViewerSessionDoc, gate: str,
+                      extra: dict[str, Any] | None = None) -> str:
+    """`gate` passed in `session`, under a new session id (returned; the old one ends in the
+    same update). The last gate passed is the link's open: counted against its maxOpens first,
+    and a spent link passes nothing (NotFound, as an expired one)."""
     now = utcnow()
-    await db.viewer_sessions.update_one(
-        {"_id": session["_id"]}, {"$set": {f"passed.{gate}": now, **(extra or {})}})
+    last = not [left for left in pending(session_gates(link.policy or {}), session)
+                if left != gate]
+    if last and session.get("countsWhenAdmitted"):
+        await count_open(db, link)
+    session_id = new_token()
+    renewed = await db.viewer_sessions.update_one(
+        {"_id": session["_id"], "hash": session["hash"]},
+        {"$set": {f"passed.{gate}": now, "hash": digest(session_id), **(extra or {})}})
+    if not renewed.modified_count:  # renewed meanwhile by another action: this id has ended
+        raise NotFound(SESSION_NOT_FOUND)
     session["passed"][gate] = now
-    return now
+    session["hash"] = digest(session_id)
+    return session_id
+
+
+async def renew(db: Db, session: ViewerSessionDoc) -> str:
+    """A new id for `session` after an action that passed no gate; the old id ends at once."""
+    session_id = new_token()
+    renewed = await db.viewer_sessions.update_one(
+        {"_id": session["_id"], "hash": session["hash"]}, {"$set": {"hash": digest(session_id)}})
+    if not renewed.modified_count:
+        raise NotFound(SESSION_NOT_FOUND)
+    session["hash"] = digest(session_id)
+    return session_id
 
 
 def pending(gates: list[str], session: ViewerSessionDoc | None) -> list[str]:

@@ -14,6 +14,8 @@
     "passcode is not correct": "That passcode is not correct.",
     "too many passcode tries in this session: open a new session":
       "Too many wrong passcodes. Reload the page to try again.",
+    "too many passcode tries from this address: try again later":
+      "Too many wrong passcodes from this network. Try again later.",
     "viewer session not found or ended: open a new one":
       "Your session has ended. Reload the page to start again.",
   };
@@ -80,7 +82,10 @@
     }
     say("");
     const intro = document.getElementById("code-intro");
-    if (intro && intro.firstChild) intro.firstChild.textContent = "We sent a six-digit code to ";
+    if (intro) {
+      intro.textContent = "We sent a six-digit code to the email address this document was " +
+        "shared with. The code is valid for 10 minutes.";
+    }
     document.getElementById("send-code").hidden = true;
     form.hidden = false;
     document.getElementById("resend-status").textContent = "";
