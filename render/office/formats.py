@@ -6,7 +6,8 @@ whole archive), checks the archive's declared sizes against a bomb's, and reads 
 `[Content_Types].xml` (OOXML) or `mimetype` (OpenDocument). Every XML part is then scanned,
 decompressed in bounded pieces and read in its own encoding (UTF-8 or UTF-16; any other is
 refused), for a DTD: neither family ever declares one, and a DTD is how billion-laughs entity
-expansion and external entities get in.
+expansion and external entities get in; a spreadsheet's sheets are measured on the way
+(`sheet_cost`: a used range over the cell budget is refused).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import IO, BinaryIO, cast
 
 from render.blobs import open_blob
 from render.model import DocumentSource, Unreadable
+from render.office.sheet_cost import Budget, SheetMeter, meter_for
 from render.office.xml_encoding import as_utf8
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -118,12 +120,14 @@ def _odf_kind(mimetype: bytes) -> str:
 
 
 def scan_parts(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo]) -> None:
+    budget = Budget()  # a spreadsheet's used range, all its sheets together
     for entry in entries:
         if entry.filename.endswith((".xml", ".rels")):
-            _scan_part(archive, entry)
+            _scan_part(archive, entry, meter_for(entry.filename, budget))
 
 
-def _scan_part(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> None:
+def _scan_part(archive: zipfile.ZipFile, entry: zipfile.ZipInfo,
+               meter: SheetMeter | None = None) -> None:
     """No DTD, and no element nested deeper than MAX_DEPTH, read in the part's own encoding
     (`xml_encoding.as_utf8`: UTF-16 decoded, others refused). In well-formed XML a raw '<' is
     only ever markup, so counting '<name', '</' and '/>' follows the depth (comments, CDATA and
@@ -140,6 +144,10 @@ def _scan_part(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> None:
                 if depth > MAX_DEPTH:
                     raise Unreadable(TOO_DEEP)
             tail = window[-16:]
+            if meter is not None:
+                meter.feed(piece)
+    if meter is not None:
+        meter.finish()
 
 
 def _pieces(member: IO[bytes], entry: zipfile.ZipInfo) -> Iterator[bytes]:
