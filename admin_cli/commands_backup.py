@@ -16,7 +16,7 @@ from admin_cli.output import emit
 from backends.base import BlobBackend
 from vaultd.config import Settings, settings_from
 from vaultd.db import Db
-from vaultd.services.storage import backup_manifest
+from vaultd.services.storage import backup_verify
 from vaultd.services.storage import restore as restoring
 from vaultd.services.storage.backup import create_backup
 from vaultd.services.storage.storage_tools import existing_keyring
@@ -71,11 +71,26 @@ def _created_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+KeyFile = Annotated[Path | None, typer.Option(
+    "--master-key-file", help="The vault's master key file (the backup does not hold it); "
+                              "default: the configured master key.")]
+AcceptUnauthenticated = Annotated[bool, typer.Option(
+    "--accept-unauthenticated",
+    help="Read a backup whose manifest carries no MAC (made by an older vaultd): its "
+         "checksums then show only accidents, not changes made on purpose.")]
+
+
 @app.command("verify")
-def verify(dest: BackupDir, as_json: JsonFlag = False) -> None:
-    """Check every checksum of a backup and that every file record's blob is in it; exit 1
-    naming the problems."""
-    summary = guarded(lambda: backup_manifest.verify_backup(dest).summary())
+def verify(dest: BackupDir, master_key_file: KeyFile = None,
+           accept_unauthenticated: AcceptUnauthenticated = False,
+           as_json: JsonFlag = False) -> None:
+    """Check the manifest's MAC under the master key, every checksum, that every file record's
+    blob is in the backup, and every copied blob's encryption tags; exit 1 naming the
+    problems."""
+    settings = guarded(STATE.settings)
+    summary = guarded(lambda: asyncio.run(backup_verify.verify_authentic(
+        dest, restoring.supplied_keyring(settings, master_key_file),
+        accept_unauthenticated)).summary())
     emit(summary, want_json(as_json), _verified_text(summary))
     if summary["problems"]:
         raise typer.Exit(1)
@@ -84,8 +99,11 @@ def verify(dest: BackupDir, as_json: JsonFlag = False) -> None:
 def _verified_text(summary: dict[str, Any]) -> str:
     lines = [f"problem: {problem}" for problem in summary["problems"]]
     verdict = "ok" if summary["ok"] else f"{len(summary['problems'])} problems"
-    lines.append(f"{verdict}: {summary['filesChecked']} files ({summary['bytesChecked']} bytes) "
-                 f"checked, {summary['fileRecordsChecked']} file records have their blobs; "
+    mac = "manifest MAC verified" if summary["manifestAuthenticated"] else (
+        "manifest NOT authenticated")
+    lines.append(f"{verdict}: {mac}, {summary['filesChecked']} files ({summary['bytesChecked']} "
+                 f"bytes) checked, {summary['blobsDecrypted']} blobs decrypted, "
+                 f"{summary['fileRecordsChecked']} file records have their blobs; "
                  f"backup of vaultd {summary['vaultVersion']} finished "
                  f"{summary['finishedAt']}")
     return "\n".join(lines)
@@ -98,14 +116,16 @@ def restore(
     master_key_file: Annotated[Path | None, typer.Option(
         "--master-key-file", help="The vault's master key file (the backup does not hold it); "
                                   "copied into the new data directory.")] = None,
+    accept_unauthenticated: AcceptUnauthenticated = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Rebuild a vault from a backup into a new data directory (or the empty database of
-    mongodb.uri), after checking the backup and the master key's fingerprint."""
+    mongodb.uri), after checking the backup (MAC, checksums, blobs) and the master key's
+    fingerprint."""
     settings = guarded(lambda: settings_from(STATE.config,
                                              {"data_dir": data_dir or STATE.data_dir}))
-    report = guarded(lambda: asyncio.run(restoring.restore_vault(settings, backup,
-                                                                 master_key_file)))
+    report = guarded(lambda: asyncio.run(restoring.restore_vault(
+        settings, backup, master_key_file, accept_unauthenticated)))
     emit(report, want_json(as_json), _restored_text(report))
     if report["absentFromStorage"]:
         raise typer.Exit(1)

@@ -32,6 +32,7 @@ from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
 from vaultd.services.storage.backup import BlobCopy, export_collection, prepare_destination
 from vaultd.services.storage.backup_manifest import collection_path, restorable_files
+from vaultd.services.storage.backup_seal import sealed
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -286,7 +287,9 @@ def test_restore_leaves_out_a_file_deleted_during_the_backup_and_recounts_usage(
     manifest = json.loads((copy / "manifest.json").read_text())
     gone = next(f for f in backed_up.before.files if f["kind"] == "delivery")
     manifest["deletedDuringBackup"] = [gone["id"]]
-    (copy / "manifest.json").write_text(json.dumps(manifest))
+    # As vault-admin writes it when a file goes during the backup: sealed under the vault's key.
+    resealed = sealed(manifest, MasterKeyring.load(backed_up.key_file))
+    (copy / "manifest.json").write_text(json.dumps(resealed))
     new = tmp_path / "restored"
     backed_up.vault.admin("restore", str(copy), "--data-dir", str(new), "--master-key-file",
                           str(backed_up.key_file))

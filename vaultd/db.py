@@ -8,6 +8,7 @@ can say `w=majority`); nothing here depends on transactions.
 from __future__ import annotations
 
 import itertools
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -163,6 +164,8 @@ def _uri_option(uri: str, name: str) -> str | None:
     return None
 
 
+log = logging.getLogger("vaultd.db")
+
 # While the database is unreachable a request must fail fast (a JSON 503 within 5 s, one
 # retried read included) rather than wait out the driver's 30 s default; a hung server is cut
 # after SOCKET_TIMEOUT_MS. URI options override these.
@@ -262,6 +265,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.rooms.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
     await db.room_items.create_index([("roomId", ASCENDING), ("parentId", ASCENDING)])
     await db.room_items.create_index([("fileId", ASCENDING)])  # a deleted file leaves every room
+    await one_place_per_room(db)
     await db.room_links.create_index([("hash", ASCENDING)], unique=True)
     await db.room_links.create_index([("roomId", ASCENDING)])
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
@@ -375,3 +379,32 @@ async def _number_endpoints_without_slot(db: Db) -> None:
         slot = next(number for number in itertools.count() if number not in taken)
         await db.webhook_endpoints.update_one({"_id": doc["_id"], "slot": {"$exists": False}},
                                               {"$set": {"slot": slot}})
+
+
+ROOM_FILE_INDEX = "roomId_fileId_unique"
+
+
+async def one_place_per_room(db: Db) -> None:
+    """A file is in a room at most once, held by a unique index that concurrent adds cannot
+    pass (`services.rooms.items.add_file`). Adds racing before it existed may have left a file
+    twice in a room, which would fail the index's build: the older item stays, the later ones
+    go (and their room's `itemCount` with them), once, before the index is built."""
+    if ROOM_FILE_INDEX in await db.room_items.index_information():
+        return
+    seen: set[tuple[str, str]] = set()
+    found = db.room_items.find({"fileId": {"$exists": True}}, {"roomId": 1, "fileId": 1},
+                               sort=[("createdAt", ASCENDING), ("_id", ASCENDING)])
+    async for item in found:
+        place = (item["roomId"], item["fileId"])
+        if place not in seen:
+            seen.add(place)
+            continue
+        removed = await db.room_items.delete_one({"_id": item["_id"]})
+        if removed.deleted_count:
+            log.warning("room %s held file %s twice: the later item %s removed",
+                        item["roomId"], item["fileId"], item["_id"])
+            await db.rooms.update_one({"_id": item["roomId"], "itemCount": {"$exists": True}},
+                                      {"$inc": {"itemCount": -1}})
+    await db.room_items.create_index(
+        [("roomId", ASCENDING), ("fileId", ASCENDING)], name=ROOM_FILE_INDEX, unique=True,
+        partialFilterExpression={"fileId": {"$exists": True}})

@@ -4,8 +4,10 @@ The server only sees the first bytes (a ZIP's local header, or the legacy OLE2 s
 worker reads the ZIP central directory through the broker (zipfile: seeks, never extracts the
 whole archive), checks the archive's declared sizes against a bomb's, and reads one small entry:
 `[Content_Types].xml` (OOXML) or `mimetype` (OpenDocument). Every XML part is then scanned,
-decompressed in bounded pieces, for a DTD: neither family ever declares one, and a DTD is how
-billion-laughs entity expansion and external entities get in.
+decompressed in bounded pieces and read in its own encoding (UTF-8 or UTF-16; any other is
+refused), for a DTD: neither family ever declares one, and a DTD is how billion-laughs entity
+expansion and external entities get in; a spreadsheet's sheets are measured on the way
+(`sheet_cost`: a used range over the cell budget is refused).
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import encodings.cp437  # noqa: F401 - zipfile decodes names with it, after conf
 import re
 import zipfile
 import zlib
-from typing import BinaryIO, cast
+from collections.abc import Iterator
+from typing import IO, BinaryIO, cast
 
 from render.blobs import open_blob
 from render.model import DocumentSource, Unreadable
+from render.office.sheet_cost import Budget, SheetMeter, meter_for
+from render.office.xml_encoding import as_utf8
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -115,21 +120,21 @@ def _odf_kind(mimetype: bytes) -> str:
 
 
 def scan_parts(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo]) -> None:
+    budget = Budget()  # a spreadsheet's used range, all its sheets together
     for entry in entries:
         if entry.filename.endswith((".xml", ".rels")):
-            _scan_part(archive, entry)
+            _scan_part(archive, entry, meter_for(entry.filename, budget))
 
 
-def _scan_part(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> None:
-    """No DTD, and no element nested deeper than MAX_DEPTH. In well-formed XML a raw '<' is
+def _scan_part(archive: zipfile.ZipFile, entry: zipfile.ZipInfo,
+               meter: SheetMeter | None = None) -> None:
+    """No DTD, and no element nested deeper than MAX_DEPTH, read in the part's own encoding
+    (`xml_encoding.as_utf8`: UTF-16 decoded, others refused). In well-formed XML a raw '<' is
     only ever markup, so counting '<name', '</' and '/>' follows the depth (comments, CDATA and
     processing instructions aside, which Office parts hardly use and which only lower it)."""
-    depth, tail, expanded = 0, b"", 0
+    depth, tail = 0, b""
     with archive.open(entry) as member:
-        while piece := member.read(_SCAN_PIECE):
-            expanded += len(piece)
-            if expanded > max(entry.file_size, 0) + _SCAN_PIECE:
-                raise Unreadable(TOO_LARGE)  # more than the index declared: a lie
+        for piece in as_utf8(_pieces(member, entry)):
             window = tail + piece
             if any(marker in window for marker in _DTD_MARKERS):
                 raise Unreadable(HAS_DTD)
@@ -139,3 +144,17 @@ def _scan_part(archive: zipfile.ZipFile, entry: zipfile.ZipInfo) -> None:
                 if depth > MAX_DEPTH:
                     raise Unreadable(TOO_DEEP)
             tail = window[-16:]
+            if meter is not None:
+                meter.feed(piece)
+    if meter is not None:
+        meter.finish()
+
+
+def _pieces(member: IO[bytes], entry: zipfile.ZipInfo) -> Iterator[bytes]:
+    """The part decompressed in bounded pieces, no more of it than its index entry declared."""
+    expanded = 0
+    while piece := member.read(_SCAN_PIECE):
+        expanded += len(piece)
+        if expanded > max(entry.file_size, 0) + _SCAN_PIECE:
+            raise Unreadable(TOO_LARGE)  # more than the index declared: a lie
+        yield piece

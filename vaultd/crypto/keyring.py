@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from vaultd.crypto.key_files import permission_warnings, write_atomic
 
@@ -382,3 +384,14 @@ class MasterKeyring:
         wrapped under `current_id`."""
         data_key = self.unwrap(wrapped, file_id=file_id, account_id=account_id)
         return self.wrap(data_key, file_id=file_id, account_id=account_id)
+
+    # -- subkeys
+
+    def subkey(self, key_id: str, label: bytes) -> bytes:
+        """A 256-bit key of its own for one purpose, HKDF-SHA256 (RFC 5869, no salt) of master
+        key `key_id` with `label` as its info: one way, so it gives neither the master key nor
+        another label's subkey. KeyUnavailable if the ring does not hold `key_id`."""
+        key = self._keys.get(key_id)
+        if key is None:
+            raise KeyUnavailable(f"master key {key_id!r} is not in the keyring")
+        return HKDF(hashes.SHA256(), KEY_SIZE, salt=None, info=label).derive(key)

@@ -1,15 +1,15 @@
 """Office uploads: which format a ZIP upload is, its conversion to PDF, and the PDF's storage.
 
 The ZIP's index is read in a render worker (`render.office.formats`); the conversion runs in the
-confined converter (`render.office.runner`), one at a time in this process with a short queue
-(429 beyond it). The PDF is stored as the file's rendition (`services.files.renditions`), encrypted
-under its own data key, and then validated in a render worker like any uploaded PDF: its page
-count is the file's. The original is kept as uploaded, so a download returns its bytes.
+confined converter (`render.office.runner`), one at a time in this process, accounts taking
+turns (`office_queue`: 429 beyond the queue or an account's share of it). The PDF is stored as
+the file's rendition (`services.files.renditions`), encrypted under its own data key, and then
+validated in a render worker like any uploaded PDF: its page count is the file's. The original
+is kept as uploaded, so a download returns its bytes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from render.model import PDF
@@ -19,15 +19,15 @@ from render.pool import RenderPool
 from render.sandbox.layers import ALL_LAYERS, Layer, names
 from render.tasks import ValidationResult, validate_document
 from vaultd.broker import BrokeredFile, brokered
-from vaultd.errors import ServiceUnavailable, TooManyRequests, Unprocessable
+from vaultd.errors import ServiceUnavailable, Unprocessable
 from vaultd.records import FileDoc, RenditionDoc
 from vaultd.services.common.pool_calls import run_task
 from vaultd.services.files import renditions
 from vaultd.services.files.blobs import BlobStore, BlobUpload
+from vaultd.services.files.office_queue import FairSlot
 
 log = logging.getLogger("vaultd.office")
 
-MAX_WAITING = 4  # conversions queued behind the running one; more are refused (429)
 MEMORY_LIMIT = 4 << 30  # the converter's address space: LibreOffice maps ~1.5 GiB at start
 MAX_PDF = 256 << 20
 SIZE_STEP = 8 << 20  # the timeout covers this much input; each further step adds one period
@@ -35,33 +35,25 @@ MAX_PERIODS = 4
 
 
 class OfficeConverter:
-    """The one conversion slot of this vaultd process and the queue in front of it."""
+    """The one conversion slot of this vaultd process and the accounts' turns at it."""
 
     def __init__(self, enabled: bool, timeout: float, sandbox_required: bool = False) -> None:
         self.enabled = enabled and runner.installed()
         self.timeout = timeout
         self.sandbox_required = sandbox_required
-        self._slot = asyncio.Semaphore(1)
-        self._waiting = 0
+        self._slot = FairSlot()
         self.last_layers = 0  # the sandbox layers the latest conversion reported
         self._warned = Layer(0)  # each missing layer is logged once
 
     def timeout_for(self, size: int) -> float:
         return self.timeout * min(1 + size // SIZE_STEP, MAX_PERIODS)
 
-    async def convert(self, document: BrokeredFile, content_type: str) -> bytes:
-        """The PDF of the document; 429 when the queue is full, 422 when conversion fails."""
-        if self._waiting >= MAX_WAITING:
-            raise TooManyRequests("the Office converter is busy; retry shortly", retry_after=10)
-        self._waiting += 1
-        entered = False
-        try:
-            async with self._slot:
-                self._waiting, entered = self._waiting - 1, True
-                return await self._run(document, content_type)
-        finally:
-            if not entered:
-                self._waiting -= 1  # cancelled while queued
+    async def convert(self, document: BrokeredFile, content_type: str, account_id: str
+                      ) -> bytes:
+        """The PDF of the document, converted in `account_id`'s turn (`office_queue`); 429 when
+        the queue or the account's share of it is full, 422 when conversion fails."""
+        async with self._slot.turn(account_id):
+            return await self._run(document, content_type)
 
     async def _run(self, document: BrokeredFile, content_type: str) -> bytes:
         job = runner.Job(size=document.size, extension=EXTENSIONS[content_type],
@@ -97,7 +89,7 @@ async def make_pdf_rendition(pool: RenderPool, store: BlobStore, converter: Offi
     """Convert, store the PDF as the rendition, validate it; the rendition's record (with the
     page count in `doc`) and its blob, whose data key the upload may need to seal again. Any
     failure leaves no rendition blob behind."""
-    pdf = await converter.convert(document, doc["contentType"])
+    pdf = await converter.convert(document, doc["contentType"], doc["accountId"])
     upload = await store.begin(doc["accountId"], renditions.rendition_id(doc["_id"]))
     try:
         await upload.write(pdf)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from pymongo.errors import DuplicateKeyError
+
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import FileDoc, RoomDoc, RoomItemDoc, RoomItemType
@@ -14,6 +16,7 @@ from vaultd.services.rooms.tree import MAX_ITEMS, children_of, load_items
 from vaultd.timefmt import utcnow
 
 ITEM_NOT_FOUND = "item not found"
+ALREADY_IN_ROOM = "the file is already in this room"
 NOT_A_FOLDER = "{field} must be the id of a folder of this room"
 
 
@@ -88,8 +91,13 @@ async def add_file(db: Db, room: RoomDoc, body: dict[str, Any]) -> RoomItemDoc:
     file = await get_file(db, room["accountId"], file_id)
     places = await db.room_items.find({"fileId": file["_id"]}, {"roomId": 1}).to_list()
     if any(place["roomId"] == room["_id"] for place in places):  # by the file's index
-        raise InvalidRequest("the file is already in this room")
-    return await _insert(db, room, "file", None, parent, file)
+        raise InvalidRequest(ALREADY_IN_ROOM)
+    try:
+        return await _insert(db, room, "file", None, parent, file)
+    except DuplicateKeyError:
+        # Two adds that both passed the check above: the unique (roomId, fileId) index
+        # (`db.one_place_per_room`) lets one in; `_insert` gave the loser's place back.
+        raise InvalidRequest(ALREADY_IN_ROOM) from None
 
 
 async def get_item(db: Db, room: RoomDoc, item_id: str) -> RoomItemDoc:

@@ -45,6 +45,7 @@ from vaultd.services.storage.backup_manifest import (
     sha256_file,
     write_manifest,
 )
+from vaultd.services.storage.backup_seal import sealed
 
 BATCH_DOCUMENTS = 200
 # For the small collections outside `db.WALKS` only: SecantusDB still reads the whole collection
@@ -186,8 +187,9 @@ def _now() -> str:
 
 async def create_backup(db: Db, backend: BlobBackend, keyring: Callable[[], MasterKeyring],
                         dest: Path, version: str) -> dict[str, Any]:
-    """Export every collection, then the blobs, then write the manifest. `keyring` is read
-    after the export, so a key added meanwhile is named too."""
+    """Export every collection, then the blobs, then write the manifest with its MAC under the
+    current master key. `keyring` is read after the export, so a key added meanwhile is named
+    too."""
     copy = backend.name == "local"
     prepare_destination(dest, copy)
     started = _now()
@@ -206,7 +208,7 @@ async def create_backup(db: Db, backend: BlobBackend, keyring: Callable[[], Mast
         "blobs": blobs.listing, "deletedDuringBackup": blobs.deleted,
         "missingBlobs": blobs.missing, "files": _checksums(dest),
     }
-    write_manifest(dest, manifest)
+    write_manifest(dest, sealed(manifest, ring))
     blob_bytes = sum(entry["size"] for entry in blobs.listing.values())
     return {"dest": str(dest.resolve()), "collections": collections,
             "blobs": len(blobs.listing), "blobBytes": blob_bytes,

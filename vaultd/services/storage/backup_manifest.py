@@ -7,7 +7,8 @@ A backup is a directory:
 - `blobs/<name>`: the encrypted blobs, byte for byte (local storage only; for a cloud container
   the manifest holds a listing and copying the container is the operator's job);
 - `manifest.json`, written last: the sha256 and size of every other file, the blob listing with
-  checksums, the vault version, the times, and the master keys' fingerprints (never a key).
+  checksums, the vault version, the times, the master keys' fingerprints (never a key), and
+  a MAC over all of it under a key derived from the master key (`backup_seal`).
 
 A directory without a manifest is an unfinished backup.
 """
@@ -118,10 +119,13 @@ class Verification:
     files_checked: int = 0
     bytes_checked: int = 0
     records_checked: int = 0
+    authenticated: bool = False  # the manifest's MAC held (`backup_verify`)
+    blobs_decrypted: int = 0
 
     def summary(self) -> dict[str, Any]:
         return {
             "ok": not self.problems, "problems": self.problems,
+            "manifestAuthenticated": self.authenticated, "blobsDecrypted": self.blobs_decrypted,
             "vaultVersion": self.manifest.get("vaultVersion"),
             "finishedAt": self.manifest.get("finishedAt"),
             "collections": self.manifest.get("collections", {}),
@@ -133,7 +137,8 @@ class Verification:
 
 
 def verify_backup(dest: Path) -> Verification:
-    """Every checksum, no stray files, and every restorable file record's blob present."""
+    """Every checksum, no stray files, and every restorable file record's blob present; what
+    makes the checksums trustworthy is `backup_verify.verify_authentic`, which runs this."""
     result = Verification(read_manifest(dest))
     if not result.manifest.get("masterKey", {}).get("fingerprints"):
         result.problems.append(f"{MANIFEST}: names no master key fingerprint")

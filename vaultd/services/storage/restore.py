@@ -1,7 +1,9 @@
 """`vault-admin restore BACKUP --data-dir NEW`: a vault rebuilt from a backup.
 
-Nothing is written before the backup has verified, the target is known to be empty and the
-supplied master keyring holds every key the backup names with the same fingerprint. Then the
+Nothing is written before the backup has verified (its manifest's MAC under the supplied
+master key, every checksum, every copied blob's AEAD tags: `backup_verify`), the target is
+known to be empty and the supplied master keyring holds every key the backup names with the
+same fingerprint. Then the
 file records come first (those the backup can restore: stored, with their blobs), the other
 collections after them, the accounts with their usage recounted from those files (see
 `vaultd.services.storage.backup` on why), and the blobs last, written through the configured backend
@@ -27,9 +29,10 @@ from vaultd.services.storage.backup_manifest import (
     collection_path,
     file_blob_names,
     read_docs,
+    read_manifest,
     restorable_files,
-    verify_backup,
 )
+from vaultd.services.storage.backup_verify import verify_authentic
 from vaultd.services.storage.storage_tools import existing_keyring
 from vaultd.startup import DataDirLock, prepare_data_dir
 
@@ -39,9 +42,11 @@ INSERT_BATCH = 200
 SKIPPED = ("instances", "migrations")
 
 
-def verified_manifest(backup: Path) -> dict[str, Any]:
-    """The manifest of a backup that verifies; otherwise BackupError naming the first problems."""
-    result = verify_backup(backup)
+async def verified_manifest(backup: Path, ring: MasterKeyring,
+                            accept_unauthenticated: bool = False) -> dict[str, Any]:
+    """The manifest of a backup that verifies (its MAC, checksums and blobs' tags); otherwise
+    BackupError naming the first problems."""
+    result = await verify_authentic(backup, ring, accept_unauthenticated)
     if result.problems:
         shown = "; ".join(result.problems[:3])
         more = f" (and {len(result.problems) - 3} more)" if len(result.problems) > 3 else ""
@@ -220,13 +225,17 @@ async def _restore_into(settings: Settings, backup: Path, manifest: dict[str, An
     return {"collections": counts, **blobs}
 
 
-async def restore_vault(settings: Settings, backup: Path, key_file: Path | None) -> dict[str, Any]:
-    """Check everything that can be checked first, then rebuild the vault in `settings`."""
-    manifest = verified_manifest(backup)
+async def restore_vault(settings: Settings, backup: Path, key_file: Path | None,
+                        accept_unauthenticated: bool = False) -> dict[str, Any]:
+    """Check everything that can be checked first, then rebuild the vault in `settings`. The
+    key's fingerprints are compared before the MAC is: a wrong key is named as such, not as a
+    manifest that fails its MAC."""
+    claimed = read_manifest(backup)  # not a backup: said before the key is asked for
     if not settings.mongodb_uri or settings.storage_backend == "local":
         check_empty_dir(settings.data_path)
     ring = supplied_keyring(settings, key_file)
-    check_master_key(manifest, ring)
+    check_master_key(claimed, ring)
+    manifest = await verified_manifest(backup, ring, accept_unauthenticated)
     key_target = key_destination(settings, key_file)
     lock = DataDirLock(prepare_data_dir(settings), "vault-admin").acquire()
     try:
