@@ -30,7 +30,8 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 
 from bench.server import cpu_seconds
 from vaultd import embedded_db
-from vaultd.db import RENDER_ID_INDEX, Db, ensure_indexes
+from vaultd.db import Db
+from vaultd.db_indexes import RENDER_ID_INDEX, ensure_indexes
 from vaultd.metrics.database import CommandTimer
 from vaultd.metrics.registry import Metrics
 from vaultd.timefmt import utcnow

@@ -12,7 +12,8 @@ from typing import Any
 from pymongo import AsyncMongoClient, monitoring
 
 from vaultd import embedded_db
-from vaultd.db import Db, connect, ensure_indexes
+from vaultd.db import Db, connect
+from vaultd.db_indexes import ensure_indexes
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from render.forensic.layout import keyed
 from tests import documents as docs
 from tests.http_helpers import create_link, page_images, upload_ok
 from tests.vault_process import ROOT, VaultProcess
-from vaultd.db import RENDER_ID_INDEX, ensure_indexes
+from vaultd.db_indexes import RENDER_ID_INDEX, ensure_indexes
 
 pytestmark = pytest.mark.slow  # starts its own vaultd
 

@@ -60,17 +60,14 @@ def test_an_image_validates_as_one_page(
     assert (result.content_type, result.page_count) == (content_type, 1)
 
 
-@pytest.mark.parametrize(
-    ("make", "content_type", "message"),
-    [
+@pytest.mark.parametrize(("make", "content_type", "message"), [
         (fx.corrupt_pdf, fx.PDF, "damaged"),
         (fx.encrypted_pdf, fx.PDF, "password-protected"),
         (fx.png_bomb, fx.PNG, "too large"),
         (fx.truncated_jpeg, fx.JPEG, "damaged"),
         (fx.png_bad_crc, fx.PNG, "damaged"),
         (fx.jpeg, fx.PNG, "damaged"),  # bytes that are not the declared type
-    ],
-)
+])
 def test_unreadable_documents_are_refused_with_a_safe_message(
     tmp_path: Path, make: Callable[[], bytes], content_type: str, message: str
 ) -> None:

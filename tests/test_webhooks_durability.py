@@ -20,7 +20,8 @@ from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import running_receiver
-from vaultd.db import Db, ensure_indexes
+from vaultd.db import Db
+from vaultd.db_indexes import ensure_indexes
 from vaultd.records import LinkDoc, LinkStatsDoc
 from vaultd.secrets import digest, new_token
 from vaultd.services.common import outbox

@@ -15,7 +15,8 @@ from backends.base import BlobBackend
 from vaultd import embedded_db
 from vaultd.config import ConfigError, Settings
 from vaultd.crypto.keyring import KeyringError, MasterKeyring
-from vaultd.db import SELECTION_TIMEOUT_MS, Db, connect, ensure_indexes, ping, public_address
+from vaultd.db import SELECTION_TIMEOUT_MS, Db, connect, ping, public_address
+from vaultd.db_indexes import ensure_indexes
 from vaultd.db_supervisor import DbSupervisor
 from vaultd.startup import StartupError
 

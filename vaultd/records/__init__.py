@@ -28,7 +28,7 @@ class LinkCountDoc(TypedDict):
 
     live: int
     sweptAt: NotRequired[datetime]
-    rooms: NotRequired[bool]  # the account's room links joined `live` (db.count_rooms_once)
+    rooms: NotRequired[bool]  # the account's room links joined `live` (db_indexes.count_rooms_once)
 
 
 class PendingUploadDoc(TypedDict):

@@ -17,7 +17,7 @@ its room links that expired too (`room_links`' (accountId, expiresAt) index).
 
 So a read costs the links that expired since the last read, and each link leaves the count
 exactly once: by its revoke while live, or by the sweep past its expiry. Records without a
-`linkCount` (written before it existed) get one at start-up (`db.count_links_once`).
+`linkCount` (written before it existed) get one at start-up (`db_indexes.count_links_once`).
 """
 
 from __future__ import annotations

@@ -55,8 +55,8 @@ async def batches(collection: AsyncCollection[Doc], projection: Mapping[str, Any
                   size: int = BATCH) -> AsyncIterator[list[Doc]]:
     """Every document of `collection` (matching the equalities of `query`), in `_id` order, as
     lists of about `size` (never empty). `collection` needs an index of `query`'s fields then
-    `_id` (`db.ensure_indexes`); `prefix` is what its ids start with before their hex digits.
-    Yields to the event loop after every read."""
+    `_id` (`db_indexes.ensure_indexes`); `prefix` is what its ids start with before their hex
+    digits. Yields to the event loop after every read."""
     low_guard, high_guard, *others = windows_around(prefix)
     read = functools.partial(_read, collection, dict(query or {}), projection)
     found = await read(low_guard)

@@ -96,7 +96,7 @@ async def add_file(db: Db, room: RoomDoc, body: dict[str, Any]) -> RoomItemDoc:
         return await _insert(db, room, "file", None, parent, file)
     except DuplicateKeyError:
         # Two adds that both passed the check above: the unique (roomId, fileId) index
-        # (`db.one_place_per_room`) lets one in; `_insert` gave the loser's place back.
+        # (`db_indexes.one_place_per_room`) lets one in; `_insert` gave the loser's place back.
         raise InvalidRequest(ALREADY_IN_ROOM) from None
 
 

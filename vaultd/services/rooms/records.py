@@ -59,7 +59,7 @@ async def create_room(db: Db, account: Account, name: str) -> RoomDoc:
 async def take_room_slot(db: Db, account: Account) -> None:
     """One more room on the account's `roomCount`, atomically under the plan's cap: two
     concurrent creates at the cap cannot both pass (a count then an insert could). The count
-    is kept on every plan, so a plan change finds it right (`db.count_rooms_once`)."""
+    is kept on every plan, so a plan change finds it right (`db_indexes.count_rooms_once`)."""
     plan = account.plan
     if plan.maxRooms == 0:
         raise PlanLimitReached(f"data rooms are not available on plan {plan.name}")

@@ -146,7 +146,7 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
     if collection_path(backup, "accounts").exists():
         counts["accounts"] = await _insert(db, "accounts", _accounts(backup, tally.usage))
     # Live-link counts left the records (a left-out file's links are gone): the restored
-    # vault's first start counts them once again (`db.count_links_once`).
+    # vault's first start counts them once again (`db_indexes.count_links_once`).
     await db.raw("migrations").delete_many(
         {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION]}})
     return counts
