@@ -63,10 +63,11 @@ def test_bad_roles_and_names_are_refused() -> None:
         with pytest.raises(InvalidRequest) as refused:
             members.parse_role(role)
         assert refused.value.message == "role must be one of admin, member, auditor"
-    for name in ("x" * 201, "line\nbreak", 7):
+    for name in ("x" * 201, 7, None):
         with pytest.raises(InvalidRequest) as refused:
             members.parse_name(name)
-        assert refused.value.message == "name must be text of at most 200 printable characters"
+        assert refused.value.message == "name must be text of at most 200 characters"
+    assert members.parse_name("  Ada\n\tLovelace\x00 ") == "Ada Lovelace\ufffd"
 
 
 async def test_a_duplicate_is_a_conflict_and_a_removed_member_comes_back(db: Db) -> None:

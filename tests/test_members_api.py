@@ -56,7 +56,7 @@ def test_members_are_added_listed_changed_and_removed(api: httpx.Client) -> None
     ({"email": "a@example.com", "role": "owner"}, "role must be one of admin, member, auditor"),
     ({"email": "a@example.com"}, "role must be one of admin, member, auditor"),
     ({"email": "a@example.com", "role": "member", "name": "x" * 201},
-     "name must be text of at most 200 printable characters"),
+     "name must be text of at most 200 characters"),
 ])
 def test_bad_members_are_refused(api: httpx.Client, body: dict[str, Any], message: str) -> None:
     assert_json_error(api.post("/members", json=body), 400, message)

@@ -50,11 +50,11 @@ def parse_role(value: Any) -> Role:
 
 
 def parse_name(value: Any) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > NAME_CHARS or not value.isprintable():
-        raise InvalidRequest(f"name must be text of at most {NAME_CHARS} printable characters")
-    return value.strip()
+    """Up to NAME_CHARS characters, shown trimmed with inner whitespace collapsed and an
+    unprintable character as U+FFFD (as a room's name): a name is shown, never interpreted."""
+    if not isinstance(value, str) or len(value) > NAME_CHARS:
+        raise InvalidRequest(f"name must be text of at most {NAME_CHARS} characters")
+    return "".join(ch if ch.isprintable() else "\ufffd" for ch in " ".join(value.split()))
 
 
 def member_json(doc: MemberDoc) -> dict[str, Any]:
