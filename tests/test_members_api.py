@@ -187,6 +187,22 @@ def test_a_file_action_is_attributed_to_the_key_that_made_it(
     assert "actor" not in log.text  # the spec's entry is unchanged
 
 
+def test_a_viewers_own_actions_carry_no_actor(vault: VaultProcess, api: httpx.Client,
+                                              anon: httpx.Client) -> None:
+    file = upload_ok(api, documents.pdf(1))
+    token = created(api.post("/views", json={"fileId": file["id"],
+                                             "viewerEmail": "v@example.com"}))["token"]
+    vault.secrets.append(token)
+    assert api.get(f"/views/{token}").status_code == 200  # the account's server: attributed
+    assert anon.get(f"{vault.url}/v/{token}").status_code == 200  # the hosted viewer
+
+    async def views(db: Any) -> list[dict[str, Any]]:
+        return await db.access_log.find({"fileId": file["id"], "action": "view"}).to_list()
+
+    stored = vault.run_service(views)
+    assert sorted("actor" in entry for entry in stored) == [False, True]
+
+
 def test_the_operator_adds_the_first_admin_and_manages_members(
         vault: VaultProcess, account: tuple[str, str], api: httpx.Client) -> None:
     account_id = account[0]
