@@ -86,6 +86,16 @@ async def test_a_duplicate_is_a_conflict_and_a_removed_member_comes_back(db: Db)
     assert again["sessionEpoch"] == 2  # removed (1), then invited again (2): old sessions end
 
 
+async def test_a_person_belongs_to_several_accounts(db: Db) -> None:
+    first, second, third = [await new_account(db) for _ in range(3)]
+    for account_id in (first, second, third):
+        await members.add_member(db, operator(account_id), "Pat@Example.com", role=Role.MEMBER)
+    gone = await members.member_by_email(db, third, "pat@example.com")
+    await members.remove_member(db, operator(third), gone["_id"])
+    found = await members.memberships(db, "PAT@example.com")
+    assert [m["accountId"] for m in found] == sorted([first, second])
+
+
 async def test_another_accounts_member_is_not_found(db: Db) -> None:
     mine, theirs = await new_account(db), await new_account(db)
     other = await members.add_member(db, operator(theirs), "x@example.com", role=Role.MEMBER)

@@ -140,3 +140,8 @@ def test_an_app_with_a_route_that_declares_no_permission_does_not_start() -> Non
     finally:
         del permissions.ROUTE_PERMISSIONS["/v1/deferred"]
     app_module._audit(all_routes())  # the real table names every route and method
+    app_module._audit_table(all_routes())
+    renamed = [(p.replace("/v1/keys", "/v1/api-keys"), h) for p, h in all_routes()]
+    with pytest.raises(RouteAuditError, match=r"^a permission is declared for /v1/keys, which "
+                                               r"no route serves$"):
+        app_module._audit_table(renamed)

@@ -257,9 +257,8 @@ async def ensure_indexes(db: Db) -> None:
 
 async def _ensure_member_indexes(db: Db) -> None:
     await db.members.create_index([("accountId", ASCENDING), ("email", ASCENDING)], unique=True)
-    # The admins of an account, counted when the last-admin rule is checked (services.members).
-    await db.members.create_index([("accountId", ASCENDING), ("role", ASCENDING),
-                                   ("state", ASCENDING)])
+    # A person's accounts, to choose one after signing in (services.members.memberships).
+    await db.members.create_index([("email", ASCENDING)])
     # The activity log's pages: newest first within an account, by time ranges (common.newest).
     await db.activity.create_index([("accountId", ASCENDING), ("at", DESCENDING),
                                     ("_id", DESCENDING)])

@@ -100,6 +100,13 @@ async def list_members(db: Db, account_id: str) -> list[MemberDoc]:
     return sorted(await cursor.to_list(), key=lambda doc: doc["email"])
 
 
+async def memberships(db: Db, email: str) -> list[MemberDoc]:
+    """Every account `email` belongs to (not removed), by account: a person signed in chooses
+    one. Read on the `email` index: what one person has, never a scan."""
+    cursor = db.members.find({"email": parse_email(email), "state": {"$ne": "removed"}})
+    return sorted(await cursor.to_list(), key=lambda doc: doc["accountId"])
+
+
 async def get_member(db: Db, account_id: str, member_id: str) -> MemberDoc:
     """A member of this account (not removed); another account's is not found, as unknown."""
     doc = await db.members.find_one({"_id": member_id})
