@@ -104,6 +104,16 @@ async def test_entries_sharing_a_millisecond_are_neither_skipped_nor_repeated(db
     assert seen == expected
 
 
+async def test_a_cursor_far_in_the_future_or_the_past_reads_a_page(db: Db) -> None:
+    account_id = f"acct-{uuid.uuid4().hex}"
+    await db.raw("activity").insert_many([event(account_id, utcnow() - timedelta(days=n))
+                                          for n in range(3)])
+    future = await activity.page(db, account_id, after=activity.Cursor.decode("90534306045449.ab"))
+    assert len(future.entries) == 3
+    past = await activity.page(db, account_id, after=activity.Cursor.decode("1.ab"))
+    assert past.entries == [] and past.next is None
+
+
 async def test_the_last_page_has_no_cursor_and_an_empty_log_one_empty_page(db: Db) -> None:
     account_id = f"acct-{uuid.uuid4().hex}"
     assert (await activity.page(db, account_id)).entries == []
@@ -114,9 +124,9 @@ async def test_the_last_page_has_no_cursor_and_an_empty_log_one_empty_page(db: D
     assert len(page.entries) == 3 and page.next is None
 
 
-# Not base64; base64 of "not-a-cursor", of "123" (no id), of a time past the year 9999.
-@pytest.mark.parametrize("cursor", ["!!!", "bm90LWEtY3Vyc29y", "MTIz",
-                                    "OTk5OTk5OTk5OTk5OTk5OTk5OTkuYQ"])
+# No id; an id that is not hex; a time past the year 9999; a negative time; extra text.
+@pytest.mark.parametrize("cursor", ["!!!", "123", "123.", "123.xyz", "9" * 20 + ".ab",
+                                    "-5.ab", "12.ab\n", " 12.ab"])
 def test_a_forged_cursor_is_refused(cursor: str) -> None:
     with pytest.raises(InvalidRequest) as refused:
         activity.Cursor.decode(cursor)

@@ -63,10 +63,11 @@ def test_bad_roles_and_names_are_refused() -> None:
         with pytest.raises(InvalidRequest) as refused:
             members.parse_role(role)
         assert refused.value.message == "role must be one of admin, member, auditor"
-    for name in ("x" * 201, "line\nbreak", 7):
+    for name in ("x" * 201, 7, None):
         with pytest.raises(InvalidRequest) as refused:
             members.parse_name(name)
-        assert refused.value.message == "name must be text of at most 200 printable characters"
+        assert refused.value.message == "name must be text of at most 200 characters"
+    assert members.parse_name("  Ada\n\tLovelace\x00 ") == "Ada Lovelace\ufffd"
 
 
 async def test_a_duplicate_is_a_conflict_and_a_removed_member_comes_back(db: Db) -> None:
@@ -83,6 +84,16 @@ async def test_a_duplicate_is_a_conflict_and_a_removed_member_comes_back(db: Db)
     again = await members.add_member(db, admin, "bob@example.com", role=Role.AUDITOR)
     assert (again["_id"], again["state"], again["role"]) == (first["_id"], "invited", "auditor")
     assert again["sessionEpoch"] == 2  # removed (1), then invited again (2): old sessions end
+
+
+async def test_a_person_belongs_to_several_accounts(db: Db) -> None:
+    first, second, third = [await new_account(db) for _ in range(3)]
+    for account_id in (first, second, third):
+        await members.add_member(db, operator(account_id), "Pat@Example.com", role=Role.MEMBER)
+    gone = await members.member_by_email(db, third, "pat@example.com")
+    await members.remove_member(db, operator(third), gone["_id"])
+    found = await members.memberships(db, "PAT@example.com")
+    assert [m["accountId"] for m in found] == sorted([first, second])
 
 
 async def test_another_accounts_member_is_not_found(db: Db) -> None:

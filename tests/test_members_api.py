@@ -56,7 +56,7 @@ def test_members_are_added_listed_changed_and_removed(api: httpx.Client) -> None
     ({"email": "a@example.com", "role": "owner"}, "role must be one of admin, member, auditor"),
     ({"email": "a@example.com"}, "role must be one of admin, member, auditor"),
     ({"email": "a@example.com", "role": "member", "name": "x" * 201},
-     "name must be text of at most 200 printable characters"),
+     "name must be text of at most 200 characters"),
 ])
 def test_bad_members_are_refused(api: httpx.Client, body: dict[str, Any], message: str) -> None:
     assert_json_error(api.post("/members", json=body), 400, message)
@@ -185,6 +185,22 @@ def test_a_file_action_is_attributed_to_the_key_that_made_it(
                           for e in stored)
     log = api.get(f"/files/{file['id']}/access-log")
     assert "actor" not in log.text  # the spec's entry is unchanged
+
+
+def test_a_viewers_own_actions_carry_no_actor(vault: VaultProcess, api: httpx.Client,
+                                              anon: httpx.Client) -> None:
+    file = upload_ok(api, documents.pdf(1))
+    token = created(api.post("/views", json={"fileId": file["id"],
+                                             "viewerEmail": "v@example.com"}))["token"]
+    vault.secrets.append(token)
+    assert api.get(f"/views/{token}").status_code == 200  # the account's server: attributed
+    assert anon.get(f"{vault.url}/v/{token}").status_code == 200  # the hosted viewer
+
+    async def views(db: Any) -> list[dict[str, Any]]:
+        return await db.access_log.find({"fileId": file["id"], "action": "view"}).to_list()
+
+    stored = vault.run_service(views)
+    assert sorted("actor" in entry for entry in stored) == [False, True]
 
 
 def test_the_operator_adds_the_first_admin_and_manages_members(

@@ -14,6 +14,11 @@ from tests import documents
 from tests.http_helpers import assert_json_error, create_link, created, upload_ok
 from tests.role_walk import Records, authenticated_routes, call, fingerprint, seed
 from tests.vault_process import VaultProcess
+from vaultd.services.members.roles import Permission
+from vaultd.web import app as app_module
+from vaultd.web import permissions
+from vaultd.web.app import RouteAuditError, all_routes
+from vaultd.web.base import BaseHandler
 
 AUDITOR_CHANGE = "the auditor role cannot change files, links or rooms"
 AUDITOR_TRACE = "the auditor role cannot trace leaked images"
@@ -109,3 +114,34 @@ def test_a_member_changes_content_but_cannot_raise_their_own_role(
     assert listed == {"walk@example.com": "member"}
     roles = sorted(k["role"] for k in member.get("/keys").json()["keys"] if not k["revokedAt"])
     assert roles == ["admin", "auditor", "member", "member"]
+
+
+class Undeclared(BaseHandler):
+    async def post(self) -> None:
+        self.send_empty(204)
+
+
+class DeferredWriter(BaseHandler):
+    deferred_auth = True
+
+    async def delete(self) -> None:
+        self.send_empty(204)
+
+
+def test_an_app_with_a_route_that_declares_no_permission_does_not_start() -> None:
+    with pytest.raises(RouteAuditError, match=r"^route /v1/undeclared POST declares no "
+                                               r"permission$"):
+        app_module._audit([*all_routes(), ("/v1/undeclared", Undeclared)])
+    permissions.ROUTE_PERMISSIONS["/v1/deferred"] = {"DELETE": Permission.CHANGE_CONTENT}
+    try:
+        with pytest.raises(RouteAuditError, match=r"^route /v1/deferred checks its key "
+                                                   r"itself: it may need READ only$"):
+            app_module._audit([("/v1/deferred", DeferredWriter)])
+    finally:
+        del permissions.ROUTE_PERMISSIONS["/v1/deferred"]
+    app_module._audit(all_routes())  # the real table names every route and method
+    app_module._audit_table(all_routes())
+    renamed = [(p.replace("/v1/keys", "/v1/api-keys"), h) for p, h in all_routes()]
+    with pytest.raises(RouteAuditError, match=r"^a permission is declared for /v1/keys, which "
+                                               r"no route serves$"):
+        app_module._audit_table(renamed)

@@ -107,8 +107,6 @@ async def _member_indexes(db: Db) -> None:
     await db.sign_in_links.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.raw("rate_limits").create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await db.members.create_index([("accountId", ASCENDING), ("email", ASCENDING)], unique=True)
-    await db.members.create_index([("accountId", ASCENDING), ("role", ASCENDING),
-                                   ("state", ASCENDING)])
     await db.activity.create_index([("accountId", ASCENDING), ("at", DESCENDING),
                                     ("_id", DESCENDING)])
 

@@ -30,7 +30,7 @@ class ActivityHandler(BaseHandler):
         if fmt not in FORMATS:
             raise InvalidRequest("format must be json, csv or jsonl")
         raw_cursor = self.get_query_argument("cursor", None)
-        after = activity.Cursor.decode(raw_cursor) if raw_cursor else None
+        after = activity.Cursor.decode(raw_cursor) if raw_cursor is not None else None
         if fmt == "json":
             per_page = activity.parse_per_page(self.get_query_argument("perPage", None))
             with pymongo.timeout(DB_DEADLINE_SECONDS):

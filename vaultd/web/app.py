@@ -118,9 +118,18 @@ def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
                                    "permissions": permissions})
 
 
+def _audit_table(routes: list[tuple[str, type]]) -> None:
+    # A permission for a route that is not served is a route renamed without its decision.
+    served = {pattern for pattern, _ in routes}
+    for pattern in ROUTE_PERMISSIONS:
+        if pattern not in served:
+            raise RouteAuditError(f"a permission is declared for {pattern}, which no route serves")
+
+
 def make_app(ctx: AppContext) -> tornado.web.Application:
     routes = served_routes()
     _audit(routes)
+    _audit_table(routes)
     handlers: list[Any] = [_rule(pattern, handler, ctx) for pattern, handler in routes]
     handlers.append(viewer.STATIC_ROUTE)
     return tornado.web.Application(

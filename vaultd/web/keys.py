@@ -17,9 +17,10 @@ class KeysHandler(MembersBase):
     async def post(self) -> None:
         assert self.actor is not None
         body = self.json_body()
-        role = Role.ADMIN if body.get("role") is None else parse_role(body.get("role"))
-        info, key = await keys.create(self.ctx.db, self.actor, name=parse_name(body.get("name")),
-                                      role=role, ip=self.caller_ip())
+        role = parse_role(body["role"]) if "role" in body else Role.ADMIN
+        name = parse_name(body.get("name", ""))
+        info, key = await keys.create(self.ctx.db, self.actor, name=name, role=role,
+                                      ip=self.caller_ip())
         self.send_json(201, {**keys.key_json(info), "key": key})
 
 

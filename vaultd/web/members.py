@@ -24,7 +24,7 @@ class MembersHandler(MembersBase):
         role = members.parse_role(body.get("role"))
         email = members.parse_email(body.get("email"))
         doc = await members.add_member(self.ctx.db, self.actor, email, role=role,
-                                       name=members.parse_name(body.get("name")),
+                                       name=members.parse_name(body.get("name", "")),
                                        ip=self.caller_ip())
         self.send_json(201, members.member_json(doc))
 

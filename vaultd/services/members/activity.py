@@ -11,8 +11,7 @@ skipped nor repeated.
 
 from __future__ import annotations
 
-import base64
-import binascii
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +35,9 @@ CLOCK_SLACK = timedelta(minutes=1)
 # own creation time would cost a read per page for no fewer examined entries).
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 UNIX = datetime(1970, 1, 1, tzinfo=UTC)
+# A page's cursor: its last entry's time (14 digits of milliseconds reach the year 5138, within
+# what a datetime holds) and id (a UUID's hex).
+CURSOR = re.compile(r"[0-9]{1,14}\.[0-9a-f]{1,64}")
 # What an entry shows, in the export's column order.
 FIELDS = ("at", "action", "actorKind", "actorId", "actorLabel", "target", "detail", "ip")
 
@@ -72,20 +74,15 @@ class Cursor:
     id: str
 
     def encode(self) -> str:
-        millis = (self.at - UNIX) // timedelta(milliseconds=1)
-        return base64.urlsafe_b64encode(f"{millis}.{self.id}".encode()).decode().rstrip("=")
+        """`<milliseconds since 1970>.<id>`: every string of that shape is a valid cursor."""
+        return f"{(self.at - UNIX) // timedelta(milliseconds=1)}.{self.id}"
 
     @classmethod
     def decode(cls, text: str) -> Cursor:
-        try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("ascii")
-            millis, entry_id = raw.split(".", 1)
-            at = UNIX + timedelta(milliseconds=int(millis))
-        except (ValueError, binascii.Error, UnicodeDecodeError, OverflowError, OSError):
-            raise InvalidRequest("cursor is not one this service returned") from None
-        if not entry_id or len(entry_id) > 64:
+        if not CURSOR.fullmatch(text):
             raise InvalidRequest("cursor is not one this service returned")
-        return cls(at, entry_id)
+        millis, entry_id = text.split(".", 1)
+        return cls(UNIX + timedelta(milliseconds=int(millis)), entry_id)
 
 
 @dataclass(frozen=True)
@@ -113,10 +110,13 @@ async def page(db: Db, account_id: str, *, per_page: int = PER_PAGE,
         found = sorted(await same.to_list(), key=lambda doc: doc["_id"], reverse=True)
         found = found[:per_page + 1]
     if len(found) <= per_page:
+        latest = utcnow() + CLOCK_SLACK
+        # A cursor past now holds nothing after it but now's entries: read back from now (the
+        # windows grow from where they start, and from a far future would pass the year 1).
+        before = min(after.at, latest) if after else None
         older = await newest(db.activity, {"accountId": account_id}, "at",
-                             count=per_page + 1 - len(found), oldest=EPOCH,
-                             before=after.at if after else None,
-                             latest=utcnow() + CLOCK_SLACK)
+                             count=per_page + 1 - len(found), oldest=EPOCH, before=before,
+                             latest=latest)
         found += older.docs
     more = len(found) > per_page
     found = found[:per_page]

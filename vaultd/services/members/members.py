@@ -50,11 +50,11 @@ def parse_role(value: Any) -> Role:
 
 
 def parse_name(value: Any) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > NAME_CHARS or not value.isprintable():
-        raise InvalidRequest(f"name must be text of at most {NAME_CHARS} printable characters")
-    return value.strip()
+    """Up to NAME_CHARS characters, shown trimmed with inner whitespace collapsed and an
+    unprintable character as U+FFFD (as a room's name): a name is shown, never interpreted."""
+    if not isinstance(value, str) or len(value) > NAME_CHARS:
+        raise InvalidRequest(f"name must be text of at most {NAME_CHARS} characters")
+    return "".join(ch if ch.isprintable() else "\ufffd" for ch in " ".join(value.split()))
 
 
 def member_json(doc: MemberDoc) -> dict[str, Any]:
@@ -98,6 +98,13 @@ async def list_members(db: Db, account_id: str) -> list[MemberDoc]:
     """Every member not removed, by email (an account's people: tens, not thousands)."""
     cursor = db.members.find({"accountId": account_id, "state": {"$ne": "removed"}})
     return sorted(await cursor.to_list(), key=lambda doc: doc["email"])
+
+
+async def memberships(db: Db, email: str) -> list[MemberDoc]:
+    """Every account `email` belongs to (not removed), by account: a person signed in chooses
+    one. Read on the `email` index: what one person has, never a scan."""
+    cursor = db.members.find({"email": parse_email(email), "state": {"$ne": "removed"}})
+    return sorted(await cursor.to_list(), key=lambda doc: doc["accountId"])
 
 
 async def get_member(db: Db, account_id: str, member_id: str) -> MemberDoc:
