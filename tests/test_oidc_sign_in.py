@@ -9,6 +9,7 @@ status and message, and no session cookie is set."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 from collections.abc import Iterator
@@ -96,6 +97,9 @@ def browser(oidc: Setup) -> Iterator[Browser]:
     browser = Browser(oidc.vault.url)
     yield browser
     browser.close()
+
+
+_people = itertools.count()
 
 
 def member(oidc: Setup, name: str, *, verified: bool = True) -> str:
@@ -315,7 +319,7 @@ def test_two_sign_ins_started_in_two_tabs_both_finish(oidc: Setup, browser: Brow
 def test_a_token_endpoint_answering_nonsense_is_a_502(oidc: Setup, browser: Browser,
                                                       answer: dict[str, object],
                                                       message: str) -> None:
-    lee = member(oidc, "lee")
+    lee = member(oidc, f"lee{next(_people)}")  # a member once per account: one per case
     callback = browser.log_in_at_provider(browser.start(), lee)
     oidc.provider.set_mode(tokenAnswer=answer)
     response = browser.callback(callback)
