@@ -1,4 +1,4 @@
-"""vault-admin rooms ... (data rooms, issue 27)."""
+"""vault-admin rooms ...: an account's data rooms."""
 
 from __future__ import annotations
 

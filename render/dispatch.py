@@ -1,7 +1,7 @@
 """The pool's records of tasks and workers, its dispatch decision, and how a task is settled.
 
 `choose_worker` is the one place that decides which worker takes a task (a warm per-worker page
-cache, issue 19, slots in here); which task goes next is `render.scheduler`'s (issue 15).
+cache slots in here); which task goes next is `render.scheduler`'s.
 """
 
 from __future__ import annotations

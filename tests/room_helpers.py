@@ -1,4 +1,4 @@
-"""Small helpers for the rooms tests (issue 27): a room with folders and files, over HTTP."""
+"""Small helpers for the rooms tests: a room with folders and files, over HTTP."""
 
 from __future__ import annotations
 

@@ -193,7 +193,7 @@ def test_concurrent_uploads_never_pass_the_document_limit(vault: VaultProcess) -
         assert usage["storageBytes"] == 3 * len(data)
         listing = client.get("/files").json()
         assert len(listing["files"]) == 3
-        # `total` is the account's documents counter (issue 25), here set to 97 beforehand.
+        # `total` is the account's documents counter, here set to 97 beforehand.
         assert listing["total"] == usage["documents"]
 
 

@@ -1,6 +1,6 @@
 """The database gone or restarting: requests get a JSON 503 with Retry-After within 5 s (never a
 500 or a hang); vaultd restarts a dead embedded database itself and service resumes; a database
-unreachable at start is one line naming the setting (issue 24). Real processes, real kills."""
+unreachable at start is one line naming the setting. Real processes, real kills."""
 
 from __future__ import annotations
 

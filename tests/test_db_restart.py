@@ -1,5 +1,5 @@
 """A vaultd killed outright is replaced at once: its embedded database does not outlive it, and a
-database left running on the store by a dead vaultd is stopped by the next one (issue 24)."""
+database left running on the store by a dead vaultd is stopped by the next one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fair rendering over HTTP (issue 15): one account's or one link's burst of heavy pages leaves
+"""Fair rendering over HTTP: one account's or one link's burst of heavy pages leaves
 another account's page prompt; a burst of one link's pages is queued and served, and only pages
 past the per-link, per-IP and per-account caps on *waiting* pages get 429 (one account flooding
 many links never fills the queue: others get no 503); a page whose client left while it waited

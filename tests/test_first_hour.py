@@ -1,5 +1,5 @@
 """An operator's first hour: the mistakes a newcomer makes are caught with one line that names
-what is wrong, and the tools say what they are (issue 18). Real processes, real sockets."""
+what is wrong, and the tools say what they are. Real processes, real sockets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A deployable service installs with no C toolchain (issue 18): `pip install` into a fresh
+"""A deployable service installs with no C toolchain: `pip install` into a fresh
 virtualenv with `CC=/bin/false` succeeds, and that install serves a watermarked page through
 the Pillow blend. pip's cache keeps it to about 15-30 s once the wheels have been seen."""
 

@@ -1,5 +1,6 @@
-"""The README's first session, run as written against a real vaultd (issue 18: it used to
-delete the file and then create a view on it), and CI running exactly its test command."""
+"""The README's first session, run as written against a real vaultd (each step on what the one
+before it left, so an order that no longer works fails here), and CI running exactly its test
+command."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Gates on room links (issue 27 with issue 26): the file links' `policy`, sessions and checks
+"""Gates on room links: the file links' `policy`, sessions and checks
 on a room link, over the proxy API and the hosted room viewer, tested by getting around them:
 a forwarded link without a session, guessed passcodes, a session or cookie replayed across
 links (file <-> room), a session from before a revoke, a direct page URL, and an acceptance

@@ -1,4 +1,4 @@
-"""A gated room link in headless Chromium (issue 27 with issue 26's gates): the room index shows
+"""A gated room link in headless Chromium, with the file links' gates: the room index shows
 the file viewer's gate screens; the reader reads the code from the mail delivered to a real SMTP
 server (aiosmtpd), gives the passcode, and only then sees the numbered index and a document's
 pages. The session cookie is the room link's own: the same browser on another room link of the

@@ -1,4 +1,4 @@
-"""Room links and reading a room (issue 27): scope, re-checks on every page, revocation, and
+"""Room links and reading a room: scope, re-checks on every page, revocation, and
 what the owner learns. A real vaultd, real renders, real pages."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The hosted room viewer in headless Chromium (issue 27): the numbered index, a document opened
+"""The hosted room viewer in headless Chromium: the numbered index, a document opened
 from it in the existing viewer with its pages drawn, no CSP violation, and a document removed
 from the room blanked by the viewer's status poll."""
 

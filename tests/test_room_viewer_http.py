@@ -1,4 +1,4 @@
-"""The hosted room viewer over plain HTTP (issue 27): /r/<token> is the numbered index, each
+"""The hosted room viewer over plain HTTP: /r/<token> is the numbered index, each
 document opens in the existing viewer under the room link, with the viewer's headers."""
 
 from __future__ import annotations

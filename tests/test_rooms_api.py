@@ -1,4 +1,4 @@
-"""Rooms and their tree over HTTP (issue 27): account-scoped, numbered, exported, plan-limited."""
+"""Rooms and their tree over HTTP: account-scoped, numbered, exported, plan-limited."""
 
 from __future__ import annotations
 

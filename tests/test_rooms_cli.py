@@ -1,4 +1,4 @@
-"""`vault-admin rooms list ACCOUNT` (issue 27), against the live vaultd's database."""
+"""`vault-admin rooms list ACCOUNT`, against the live vaultd's database."""
 
 from __future__ import annotations
 

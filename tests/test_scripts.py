@@ -1,4 +1,4 @@
-"""scripts/run.sh installs only when something it installs from changed (issue 18)."""
+"""scripts/run.sh installs only when something it installs from changed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A render worker that asks for document data and never reads the answers (issue 24).
+"""A render worker that asks for document data and never reads the answers.
 
 Before: the server wrote broker answers to the worker's pipe from the event loop, blocking; a
 worker that asked for data and did not read it (a hostile document that has taken its worker)

@@ -1,4 +1,4 @@
-"""Data rooms (issue 27): one link to a set of an account's documents, in folders.
+"""Data rooms: one link to a set of an account's documents, in folders.
 
     records     rooms themselves: create (plan limit), list, read, rename, delete
     tree        a room's folders and files read whole: numbering, a link's scope
