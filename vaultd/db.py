@@ -34,6 +34,15 @@ from vaultd.records import (
     ViewerSessionDoc,
     WebhookEndpointDoc,
 )
+from vaultd.records.audit import (
+    ActivitySourceDoc,
+    AuditCheckpointDoc,
+    AuditKeyDoc,
+    AuditLeafDoc,
+    AuditNodeDoc,
+    AuditSequencerDoc,
+    AuditTreeDoc,
+)
 from vaultd.records.members import MemberDoc
 
 # What the driver returns before a collection's record type applies. The casts below are where
@@ -75,6 +84,34 @@ class Db:
     @property
     def members(self) -> AsyncCollection[MemberDoc]:
         return cast("AsyncCollection[MemberDoc]", self.database["members"])
+
+    @property
+    def audit_leaves(self) -> AsyncCollection[AuditLeafDoc]:
+        return cast("AsyncCollection[AuditLeafDoc]", self.database["audit_leaves"])
+
+    @property
+    def audit_nodes(self) -> AsyncCollection[AuditNodeDoc]:
+        return cast("AsyncCollection[AuditNodeDoc]", self.database["audit_nodes"])
+
+    @property
+    def audit_trees(self) -> AsyncCollection[AuditTreeDoc]:
+        return cast("AsyncCollection[AuditTreeDoc]", self.database["audit_trees"])
+
+    @property
+    def audit_checkpoints(self) -> AsyncCollection[AuditCheckpointDoc]:
+        return cast("AsyncCollection[AuditCheckpointDoc]", self.database["audit_checkpoints"])
+
+    @property
+    def audit_sequencer(self) -> AsyncCollection[AuditSequencerDoc]:
+        return cast("AsyncCollection[AuditSequencerDoc]", self.database["audit_sequencer"])
+
+    @property
+    def audit_keys(self) -> AsyncCollection[AuditKeyDoc]:
+        return cast("AsyncCollection[AuditKeyDoc]", self.database["audit_keys"])
+
+    @property
+    def activity(self) -> AsyncCollection[ActivitySourceDoc]:
+        return cast("AsyncCollection[ActivitySourceDoc]", self.database["activity"])
 
     def raw(self, name: str) -> AsyncCollection[RawDoc]:
         """A collection read by an aggregation, whose results are not the stored records."""
@@ -244,10 +281,21 @@ async def ensure_indexes(db: Db) -> None:
     await db.room_links.create_index([("roomId", ASCENDING)])
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
+    await _audit_indexes(db)
     for name, (second, _prefix) in WALKS.items():
         await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
     await count_links_once(db)
     await count_rooms_once(db)
+
+
+async def _audit_indexes(db: Db) -> None:
+    # The audit log's sequencer reads every new entry by time, whatever its account
+    # (services.audit.sequencer); its own records are read by index, never scanned.
+    await db.access_log.create_index([("at", ASCENDING)])
+    await db.activity.create_index([("at", ASCENDING)])
+    await db.audit_leaves.create_index([("accountId", ASCENDING), ("index", ASCENDING)],
+                                       unique=True)
+    await db.audit_checkpoints.create_index([("accountId", ASCENDING), ("size", ASCENDING)])
 
 
 # Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`
