@@ -13,6 +13,7 @@ import typer
 from admin_cli import (
     commands_accounts,
     commands_analytics,
+    commands_audit,
     commands_backup,
     commands_doctor,
     commands_init,
@@ -50,6 +51,7 @@ app.add_typer(commands_analytics.app, name="files")
 app.add_typer(commands_rooms.app, name="rooms")
 app.command("trace")(commands_trace.trace)
 app.command("doctor")(commands_doctor.doctor)
+app.add_typer(commands_audit.app, name="audit")
 
 
 def _print_version(value: bool) -> None:

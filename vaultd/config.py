@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from vaultd.settings.audit import AuditSettings
 from vaultd.settings.declare import Field, declared
 from vaultd.settings.events import EventsSettings
 from vaultd.settings.intake import IntakeSettings
@@ -33,8 +34,8 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class Settings(EventsSettings, ViewersSettings, IntakeSettings, RenderSettings, StorageSettings,
-               ServerSettings):
+class Settings(AuditSettings, EventsSettings, ViewersSettings, IntakeSettings, RenderSettings,
+               StorageSettings, ServerSettings):
     """Every setting: the groups' fields (declared once each, in `vaultd.settings.*`), server
     first; and what is derived from them."""
 

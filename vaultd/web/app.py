@@ -13,6 +13,7 @@ from vaultd.web import (
     account,
     agreements,
     analytics,
+    audit,
     files,
     gate_sessions,
     health,
@@ -33,7 +34,7 @@ from vaultd.web.context import AppContext
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
-                            viewer_gates, rooms, room_views]
+                            viewer_gates, rooms, room_views, audit]
 
 
 class RouteAuditError(Exception):

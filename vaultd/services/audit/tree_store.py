@@ -79,3 +79,14 @@ async def consistency(db: Db, account_id: str, first: int, second: int | None,
 
 async def root_at(db: Db, account_id: str, size: int) -> bytes:
     return (await range_hashes(db, account_id, [(0, size)]))[0]
+
+
+async def index_of(db: Db, account_id: str, kind: str, entry_id: str) -> int:
+    """The committed index of an entry of this account; NotFound until it is sequenced."""
+    leaf = await db.audit_leaves.find_one({"_id": f"{kind}:{entry_id}"})
+    tree = await db.audit_trees.find_one({"_id": account_id}, {"size": 1})
+    if (leaf is None or tree is None or leaf["accountId"] != account_id
+            or leaf["index"] >= tree["size"]):
+        raise NotFound("no such entry in the audit log (not of this account, or not sequenced "
+                       "yet: within audit.merge_delay_seconds)")
+    return leaf["index"]
