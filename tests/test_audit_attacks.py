@@ -200,9 +200,14 @@ def test_a_rotated_key_leaves_old_checkpoints_verifiable(
     old = audit_verify.parse_verifier_key(old_key)
     assert audit_verify.parse_checkpoint(before["checkpoints"][-1], [old]).signed_by == old_key
     assert audit_verify.parse_checkpoint(newest["checkpoint"], [old]).signed_by is None
-    # Pinned to the old key alone, the new checkpoint is named as unverified.
-    assert audit_verify.verify(after, [old_key]).problems == [
-        "checkpoint #1 (size 8): no trusted key's signature verifies"]
+    # Pinned to the old key alone, every checkpoint signed since the rotation is named.
+    pinned = audit_verify.verify(after, [old_key]).problems
+    signed_since = [(number, audit_verify.parse_checkpoint(note, []).size)
+                    for number, note in enumerate(after["checkpoints"])
+                    if audit_verify.parse_checkpoint(note, []).size > 4]
+    assert signed_since[-1][1] == 8
+    assert pinned == [f"checkpoint #{number} (size {size}): no trusted key's signature verifies"
+                      for number, size in signed_since]
 
     async def private_halves(db: Any) -> int:
         return len([doc async for doc in db.audit_keys.find({"key": {"$exists": True}})])

@@ -95,6 +95,7 @@ def kill(server: VaultProcess) -> None:
     server.process.wait(10)
 
 
+@pytest.mark.timeout(900)  # six kills, restarts and a lease each on a shared machine
 def test_killed_sequencers_leave_no_gap_duplicate_or_reorder(
         database: embedded_db.EmbeddedServer, tmp_path: Path) -> None:
     seed = int(os.environ.get("CRASH_SEED", random.randrange(10**6)))

@@ -4,6 +4,7 @@ signed checkpoints, proofs checked by the stand-alone verifier, the export and i
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +22,9 @@ from tests.audit_helpers import (
     record_entries,
 )
 from tests.http_helpers import assert_json_error
+from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
+from tests.webhook_receiver import running_receiver
 from vaultd.services.audit import leaves, merkle
 
 pytestmark = pytest.mark.slow
@@ -29,7 +32,7 @@ pytestmark = pytest.mark.slow
 AUDIT_ENV = {"VAULTD_AUDIT_MERGE_DELAY_SECONDS": "0.1",
              "VAULTD_AUDIT_CHECKPOINT_EVERY_ENTRIES": "5",
              "VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS": "0.5", "VAULTD_AUDIT_LEASE_SECONDS": "3",
-             "VAULTD_AUDIT_ORIGIN": "vault.example/audit"}
+             "VAULTD_AUDIT_ORIGIN": "vault.example/audit", **FAST_RETRIES}
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +79,7 @@ def test_entries_of_both_sources_are_signed_and_each_proves_its_inclusion(
     for entry_id, kind in [*((i, "access") for i in ids), *((i, "activity") for i in activity_ids)]:
         item = by_id[entry_id]
         leaf = leaves.encode(kind, entry_id, account_id, item["entry"])  # type: ignore[arg-type]
-        response = api.get("/audit/proof/inclusion", params={"entryId": entry_id, "type": kind})
+        response = api.get(f"/audit/entries/{entry_id}/proof", params={"type": kind})
         assert response.status_code == 200, response.text
         proof = response.json()
         assert proof["index"] == item["index"] and proof["treeSize"] == 10
@@ -111,21 +114,21 @@ def test_bad_requests_get_their_documented_errors(
     record_entries(vault, account[0], 5)
     checkpoint_of(api, 5)
     get = api.get
-    assert_json_error(get("/audit/proof/inclusion"), 400, "give exactly one of index and entryId")
+    assert_json_error(get("/audit/proof/inclusion"), 400, "index is required")
     assert_json_error(get("/audit/proof/inclusion", params={"index": "x"}), 400,
                       "index must be an integer between 0 and 999999999")
-    assert_json_error(get("/audit/proof/inclusion", params={"index": 5}), 400,
-                      "index must be below the tree size (5)")
-    assert_json_error(get("/audit/proof/inclusion", params={"index": 0, "treeSize": 99}), 400,
-                      "treeSize must be between 1 and the tree size (5)")
-    assert_json_error(get("/audit/proof/inclusion", params={"entryId": "e", "type": "x"}), 400,
+    assert_json_error(get("/audit/proof/inclusion", params={"index": 5}), 404,
+                      "no entry at index 5: the tree size is 5")
+    assert_json_error(get("/audit/proof/inclusion", params={"index": 0, "treeSize": 99}), 404,
+                      "treeSize is beyond the log: its tree size is 5")
+    assert_json_error(get("/audit/entries/e/proof", params={"type": "x"}), 400,
                       "type must be access or activity")
     assert_json_error(get("/audit/proof/consistency"), 400, "from is required")
-    assert_json_error(get("/audit/proof/consistency", params={"from": 4, "to": 2}), 400,
-                      "from must not be above to")
+    assert_json_error(get("/audit/proof/consistency", params={"from": 4, "to": 2}), 404,
+                      "no consistency proof from a larger tree to a smaller one")
     other_id, _ = vault.new_account("Other Co", "pro")
     theirs = record_entries(vault, other_id, 1)[0]
-    assert_json_error(get("/audit/proof/inclusion", params={"entryId": theirs}), 404,
+    assert_json_error(get(f"/audit/entries/{theirs}/proof"), 404,
                       "no such entry in the audit log (not of this account, or not sequenced "
                       "yet: within audit.merge_delay_seconds)")
     with vault.client() as anon:
@@ -162,3 +165,19 @@ def test_the_stand_alone_verifier_imports_nothing_of_vaultd() -> None:
     allowed = ("__future__", "argparse", "base64", "binascii", "hashlib", "json", "sys",
                "collections.abc", "dataclasses", "pathlib", "typing", "cryptography")
     assert all(line.split()[1].startswith(allowed) for line in imported), imported
+
+
+def test_each_checkpoint_reaches_the_customers_webhook_signed(
+        vault: VaultProcess, account: tuple[str, str], api: httpx.Client) -> None:
+    with running_receiver() as receiver:
+        subscribe(api, receiver, ["audit.checkpoint"], vault)
+        record_entries(vault, account[0], 5)
+        checkpoint = checkpoint_of(api, 5)
+        got = receiver.wait_for(lambda received: any(
+            json.loads(r.body)["data"]["treeSize"] == checkpoint["treeSize"] for r in received))
+    event = next(json.loads(r.body) for r in got
+                 if json.loads(r.body)["data"]["treeSize"] == checkpoint["treeSize"])
+    assert event["type"] == "audit.checkpoint"
+    assert event["data"] == checkpoint  # the witness keeps the very note the API serves
+    parsed = audit_verify.parse_checkpoint(event["data"]["checkpoint"], trusted_keys(vault))
+    assert parsed.signed_by is not None and parsed.size == 5

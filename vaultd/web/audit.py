@@ -31,19 +31,20 @@ class CheckpointHandler(BaseHandler):
 
 
 class InclusionHandler(BaseHandler):
-    async def get(self) -> None:
+    """By index: `/v1/audit/proof/inclusion?index=`; by entry: `/v1/audit/entries/<id>/proof`."""
+
+    async def get(self, entry_id: str | None = None) -> None:
         assert self.account is not None
         account_id = self.account.id
-        entry_id = self.get_query_argument("entryId", None)
-        raw_index = self.get_query_argument("index", None)
-        if (entry_id is None) == (raw_index is None):
-            raise InvalidRequest("give exactly one of index and entryId")
         if entry_id is not None:
             kind = self.get_query_argument("type", "access")
             if kind not in KINDS:
                 raise InvalidRequest("type must be access or activity")
             index = await tree_store.index_of(self.ctx.db, account_id, kind, entry_id)
         else:
+            raw_index = self.get_query_argument("index", None)
+            if raw_index is None:
+                raise InvalidRequest("index is required")
             index = parse_bounded_int(raw_index, "index", 0, 0, MAX_INDEX)
         size = await self._size(account_id)
         self.send_json(200, _b64(await tree_store.inclusion(self.ctx.db, account_id, index,
@@ -96,6 +97,7 @@ class KeysHandler(BaseHandler):
 ROUTES = [
     (r"/v1/audit/checkpoint", CheckpointHandler),
     (r"/v1/audit/proof/inclusion", InclusionHandler),
+    (r"/v1/audit/entries/([^/]+)/proof", InclusionHandler),
     (r"/v1/audit/proof/consistency", ConsistencyHandler),
     (r"/v1/audit/export", ExportHandler),
     (r"/v1/audit/keys", KeysHandler),

@@ -18,7 +18,7 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.records.audit import AuditCheckpointDoc
 from vaultd.services.audit import checkpoints, keys, leaves, merkle, tree_store
-from vaultd.services.audit.tree_store import node_id
+from vaultd.services.audit.tree_store import find_in, node_id
 
 FORMAT = "vaultd-audit-export/1"
 BATCH = 1000  # entries read per round trip: an index range of leaves, then their records
@@ -43,13 +43,12 @@ async def _entries(db: Db, account_id: str, start: int, end: int) -> list[dict[s
     found = db.audit_leaves.find({"accountId": account_id, "index": {"$gte": start, "$lt": end}})
     by_index = {doc["index"]: doc["_id"] async for doc in found}
     ids = [node_id(account_id, 0, index) for index in range(start, end)]
-    hashes = {doc["_id"]: bytes(doc["hash"])
-              async for doc in db.audit_nodes.find({"_id": {"$in": ids}})}
+    hashes = {doc["_id"]: bytes(doc["hash"]) async for doc in find_in(db.audit_nodes, ids)}
     sources: dict[str, Any] = {}
     for kind, collection in (("access", "access_log"), ("activity", "activity")):
         wanted = [key.split(":", 1)[1] for key in by_index.values() if key.startswith(kind + ":")]
         if wanted:
-            async for doc in db.raw(collection).find({"_id": {"$in": wanted}}):
+            async for doc in find_in(db.raw(collection), wanted):
                 sources[f"{kind}:{doc['_id']}"] = doc
     out = []
     for index in range(start, end):

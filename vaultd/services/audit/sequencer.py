@@ -33,7 +33,7 @@ from vaultd.db import Db
 from vaultd.records.audit import AuditNodeDoc, AuditTreeDoc, SourceKind
 from vaultd.services.audit import checkpoints, lease, leaves, merkle
 from vaultd.services.audit.keys import Signer
-from vaultd.services.audit.tree_store import node_id
+from vaultd.services.audit.tree_store import find_in, node_id
 from vaultd.timefmt import utcnow
 
 log = logging.getLogger("vaultd.audit")
@@ -72,6 +72,9 @@ class Sequencer:
     seen: dict[str, datetime] = field(default_factory=dict)  # source keys sequenced, by time
     epoch: int = 0
     pending: set[str] = field(default_factory=set)  # accounts with a checkpoint to make
+    # A round may have left leaves past a committed size (a killed holder's, or this one's
+    # failed round): the next round deletes them before it writes.
+    dirty: bool = True
     _task: asyncio.Task[None] | None = None
 
     async def round(self) -> int:
@@ -81,19 +84,18 @@ class Sequencer:
             return 0
         if held["epoch"] != self.epoch:  # taken over: what this process saw may be stale
             self.seen.clear()
+            self.dirty = True
             self.epoch = held["epoch"]
             self.pending = {tree["_id"] async for tree in self.db.audit_trees.find(
                 {}, {"_id": 1, "size": 1, "checkpointSize": 1})
                 if tree["size"] > tree["checkpointSize"]}
         cursors = dict(held.get("cursors", {}))
         entries = await self._read(cursors)
-        sequenced, complete = 0, True
-        for account_id, batch in _by_account(entries).items():
-            try:
-                sequenced += await self._extend(account_id, batch)
-            except (LeaseLost, DuplicateKeyError, BulkWriteError):
-                complete = False  # the next round reads the same window again
-        if complete:
+        try:
+            sequenced = await self._extend(_by_account(entries))
+        except (LeaseLost, DuplicateKeyError, BulkWriteError):
+            sequenced, self.dirty = 0, True  # the next round cleans up and reads it again
+        if not self.dirty:
             await lease.save_cursors(self.db, self.holder, self.epoch, cursors)
         await self._checkpoints()
         return sequenced
@@ -105,17 +107,14 @@ class Sequencer:
         for kind, collection in SOURCES:
             cursor = cursors.get(kind)
             query: dict[str, Any] = {"at": {"$gte": cursor - late}} if cursor else {}
-            newest, unseen = cursor, []
-            # The window re-read every round is ids and times only; whole records are read
-            # for the entries not seen yet.
-            async for doc in self.db.raw(collection).find(query, {"_id": 1, "at": 1}):
+            newest = cursor
+            # One range read on the `at` index (a second `$in` read of the unseen ones cost
+            # more than the window: SecantusDB's `$in` grows faster than its list).
+            async for doc in self.db.raw(collection).find(query):
                 newest = doc["at"] if newest is None else max(newest, doc["at"])
-                if leaves.source_key(kind, doc["_id"]) not in self.seen:
-                    unseen.append(doc["_id"])
-            if unseen:
-                async for doc in self.db.raw(collection).find({"_id": {"$in": unseen}}):
-                    found.append(NewEntry(doc["at"], leaves.source_key(kind, doc["_id"]),
-                                          doc["accountId"], _leaf(kind, doc)))
+                key = leaves.source_key(kind, doc["_id"])
+                if key not in self.seen:
+                    found.append(NewEntry(doc["at"], key, doc["accountId"], _leaf(kind, doc)))
             if newest is not None:
                 cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
         self._forget_before(min(cursors.values(), default=now) - late)
@@ -129,8 +128,7 @@ class Sequencer:
         if not found:
             return []
         keys = [entry.key for entry in found]
-        leaves_found = {doc["_id"]: doc async for doc in
-                        self.db.audit_leaves.find({"_id": {"$in": keys}})}
+        leaves_found = {doc["_id"]: doc async for doc in find_in(self.db.audit_leaves, keys)}
         sizes: dict[str, int] = {}
         for doc in leaves_found.values():
             if doc["accountId"] not in sizes:
@@ -166,33 +164,50 @@ class Sequencer:
                 raise LeaseLost(account_id)
         return tree
 
-    async def _extend(self, account_id: str, batch: list[NewEntry]) -> int:
-        tree = await self._tree(account_id)
-        size = tree["size"]
-        frontier = [(int(level), bytes(digest)) for level, digest in tree["frontier"]]
-        closed: list[tuple[int, int, bytes]] = []
-        for offset, entry in enumerate(batch):
-            merkle.append(frontier, size + offset, merkle.leaf_hash(entry.leaf), closed)
-        await self.db.audit_leaves.delete_many({"accountId": account_id, "index": {"$gte": size}})
-        await self.db.audit_leaves.insert_many(
-            [{"_id": entry.key, "accountId": account_id, "index": size + offset}
-             for offset, entry in enumerate(batch)], ordered=True)
-        await self._write_nodes(account_id, closed)
-        new_size = size + len(batch)
+    async def _extend(self, by_account: dict[str, list[NewEntry]]) -> int:
+        """Every account's new leaves and nodes in one write each, then one conditional
+        commit per account."""
+        plans = []
+        for account_id, batch in by_account.items():
+            tree = await self._tree(account_id)
+            size = tree["size"]
+            frontier = [(int(level), bytes(digest)) for level, digest in tree["frontier"]]
+            closed: list[tuple[int, int, bytes]] = []
+            for offset, entry in enumerate(batch):
+                merkle.append(frontier, size + offset, merkle.leaf_hash(entry.leaf), closed)
+            plans.append((account_id, batch, size, frontier, closed))
+        if self.dirty:
+            for account_id, _, size, _, _ in plans:
+                await self.db.audit_leaves.delete_many({"accountId": account_id,
+                                                        "index": {"$gte": size}})
+        if plans:
+            await self.db.audit_leaves.insert_many(
+                [{"_id": entry.key, "accountId": account_id, "index": size + offset}
+                 for account_id, batch, size, _, _ in plans
+                 for offset, entry in enumerate(batch)], ordered=True)
+            await self._write_nodes([(account_id, *node) for account_id, _, _, _, closed in plans
+                                     for node in closed])
+        self.dirty = False
+        for account_id, batch, size, frontier, _ in plans:
+            await self._commit(account_id, size, len(batch), frontier)
+            for entry in batch:
+                self.seen[entry.key] = entry.at
+        return sum(len(batch) for _, batch, _, _, _ in plans)
+
+    async def _commit(self, account_id: str, size: int, added: int,
+                      frontier: list[tuple[int, bytes]]) -> None:
         committed = await self.db.audit_trees.update_one(
             {"_id": account_id, "size": size, "epoch": self.epoch},
-            {"$set": {"size": new_size, "root": merkle.frontier_root(frontier),
+            {"$set": {"size": size + added, "root": merkle.frontier_root(frontier),
                       "frontier": [[level, digest] for level, digest in frontier]}})
         if committed.modified_count != 1:
             raise LeaseLost(account_id)
-        for entry in batch:
-            self.seen[entry.key] = entry.at
         self.pending.add(account_id)
-        return len(batch)
 
-    async def _write_nodes(self, account_id: str, closed: list[tuple[int, int, bytes]]) -> None:
+    async def _write_nodes(self, closed: list[tuple[str, int, int, bytes]]) -> None:
         docs: list[AuditNodeDoc] = [{"_id": node_id(account_id, level, index), "hash": digest,
-                                     "epoch": self.epoch} for level, index, digest in closed]
+                                     "epoch": self.epoch}
+                                    for account_id, level, index, digest in closed]
         try:
             await self.db.audit_nodes.insert_many(docs, ordered=False)
         except BulkWriteError as error:

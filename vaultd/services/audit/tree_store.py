@@ -8,14 +8,23 @@ and the next sequencer overwrites them before it commits.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from vaultd.db import Db
-from vaultd.errors import InvalidRequest, NotFound
+from vaultd.errors import NotFound
 from vaultd.records.audit import AuditTreeDoc
 from vaultd.services.audit import merkle
 
 NO_ENTRIES = "the account's audit log has no entries yet"
+IN_CHUNK = 100  # ids per `$in`: SecantusDB answers a long list slower than several short ones
+
+
+async def find_in(collection: Any, ids: list[str]) -> AsyncIterator[Any]:
+    """The documents of `ids` (those that exist), read by `_id` in short `$in` lists."""
+    for start in range(0, len(ids), IN_CHUNK):
+        async for doc in collection.find({"_id": {"$in": ids[start:start + IN_CHUNK]}}):
+            yield doc
 
 
 def node_id(account_id: str, level: int, index: int) -> str:
@@ -33,7 +42,7 @@ async def read_nodes(db: Db, account_id: str,
                      keys: set[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
     ids = {node_id(account_id, level, index): (level, index) for level, index in keys}
     found = {ids[doc["_id"]]: bytes(doc["hash"])
-             async for doc in db.audit_nodes.find({"_id": {"$in": list(ids)}})}
+             async for doc in find_in(db.audit_nodes, list(ids))}
     if len(found) != len(ids):  # a committed tree has every node below its size
         raise LookupError(f"audit tree of {account_id} is missing nodes")
     return found
@@ -49,7 +58,7 @@ def _size(value: int | None, tree: AuditTreeDoc, name: str) -> int:
     if value is None:
         return tree["size"]
     if not 1 <= value <= tree["size"]:
-        raise InvalidRequest(f"{name} must be between 1 and the tree size ({tree['size']})")
+        raise NotFound(f"{name} is beyond the log: its tree size is {tree['size']}")
     return value
 
 
@@ -58,7 +67,7 @@ async def inclusion(db: Db, account_id: str, index: int, size: int | None) -> di
     tree = await committed(db, account_id)
     size = _size(size, tree, "treeSize")
     if not 0 <= index < size:
-        raise InvalidRequest(f"index must be below the tree size ({size})")
+        raise NotFound(f"no entry at index {index}: the tree size is {size}")
     ranges = merkle.inclusion_ranges(index, size)
     hashes = await range_hashes(db, account_id, [*ranges, (index, index + 1)])
     return {"index": index, "treeSize": size, "leafHash": hashes[-1],
@@ -72,7 +81,7 @@ async def consistency(db: Db, account_id: str, first: int, second: int | None,
     second = _size(second, tree, "to")
     first = _size(first, tree, "from")
     if first > second:
-        raise InvalidRequest("from must not be above to")
+        raise NotFound("no consistency proof from a larger tree to a smaller one")
     ranges = merkle.consistency_ranges(first, second) if first < second else []
     return {"from": first, "to": second, "proof": await range_hashes(db, account_id, ranges)}
 
