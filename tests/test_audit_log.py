@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -181,3 +182,20 @@ def test_each_checkpoint_reaches_the_customers_webhook_signed(
     assert event["data"] == checkpoint  # the witness keeps the very note the API serves
     parsed = audit_verify.parse_checkpoint(event["data"]["checkpoint"], trusted_keys(vault))
     assert parsed.signed_by is not None and parsed.size == 5
+
+
+def test_a_master_key_rotation_rewraps_the_signing_key_and_signing_goes_on(
+        vault: VaultProcess, account: tuple[str, str], api: httpx.Client) -> None:
+    record_entries(vault, account[0], 5)
+    before = checkpoint_of(api, 5)
+    rotated = vault.admin_json("master-key", "rotate", "--drop-old")
+    assert len(rotated["keyIds"]) == 1
+
+    async def wrapped_under(db: Any) -> list[str]:
+        return [doc["key"]["key_id"] async for doc in db.audit_keys.find(
+            {"key": {"$exists": True}})]
+    assert vault.run_service(wrapped_under) == [rotated["currentKeyId"]]
+    record_entries(vault, account[0], 5)
+    after = checkpoint_of(api, before["treeSize"] + 5)
+    assert after["keyId"] == before["keyId"]  # the same signing key, now under the new master key
+    assert audit_verify.parse_checkpoint(after["checkpoint"], trusted_keys(vault)).signed_by
