@@ -10,6 +10,7 @@ from admin_cli.context import guarded, run, vault_settings, want_json
 from admin_cli.output import emit
 from vaultd.config import Settings
 from vaultd.db import Db
+from vaultd.services.audit import keys as audit_keys
 from vaultd.services.storage.rewrap import rotate_master_key
 
 app = typer.Typer(no_args_is_help=True, help="Master key management.")
@@ -27,7 +28,7 @@ def rotate(
     """Add a new master key and re-wrap every data key and webhook secret under it (blobs are
     not touched)."""
     async def action(settings: Settings, db: Db) -> dict[str, Any]:
-        return await rotate_master_key(settings, db, drop_old)
+        return await rotate_master_key(settings, db, drop_old, also=[audit_keys.rewrap])
 
     result = run(action)
     emit(result, want_json(as_json),

@@ -13,6 +13,7 @@ import typer
 from admin_cli import (
     commands_accounts,
     commands_analytics,
+    commands_audit,
     commands_backup,
     commands_doctor,
     commands_init,
@@ -54,6 +55,7 @@ app.command("trace")(commands_trace.trace)
 app.command("doctor")(commands_doctor.doctor)
 commands_members.members_app.command("sign-in-link")(commands_sign_in.sign_in_link)
 app.add_typer(commands_members.members_app, name="members")
+app.add_typer(commands_audit.app, name="audit")
 
 
 def _print_version(value: bool) -> None:

@@ -23,7 +23,8 @@ ALL_EVENTS = ["file.uploaded", "file.deleted", "view.created", "view.opened", "v
               "view.completed", "file.downloaded"]
 GATE_EVENTS = ["view.verified", "agreement.accepted"]  # tests/test_gates_email.py sends them
 ROOM_EVENTS = ["room.opened", "room.revoked"]
-EVERY_EVENT = ALL_EVENTS + GATE_EVENTS + ROOM_EVENTS  # what an endpoint may subscribe to
+AUDIT_EVENTS = ["audit.checkpoint"]  # tests/test_audit_log.py receives it
+EVERY_EVENT = ALL_EVENTS + GATE_EVENTS + ROOM_EVENTS + AUDIT_EVENTS  # what one may subscribe to
 FAST_RETRIES = {"VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "true",
                 "VAULTD_WEBHOOKS_RETRY_SCHEDULE": "0.5,0.5,0.5",
                 "VAULTD_WEBHOOKS_POLL_SECONDS": "0.1",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from vaultd.settings.audit import AuditSettings
 from vaultd.settings.auth import AuthSettings
 from vaultd.settings.declare import Field, declared
 from vaultd.settings.events import EventsSettings
@@ -35,8 +36,8 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class Settings(OidcSettings, AuthSettings, EventsSettings, ViewersSettings, IntakeSettings,
-               RenderSettings, StorageSettings, ServerSettings):
+class Settings(AuditSettings, OidcSettings, AuthSettings, EventsSettings, ViewersSettings,
+               IntakeSettings, RenderSettings, StorageSettings, ServerSettings):
     """Every setting: the groups' fields (declared once each, in `vaultd.settings.*`), server
     first; and what is derived from them."""
 

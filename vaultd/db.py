@@ -32,6 +32,14 @@ from vaultd.records import (
     ViewerSessionDoc,
     WebhookEndpointDoc,
 )
+from vaultd.records.audit import (
+    AuditCheckpointDoc,
+    AuditKeyDoc,
+    AuditLeafDoc,
+    AuditNodeDoc,
+    AuditSequencerDoc,
+    AuditTreeDoc,
+)
 from vaultd.records.members import (
     ActivityDoc,
     MemberDoc,
@@ -95,6 +103,30 @@ class Db:
     @property
     def activity(self) -> AsyncCollection[ActivityDoc]:
         return cast("AsyncCollection[ActivityDoc]", self.database["activity"])
+
+    @property
+    def audit_leaves(self) -> AsyncCollection[AuditLeafDoc]:
+        return cast("AsyncCollection[AuditLeafDoc]", self.database["audit_leaves"])
+
+    @property
+    def audit_nodes(self) -> AsyncCollection[AuditNodeDoc]:
+        return cast("AsyncCollection[AuditNodeDoc]", self.database["audit_nodes"])
+
+    @property
+    def audit_trees(self) -> AsyncCollection[AuditTreeDoc]:
+        return cast("AsyncCollection[AuditTreeDoc]", self.database["audit_trees"])
+
+    @property
+    def audit_checkpoints(self) -> AsyncCollection[AuditCheckpointDoc]:
+        return cast("AsyncCollection[AuditCheckpointDoc]", self.database["audit_checkpoints"])
+
+    @property
+    def audit_sequencer(self) -> AsyncCollection[AuditSequencerDoc]:
+        return cast("AsyncCollection[AuditSequencerDoc]", self.database["audit_sequencer"])
+
+    @property
+    def audit_keys(self) -> AsyncCollection[AuditKeyDoc]:
+        return cast("AsyncCollection[AuditKeyDoc]", self.database["audit_keys"])
 
     def raw(self, name: str) -> AsyncCollection[RawDoc]:
         """A collection read by an aggregation, whose results are not the stored records."""

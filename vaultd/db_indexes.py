@@ -76,6 +76,7 @@ async def ensure_indexes(db: Db) -> None:
     await db.raw(GATE_COUNTERS).create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await _room_indexes(db)
     await _member_indexes(db)
+    await _audit_indexes(db)
     for name, (second, _prefix) in WALKS.items():
         await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
     await count_links_once(db)
@@ -91,6 +92,16 @@ async def _room_indexes(db: Db) -> None:
     await db.room_links.create_index([("roomId", ASCENDING)])
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
+
+
+async def _audit_indexes(db: Db) -> None:
+    # The audit log's sequencer reads every new entry by time, whatever its account
+    # (services.audit.sequencer); its own records are read by index, never scanned.
+    await db.access_log.create_index([("at", ASCENDING)])
+    await db.activity.create_index([("at", ASCENDING)])
+    await db.audit_leaves.create_index([("accountId", ASCENDING), ("index", ASCENDING)],
+                                       unique=True)
+    await db.audit_checkpoints.create_index([("accountId", ASCENDING), ("size", ASCENDING)])
 
 
 async def _member_indexes(db: Db) -> None:

@@ -30,6 +30,8 @@ from vaultd.metrics.listener import start_metrics
 from vaultd.metrics.render_pool import PoolMetrics
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services.analytics import engagement
+from vaultd.services.audit.keys import current_signer
+from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common.fair_share import FairShare
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates.code_key import code_key
@@ -137,6 +139,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
     instance_id = recovery.new_instance_id()
     heartbeat: PeriodicCallback | None = None
     deliverer: Deliverer | None = None
+    sequencer: Sequencer | None = None
     try:
         await start_backend(backend)
         pool = make_pool(settings, metrics)
@@ -160,6 +163,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         heartbeat = start_housekeeping(database.db, store, instance_id)
         deliverer = start_webhook_delivery(settings, database.db, keyrings,
                                            metrics.webhook_attempted)
+        sequencer = start_audit_sequencer(settings, database.db, keyrings, instance_id)
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
@@ -171,6 +175,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
             heartbeat.stop()
         if deliverer is not None:
             await deliverer.stop()
+        if sequencer is not None:
+            await sequencer.stop()
         try:  # with the database down, the instance is settled by the next start's recovery
             await recovery.forget_instance(database.db, instance_id)
         except PyMongoError:
@@ -251,6 +257,19 @@ def start_webhook_delivery(settings: Settings, db: Db, keyrings: KeyringSource,
     deliverer = Deliverer(db, keyrings.current, config, on_attempt)
     deliverer.start()
     return deliverer
+
+
+def start_audit_sequencer(settings: Settings, db: Db, keyrings: KeyringSource,
+                          instance_id: str) -> Sequencer:
+    """The audit log's sequencer: runs in every process, sequences in the one holding the lease."""
+    config = SequencerConfig(settings.audit_merge_delay_seconds,
+                             settings.audit_late_arrival_seconds, settings.audit_lease_seconds,
+                             settings.audit_checkpoint_every_entries,
+                             settings.audit_checkpoint_every_seconds, settings.audit_origin)
+    sequencer = Sequencer(db, lambda: current_signer(db, keyrings.current(), settings.audit_origin),
+                          config, instance_id)
+    sequencer.start()
+    return sequencer
 
 
 async def wait_for_signal() -> None:

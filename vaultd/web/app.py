@@ -43,7 +43,7 @@ from vaultd.web.permissions import ROUTE_PERMISSIONS
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
-                            console_auth, console_page, oidc_sign_in]
+                            console_auth, console_page, oidc_sign_in, audit]
 
 
 class RouteAuditError(Exception):

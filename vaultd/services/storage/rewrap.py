@@ -11,6 +11,7 @@ of one record by `_id`: no database operation grows with the vault.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from vaultd.config import Settings
@@ -22,9 +23,12 @@ from vaultd.services.pages import mark_key
 from vaultd.services.webhooks.webhooks import webhook_binding
 
 DROP_GRACE_SECONDS = 2.0
+# A key kept by a package above this one (the audit log's signing key): passed in by the caller.
+Rewrap = Callable[[Db, MasterKeyring], Awaitable[int]]
 
 
-async def rotate_master_key(settings: Settings, db: Db, drop_old: bool) -> dict[str, Any]:
+async def rotate_master_key(settings: Settings, db: Db, drop_old: bool,
+                            also: Sequence[Rewrap] = ()) -> dict[str, Any]:
     if settings.master_key_value:
         raise ValueError(
             "the master key comes from VAULTD_MASTER_KEY; rotation rewrites the keyring file, "
@@ -33,28 +37,29 @@ async def rotate_master_key(settings: Settings, db: Db, drop_old: bool) -> dict[
     path = settings.master_key_path
     ring = MasterKeyring.load(path).with_new_current()
     ring.save(path)
-    rewrapped = await rewrap_all(db, ring)
+    rewrapped = await rewrap_all(db, ring, also)
     if drop_old:
         # Running vaultd processes seal an upload's data key when they write its record, under
         # the key current then (they read the key file again when it changes): a record written
         # by a process that had not yet seen the new file can land after the pass above, so
         # wait out the records kept in memory (services.common.recent) and pass again.
         await asyncio.sleep(DROP_GRACE_SECONDS)
-        rewrapped += await rewrap_all(db, ring)
+        rewrapped += await rewrap_all(db, ring, also)
         old = [key_id for key_id in ring.ids if key_id != ring.current_id]
         kept = ring.without(old)
         kept.save(path)
         # One last pass with the old keys still in memory: a record written since is sealed
         # again by its upload once it sees the old keys gone (services.files.uploads), or found
         # here.
-        rewrapped += await rewrap_all(db, ring)
+        rewrapped += await rewrap_all(db, ring, also)
         ring = kept
     return {"currentKeyId": ring.current_id, "rewrapped": rewrapped, "keyIds": list(ring.ids)}
 
 
-async def rewrap_all(db: Db, ring: MasterKeyring) -> int:
+async def rewrap_all(db: Db, ring: MasterKeyring, also: Sequence[Rewrap] = ()) -> int:
     return (await _rewrap_file_keys(db, ring) + await rewrap_webhook_secrets(db, ring)
-            + await mark_key.rewrap_mark_key(db, ring))
+            + await mark_key.rewrap_mark_key(db, ring)
+            + sum([await rewrap(db, ring) for rewrap in also]))
 
 
 async def _rewrap_file_keys(db: Db, ring: MasterKeyring) -> int:

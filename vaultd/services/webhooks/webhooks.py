@@ -27,7 +27,7 @@ from vaultd.timefmt import iso_utc, utcnow
 
 EVENTS = ("file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
           "view.completed", "file.downloaded", "view.verified", "agreement.accepted",
-          "room.opened", "room.revoked")
+          "room.opened", "room.revoked", "audit.checkpoint")
 MAX_ENDPOINTS = 10
 MAX_URL_LENGTH = 2000
 LATEST_DELIVERIES = 50

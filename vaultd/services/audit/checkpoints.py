@@ -1,0 +1,87 @@
+"""Signed checkpoints: made every N entries or T seconds, kept, announced by webhook.
+
+A checkpoint is the C2SP tlog-checkpoint of one account's tree (origin `<audit.origin>/<account
+id>`, size, root), signed by the current key. Each is stored once (`_id` `<account>/<size>`) and
+queued as the `audit.checkpoint` webhook event, so a customer's endpoint keeps every checkpoint
+outside the operator's reach (a witness). A crash between the steps repeats them: the insert and
+the event are keyed by size, so the repeat adds nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo import DESCENDING
+from pymongo.errors import DuplicateKeyError
+
+from vaultd.db import Db
+from vaultd.errors import NotFound
+from vaultd.records.audit import AuditCheckpointDoc, AuditTreeDoc
+from vaultd.services.audit import notes
+from vaultd.services.audit.keys import Signer
+from vaultd.services.audit.tree_store import NO_ENTRIES
+from vaultd.services.common import outbox
+from vaultd.timefmt import iso_utc, utcnow
+
+EVENT = "audit.checkpoint"
+
+
+def origin_of(prefix: str, account_id: str) -> str:
+    return f"{prefix}/{account_id}"
+
+
+def due(tree: AuditTreeDoc, every_entries: int, every_seconds: float, now: datetime) -> bool:
+    behind = tree["size"] - tree["checkpointSize"]
+    if behind <= 0:
+        return False
+    last = tree["checkpointAt"]
+    return (behind >= every_entries or last is None
+            or now - last >= timedelta(seconds=every_seconds))
+
+
+async def make(db: Db, tree: AuditTreeDoc, signer: Signer, prefix: str) -> AuditCheckpointDoc:
+    """Signs, stores and announces the checkpoint of `tree` as committed."""
+    account_id, size = tree["_id"], tree["size"]
+    body = notes.checkpoint_body(origin_of(prefix, account_id), size, bytes(tree["root"]))
+    doc: AuditCheckpointDoc = {"_id": f"{account_id}/{size}", "accountId": account_id,
+                               "size": size, "note": signer.sign(body), "keyId": signer.key_id,
+                               "at": utcnow()}
+    try:
+        await db.audit_checkpoints.insert_one(doc)
+    except DuplicateKeyError:  # made before a crash: that one is the checkpoint
+        kept = await db.audit_checkpoints.find_one({"_id": doc["_id"]})
+        assert kept is not None
+        doc = kept
+    await outbox.emit(db, account_id, EVENT, checkpoint_json(doc), key=f"audit:{doc['_id']}")
+    await db.audit_trees.update_one(
+        {"_id": account_id, "checkpointSize": {"$lt": size}},
+        {"$set": {"checkpointSize": size, "checkpointAt": doc["at"]}})
+    return doc
+
+
+def checkpoint_json(doc: AuditCheckpointDoc) -> dict[str, Any]:
+    root = doc["note"].split("\n")[2]
+    return {"treeSize": doc["size"], "rootHash": root, "keyId": doc["keyId"],
+            "at": iso_utc(doc["at"]), "checkpoint": doc["note"]}
+
+
+async def latest(db: Db, account_id: str) -> AuditCheckpointDoc:
+    tree = await db.audit_trees.find_one({"_id": account_id})
+    if tree is None or tree["checkpointSize"] == 0:
+        raise NotFound("the account's audit log has no checkpoint yet")
+    doc = await db.audit_checkpoints.find_one({"_id": f"{account_id}/{tree['checkpointSize']}"})
+    if doc is None:
+        raise NotFound(NO_ENTRIES)
+    return doc
+
+
+async def all_of(db: Db, account_id: str) -> list[AuditCheckpointDoc]:
+    """Every checkpoint of an account, oldest first (an export holds them all)."""
+    found = db.audit_checkpoints.find({"accountId": account_id}).sort("size", DESCENDING)
+    return [doc async for doc in found][::-1]
+
+
+def root_of(doc: AuditCheckpointDoc) -> bytes:
+    return base64.b64decode(doc["note"].split("\n")[2])
