@@ -9,7 +9,9 @@ A fresh embedded SecantusDB with vaultd's indexes gets one account (`tests.scale
 many files. Then, each timed through the driver's command monitoring (the round trip as the
 client sees it: queueing behind the lock included):
 
-- `revoke-all`: `services.links.revoke_jobs.revoke_all` of the file's live links;
+- `revoke-all`: `services.links.revoke_jobs.revoke_all` of the file's live links (the call:
+  one write, whatever their number), then `revoke marking`: its background steps marking the
+  link records (`revoke_jobs.all_marked`);
 - `walk <collection>`: `services.common.id_ranges.batches` over files, links and the log, the
   reads of verify, gc, migrate, rewrap and backup;
 - `delete links`: the bulk part of a file's deletion (`services.files.files.finish_delete`):
@@ -84,6 +86,11 @@ async def _timed(steps: StepTimes, label: str, work: Callable[[], Awaitable[int]
     return Work(time.perf_counter() - started, records)
 
 
+async def _marked(revoked: int) -> int:
+    await revoke_jobs.all_marked()
+    return revoked
+
+
 async def _walk(db: Db, name: str) -> int:
     return sum([len(batch) async for batch in id_ranges.batches(db.raw(name), {"_id": 1})])
 
@@ -110,6 +117,8 @@ async def run(links: int, load: int, storage: Path) -> tuple[dict[str, list[floa
             try:
                 took["revoke-all"] = await _timed(steps, "revoke-all", lambda: (
                     revoke_jobs.revoke_all(db, big.account_id, big.busy_file, "bench")))
+                took["revoke marking"] = await _timed(steps, "revoke marking", lambda: (
+                    _marked(took["revoke-all"].records)))
                 for name in ("files", "links", "access_log"):
                     took[f"walk {name}"] = await _timed(steps, f"walk {name}",
                                                         lambda n=name: _walk(db, n))
