@@ -143,6 +143,13 @@ def _finished(task: asyncio.Task[int]) -> None:
         log.error("marking a revoke-all's links failed: %s", type(task.exception()).__name__)
 
 
+def stop_marking() -> None:
+    """Stop this process's background steps (their jobs stay recorded: recovery resumes them
+    once this process is gone)."""
+    for task in list(_running):
+        task.cancel()
+
+
 async def all_marked() -> None:
     """Wait until this process's background steps are done."""
     while _running:
