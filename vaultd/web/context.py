@@ -14,7 +14,7 @@ from vaultd.services.files.blobs import BlobStore
 from vaultd.services.files.office import OfficeConverter
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.pages.page_path import PagePath
-from vaultd.services.tracing.trace_rate import TraceRate
+from vaultd.services.tracing.trace_rate import DbSpends, TraceRate
 from vaultd.web.pending_work import PendingWork
 
 
@@ -49,7 +49,8 @@ class AppContext:
                                           self.settings.upload_office_timeout_seconds,
                                           self.settings.render_sandbox == "required")
         if self.trace_rate is None:
-            self.trace_rate = TraceRate(self.settings.trace_max_images_per_hour_per_account)
+            self.trace_rate = TraceRate(self.settings.trace_max_images_per_hour_per_account,
+                                        DbSpends(self.db))
         if self.trace_slots is None:
             self.trace_slots = AccountSlots(self.settings.trace_max_concurrent_per_account,
                                             "traces")
