@@ -35,6 +35,7 @@ from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates.code_key import code_key
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
+from vaultd.services.links import revoke_jobs
 from vaultd.services.pages import mark_key
 from vaultd.services.pages.fair_share_hook import FairShareHook
 from vaultd.services.pages.page_path import PagePath
@@ -159,6 +160,9 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
     finally:
         if heartbeat is not None:
             heartbeat.stop()
+        # Revoke-alls' background steps: their jobs stay recorded, and recovery (another
+        # process's, or the next start's) resumes them once this instance is forgotten.
+        revoke_jobs.stop_marking()
         if deliverer is not None:
             await deliverer.stop()
         try:  # with the database down, the instance is settled by the next start's recovery
