@@ -171,8 +171,13 @@ async def mark(db: Db, job: dict[str, Any]) -> int:
         for live in (True, False):
             ids = [link["_id"] for link in old if (link["expiresAt"] > revoked_at) is live]
             for first in range(0, len(ids), WRITE_BATCH):
+                # Still of an old generation: a link being created as the generation rose is
+                # moved to the new one before it is counted (`links.create_link`), maybe since
+                # this read.
                 result = await db.links.update_many(
-                    {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
+                    {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]},
+                     "$or": [{"generation": {"$lte": job["generation"]}},
+                             {"generation": {"$exists": False}}]},
                     {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": live}})
                 marked += int(result.modified_count)
     await db.raw(JOBS).delete_one({"_id": job["_id"]})
