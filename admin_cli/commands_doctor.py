@@ -1,10 +1,14 @@
-"""vault-admin doctor: the render sandbox on this machine, layer by layer.
+"""vault-admin doctor: the render sandbox on this machine, layer by layer, then the vault.
 
 It starts one real render worker the way vaultd does (zygote, confinement) and prints what the
 worker reports: each layer active or missing. It then converts a tiny document with the Office
 converter (when `upload.office` is on) and prints whether LibreOffice is installed, converted,
 and which layers confined it. Exit code 1 when a layer is missing and the settings say
 `render.sandbox = "required"`.
+
+Where the data directory holds a vault, it then checks the vault itself
+(`services.storage.health`): the database answers, the disks have room, the master key file is
+private, and the newest backup's age. Exit code 1 on a problem there too.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from typing import Annotated, Any
 
 import typer
 
-from admin_cli.context import STATE
+from admin_cli.context import STATE, run
 from render.office import probe as office_probe
 from render.pool import RenderPool
 from render.sandbox.layers import ALL_LAYERS, DESCRIPTIONS, Layer, report
-from vaultd.config import load_settings, read_config_file
+from vaultd.config import Settings, load_settings, read_config_file
+from vaultd.db import Db
+from vaultd.services.storage import health
+from vaultd.startup import holds_vault
 
 
 async def probe(sandbox: str) -> dict[str, Any]:
@@ -69,8 +76,10 @@ def doctor(
     converter = asyncio.run(probe_converter(settings.upload_office,
                                             settings.upload_office_timeout_seconds))
     layers: dict[str, bool] = state["layers"] or {}
+    vault = _vault_findings()
     if as_json or STATE.json:
-        typer.echo(json.dumps({"renderSandbox": state, "officeConverter": converter}, indent=2))
+        typer.echo(json.dumps({"renderSandbox": state, "officeConverter": converter,
+                               "vault": vault}, indent=2))
     else:
         describe = {(layer.name or "").lower(): text for layer, text in DESCRIPTIONS.items()}
         describe["server_not_dumpable"] = "PR_SET_DUMPABLE 0 on the server"
@@ -80,9 +89,33 @@ def doctor(
         typer.echo(f"render.sandbox = {state['mode']!r}: "
                    + ("every layer active" if state["complete"] else "some layers missing"))
         _print_converter(converter)
+        _print_vault(vault)
     converter_short = converter["installed"] and not converter["complete"]
     if state["mode"] == "required" and (not state["complete"] or converter_short):
         raise typer.Exit(1)
+    if any(finding["verdict"] == "problem" for finding in vault or []):
+        raise typer.Exit(1)
+
+
+def _vault_findings() -> list[dict[str, str]] | None:
+    """The vault's checks, or None where the data directory holds no vault."""
+    if not holds_vault(STATE.settings()):
+        return None
+
+    async def action(settings: Settings, db: Db) -> list[health.Finding]:
+        return await health.check_vault(settings, db)
+
+    return [{"name": f.name, "verdict": f.verdict, "detail": f.detail} for f in run(action)]
+
+
+def _print_vault(findings: list[dict[str, str]] | None) -> None:
+    if findings is None:
+        typer.echo(f"vault: none in {STATE.settings().data_path.resolve()}: "
+                   "database, disk, key file and backup not checked")
+        return
+    marks = {"ok": "ok     ", "warning": "WARNING", "problem": "PROBLEM"}
+    for finding in findings:
+        typer.echo(f"{marks[finding['verdict']]}  {finding['name']:<20} {finding['detail']}")
 
 
 __all__ = ["Layer", "doctor", "probe"]

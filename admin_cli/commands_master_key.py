@@ -31,9 +31,14 @@ def rotate(
         return await rotate_master_key(settings, db, drop_old, also=[audit_keys.rewrap])
 
     result = run(action)
-    emit(result, want_json(as_json),
-         f"new master key {result['currentKeyId']}; re-wrapped {result['rewrapped']} data keys "
-         "and webhook secrets")
+    text = (f"new master key {result['currentKeyId']}; re-wrapped {result['rewrapped']} data "
+            "keys and webhook secrets")
+    if result["droppedKeyIds"]:
+        # A backup holds data keys wrapped under the keys of its day: only the old key file
+        # opens one made before this rotation.
+        text += (f"\ndropped the old master keys {', '.join(result['droppedKeyIds'])} from the "
+                 "key file: backups made before now need a copy of the old key file to restore")
+    emit(result, want_json(as_json), text)
 
 
 @app.command("show-path")

@@ -30,8 +30,10 @@ for pkg in "${APT_PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Through apt-get-wait.sh: another apt holding its lock is waited for, not a failure.
+  $SUDO bash scripts/apt-get-wait.sh update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO bash scripts/apt-get-wait.sh install -y -qq \
+    --no-install-recommends "${missing[@]}"
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv

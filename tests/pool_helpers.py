@@ -55,3 +55,12 @@ def raise_unpicklable() -> None:
             super().__init__(f"{a}/{b}")
 
     raise TwoArgError("a", "b")
+
+
+def start_a_thread_with_no_room() -> None:
+    """What a worker whose RLIMIT_NPROC counts a busy uid meets: no thread may start."""
+    import resource
+    import threading
+
+    resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+    threading.Thread(target=lambda: None).start()

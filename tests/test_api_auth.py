@@ -28,7 +28,9 @@ PROTECTED = [
 def test_every_endpoint_refuses_a_request_without_a_key(
     anon: httpx.Client, method: str, path: str
 ) -> None:
-    assert_json_error(anon.request(method, path, content=b"%PDF-1.4"), 401, MISSING_KEY)
+    response = anon.request(method, path, content=b"%PDF-1.4")
+    assert_json_error(response, 401, MISSING_KEY)
+    assert response.headers["WWW-Authenticate"] == "Bearer"  # RFC 6750's challenge
 
 
 @pytest.mark.parametrize(
@@ -44,8 +46,9 @@ def test_every_endpoint_refuses_a_request_without_a_key(
 def test_malformed_and_unknown_keys_get_401(vault: VaultProcess, header: str,
                                             message: str) -> None:
     with vault.client() as client:
-        assert_json_error(client.get("/account", headers={"Authorization": header}), 401,
-                          message)
+        response = client.get("/account", headers={"Authorization": header})
+        assert_json_error(response, 401, message)
+        assert response.headers["WWW-Authenticate"] == "Bearer"
 
 
 def test_a_revoked_key_stops_working_at_once(vault: VaultProcess) -> None:

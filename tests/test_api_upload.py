@@ -84,7 +84,7 @@ def test_form_bodies_are_415_and_say_to_send_the_raw_file(
     response = api.post("/files", content=body, headers={"Content-Type": content_type})
     error = assert_json_error(response, 415, re.compile(
         re.escape(taught) + r".*curl --data-binary @file\.pdf.*"))
-    assert error["statusCode"] == 415 and error["message"] == error["error"]
+    assert set(error) == {"error"}  # alone, as every error body
     assert blob_names(vault) == before
 
 
@@ -120,8 +120,7 @@ def test_bad_uploads_get_the_spec_status_and_store_nothing(
     before = blob_names(vault)
     response = api.post("/files", content=docs.pdf() if body is None else body, headers=headers)
     error = assert_json_error(response, status, message)
-    if status in (413, 415):
-        assert error["statusCode"] == status and error["message"] == error["error"]
+    assert set(error) == {"error"}  # alone, before a handler as after
     assert blob_names(vault) == before
     assert api.get("/account").json()["usage"]["documents"] == 0
 

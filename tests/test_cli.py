@@ -212,8 +212,15 @@ def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,
     assert api.get(f"/files/{created['id']}/download").content == data
     sealed_before = vault.mark_cipher().seal(12345)
     layout_before = vault.mark_cipher().layout_key
+    kept_before = result["keyIds"]
+    said = vault.admin("master-key", "rotate", "--drop-old").stdout
+    # The operator is told what was dropped and what that means for older backups.
+    assert "dropped the old master keys" in said and all(key in said for key in kept_before)
+    assert "backups made before now need a copy of the old key file" in said
+    plain = vault.admin("master-key", "rotate").stdout
+    assert "dropped" not in plain and "re-wrapped" in plain
     dropped = vault.admin_json("master-key", "rotate", "--drop-old")
-    assert dropped["keyIds"] == [dropped["currentKeyId"]]
+    assert dropped["keyIds"] == [dropped["currentKeyId"]] and dropped["droppedKeyIds"]
     assert api.get(f"/files/{created['id']}/download").content == data
     assert (vault.data_dir / "master.key").stat().st_mode & 0o777 == 0o600
     # The invisible mark's key was rewrapped too: the same key, now under the new master key.

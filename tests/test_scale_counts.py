@@ -111,7 +111,9 @@ async def test_a_revoke_all_larger_than_a_batch_revokes_every_live_link(db: Db) 
     await _new_links(db, account, file_id, count)
     assert await links.revoke_file_links(db, account.id, file_id) == count
     assert await _counts(db, account, file_id) == (0, 0, 0)
+    await revoke_jobs.all_marked()  # the link records are marked in the background
     assert await db.links.count_documents({"fileId": file_id, "revoked": False}) == 0
+    assert await _counts(db, account, file_id) == (0, 0, 0)
 
 
 async def test_deleting_a_file_takes_its_live_links_from_the_account(

@@ -1,6 +1,6 @@
-"""A revoke-all interrupted by a crash after its first batch is finished by recovery: every link
-live at its start ends revoked, the live counts reach zero, and its webhook goes out once with
-the full count (`services.links.revoke_jobs`)."""
+"""A revoke-all interrupted by a crash after its one write (the file's link generation raised) is
+finished by recovery: every link live at its start ends revoked, the live counts reach zero,
+and its webhook goes out once with the full count (`services.links.revoke_jobs`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ from tests.webhook_receiver import running_receiver
 from vaultd.db import Db
 from vaultd.services.accounts import link_counts
 from vaultd.services.accounts.accounts import get_account
+from vaultd.services.accounts.link_generations import FILE_FIELDS
 from vaultd.services.links import revoke_jobs
 from vaultd.services.links.links import LinkRequest, create_link
+from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts, kills and restarts a vaultd
 
@@ -28,7 +30,7 @@ LINKS = revoke_jobs.BATCH * 2 + 50
 HOLD = {**FAST_RETRIES, "VAULTD_WEBHOOKS_HOLD_SECONDS": "3"}
 
 
-def test_a_revoke_all_cut_after_its_first_batch_is_finished_and_announced_once(
+def test_a_revoke_all_cut_after_its_write_is_finished_and_announced_once(
         tmp_path: Path) -> None:
     with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
         account_id, key = vault.new_account("Cut Short Ltd", plan="business")
@@ -36,18 +38,19 @@ def test_a_revoke_all_cut_after_its_first_batch_is_finished_and_announced_once(
             subscribe(client, receiver, ["view.revoked"], vault)
             file_id = upload_ok(client, docs.pdf(1))["id"]
 
-        async def first_batch_only(db: Db) -> Any:
+        async def write_only(db: Db) -> Any:
             account = await get_account(db, account_id)
             request = LinkRequest(file_id, "kim@example.com", "Kim", 3600)
             for _ in range(LINKS):
                 await create_link(db, account, request)
-            # The job of an instance that dies after its first batch.
-            job = await revoke_jobs.start(db, account_id, file_id, owner="vaultd-killed")
-            assert job is not None
-            ids = [link["_id"] async for link in db.links.find({"fileId": file_id})]
-            return await revoke_jobs.revoke_batch(db, job, ids[:revoke_jobs.BATCH])
+            # The job of an instance that dies right after its write.
+            file = await db.files.find_one({"_id": file_id}, {"linkCount": 1, **FILE_FIELDS})
+            assert file is not None
+            job = await revoke_jobs._start(db, dict(file), account_id, LINKS, utcnow(),
+                                           owner="vaultd-killed")
+            return await revoke_jobs._raise_generation(db, dict(file), job)
 
-        assert vault.run_service(first_batch_only) == revoke_jobs.BATCH
+        assert vault.run_service(write_only)
         vault.stop(signal.SIGKILL)
         wait_for_orphaned_database_to_exit(vault)
         vault.start()  # recovery at start-up finishes the job

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,16 +16,29 @@ from vaultd.services.links.link_records import LinkRecords
 
 
 class RecordingCollection:
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.calls: list[Any] = []
 
     async def find_one(self, *args: Any, **kwargs: Any) -> None:
         self.calls.append((args, kwargs))
 
+    async def aggregate(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self.calls.append((args, kwargs))
+        return _nothing()
+
+
+async def _nothing() -> AsyncIterator[Any]:
+    return
+    yield
+
 
 class RecordingDb:
     def __init__(self) -> None:
-        self.api_keys, self.links = RecordingCollection(), RecordingCollection()
+        self.api_keys, self.links = RecordingCollection("api_keys"), RecordingCollection("links")
+
+    def raw(self, name: str) -> RecordingCollection:
+        return {"api_keys": self.api_keys, "links": self.links}[name]
 
 
 async def test_keys_are_looked_up_by_their_hash_only() -> None:
@@ -39,8 +53,8 @@ async def test_tokens_are_looked_up_by_their_hash_only() -> None:
     db, token = RecordingDb(), vault_secrets.new_token()
     with pytest.raises(NotFound):
         await LinkRecords().open(db, token)  # type: ignore[arg-type]
-    (args, kwargs), = db.links.calls
-    assert args[0]["hash"] == hashlib.sha256(token.encode()).hexdigest()
+    (args, kwargs), = db.links.calls  # one aggregate: the link by its hash, its file joined
+    assert args[0][0] == {"$match": {"hash": hashlib.sha256(token.encode()).hexdigest()}}
     assert token not in repr((args, kwargs))
 
 

@@ -114,14 +114,16 @@ def test_a_crash_inside_revoke_views_sends_the_event_only_if_links_were_revoked(
 
         async def crash_points(db: Db) -> list[str]:
             await db.links.insert_many([*links, other])
-            # 1. held, the links revoked with the batch id, killed before the release
+            # 1. held, the file's link generation raised by the batch, killed before the release
             kept = await webhook_events.file_links_revoking(
-                db, account_id, revoked_file["id"], 2, "batch-kept")
-            await db.links.update_many({"fileId": revoked_file["id"]},
-                                       {"$set": {"revoked": True, "revokedBatch": "batch-kept"}})
-            # 2. held, killed before the links' update
+                db, account_id, revoked_file["id"], 2, "batch-kept", 0)
+            await db.files.update_one(
+                {"_id": revoked_file["id"]},
+                {"$set": {"linkGeneration": 1,
+                          "linkRevokes.0": {"at": utcnow(), "batch": "batch-kept"}}})
+            # 2. held, killed before the generation's update
             await webhook_events.file_links_revoking(
-                db, account_id, untouched_file["id"], 1, "batch-lost")
+                db, account_id, untouched_file["id"], 1, "batch-lost", 0)
             return kept
 
         kept = vault.run_service(crash_points)
@@ -138,9 +140,11 @@ def test_a_crash_inside_revoke_views_sends_the_event_only_if_links_were_revoked(
 
 def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another caller revokes one of the file's links after revoke-views has listed them and
-    held its event (forced here by wrapping the hold): the event goes out once, with the count
-    this revoke made, as the held message itself (released, corrected)."""
+    """Another caller revokes one of the file's links after revoke-views has read the file's
+    count and held its event (forced here by wrapping the hold): the generation's write finds
+    the count changed and is not made; the call reads again and revokes the two left. Two
+    events go out: the one link's, and the file's with 2; the first hold is dropped."""
+    from vaultd.services.accounts.accounts import get_account
     from vaultd.services.links import links as link_service
 
     with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
@@ -148,32 +152,37 @@ def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.revoked"], vault)
             file = upload_ok(client, docs.pdf(1), name="Raced.pdf")
-        links = [_link(account_id, file["id"], f"v{n}@example.com") for n in range(3)]
         holding = webhook_events.file_links_revoking
-        held: list[str] = []
+        held: list[list[str]] = []
+        raced: list[str] = []
 
         async def held_then_raced(db: Db, *args: Any) -> list[str]:
-            held.extend(await holding(db, *args))
-            await db.links.update_one({"_id": links[0]["_id"]}, {"$set": {"revoked": True}})
-            return held
+            held.append(await holding(db, *args))
+            await link_service.revoke_link_id(db, account_id, file["id"], raced[0])
+            return held[-1]
 
         monkeypatch.setattr(webhook_events, "file_links_revoking", held_then_raced)
 
         async def revoke(db: Db) -> tuple[int, list[str]]:
-            await db.links.insert_many(links)
+            account = await get_account(db, account_id)
+            request = link_service.LinkRequest(file["id"], "v@example.com", "V", 3600)
+            for _ in range(3):
+                await link_service.create_link(db, account, request)
+            first = await db.links.find_one({"fileId": file["id"]})
+            assert first is not None
+            raced.append(first["_id"])
             revoked = await link_service.revoke_file_links(db, account_id, file["id"])
             return revoked, [m["_id"] async for m in db.webhook_outbox.find(
                 {"accountId": account_id, "type": "view.revoked"})]
 
         revoked, messages = vault.run_service(revoke)
         assert revoked == 2
-        [sent] = receiver.wait_for(lambda got: len(got) >= 1, timeout=30)
-        # The held message itself: there was no moment without a message to send.
-        assert sent.verified and [sent.headers["webhook-id"]] == messages == held
-        assert sent.event["data"]["fileId"] == file["id"]
-        assert sent.event["data"]["revoked"] == 2
-        wait_until(lambda: _states(vault, account_id) == {"delivered": 1}, what="delivered")
-        assert len(receiver.received) == 1
+        assert len(held) == 2 and held[1][0] in messages and held[0][0] not in messages
+        sent = receiver.wait_for(lambda got: len(got) >= 2, timeout=30)
+        counts = sorted(str(r.event["data"].get("revoked")) for r in sent)
+        assert all(r.verified for r in sent) and counts == ["2", "None"], counts
+        wait_until(lambda: _states(vault, account_id) == {"delivered": 2}, what="delivered")
+        assert len(receiver.received) == 2
 
 
 def test_revoke_views_over_http_sends_one_event_with_the_count(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates.code_key import code_key
 from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
+from vaultd.services.links import revoke_jobs
 from vaultd.services.members import oidc_pending
 from vaultd.services.members.oidc import RelyingParty
 from vaultd.services.members.oidc_config import OidcClient, oidc_client
@@ -173,6 +174,9 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
     finally:
         if heartbeat is not None:
             heartbeat.stop()
+        # Revoke-alls' background steps: their jobs stay recorded, and recovery (another
+        # process's, or the next start's) resumes them once this instance is forgotten.
+        revoke_jobs.stop_marking()
         if deliverer is not None:
             await deliverer.stop()
         if sequencer is not None:

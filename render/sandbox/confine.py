@@ -40,7 +40,10 @@ def confine(memory_limit: int) -> Layer:
     # After the user namespace: RLIMIT_NPROC set before it would also become the namespace's
     # cap on every process of vaultd's uid outside (the server's threads, other workers), so an
     # unprivileged vaultd's worker could not start a thread. Lowering a limit needs no privilege.
-    if _set_rlimits(memory_limit):
+    # Without an identity of its own (no user namespace: a container run without vaultd's
+    # seccomp profile) the limit would count vaultd's whole uid the same way, so it is not set:
+    # the worker renders with the layers it has, and the missing one is reported.
+    if _set_rlimits(memory_limit, limit_processes=Layer.OWN_IDENTITY in active):
         active |= Layer.RLIMITS
     prctl(_PR_SET_DUMPABLE, 0)  # other workers and the server cannot read this one's memory
     if prctl(_PR_SET_NO_NEW_PRIVS, 1):
@@ -62,12 +65,13 @@ def hard_limit(limit: int, value: int) -> None:
     resource.setrlimit(limit, (value, value))
 
 
-def _set_rlimits(memory_limit: int) -> bool:
+def _set_rlimits(memory_limit: int, *, limit_processes: bool) -> bool:
     try:
         if memory_limit > 0:
             hard_limit(resource.RLIMIT_AS, memory_limit)
         hard_limit(resource.RLIMIT_NOFILE, _MAX_OPEN_FILES)
-        hard_limit(resource.RLIMIT_NPROC, _MAX_PROCESSES)
+        if limit_processes:
+            hard_limit(resource.RLIMIT_NPROC, _MAX_PROCESSES)
         hard_limit(resource.RLIMIT_CPU, _CPU_SECONDS)
         hard_limit(resource.RLIMIT_CORE, 0)
     except (OSError, ValueError):

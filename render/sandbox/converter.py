@@ -60,7 +60,10 @@ def confine_converter(job_dir: str, memory_limit: int, cpu_seconds: int) -> Laye
     # After the user namespace (as in render.sandbox.confine): RLIMIT_NPROC set before it counts
     # every process of vaultd's uid outside, and LibreOffice could not fork once vaultd's
     # threads and workers passed it (measured: "ERROR 4 forking process" at 300 threads).
-    if _set_rlimits(memory_limit, cpu_seconds):
+    # Without an identity of its own (no user namespace), not at all: it would count vaultd's
+    # whole uid (`render.sandbox.confine`).
+    if _set_rlimits(memory_limit, cpu_seconds,
+                    limit_processes=Layer.OWN_IDENTITY in active):
         active |= Layer.RLIMITS
     prctl(_PR_SET_DUMPABLE, 0)
     if prctl(_PR_SET_NO_NEW_PRIVS, 1):
@@ -72,11 +75,12 @@ def confine_converter(job_dir: str, memory_limit: int, cpu_seconds: int) -> Laye
     return active
 
 
-def _set_rlimits(memory_limit: int, cpu_seconds: int) -> bool:
+def _set_rlimits(memory_limit: int, cpu_seconds: int, *, limit_processes: bool) -> bool:
     try:
         hard_limit(resource.RLIMIT_AS, memory_limit)
         hard_limit(resource.RLIMIT_NOFILE, _MAX_OPEN_FILES)
-        hard_limit(resource.RLIMIT_NPROC, _MAX_PROCESSES)
+        if limit_processes:
+            hard_limit(resource.RLIMIT_NPROC, _MAX_PROCESSES)
         hard_limit(resource.RLIMIT_CPU, cpu_seconds)
         hard_limit(resource.RLIMIT_CORE, 0)
     except (OSError, ValueError):

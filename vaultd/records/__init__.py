@@ -94,6 +94,13 @@ class RenditionDoc(BlobDoc):
     contentType: NotRequired[str]  # absent: a PNG
 
 
+class LinkRevokeDoc(TypedDict):
+    """A file's revoke-all whose links are not all marked yet (`services.links.revoke_jobs`)."""
+
+    at: datetime  # links live then left the counts with it
+    batch: str  # its job's id
+
+
 class FileDoc(TypedDict):
     """Collection `files`."""
 
@@ -111,6 +118,9 @@ class FileDoc(TypedDict):
     deletingAt: NotRequired[datetime]
     linkCount: NotRequired[LinkCountDoc]
     liveLinksAtDelete: NotRequired[int]  # taken from the account's count when deleted
+    # Raised by each revoke-all; links of an older one are revoked (accounts.link_generations).
+    linkGeneration: NotRequired[int]
+    linkRevokes: NotRequired[dict[str, LinkRevokeDoc]]  # revoke-alls not yet written on links
 
 
 class LinkDoc(TypedDict):
@@ -131,6 +141,7 @@ class LinkDoc(TypedDict):
     opens: NotRequired[int]  # opens counted against policy.maxOpens
     exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
     sessionsOpened: NotRequired[int]  # viewer sessions opened (absent: made before the count)
+    generation: NotRequired[int]  # its file's linkGeneration when counted (absent: 0)
 
 
 class AgreementRefDoc(TypedDict):

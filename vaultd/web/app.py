@@ -15,6 +15,7 @@ from vaultd.web import (
     activity,
     agreements,
     analytics,
+    audit,
     console_auth,
     console_page,
     files,

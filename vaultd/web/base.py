@@ -226,9 +226,9 @@ class BaseHandler(RequestHandler):
         reason = responses.get(status_code, "error").lower()
         message = error.message if error else _REASONS.get(status_code, reason)
         self.clear_header("Content-Disposition")
-        body: dict[str, Any] = {"error": message}
-        if status_code in (413, 415):
-            body.update({"statusCode": status_code, "message": message})
+        if status_code == 401:  # RFC 6750: the scheme the caller should have used
+            self.set_header("WWW-Authenticate", "Bearer")
+        body: dict[str, Any] = {"error": message}  # alone, on every route (README)
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps(body, ensure_ascii=False))
 

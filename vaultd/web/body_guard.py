@@ -206,7 +206,7 @@ class RequestGuard(HTTPMessageDelegate):
         self.answered = True
         self._disarm()
         message = json_too_large_message()
-        body = json.dumps({"error": message, "statusCode": 413, "message": message}).encode()
+        body = json.dumps({"error": message}).encode()  # as every other error body
         headers = HTTPHeaders(
             {
                 "Content-Type": "application/json; charset=utf-8",

@@ -16,7 +16,7 @@ from vaultd.services.gates.codes import EmailCodes
 from vaultd.services.members.oidc import RelyingParty
 from vaultd.services.members.sign_in_codes import SignInCodes
 from vaultd.services.pages.page_path import PagePath
-from vaultd.services.tracing.trace_rate import TraceRate
+from vaultd.services.tracing.trace_rate import DbSpends, TraceRate
 from vaultd.web.pending_work import PendingWork
 
 
@@ -53,7 +53,8 @@ class AppContext:
                                           self.settings.upload_office_timeout_seconds,
                                           self.settings.render_sandbox == "required")
         if self.trace_rate is None:
-            self.trace_rate = TraceRate(self.settings.trace_max_images_per_hour_per_account)
+            self.trace_rate = TraceRate(self.settings.trace_max_images_per_hour_per_account,
+                                        DbSpends(self.db))
         if self.trace_slots is None:
             self.trace_slots = AccountSlots(self.settings.trace_max_concurrent_per_account,
                                             "traces")

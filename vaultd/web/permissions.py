@@ -69,4 +69,9 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/v1/keys": {"GET": READ, "POST": MANAGE},
     r"/v1/keys/([^/]+)": {"DELETE": MANAGE},
     r"/v1/activity": {"GET": READ},
+    r"/v1/audit/checkpoint": {"GET": READ},
+    r"/v1/audit/proof/inclusion": {"GET": READ},
+    r"/v1/audit/entries/([^/]+)/proof": {"GET": READ},
+    r"/v1/audit/proof/consistency": {"GET": READ},
+    r"/v1/audit/export": {"GET": READ},
 }

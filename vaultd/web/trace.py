@@ -100,11 +100,11 @@ class TraceHandler(BaseHandler):
             if self._multipart():
                 images = self._images(data)
                 del data
-                self._spend(len(images))
+                await self._spend(len(images))
                 answer = await trace_batch.trace_batch(self.ctx.db, self._reader(),
                                                        self.account, images)
             else:
-                self._spend(1)
+                await self._spend(1)
                 answer = await trace.trace(
                     self.ctx.db, self._reader(), self.account, data,
                     self.request.headers.get("Content-Type"),
@@ -118,9 +118,9 @@ class TraceHandler(BaseHandler):
         return LeakReader(self.ctx.db, self.ctx.pool, self.ctx.pages.mark,
                           settings.render_long_side, settings.trace_placement_mark)
 
-    def _spend(self, images: int) -> None:
+    async def _spend(self, images: int) -> None:
         assert self.account is not None and self.ctx.trace_rate is not None
-        self.ctx.trace_rate.spend(self.account.id, images)
+        await self.ctx.trace_rate.spend(self.account.id, images)
 
     def _images(self, body: bytes) -> list[trace_batch.LeakImage]:
         """The parts named `image`, in order; anything else in the form is a 400."""

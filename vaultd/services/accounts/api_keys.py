@@ -14,6 +14,7 @@ from vaultd.db import Db, RawDoc
 from vaultd.errors import INVALID_KEY, NotFound, PlanLimitReached, Unauthorized
 from vaultd.records import ApiKeyDoc, LinkDoc
 from vaultd.secrets import API_KEY_PREFIX, digest, is_api_key, new_api_key
+from vaultd.services.accounts import link_generations
 from vaultd.services.accounts.accounts import Account, get_account
 from vaultd.services.accounts.link_counts import LIVENESS_FIELDS
 from vaultd.timefmt import iso_utc, utcnow
@@ -172,15 +173,19 @@ async def _read_key_and_link(
     The link by its id, the key joined to it by its hash: an equality `$lookup`, which
     SecantusDB answers from the key's unique index (a `$unionWith` sub-pipeline, as this read
     was before, walks the whole `api_keys` collection on every page: 66 ms a page at 3,000
-    keys). No link, no document: the key is then read alone, its verdict coming first."""
+    keys); and its file's link generation, joined the same way by the file's `_id`
+    (`link_generations`). No link, no document: the key is then read alone, its verdict
+    coming first."""
     pipeline: list[RawDoc] = [
         {"$match": {"_id": link_id}},
         {"$project": {**LIVENESS_FIELDS, _KEY_HASH: {"$literal": key_hash}}},
         {"$lookup": {"from": db.api_keys.name, "localField": _KEY_HASH,
                      "foreignField": "hash", "as": _KEY}},
+        link_generations.FILE_STAGE,
     ]
     async for doc in await db.raw(db.links.name).aggregate(pipeline):
         keys, _ = doc.pop(_KEY), doc.pop(_KEY_HASH)
         # The link's projection is a subset of its record: the readers use only those fields.
-        return (cast("ApiKeyDoc", keys[0]) if keys else None), cast("LinkDoc", doc)
+        link = cast("LinkDoc", link_generations.fold(doc))
+        return (cast("ApiKeyDoc", keys[0]) if keys else None), link
     return await db.api_keys.find_one({"hash": key_hash}, KEY_CHECK_FIELDS), None

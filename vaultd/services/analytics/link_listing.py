@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest
-from vaultd.records import LinkDoc
+from vaultd.records import FileDoc, LinkDoc
+from vaultd.services.accounts import link_generations
 from vaultd.services.files.files import get_file
 from vaultd.services.gates.policy import policy_json
 from vaultd.timefmt import iso_utc, utcnow
@@ -26,19 +27,26 @@ def parse_state(value: str | None) -> State | None:
     raise InvalidRequest("state must be one of active, expired, revoked")
 
 
-def _state_query(state: State | None) -> dict[str, Any]:
+def _state_query(state: State | None, generation: int) -> dict[str, Any]:
+    """A link of an older generation than its file's is revoked (`link_generations`), whatever
+    its record says until the revoke-all's steps reach it."""
     now = utcnow()
+    current = {"generation": generation} if generation else {}
     if state == "revoked":
+        if generation:
+            return {"$or": [{"revoked": True}, {"generation": {"$ne": generation}}]}
         return {"revoked": True}
     if state == "active":
-        return {"revoked": False, "expiresAt": {"$gt": now}, "exhausted": {"$ne": True}}
+        return {"revoked": False, "expiresAt": {"$gt": now}, "exhausted": {"$ne": True},
+                **current}
     if state == "expired":  # a link spent by maxOpens answers like an expired one
-        return {"revoked": False, "$or": [{"expiresAt": {"$lte": now}}, {"exhausted": True}]}
+        return {"revoked": False, "$or": [{"expiresAt": {"$lte": now}}, {"exhausted": True}],
+                **current}
     return {}
 
 
-def state_of(link: LinkDoc) -> State:
-    if link["revoked"] is not False:
+def state_of(link: LinkDoc, file: FileDoc) -> State:
+    if link["revoked"] is not False or link_generations.killed(link, file):
         return "revoked"
     if link["expiresAt"] <= utcnow() or link.get("exhausted"):
         return "expired"
@@ -48,7 +56,8 @@ def state_of(link: LinkDoc) -> State:
 async def list_file_links(db: Db, account_id: str, file_id: str, page: int, per_page: int,
                           state: State | None) -> dict[str, Any]:
     file = await get_file(db, account_id, file_id)
-    query = {"accountId": account_id, "fileId": file["_id"], **_state_query(state)}
+    query = {"accountId": account_id, "fileId": file["_id"],
+             **_state_query(state, link_generations.generation(file))}
     total = await db.links.count_documents(query)
     cursor = db.links.find(query).sort([("createdAt", -1), ("_id", -1)]).skip(
         (page - 1) * per_page).limit(per_page)
@@ -57,8 +66,8 @@ async def list_file_links(db: Db, account_id: str, file_id: str, page: int, per_
     sessions = await _sessions_opened(db, links)
     stats = {doc["_id"]: doc async for doc in db.link_stats.find(
         {"_id": {"$in": ids}}, {"pages": 1, "lastSeenAt": 1})}
-    return {"views": [_link_json(link, sessions.get(link["_id"], 0), stats.get(link["_id"]))
-                      for link in links], "total": total}
+    return {"views": [_link_json(link, file, sessions.get(link["_id"], 0),
+                                 stats.get(link["_id"])) for link in links], "total": total}
 
 
 async def _sessions_opened(db: Db, links: list[LinkDoc]) -> dict[str, int]:
@@ -74,12 +83,12 @@ async def _sessions_opened(db: Db, links: list[LinkDoc]) -> dict[str, int]:
     return counted | {row["_id"]: int(row["n"]) async for row in cursor}
 
 
-def _link_json(link: LinkDoc, sessions: int, stats: Any) -> dict[str, Any]:
+def _link_json(link: LinkDoc, file: FileDoc, sessions: int, stats: Any) -> dict[str, Any]:
     pages = stats.get("pages", {}) if stats else {}
     body: dict[str, Any] = {
         "id": link["_id"], "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
         "createdAt": iso_utc(link["createdAt"]), "expiresAt": iso_utc(link["expiresAt"]),
-        "state": state_of(link), "sessionsOpened": sessions,
+        "state": state_of(link, file), "sessionsOpened": sessions,
         "pagesViewed": sum(int(entry.get("views", 0)) for entry in pages.values()),
         "lastSeenAt": iso_utc(stats["lastSeenAt"]) if stats and "lastSeenAt" in stats else None,
     }

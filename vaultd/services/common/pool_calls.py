@@ -117,10 +117,16 @@ async def _outcome(pending: asyncio.Future[T], on_upload: bool,
         # The blob went away between the link check and the render: the file was deleted.
         raise NotFound("file not found") from None
     except RuntimeError as exc:
-        # A task error that could not cross the process boundary (tasks._portable): an odd
-        # document the renderer choked on, never a server fault.
-        log.warning("render task failed: %s", str(exc)[:200])
-        raise Unprocessable("the page could not be rendered") from None
+        # A task error that could not cross the process boundary (tasks._portable). On an
+        # upload, an odd file the validator choked on: the client's. On a page, the document
+        # was validated when stored, so the fault is the server's (a worker that may start no
+        # thread, say): never a 4xx.
+        if on_upload:
+            log.warning("render task failed: %s", str(exc)[:200])
+            raise Unprocessable("the page could not be rendered") from None
+        log.error("a page's render failed: %s", str(exc)[:200])
+        raise ServiceUnavailable(
+            "the page could not be rendered; retry later", retry_after=5) from None
 
 
 def queue_refusal(exc: QueueRefused) -> VaultError:

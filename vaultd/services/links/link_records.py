@@ -21,7 +21,13 @@ from vaultd.secrets import digest, is_token
 from vaultd.services.accounts.accounts import Account, get_account
 from vaultd.services.common.recent import RecentRecords
 from vaultd.services.files.files import get_file
-from vaultd.services.links.links import LINK_NOT_FOUND, LIVENESS_FIELDS, OpenLink, is_live
+from vaultd.services.links.links import (
+    LINK_NOT_FOUND,
+    LIVENESS_FIELDS,
+    OpenLink,
+    is_live,
+    read_link,
+)
 
 
 class LinkRecords:
@@ -40,7 +46,7 @@ class LinkRecords:
         only and the conditions are checked here: the cheapest query shape."""
         if not is_token(token):
             raise NotFound(LINK_NOT_FOUND)
-        link = await db.links.find_one({"hash": digest(token)})
+        link = await read_link(db, {"hash": digest(token)})
         read_at = time.monotonic()
         if link is None or not is_live(link) or (owner is not None
                                                   and link["accountId"] != owner.id):
@@ -72,7 +78,7 @@ class LinkRecords:
     async def confirm(self, db: Db, kept: OpenLink) -> OpenLink:
         """`kept` with its link read from the database now and found live; NotFound otherwise."""
         read_at = time.monotonic()
-        link = await db.links.find_one({"_id": kept.link["_id"]}, LIVENESS_FIELDS)
+        link = await read_link(db, {"_id": kept.link["_id"]}, LIVENESS_FIELDS)
         return self.confirmed(kept, link, read_at)
 
     def confirmed(self, kept: OpenLink, link: LinkDoc | None, read_at: float) -> OpenLink:

@@ -2,8 +2,10 @@
 
 Only the token's SHA-256 is stored. Whether a link is live is read from the database on every
 request, never from an in-process cache, so a revocation or deletion through any vaultd process
-takes effect on the next request. Reading a link with its file and account, and the records kept
-for a second for the page path, are `services.links.link_records`.
+takes effect on the next request. It is read with its file's link generation in the same round
+trip (`read_link`, `services.accounts.link_generations`): a file's revoke-all is one write.
+Reading a link with its file and account, and the records kept for a second for the page path,
+are `services.links.link_records`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from pymongo.errors import DuplicateKeyError
 
-from vaultd.db import Db
+from vaultd.db import Db, RawDoc
 from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import FileDoc, LinkDoc, PolicyDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services.accounts import link_counts
+from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common import outbox
 from vaultd.services.common.fair_share import UNPACED, Pace
@@ -112,6 +114,7 @@ def parse_ttl(value: Any, account: Account) -> int:
 async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, datetime]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
     file = await get_file(db, account.id, request.file_id)
+    generation = link_generations.generation(file)
     now = utcnow()
     expires_at = now + timedelta(seconds=request.ttl_seconds)
     while True:
@@ -128,6 +131,8 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             "revoked": False,
             "sessionsOpened": 0,  # kept on write: the sessions themselves are pruned (TTL)
         }
+        if generation:
+            doc["generation"] = generation
         if request.policy is not None:
             doc["policy"] = request.policy
             if "maxOpens" in request.policy:
@@ -138,9 +143,46 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
         except DuplicateKeyError:
             await outbox.discard(db, held)
             continue
+        if not await _counted(db, doc):  # revoked with the file's links as it was made
+            await outbox.discard(db, held)
+            generation = await _generation_now(db, request.file_id)
+            continue
         await outbox.release(db, held)
-        await link_counts.added(db, account.id, request.file_id)
         return token, expires_at
+
+
+async def _counted(db: Db, link: LinkDoc) -> bool:
+    """The new link counted under its file's generation, moved on to the file's current one if a
+    revoke-all raised it meanwhile. False: the revoke-all's own steps revoked the link first
+    (its token was never shown: the caller makes another)."""
+    generation = link.get("generation", 0)
+    while not await link_counts.added_in_generation(db, link["accountId"], link["fileId"],
+                                                    generation):
+        generation = await _generation_now(db, link["fileId"])
+        moved = await db.links.update_one({"_id": link["_id"], "revoked": False},
+                                          {"$set": {"generation": generation}})
+        if not moved.modified_count:
+            return False
+    return True
+
+
+async def _generation_now(db: Db, file_id: str) -> int:
+    file = await db.files.find_one({"_id": file_id}, {"linkGeneration": 1, "state": 1})
+    if file is None or file["state"] != "stored":
+        raise NotFound("file not found")
+    return link_generations.generation(file)
+
+
+async def read_link(db: Db, query: RawDoc, fields: RawDoc | None = None) -> LinkDoc | None:
+    """The link matching `query` (by a unique key), with `revoked` as its file's generation
+    says: one `aggregate` joining the file's generation (`link_generations.FILE_STAGE`)."""
+    pipeline: list[RawDoc] = [{"$match": query}]
+    if fields is not None:
+        pipeline.append({"$project": {**fields, "fileId": 1, "generation": 1}})
+    pipeline.append(link_generations.FILE_STAGE)
+    async for doc in await db.raw(db.links.name).aggregate(pipeline):
+        return cast("LinkDoc", link_generations.fold(doc))
+    return None
 
 
 def is_live(link: LinkDoc) -> bool:
@@ -160,7 +202,7 @@ async def still_open(db: Db, opened: OpenLink, fresh_for: float = 0.0) -> bool:
 
 
 async def _is_live_now(db: Db, link_id: str) -> bool:
-    link = await db.links.find_one({"_id": link_id}, LIVENESS_FIELDS)
+    link = await read_link(db, {"_id": link_id}, LIVENESS_FIELDS)
     return link is not None and is_live(link)
 
 
@@ -179,7 +221,7 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
     """Revoke one link of this account; revoking twice is fine, a foreign token is NotFound."""
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)
-    link = await db.links.find_one({"hash": digest(token), "accountId": account_id})
+    link = await read_link(db, {"hash": digest(token), "accountId": account_id})
     await _revoke_found(db, link)
 
 
@@ -187,8 +229,8 @@ async def revoke_link_id(db: Db, account_id: str, file_id: str, link_id: str) ->
     """`revoke_link` by the link's id (as `GET /files/:id/views` lists it), within its file."""
     if not is_uuid(file_id) or not is_uuid(link_id):
         raise NotFound(LINK_NOT_FOUND)
-    link = await db.links.find_one({"_id": link_id.lower(), "accountId": account_id,
-                                    "fileId": file_id.lower()})
+    link = await read_link(db, {"_id": link_id.lower(), "accountId": account_id,
+                                "fileId": file_id.lower()})
     await _revoke_found(db, link)
 
 
@@ -196,7 +238,7 @@ async def _revoke_found(db: Db, link: LinkDoc | None) -> None:
     if link is None:
         raise NotFound(LINK_NOT_FOUND)
     if link["revoked"] is not False:
-        return
+        return  # revoked, by itself or with its file's links
     # Held before the revoke: shared by racing callers (one id), released by the one that won.
     held = await webhook_events.view_revoked(db, link)
     live = is_live(link)  # an expired link already left the count (`services.accounts.link_counts`)
@@ -204,7 +246,8 @@ async def _revoke_found(db: Db, link: LinkDoc | None) -> None:
                                        {"$set": {"revoked": True, "countedOut": live}})
     if result.modified_count:
         await outbox.release(db, held)
-        await link_counts.revoked(db, link["accountId"], link["fileId"], int(live))
+        if live:
+            await link_counts.revoked_in_generation(db, link, 1)
 
 
 async def revoke_file_links(db: Db, account_id: str, file_id: str,

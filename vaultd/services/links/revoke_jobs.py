@@ -1,131 +1,220 @@
-"""`POST /files/:id/revoke-views` as a job that survives its process: revoke every live link of
-a file in short batches, then announce once how many were revoked.
+"""`POST /files/:id/revoke-views` in one bounded write, whatever the number of links: the file's
+link generation is raised (`services.accounts.link_generations`), and every link of an older
+one is revoked from that write on, in every process (each liveness read joins the generation).
 
-A job record (`revoke_jobs`, `_id` = the batch id written on each revoked link) is written
-before the first batch, with its owner (the instance id) and the held webhook's message ids.
-The count announced is what the links say: those carrying the batch id (an index read), so it
-is right whatever point a crash interrupted. If the owner dies, recovery (`resume_orphaned`)
-revokes the rest of the file's links live at the job's start with the same batch id, then
-releases the held event with that count and ends the job. The outbox's own sweep of held
-messages may release the event first (with the count expected at the start): either way one
-message, with the same id, goes out.
+The call:
 
-No operation grows with the file's links: the links are read in closed `_id` windows of about
-`BATCH` on `(fileId, revoked, _id)`, the count in windows on `(revokedBatch, _id)`
-(`services.common.id_ranges`), and each update revokes at most `WRITE_BATCH` by `_id`, yielding
-between them, so another tenant's requests get the database lock and the event loop in between.
-A job started by a call is paced by its `Pace` (the fair share, `services.common.fair_share`):
-while another account's pages are read, it pauses after each read and update in proportion to
-the time they took.
+1. reads the file's live count as a count read does (`link_counts.file_live_unswept`):
+   that is the `revoked` it answers, exact, from the maintained counter;
+2. holds the `view.revoked` event and records a job (`revoke_jobs`, `_id` = the batch id), so a
+   crash from here on is finished by recovery;
+3. raises the generation in one update of the file record, only if the file is still at the
+   generation and count it read (a link created or revoked meanwhile: read again). The same
+   update sets the file's count to 0, its sweep to now, and notes the revoke's time under
+   `linkRevokes` (which links it took out of the counts: `link_generations.counted_out`);
+4. takes the count from the account's (once: a marker per job on the account), logs `revoke`
+   (one entry per job) and releases the event, then answers.
+
+The link records are then brought up to date in the background, in short steps (`mark`): the
+file's unrevoked links of the old generations, read in closed `_id` windows on
+`(fileId, revoked, _id)` (`services.common.id_ranges`), updated `WRITE_BATCH` at a time by `_id`,
+so that no single operation holds the database long. Then the job ends and the file's note goes.
+If the process dies first, recovery (`resume_orphaned`) claims the job and finishes what its
+record says: all of it if the generation was raised, otherwise nothing (the held event is
+dropped). Only the job's owner settles or marks it, so the account's marker (which keeps its
+count from being taken twice) can go when the job ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import uuid
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
-from vaultd.services.accounts import link_counts
+from vaultd.errors import ServiceUnavailable
+from vaultd.services.accounts import link_counts, link_generations
+from vaultd.services.accounts.link_generations import FILE_FIELDS, is_generation
 from vaultd.services.common import access_log, id_ranges, outbox
 from vaultd.services.common.fair_share import UNPACED, Pace, PacedSteps
 from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
-# Links per read. An update rewrites each link's entries in the links' five indexes holding
-# `revoked` or `revokedBatch`: about 0.8 ms a link on SecantusDB, whose one lock the update
-# holds (50 links: 36-42 ms, 10: 8 ms, measured 2026-11-26 with load 1). So links are updated
-# WRITE_BATCH at a time: the longest another tenant's query waits behind one is about 8 ms.
+log = logging.getLogger("vaultd.links")
+
+# Links per read of the background steps. An update rewrites each link's entries in the links'
+# indexes holding `revoked` or `revokedBatch`: about 0.8 ms a link on SecantusDB, whose one lock
+# the update holds (50 links: 36-42 ms, 10: 8 ms, measured 2026-11-26 with load 1). So links
+# are updated WRITE_BATCH at a time: the longest another tenant's query waits behind one is
+# about 8 ms.
 BATCH = 50
 WRITE_BATCH = 10
 JOBS = "revoke_jobs"
+# Reads of the file's count before its update: each retry means a link of the file was created
+# or revoked in between, so more than a few means a storm of them.
+ATTEMPTS = 8
+BUSY = "the file's links are changing too fast to revoke; retry"
+
+# The background steps running in this process (kept so they are not collected mid-way).
+_running: set[asyncio.Task[int]] = set()
 
 
 async def revoke_all(db: Db, account_id: str, file_id: str, owner: str,
                      pace: Pace = UNPACED) -> int:
-    """Revoke the file's live links of this account; returns how many this call revoked."""
-    job = await start(db, account_id, file_id, owner, pace)
-    if job is None:
-        return 0
-    return await finish(db, job, pace)
+    """Revoke the file's live links of this account; returns how many this call revoked. The
+    link records are marked afterwards, in the background (`mark`)."""
+    for _ in range(ATTEMPTS):
+        file = await db.files.find_one({"_id": file_id, "accountId": account_id, "state": "stored"},
+                                       {"linkCount": 1, **FILE_FIELDS})
+        if file is None:
+            return 0
+        now = utcnow()
+        live = await link_counts.file_live_unswept(db, dict(file), now)
+        if not live:
+            return 0
+        job = await _start(db, dict(file), account_id, live, now, owner)
+        if await _raise_generation(db, dict(file), job):
+            await settle(db, job)
+            _in_background(db, job)
+            return live
+        await outbox.discard(db, job["held"])
+        await db.raw(JOBS).delete_one({"_id": job["_id"]})
+        await PacedSteps(pace, account_id).next()
+    raise ServiceUnavailable(BUSY)
 
 
-async def start(db: Db, account_id: str, file_id: str, owner: str,
-                pace: Pace = UNPACED) -> dict[str, Any] | None:
-    """The job, recorded with its held event, or None when the file has no live link."""
-    started = utcnow()
-    steps, expected = PacedSteps(pace, account_id), 0
-    async for ids in _live_ids(db, account_id, file_id, started, started):
-        expected += len(ids)
-        await steps.next()
-    if not expected:
-        return None
+async def _start(db: Db, file: dict[str, Any], account_id: str, live: int, now: datetime,
+                 owner: str) -> dict[str, Any]:
     batch = uuid.uuid4().hex
-    held = await webhook_events.file_links_revoking(db, account_id, file_id, expected, batch)
-    job = {"_id": batch, "accountId": account_id, "fileId": file_id, "owner": owner,
-           "startedAt": started, "held": held, "expected": expected}
+    generation = link_generations.generation(file)
+    held = await webhook_events.file_links_revoking(db, account_id, file["_id"], live, batch,
+                                                    generation)
+    job = {"_id": batch, "accountId": account_id, "fileId": file["_id"], "owner": owner,
+           "startedAt": now, "generation": generation, "count": live, "held": held}
     await db.raw(JOBS).insert_one(job)
     return job
 
 
-async def finish(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
-    """Revoke what is left of the job, announce its count, end it (idempotent)."""
-    steps = PacedSteps(pace, job["accountId"])
-    async for ids in _live_ids(db, job["accountId"], job["fileId"], job["startedAt"], utcnow()):
-        await revoke_batch(db, job, ids, steps)
-    marked = id_ranges.batches(db.raw(db.links.name), {"_id": 1},
-                               query={"revokedBatch": job["_id"]}, size=BATCH)
-    revoked = sum([len(links) async for links in marked])
-    if revoked == job["expected"]:
-        await outbox.release(db, job["held"])
-    else:  # some were revoked meanwhile by another caller: the held count is corrected
-        await webhook_events.release_recounted(db, job["held"], job["accountId"],
-                                               job["fileId"], revoked)
-    if revoked:
-        with contextlib.suppress(DuplicateKeyError):  # one entry per job, resumed or not
-            await access_log.record(db, job["accountId"], job["fileId"], "revoke",
-                                    entry_id=f"revoke-{job['_id']}")
+async def _raise_generation(db: Db, file: dict[str, Any], job: dict[str, Any]) -> bool:
+    """The one write that revokes: only if the file is as read (same generation, same count,
+    same sweep), else False."""
+    counted = file.get("linkCount") or {}
+    swept = counted.get("sweptAt")
+    result = await db.files.update_one(
+        {"_id": file["_id"], "state": "stored",
+         "linkGeneration": is_generation(job["generation"]),
+         "linkCount.live": int(counted.get("live", 0)),
+         "linkCount.sweptAt": swept if swept is not None else {"$exists": False}},
+        {"$set": {"linkGeneration": job["generation"] + 1, "linkCount.live": 0,
+                  "linkCount.sweptAt": job["startedAt"],
+                  f"linkRevokes.{job['generation']}": {"at": job["startedAt"],
+                                                       "batch": job["_id"]}}})
+    return bool(result.modified_count)
+
+
+async def settle(db: Db, job: dict[str, Any]) -> None:
+    """After the generation was raised: the account's count, the log entry, the event. Each
+    once, however often it is called (a resumed job calls it again)."""
+    await db.accounts.update_one(
+        {"_id": job["accountId"], f"linkCount.revokes.{job['_id']}": {"$exists": False}},
+        {"$inc": {"linkCount.live": -job["count"]},
+         "$set": {f"linkCount.revokes.{job['_id']}": True}})
+    with contextlib.suppress(DuplicateKeyError):  # one entry per job, resumed or not
+        await access_log.record(db, job["accountId"], job["fileId"], "revoke",
+                                entry_id=f"revoke-{job['_id']}")
+    await outbox.release(db, job["held"])
+
+
+def _in_background(db: Db, job: dict[str, Any]) -> None:
+    task = asyncio.ensure_future(mark(db, job))
+    _running.add(task)
+    task.add_done_callback(_finished)
+
+
+def _finished(task: asyncio.Task[int]) -> None:
+    _running.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        # The job record stays: recovery finishes it once this process is gone.
+        log.error("marking a revoke-all's links failed: %s", type(task.exception()).__name__)
+
+
+def stop_marking() -> None:
+    """Stop this process's background steps (their jobs stay recorded: recovery resumes them
+    once this process is gone)."""
+    for task in list(_running):
+        task.cancel()
+
+
+async def all_marked() -> None:
+    """Wait until this process's background steps are done."""
+    while _running:
+        await asyncio.gather(*_running, return_exceptions=True)
+
+
+async def mark(db: Db, job: dict[str, Any]) -> int:
+    """Write the revoke on the links it revoked, in short steps; then end the job. Returns how
+    many links were marked (idempotent: a resumed job marks what is left)."""
+    revoked_at: datetime = job["startedAt"]
+    fields = {"generation": 1, "expiresAt": 1}
+    marked = 0
+    async for links in id_ranges.batches(db.raw(db.links.name), fields, size=BATCH,
+                                         query={"fileId": job["fileId"], "revoked": False}):
+        old = [link for link in links
+               if link_generations.generation(link, "generation") <= job["generation"]]
+        # Those live at the revoke left the counts with it; those expired before leave by the
+        # expiry sweep, as every expired link does.
+        for live in (True, False):
+            ids = [link["_id"] for link in old if (link["expiresAt"] > revoked_at) is live]
+            for first in range(0, len(ids), WRITE_BATCH):
+                # Still of an old generation: a link being created as the generation rose is
+                # moved to the new one before it is counted (`links.create_link`), maybe since
+                # this read.
+                result = await db.links.update_many(
+                    {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]},
+                     "$or": [{"generation": {"$lte": job["generation"]}},
+                             {"generation": {"$exists": False}}]},
+                    {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": live}})
+                marked += int(result.modified_count)
     await db.raw(JOBS).delete_one({"_id": job["_id"]})
-    return revoked
-
-
-async def revoke_batch(db: Db, job: dict[str, Any], ids: list[str],
-                       steps: PacedSteps | None = None) -> int:
-    """Short updates on the `(revoked, _id)` index, WRITE_BATCH links each; their links leave
-    the live counts with each update."""
-    steps = steps or PacedSteps(UNPACED, job["accountId"])
-    revoked = 0
-    for first in range(0, len(ids), WRITE_BATCH):
-        result = await db.links.update_many(
-            {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
-            {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": True}})
-        await link_counts.revoked(db, job["accountId"], job["fileId"], result.modified_count)
-        revoked += int(result.modified_count)
-        await steps.next()  # others run meanwhile
-    return revoked
+    # Notes no longer needed: every link of the generation now says what the note said.
+    await db.files.update_one({"_id": job["fileId"]},
+                              {"$unset": {f"linkRevokes.{job['generation']}": ""}})
+    await db.accounts.update_one({"_id": job["accountId"]},
+                                 {"$unset": {f"linkCount.revokes.{job['_id']}": ""}})
+    return marked
 
 
 async def resume_orphaned(db: Db, live_instances: set[str]) -> int:
-    """Finish the jobs whose owner is gone; returns how many."""
+    """Finish the jobs whose owner is gone; returns how many this call finished. Each job is
+    claimed first (its owner replaced by this call's own id, in one conditional update), so
+    processes recovering at once never resume the same job twice."""
     orphans = [job async for job in db.raw(JOBS).find({})
                if job["owner"] not in live_instances]
+    resumer = f"recovery-{uuid.uuid4().hex}"  # not an instance: its death orphans the job again
+    resumed = 0
     for job in orphans:
-        await finish(db, job)
-    return len(orphans)
+        claimed = await db.raw(JOBS).find_one_and_update(
+            {"_id": job["_id"], "owner": job["owner"]}, {"$set": {"owner": resumer}},
+            return_document=True)
+        if claimed is not None:
+            await resume(db, claimed)
+            resumed += 1
+    return resumed
 
 
-async def _live_ids(db: Db, account_id: str, file_id: str, started: datetime, now: datetime
-                    ) -> AsyncIterator[list[str]]:
-    """Links of the file live `now` and created by the job's start, window by window (none
-    empty): the file's unrevoked links by `_id` range, the rest checked here."""
-    fields = {"accountId": 1, "createdAt": 1, "expiresAt": 1}
-    async for links in id_ranges.batches(db.raw(db.links.name), fields, size=BATCH,
-                                         query={"fileId": file_id, "revoked": False}):
-        ids = [link["_id"] for link in links if link["accountId"] == account_id
-               and link["createdAt"] <= started and link["expiresAt"] > now]
-        if ids:
-            yield ids
+async def resume(db: Db, job: dict[str, Any]) -> None:
+    """A job left by a process that died: finished if it raised the generation, else dropped."""
+    raised = await db.files.find_one(
+        {"_id": job["fileId"], f"linkRevokes.{job['generation']}.batch": job["_id"]},
+        {"_id": 1})
+    if raised is None:
+        await outbox.discard(db, job["held"])
+        await db.raw(JOBS).delete_one({"_id": job["_id"]})
+        return
+    await settle(db, job)
+    await mark(db, job)

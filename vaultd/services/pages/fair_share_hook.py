@@ -1,5 +1,10 @@
 """The page path's hook that tells the fair share (`services.common.fair_share`) whose pages
-are being read, so that another account's API calls and bulk jobs make room for them."""
+are being read, so that another account's API calls and bulk jobs make room for them.
+
+Only pages a viewer reads count: those of the hosted viewer, asked for with the link's token
+alone. A page asked for over the API carries the owner's own key: counting it would let any
+account slow every other account's API by reading its own pages in a loop, while its own calls
+are never held (its pages are not another account's)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ class FairShareHook:
         self.share = share
 
     async def page_sent(self, sent: SentPage) -> None:
-        self.share.pages_read(sent.page.link.account.id)
+        if sent.page.request.api_key is None:  # a viewer's, not the owner's own key's
+            self.share.pages_read(sent.page.link.account.id)
 
     async def flush(self, account_id: str | None = None) -> None:
         """Nothing is deferred."""

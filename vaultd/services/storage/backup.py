@@ -33,6 +33,7 @@ from backends.base import BlobBackend
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import WALKS, Db, RawDoc
 from vaultd.services.common import id_ranges
+from vaultd.services.storage import health
 from vaultd.services.storage.backup_manifest import (
     BLOB_DIR,
     DB_DIR,
@@ -46,6 +47,7 @@ from vaultd.services.storage.backup_manifest import (
     write_manifest,
 )
 from vaultd.services.storage.backup_seal import sealed
+from vaultd.timefmt import utcnow
 
 BATCH_DOCUMENTS = 200
 # For the small collections outside `db.WALKS` only: SecantusDB still reads the whole collection
@@ -209,6 +211,7 @@ async def create_backup(db: Db, backend: BlobBackend, keyring: Callable[[], Mast
         "missingBlobs": blobs.missing, "files": _checksums(dest),
     }
     write_manifest(dest, sealed(manifest, ring))
+    await health.record_backup(db, dest, utcnow())  # what `vault-admin doctor` reports
     blob_bytes = sum(entry["size"] for entry in blobs.listing.values())
     return {"dest": str(dest.resolve()), "collections": collections,
             "blobs": len(blobs.listing), "blobBytes": blob_bytes,

@@ -38,6 +38,7 @@ async def rotate_master_key(settings: Settings, db: Db, drop_old: bool,
     ring = MasterKeyring.load(path).with_new_current()
     ring.save(path)
     rewrapped = await rewrap_all(db, ring, also)
+    old: list[str] = []
     if drop_old:
         # Running vaultd processes seal an upload's data key when they write its record, under
         # the key current then (they read the key file again when it changes): a record written
@@ -53,7 +54,8 @@ async def rotate_master_key(settings: Settings, db: Db, drop_old: bool,
         # here.
         rewrapped += await rewrap_all(db, ring, also)
         ring = kept
-    return {"currentKeyId": ring.current_id, "rewrapped": rewrapped, "keyIds": list(ring.ids)}
+    return {"currentKeyId": ring.current_id, "rewrapped": rewrapped, "keyIds": list(ring.ids),
+            "droppedKeyIds": old}
 
 
 async def rewrap_all(db: Db, ring: MasterKeyring, also: Sequence[Rewrap] = ()) -> int:

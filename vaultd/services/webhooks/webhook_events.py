@@ -94,26 +94,15 @@ async def view_revoked(db: Db, link: LinkDoc) -> Held:
 
 
 async def file_links_revoking(db: Db, account_id: str, file_id: str, count: int,
-                              batch: str) -> Held:
+                              batch: str, generation: int) -> Held:
     """`POST /files/:id/revoke-views`: one event for the file, with how many links it disables;
-    held until a link carries the update's `batch` (`links.revoke_file_links`)."""
+    held until the file's link `generation` is raised by the job `batch`
+    (`links.revoke_jobs`)."""
     file = await db.files.find_one({"_id": file_id})
     data: EventData = {**_file_data(file_id, file), "revoked": count}
-    return await outbox.emit(db, account_id, "view.revoked", data,
-                             awaits=Awaited("links", {"revokedBatch": batch}),
+    raised = Awaited("files", {"_id": file_id, f"linkRevokes.{generation}.batch": batch})
+    return await outbox.emit(db, account_id, "view.revoked", data, awaits=raised,
                              key=f"view.revoked:batch:{batch}")
-
-
-async def release_recounted(db: Db, held: Held, account_id: str, file_id: str,
-                            count: int) -> None:
-    """Release `file_links_revoking`'s event with the count the update made, when another
-    revoke raced this one and disabled some of its links first (none left: no event)."""
-    if not count:
-        await outbox.discard(db, held)
-        return
-    file = await db.files.find_one({"_id": file_id})
-    data: EventData = {**_file_data(file_id, file), "revoked": count}
-    await outbox.release(db, held, outbox.event_body("view.revoked", data, utcnow()))
 
 
 async def view_opened(db: Db, link: LinkDoc, file: FileDoc | None, ip: str | None) -> None:

@@ -1,0 +1,90 @@
+"""Limits that two vaultd processes sharing one database enforce once, not twice: the hourly
+trace rate (`services.tracing.trace_rate`, kept in the database) and a revoke-all (the file's
+link generation: the other process answers for its links, and counts them, at once). Process A
+starts the embedded database; B is pointed at it through VAULTD_MONGODB_URI, as a second node
+of one deployment would be (each with blobs of its own: nothing here reads another's)."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from PIL import Image
+
+from tests import documents as docs
+from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
+from tests.vault_process import VaultProcess
+from vaultd.crypto.keyring import MasterKeyring
+from vaultd.embedded_db import running_address
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
+PER_HOUR = 2
+LIMITED = re.compile(r"too many images traced for this account \(at most 2 an hour\); "
+                     r"retry in \d+ s")
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VaultProcess, VaultProcess]]:
+    env = {"VAULTD_MASTER_KEY": MasterKeyring.generate().serialize(one_line=True),
+           "VAULTD_RENDER_WORKERS": "1",
+           "VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT": str(PER_HOUR)}
+    root = tmp_path_factory.mktemp("limits")
+    a = VaultProcess(root / "a", env=dict(env)).start()
+    b: VaultProcess | None = None
+    try:
+        uri = running_address(a.data_dir / "db")
+        assert uri is not None
+        b = VaultProcess(root / "b", env={**env, "VAULTD_MONGODB_URI": uri}).start()
+        yield a, b
+    finally:
+        if b is not None:
+            b.stop()  # B first: A owns the database
+        a.stop()
+
+
+def _png() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (300, 300), "white").save(out, "PNG")
+    return out.getvalue()
+
+
+def _trace(api: httpx.Client) -> httpx.Response:
+    return api.post("/trace", content=_png(), headers={"Content-Type": "image/png"},
+                    timeout=120)
+
+
+def test_the_hourly_trace_rate_holds_across_both_processes(
+        pair: tuple[VaultProcess, VaultProcess]) -> None:
+    a, b = pair
+    _, key = a.new_account("Tracing Twice Ltd")
+    with a.client(key) as api_a, b.client(key) as api_b:
+        assert _trace(api_a).status_code == 200
+        assert _trace(api_b).status_code == 200
+        # The hour's two images are spent, whichever process is asked next.
+        for api in (api_a, api_b):
+            refused = _trace(api)
+            assert_json_error(refused, 429, LIMITED)
+            assert 3500 <= int(refused.headers["Retry-After"]) <= 3600
+
+
+def test_a_revoke_all_through_one_process_is_whole_in_the_other_at_once(
+        pair: tuple[VaultProcess, VaultProcess]) -> None:
+    a, b = pair
+    _, key = a.new_account("Revoking Twice Ltd", plan="business")
+    with a.client(key) as api_a, b.client(key) as api_b:
+        file_id = upload_ok(api_a, docs.pdf())["id"]
+        tokens = [create_link(api_a, file_id, f"v{n}@example.com")["token"] for n in range(30)]
+        a.secrets += tokens
+        assert api_b.get("/account").json()["usage"]["activeLinks"] == 30
+        assert api_b.get(f"/views/{tokens[0]}").status_code == 200  # kept by B for a second
+        assert api_a.post(f"/files/{file_id}/revoke-views").json() == {"revoked": 30}
+        # At once in B, before any link record is marked: the links, and the counts.
+        for token in (tokens[0], tokens[-1]):
+            assert_json_error(api_b.get(f"/views/{token}"), 404, LINK_GONE)
+        assert api_b.get("/account").json()["usage"]["activeLinks"] == 0
+        listed = api_b.get(f"/files/{file_id}/views?state=active").json()
+        assert listed["total"] == 0
