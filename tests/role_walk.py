@@ -16,9 +16,13 @@ from tests import documents
 from tests.http_helpers import create_link, created, upload_ok
 from tests.room_helpers import add_file, create_room, room_link
 from tests.vault_process import VaultProcess
+from tests.waiting import wait_until
 from vaultd.web.app import all_routes, served_methods
 
 GROUP = re.compile(r"\((?:[^()]|\([^()]*\))*\)")
+# What a route needs besides its path to answer 200: the audit log's proofs name an entry.
+QUERIES = {"/v1/audit/proof/inclusion": "?index=0", "/v1/audit/proof/consistency": "?from=1",
+           "/v1/audit/entries/([^/]+)/proof": "?type=activity"}
 # Collections holding an account's records (by `accountId`); their documents, hashed.
 ACCOUNT_COLLECTIONS = ("files", "links", "rooms", "room_links", "api_keys", "members",
                        "webhook_endpoints", "agreements", "activity", "access_log")
@@ -41,7 +45,8 @@ class Records:
             segment = before.rstrip("/").rsplit("/", 1)[-1]
             out += before + self.ids.get(segment, "x")
             last = match.end()
-        return (out + pattern[last:]).removeprefix("/v1").replace("/delivery/", "/files/")
+        path = (out + pattern[last:]).removeprefix("/v1").replace("/delivery/", "/files/")
+        return path + QUERIES.get(pattern, "")
 
 
 def seed(api: httpx.Client) -> Records:
@@ -59,9 +64,13 @@ def seed(api: httpx.Client) -> Records:
     # An event this walk never causes: nothing is sent, the endpoint's record stays as it is.
     hook = created(api.post("/webhooks", json={"url": "https://hooks.example.com/in",
                                                "events": ["agreement.accepted"]}))
-    return Records({"files": file["id"], "views": link["token"], "rooms": room["id"],
-                    "items": item["id"], "room-views": room_view["token"], "pages": "1",
-                    "members": member["id"], "keys": key["id"],
+    # The activity log's first entry (the member's addition), once the audit log has signed it.
+    entry = api.get("/activity").json()["entries"][-1]["id"]
+    wait_until(lambda: api.get(f"/audit/entries/{entry}/proof?type=activity").is_success,
+               timeout=30, what="the audit log's checkpoint of the first activity entry")
+    return Records({"entries": entry, "files": file["id"], "views": link["token"],
+                    "rooms": room["id"], "items": item["id"], "room-views": room_view["token"],
+                    "pages": "1", "members": member["id"], "keys": key["id"],
                     "delivery": delivery["id"], "webhooks": hook["id"],
                     "agreements": nda.json()["id"]})
 

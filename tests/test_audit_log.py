@@ -171,9 +171,9 @@ def test_the_stand_alone_verifier_imports_nothing_of_vaultd() -> None:
 def test_each_checkpoint_reaches_the_customers_webhook_signed(
         vault: VaultProcess, account: tuple[str, str], api: httpx.Client) -> None:
     with running_receiver() as receiver:
-        subscribe(api, receiver, ["audit.checkpoint"], vault)
+        subscribe(api, receiver, ["audit.checkpoint"], vault)  # itself an activity entry
         record_entries(vault, account[0], 5)
-        checkpoint = checkpoint_of(api, 5)
+        checkpoint = checkpoint_of(api, 6)
         got = receiver.wait_for(lambda received: any(
             json.loads(r.body)["data"]["treeSize"] == checkpoint["treeSize"] for r in received))
     event = next(json.loads(r.body) for r in got
@@ -181,7 +181,7 @@ def test_each_checkpoint_reaches_the_customers_webhook_signed(
     assert event["type"] == "audit.checkpoint"
     assert event["data"] == checkpoint  # the witness keeps the very note the API serves
     parsed = audit_verify.parse_checkpoint(event["data"]["checkpoint"], trusted_keys(vault))
-    assert parsed.signed_by is not None and parsed.size == 5
+    assert parsed.signed_by is not None and parsed.size == checkpoint["treeSize"] == 6
 
 
 def test_a_master_key_rotation_rewraps_the_signing_key_and_signing_goes_on(
