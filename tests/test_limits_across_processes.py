@@ -16,9 +16,8 @@ from PIL import Image
 
 from tests import documents as docs
 from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
-from tests.vault_process import VaultProcess
+from tests.vault_process import VaultProcess, vault_pair
 from vaultd.crypto.keyring import MasterKeyring
-from vaultd.embedded_db import running_address
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -32,18 +31,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VaultProces
     env = {"VAULTD_MASTER_KEY": MasterKeyring.generate().serialize(one_line=True),
            "VAULTD_RENDER_WORKERS": "1",
            "VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT": str(PER_HOUR)}
-    root = tmp_path_factory.mktemp("limits")
-    a = VaultProcess(root / "a", env=dict(env)).start()
-    b: VaultProcess | None = None
-    try:
-        uri = running_address(a.data_dir / "db")
-        assert uri is not None
-        b = VaultProcess(root / "b", env={**env, "VAULTD_MONGODB_URI": uri}).start()
-        yield a, b
-    finally:
-        if b is not None:
-            b.stop()  # B first: A owns the database
-        a.stop()
+    with vault_pair(tmp_path_factory.mktemp("limits"), env) as pair:
+        yield pair
 
 
 def _png() -> bytes:

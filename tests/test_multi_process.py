@@ -31,9 +31,8 @@ from tests.http_helpers import (
 from tests.moto_server import aws_credentials, session_moto
 from tests.shared_storage import AzureStorage, S3Storage, SharedStorage
 from tests.tcp_relay import TcpRelay
-from tests.vault_process import VaultProcess, assert_no_secrets_in_log
+from tests.vault_process import VaultProcess, assert_no_secrets_in_log, vault_pair
 from vaultd.crypto.keyring import MasterKeyring
-from vaultd.embedded_db import running_address
 from vaultd.plans import get_plan
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -64,20 +63,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory,
     # The upload cap is per process: these tests race more uploads than its default of 4.
     env = {**storage.env(), "VAULTD_MASTER_KEY": ring, "VAULTD_RENDER_WORKERS": "1",
            "VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT": "16"}
-    root = tmp_path_factory.mktemp("multi")
-    a = VaultProcess(root / "a", env=dict(env)).start()
-    b: VaultProcess | None = None
-    try:
-        # A's embedded database requires its credentials (vaultd.db_credentials).
-        uri = running_address(a.data_dir / "db")
-        assert uri is not None
-        b = VaultProcess(root / "b", env={**env, "VAULTD_MONGODB_URI": uri}).start()
+    with vault_pair(tmp_path_factory.mktemp("multi"), env) as (a, b):
         yield a, b
-    finally:
-        if b is not None:
-            b.stop()  # B first: A owns the database
-        a.stop()
-    assert b is not None
     key_bytes = ring.split(":", 1)[1]  # the id before it is not secret
     handed_out = [key_bytes, storage.secret, *a.secrets, *b.secrets]
     for server in (a, b):

@@ -167,3 +167,23 @@ def running_vault(data_dir: Path, **env: str) -> Iterator[VaultProcess]:
     finally:
         server.stop()
     assert_no_secrets_in_log(server)
+
+
+@contextmanager
+def vault_pair(root: Path, env: dict[str, str]) -> Iterator[tuple[VaultProcess, VaultProcess]]:
+    """Two vaultd on one database: A starts its embedded one, B is pointed at it (with the
+    credentials A's embedded database requires, vaultd.db_credentials). B stops first: A owns
+    the database."""
+    from vaultd.embedded_db import running_address
+
+    a = VaultProcess(root / "a", env=dict(env)).start()
+    b: VaultProcess | None = None
+    try:
+        uri = running_address(a.data_dir / "db")
+        assert uri is not None
+        b = VaultProcess(root / "b", env={**env, "VAULTD_MONGODB_URI": uri}).start()
+        yield a, b
+    finally:
+        if b is not None:
+            b.stop()
+        a.stop()
