@@ -119,11 +119,14 @@ def _highest(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[int, 
     return int(xs[ix]), int(ys[iy]), float(window[iy, ix])
 
 
-def _inside(acf: Floats, guess: tuple[float, float], reach: int) -> bool:
-    """Whether the highest point within `reach` of `guess` lies inside that window, not on its
-    border: on the border it is a slope rising out of the window, not a peak near the guess."""
-    x, y, _ = _highest(acf, guess, reach)
-    return abs(x - round(guess[0])) < reach and abs(y - round(guess[1])) < reach
+def _is_peak(acf: Floats, guess: tuple[float, float], reach: int) -> bool:
+    """Whether the highest point within `reach` of `guess` is a local maximum of `acf` (none
+    of its 8 neighbours higher): a point on the window's border with a higher neighbour out of
+    it is a slope rising away, not a peak near the guess."""
+    x, y, top = _highest(acf, guess, reach)
+    height, width = acf.shape
+    around = acf[np.ix_(np.arange(y - 1, y + 2) % height, np.arange(x - 1, x + 2) % width)]
+    return bool(top >= float(around.max()))
 
 
 def tile_vectors(grey: Image.Image, count: int = 2, flat_paper: int | None = None,
@@ -175,7 +178,7 @@ def _refine(acf: Floats, coarse: tuple[float, float]) -> tuple[float, float]:
     for k in (2, 3):
         if k * abs(x1) > width / 2 - 3 or k * abs(y1) > height / 2 - 3:
             break
-        if not _inside(acf, (k * x1, k * y1), 2):
+        if not _is_peak(acf, (k * x1, k * y1), 2):
             # A slope, no peak: a parabola through it put the text cover's 3rd harmonic
             # 14,000 px off after a 60 % downscale and JPEG q60, its tile vector at -3,059 px
             # instead of 115.2, and the leak was missed (docs/leak-tracing.md).
