@@ -16,6 +16,9 @@ from vaultd.web import (
     agreements,
     analytics,
     console_auth,
+    console_file,
+    console_file_forms,
+    console_files,
     console_page,
     console_sign_in,
     files,
@@ -44,7 +47,8 @@ from vaultd.web.permissions import ROUTE_PERMISSIONS
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
-                            console_auth, console_page, oidc_sign_in, console_sign_in]
+                            console_auth, console_page, oidc_sign_in, console_sign_in,
+                            console_files, console_file, console_file_forms]
 
 
 class RouteAuditError(Exception):
