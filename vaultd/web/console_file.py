@@ -123,6 +123,10 @@ SHARE_FIELDS = ("viewerEmail", "viewerName", "days", "verifyEmail", "passcode", 
 class ShareForm(FilePageBase):
     """Create link: the new URL shown once on the page, optionally mailed to the viewer."""
 
+    async def get(self, file_id: str) -> None:
+        # The address the form's answer shows: reloaded or bookmarked, it is the file's page.
+        self.redirect(f"/console/files/{file_id}", status=303)
+
     def form(self) -> dict[str, str]:
         return {name: (self.get_body_argument(name, "") or "").strip() for name in SHARE_FIELDS}
 

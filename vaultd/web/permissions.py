@@ -72,7 +72,7 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     # The console's pages (web.console_*): a page reads, each form changes what it names.
     r"/console/files": {"GET": READ},
     r"/console/files/([^/]+)": {"GET": READ},
-    r"/console/files/([^/]+)/share": {"POST": CHANGE},
+    r"/console/files/([^/]+)/share": {"GET": READ, "POST": CHANGE},
     r"/console/files/([^/]+)/preview": {"POST": READ},  # a link for the member themself
     r"/console/files/([^/]+)/links/([^/]+)/revoke": {"POST": CHANGE},
     r"/console/files/([^/]+)/links/([^/]+)/extend": {"POST": CHANGE},
