@@ -225,3 +225,18 @@ def test_axe_finds_nothing_serious_on_any_page(
         page.get_by_role("textbox", name="Link").wait_for(timeout=WAIT_MS)
         assert_accessible(page)
         assert tab.csp_violations() == []
+
+
+def test_an_upload_the_api_refuses_is_explained_in_words(
+        browser: Browser, vault: VaultProcess, mail: MailServer, team: tuple[str, str]) -> None:
+    with signed_in_tab(browser, vault, mail, team[0], "sol@harbour.example", "member") as tab:
+        page = tab.page
+        page.get_by_label("Upload files").set_input_files(
+            [{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"not a document"},
+             {"name": "Fine.pdf", "mimeType": "application/pdf", "buffer": docs.pdf(pages=1)}])
+        page.get_by_role("link", name="Open Fine.pdf").wait_for(timeout=WAIT_MS)
+        refused = page.get_by_role("listitem").filter(has_text="notes.txt")
+        assert "Not uploaded: wrong type (PDF, JPEG or PNG" in refused.inner_text()
+        assert page.get_by_role("progressbar", name="Uploading Fine.pdf").get_attribute(
+            "value") == "100"
+        assert_accessible(page)

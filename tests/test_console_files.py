@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from html import unescape
 
 import httpx
@@ -14,7 +15,7 @@ import pytest
 from tests import documents as docs
 from tests.console_auth import browser, console_vault, new_member, sign_in
 from tests.http_helpers import assert_json_error, upload_ok
-from tests.mail_server import MailServer
+from tests.mail_server import MailServer, parts
 from tests.vault_process import VaultProcess
 
 pytestmark = pytest.mark.slow  # starts its own vaultd and SMTP server
@@ -183,3 +184,44 @@ def test_every_form_an_auditor_posts_is_refused_and_changes_nothing(
         assert api.get(f"/views/{token}").json()["expiresAt"] == before
         assert api.get(f"/files/{report}").status_code == 200
         assert len(api.get(f"/files/{report}/views").json()["views"]) >= 1
+
+
+def test_a_preview_is_the_members_own_short_link_logged_as_their_view(
+        vault: VaultProcess, team: tuple[str, str], auditor: tuple[httpx.Client, str],
+        report: str) -> None:
+    client, csrf = auditor  # reading is every role's: an auditor may look too
+    opened = client.post(f"/console/files/{report}/preview", data={"_csrf": csrf},
+                         headers=HTML)
+    assert opened.status_code == 303
+    location = opened.headers["Location"]
+    assert "/v/" in location
+    vault.secrets.append(location.rsplit("/", 1)[1])
+    viewer = httpx.get(location, headers=HTML, timeout=30)
+    assert viewer.status_code == 200 and "Board report.pdf" in viewer.text
+    with vault.client(team[1]) as api:
+        mine = [view for view in api.get(f"/files/{report}/views").json()["views"]
+                if view["viewerEmail"] == "auditor@files.example"]
+        log = api.get(f"/files/{report}/access-log").json()
+    assert len(mine) == 1 and mine[0]["state"] == "active"
+    lasts = (datetime.fromisoformat(mine[0]["expiresAt"].replace("Z", "+00:00"))
+             - datetime.fromisoformat(mine[0]["createdAt"].replace("Z", "+00:00")))
+    assert lasts == timedelta(minutes=15)
+    assert {"action": "view", "viewerEmail": "auditor@files.example"}.items() <= log[0].items()
+
+
+def test_a_link_can_be_mailed_to_its_viewer(
+        vault: VaultProcess, mail: MailServer, admin: tuple[httpx.Client, str],
+        report: str) -> None:
+    client, csrf = admin
+    before = mail.inbox.count()
+    made = client.post(f"/console/files/{report}/share", headers=HTML,
+                       data={"_csrf": csrf, "viewerEmail": "cy@client.example",
+                             "viewerName": "Cy Park", "mailLink": "on"})
+    assert made.status_code == 201
+    assert "The link was mailed to cy@client.example." in made.text
+    url = unescape(LINK.search(made.text).group(1))  # type: ignore[union-attr]
+    vault.secrets.append(url.rsplit("/", 1)[1])
+    message = mail.inbox.wait_for(before + 1)
+    assert message["To"] == "cy@client.example"
+    assert url in parts(message)["text/plain"] and "admin@files.example" in parts(message)[
+        "text/plain"]
