@@ -240,3 +240,22 @@ def test_an_upload_the_api_refuses_is_explained_in_words(
         assert page.get_by_role("progressbar", name="Uploading Fine.pdf").get_attribute(
             "value") == "100"
         assert_accessible(page)
+
+
+DROP_FILE = """(bytes) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([new Uint8Array(bytes)], "Dropped.pdf", {type: "application/pdf"}));
+    return transfer;
+}"""
+
+
+def test_a_file_dropped_on_the_upload_box_is_uploaded(
+        browser: Browser, vault: VaultProcess, mail: MailServer, team: tuple[str, str]) -> None:
+    with signed_in_tab(browser, vault, mail, team[0], "dee@harbour.example", "member") as tab:
+        page = tab.page
+        transfer = page.evaluate_handle(DROP_FILE, list(docs.pdf(pages=1)))
+        page.dispatch_event("#drop", "dragover", {"dataTransfer": transfer})
+        page.dispatch_event("#drop", "drop", {"dataTransfer": transfer})
+        page.get_by_role("link", name="Open Dropped.pdf").click()
+        page.get_by_role("heading", name="Dropped.pdf").wait_for(timeout=WAIT_MS)
+        assert tab.errors == []
