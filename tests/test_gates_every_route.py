@@ -32,6 +32,7 @@ LINK_ROUTE = re.compile(r"^/(v|r|v1/views|v1/room-views)/\(\[\^/\]\+\)(/.*)?$")
 # The owner's routes about a link, not a reader's: no reader's address or time applies.
 OWNERS = {
     ("/v1/views/([^/]+)", "delete"),  # revoking the link
+    ("/v1/views/([^/]+)", "patch"),  # the owner's new expiry for the link
     ("/v1/room-views/([^/]+)", "delete"),  # revoking the room link
     ("/v1/views/([^/]+)/analytics", "get"),  # the owner's reading-time report
 }

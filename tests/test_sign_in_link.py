@@ -60,13 +60,17 @@ def test_the_link_signs_in_once_and_lands_on_the_console(vault: VaultProcess) ->
         assert opened.status_code == 303 and opened.headers["Location"] == "/console"
         vault.secrets.append(client.cookies["vaultd_session"])
         assert client.get("/console/auth/session").json()["account"]["id"] == account_id
-        page = client.get("/console")
-        assert page.status_code == 200 and "Signed in as root@first.example" in page.text
-        assert "<script" not in page.text
+        home = client.get("/console")
+        assert home.status_code == 303 and home.headers["Location"] == "/console/files"
+        page = client.get("/console/files")
+        assert page.status_code == 200 and "root@first.example" in page.text
+        assert "<script>" not in page.text  # scripts only from /assets/console/
         assert page.headers["Content-Security-Policy"].startswith("default-src 'none'")
     with browser(vault) as again:
         assert_json_error(again.get(f"/console/auth/link/{token}"), 404, LINK_NOT_VALID)
-        assert "You are not signed in." in again.get("/console").text
+        signed_out = again.get("/console")
+        assert signed_out.status_code == 303
+        assert signed_out.headers["Location"] == "/console/sign-in"
 
 
 def test_two_uses_at_once_sign_in_one(vault: VaultProcess) -> None:
