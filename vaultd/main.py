@@ -39,6 +39,8 @@ from vaultd.services.members import oidc_pending
 from vaultd.services.members.oidc import RelyingParty
 from vaultd.services.members.oidc_config import OidcClient, oidc_client
 from vaultd.services.members.sign_in_codes import SignInCodes
+from vaultd.services.notifications import notifier
+from vaultd.services.notifications.notifier import Notifier
 from vaultd.services.pages import mark_key
 from vaultd.services.pages.fair_share_hook import FairShareHook
 from vaultd.services.pages.page_path import PagePath
@@ -137,6 +139,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
     instance_id = recovery.new_instance_id()
     heartbeat: PeriodicCallback | None = None
     deliverer: Deliverer | None = None
+    mailer: Notifier | None = None
     try:
         await start_backend(backend)
         pool = make_pool(settings, metrics)
@@ -160,6 +163,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         heartbeat = start_housekeeping(database.db, store, instance_id)
         deliverer = start_webhook_delivery(settings, database.db, keyrings,
                                            metrics.webhook_attempted)
+        mailer = await start_notifications(settings, database.db)
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
@@ -171,6 +175,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
             heartbeat.stop()
         if deliverer is not None:
             await deliverer.stop()
+        if mailer is not None:
+            await mailer.stop()
         try:  # with the database down, the instance is settled by the next start's recovery
             await recovery.forget_instance(database.db, instance_id)
         except PyMongoError:
@@ -251,6 +257,16 @@ def start_webhook_delivery(settings: Settings, db: Db, keyrings: KeyringSource,
     deliverer = Deliverer(db, keyrings.current, config, on_attempt)
     deliverer.start()
     return deliverer
+
+
+async def start_notifications(settings: Settings, db: Db) -> Notifier | None:
+    """Members' notification mails, when SMTP is set (`smtp.*`); every process sends."""
+    if not settings.smtp_host:
+        return None
+    await notifier.ensure_indexes(db)
+    mailer = Notifier(db, settings)
+    mailer.start()
+    return mailer
 
 
 async def wait_for_signal() -> None:

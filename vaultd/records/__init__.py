@@ -131,6 +131,7 @@ class LinkDoc(TypedDict):
     opens: NotRequired[int]  # opens counted against policy.maxOpens
     exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
     sessionsOpened: NotRequired[int]  # viewer sessions opened (absent: made before the count)
+    createdBy: NotRequired[str]  # the member who made it in the console (absent: an API key)
 
 
 class AgreementRefDoc(TypedDict):
@@ -301,6 +302,7 @@ class LinkStatsDoc(LinkStatsOpening):
     completedAt: NotRequired[datetime | None]
     openAnnounced: NotRequired[bool]
     completeAnnounced: NotRequired[bool]
+    alertOwed: NotRequired[bool]  # the member's first-open notification not queued yet
 
 
 class DeploymentKeyDoc(TypedDict):

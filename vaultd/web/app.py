@@ -23,6 +23,7 @@ from vaultd.web import (
     index,
     keys,
     members,
+    notifications,
     oidc_sign_in,
     openapi,
     room_views,
@@ -43,7 +44,7 @@ from vaultd.web.permissions import ROUTE_PERMISSIONS
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
-                            console_auth, console_page, oidc_sign_in]
+                            console_auth, console_page, oidc_sign_in, notifications]
 
 
 class RouteAuditError(Exception):

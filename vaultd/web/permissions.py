@@ -69,4 +69,6 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/v1/keys": {"GET": READ, "POST": MANAGE},
     r"/v1/keys/([^/]+)": {"DELETE": MANAGE},
     r"/v1/activity": {"GET": READ},
+    # A member's own mail choices, not the account's records: an auditor may choose theirs.
+    r"/v1/notifications": {"GET": READ, "PUT": READ},
 }
