@@ -40,6 +40,7 @@ if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q -e ".[test]"
   bash scripts/install-azurite.sh   # Azure Blob emulator (npm) for the backend tests
   bash scripts/install-oidc-provider.sh   # OpenID Connect provider (npm) for the sign-in tests
+  bash scripts/install-axe.sh             # axe-core (npm), injected by the console browser tests
 else
   .venv/bin/python -m pip install -q -e .
 fi

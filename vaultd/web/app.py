@@ -17,6 +17,7 @@ from vaultd.web import (
     analytics,
     console_auth,
     console_page,
+    console_sign_in,
     files,
     gate_sessions,
     health,
@@ -44,7 +45,8 @@ from vaultd.web.permissions import ROUTE_PERMISSIONS
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
-                            console_auth, console_page, oidc_sign_in, notifications]
+                            console_auth, console_page, oidc_sign_in, console_sign_in,
+                            notifications]
 
 
 class RouteAuditError(Exception):
@@ -124,6 +126,7 @@ def make_app(ctx: AppContext) -> tornado.web.Application:
     _audit(routes)
     handlers: list[Any] = [_rule(pattern, handler, ctx) for pattern, handler in routes]
     handlers.append(viewer.STATIC_ROUTE)
+    handlers.append(console_page.STATIC_ROUTE)
     return tornado.web.Application(
         handlers,
         template_path=str(viewer.TEMPLATE_DIR),
