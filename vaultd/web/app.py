@@ -17,6 +17,7 @@ from vaultd.web import (
     analytics,
     console_auth,
     console_page,
+    console_settings,
     console_sign_in,
     files,
     gate_sessions,
@@ -46,7 +47,7 @@ ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, view
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
                             console_auth, console_page, oidc_sign_in, console_sign_in,
-                            notifications]
+                            notifications, console_settings]
 
 
 class RouteAuditError(Exception):

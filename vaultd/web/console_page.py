@@ -46,13 +46,20 @@ FLASHES = {
     "links-revoked": "Every active link of this file was revoked.",
     "link-extended": "The link's expiry was changed; its address is the same.",
     "file-deleted": "The file was deleted, with all its links.",
+    "key-revoked": "The key was revoked: it opens nothing from now on.",
+    "member-invited": "The member was added: they sign in with a code mailed to them.",
+    "role-changed": "The role was changed; their open sessions ended.",
+    "member-removed": "The member was removed; their sessions ended.",
+    "notifications-saved": "Your notifications were saved.",
 }
 
 
 def protect_console(handler: Any) -> None:
     handler.set_header("Content-Security-Policy", CONSOLE_CSP)
     handler.set_header("X-Frame-Options", "DENY")
-    handler.set_header("Referrer-Policy", "no-referrer")
+    # same-origin, not no-referrer: a browser sends `Origin: null` with a form post under
+    # no-referrer, and the CSRF defence needs the real Origin (`console_session.check_origin`).
+    handler.set_header("Referrer-Policy", "same-origin")
     handler.set_header("Cache-Control", "no-store")
     handler.set_header("X-Content-Type-Options", "nosniff")
     handler.set_header("Cross-Origin-Opener-Policy", "same-origin")

@@ -71,4 +71,11 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/v1/activity": {"GET": READ},
     # A member's own mail choices, not the account's records: an auditor may choose theirs.
     r"/v1/notifications": {"GET": READ, "PUT": READ},
+    r"/console/settings": {"GET": READ},
+    r"/console/settings/keys": {"POST": MANAGE},
+    r"/console/settings/keys/([^/]+)/revoke": {"POST": MANAGE},
+    r"/console/settings/members": {"POST": MANAGE},
+    r"/console/settings/members/([^/]+)/role": {"POST": MANAGE},
+    r"/console/settings/members/([^/]+)/remove": {"POST": MANAGE},
+    r"/console/settings/notifications": {"POST": READ},
 }
