@@ -19,6 +19,7 @@ from vaultd.web import (
     console_page,
     console_settings,
     console_sign_in,
+    console_trace,
     files,
     gate_sessions,
     health,
@@ -47,7 +48,7 @@ ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, view
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
                             console_auth, console_page, oidc_sign_in, console_sign_in,
-                            notifications, console_settings]
+                            notifications, console_settings, console_trace]
 
 
 class RouteAuditError(Exception):

@@ -78,4 +78,5 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/console/settings/members/([^/]+)/role": {"POST": MANAGE},
     r"/console/settings/members/([^/]+)/remove": {"POST": MANAGE},
     r"/console/settings/notifications": {"POST": READ},
+    r"/console/trace": {"GET": READ, "POST": TRACE},
 }
