@@ -304,6 +304,11 @@ async def _member_indexes(db: Db) -> None:
                                    ("state", ASCENDING)])
     await db.activity.create_index([("accountId", ASCENDING), ("at", DESCENDING),
                                     ("_id", DESCENDING)])
+    # The console's Activity page filtered by action: a time range too (services.common.feed).
+    await db.access_log.create_index(
+        [("accountId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
+    await db.activity.create_index(
+        [("accountId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
 
 
 # Bulk work (backup, storage tools, key rotation) walks these collections in closed `_id`

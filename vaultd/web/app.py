@@ -15,6 +15,7 @@ from vaultd.web import (
     activity,
     agreements,
     analytics,
+    console_activity,
     console_auth,
     console_page,
     console_settings,
@@ -48,7 +49,7 @@ ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, view
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
                             console_auth, console_page, oidc_sign_in, console_sign_in,
-                            notifications, console_settings, console_trace]
+                            notifications, console_settings, console_trace, console_activity]
 
 
 class RouteAuditError(Exception):

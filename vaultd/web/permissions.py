@@ -79,4 +79,5 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/console/settings/members/([^/]+)/remove": {"POST": MANAGE},
     r"/console/settings/notifications": {"POST": READ},
     r"/console/trace": {"GET": READ, "POST": TRACE},
+    r"/console/activity": {"GET": READ},
 }
