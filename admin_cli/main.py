@@ -53,6 +53,7 @@ app.add_typer(commands_rooms.app, name="rooms")
 app.command("trace")(commands_trace.trace)
 app.command("doctor")(commands_doctor.doctor)
 commands_members.members_app.command("sign-in-link")(commands_sign_in.sign_in_link)
+commands_members.members_app.command("add-first-admin")(commands_sign_in.add_first_admin)
 app.add_typer(commands_members.members_app, name="members")
 
 

@@ -8,11 +8,12 @@ opens one unasked (a script injected through a file name) fails `assert_no_dialo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 BLOCKING_IMPACTS = ("serious", "critical")
+T = TypeVar("T")
 MAX_TABS = 80  # more Tab presses than any console page has controls before its last one
 
 
@@ -68,10 +70,25 @@ def console_tab(browser_: Browser, *, cookie: str | None = None, url: str = "",
         context.close()
 
 
+def off_the_loop(call: Callable[[], T]) -> T:
+    """`call` on a thread of its own: sync Playwright keeps an event loop running on this one,
+    and the services' helpers (`vault.run_service`) start their own with asyncio.run."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(call).result()
+
+
+def add_member(vault: VaultProcess, account_id: str, email: str, role: RoleName = "admin") -> str:
+    return off_the_loop(lambda: new_member(vault, account_id, email, role=role))
+
+
+def new_account(vault: VaultProcess, name: str) -> tuple[str, str]:
+    return off_the_loop(lambda: vault.new_account(name=name))
+
+
 def signed_in_cookie(vault: VaultProcess, mail: MailServer, account_id: str, email: str,
                      role: RoleName = "admin") -> str:
     """A new member of `account_id` with `role`, signed in by a mailed code: the session cookie."""
-    new_member(vault, account_id, email, role=role)
+    add_member(vault, account_id, email, role)
     with browser(vault) as client:
         sign_in(client, vault, mail, email)
         cookie: str = client.cookies[PLAIN_COOKIE]

@@ -67,9 +67,10 @@ def seed(api: httpx.Client) -> Records:
 
 
 def authenticated_routes() -> list[tuple[str, str]]:
-    """(pattern, method) of every route a key is checked on."""
+    """(pattern, method) of every route a key is checked on: the `/v1` API's (the console's
+    pages are the session's, held to the same table: tests/test_console_files.py)."""
     return [(pattern, method) for pattern, handler in all_routes() if not handler.public
-            for method in served_methods(handler)]
+            and pattern.startswith("/v1/") for method in served_methods(handler)]
 
 
 def call(client: httpx.Client, method: str, path: str) -> httpx.Response:

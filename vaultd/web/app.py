@@ -17,6 +17,9 @@ from vaultd.web import (
     analytics,
     console_activity,
     console_auth,
+    console_file,
+    console_file_forms,
+    console_files,
     console_page,
     console_settings,
     console_sign_in,
@@ -49,7 +52,8 @@ ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, view
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
                             console_auth, console_page, oidc_sign_in, console_sign_in,
-                            notifications, console_settings, console_trace, console_activity]
+                            notifications, console_settings, console_trace, console_activity,
+                            console_files, console_file, console_file_forms]
 
 
 class RouteAuditError(Exception):

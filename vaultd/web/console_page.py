@@ -57,8 +57,9 @@ FLASHES = {
 def protect_console(handler: Any) -> None:
     handler.set_header("Content-Security-Policy", CONSOLE_CSP)
     handler.set_header("X-Frame-Options", "DENY")
-    # same-origin, not no-referrer: a browser sends `Origin: null` with a form post under
-    # no-referrer, and the CSRF defence needs the real Origin (`console_session.check_origin`).
+    # same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with a
+    # form's POST, which the Origin check must refuse. No console address holds a secret, and
+    # nothing is sent to another site.
     handler.set_header("Referrer-Policy", "same-origin")
     handler.set_header("Cache-Control", "no-store")
     handler.set_header("X-Content-Type-Options", "nosniff")

@@ -27,7 +27,7 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/v1/files/([^/]+)/download": {"GET": READ},
     r"/v1/files/([^/]+)/access-log": {"GET": READ},
     r"/v1/views": {"POST": CHANGE},
-    r"/v1/views/([^/]+)": {"GET": READ, "DELETE": CHANGE},
+    r"/v1/views/([^/]+)": {"GET": READ, "DELETE": CHANGE, "PATCH": CHANGE},
     r"/v1/views/([^/]+)/pages/([^/]+)": {"GET": READ},
     r"/v1/files/([^/]+)/revoke-views": {"POST": CHANGE},
     r"/v1/files/([^/]+)/views": {"GET": READ},
@@ -69,6 +69,15 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/v1/keys": {"GET": READ, "POST": MANAGE},
     r"/v1/keys/([^/]+)": {"DELETE": MANAGE},
     r"/v1/activity": {"GET": READ},
+    # The console's pages (web.console_*): a page reads, each form changes what it names.
+    r"/console/files": {"GET": READ},
+    r"/console/files/([^/]+)": {"GET": READ},
+    r"/console/files/([^/]+)/share": {"GET": READ, "POST": CHANGE},
+    r"/console/files/([^/]+)/preview": {"POST": READ},  # a link for the member themself
+    r"/console/files/([^/]+)/links/([^/]+)/revoke": {"POST": CHANGE},
+    r"/console/files/([^/]+)/links/([^/]+)/extend": {"POST": CHANGE},
+    r"/console/files/([^/]+)/revoke-all": {"GET": READ, "POST": CHANGE},
+    r"/console/files/([^/]+)/delete": {"GET": READ, "POST": CHANGE},
     # A member's own mail choices, not the account's records: an auditor may choose theirs.
     r"/v1/notifications": {"GET": READ, "PUT": READ},
     r"/console/settings": {"GET": READ},

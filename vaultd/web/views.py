@@ -11,7 +11,7 @@ from vaultd.services.files.files import PER_PAGE_DEFAULT, PER_PAGE_MAX
 from vaultd.services.gates import sessions
 from vaultd.services.gates.check import Gates
 from vaultd.services.gates.policy import parse_policy, policy_json
-from vaultd.services.links import links
+from vaultd.services.links import link_expiry, links
 from vaultd.services.pages.page_path import PageRequest
 from vaultd.timefmt import iso_utc, utcnow
 from vaultd.web.base import BaseHandler
@@ -62,6 +62,13 @@ class LinkHandler(ViewerIpMixin):
         assert self.account is not None
         await links.revoke_link(self.ctx.db, self.account.id, token)
         self.send_empty(204)
+
+    async def patch(self, token: str) -> None:
+        """A new expiry, the same token (services.links.link_expiry)."""
+        assert self.account is not None
+        expires_at = await link_expiry.extend_by_token(self.ctx.db, self.account, token,
+                                                       self.json_body())
+        self.send_json(200, {"expiresAt": iso_utc(expires_at)})
 
 
 class PageHandler(ViewerIpMixin):
