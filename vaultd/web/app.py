@@ -21,6 +21,7 @@ from vaultd.web import (
     console_file_forms,
     console_files,
     console_page,
+    console_rooms,
     console_settings,
     console_sign_in,
     console_trace,
@@ -53,6 +54,7 @@ ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, view
                             viewer_gates, rooms, room_views, members, keys, activity,
                             console_auth, console_page, oidc_sign_in, console_sign_in,
                             notifications, console_settings, console_trace, console_activity,
+                            console_rooms,
                             console_files, console_file, console_file_forms]
 
 

@@ -51,6 +51,9 @@ FLASHES = {
     "role-changed": "The role was changed; their open sessions ended.",
     "member-removed": "The member was removed; their sessions ended.",
     "notifications-saved": "Your notifications were saved.",
+    "room-created": "The room was created: add folders and files, then share it.",
+    "folder-added": "The folder was added to the index.",
+    "file-added": "The file was added to the index.",
 }
 
 

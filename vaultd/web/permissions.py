@@ -89,4 +89,9 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/console/settings/notifications": {"POST": READ},
     r"/console/trace": {"GET": READ, "POST": TRACE},
     r"/console/activity": {"GET": READ},
+    r"/console/rooms": {"GET": READ, "POST": CHANGE},
+    r"/console/rooms/([^/]+)": {"GET": READ},
+    r"/console/rooms/([^/]+)/folders": {"POST": CHANGE},
+    r"/console/rooms/([^/]+)/files": {"POST": CHANGE},
+    r"/console/rooms/([^/]+)/share": {"POST": CHANGE},
 }
