@@ -48,7 +48,7 @@ def test_the_sign_in_page_has_its_labelled_fields_and_the_strict_csp(vault: Vaul
 
 def test_a_browser_without_a_session_is_sent_to_sign_in(vault: VaultProcess) -> None:
     with browser(vault) as client:
-        for path in ("/console",):
+        for path in ("/console", "/console/files", "/console/account"):
             response = client.get(path, headers=HTML)
             assert response.status_code == 303, path
             assert response.headers["Location"] == "/console/sign-in"

@@ -352,3 +352,11 @@ def with_query(url: str, **replaced: str) -> str:
     parts = urlsplit(url)
     query = {key: values[0] for key, values in parse_qs(parts.query).items()}
     return urlunsplit(parts._replace(query=urlencode({**query, **replaced})))
+
+
+def test_the_console_sign_in_page_offers_the_provider_by_name(oidc: Setup) -> None:
+    page = httpx.get(f"{oidc.vault.url}/console/sign-in", headers={"Accept": "text/html"})
+    assert page.status_code == 200
+    assert ('<a class="button" href="/console/auth/oidc/start">Sign in with Acme SSO</a>'
+            in page.text)
+    assert "Send code" not in page.text  # no smtp.host on this vault: no code to mail

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaultd.errors import ServiceUnavailable
+from vaultd.errors import ServiceUnavailable, Unauthorized
 from vaultd.services.members import sessions
 from vaultd.services.members.sessions import NewSession
 from vaultd.services.members.sign_in_codes import SignInCodes
-from vaultd.web.console_page import CHOOSE_ACCOUNT_PATH, HOME_PATH, ConsoleBase
+from vaultd.web.console_page import CHOOSE_ACCOUNT_PATH, HOME_PATH, SIGN_IN_PATH, ConsoleBase
 from vaultd.web.session_cookie import set_session_cookie
 
 CODE_SENT = ("If {email} is a member's address, a sign-in code is on its way. "
@@ -69,14 +69,18 @@ class ChooseAccountPage(ConsoleBase):
     public = True  # a session without an account yet: checked here
 
     async def get(self) -> None:
-        signed_in = await self.require_session()
-        self.signed_in = signed_in
+        try:
+            signed_in = await self.require_session()
+        except Unauthorized:
+            if not self.wants_html():
+                raise
+            self.redirect(SIGN_IN_PATH, status=303)
+            return
         choices = await sessions.memberships(self.ctx.db, signed_in.email)
         self.page("account.html", "Choose an account", choices=choices)
 
     async def post(self) -> None:
         signed_in = await self.require_session()
-        self.signed_in = signed_in
         await sessions.choose_account(self.ctx.db, signed_in,
                                       self.get_body_argument("accountId", ""))
         self.redirect(HOME_PATH, status=303)
