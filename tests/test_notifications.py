@@ -1,6 +1,6 @@
 """Members' notification mails through a real vaultd and the real SMTP server: a link's first
 open mailed once to the member who made it, nothing for an API key's links, the daily digest,
-and the refusals of the preference route."""
+and the preference form's refusals."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own vaultd and SMTP server
 
-NOT_A_MEMBER = "notifications are a member's: sign in to the console to choose yours"
+NOT_SIGNED_IN = "not signed in (or the session has ended): sign in again"
+NO_ORIGIN = "cross-site request refused: the request carries no Origin or Referer"
 FAST = {"VAULTD_WEBHOOKS_POLL_SECONDS": "0.1", "VAULTD_ANALYTICS_FLUSH_SECONDS": "0"}
 
 
@@ -43,6 +44,12 @@ class Member:
         return self.client.request(method, "/console/api/" + path,
                                    headers={"X-CSRF-Token": self.csrf, **(headers or {})},
                                    **kwargs)
+
+    def choose(self, **wanted: bool) -> httpx.Response:
+        """The Settings page's Notifications form: a checked box sends "on", an unchecked none."""
+        fields = {name: "on" for name, on in wanted.items() if on}
+        return self.client.post("/console/settings/notifications",
+                                data={"_csrf": self.csrf, **fields})
 
     def share(self, file_id: str, viewer: str) -> str:
         token: str = created(self.call("POST", "views", json={
@@ -82,9 +89,10 @@ def test_a_first_open_is_mailed_once_to_the_member_who_made_the_link(
         vault: VaultProcess, mail: MailServer) -> None:
     account, key = vault.new_account("Harbour Legal")
     ana = signed_in(vault, mail, account, "ana@harbour.example")
-    assert ana.call("GET", "notifications").json() == {"firstOpen": False, "dailyDigest": False}
-    on = ana.call("PUT", "notifications", json={"firstOpen": True})
-    assert on.status_code == 200 and on.json() == {"firstOpen": True, "dailyDigest": False}
+    settings = ana.client.get("/console/settings", headers={"Accept": "text/html"}).text
+    assert 'name="firstOpen" checked' not in settings  # nothing is mailed unless asked
+    on = ana.choose(firstOpen=True)
+    assert on.status_code == 303
     with vault.client(key) as api:
         file = upload_ok(api, docs.pdf(2), name="Q3 <b>board</b> pack.pdf")
         first, second = ana.share(file["id"], "vera@viewer.example"), ana.share(
@@ -118,8 +126,7 @@ def test_a_member_who_asked_nothing_gets_no_mail_and_the_digest_lists_the_day(
     account, key = vault.new_account("Digest Ltd")
     quiet = signed_in(vault, mail, account, "quiet@digest.example")
     daily = signed_in(vault, mail, account, "daily@digest.example")
-    assert daily.call("PUT", "notifications", json={"dailyDigest": True}).json() == {
-        "firstOpen": False, "dailyDigest": True}
+    assert daily.choose(dailyDigest=True).status_code == 303
     with vault.client(key) as api:
         file = upload_ok(api, docs.pdf(1), name="Lease.pdf")
         for member, viewer in ((quiet, "q@viewer.example"), (daily, "d1@viewer.example"),
@@ -148,23 +155,24 @@ def test_a_member_who_asked_nothing_gets_no_mail_and_the_digest_lists_the_day(
         "Your sign-in code"]
 
 
-def test_the_preferences_refuse_a_key_and_bad_bodies(vault: VaultProcess,
-                                                     mail: MailServer) -> None:
+def test_the_preference_form_is_a_signed_in_members_own(vault: VaultProcess,
+                                                        mail: MailServer) -> None:
     account, key = vault.new_account("Refusals Inc")
-    with vault.client(key) as api:
-        assert_json_error(api.get("/notifications"), 403, NOT_A_MEMBER)
-        assert_json_error(api.put("/notifications", json={"firstOpen": True}), 403,
-                          NOT_A_MEMBER)
+    with vault.client(key) as api:  # a key has no mailbox: the form is not the API's
+        keyed = api.post(f"{vault.url}/console/settings/notifications",
+                         data={"firstOpen": "on"})
+        assert_json_error(keyed, 403, NO_ORIGIN)  # a script's post, not the site's own page
+        keyed = api.post(f"{vault.url}/console/settings/notifications",
+                         data={"firstOpen": "on"}, headers={"Origin": vault.url})
+        assert_json_error(keyed, 401, NOT_SIGNED_IN)
     auditor = signed_in(vault, mail, account, "audit@refusals.example", role="auditor")
-    assert_json_error(auditor.call("PUT", "notifications", json={"firstOpen": "yes"}), 400,
-                      "firstOpen must be true or false")
-    assert_json_error(auditor.call("PUT", "notifications", json={"weekly": True}), 400,
-                      "unknown field: weekly (firstOpen, dailyDigest)")
-    assert_json_error(auditor.call("PUT", "notifications", json={}), 400,
-                      "send an object with firstOpen and/or dailyDigest")
-    assert_json_error(auditor.call("PUT", "notifications", content=b"[true]",
-                                   headers={"Content-Type": "application/json"}), 400,
-                      "request body must be a JSON object")
-    # An auditor's own mail choice changes no record of the account: allowed.
-    assert auditor.call("PUT", "notifications", json={"dailyDigest": True}).json() == {
-        "firstOpen": False, "dailyDigest": True}
+    forged = auditor.client.post("/console/settings/notifications",
+                                 data={"_csrf": "not-the-token", "firstOpen": "on"})
+    assert_json_error(forged, 403, "the CSRF token is not this session's")
+    assert auditor.choose(dailyDigest=True).status_code == 303
+
+    async def saved(db: Any) -> Any:
+        return await db.notification_prefs.find_one({"accountId": account})
+    prefs = vault.run_service(saved)
+    assert (prefs["firstOpen"], prefs["dailyDigest"]) == (False, True)
+    assert prefs["digestDueAt"] is not None

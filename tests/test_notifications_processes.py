@@ -38,8 +38,8 @@ def member_links(vault: VaultProcess, mail: MailServer, key: str, email: str,
     new_member(vault, account["accountId"], email, role="member")
     with browser(vault) as client:
         csrf = {"X-CSRF-Token": sign_in(client, vault, mail, email)["csrfToken"]}
-        assert client.put("/console/api/notifications", json={"firstOpen": True},
-                          headers=csrf).status_code == 200
+        assert client.post("/console/settings/notifications", data={
+            "_csrf": csrf["X-CSRF-Token"], "firstOpen": "on"}).status_code == 303
         with vault.client(key) as api:
             file = upload_ok(api, docs.pdf(1), name="Shared.pdf")
         tokens = [created(client.post("/console/api/views", headers=csrf, json={

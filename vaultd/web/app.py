@@ -31,7 +31,6 @@ from vaultd.web import (
     index,
     keys,
     members,
-    notifications,
     oidc_sign_in,
     openapi,
     room_views,
@@ -53,7 +52,7 @@ ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, view
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
                             console_auth, console_page, oidc_sign_in, console_sign_in,
-                            notifications, console_settings, console_trace, console_activity,
+                            console_settings, console_trace, console_activity,
                             console_rooms,
                             console_files, console_file, console_file_forms]
 

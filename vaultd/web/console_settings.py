@@ -17,9 +17,9 @@ from vaultd.services.members.roles import Role
 from vaultd.services.notifications import prefs
 from vaultd.web.client_ip import viewer_ip
 from vaultd.web.console_page import ConsolePage
-from vaultd.web.notifications import NO_MAIL
 
 SETTINGS_PATH = "/console/settings"
+NO_MAIL = "this server sends no mail (smtp.host is not set): notifications cannot be sent"
 ROLES = tuple(role.value for role in Role)
 
 

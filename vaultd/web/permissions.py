@@ -78,14 +78,13 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/console/files/([^/]+)/links/([^/]+)/extend": {"POST": CHANGE},
     r"/console/files/([^/]+)/revoke-all": {"GET": READ, "POST": CHANGE},
     r"/console/files/([^/]+)/delete": {"GET": READ, "POST": CHANGE},
-    # A member's own mail choices, not the account's records: an auditor may choose theirs.
-    r"/v1/notifications": {"GET": READ, "PUT": READ},
     r"/console/settings": {"GET": READ},
     r"/console/settings/keys": {"POST": MANAGE},
     r"/console/settings/keys/([^/]+)/revoke": {"POST": MANAGE},
     r"/console/settings/members": {"POST": MANAGE},
     r"/console/settings/members/([^/]+)/role": {"POST": MANAGE},
     r"/console/settings/members/([^/]+)/remove": {"POST": MANAGE},
+    # A member's own mail choices, not the account's records: an auditor may choose theirs.
     r"/console/settings/notifications": {"POST": READ},
     r"/console/trace": {"GET": READ, "POST": TRACE},
     r"/console/activity": {"GET": READ},
