@@ -143,3 +143,39 @@ def test_the_notifications_form_saves_the_members_own_choice(
     assert saved.headers["Location"] == "/console/settings?done=notifications-saved"
     page = auditor.client.get(saved.headers["Location"], headers=HTML).text
     assert 'name="firstOpen" checked' in page and 'name="dailyDigest" checked' not in page
+
+
+def test_an_admin_adds_an_endpoint_sees_its_secret_once_and_its_log_and_deletes_it(
+        vault: VaultProcess, sessions: Any) -> None:
+    admin = sessions("hooks@harbour.example", "admin")
+    auditor = sessions("hooks-audit@harbour.example", "auditor")
+    url = "https://hooks.example.com/in?next=<script>alert(1)</script>"
+    none = admin.post("/console/settings/webhooks", url=url)  # every box unchecked
+    assert none.status_code == 400 and "events must be a non-empty list among" in none.text
+    made = admin.client.post("/console/settings/webhooks", headers=HTML, data={
+        "_csrf": admin.csrf, "url": url, "events": ["view.opened", "file.uploaded"]})
+    assert made.status_code == 201, made.text
+    secret = re.search(r'<input id="new-secret" type="text" readonly value="(whsec_[^"]+)"',
+                       made.text)
+    assert secret
+    vault.secrets.append(secret.group(1))
+    assert "<script>alert(1)</script>" not in made.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in made.text
+    assert 'aria-label="Delivery log of https://hooks.example.com' in made.text
+    again = admin.client.get("/console/settings", headers=HTML).text
+    assert secret.group(1) not in again and "No delivery yet." in again
+    endpoint = re.search(r'action="/console/settings/webhooks/(ep_[0-9a-f]+)/delete"', again)
+    assert endpoint
+    watched = auditor.client.get("/console/settings", headers=HTML).text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in watched and "Add endpoint" not in watched
+    for path in ("/console/settings/webhooks", f"/console/settings/webhooks/{endpoint[1]}/delete"):
+        refused = auditor.post(path, url="https://other.example.com/")
+        assert refused.status_code == 403
+        assert MANAGE_REFUSED.format("auditor") in refused.text
+    assert_json_error(admin.client.post("/console/settings/webhooks", data={
+        "_csrf": admin.csrf, "url": "ftp://files.example.com/", "events": "view.opened"}), 400,
+        "url is not a valid http:// or https:// address")
+    gone = admin.post(f"/console/settings/webhooks/{endpoint[1]}/delete")
+    assert gone.status_code == 303
+    assert gone.headers["Location"] == "/console/settings?done=webhook-deleted"
+    assert endpoint[1] not in admin.client.get("/console/settings", headers=HTML).text

@@ -51,6 +51,7 @@ FLASHES = {
     "role-changed": "The role was changed; their open sessions ended.",
     "member-removed": "The member was removed; their sessions ended.",
     "notifications-saved": "Your notifications were saved.",
+    "webhook-deleted": "The endpoint was deleted: nothing more is sent to it.",
     "room-created": "The room was created: add folders and files, then share it.",
     "folder-added": "The folder was added to the index.",
     "file-added": "The file was added to the index.",

@@ -9,12 +9,14 @@ and nowhere else (never in a URL, a flash or a log), so that answer is the page 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from vaultd.errors import Conflict
 from vaultd.services.accounts.api_keys import ApiKeyInfo
-from vaultd.services.members import keys, members
+from vaultd.services.members import activity, keys, members
 from vaultd.services.members.roles import Role
 from vaultd.services.notifications import prefs
+from vaultd.services.webhooks import webhooks
 from vaultd.web.client_ip import viewer_ip
 from vaultd.web.console_page import ConsolePage
 
@@ -49,7 +51,8 @@ class SettingsBase(ConsolePage):
     def caller_ip(self) -> str | None:
         return viewer_ip(self.request, self.ctx.settings.proxy_trusted)
 
-    async def show(self, status: int = 200, new_key: str | None = None) -> None:
+    async def show(self, status: int = 200, new_key: str | None = None,
+                   new_secret: str | None = None) -> None:
         assert self.account is not None and self.actor is not None
         db, account_id = self.ctx.db, self.account.id
         people = await members.list_members(db, account_id)
@@ -60,7 +63,17 @@ class SettingsBase(ConsolePage):
         self.page("settings.html", "Settings", status=status, people=people, roles=ROLES,
                   keys=rows, new_key=new_key, notifications=mine,
                   mail_on=bool(self.ctx.settings.smtp_host), plan=self.account.plan,
-                  meters=self.meters(), me=self.actor.id)
+                  meters=self.meters(), me=self.actor.id, new_secret=new_secret,
+                  hooks_on=self.account.plan.id in webhooks.PLANS_WITH_WEBHOOKS,
+                  events=webhooks.EVENTS, endpoints=await self.endpoints())
+
+    async def endpoints(self) -> list[dict[str, Any]]:
+        """Each endpoint with its latest deliveries (at most 10 endpoints, 50 each)."""
+        assert self.account is not None
+        db, account_id = self.ctx.db, self.account.id
+        return [{**endpoint, "deliveries": await webhooks.latest_deliveries(
+                    db, account_id, endpoint["id"])}
+                for endpoint in await webhooks.list_endpoints(db, account_id)]
 
     def meters(self) -> list[Meter]:
         assert self.account is not None and self.signed_in is not None
@@ -139,6 +152,29 @@ class RemoveMemberForm(SettingsBase):
         self.done(SETTINGS_PATH, "member-removed")
 
 
+class CreateWebhookForm(SettingsBase):
+    """The endpoint's signing secret is shown in the answer, once, as a new key is."""
+
+    async def post(self) -> None:
+        assert self.account is not None and self.actor is not None
+        request = webhooks.parse_endpoint_request(
+            {"url": self.form("url"), "events": self.get_body_arguments("events")})
+        created = await webhooks.create_endpoint(self.ctx.db, self.ctx.store.keyring,
+                                                 self.account, request)
+        await activity.record(self.ctx.db, self.actor, "webhook.created", target=created["id"],
+                              ip=self.caller_ip())
+        await self.show(201, new_secret=created["secret"])
+
+
+class DeleteWebhookForm(SettingsBase):
+    async def post(self, endpoint_id: str) -> None:
+        assert self.account is not None and self.actor is not None
+        await webhooks.delete_endpoint(self.ctx.db, self.account.id, endpoint_id)
+        await activity.record(self.ctx.db, self.actor, "webhook.deleted", target=endpoint_id,
+                              ip=self.caller_ip())
+        self.done(SETTINGS_PATH, "webhook-deleted")
+
+
 class NotificationsForm(SettingsBase):
     """Checkboxes: an unchecked box sends nothing, so both fields are always set here."""
 
@@ -160,4 +196,6 @@ ROUTES = [
     (r"/console/settings/members/([^/]+)/role", MemberRoleForm),
     (r"/console/settings/members/([^/]+)/remove", RemoveMemberForm),
     (r"/console/settings/notifications", NotificationsForm),
+    (r"/console/settings/webhooks", CreateWebhookForm),
+    (r"/console/settings/webhooks/([^/]+)/delete", DeleteWebhookForm),
 ]

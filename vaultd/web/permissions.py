@@ -86,6 +86,8 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/console/settings/members/([^/]+)/remove": {"POST": MANAGE},
     # A member's own mail choices, not the account's records: an auditor may choose theirs.
     r"/console/settings/notifications": {"POST": READ},
+    r"/console/settings/webhooks": {"POST": MANAGE},
+    r"/console/settings/webhooks/([^/]+)/delete": {"POST": MANAGE},
     r"/console/trace": {"GET": READ, "POST": TRACE},
     r"/console/activity": {"GET": READ},
     r"/console/rooms": {"GET": READ, "POST": CHANGE},
