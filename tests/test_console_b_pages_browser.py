@@ -1,7 +1,8 @@
 """Rooms, a room, Activity (both feeds), Trace and Settings in Chromium, as an admin and as an
-auditor, with names that carry script in a room, a folder, a file, a member and a key: axe-core
-finds nothing serious or critical on any of them, no script runs (no dialog), the CSP is never
-violated, and the named controls a screen reader announces are there for the admin."""
+auditor, with names that carry script in a room, a folder, a file, a member, a key and a
+webhook URL: axe-core finds nothing serious or critical on any of them, no script runs (no
+dialog), the CSP is never violated, and the named controls a screen reader announces are there
+for the admin."""
 
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ def made(vault: VaultProcess, mail: MailServer) -> dict[str, str]:
         vault.secrets.append(created(api.post("/keys", json={"name": SCRIPT}))["key"])
         created(api.post("/members", json={"email": "x@script.example", "name": SCRIPT,
                                            "role": "member"}))
+        hook = created(api.post("/webhooks", json={
+            "url": "https://hooks.example.com/in?x=<script>alert(1)</script>",
+            "events": ["view.opened"]}))
+        vault.secrets.append(hook["secret"])
     return {"room": room["id"],
             "admin": signed_in_cookie(vault, mail, account, "admin@script.example", "admin"),
             "auditor": signed_in_cookie(vault, mail, account, "aud@script.example", "auditor")}
@@ -66,7 +71,8 @@ ADMIN_CONTROLS = {"rooms": [("button", "Create room"), ("textbox", "Room name")]
                   "activity": [("combobox", "Action"), ("button", "Filter")],
                   "trace": [("button", "Trace")],
                   "settings": [("button", "Create key"), ("button", "Invite member"),
-                               ("textbox", "Email"), ("combobox", "Role")]}
+                               ("textbox", "Email"), ("combobox", "Role"),
+                               ("button", "Add endpoint"), ("textbox", "Endpoint URL")]}
 
 
 @pytest.mark.parametrize("who", ["admin", "auditor"])
