@@ -88,9 +88,15 @@ def measure(files: int, entries: int, samples: int, work: Path
             new_member(vault, seeded.account_id, "bench@big.example", role="admin")
             with browser(vault) as client:
                 sign_in(client, vault, mail, "bench@big.example")
-                return {name: _time(lambda p=path: client.get(p, headers=HTML).status_code,
-                                    samples)
-                        for name, path in pages(seeded, room_id).items()}
+                timed = {}
+                for name, path in pages(seeded, room_id).items():
+                    try:
+                        timed[name] = _time(
+                            lambda p=path: client.get(p, headers=HTML).status_code, samples)
+                    except RuntimeError as error:  # a refused or failed page: say which
+                        tail = vault.log_text()[-2000:]
+                        raise RuntimeError(f"{name} ({path}): {error}\n{tail}") from None
+                return timed
     finally:
         mail.stop()
 
