@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import gates_cost, page_cost, rooms
+from bench import console, gates_cost, page_cost, rooms
 from bench.breakdown import Steps
 from bench.corpus import Document
 from bench.latency import PageTimes, p50, percentile
@@ -55,6 +55,7 @@ class Results:
     office: list[Any] = field(default_factory=list)  # bench.office.Figures, one per document
     gates: gates_cost.GatesCost | None = None
     rooms: rooms.RoomCost | None = None
+    console: console.ConsoleCost | None = None
 
 
 def ms(seconds: float) -> str:
@@ -142,6 +143,7 @@ def targets(results: Results) -> list[list[str]]:
                      f"({worst.name})", verdict(every.paired_added <= MARK_ADDS)])
     rows += gates_cost.target_row(results.gates)
     rows += rooms.target_rows(results.rooms)
+    rows += console.target_rows(results.console)
     return rows
 
 
@@ -283,6 +285,7 @@ def markdown(results: Results) -> str:
     lines += _cpu_lines(results)
     lines += gates_cost.lines(results.gates)
     lines += rooms.lines(results.rooms)
+    lines += console.lines(results.console)
     lines += [f"### Throughput ({results.load_doc}, pages cycled per client)", ""]
     lines += _table(["clients", "pages/s", "× 1 client", "p50", "p95", "non-200", "Retry-After"],
                     _level_rows(results))

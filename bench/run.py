@@ -1,6 +1,7 @@
 """vaultd's performance benchmark: one command, one markdown report.
 
-    python -m bench.run            # about 2 minutes on the 2-core machine
+    python -m bench.run            # about 2 minutes on the 2-core machine, plus the console
+                                   # pages at 10^5 files and 10^6 log entries (the seeding)
     python -m bench.run --quick    # fewer samples, a smoke test (bench/results/quick.md)
     python -m bench.run --no-office   # without the Office conversion section (~30 s less)
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from bench import (
     breakdown,
+    console,
     corpus,
     gates_cost,
     latency,
@@ -59,13 +61,17 @@ class Plan:
     room_files: int = 1000
     room_folders: int = 50
     room_rounds: int = 30
+    console_files: int = 100_000  # the console's pages timed at this many files (bench.console)
+    console_entries: int = 1_000_000  # and this many access-log entries
+    console_samples: int = 40
 
     @classmethod
     def quick(cls) -> Plan:
         return cls(pages_per_doc=3, rounds=1, system_docs=3, seconds_per_level=2.0,
                    load_rounds=1, transfer_rounds=1, first_page_rounds=4, cpu_pages=10,
                    cold_rounds=1, big_rounds=6, mark_rounds=1, gate_rounds=4, room_files=100,
-                   room_folders=10, room_rounds=6)
+                   room_folders=10, room_rounds=6, console_files=1000,
+                   console_entries=10_000, console_samples=10)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -125,6 +131,10 @@ def run(plan: Plan, command: str) -> report.Results:
         if plan.office:
             log("Office conversion: a vaultd with upload.office = true, one round")
             results.office = office.measure(Path(work) / "office", rounds=1)
+        log(f"the console's pages at {plan.console_files:,} files and "
+            f"{plan.console_entries:,} log entries (seeded in bulk)")
+        results.console = console.measure_cost(Path(work) / "console", plan.console_files,
+                                               plan.console_entries, plan.console_samples)
     return results
 
 

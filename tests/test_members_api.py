@@ -136,7 +136,7 @@ def test_a_key_made_by_a_member_later_removed_keeps_working(
 
 
 def test_the_activity_log_pages_by_cursor_and_exports_safe_cells(
-        vault: VaultProcess, api: httpx.Client) -> None:
+        vault: VaultProcess, api: httpx.Client, account: tuple[str, str]) -> None:
     for n in range(4):
         add(api, f"person{n}@example.com", "member")
     formula = created(api.post("/keys", json={"name": "@SUM(1+1)", "role": "admin"}))
@@ -149,6 +149,11 @@ def test_the_activity_log_pages_by_cursor_and_exports_safe_cells(
     assert second["next"] is None
     ids = [e["id"] for e in first["entries"] + second["entries"]]
     assert len(set(ids)) == 6
+    for fmt in ("csv", "jsonl"):  # the export is Business's (the spec's plans); pages are all's
+        assert_json_error(api.get("/activity", params={"format": fmt}), 402,
+                          "exporting the log needs the Business plan (account is on Pro)")
+    vault.run_service(lambda db: db.accounts.update_one({"_id": account[0]},
+                                                        {"$set": {"plan": "business"}}))
     lines = api.get("/activity", params={"format": "jsonl"})
     assert lines.headers["content-type"].startswith("application/jsonl")
     assert [json.loads(line)["id"] for line in lines.text.splitlines()] == ids

@@ -14,8 +14,8 @@ from pathlib import Path
 SERVICES = Path(__file__).resolve().parent.parent / "vaultd" / "services"
 
 # Lowest first: each package may import the ones before it, never one after it.
-LAYERS = ("common", "accounts", "members", "webhooks", "files", "links", "gates", "pages",
-          "rooms", "analytics", "tracing", "storage", "audit")
+LAYERS = ("common", "accounts", "members", "notifications", "webhooks", "files", "links", "gates",
+          "pages", "rooms", "analytics", "tracing", "storage", "audit")
 MAX_MODULE_LINES = 400
 
 Graph = dict[str, dict[str, list[str]]]  # package -> package it imports -> the modules that do

@@ -47,6 +47,7 @@ from vaultd.records.members import (
     SignInCodeDoc,
     SignInLinkDoc,
 )
+from vaultd.records.notifications import LinkOpenNoteDoc, NotificationMailDoc, NotificationPrefsDoc
 
 # What the driver returns before a collection's record type applies. The casts below are where
 # the stored shapes (vaultd.records) are asserted; every write goes through the same types.
@@ -127,6 +128,18 @@ class Db:
     @property
     def audit_keys(self) -> AsyncCollection[AuditKeyDoc]:
         return cast("AsyncCollection[AuditKeyDoc]", self.database["audit_keys"])
+
+    @property
+    def notification_prefs(self) -> AsyncCollection[NotificationPrefsDoc]:
+        return cast("AsyncCollection[NotificationPrefsDoc]", self.database["notification_prefs"])
+
+    @property
+    def notification_opens(self) -> AsyncCollection[LinkOpenNoteDoc]:
+        return cast("AsyncCollection[LinkOpenNoteDoc]", self.database["notification_opens"])
+
+    @property
+    def notification_mails(self) -> AsyncCollection[NotificationMailDoc]:
+        return cast("AsyncCollection[NotificationMailDoc]", self.database["notification_mails"])
 
     def raw(self, name: str) -> AsyncCollection[RawDoc]:
         """A collection read by an aggregation, whose results are not the stored records."""

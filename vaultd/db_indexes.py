@@ -120,6 +120,11 @@ async def _member_indexes(db: Db) -> None:
     await db.members.create_index([("accountId", ASCENDING), ("email", ASCENDING)], unique=True)
     await db.activity.create_index([("accountId", ASCENDING), ("at", DESCENDING),
                                     ("_id", DESCENDING)])
+    # The console's Activity page filtered by action: a time range too (services.common.feed).
+    await db.access_log.create_index(
+        [("accountId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
+    await db.activity.create_index(
+        [("accountId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
 
 
 async def count_links_once(db: Db) -> None:

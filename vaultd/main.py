@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from pymongo.errors import PyMongoError
 from tornado.httpserver import HTTPServer
@@ -42,6 +43,8 @@ from vaultd.services.members import oidc_pending
 from vaultd.services.members.oidc import RelyingParty
 from vaultd.services.members.oidc_config import OidcClient, oidc_client
 from vaultd.services.members.sign_in_codes import SignInCodes
+from vaultd.services.notifications import notifier
+from vaultd.services.notifications.notifier import Notifier
 from vaultd.services.pages import mark_key
 from vaultd.services.pages.fair_share_hook import FairShareHook
 from vaultd.services.pages.page_path import PagePath
@@ -128,6 +131,35 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
     print(f"vaultd: {message}", flush=True)  # beside "listening on", for the operator
 
 
+@dataclass
+class BackgroundWork:
+    """What every process runs beside its requests: housekeeping, webhook delivery, the audit
+    log's sequencer and members' mails; started once the process listens, stopped before it
+    forgets its instance."""
+
+    heartbeat: PeriodicCallback | None = None
+    deliverer: Deliverer | None = None
+    sequencer: Sequencer | None = None
+    mailer: Notifier | None = None
+
+    async def start(self, settings: Settings, db: Db, store: BlobStore, keyrings: KeyringSource,
+                    instance_id: str, metrics: Metrics) -> None:
+        self.heartbeat = start_housekeeping(db, store, instance_id)
+        self.deliverer = start_webhook_delivery(settings, db, keyrings, metrics.webhook_attempted)
+        self.sequencer = start_audit_sequencer(settings, db, keyrings, instance_id)
+        self.mailer = await start_notifications(settings, db)
+
+    async def stop(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+        # Revoke-alls' background steps: their jobs stay recorded, and recovery (another
+        # process's, or the next start's) resumes them once this instance is forgotten.
+        revoke_jobs.stop_marking()
+        for worker in (self.deliverer, self.sequencer, self.mailer):
+            if worker is not None:
+                await worker.stop()
+
+
 async def run_service(settings: Settings, sockets: list[socket.socket],
                       keyrings: KeyringSource, backend: BlobBackend, *,
                       oidc: OidcClient | None = None) -> None:
@@ -138,9 +170,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
     database.supervise()  # a dead embedded database is restarted; requests get 503 meanwhile
     pool: RenderPool | None = None
     instance_id = recovery.new_instance_id()
-    heartbeat: PeriodicCallback | None = None
-    deliverer: Deliverer | None = None
-    sequencer: Sequencer | None = None
+    background = BackgroundWork()
     try:
         await start_backend(backend)
         pool = make_pool(settings, metrics)
@@ -161,26 +191,16 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
             database.db, keyrings.current()), ctx.pending_work.spawn)
         server, port = listen(settings, ctx, sockets)
         start_metrics(settings, metrics, database.db, pool)  # its own port, when set
-        heartbeat = start_housekeeping(database.db, store, instance_id)
-        deliverer = start_webhook_delivery(settings, database.db, keyrings,
-                                           metrics.webhook_attempted)
-        sequencer = start_audit_sequencer(settings, database.db, keyrings, instance_id)
+        await background.start(settings, database.db, store, keyrings, instance_id, metrics)
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
         await wait_for_signal()
-        await stop_gracefully(server, ctx, pages, deliverer,
+        assert background.deliverer is not None  # started above
+        await stop_gracefully(server, ctx, pages, background.deliverer,
                               settings.server_shutdown_grace_seconds)
     finally:
-        if heartbeat is not None:
-            heartbeat.stop()
-        # Revoke-alls' background steps: their jobs stay recorded, and recovery (another
-        # process's, or the next start's) resumes them once this instance is forgotten.
-        revoke_jobs.stop_marking()
-        if deliverer is not None:
-            await deliverer.stop()
-        if sequencer is not None:
-            await sequencer.stop()
+        await background.stop()
         try:  # with the database down, the instance is settled by the next start's recovery
             await recovery.forget_instance(database.db, instance_id)
         except PyMongoError:
@@ -274,6 +294,16 @@ def start_audit_sequencer(settings: Settings, db: Db, keyrings: KeyringSource,
                           config, instance_id)
     sequencer.start()
     return sequencer
+
+
+async def start_notifications(settings: Settings, db: Db) -> Notifier | None:
+    """Members' notification mails, when SMTP is set (`smtp.*`); every process sends."""
+    if not settings.smtp_host:
+        return None
+    await notifier.ensure_indexes(db)
+    mailer = Notifier(db, settings)
+    mailer.start()
+    return mailer
 
 
 async def wait_for_signal() -> None:

@@ -142,6 +142,7 @@ class LinkDoc(TypedDict):
     exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
     sessionsOpened: NotRequired[int]  # viewer sessions opened (absent: made before the count)
     generation: NotRequired[int]  # its file's linkGeneration when counted (absent: 0)
+    createdBy: NotRequired[str]  # the member who made it in the console (absent: an API key)
 
 
 class AgreementRefDoc(TypedDict):
@@ -312,6 +313,7 @@ class LinkStatsDoc(LinkStatsOpening):
     completedAt: NotRequired[datetime | None]
     openAnnounced: NotRequired[bool]
     completeAnnounced: NotRequired[bool]
+    alertOwed: NotRequired[bool]  # the member's first-open notification not queued yet
 
 
 class DeploymentKeyDoc(TypedDict):

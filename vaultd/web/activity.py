@@ -11,12 +11,16 @@ import json
 
 import pymongo
 
-from vaultd.errors import InvalidRequest
+from vaultd.errors import InvalidRequest, PlanLimitReached
 from vaultd.services.common.spreadsheet import safe_cell
 from vaultd.services.members import activity
 from vaultd.web.base import DB_DEADLINE_SECONDS, BaseHandler
 
 EXPORT_PAGE = activity.MAX_PER_PAGE
+
+
+def export_refusal(plan_name: str) -> str:
+    return f"exporting the log needs the Business plan (account is on {plan_name})"
 FORMATS = ("json", "csv", "jsonl")
 
 
@@ -29,6 +33,9 @@ class ActivityHandler(BaseHandler):
         fmt = self.get_query_argument("format", "json")
         if fmt not in FORMATS:
             raise InvalidRequest("format must be json, csv or jsonl")
+        if fmt != "json" and not self.account.plan.accessLogExport:
+            # The spec's plans: "Access log export" is Business only; the pages stay for all.
+            raise PlanLimitReached(export_refusal(self.account.plan.name))
         raw_cursor = self.get_query_argument("cursor", None)
         after = activity.Cursor.decode(raw_cursor) if raw_cursor is not None else None
         if fmt == "json":

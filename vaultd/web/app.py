@@ -16,12 +16,16 @@ from vaultd.web import (
     agreements,
     analytics,
     audit,
+    console_activity,
     console_auth,
     console_file,
     console_file_forms,
     console_files,
     console_page,
+    console_rooms,
+    console_settings,
     console_sign_in,
+    console_trace,
     files,
     gate_sessions,
     health,
@@ -49,7 +53,8 @@ ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, view
                             analytics, webhooks, trace, gate_sessions, agreements,
                             viewer_gates, rooms, room_views, members, keys, activity,
                             console_auth, console_page, oidc_sign_in, audit,
-                            console_sign_in, console_files, console_file, console_file_forms]
+                            console_sign_in, console_files, console_file, console_file_forms,
+                            console_settings, console_trace, console_activity, console_rooms]
 
 
 class RouteAuditError(Exception):

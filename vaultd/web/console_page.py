@@ -46,6 +46,15 @@ FLASHES = {
     "links-revoked": "Every active link of this file was revoked.",
     "link-extended": "The link's expiry was changed; its address is the same.",
     "file-deleted": "The file was deleted, with all its links.",
+    "key-revoked": "The key was revoked: it opens nothing from now on.",
+    "member-invited": "The member was added: they sign in with a code mailed to them.",
+    "role-changed": "The role was changed; their open sessions ended.",
+    "member-removed": "The member was removed; their sessions ended.",
+    "notifications-saved": "Your notifications were saved.",
+    "webhook-deleted": "The endpoint was deleted: nothing more is sent to it.",
+    "room-created": "The room was created: add folders and files, then share it.",
+    "folder-added": "The folder was added to the index.",
+    "file-added": "The file was added to the index.",
 }
 
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired
 
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
@@ -99,15 +99,20 @@ class _FirstOpen(LinkStatsOpening):
     """What a `link_stats` record's first write sets: the opening, not announced yet."""
 
     openAnnounced: bool
+    alertOwed: NotRequired[bool]  # its member's notification not queued yet (notifications)
 
 
 def _first_open(opened: OpenLink, now: datetime, marker: str, ip: str | None) -> _FirstOpen:
     link = opened.link
     # openAnnounced: the open and "its webhook is not queued yet" are one write (see outbox).
-    return {"accountId": link["accountId"], "fileId": link["fileId"],
-            "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
-            "pageCount": int(opened.file["pageCount"]), "totalSeconds": 0.0,
-            "firstOpenedAt": now, "openMarker": marker, "openIp": ip, "openAnnounced": False}
+    first: _FirstOpen = {
+        "accountId": link["accountId"], "fileId": link["fileId"],
+        "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
+        "pageCount": int(opened.file["pageCount"]), "totalSeconds": 0.0,
+        "firstOpenedAt": now, "openMarker": marker, "openIp": ip, "openAnnounced": False}
+    if "createdBy" in link:
+        first["alertOwed"] = True
+    return first
 
 
 async def _touch(

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 from vaultd.db import Db
 from vaultd.services.analytics import analytics
 from vaultd.services.links.links import OpenLink
+from vaultd.services.notifications import opens
 from vaultd.services.webhooks import webhook_events
+from vaultd.timefmt import utcnow
 
 if TYPE_CHECKING:  # the page path imports nothing of this module; only the type is needed
     from vaultd.services.pages.page_path import SentPage
@@ -25,6 +27,7 @@ KNOWN_LINKS = 10_000  # links whose record this process has written (a few hundr
 
 async def link_opened(db: Db, opened: OpenLink, ip: str | None) -> None:
     if await analytics.note_open(db, opened, ip):
+        await opens.first_opened(db, opened.link, opened.file, utcnow())
         await webhook_events.view_opened(db, opened.link, opened.file, ip)
 
 
@@ -37,6 +40,7 @@ async def page_served(db: Db, opened: OpenLink, views: Mapping[int, int], ip: st
             await _owe_nothing(db, opened.link["_id"], note)
             return
         if note.first_open:
+            await opens.first_opened(db, opened.link, opened.file, utcnow())
             await webhook_events.view_opened(db, opened.link, opened.file, ip)
         if note.completed:
             await webhook_events.view_completed(db, opened.link, opened.file)

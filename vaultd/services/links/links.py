@@ -27,6 +27,7 @@ from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common import outbox
+from vaultd.services.common.acting import acting
 from vaultd.services.common.fair_share import UNPACED, Pace
 from vaultd.services.files.files import get_file, is_uuid
 from vaultd.services.links import revoke_jobs
@@ -133,6 +134,9 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
         }
         if generation:
             doc["generation"] = generation
+        actor = acting()
+        if actor is not None and actor["kind"] == "member":  # whose notifications it feeds
+            doc["createdBy"] = actor["id"]
         if request.policy is not None:
             doc["policy"] = request.policy
             if "maxOpens" in request.policy:

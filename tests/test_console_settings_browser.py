@@ -1,0 +1,119 @@
+"""The console's Settings page in Chromium, through a real vaultd and its SMTP server: an admin
+makes an API key that works on /v1/account and stops working once revoked there (found by the
+names a screen reader announces); an admin invites a member with the keyboard alone, under a
+name that carries script, shown as text; an auditor sees members and keys and no control to
+change them. axe-core finds nothing serious on each page. The server's refusals, without the
+browser: tests/test_console_settings.py."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.browser_session import chromium_browser
+from tests.console_auth import console_vault
+from tests.console_browser import (
+    assert_accessible,
+    assert_no_dialog,
+    console_tab,
+    press_on,
+    signed_in_cookie,
+    type_into,
+)
+from tests.mail_server import MailServer
+from tests.vault_process import VaultProcess
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts its own vaultd, SMTP and Chromium
+
+SCRIPT_NAME = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterator[VaultProcess]:
+    with console_vault(tmp_path_factory.mktemp("settings") / "data", mail) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def account(vault: VaultProcess) -> str:
+    account_id, _ = vault.new_account(name="Harbour Legal")
+    return account_id
+
+
+@pytest.fixture(scope="module")
+def cookies(vault: VaultProcess, mail: MailServer, account: str) -> dict[str, str]:
+    """Made before Chromium starts (its event loop holds the thread: see chromium_browser)."""
+    return {role: signed_in_cookie(vault, mail, account, f"{role}@harbour.example", role)
+            for role in ("admin", "auditor")}
+
+
+@pytest.fixture(scope="module")
+def chromium(cookies: dict[str, str]) -> Iterator[Browser]:
+    with chromium_browser() as browser_:
+        yield browser_
+
+
+def test_an_admin_makes_a_key_that_works_until_revoked_in_settings(
+        chromium: Browser, vault: VaultProcess, cookies: dict[str, str]) -> None:
+    with console_tab(chromium, cookie=cookies["admin"], url=vault.url) as tab:
+        page = tab.page
+        page.goto(f"{vault.url}/console/settings")
+        assert page.get_by_role("heading", name="Settings", exact=True).is_visible()
+        assert_accessible(page)
+        page.get_by_role("textbox", name="Key name", exact=True).fill("CI deploys")
+        page.get_by_role("button", name="Create key", exact=True).click()
+        key = page.get_by_role("textbox", name="New key", exact=True).input_value()
+        vault.secrets.append(key)
+        assert key.startswith("sd_live_")
+        assert_accessible(page)
+        with vault.client(key) as api:
+            assert api.get("/account").json()["name"] == "Harbour Legal"
+        page.goto(f"{vault.url}/console/settings")
+        assert page.get_by_role("textbox", name="New key").count() == 0  # shown once only
+        row = page.get_by_role("row").filter(has_text="CI deploys")
+        row.get_by_role("button", name="Revoke", exact=True).click()
+        assert page.get_by_role("status").filter(has_text="The key was revoked").is_visible()
+        assert "revoked" in row.inner_text()
+        with vault.client(key) as api:
+            assert api.get("/account").status_code == 401
+        assert_no_dialog(tab)
+        assert tab.csp_violations() == []
+
+
+def test_an_admin_invites_a_member_with_the_keyboard_alone(
+        chromium: Browser, vault: VaultProcess, cookies: dict[str, str]) -> None:
+    with console_tab(chromium, cookie=cookies["admin"], url=vault.url) as tab:
+        page = tab.page
+        page.goto(f"{vault.url}/console/settings")
+        type_into(page, page.get_by_role("textbox", name="Email", exact=True),
+                  "new.hire@harbour.example")
+        type_into(page, page.get_by_role("textbox", name="Name", exact=True), SCRIPT_NAME)
+        role = page.get_by_role("combobox", name="Role", exact=True)
+        role.select_option("auditor")
+        press_on(page, page.get_by_role("button", name="Invite member", exact=True))
+        page.wait_for_url(re.compile(r".*/console/settings\?done=member-invited$"))
+        row = page.get_by_role("row").filter(has_text="new.hire@harbour.example")
+        assert SCRIPT_NAME in row.inner_text()  # shown as text, never run
+        assert "auditor" in row.inner_text()
+        assert_accessible(page)
+        assert_no_dialog(tab)
+
+
+def test_an_auditor_sees_members_and_keys_without_a_control_to_change_them(
+        chromium: Browser, vault: VaultProcess, cookies: dict[str, str]) -> None:
+    with console_tab(chromium, cookie=cookies["auditor"], url=vault.url) as tab:
+        page = tab.page
+        page.goto(f"{vault.url}/console/settings")
+        assert page.get_by_role("heading", name="API keys").is_visible()
+        people = page.get_by_role("table", name="Members", exact=True)
+        assert people.get_by_role("row").filter(has_text="admin@harbour.example").count() == 1
+        assert page.get_by_role("table", name="API keys", exact=True).is_visible()
+        for name in ("Create key", "Invite member", "Revoke"):
+            assert page.get_by_role("button", name=name, exact=True).count() == 0
+        assert_accessible(page)

@@ -1,0 +1,75 @@
+"""An account's log read a page at a time, newest first, optionally one action only: the
+console's Activity page reads the account's actions (`activity`) and its files' (`access_log`)
+through it.
+
+Each page is time windows on an index of (accountId[, action], at) (`common.newest`), so it
+costs what it returns however long the log: 10^6 entries behind a page are never read. The
+cursor is the last entry's time and id; the next page is the rest of that millisecond (few
+entries), then the entries strictly before it."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pymongo.asynchronous.collection import AsyncCollection
+
+from vaultd.errors import InvalidRequest
+from vaultd.services.common.newest import newest
+from vaultd.timefmt import utcnow
+
+EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
+CLOCK_SLACK = timedelta(minutes=1)
+BAD_CURSOR = "cursor is not one this page gave"
+
+
+@dataclass(frozen=True)
+class Cursor:
+    at: datetime
+    id: str
+
+    def encode(self) -> str:
+        raw = f"{int(self.at.timestamp() * 1000)}:{self.id}".encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+            millis, _, entry_id = raw.partition(":")
+            at = datetime.fromtimestamp(int(millis) / 1000, tz=UTC)
+        except (ValueError, binascii.Error, UnicodeDecodeError, OverflowError, OSError):
+            raise InvalidRequest(BAD_CURSOR) from None
+        if not entry_id or len(entry_id) > 64:
+            raise InvalidRequest(BAD_CURSOR)
+        return cls(at, entry_id)
+
+
+@dataclass(frozen=True)
+class FeedPage:
+    entries: list[dict[str, Any]]
+    next: Cursor | None
+
+
+async def page(records: AsyncCollection[Any], account_id: str, *, per_page: int,
+               action: str | None = None, after: Cursor | None = None) -> FeedPage:
+    query: dict[str, Any] = {"accountId": account_id}
+    if action is not None:
+        query["action"] = action
+    found: list[dict[str, Any]] = []
+    if after is not None:
+        same = records.find({**query, "at": after.at})
+        found = sorted([doc async for doc in same if doc["_id"] < after.id],
+                       key=lambda doc: doc["_id"], reverse=True)[:per_page + 1]
+    if len(found) <= per_page:
+        older = await newest(records, query, "at", count=per_page + 1 - len(found),
+                             oldest=EPOCH, before=after.at if after else None,
+                             latest=utcnow() + CLOCK_SLACK)
+        found += older.docs
+    more = len(found) > per_page
+    found = found[:per_page]
+    last = found[-1] if found and more else None
+    return FeedPage(found, Cursor(last["at"], last["_id"]) if last else None)

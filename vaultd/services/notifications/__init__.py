@@ -1,0 +1,1 @@
+"""Members' mail notifications: a link's first open, and a daily digest (docs/console.md)."""
