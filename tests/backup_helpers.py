@@ -82,8 +82,10 @@ def capture(vault: VaultProcess, key: str) -> VaultContents:
 
 async def _counts(db: Any) -> dict[str, int]:
     names = await db.database.list_collection_names()
+    # Each vault registers its own processes (`instances`); the audit log's sequencer trails
+    # the logs by its merge delay, so its leaves and nodes grow while a test compares counts.
     return {name: await db.database[name].count_documents({}) for name in sorted(names)
-            if name != "instances"}  # each vault registers its own processes
+            if name != "instances" and not name.startswith("audit_")}
 
 
 class HeldUpload:
