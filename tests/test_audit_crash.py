@@ -26,7 +26,8 @@ from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
-from vaultd.db import Db, connect, ensure_indexes
+from vaultd.db import Db, connect
+from vaultd.db_indexes import ensure_indexes
 from vaultd.services.accounts import accounts, api_keys
 from vaultd.services.common import access_log
 

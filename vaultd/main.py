@@ -284,8 +284,11 @@ def start_webhook_delivery(settings: Settings, db: Db, keyrings: KeyringSource,
 
 
 def start_audit_sequencer(settings: Settings, db: Db, keyrings: KeyringSource,
-                          instance_id: str) -> Sequencer:
-    """The audit log's sequencer: runs in every process, sequences in the one holding the lease."""
+                          instance_id: str) -> Sequencer | None:
+    """The audit log's sequencer: runs in every process, sequences in the one holding the lease
+    (none where `audit.enabled` is off)."""
+    if not settings.audit_enabled:
+        return None
     config = SequencerConfig(settings.audit_merge_delay_seconds,
                              settings.audit_late_arrival_seconds, settings.audit_lease_seconds,
                              settings.audit_checkpoint_every_entries,

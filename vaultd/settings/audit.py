@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vaultd.settings.declare import setting
-from vaultd.settings.parsers import integer, number, text
+from vaultd.settings.parsers import boolean, integer, number, text
 
 
 @dataclass(frozen=True)
@@ -33,3 +33,7 @@ class AuditSettings:
     audit_origin: str = setting(
         "audit.origin", text, "vaultd.local/audit", "VAULTD_AUDIT_ORIGIN",
         "The checkpoints' origin prefix (`<origin>/<account id>`) and the signing key's name.")
+    audit_enabled: bool = setting(
+        "audit.enabled", boolean, True, "VAULTD_AUDIT_ENABLED",
+        "Whether this process runs the audit log's sequencer (off: it neither sequences nor "
+        "signs; the routes still serve the tree other processes extend).")

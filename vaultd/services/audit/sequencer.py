@@ -181,12 +181,19 @@ class Sequencer:
                 await self.db.audit_leaves.delete_many({"accountId": account_id,
                                                         "index": {"$gte": size}})
         if plans:
-            await self.db.audit_leaves.insert_many(
-                [{"_id": entry.key, "accountId": account_id, "index": size + offset}
-                 for account_id, batch, size, _, _ in plans
-                 for offset, entry in enumerate(batch)], ordered=True)
-            await self._write_nodes([(account_id, *node) for account_id, _, _, _, closed in plans
-                                     for node in closed])
+            # Both written before any commit (the commit is the fence), so their order does
+            # not matter: sent together, one's encoding overlaps the database's work on the other.
+            written = await asyncio.gather(
+                self.db.audit_leaves.insert_many(
+                    [{"_id": entry.key, "accountId": account_id, "index": size + offset}
+                     for account_id, batch, size, _, _ in plans
+                     for offset, entry in enumerate(batch)], ordered=True),
+                self._write_nodes([(account_id, *node) for account_id, _, _, _, closed in plans
+                                   for node in closed]),
+                return_exceptions=True)
+            for outcome in written:
+                if isinstance(outcome, BaseException):
+                    raise outcome
         self.dirty = False
         for account_id, batch, size, frontier, _ in plans:
             await self._commit(account_id, size, len(batch), frontier)
