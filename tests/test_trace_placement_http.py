@@ -117,9 +117,18 @@ def test_with_the_setting_off_the_same_wash_leaves_nothing(unplaced_vault: Vault
         assert _trace(client, _washed(unplaced_vault, pages[0])) == {"found": False}
 
 
+@pytest.fixture(scope="module")
+def admin_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    # Its own vault: the operator's trace scores every account in turn, and the shared one
+    # holds whatever the suite's other modules left there.
+    with running_vault(tmp_path_factory.mktemp("admin-trace") / "data") as server:
+        yield server
+
+
 @pytest.mark.slow
 def test_vault_admin_trace_reads_the_placement_mark_as_the_api_does(
-        vault: VaultProcess, tmp_path: Path) -> None:
+        admin_vault: VaultProcess, tmp_path: Path) -> None:
+    vault = admin_vault
     _, owner_key = vault.new_account("Admin Owner Co")
     other_id, other_key = vault.new_account("Admin Other Co")
     with vault.client(owner_key) as owner, vault.client(other_key) as other:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from datetime import datetime
 from typing import Any
@@ -80,7 +81,7 @@ async def revoke_all(db: Db, account_id: str, file_id: str, owner: str,
         job = await _start(db, dict(file), account_id, live, now, owner)
         if await _raise_generation(db, dict(file), job):
             await settle(db, job)
-            _in_background(db, job)
+            _in_background(db, job, pace)
             return live
         await outbox.discard(db, job["held"])
         await db.raw(JOBS).delete_one({"_id": job["_id"]})
@@ -130,8 +131,8 @@ async def settle(db: Db, job: dict[str, Any]) -> None:
     await outbox.release(db, job["held"])
 
 
-def _in_background(db: Db, job: dict[str, Any]) -> None:
-    task = asyncio.ensure_future(mark(db, job))
+def _in_background(db: Db, job: dict[str, Any], pace: Pace) -> None:
+    task = asyncio.ensure_future(mark(db, job, pace))
     _running.add(task)
     task.add_done_callback(_finished)
 
@@ -156,10 +157,12 @@ async def all_marked() -> None:
         await asyncio.gather(*_running, return_exceptions=True)
 
 
-async def mark(db: Db, job: dict[str, Any]) -> int:
-    """Write the revoke on the links it revoked, in short steps; then end the job. Returns how
-    many links were marked (idempotent: a resumed job marks what is left)."""
+async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
+    """Write the revoke on the links it revoked, in short steps, each paced by the fair share
+    (`pace`) and resting as long as it took; then end the job. Returns how many links were
+    marked (idempotent: a resumed job marks what is left)."""
     revoked_at: datetime = job["startedAt"]
+    steps = PacedSteps(pace, job["accountId"])
     fields = {"generation": 1, "expiresAt": 1}
     marked = 0
     async for links in id_ranges.batches(db.raw(db.links.name), fields, size=BATCH,
@@ -174,12 +177,17 @@ async def mark(db: Db, job: dict[str, Any]) -> int:
                 # Still of an old generation: a link being created as the generation rose is
                 # moved to the new one before it is counted (`links.create_link`), maybe since
                 # this read.
+                started = time.monotonic()
                 result = await db.links.update_many(
                     {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]},
                      "$or": [{"generation": {"$lte": job["generation"]}},
                              {"generation": {"$exists": False}}]},
                     {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": live}})
                 marked += int(result.modified_count)
+                # Nobody waits for these steps, every other tenant's query may wait behind
+                # one: rest as long as each took, so they never queue back to back.
+                await asyncio.sleep(time.monotonic() - started)
+                await steps.next()
     await db.raw(JOBS).delete_one({"_id": job["_id"]})
     # Notes no longer needed: every link of the generation now says what the note said.
     await db.files.update_one({"_id": job["fileId"]},
