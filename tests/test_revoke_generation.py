@@ -215,7 +215,7 @@ async def test_a_job_cut_after_its_write_is_finished_and_one_cut_before_is_dropp
     assert file is not None
     # Cut before its write: recorded, never raised the generation.
     early = await revoke_jobs._start(db, dict(file), account.id, 7, utcnow(), "vaultd-gone")
-    assert await revoke_jobs.resume_orphaned(db, {"vaultd-alive"}) == 1
+    assert await revoke_jobs.resume_orphaned(db, {"vaultd-alive"}, "vaultd-alive") == 1
     assert await _live_by_truth(db, tokens) == 7
     assert await _stored_counts(db, account.id, file_id) == (7, 7)
     assert await db.raw(revoke_jobs.JOBS).find_one({"_id": early["_id"]}) is None
@@ -226,9 +226,10 @@ async def test_a_job_cut_after_its_write_is_finished_and_one_cut_before_is_dropp
     job = await revoke_jobs._start(db, dict(file), account.id, 7, utcnow(), "vaultd-gone")
     assert await revoke_jobs._raise_generation(db, dict(file), job)
     assert await _live_by_truth(db, tokens) == 0
-    resumed = await asyncio.gather(revoke_jobs.resume_orphaned(db, {"vaultd-alive"}),
-                                   revoke_jobs.resume_orphaned(db, {"vaultd-alive"}))
+    resumed = await asyncio.gather(revoke_jobs.resume_orphaned(db, {"vaultd-alive"}, "vaultd-alive"),
+                                   revoke_jobs.resume_orphaned(db, {"vaultd-alive"}, "vaultd-alive"))
     assert sorted(resumed) == [0, 1]
+    await revoke_jobs.all_marked()
     assert await _stored_counts(db, account.id, file_id) == (0, 0)
     assert await db.links.count_documents({"fileId": file_id, "revoked": False}) == 0
     assert await db.access_log.count_documents({"fileId": file_id, "action": "revoke"}) == 1

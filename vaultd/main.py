@@ -177,7 +177,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         await pool.wait_ready()  # "required" and a sandbox layer missing: refuse to start
         store = BlobStore(backend, keyrings.current(), keyrings.current)
         await recovery.heartbeat(database.db, instance_id)
-        await recovery.recover(database.db, store)
+        await recovery.recover(database.db, store, instance_id)
         mark = await mark_key.mark_cipher(database.db, keyrings.current())
         fair_share = FairShare(settings.server_fair_share, on_hold=metrics.fair_share_hold)
         analytics = engagement.EngagementHook(database.db, settings.analytics_flush_seconds)
@@ -263,7 +263,7 @@ def start_housekeeping(db: Db, store: BlobStore, instance_id: str) -> PeriodicCa
         try:
             await recovery.heartbeat(db, instance_id)
             if ticks % recovery.RECOVERY_EVERY_HEARTBEATS == 0:
-                await recovery.recover(db, store)
+                await recovery.recover(db, store, instance_id)
         except Exception:  # the database may be down; the next tick retries
             log.warning("housekeeping skipped: database unavailable")
 

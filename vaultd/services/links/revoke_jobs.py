@@ -20,7 +20,7 @@ file's unrevoked links of the old generations, read in closed `_id` windows on
 `(fileId, revoked, _id)` (`services.common.id_ranges`), updated `WRITE_BATCH` at a time by `_id`,
 so that no single operation holds the database long. Then the job ends and the file's note goes.
 If the process dies first, recovery (`resume_orphaned`) claims the job and finishes what its
-record says: all of it if the generation was raised, otherwise nothing (the held event is
+record says (the marking again in the background): all of it if the generation was raised, otherwise nothing (the held event is
 dropped). Only the job's owner settles or marks it, so the account's marker (which keeps its
 count from being taken twice) can go when the job ends.
 """
@@ -197,17 +197,18 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
     return marked
 
 
-async def resume_orphaned(db: Db, live_instances: set[str]) -> int:
-    """Finish the jobs whose owner is gone; returns how many this call finished. Each job is
-    claimed first (its owner replaced by this call's own id, in one conditional update), so
-    processes recovering at once never resume the same job twice."""
+async def resume_orphaned(db: Db, live_instances: set[str], owner: str) -> int:
+    """Take over the jobs whose owner is gone; returns how many this call took. Each job is
+    claimed first (its owner replaced by `owner`, a live instance, in one conditional update),
+    so processes recovering at once never resume the same job twice, and the claimer's death
+    orphans it again. The counts and the log are settled before this returns; the marking goes
+    on in the background, as after a revoke-all, so a start-up never waits for it."""
     orphans = [job async for job in db.raw(JOBS).find({})
                if job["owner"] not in live_instances]
-    resumer = f"recovery-{uuid.uuid4().hex}"  # not an instance: its death orphans the job again
     resumed = 0
     for job in orphans:
         claimed = await db.raw(JOBS).find_one_and_update(
-            {"_id": job["_id"], "owner": job["owner"]}, {"$set": {"owner": resumer}},
+            {"_id": job["_id"], "owner": job["owner"]}, {"$set": {"owner": owner}},
             return_document=True)
         if claimed is not None:
             await resume(db, claimed)
@@ -225,4 +226,4 @@ async def resume(db: Db, job: dict[str, Any]) -> None:
         await db.raw(JOBS).delete_one({"_id": job["_id"]})
         return
     await settle(db, job)
-    await mark(db, job)
+    _in_background(db, job, UNPACED)

@@ -80,8 +80,9 @@ async def live_instances(db: Db, cutoff: datetime) -> set[str]:
     return {doc["_id"] async for doc in cursor if not _gone_from_this_host(doc)}
 
 
-async def recover(db: Db, store: BlobStore) -> int:
-    """Settle the leftovers of dead instances; returns how many items were settled."""
+async def recover(db: Db, store: BlobStore, instance_id: str) -> int:
+    """Settle the leftovers of dead instances; returns how many items were settled. Work that
+    goes on after this returns (a revoke-all's marking) is taken over by `instance_id`."""
     cutoff = await database_now(db) - timedelta(seconds=DEAD_AFTER_SECONDS)
     live = await live_instances(db, cutoff)
     settled = 0
@@ -99,7 +100,7 @@ async def recover(db: Db, store: BlobStore) -> int:
     async for doc in db.files.find({"state": "deleting", "deletingAt": {"$lt": cutoff}}):
         await finish_delete(db, store, doc)
         settled += 1
-    settled += await revoke_jobs.resume_orphaned(db, live)
+    settled += await revoke_jobs.resume_orphaned(db, live, instance_id)
     settled += await _sweep_temporaries(store)
     if settled:
         log.info("recovery settled %d interrupted operations", settled)
