@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -21,20 +21,9 @@ from vaultd.db import Db
 from vaultd.errors import Forbidden
 from vaultd.services.accounts import accounts
 from vaultd.services.common import access_log
+from vaultd.services.common.spreadsheet import safe_cell
 
 app = typer.Typer(no_args_is_help=True, help="Access log export.")
-
-# A cell starting with one of these is a formula (or starts one) in Excel, LibreOffice, Sheets.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value: Any) -> Any:
-    """`value` as a csv cell no spreadsheet evaluates: text that would start a formula gets a
-    leading single quote (shown as text, the quote hidden); anything else is unchanged."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
 
 @app.command("export")
 def export(
@@ -62,7 +51,7 @@ def export(
         count = 0
         async for entry in access_log.export_account(db, account_id):
             if writer:
-                writer.writerow({name: spreadsheet_safe(value) for name, value in entry.items()})
+                writer.writerow({name: safe_cell(value) for name, value in entry.items()})
             else:
                 sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
             count += 1

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from admin_cli.commands_log import spreadsheet_safe
 from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess
+from vaultd.services.common.spreadsheet import safe_cell
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -187,13 +187,13 @@ def test_log_export_csv_writes_formula_like_values_as_text(vault: VaultProcess) 
 
 @pytest.mark.parametrize("value", ["=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"])
 def test_every_formula_start_owasp_names_is_quoted(value: str) -> None:
-    assert spreadsheet_safe(value) == "'" + value
+    assert safe_cell(value) == "'" + value
 
 
 @pytest.mark.parametrize("value", ["reader@example.com", "2026-11-26T10:00:00.000Z", "a=b",
                                    "203.0.113.5", "::1", "", 1, None])
 def test_other_values_are_written_unchanged(value: object) -> None:
-    assert spreadsheet_safe(value) == value
+    assert safe_cell(value) == value
 
 
 def test_master_key_rotation_rewraps_without_touching_blobs(vault: VaultProcess,

@@ -226,8 +226,9 @@ async def test_a_job_cut_after_its_write_is_finished_and_one_cut_before_is_dropp
     job = await revoke_jobs._start(db, dict(file), account.id, 7, utcnow(), "vaultd-gone")
     assert await revoke_jobs._raise_generation(db, dict(file), job)
     assert await _live_by_truth(db, tokens) == 0
-    resumed = await asyncio.gather(revoke_jobs.resume_orphaned(db, {"vaultd-alive"}, "vaultd-alive"),
-                                   revoke_jobs.resume_orphaned(db, {"vaultd-alive"}, "vaultd-alive"))
+    alive = {"vaultd-alive"}
+    resumed = await asyncio.gather(revoke_jobs.resume_orphaned(db, alive, "vaultd-alive"),
+                                   revoke_jobs.resume_orphaned(db, alive, "vaultd-alive"))
     assert sorted(resumed) == [0, 1]
     await revoke_jobs.all_marked()
     assert await _stored_counts(db, account.id, file_id) == (0, 0)

@@ -6,8 +6,15 @@ a leading single quote, which spreadsheets show as text and hide."""
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+Cell = TypeVar("Cell", bound=Any)
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def safe_cell(value: str) -> str:
-    return "'" + value if value.startswith(FORMULA_STARTS) else value
+def safe_cell(value: Cell) -> Cell:
+    """`value` as a cell no spreadsheet evaluates; anything but text is unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value  # type: ignore[return-value]  # str is Cell here
+    return value

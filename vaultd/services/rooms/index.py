@@ -6,20 +6,10 @@ import csv
 import io
 from typing import Any
 
+from vaultd.services.common.spreadsheet import safe_cell
 from vaultd.services.rooms.tree import Node, walk
 
 INDEX_FIELDS = ("number", "path", "name", "type", "pageCount")
-# A cell starting with one of these is a formula in Excel, LibreOffice and Sheets (the same
-# rule as `vault-admin log export --format csv`, admin_cli.commands_log).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
 def index_rows(tree: list[Node]) -> list[dict[str, Any]]:
     return [{"number": node.number, "path": node.path, "name": node.name,
              "type": node.item["type"],
@@ -32,6 +22,6 @@ def index_csv(rows: list[dict[str, Any]]) -> str:
     writer = csv.DictWriter(out, INDEX_FIELDS, lineterminator="\r\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({key: "" if value is None else spreadsheet_safe(value)
+        writer.writerow({key: "" if value is None else safe_cell(value)
                          for key, value in row.items()})
     return out.getvalue()
