@@ -104,10 +104,10 @@ async def test_a_rolling_limit_refuses_the_event_past_it_until_the_oldest_leaves
         True, True, True, False]
     raw = db.raw(rolling_limits.COLLECTION)
     record = await raw.find_one({"_id": "test:burst"})
-    assert record is not None and len(record["at"]) == 3
-    oldest = record["at"][0]
+    assert record is not None and len(record["hits"]) == 3
+    oldest = record["hits"][0]
     await raw.update_one({"_id": "test:burst"},
-                         {"$set": {"at.0": oldest - timedelta(hours=2)}})
+                         {"$set": {"hits.0": oldest - timedelta(hours=2)}})
     assert await rolling_limits.take(db, "test:burst", 3, 3600)
     assert not await rolling_limits.take(db, "test:burst", 3, 3600)
 

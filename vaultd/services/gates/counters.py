@@ -1,22 +1,14 @@
-"""Rolling-window counters kept in the database, so a limit holds across every vaultd process:
-sends of email codes, wrong passcodes, sessions opened from one address.
-
-A key's record keeps the times of its last `limit` events (`$push` with `$slice`). One more is
-allowed while fewer than `limit` are kept or the oldest kept is out of the window: at most
-`limit` events in any `window_seconds`, whenever they fall. A fixed window reset on the clock's
-hour would allow twice the limit in a few seconds either side of the hour. The check and the
-count are one conditional update, so concurrent events cannot pass the limit together; the
-record expires (TTL) once its last event is out of the window."""
+"""The gates' rolling-window counters (`common.rolling_limits`, in a collection of their own):
+sends of email codes, wrong passcodes, sessions opened from one address; and what a
+per-address limit counts under."""
 
 from __future__ import annotations
 
 import ipaddress
-from datetime import datetime, timedelta
-
-from pymongo.errors import DuplicateKeyError
+from datetime import datetime
 
 from vaultd.db import GATE_COUNTERS, Db
-from vaultd.timefmt import utcnow
+from vaultd.services.common import rolling_limits
 
 COLLECTION = GATE_COUNTERS
 UNKNOWN_ADDRESS = "-"
@@ -25,21 +17,8 @@ IPV6_PREFIX = 64  # one IPv6 subscriber is usually given a whole /64
 
 async def take(db: Db, key: str, limit: int, window_seconds: int,
                now: datetime | None = None) -> bool:
-    """Counts one more event of `key`; False (and not counted) once `limit` events fall within
-    the last `window_seconds`. `now`: the event's time (the current time unless given)."""
-    now = now or utcnow()
-    since = now - timedelta(seconds=window_seconds)
-    room = {"$or": [{f"hits.{limit - 1}": {"$exists": False}}, {"hits.0": {"$lte": since}}]}
-    update = {"$push": {"hits": {"$each": [now], "$slice": -limit}},
-              "$set": {"expiresAt": now + timedelta(seconds=window_seconds)}}
-    for _ in range(2):
-        try:
-            await db.raw(COLLECTION).update_one({"_id": key, **room}, update, upsert=True)
-            return True
-        except DuplicateKeyError:
-            # The record exists and has no room (or two first events raced: one more look).
-            continue
-    return False
+    """`rolling_limits.take` on the gates' collection."""
+    return await rolling_limits.take(db, key, limit, window_seconds, now, COLLECTION)
 
 
 def address_key(ip: str | None) -> str:
