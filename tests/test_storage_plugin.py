@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +18,8 @@ import pytest
 from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
 from tests.test_config import run_vaultd
-from tests.twist_backend import NAME, twist_distribution, twisted
-from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log
+from tests.twist_backend import NAME, distribution, twist_distribution, twisted
+from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -115,3 +117,27 @@ def test_without_its_distribution_the_backend_is_refused_in_one_line(tmp_path: P
     assert result.stderr.strip().splitlines() == [
         "vaultd: config: storage.backend (VAULTD_STORAGE_BACKEND) is invalid: must be one of "
         "local, azure, s3"]
+
+
+def test_a_registered_backend_whose_module_is_missing_is_named_with_what_to_install(
+        tmp_path: Path) -> None:
+    # A distribution whose entry point names a module that is not there (a half-installed
+    # plug-in): listed as unavailable, and a vaultd configured with it stops in one line.
+    broken = distribution(tmp_path / "dist", "vaultd-broken-example",
+                          {"broken": "vaultd_broken_example.backend"})
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(broken)])}
+    listing = subprocess.run(
+        [sys.executable, "-m", "admin_cli.main", "--data-dir", str(tmp_path / "data"), "--json",
+         "storage", "backends"], cwd=ROOT, env=base_env(env), capture_output=True, text=True,
+        timeout=120)
+    assert listing.returncode == 0, listing.stderr
+    row = {r["name"]: r for r in json.loads(listing.stdout)}["broken"]
+    expected = ("storage.backend 'broken' needs: the distribution vaultd-broken-example "
+                "(No module named 'vaultd_broken_example')")
+    assert (row["available"], row["source"], row["problem"]) == (
+        False, "vaultd-broken-example", expected)
+    result = run_vaultd(["--data-dir", str(tmp_path / "data")],
+                        {**env, "VAULTD_STORAGE_BACKEND": "broken"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    # After the first start's notice of its new master key, the one line of the refusal.
+    assert result.stderr.strip().splitlines()[-1] == f"vaultd: {expected}"

@@ -51,12 +51,18 @@ def create(options: Mapping[str, str]) -> TwistBackend:
     return TwistBackend(Path(options["data_dir"]) / NAME)
 
 
-def twist_distribution(directory: Path) -> Path:
-    """An installed distribution in `directory` (its metadata only) whose entry point registers
-    this module as backend "twist": put `directory` on PYTHONPATH to have it found."""
-    info = directory / "vaultd_twist_example-1.0.dist-info"
+def distribution(directory: Path, name: str, backends: dict[str, str]) -> Path:
+    """An installed distribution `name` in `directory` (its metadata only) whose entry points
+    register `backends` (backend name to module): put `directory` on PYTHONPATH to have them
+    found, as pip would have installed them."""
+    info = directory / f"{name.replace('-', '_')}-1.0.dist-info"
     info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: vaultd-twist-example\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[vaultd.storage_backends]\n{NAME} = {__name__}\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = "".join(f"{backend} = {module}\n" for backend, module in backends.items())
+    (info / "entry_points.txt").write_text(f"[vaultd.storage_backends]\n{lines}")
     return directory
+
+
+def twist_distribution(directory: Path) -> Path:
+    """The distribution that registers this module as backend "twist"."""
+    return distribution(directory, "vaultd-twist-example", {NAME: __name__})
