@@ -21,7 +21,10 @@ ARG PIP_OPTIONS=""
 COPY pyproject.toml setup.py README.md /src/
 # build/wheel[s] is copied when present; README.md beside it keeps the COPY valid without it.
 COPY README.md build/wheel[s] /src/wheels/
-RUN /opt/vaultd/venv/bin/python -c "import tomllib; d = tomllib.load(open('/src/pyproject.toml', 'rb'))['project']; print('\n'.join(d['dependencies'] + d['optional-dependencies']['azure'] + d['optional-dependencies']['s3']))" > /tmp/requirements.txt \
+# The storage backends' SDKs: each registered backend's extra (backends.BUILT_IN), read by the
+# registry's own stdlib-only module, copied alone so that a source change keeps this layer.
+COPY backends/__init__.py backends/base.py backends/requirements.py /src/backends/
+RUN cd /src && /opt/vaultd/venv/bin/python -m backends.requirements pyproject.toml > /tmp/requirements.txt \
  && /opt/vaultd/venv/bin/pip install -q --no-cache-dir --disable-pip-version-check $PIP_OPTIONS \
       -r /tmp/requirements.txt
 COPY vaultd /src/vaultd

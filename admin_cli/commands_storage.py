@@ -1,4 +1,4 @@
-"""vault-admin storage verify | gc | migrate."""
+"""vault-admin storage backends | verify | gc | migrate."""
 
 from __future__ import annotations
 
@@ -50,6 +50,22 @@ def with_backend(action: Callable[[Settings, Db, BlobBackend], Awaitable[T]]) ->
             await backend.close()
 
     return run(wrapped)
+
+
+@app.command("backends")
+def list_backends(as_json: JsonFlag = False) -> None:
+    """The registered backends (`storage.backend` choices): built-in or from an installed
+    distribution's `vaultd.storage_backends` entry point, and whether each can be loaded here."""
+    rows = []
+    for name, spec in backends.BACKENDS.items():
+        try:
+            backends.backend_module(name)
+            problem = ""
+        except backends.BackendConfigError as exc:
+            problem = str(exc)
+        rows.append({"name": name, "module": spec.module, "source": spec.source,
+                     "available": not problem, "problem": problem})
+    emit(rows, want_json(as_json))
 
 
 @app.command("verify")
@@ -111,7 +127,7 @@ def _gc_text(report: dict[str, Any]) -> str:
 @app.command("migrate")
 def migrate(
     to: Annotated[str, typer.Option(
-        "--to", help="Backend to copy every blob to: local, azure or s3.")],
+        "--to", help=f"Backend to copy every blob to: {', '.join(backends.BACKENDS)}.")],
     as_json: JsonFlag = False,
 ) -> None:
     """Copy every blob to the other backend and verify it; safe to re-run."""

@@ -37,7 +37,8 @@ fi
 # Wheels fetched on the host, with its pip settings (certificates, mirrors, constraints):
 # the image never needs them, and a proxy's CA never enters a layer.
 PY=${PYTHON:-$ROOT/.venv/bin/python}
-"$PY" -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb'))['project']; o = d['optional-dependencies']; print('\n'.join(d['dependencies'] + o['azure'] + o['s3'] + ['setuptools>=69']))" > build-requirements.tmp
+# The same requirements as the image's (every registered backend's extra: backends.requirements).
+"$PY" -m backends.requirements pyproject.toml 'setuptools>=69' > build-requirements.tmp
 mkdir -p build/wheels
 "$PY" -m pip wheel -q --disable-pip-version-check --wheel-dir build/wheels -r build-requirements.tmp 2>&1 | grep -v "is ignored" || true
 rm -f build-requirements.tmp

@@ -2,7 +2,8 @@
 
 Each test gets a fresh, empty store: a temporary directory for the local backend, a new
 container in a real Azurite for the Azure backend, a new bucket in a real moto server (a child
-process on loopback) for the S3 backend.
+process on loopback) for the S3 backend; a temporary directory for the test-only plug-in
+backend of the backend recipe (`tests/twist_backend.py`), which must keep the same contract.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from backends.azure import AzureBackend, AzureConfig
 from backends.base import BlobBackend
 from backends.local import LocalBackend
 from backends.s3 import S3Backend
+from tests import twist_backend
 from tests.azurite import Azurite
 from tests.moto_server import MotoServer
 
@@ -31,10 +33,12 @@ PART = 5 * MiB  # the S3 backend's part size in these tests
 PIECE = 16400  # what the encryptor hands over: one encrypted chunk
 
 
-@pytest.fixture(params=["local", "azure", "s3"])
+@pytest.fixture(params=["local", "azure", "s3", twist_backend.NAME])
 def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], BlobBackend]:
     if request.param == "local":
         return lambda: LocalBackend(tmp_path / "blobs")
+    if request.param == twist_backend.NAME:
+        return lambda: twist_backend.create({"data_dir": str(tmp_path)})
     if request.param == "s3":
         moto: MotoServer = request.getfixturevalue("moto")
         bucket = f"contract-{uuid.uuid4().hex[:16]}"
@@ -214,7 +218,7 @@ async def test_the_sweep_removes_what_a_dead_writer_left_and_only_when_idle_long
     # The writer's process "dies" here: neither commit nor abort.
     assert await backend.sweep_temporaries(3600) == 0  # it was active moments ago
     # Azure discards uncommitted blocks by itself: nothing for vaultd to sweep.
-    expected = {"local": 1, "azure": 0, "s3": 1}[backend.name]
+    expected = {"local": 1, "azure": 0, "s3": 1, twist_backend.NAME: 1}[backend.name]
     assert await backend.sweep_temporaries(0) == expected
     assert await backend.sweep_temporaries(0) == 0
     assert not await backend.exists(blob)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import httpx
 import pytest
@@ -17,10 +16,9 @@ from schemathesis.generation.meta import negated_parameters
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from render.office.formats import OFFICE_TYPES
+from tests.openapi_routes import DOCUMENT, contract_differences
 from tests.vault_process import VaultProcess
 from vaultd.web.app import all_routes
-
-DOCUMENT = Path(__file__).resolve().parents[1] / "vaultd" / "web" / "openapi.json"
 
 
 def test_the_document_is_served_without_a_key(vault: VaultProcess) -> None:
@@ -30,14 +28,22 @@ def test_the_document_is_served_without_a_key(vault: VaultProcess) -> None:
     assert response.json()["openapi"] == "3.1.0"
 
 
-def test_every_v1_route_is_documented_and_nothing_else() -> None:
-    def shape(path: str) -> str:
-        return re.sub(r"\{[^}]+\}", "{}", path.replace("([^/]+)", "{}"))
+def test_every_route_and_method_is_documented_and_nothing_else() -> None:
+    # By path, method and path parameter: a method served but not documented, or documented
+    # but not served, fails, as does a path parameter an operation does not declare.
+    assert contract_differences(all_routes(), json.loads(DOCUMENT.read_text())) == []
 
-    paths = json.loads(DOCUMENT.read_text())["paths"]
-    documented = {shape(path) for path, item in paths.items() if "servers" not in item}
-    routed = {shape(p.removeprefix("/v1")) for p, _ in all_routes() if p.startswith("/v1/")}
-    assert routed == documented
+
+def test_a_method_or_a_path_parameter_missing_from_the_document_is_caught() -> None:
+    document = json.loads(DOCUMENT.read_text())
+    del document["paths"]["/files/{id}"]["delete"]
+    document["paths"]["/rooms/{id}/items/{itemId}"]["put"] = {
+        "parameters": [{"name": "room", "in": "path", "required": True}], "responses": {}}
+    assert contract_differences(all_routes(), document) == [
+        "DELETE /v1/files/([^/]+) is served but not in the OpenAPI document",
+        "PUT /v1/rooms/{id}/items/{itemId} is in the OpenAPI document but not served",
+        "PUT /v1/rooms/{id}/items/{itemId} declares path parameters ['id', 'itemId', 'room'], "
+        "its path has ['id', 'itemId']"]
 
 
 def test_the_routes_outside_v1_are_documented_at_the_root() -> None:

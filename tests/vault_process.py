@@ -43,6 +43,7 @@ class VaultProcess:
     process: subprocess.Popen[bytes] | None = None
     secrets: list[str] = field(default_factory=list)  # every key/token handed out, for log scans
     fixed_port: int = 0  # a port chosen before the start (for settings that name it); 0: any
+    entry_module: str = "vaultd.main"  # a module run as vaultd (one that adds routes first)
 
     @property
     def log_path(self) -> Path:
@@ -55,7 +56,7 @@ class VaultProcess:
     def start(self, timeout: float = 60.0) -> VaultProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.fixed_port or free_port()
-        cmd = [sys.executable, "-m", "vaultd.main", "--host", "127.0.0.1",
+        cmd = [sys.executable, "-m", self.entry_module, "--host", "127.0.0.1",
                "--port", str(self.port), "--data-dir", str(self.data_dir)]
         log = open(self.log_path, "ab")  # noqa: SIM115
         self.process = subprocess.Popen(cmd, cwd=ROOT, env=base_env(self.env), stdout=log,

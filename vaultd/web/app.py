@@ -1,8 +1,15 @@
-"""make_app: the Tornado application, from every HTTP module's routes."""
+"""make_app: the Tornado application, from every HTTP module's routes.
+
+A route module (one per domain, beside its services' calls) declares `ROUTES`, its
+`(pattern, handler)` pairs, and may declare `PERMISSIONS`, what each of its patterns and methods
+needs, beside them: `route_permissions` joins those to the table of `web.permissions`. Listed
+once in `ROUTE_MODULES`, its `/v1` routes are also served under `/console/api`
+(`web.console_api`). The recipe for an owner endpoint is in docs/architecture.md."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import tornado.web
@@ -61,12 +68,25 @@ class RouteAuditError(Exception):
     pass
 
 
+def route_permissions() -> dict[str, Mapping[str, Permission]]:
+    """What each route needs: the table of `web.permissions`, and each route module's own
+    `PERMISSIONS`. A pattern declared in two places is refused: one decision per route."""
+    table: dict[str, Mapping[str, Permission]] = dict(ROUTE_PERMISSIONS)
+    for module in ROUTE_MODULES:
+        for pattern, methods in getattr(module, "PERMISSIONS", {}).items():
+            if pattern in table:
+                raise RouteAuditError(f"the permissions of {pattern} are declared twice")
+            table[pattern] = methods
+    return table
+
+
 def _audit(routes: list[tuple[str, type]]) -> None:
     # Authentication is on by default; a handler outside the base class could skip it.
+    table = route_permissions()
     for pattern, handler in routes:
         if not issubclass(handler, BaseHandler):
             raise RouteAuditError(f"route {pattern} does not use the authenticated base handler")
-        _audit_permissions(pattern, handler)
+        _audit_permissions(pattern, handler, table)
 
 
 def served_methods(handler: type[BaseHandler]) -> list[str]:
@@ -76,11 +96,12 @@ def served_methods(handler: type[BaseHandler]) -> list[str]:
             if getattr(handler, m.lower()) is not getattr(base, m.lower())]
 
 
-def _audit_permissions(pattern: str, handler: type[BaseHandler]) -> None:
-    # Every method of every authenticated route names what it needs (web.permissions).
+def _audit_permissions(pattern: str, handler: type[BaseHandler],
+                       table: Mapping[str, Mapping[str, Permission]]) -> None:
+    # Every method of every authenticated route names what it needs (`route_permissions`).
     if handler.public:
         return
-    declared = ROUTE_PERMISSIONS.get(api_pattern(pattern), {})
+    declared = table.get(api_pattern(pattern), {})
     for method in served_methods(handler):
         if method not in declared:
             raise RouteAuditError(f"route {pattern} {method} declares no permission")
@@ -121,10 +142,11 @@ def route_template(pattern: str) -> str:
     return _GROUP.sub("{}", pattern).rstrip("$")
 
 
-def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
+def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext,
+          table: Mapping[str, Mapping[str, Permission]]) -> Rule:
     methods = handler.only_methods
     matcher = MethodAndPath(pattern, methods) if methods else PathMatches(pattern)
-    permissions = ROUTE_PERMISSIONS.get(api_pattern(pattern), {})
+    permissions = table.get(api_pattern(pattern), {})
     return Rule(matcher, handler, {"ctx": ctx, "route": route_template(pattern),
                                    "permissions": permissions})
 
@@ -132,7 +154,7 @@ def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
 def _audit_table(routes: list[tuple[str, type]]) -> None:
     # A permission for a route that is not served is a route renamed without its decision.
     served = {pattern for pattern, _ in routes}
-    for pattern in ROUTE_PERMISSIONS:
+    for pattern in route_permissions():
         if pattern not in served:
             raise RouteAuditError(f"a permission is declared for {pattern}, which no route serves")
 
@@ -141,7 +163,8 @@ def make_app(ctx: AppContext) -> tornado.web.Application:
     routes = served_routes()
     _audit(routes)
     _audit_table(routes)
-    handlers: list[Any] = [_rule(pattern, handler, ctx) for pattern, handler in routes]
+    table = route_permissions()
+    handlers: list[Any] = [_rule(pattern, handler, ctx, table) for pattern, handler in routes]
     handlers.append(viewer.STATIC_ROUTE)
     handlers.append(console_page.STATIC_ROUTE)
     return tornado.web.Application(

@@ -8,6 +8,10 @@ viewer's gate session needs CHANGE_CONTENT; a trace needs TRACE; the account its
 API keys, webhooks) needs MANAGE_ACCOUNT. Reads of the account's people and keys are READ: an
 auditor sees who can act on the account (never a key: only its prefix).
 
+A route module may instead declare its own `PERMISSIONS` beside its `ROUTES`, as a new owner
+endpoint does (docs/architecture.md, "Adding an owner endpoint"): `web.app.route_permissions`
+joins the two and refuses a pattern declared in both.
+
 Routes whose handler checks the key itself (`deferred_auth`, the page path) may need READ only:
 every role holds it, so skipping the check there refuses nobody (the audit holds this)."""
 
