@@ -138,6 +138,8 @@ def test_a_forged_cursor_is_refused(cursor: str) -> None:
     ("201", "perPage must be an integer from 1 to 200"),
     ("-1", "perPage must be an integer from 1 to 200"),
     ("ten", "perPage must be an integer from 1 to 200"),
+    ("", "perPage must be an integer from 1 to 200"),
+    ("\u00b2", "perPage must be an integer from 1 to 200"),
 ])
 def test_a_bad_page_size_is_refused(raw: str, message: str) -> None:
     with pytest.raises(InvalidRequest) as refused:

@@ -92,9 +92,11 @@ class Page:
 
 
 def parse_per_page(value: str | None) -> int:
-    if value is None or value == "":
+    if value is None:
         return PER_PAGE
-    if not value.isdigit() or not 1 <= int(value) <= MAX_PER_PAGE:
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+    if not (value.isascii() and value.isdigit()) or len(value) > 9 \
+            or not 1 <= int(value) <= MAX_PER_PAGE:
         raise InvalidRequest(f"perPage must be an integer from 1 to {MAX_PER_PAGE}")
     return int(value)
 
