@@ -34,6 +34,7 @@ from vaultd.web import (
     members,
     oidc_sign_in,
     openapi,
+    permissions,
     room_views,
     rooms,
     trace,
@@ -80,7 +81,7 @@ def _audit_permissions(pattern: str, handler: type[BaseHandler]) -> None:
     # Every method of every authenticated route names what it needs (web.permissions).
     if handler.public:
         return
-    declared = ROUTE_PERMISSIONS.get(api_pattern(pattern), {})
+    declared = permissions.declared(api_pattern(pattern))
     for method in served_methods(handler):
         if method not in declared:
             raise RouteAuditError(f"route {pattern} {method} declares no permission")
@@ -124,9 +125,9 @@ def route_template(pattern: str) -> str:
 def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext) -> Rule:
     methods = handler.only_methods
     matcher = MethodAndPath(pattern, methods) if methods else PathMatches(pattern)
-    permissions = ROUTE_PERMISSIONS.get(api_pattern(pattern), {})
+    needs = permissions.declared(api_pattern(pattern))
     return Rule(matcher, handler, {"ctx": ctx, "route": route_template(pattern),
-                                   "permissions": permissions})
+                                   "permissions": needs})
 
 
 def _audit_table(routes: list[tuple[str, type]]) -> None:
