@@ -31,7 +31,6 @@ from vaultd.web.viewer_base import ViewerBase
 # holder cannot fill the database with sessions (the API's sessions need the account's key).
 SESSIONS_PER_ADDRESS_HOUR = 60
 TOO_MANY_SESSIONS = "this link was opened too many times from this address; try again later"
-NO_SUCH_ACTION = "no such endpoint"  # web.base.NotFoundHandler's
 
 
 def reader_of(handler: ViewerBase) -> Reader:
@@ -124,8 +123,7 @@ class ViewerSessionActionHandler(ViewerBase):
 
     async def post(self, token: str, name: str) -> None:
         found = registry.action_named(name)
-        if found is None:  # as any path nothing serves
-            raise NotFound(NO_SUCH_ACTION)
+        assert found is not None  # routed from the registry
         gate, action = found
         link = await self.gated_link(token)
         if link.policy is None:
@@ -146,9 +144,16 @@ class RoomSessionActionHandler(ViewerSessionActionHandler):
         return gated.room_link(*await reads.open_room(self.ctx.db, token))
 
 
-# Any action name: the handler answers one the registry does not know as a path nothing
-# serves, so gates registered at start (`gates.extra_modules`) need no route of their own.
-ROUTES = [
-    (r"/v/([^/]+)/session/([A-Za-z0-9_-]+)", ViewerSessionActionHandler),
-    (r"/r/([^/]+)/session/([A-Za-z0-9_-]+)", RoomSessionActionHandler),
-]
+def routes() -> list[tuple[str, type]]:
+    """The actions' routes: one pattern per link kind, naming every registered action."""
+    actions = "|".join(registry.action_names())
+    return [(rf"/v/([^/]+)/session/({actions})", ViewerSessionActionHandler),
+            (rf"/r/([^/]+)/session/({actions})", RoomSessionActionHandler)]
+
+
+def __getattr__(name: str) -> Any:
+    # `ROUTES` as every route module has it (`web.app.all_routes`), built from the registry
+    # when read: the operator's extra gates are registered at start, after this import.
+    if name == "ROUTES":
+        return routes()
+    raise AttributeError(name)

@@ -20,6 +20,7 @@ gate module was loaded, served after it was removed) is refused, never served wi
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 CONDITION_KEYS = ("allowedIps", "notBefore", "maxOpens")
 UNKNOWN_GATE = "this link needs a gate this server does not have ({names}): ask its owner"
 BUILTIN_MODULE = "vaultd.services.gates.kinds"
+ACTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*", re.ASCII)
 
 
 class GateRegistryError(Exception):
@@ -121,6 +123,10 @@ _GATES: dict[str, SessionGate] = {}
 
 def register(gate: SessionGate) -> SessionGate:
     """Adds `gate` after those registered before: the order readers meet them in."""
+    for action in gate.actions:
+        if not ACTION_NAME.fullmatch(action.name):  # a path segment and a route's alternative
+            raise GateRegistryError(f"gate {gate.name}: action {action.name!r} is not a name "
+                                    "(a letter, then letters and digits)")
     taken_actions = {action.name for known in _GATES.values() for action in known.actions}
     taken_fields = {field for known in _GATES.values() for field in known.policy_fields}
     taken_keys = {key for known in _GATES.values() for key in known.stored_keys}

@@ -1,0 +1,170 @@
+"""The worked example of docs/architecture.md ("Adding a gate"): a gate made only for the tests
+(`tests/question_gate.py` and its screen), loaded by a vaultd of its own through the setting
+`gates.extra_modules`, and used end to end as a reader would: a link created with it, its
+policy shown back, the hosted viewer's screen and the API's session refusing pages until the
+answer is given, then serving them. A server that does not load the gate refuses its links
+(never serves them ungated), and a module that cannot be loaded stops the start, named."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests import documents as docs
+from tests.http_helpers import assert_json_error, create_link, upload_ok
+from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
+
+pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
+MODULE = "tests.question_gate"
+PROMPT = "Which harbour do the boats leave from?"
+ANSWER = "North Quay"
+QUESTION = {"prompt": PROMPT, "answer": ANSWER}
+COOKIE = "vaultd_session"
+PENDING = "gates still pending: question (pass them in a viewer session)"
+WRONG = "answer is not correct"
+NOT_HERE = "this link needs a gate this server does not have (question): ask its owner"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("question-gate") / "data"
+
+
+@pytest.fixture(scope="module")
+def vault(data_dir: Path) -> Iterator[VaultProcess]:
+    with running_vault(data_dir, VAULTD_GATES_EXTRA_MODULES=MODULE) as server:
+        yield server
+
+
+@pytest.fixture
+def api(vault: VaultProcess) -> Iterator[httpx.Client]:
+    _, key = vault.new_account(name="Harbour Board", plan="pro")
+    with vault.client(key) as client:
+        yield client
+
+
+def question_link(api: httpx.Client, vault: VaultProcess, **policy: Any) -> str:
+    file = upload_ok(api, docs.pdf(pages=2), name="Tides.pdf")
+    token: str = create_link(api, file["id"], policy={"question": QUESTION, **policy})["token"]
+    vault.secrets.append(token)
+    return token
+
+
+def test_the_link_keeps_the_question_and_shows_it_without_the_answer(
+        api: httpx.Client, vault: VaultProcess) -> None:
+    token = question_link(api, vault)
+    shown = api.get(f"/views/{token}").json()["policy"]
+    assert shown == {"question": PROMPT}
+    stored = vault.run_service(lambda db: db.links.find_one({}, sort=[("createdAt", -1)]))
+    assert stored["policy"]["question"]["prompt"] == PROMPT
+    assert ANSWER not in str(stored) and ANSWER.casefold() not in str(stored)
+
+
+@pytest.mark.parametrize("question", [
+    "blue", {"prompt": PROMPT}, {"prompt": "", "answer": ANSWER},
+    {"prompt": PROMPT, "answer": ANSWER, "hint": "boats"}, {"prompt": PROMPT, "answer": 7}])
+def test_an_invalid_question_is_a_400_naming_the_field(api: httpx.Client, question: Any) -> None:
+    file = upload_ok(api, docs.pdf(pages=1))
+    response = api.post("/views", json={"fileId": file["id"], "viewerEmail": "a@example.com",
+                                        "policy": {"question": question}})
+    assert_json_error(response, 400, "policy.question must be an object with a prompt (1 to 200 "
+                                     "characters) and an answer (1 to 100 characters)")
+
+
+def test_the_hosted_viewer_asks_the_question_then_serves_the_pages(
+        api: httpx.Client, vault: VaultProcess) -> None:
+    token = question_link(api, vault)
+    with httpx.Client(base_url=vault.url, timeout=60) as browser:
+        screen = browser.get(f"/v/{token}")
+        assert screen.status_code == 200
+        vault.secrets.append(browser.cookies[COOKIE])
+        assert 'id="question-form"' in screen.text and 'data-action="answer"' in screen.text
+        assert PROMPT in screen.text and "Answer the question</li>" in screen.text
+        assert "Tides.pdf" not in screen.text  # the document is for a reader who passed
+        assert_json_error(browser.get(f"/v/{token}/pages/1"), 403, PENDING)
+        assert_json_error(browser.post(f"/v/{token}/session/answer", json={"answer": "South"}),
+                          403, WRONG)
+        assert_json_error(browser.post(f"/v/{token}/session/answer", json={}), 400,
+                          "answer is required")
+        assert_json_error(browser.get(f"/v/{token}/pages/1"), 403, PENDING)
+        passed = browser.post(f"/v/{token}/session/answer", json={"answer": " north  QUAY "})
+        assert passed.status_code == 200 and passed.json() == {"pending": []}
+        assert 'id="pages"' in browser.get(f"/v/{token}").text
+        page = browser.get(f"/v/{token}/pages/2")
+        assert page.status_code == 200 and page.headers["content-type"] == "image/jpeg"
+
+
+def test_the_api_session_passes_the_question_after_the_passcode(
+        api: httpx.Client, vault: VaultProcess) -> None:
+    token = question_link(api, vault, passcode="low tide")
+    opened = api.post(f"/views/{token}/sessions")
+    assert opened.status_code == 201 and opened.json()["pending"] == ["passcode", "question"]
+    session = opened.json()["sessionId"]
+    vault.secrets.append(session)
+    wrong = api.post(f"/views/{token}/sessions/{session}/answer", json={"answer": "East"})
+    assert_json_error(wrong, 403, WRONG)
+    given = api.post(f"/views/{token}/sessions/{session}/passcode", json={"passcode": "low tide"})
+    assert given.json()["pending"] == ["question"]
+    session = given.json()["sessionId"]
+    vault.secrets.append(session)
+    page = api.get(f"/views/{token}/pages/1", headers={"x-viewer-session": session})
+    assert_json_error(page, 403, PENDING)
+    answered = api.post(f"/views/{token}/sessions/{session}/answer", json={"answer": ANSWER})
+    assert answered.status_code == 200 and answered.json()["pending"] == []
+    session = answered.json()["sessionId"]
+    vault.secrets.append(session)
+    page = api.get(f"/views/{token}/pages/1", headers={"x-viewer-session": session})
+    assert page.status_code == 200 and page.headers["content-type"] == "image/jpeg"
+
+
+def test_the_action_of_a_gate_the_link_lacks_is_refused(api: httpx.Client,
+                                                        vault: VaultProcess) -> None:
+    file = upload_ok(api, docs.pdf(pages=1))
+    token = create_link(api, file["id"], policy={"passcode": "low tide"})["token"]
+    vault.secrets.append(token)
+    session = api.post(f"/views/{token}/sessions").json()["sessionId"]
+    vault.secrets.append(session)
+    assert_json_error(api.post(f"/views/{token}/sessions/{session}/answer",
+                               json={"answer": ANSWER}), 400, "this link has no question gate")
+
+
+def test_a_server_without_the_gate_refuses_its_links_and_the_field(
+        api: httpx.Client, vault: VaultProcess, data_dir: Path) -> None:
+    token = question_link(api, vault)
+    key = api.headers["Authorization"]
+    vault.stop()
+    with running_vault(data_dir) as plain:
+        plain.secrets.extend(vault.secrets)
+        with httpx.Client(base_url=f"{plain.url}/v1", headers={"Authorization": key},
+                          timeout=60) as client:
+            assert_json_error(client.get(f"/views/{token}/pages/1"), 403, NOT_HERE)
+            assert_json_error(client.post(f"/views/{token}/sessions"), 403, NOT_HERE)
+            file = upload_ok(client, docs.pdf(pages=1))
+            response = client.post("/views", json={"fileId": file["id"],
+                                                   "viewerEmail": "a@example.com",
+                                                   "policy": {"question": QUESTION}})
+            assert_json_error(response, 400, "policy.question is not a known gate (gates: "
+                              "verifyEmail, passcode, agreementId, allowedIps, notBefore, "
+                              "maxOpens)")
+        hosted = httpx.get(f"{plain.url}/v/{token}")
+        assert hosted.status_code == 403 and NOT_HERE in hosted.text
+        assert_json_error(httpx.get(f"{plain.url}/v/{token}/pages/1"), 403, NOT_HERE)
+    vault.start()  # the module's other tests may run after this one
+
+
+def test_a_module_that_cannot_be_loaded_stops_the_start(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "vaultd.main", "--port", "0", "--data-dir",
+         str(tmp_path / "data")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env=base_env({"VAULTD_GATES_EXTRA_MODULES": "tests.no_such_gate"}))
+    assert result.returncode == 2, result
+    assert result.stderr.splitlines() == [
+        "vaultd: gates.extra_modules: cannot import tests.no_such_gate: ModuleNotFoundError: "
+        "No module named 'tests.no_such_gate'"]
