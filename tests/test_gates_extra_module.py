@@ -2,8 +2,9 @@
 (`tests/question_gate.py` and its screen), loaded by a vaultd of its own through the setting
 `gates.extra_modules`, and used end to end as a reader would: a link created with it, its
 policy shown back, the hosted viewer's screen and the API's session refusing pages until the
-answer is given, then serving them. A server that does not load the gate refuses its links
-(never serves them ungated), and a module that cannot be loaded stops the start, named."""
+answer is given, then serving them (and in Chromium, with the keyboard). A server that does not
+load the gate refuses its links (never serves them ungated), and a module that cannot be loaded
+stops the start, named."""
 
 from __future__ import annotations
 
@@ -11,14 +12,18 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
 from tests import documents as docs
+from tests.browser_session import WAIT_MS, chromium_browser, open_viewer
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -157,6 +162,44 @@ def test_a_server_without_the_gate_refuses_its_links_and_the_field(
         assert hosted.status_code == 403 and NOT_HERE in hosted.text
         assert_json_error(httpx.get(f"{plain.url}/v/{token}/pages/1"), 403, NOT_HERE)
     vault.start()  # the module's other tests may run after this one
+
+
+@pytest.fixture(scope="module")
+def owner(vault: VaultProcess) -> Iterator[httpx.Client]:
+    _, key = vault.new_account(name="Harbour Board")
+    with vault.client(key) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
+    with chromium_browser() as browser:
+        yield browser
+
+
+@pytest.mark.browser  # after every test that makes an account: Playwright holds the thread's loop
+def test_in_chromium_the_reader_answers_with_the_keyboard_and_reads_the_document(
+        browser: Browser, owner: httpx.Client, vault: VaultProcess) -> None:
+    file = upload_ok(owner, docs.pdf(pages=2), name="Tides.pdf")
+    link = create_link(owner, file["id"], policy={"question": QUESTION})
+    vault.secrets.append(link["token"])
+    with open_viewer(browser, link["url"]) as viewer:
+        page = viewer.page
+        assert viewer.status == 200
+        assert page.locator("label[for=answer-input]").inner_text() == PROMPT
+        assert page.locator("[aria-current=step]").inner_text() == "Answer the question"
+        assert page.evaluate("document.activeElement.id") == "answer-input"
+        page.keyboard.type("South Quay")
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.getElementById('gate-message').textContent !== ''",
+                               timeout=WAIT_MS)
+        assert page.locator("#gate-message").inner_text() == "Answer is not correct."
+        page.keyboard.type(ANSWER)  # the wrong one is selected: typing replaces it
+        page.keyboard.press("Enter")
+        viewer.loaded(1)
+        assert viewer.errors == [  # the wrong answer's 403, and nothing else
+            "Failed to load resource: the server responded with a status of 403 (Forbidden)"]
+        assert page.evaluate("window.__cspViolations") == []
 
 
 def test_a_module_that_cannot_be_loaded_stops_the_start(tmp_path: Path) -> None:
