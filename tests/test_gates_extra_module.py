@@ -72,6 +72,24 @@ def test_the_link_keeps_the_question_and_shows_it_without_the_answer(
     assert ANSWER not in str(stored) and ANSWER.casefold() not in str(stored)
 
 
+def test_the_served_api_document_describes_the_gate(vault: VaultProcess) -> None:
+    document = httpx.get(f"{vault.url}/v1/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    assert list(schemas["LinkPolicy"]["properties"])[-1] == "question"
+    assert schemas["LinkPolicy"]["properties"]["question"]["required"] == ["prompt", "answer"]
+    assert schemas["LinkPolicyShown"]["properties"]["question"] == {"type": "string"}
+    for kind in ("views", "room-views"):
+        operation = document["paths"][f"/{kind}/{{token}}/sessions/{{sessionId}}/answer"]["post"]
+        body = operation["requestBody"]["content"]["application/json"]["schema"]
+        assert body["required"] == ["answer"]
+        assert operation["responses"]["200"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/Pending"}
+        assert "question" in operation["summary"]
+    ids = [op["operationId"] for item in document["paths"].values() for op in item.values()
+           if isinstance(op, dict) and "operationId" in op]
+    assert len(ids) == len(set(ids))
+
+
 @pytest.mark.parametrize("question", [
     "blue", {"prompt": PROMPT}, {"prompt": "", "answer": ANSWER},
     {"prompt": PROMPT, "answer": ANSWER, "hint": "boats"}, {"prompt": PROMPT, "answer": 7}])

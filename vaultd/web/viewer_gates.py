@@ -146,9 +146,9 @@ class RoomSessionActionHandler(ViewerSessionActionHandler):
 
 def routes() -> list[tuple[str, type]]:
     """The actions' routes: one pattern per link kind, naming every registered action."""
-    actions = "|".join(registry.action_names())
-    return [(rf"/v/([^/]+)/session/({actions})", ViewerSessionActionHandler),
-            (rf"/r/([^/]+)/session/({actions})", RoomSessionActionHandler)]
+    names = "|".join(registry.action_names())  # plain names (`registry.register` holds it)
+    return [(rf"/v/([^/]+)/session/({names})", ViewerSessionActionHandler),
+            (rf"/r/([^/]+)/session/({names})", RoomSessionActionHandler)]
 
 
 def __getattr__(name: str) -> Any:
