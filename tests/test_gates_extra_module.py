@@ -20,6 +20,7 @@ import pytest
 from tests import documents as docs
 from tests.browser_session import WAIT_MS, chromium_browser, open_viewer
 from tests.http_helpers import assert_json_error, create_link, upload_ok
+from tests.room_helpers import add_file, create_room, room_link
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
 
 if TYPE_CHECKING:
@@ -145,6 +146,28 @@ def test_the_api_session_passes_the_question_after_the_passcode(
     vault.secrets.append(session)
     page = api.get(f"/views/{token}/pages/1", headers={"x-viewer-session": session})
     assert page.status_code == 200 and page.headers["content-type"] == "image/jpeg"
+
+
+def test_a_room_link_takes_the_gate_as_a_file_link_does(api: httpx.Client,
+                                                         vault: VaultProcess) -> None:
+    file = upload_ok(api, docs.pdf(pages=1), name="Berths.pdf")
+    room = create_room(api, "Harbour works")
+    add_file(api, room["id"], file["id"])
+    token = room_link(api, room["id"], policy={"question": QUESTION})["token"]
+    vault.secrets.append(token)
+    with httpx.Client(base_url=vault.url, timeout=60) as browser:
+        screen = browser.get(f"/r/{token}")
+        assert screen.status_code == 200 and 'data-action="answer"' in screen.text
+        vault.secrets.append(browser.cookies[COOKIE])
+        assert "Berths.pdf" not in screen.text
+        assert_json_error(browser.get(f"/r/{token}/files/{file['id']}/pages/1"), 403, PENDING)
+        assert_json_error(browser.post(f"/r/{token}/session/answer", json={"answer": "West"}),
+                          403, WRONG)
+        passed = browser.post(f"/r/{token}/session/answer", json={"answer": ANSWER})
+        assert passed.status_code == 200 and passed.json() == {"pending": []}
+        assert "Berths.pdf" in browser.get(f"/r/{token}").text
+        page = browser.get(f"/r/{token}/files/{file['id']}/pages/1")
+        assert page.status_code == 200 and page.headers["content-type"] == "image/jpeg"
 
 
 def test_the_action_of_a_gate_the_link_lacks_is_refused(api: httpx.Client,
