@@ -45,9 +45,10 @@ async def act(ctx: AppContext, reader: Reader, link: GatedLink, session: ViewerS
     known before (planted, or seen) ends as the reader passes a gate with it."""
     actions.require_gate(link, gate.name)
     value = body.get(action.field) if action.field is not None else None
-    outcome = await action.run(GateContext(ctx.db, ctx.codes), link, session, value, reader)
-    return action.status, outcome.answer, outcome.renewed or await sessions.renew(ctx.db,
-                                                                                  session)
+    context = GateContext(ctx.db, ctx.settings, ctx.codes)
+    outcome = await action.run(context, link, session, value, reader)
+    renewed = outcome.renewed or await sessions.renew(ctx.db, session)
+    return action.status, outcome.answer, renewed
 
 
 def action_body(handler: BaseHandler, action: GateAction) -> dict[str, Any]:

@@ -64,7 +64,8 @@ class GateContext:
     """What a gate's action may use besides the link and session."""
 
     db: Db
-    email_codes: EmailCodes | None  # None: smtp.host is not set
+    settings: Settings
+    email_codes: EmailCodes | None  # the built-in email gate's; None: smtp.host is not set
 
 
 @dataclass(frozen=True)
