@@ -1,5 +1,5 @@
 """Email codes on room links, against a real SMTP server on loopback (aiosmtpd): the same
-codes, limits and messages as a file link's (`services.gates.codes`), and a code from a file
+codes, limits and messages as a file link's (`services.gates.email_codes`), and a code from a file
 link's session verifies nothing on a room link."""
 
 from __future__ import annotations

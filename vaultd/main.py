@@ -35,9 +35,11 @@ from vaultd.services.audit.keys import current_signer
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common.fair_share import FairShare
 from vaultd.services.files.blobs import BlobStore
+from vaultd.services.gates import registry
 from vaultd.services.gates.code_key import code_key
-from vaultd.services.gates.codes import EmailCodes
+from vaultd.services.gates.email_codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
+from vaultd.services.gates.registry import GateRegistryError
 from vaultd.services.links import revoke_jobs
 from vaultd.services.members import oidc_pending
 from vaultd.services.members.oidc import RelyingParty
@@ -107,6 +109,7 @@ async def serve(settings: Settings) -> None:
     # Checked before anything starts: a half-set auth.oidc, the directory, that it is ours
     # alone, the port.
     oidc = oidc_client(settings)
+    load_gates(settings)
     lock = DataDirLock(prepare_data_dir(settings), "vaultd")
     data_dir.secure(settings.data_path)  # 0700, files 0600, umask 077 for all that follows
     if not settings.mongodb_uri:  # the embedded database is for one process only
@@ -119,6 +122,15 @@ async def serve(settings: Settings) -> None:
         await run_service(settings, sockets, keyrings, backend, oidc=oidc)
     finally:
         lock.release()
+
+
+def load_gates(settings: Settings) -> None:
+    """The operator's own gate types (`gates.extra_modules`), registered before anything is
+    served: routes and policies are read from the registry."""
+    try:
+        registry.load_modules(settings.gates_extra_modules)
+    except GateRegistryError as error:
+        raise ConfigError(str(error)) from None
 
 
 def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:

@@ -96,3 +96,13 @@ def seconds_list(value: Any) -> tuple[float, ...]:
     if not delays or any(not 0 <= d <= 86_400 for d in delays):
         raise ValueError("expected a list of 1 or more delays between 0 and 86400 seconds")
     return delays
+
+
+def module_names(value: Any) -> tuple[str, ...]:
+    """Dotted Python module names: a list, or a comma-separated string (the environment)."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    cleaned = tuple(str(item).strip() for item in items if str(item).strip())
+    for item in cleaned:
+        if not all(part.isidentifier() for part in item.split(".")):
+            raise ValueError(f"{item!r} is not a module name")
+    return cleaned

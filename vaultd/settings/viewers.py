@@ -1,11 +1,12 @@
-"""What viewers see and receive: the watermark's time zone and the mail of email codes."""
+"""What viewers see and receive: the watermark's time zone, the mail of email codes, and the
+operator's own gate types."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from vaultd.settings.declare import setting
-from vaultd.settings.parsers import boolean, integer, text, timezone
+from vaultd.settings.parsers import boolean, integer, module_names, text, timezone
 
 
 @dataclass(frozen=True)
@@ -31,3 +32,7 @@ class ViewersSettings:
     smtp_from: str = setting(
         "smtp.from", text, "", "VAULTD_SMTP_FROM",
         "Sender address of code mails; empty: vaultd@<the SMTP host>.")
+    gates_extra_modules: tuple[str, ...] = setting(
+        "gates.extra_modules", module_names, (), "VAULTD_GATES_EXTRA_MODULES",
+        "Python modules imported at start, each registering gate types of its own "
+        "(docs/architecture.md, \"Adding a gate\"); a module that fails stops the start.")

@@ -41,6 +41,7 @@ from vaultd.web import (
     members,
     oidc_sign_in,
     openapi,
+    permissions,
     room_views,
     rooms,
     trace,
@@ -101,7 +102,7 @@ def _audit_permissions(pattern: str, handler: type[BaseHandler],
     # Every method of every authenticated route names what it needs (`route_permissions`).
     if handler.public:
         return
-    declared = table.get(api_pattern(pattern), {})
+    declared = permissions.declared(api_pattern(pattern), table)
     for method in served_methods(handler):
         if method not in declared:
             raise RouteAuditError(f"route {pattern} {method} declares no permission")
@@ -146,9 +147,9 @@ def _rule(pattern: str, handler: type[BaseHandler], ctx: AppContext,
           table: Mapping[str, Mapping[str, Permission]]) -> Rule:
     methods = handler.only_methods
     matcher = MethodAndPath(pattern, methods) if methods else PathMatches(pattern)
-    permissions = table.get(api_pattern(pattern), {})
+    needs = permissions.declared(api_pattern(pattern), table)
     return Rule(matcher, handler, {"ctx": ctx, "route": route_template(pattern),
-                                   "permissions": permissions})
+                                   "permissions": needs})
 
 
 def _audit_table(routes: list[tuple[str, type]]) -> None:

@@ -12,7 +12,7 @@ from vaultd.services.accounts.account_slots import AccountSlots
 from vaultd.services.common.fair_share import FairShare
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.files.office import OfficeConverter
-from vaultd.services.gates.codes import EmailCodes
+from vaultd.services.gates.email_codes import EmailCodes
 from vaultd.services.members.oidc import RelyingParty
 from vaultd.services.members.sign_in_codes import SignInCodes
 from vaultd.services.pages.page_path import PagePath

@@ -1,22 +1,22 @@
 """Viewer sessions over the API (Option B): open one for a gated link, then pass its gates.
 The proxy sends the session id back on pages as `x-viewer-session`. File links under
 `/v1/views/:token/sessions`, room links under `/v1/room-views/:token/sessions`: the same
-handlers and the same gate code (`services.gates`), on a `GatedLink`. `act` is the four
-actions, shared with the hosted viewer (`web.viewer_gates`). Each action that succeeds answers
-the session's new `sessionId`: the one in its URL has ended."""
+handlers and the same gate code (`services.gates`), on a `GatedLink`. `act` runs any
+registered gate's action (`services.gates.registry`), shared with the hosted viewer
+(`web.viewer_gates`); the routes are one per action, built from the registry. Each action
+that succeeds answers the session's new `sessionId`: the one in its URL has ended."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from vaultd.errors import ServiceUnavailable
 from vaultd.records import ViewerSessionDoc
-from vaultd.services.gates import actions, gated, sessions
-from vaultd.services.gates.actions import Reader
+from vaultd.services.gates import actions, gated, registry, sessions
 from vaultd.services.gates.check import Gates
-from vaultd.services.gates.codes import EmailCodes
-from vaultd.services.gates.gated import GatedLink
+from vaultd.services.gates.gated import GatedLink, Reader
+from vaultd.services.gates.registry import GateAction, GateContext, SessionGate
 from vaultd.services.rooms import reads
+from vaultd.web.base import BaseHandler
 from vaultd.web.context import AppContext
 from vaultd.web.views import ViewerIpMixin
 
@@ -38,32 +38,22 @@ class ApiReaderMixin(ViewerIpMixin):
 
 
 async def act(ctx: AppContext, reader: Reader, link: GatedLink, session: ViewerSessionDoc,
-              action: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
-    """One of a session's four actions, shared by the API and the hosted viewer: (status,
-    body, the session's new id). Every action that succeeds renews the id, so an id known
-    before (planted, or seen) ends as the reader passes a gate with it."""
-    renewed: str | None = None
-    if action == "code":
-        status, answer = 202, await mail_codes(ctx).send(link, session, reader)
-    else:
-        if action == "verify":
-            pending, renewed = await mail_codes(ctx).verify(link, session, body.get("code"),
-                                                            reader)
-        elif action == "passcode":
-            pending, renewed = await actions.give_passcode(ctx.db, link, session,
-                                                           body.get("passcode"), reader)
-        else:
-            pending, renewed = await actions.accept_agreement(ctx.db, link, session,
-                                                              body.get("name"), reader)
-        status, answer = 200, {"pending": pending}
-    return status, answer, renewed or await sessions.renew(ctx.db, session)
+              gate: SessionGate, action: GateAction, body: dict[str, Any]
+              ) -> tuple[int, dict[str, Any], str]:
+    """One of a session's actions (`registry`), shared by the API and the hosted viewer:
+    (status, body, the session's new id). Every action that succeeds renews the id, so an id
+    known before (planted, or seen) ends as the reader passes a gate with it."""
+    actions.require_gate(link, gate.name)
+    value = body.get(action.field) if action.field is not None else None
+    context = GateContext(ctx.db, ctx.settings, ctx.codes)
+    outcome = await action.run(context, link, session, value, reader)
+    renewed = outcome.renewed or await sessions.renew(ctx.db, session)
+    return action.status, outcome.answer, renewed
 
 
-def mail_codes(ctx: AppContext) -> EmailCodes:
-    if ctx.codes is None:  # the link was made while SMTP was configured
-        raise ServiceUnavailable("mail is not configured on this server (smtp.host)",
-                                 retry_after=60)
-    return ctx.codes
+def action_body(handler: BaseHandler, action: GateAction) -> dict[str, Any]:
+    """The action's JSON body; an action without one reads none (whatever was sent)."""
+    return handler.json_body() if action.field is not None else {}
 
 
 class OpenSessionHandler(ApiReaderMixin):
@@ -74,65 +64,48 @@ class OpenSessionHandler(ApiReaderMixin):
 
 
 class SessionActionHandler(ApiReaderMixin):
-    action = ""  # code, verify, passcode or agreement: one route each (the OpenAPI file's)
+    action = ""  # a registered action's name: one route each (`routes`, the OpenAPI file's)
 
     async def post(self, token: str, session_id: str) -> None:
+        found = registry.action_named(self.action)
+        assert found is not None  # routed from the registry
+        gate, action = found
         link = await self.own_link(token)
         Gates().admit_open(link.policy, self.viewer_ip())
         session = await sessions.session_of(self.ctx.db, session_id, link)
-        body = self.json_body() if self.action != "code" else {}
-        status, answer, renewed = await act(self.ctx, self.reader(), link, session,
-                                            self.action, body)
+        status, answer, renewed = await act(self.ctx, self.reader(), link, session, gate,
+                                            action, action_body(self, action))
         self.send_json(status, {**answer, "sessionId": renewed})
-
-
-class SendCodeHandler(SessionActionHandler):
-    action = "code"
-
-
-class VerifyCodeHandler(SessionActionHandler):
-    action = "verify"
-
-
-class PasscodeHandler(SessionActionHandler):
-    action = "passcode"
-
-
-class AgreementHandler(SessionActionHandler):
-    action = "agreement"
 
 
 class RoomOpenSessionHandler(OpenSessionHandler):
     rooms = True
 
 
-class RoomSendCodeHandler(SendCodeHandler):
-    rooms = True
-
-
-class RoomVerifyCodeHandler(VerifyCodeHandler):
-    rooms = True
-
-
-class RoomPasscodeHandler(PasscodeHandler):
-    rooms = True
-
-
-class RoomAgreementHandler(AgreementHandler):
-    rooms = True
-
-
 SESSION = r"/v1/views/([^/]+)/sessions/([^/]+)"
 ROOM_SESSION = r"/v1/room-views/([^/]+)/sessions/([^/]+)"
-ROUTES = [
-    (r"/v1/views/([^/]+)/sessions", OpenSessionHandler),
-    (SESSION + "/code", SendCodeHandler),
-    (SESSION + "/verify", VerifyCodeHandler),
-    (SESSION + "/passcode", PasscodeHandler),
-    (SESSION + "/agreement", AgreementHandler),
-    (r"/v1/room-views/([^/]+)/sessions", RoomOpenSessionHandler),
-    (ROOM_SESSION + "/code", RoomSendCodeHandler),
-    (ROOM_SESSION + "/verify", RoomVerifyCodeHandler),
-    (ROOM_SESSION + "/passcode", RoomPasscodeHandler),
-    (ROOM_SESSION + "/agreement", RoomAgreementHandler),
-]
+
+
+def _action_handler(action: str, rooms: bool) -> type[SessionActionHandler]:
+    return type(f"{'Room' if rooms else ''}SessionAction_{action}", (SessionActionHandler,),
+                {"action": action, "rooms": rooms})
+
+
+def routes() -> list[tuple[str, type]]:
+    """A session's routes: opening one, then one per registered action, for file links and
+    room links. Read when the app is built, after the operator's gate modules are loaded."""
+    found: list[tuple[str, type]] = [(r"/v1/views/([^/]+)/sessions", OpenSessionHandler)]
+    found += [(f"{SESSION}/{name}", _action_handler(name, False))
+              for name in registry.action_names()]
+    found.append((r"/v1/room-views/([^/]+)/sessions", RoomOpenSessionHandler))
+    found += [(f"{ROOM_SESSION}/{name}", _action_handler(name, True))
+              for name in registry.action_names()]
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    # `ROUTES` as every route module has it (`web.app.all_routes`), built from the registry
+    # when read: the operator's extra gates are registered at start, after this import.
+    if name == "ROUTES":
+        return routes()
+    raise AttributeError(name)

@@ -44,15 +44,7 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/v1/webhooks/([^/]+)/deliveries": {"GET": READ},
     r"/v1/trace": {"POST": TRACE},
     r"/v1/views/([^/]+)/sessions": {"POST": CHANGE},
-    r"/v1/views/([^/]+)/sessions/([^/]+)/code": {"POST": CHANGE},
-    r"/v1/views/([^/]+)/sessions/([^/]+)/verify": {"POST": CHANGE},
-    r"/v1/views/([^/]+)/sessions/([^/]+)/passcode": {"POST": CHANGE},
-    r"/v1/views/([^/]+)/sessions/([^/]+)/agreement": {"POST": CHANGE},
     r"/v1/room-views/([^/]+)/sessions": {"POST": CHANGE},
-    r"/v1/room-views/([^/]+)/sessions/([^/]+)/code": {"POST": CHANGE},
-    r"/v1/room-views/([^/]+)/sessions/([^/]+)/verify": {"POST": CHANGE},
-    r"/v1/room-views/([^/]+)/sessions/([^/]+)/passcode": {"POST": CHANGE},
-    r"/v1/room-views/([^/]+)/sessions/([^/]+)/agreement": {"POST": CHANGE},
     r"/v1/agreements": {"GET": READ, "POST": CHANGE},
     r"/v1/agreements/([^/]+)": {"GET": READ},
     r"/v1/rooms": {"GET": READ, "POST": CHANGE},
@@ -105,3 +97,20 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/console/rooms/([^/]+)/files": {"POST": CHANGE},
     r"/console/rooms/([^/]+)/share": {"POST": CHANGE},
 }
+
+# A viewer session's gate actions: one route per action a registered gate declares
+# (`web.gate_sessions.routes`), each a change to the session. Ruled by shape, not listed, so a
+# gate loaded at start (`gates.extra_modules`) needs no line here.
+GATE_ACTION_PREFIXES = (r"/v1/views/([^/]+)/sessions/([^/]+)/",
+                        r"/v1/room-views/([^/]+)/sessions/([^/]+)/")
+
+
+def declared(pattern: str, table: Mapping[str, Mapping[str, Permission]] = ROUTE_PERMISSIONS,
+             ) -> Mapping[str, Permission]:
+    """What `pattern`'s methods need in `table` (`{}`: nothing declared); a gate's action
+    needs what every gate action needs."""
+    if pattern in table:
+        return table[pattern]
+    prefix, _, action = pattern.rpartition("/")
+    gate_action = f"{prefix}/" in GATE_ACTION_PREFIXES and action.isidentifier()
+    return {"POST": CHANGE} if gate_action else {}

@@ -1,6 +1,7 @@
 """The hosted viewer's gates: a cookie session per browser and link, the gate screens
-(templates/gate.html, static/viewer-gate.js) and the four actions under /v/<token>/session/
-(a file link) or /r/<token>/session/ (a room link: its index and every document's pages).
+(templates/gate.html with the first pending gate's own screen, static/viewer-gate.js) and every
+registered gate's actions (`services.gates.registry`) under /v/<token>/session/ (a file link)
+or /r/<token>/session/ (a room link: its index and every document's pages).
 
 The cookie holds the session id: HttpOnly, SameSite=Strict, Secure when `public_url` is https,
 Path=/v/<token> or /r/<token> (sent to this link only), ending with the session (24 h, or the
@@ -15,16 +16,14 @@ from typing import Any
 
 from vaultd.errors import Forbidden, NotFound
 from vaultd.records import ViewerSessionDoc
-from vaultd.services.gates import actions, agreements, counters, gated, sessions
-from vaultd.services.gates.actions import Reader
+from vaultd.services.gates import actions, counters, gated, registry, sessions
 from vaultd.services.gates.check import Gates
-from vaultd.services.gates.codes import RESEND_SECONDS
-from vaultd.services.gates.gated import GatedLink
-from vaultd.services.gates.policy import session_gates
+from vaultd.services.gates.gated import GatedLink, Reader
+from vaultd.services.gates.registry import session_gates
 from vaultd.services.links.links import LINK_NOT_FOUND
 from vaultd.services.rooms import reads
 from vaultd.timefmt import utcnow
-from vaultd.web.gate_sessions import act
+from vaultd.web.gate_sessions import act, action_body
 from vaultd.web.viewer_base import SESSION_COOKIE as COOKIE
 from vaultd.web.viewer_base import ViewerBase
 
@@ -103,16 +102,17 @@ async def admitted_session(handler: ViewerBase, link: GatedLink) -> bool:
 
 
 async def screen(handler: ViewerBase, link: GatedLink, pending: list[str]) -> dict[str, Any]:
-    """What the gate page shows: the first pending gate, and the agreement's text. Of the link,
-    only the account's brand: the document's name, its reader and their address are for a
-    reader who passed every gate, not for whoever holds the token."""
-    agreement = None
-    if "agreement" in pending:
-        assert link.policy is not None
-        agreement = await agreements.version_of(handler.ctx.db, link.policy["agreement"])
+    """What the gate page shows: the steps, and the first pending gate's screen (its own
+    template, given what the gate adds: the agreement's text, say). Of the link, only the
+    account's brand: the document's name, its reader and their address are for a reader who
+    passed every gate, not for whoever holds the token."""
+    gates = [gate for gate in registry.gates() if gate.name in pending]
+    current = gates[0]
+    values = {"brand": link.brand, **await current.screen(handler.ctx.db, link)}
     return {"details": {"brand": link.brand},
-            "screen": {"gate": pending[0], "pending": pending, "agreement": agreement,
-                       "resendSeconds": RESEND_SECONDS}}
+            "screen": {"gate": current.name, "pending": pending,
+                       "steps": [(gate.name, gate.step) for gate in gates],
+                       "html": handler.render_string(current.screen_template, **values)}}
 
 
 class ViewerSessionActionHandler(ViewerBase):
@@ -121,15 +121,17 @@ class ViewerSessionActionHandler(ViewerBase):
     async def gated_link(self, token: str) -> GatedLink:
         return gated.file_link(await self.ctx.pages.open_link(token))
 
-    async def post(self, token: str, action: str) -> None:
+    async def post(self, token: str, name: str) -> None:
+        found = registry.action_named(name)
+        assert found is not None  # routed from the registry
+        gate, action = found
         link = await self.gated_link(token)
         if link.policy is None:
             raise NotFound(LINK_NOT_FOUND)
         Gates().admit_open(link.policy, self.client_ip())
         session = await sessions.session_of(self.ctx.db, self.get_cookie(COOKIE), link)
-        body = self.json_body() if action != "code" else {}
-        status, answer, renewed = await act(self.ctx, reader_of(self), link, session, action,
-                                            body)
+        status, answer, renewed = await act(self.ctx, reader_of(self), link, session, gate,
+                                            action, action_body(self, action))
         # The new id only in the HttpOnly cookie: the page's script never holds it.
         set_session_cookie(self, cookie_path(link, token), renewed, session)
         self.send_json(status, answer)
@@ -142,7 +144,16 @@ class RoomSessionActionHandler(ViewerSessionActionHandler):
         return gated.room_link(*await reads.open_room(self.ctx.db, token))
 
 
-ROUTES = [
-    (r"/v/([^/]+)/session/(code|verify|passcode|agreement)", ViewerSessionActionHandler),
-    (r"/r/([^/]+)/session/(code|verify|passcode|agreement)", RoomSessionActionHandler),
-]
+def routes() -> list[tuple[str, type]]:
+    """The actions' routes: one pattern per link kind, naming every registered action."""
+    names = "|".join(registry.action_names())  # plain names (`registry.register` holds it)
+    return [(rf"/v/([^/]+)/session/({names})", ViewerSessionActionHandler),
+            (rf"/r/([^/]+)/session/({names})", RoomSessionActionHandler)]
+
+
+def __getattr__(name: str) -> Any:
+    # `ROUTES` as every route module has it (`web.app.all_routes`), built from the registry
+    # when read: the operator's extra gates are registered at start, after this import.
+    if name == "ROUTES":
+        return routes()
+    raise AttributeError(name)

@@ -1,5 +1,5 @@
 """What a reader does inside a viewer session: open one, give the passcode, accept the
-agreement (email codes: `codes`). The hosted viewer and the proxy API both call these, for a
+agreement (email codes: `email_codes`). The hosted viewer and the proxy API both call these, for a
 file link or a room link alike (`gated.GatedLink`); only these calls pass a gate, whatever a
 client claims.
 
@@ -9,7 +9,6 @@ action was asked under has ended."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pymongo import ReturnDocument
@@ -19,9 +18,9 @@ from vaultd.errors import Forbidden, InvalidRequest, TooManyRequests
 from vaultd.records import PolicyDoc, ViewerSessionDoc
 from vaultd.services.gates import agreements, counters, events, sessions
 from vaultd.services.gates.check import Gates, pending_message
-from vaultd.services.gates.gated import GatedLink
+from vaultd.services.gates.gated import GatedLink, Reader
 from vaultd.services.gates.passcodes import passcode_matches
-from vaultd.services.gates.policy import session_gates
+from vaultd.services.gates.registry import session_gates
 
 PASSCODE_TRIES_PER_SESSION = 5
 # Per address (and link), over a rolling hour: a stranger's wrong tries never lock the link for
@@ -30,14 +29,6 @@ PASSCODE_TRIES_PER_ADDRESS_HOUR = 30
 WRONG_PASSCODE = "passcode is not correct"
 TOO_MANY_FROM_ADDRESS = "too many passcode tries from this address: try again later"
 NAME_LENGTH = (2, 100)
-
-
-@dataclass(frozen=True)
-class Reader:
-    """Who is acting, as the route saw them (logged with what they did)."""
-
-    ip: str | None
-    user_agent: str | None = None
 
 
 async def open_session(db: Db, link: GatedLink, reader: Reader) -> tuple[str, list[str]]:

@@ -1,22 +1,25 @@
 """`Gates`: whether a link may be used now, by this reader, in named stages.
 
+    known      every gate the policy stores is registered here (403 otherwise: never served
+               without a gate whose module is no longer loaded, `registry.session_gates`)
     timing     not before `notBefore` (403 naming the time)
     address    the viewer's IP inside one of `allowedIps` (403)
-    session    every session gate (verifyEmail, passcode, agreement) passed in a current
-               session of this link (403 naming what is pending); a link with `maxOpens`
+    session    every session gate (`registry`: verifyEmail, passcode, agreement) passed in a
+               current session of this link (403 naming what is pending); a link with `maxOpens`
                needs such a session even without session gates: the session is the unit its
                opens are counted in (`sessions.open_session`, `sessions.mark_passed`)
 
-`admit_open` runs the first two on every request about a gated link that is not a page (details,
-hosted page, a room's document page, a new session, a session's actions); both take the policy
-of a file link or of a room link (`gated.GatedLink`) alike.
-`admit_page` runs all three in the page path's authorise stage, on the link record it already
+`admit_open` runs the first three on every request about a gated link that is not a page
+(details, hosted page, a room's document page, a new session, a session's actions); both take
+the policy of a file link or of a room link (`gated.GatedLink`) alike.
+`admit_page` runs all four in the page path's authorise stage, on the link record it already
 read: a link without a policy costs nothing more, and a gated link's session is read in the
 same round trip as the link (`PagePath.authorise`).
 
-Extending it: a new gate is a policy field (`policy`), a stage method here called from
-`admit_open` or `admit_page`, and, if a reader passes it by doing something, a session gate
-(`policy.SESSION_GATES`) with its action in `web.gate_actions`.
+Extending it: a gate a reader passes by doing something is a session gate, one module
+registered in `registry` (docs/architecture.md, "Adding a gate"): nothing here changes. A
+condition checked on every request without anything to pass is a policy field (`policy`) and a
+stage method here called from `admit_open` or `admit_page`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from vaultd.errors import Forbidden
 from vaultd.records import PolicyDoc, ViewerSessionDoc
 from vaultd.services.gates import sessions
-from vaultd.services.gates.policy import session_gates
+from vaultd.services.gates.registry import session_gates
 from vaultd.timefmt import iso_utc, utcnow
 
 IP_REQUIRED = "this link is limited to listed addresses: the viewer's IP is needed (x-viewer-ip)"
@@ -47,6 +50,7 @@ class Gates:
     def admit_open(self, policy: PolicyDoc | None, ip: str | None) -> None:
         if policy is None:
             return
+        self.known(policy)
         self.timing(policy)
         self.address(policy, ip)
 
@@ -55,9 +59,11 @@ class Gates:
         """`link_id`: the link the session must belong to (a room link's for its pages)."""
         if policy is None:
             return
-        self.timing(policy)
-        self.address(policy, ip)
+        self.admit_open(policy, ip)
         self.session(policy, link_id, session)
+
+    def known(self, policy: PolicyDoc) -> None:
+        session_gates(policy)
 
     def timing(self, policy: PolicyDoc) -> None:
         not_before = policy.get("notBefore")

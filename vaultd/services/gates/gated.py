@@ -43,6 +43,14 @@ class GatedLink:
                 "viewerName": self.viewer_name, "expiresAt": iso_utc(self.expires_at), "ip": ip}
 
 
+@dataclass(frozen=True)
+class Reader:
+    """Who is acting, as the route saw them (logged with what they did)."""
+
+    ip: str | None
+    user_agent: str | None = None
+
+
 def file_link(opened: OpenLink) -> GatedLink:
     link = opened.link
     return GatedLink(link["_id"], "links", link["accountId"], link["viewerEmail"],

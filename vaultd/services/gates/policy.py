@@ -1,31 +1,36 @@
 """A link's policy: parsed from `POST /v1/views`'s `policy`, stored on the link, shown back.
 
-Every invalid value is a 400 naming the field (`policy.<field> ...`). The passcode is kept
-only as a slow hash (`passcodes`) and never shown; an agreement is pinned to its latest
-version at creation. No policy: no `policy` key on the link, and today's behaviour exactly."""
+Every invalid value is a 400 naming the field (`policy.<field> ...`). The session gates'
+fields are parsed, stored and shown by their gate (`registry`, `kinds/`): the passcode is kept
+only as a slow hash and never shown, an agreement is pinned to its latest version at
+creation. The link's conditions (`allowedIps`, `notBefore`, `maxOpens`) are parsed here.
+No policy: no `policy` key on the link, and today's behaviour exactly."""
 
 from __future__ import annotations
 
 import ipaddress
 import math
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from vaultd.config import Settings
 from vaultd.db import Db
-from vaultd.errors import InvalidRequest, NotFound
+from vaultd.errors import InvalidRequest
 from vaultd.records import PolicyDoc
 from vaultd.services.accounts.accounts import Account
-from vaultd.services.gates import agreements
-from vaultd.services.gates.passcodes import hash_passcode
+from vaultd.services.gates import registry
+from vaultd.services.gates.registry import PolicyInput
 from vaultd.timefmt import iso_utc
 
-KNOWN = ("verifyEmail", "passcode", "agreementId", "allowedIps", "notBefore", "maxOpens")
-# The gates passed inside a viewer session, in the order a reader meets them.
-SESSION_GATES = ("verifyEmail", "passcode", "agreement")
-PASSCODE_LENGTH = (4, 128)
+# The link's conditions: checked on every request (`check.Gates`), nothing to pass.
+CONDITIONS = registry.CONDITION_KEYS
 MAX_NETWORKS = 50
 MAX_OPENS = 1_000_000
+
+
+def known_fields() -> list[str]:
+    """The fields `policy` takes: each session gate's (`registry`), then the conditions."""
+    return [*registry.policy_fields(), *CONDITIONS]
 
 
 async def parse_policy(db: Db, settings: Settings, account: Account, value: Any,
@@ -35,16 +40,15 @@ async def parse_policy(db: Db, settings: Settings, account: Account, value: Any,
         return None
     if not isinstance(value, dict):
         raise InvalidRequest("policy must be an object")
+    known = known_fields()
     for name in value:
-        if name not in KNOWN:
-            raise InvalidRequest(f"policy.{name} is not a known gate (gates: {', '.join(KNOWN)})")
-    policy: PolicyDoc = {}
-    if _verify_email(value.get("verifyEmail"), settings):
-        policy["verifyEmail"] = True
-    if "passcode" in value:
-        policy["passcodeHash"] = await hash_passcode(_passcode(value["passcode"]))
-    if "agreementId" in value:
-        policy["agreement"] = await _agreement(db, account, value["agreementId"])
+        if name not in known:
+            raise InvalidRequest(f"policy.{name} is not a known gate (gates: {', '.join(known)})")
+    stored: dict[str, Any] = {}
+    given = PolicyInput(db, settings, account, expires_at)
+    for gate in registry.gates():
+        stored.update(await gate.parse(given, value))
+    policy = cast(PolicyDoc, stored)
     if "allowedIps" in value:
         policy["allowedIps"] = _networks(value["allowedIps"])
     if "notBefore" in value:
@@ -52,33 +56,6 @@ async def parse_policy(db: Db, settings: Settings, account: Account, value: Any,
     if "maxOpens" in value:
         policy["maxOpens"] = _max_opens(value["maxOpens"])
     return policy or None
-
-
-def _verify_email(value: Any, settings: Settings) -> bool:
-    if value is None or value is False:
-        return False
-    if value is not True:
-        raise InvalidRequest("policy.verifyEmail must be true or false")
-    if not settings.smtp_host:
-        raise InvalidRequest("policy.verifyEmail needs mail: the server's smtp.host is not set")
-    return True
-
-
-def _passcode(value: Any) -> str:
-    low, high = PASSCODE_LENGTH
-    if not isinstance(value, str) or not low <= len(value) <= high:
-        raise InvalidRequest(f"policy.passcode must be a string of {low} to {high} characters")
-    return value
-
-
-async def _agreement(db: Db, account: Account, value: Any) -> Any:
-    agreements.require_plan(account)
-    if not isinstance(value, str):
-        raise InvalidRequest("policy.agreementId must be an agreement id")
-    try:
-        return agreements.reference(await agreements.latest_version(db, account.id, value))
-    except NotFound:
-        raise InvalidRequest("policy.agreementId names no agreement of this account") from None
 
 
 def _networks(value: Any) -> list[str]:
@@ -118,24 +95,12 @@ def _max_opens(value: Any) -> int:
     return int(value)
 
 
-def session_gates(policy: PolicyDoc) -> list[str]:
-    """The gates of `policy` a reader passes inside a viewer session, in order."""
-    present = {"verifyEmail": policy.get("verifyEmail", False),
-               "passcode": "passcodeHash" in policy, "agreement": "agreement" in policy}
-    return [gate for gate in SESSION_GATES if present[gate]]
-
-
 def policy_json(policy: PolicyDoc) -> dict[str, Any]:
     """The policy as the owner sees it: the passcode only as `"passcode": true`."""
     shown: dict[str, Any] = {}
-    if policy.get("verifyEmail"):
-        shown["verifyEmail"] = True
-    if "passcodeHash" in policy:
-        shown["passcode"] = True
-    if "agreement" in policy:
-        ref = policy["agreement"]
-        shown.update(agreementId=ref["id"], agreementVersion=ref["version"],
-                     agreementSha256=ref["sha256"])
+    for gate in registry.gates():
+        if gate.present(policy):
+            shown.update(gate.shown(policy))
     if "allowedIps" in policy:
         shown["allowedIps"] = list(policy["allowedIps"])
     if "notBefore" in policy:

@@ -20,7 +20,7 @@ from vaultd.records import ViewerSessionDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.common.newest import newest
 from vaultd.services.gates.gated import GatedLink
-from vaultd.services.gates.policy import session_gates
+from vaultd.services.gates.registry import session_gates
 from vaultd.services.links.links import LINK_NOT_FOUND
 from vaultd.timefmt import iso_utc, utcnow
 

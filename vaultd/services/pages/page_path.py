@@ -57,7 +57,7 @@ from vaultd.services.common import access_log
 from vaultd.services.common.pool_calls import Departure, start_task
 from vaultd.services.files import renditions
 from vaultd.services.files.blobs import BlobStore
-from vaultd.services.gates import sessions
+from vaultd.services.gates import registry, sessions
 from vaultd.services.gates.check import Gates
 from vaultd.services.links.link_records import LinkRecords
 from vaultd.services.links.links import LINK_NOT_FOUND, OpenLink, still_open
@@ -177,7 +177,7 @@ class PagePath:
         else:
             opened, session = await self.authorise(request, self.resolve(request.token))
         number = parse_page_number(request.page, opened.file["pageCount"])
-        verified = session is not None and "verifyEmail" in session["passed"]
+        verified = registry.marks_verified(session)
         page, render, entry_id = await self.start(
             Page(request, opened, number, new_render_id(), verified))
         try:

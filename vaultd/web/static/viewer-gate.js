@@ -23,7 +23,8 @@
 
   const body = document.body;
   const base = body.dataset.actionUrl;
-  const resendSeconds = Number(body.dataset.resendSeconds) || 30;
+  const codeScreen = document.querySelector("[data-resend-seconds]");
+  const resendSeconds = (codeScreen && Number(codeScreen.dataset.resendSeconds)) || 30;
   const message = document.getElementById("gate-message");
   let countdown = null;
 

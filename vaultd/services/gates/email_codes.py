@@ -23,8 +23,8 @@ from vaultd.db import Db
 from vaultd.errors import Forbidden, InvalidRequest, TooManyRequests
 from vaultd.records import ViewerSessionDoc
 from vaultd.services.gates import counters, events, sessions
-from vaultd.services.gates.actions import Reader, pending_of, require_gate
-from vaultd.services.gates.gated import GatedLink
+from vaultd.services.gates.actions import pending_of, require_gate
+from vaultd.services.gates.gated import GatedLink, Reader
 from vaultd.services.gates.mail import Mailer
 from vaultd.timefmt import utcnow
 
