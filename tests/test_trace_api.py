@@ -112,9 +112,11 @@ def test_leaked_pages_trace_back_to_viewer_page_and_time(
                 assert decode(sent, keyed(vault.mark_cipher().layout_key)) is None, leak
             else:
                 assert match["evidence"] == "invisible", leak
-    # The layout is keyed per deployment (this vault's key is new each run), and how well a
-    # leak reads varies a little with the layout: one miss of the 42 has been seen (crop + jpeg
-    # q50, one key in three runs). A miss is an empty answer, never another view.
+    # The layout is keyed per deployment (this vault's key is new each run), and the pattern's
+    # words hold the time of the view: how well a leak reads varies a little with both (the
+    # pages raised in tone are read through the pattern's lattice, found whatever the text:
+    # `tests/test_forensic_lattice.py`, `bench.leakmark_keys`). A miss is an empty answer,
+    # never another view.
     assert len(missed) <= 1, missed
     assert served["entries"][0]["ip"] == "203.0.113.9"
     # Every trace was logged on the file, and shows in its access log.
