@@ -57,7 +57,8 @@ from render.pool.worker_messages import WorkerCrashed as WorkerCrashed
 from render.pool.worker_messages import WorkerMessages
 from render.sandbox.layers import ALL_LAYERS
 from render.wire.channel import Kind, frame
-from render.worker.entry_points import WorkerConfig, start_worker
+from render.wire.model import WorkerConfig
+from render.worker.entry_points import start_worker
 
 T = TypeVar("T")
 log = logging.getLogger("vaultd.render")

@@ -22,7 +22,9 @@ from typing import Any
 
 from render.sandbox.layers import SECRET_ENV_PREFIXES
 
-_PRELOAD = ["render.worker.serve"]
+# The worker: the process target and task entry points (which the server pickles by name), and
+# every module they use.
+_PRELOAD = ["render.worker.entry_points", "render.worker.serve"]
 _PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
 _lock = threading.Lock()
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -57,6 +57,13 @@ class PixelBudget:
 
 
 @dataclass(frozen=True)
+class WorkerConfig:
+    """What a worker is started with (its process target's argument)."""
+
+    memory_limit: int  # bytes of address space, set as its RLIMIT_AS when it confines itself
+
+
+@dataclass(frozen=True)
 class ValidationResult:
     content_type: str
     page_count: int

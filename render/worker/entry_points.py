@@ -6,21 +6,22 @@ the worker package the server imports, and it imports no drawing: each entry poi
 implementation when it is called, which happens only in a worker. There the import finds the
 module already loaded: the zygote preloads `render.worker.serve`, which imports every
 implementation named here before any worker is forked (a confined worker may be unable to read a
-module file at all: `render.worker.late_imports`). `tests/test_render_layers.py` holds both
+module file at all: `render.worker.late_imports`); the zygote preloads this module too, for the
+worker process's own target, `start_worker`. `tests/test_render_layers.py` holds both
 halves: the server loads no drawing module, and `serve` imports what these functions import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-from render.wire.model import DocumentSource, PixelBudget, ValidationResult, WatermarkSpec
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    memory_limit: int
+from render.wire.model import (
+    DocumentSource,
+    PixelBudget,
+    ValidationResult,
+    WatermarkSpec,
+    WorkerConfig,
+)
 
 
 def start_worker(tasks_end: Connection, results_end: Connection, config: WorkerConfig) -> None:

@@ -33,10 +33,9 @@ from render.wire.channel import (
     read_message,
     write_all,
 )
-from render.wire.model import BrokerError, DocumentSource
+from render.wire.model import BrokerError, DocumentSource, WorkerConfig
 from render.wire.replies import encode_error, encode_result
 from render.worker import late_imports, rendition, tasks  # noqa: F401
-from render.worker.entry_points import WorkerConfig
 
 _PR_SET_PDEATHSIG = 1
 
