@@ -4,8 +4,9 @@ A confined worker runs under a uid of its own (`render.sandbox.confine`). Where 
 the virtualenv is private to its owner (a 0700 home), that uid cannot read them, so a module a
 task imports for the first time fails there and only there: `np.quantile` loading `numpy.ma`
 lazily did, as a 422 seen in a clean-clone CI run. The worker notes what it had loaded when it
-was confined; `render.worker.tasks.worker_late_imports` reports what came after, so a test can run
-every kind of task and catch the next such import on any layout.
+was confined; `since_confinement` reports what came after, so a test can run every kind of task
+and catch the next such import on any layout (`tests/test_worker_late_imports.py` asks a worker
+through `tests/pool_helpers.py`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Task entry points, executed inside render worker processes (never in the server process).
+"""A document's tasks, validation and a page's render, run inside render worker processes (never
+in the server process).
 
-The server schedules these through `render.pool.render_pool.RenderPool`: the call goes to the worker
-pickled; the result (JPEG bytes, a ValidationResult) and any error come back as plain data
+The server schedules them through their entry points (`render.worker.entry_points`), sent to the
+worker pickled; the result (JPEG bytes, a ValidationResult) and any error come back as plain data
 (`render.wire.replies`), so an exception's class is one of a fixed table, never the worker's choice.
 """
 
