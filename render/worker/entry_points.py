@@ -4,11 +4,11 @@ The server submits a task as one of these functions (`RenderPool.run(render_page
 travels pickled by reference, this module's name and the function's. So this is the one module of
 the worker package the server imports, and it imports no drawing: each entry point imports its
 implementation when it is called, which happens only in a worker. There the import finds the
-module already loaded: the zygote preloads `render.worker.serve`, which imports every
-implementation named here before any worker is forked (a confined worker may be unable to read a
-module file at all: `render.worker.late_imports`); the zygote preloads this module too, for the
-worker process's own target, `start_worker`. `tests/test_render_layers.py` holds both
-halves: the server loads no drawing module, and `serve` imports what these functions import.
+module already loaded. The zygote preloads this module (for `start_worker`, the worker process's
+target) and `render.worker.serve`, which imports every implementation named here, before any
+worker is forked: a confined worker may be unable to read a module file at all
+(`render.worker.late_imports`). `tests/test_render_layers.py` holds both halves: the server loads
+no drawing module, and `serve` imports what these functions import.
 """
 
 from __future__ import annotations
