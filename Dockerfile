@@ -33,7 +33,7 @@ COPY render /src/render
 COPY admin_cli /src/admin_cli
 RUN /opt/vaultd/venv/bin/pip install -q --no-cache-dir --disable-pip-version-check $PIP_OPTIONS \
       --no-deps /src \
- && /opt/vaultd/venv/bin/python -c "import render._blend, render._paper"
+ && /opt/vaultd/venv/bin/python -c "import render.kernels._blend, render.kernels._paper"
 
 FROM ${BASE_IMAGE}
 LABEL org.opencontainers.image.title=vaultd \

@@ -21,7 +21,7 @@ import typer
 
 from admin_cli.context import STATE, run
 from render.office import probe as office_probe
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
 from render.sandbox.layers import ALL_LAYERS, DESCRIPTIONS, Layer, report
 from vaultd.config import Settings, load_settings, read_config_file
 from vaultd.db import Db

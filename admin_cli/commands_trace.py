@@ -11,7 +11,7 @@ import typer
 from admin_cli.context import guarded, run, want_json
 from admin_cli.output import emit
 from render.forensic.trace_task import sniff
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.pages import mark_key

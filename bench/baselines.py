@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 
-from render.model import PixelBudget
-from render.sizing import fit_scale, scaled_size
+from render.page.sizing import fit_scale, scaled_size
+from render.wire.model import PixelBudget
 
 JPEG_QUALITY = 80  # vaultd's
 

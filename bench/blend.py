@@ -19,7 +19,8 @@ from collections.abc import Callable
 from PIL import Image
 
 from bench import blend_numpy
-from render import _blend, blend_pillow, pattern
+from render.kernels import _blend, blend_pillow
+from render.watermark import pattern
 
 SIZE = (1237, 1600)
 LINES = ["Confidential — Bench Corp", "Ann Lee · ann.lee@client.example",
@@ -40,7 +41,7 @@ def numpy_loop(pixels: bytearray, tile: pattern.Tile) -> None:
 
 
 def pillow_paste(pixels: bytearray, tile: pattern.Tile) -> None:
-    """Pillow's masked paste of every piece: the fallback (render/blend_pillow.py)."""
+    """Pillow's masked paste of every piece: the fallback (render/kernels/blend_pillow.py)."""
     blend_pillow.paste(pixels, SIZE[0] * 4, SIZE, _corners(tile), tile.pieces)
 
 
@@ -67,9 +68,9 @@ def pillow_composite(pixels: bytearray, tile: pattern.Tile) -> None:
     pixels[:] = Image.alpha_composite(page, overlay).convert("RGBX").tobytes()
 
 
-CANDIDATES: dict[str, Candidate] = {"C loop (render/_blend.c)": c_loop,
+CANDIDATES: dict[str, Candidate] = {"C loop (render/kernels/_blend.c)": c_loop,
                                     "numpy (bench/blend_numpy.py)": numpy_loop,
-                                    "Pillow paste (render/blend_pillow.py)": pillow_paste,
+                                    "Pillow paste (render/kernels/blend_pillow.py)": pillow_paste,
                                     "Pillow alpha_composite of one overlay": pillow_composite}
 
 
@@ -101,7 +102,7 @@ def main() -> None:
             start = time.perf_counter()
             candidate(pixels, tile)
             times[name].append(time.perf_counter() - start)
-    base = statistics.median(times["C loop (render/_blend.c)"])
+    base = statistics.median(times["C loop (render/kernels/_blend.c)"])
     pieces = len(tile.pieces) * len(_corners(tile))
     print(f"canvas {SIZE[0]}x{SIZE[1]}, {len(tile.pieces)} pieces x "
           f"{len(_corners(tile))} corners = {pieces} blends, {rounds} rounds")

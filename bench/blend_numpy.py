@@ -1,6 +1,6 @@
 """A candidate for the blend without a compiler, measured by bench/blend.py and not taken.
 
-The same arithmetic as `render/_blend.c` in numpy, bit-identical to it, X byte included: per
+The same arithmetic as `render/kernels/_blend.c` in numpy, bit-identical to it, X byte included: per
 byte, `v = out * (255 - a) + colour * a + 128; out = (v + (v >> 8)) >> 8`. A page's blend is
 about 2,500 small pieces, so numpy's per-call overhead dominates: it was slower than Pillow's
 paste (docs/performance.md), and numpy is not otherwise a dependency of vaultd.
@@ -23,7 +23,8 @@ def paste(canvas: Any, stride: int, area: tuple[int, int], corners: Sequence[Any
           pieces: Sequence[Any]) -> None:
     """Blend every piece at every corner into the RGBX `canvas`, clipped to `area`.
 
-    Same contract as `render._blend.paste`: everything is checked before any pixel is touched.
+    Same contract as `render.kernels._blend.paste`: everything is checked before any pixel is
+    touched.
     """
     view = memoryview(canvas)
     if view.readonly:

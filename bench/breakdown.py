@@ -1,7 +1,7 @@
 """Where a worker's time goes for one page, measured in-process with vaultd's own render code.
 
-The same steps `render.tasks.render_page` runs, timed one by one on a plain (unencrypted) copy
-of the document: PDFium's render into the canvas (page load included), the watermark, the JPEG
+The same steps `render.worker.tasks.render_page` runs, timed one by one on a plain (unencrypted)
+copy of the document: PDFium's render into the canvas (page load included), the watermark, the JPEG
 encode. The document stays open, as in a worker's cache.
 
 The watermark is measured twice, because a worker draws most of it on a helper thread while
@@ -20,9 +20,10 @@ import pypdfium2 as pdfium
 
 from bench.corpus import Document
 from bench.latency import sample_pages
-from render import canvas, watermark
-from render.model import PixelBudget, WatermarkSpec
-from render.sizing import fit_scale, scaled_size
+from render.page import canvas
+from render.page.sizing import fit_scale, scaled_size
+from render.watermark import viewer_mark
+from render.wire.model import PixelBudget, WatermarkSpec
 
 MARK = WatermarkSpec(viewer_name="Ann Lee", viewer_email="ann.lee@client.example",
                      ip="203.0.113.7", brand="Bench Corp", displayed_at="")
@@ -67,13 +68,13 @@ def _one_page(document: pdfium.PdfDocument, number: int, budget: PixelBudget,
     before_layout = time.perf_counter()
     plan = canvas.layout(size, mark, budget)  # the strip's wrapping: watermark work
     after_layout = time.perf_counter()
-    helper = _HELPER.submit(_timed_prepare, mark, plan)  # as render.pages does
+    helper = _HELPER.submit(_timed_prepare, mark, plan)  # as render.page.rasterise does
     drawn = canvas.render_pdf(page, plan)
     page.close()
     rendered = time.perf_counter()
     overlay, prepare_seconds = helper.result()
     waited = time.perf_counter()
-    watermark.apply(drawn, overlay, plan.page[1])
+    viewer_mark.apply(drawn, overlay, plan.page[1])
     marked = time.perf_counter()
     canvas.jpeg(drawn.image, 80)
     done = time.perf_counter()
@@ -87,7 +88,7 @@ def _one_page(document: pdfium.PdfDocument, number: int, budget: PixelBudget,
 _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-watermark")
 
 
-def _timed_prepare(mark: WatermarkSpec, plan: canvas.Layout) -> tuple[watermark.Overlay, float]:
+def _timed_prepare(mark: WatermarkSpec, plan: canvas.Layout) -> tuple[viewer_mark.Overlay, float]:
     started = time.perf_counter()
-    overlay = watermark.prepare(mark, plan.width, plan.strip)
+    overlay = viewer_mark.prepare(mark, plan.width, plan.strip)
     return overlay, time.perf_counter() - started

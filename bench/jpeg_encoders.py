@@ -29,9 +29,10 @@ from PIL import Image
 from bench import corpus
 from bench.breakdown import _mark
 from bench.latency import sample_pages
-from render import canvas, watermark
-from render.model import PixelBudget
-from render.sizing import fit_scale, scaled_size
+from render.page import canvas
+from render.page.sizing import fit_scale, scaled_size
+from render.watermark import viewer_mark
+from render.wire.model import PixelBudget
 
 QUALITY = 80
 Encoder = Callable[[canvas.Canvas], bytes]
@@ -87,7 +88,7 @@ def _canvas(document: pdfium.PdfDocument, number: int, turn: int, budget: PixelB
         drawn = canvas.render_pdf(page, plan)
     finally:
         page.close()
-    watermark.apply(drawn, watermark.prepare(mark, plan.width, plan.strip), plan.page[1])
+    viewer_mark.apply(drawn, viewer_mark.prepare(mark, plan.width, plan.strip), plan.page[1])
     return drawn, time.perf_counter() - started
 
 

@@ -16,7 +16,7 @@ from PIL import Image
 from bench.baselines import BareRenderer, Pdftoppm
 from bench.corpus import Document
 from bench.server import Client
-from render.model import PixelBudget
+from render.wire.model import PixelBudget
 
 
 @dataclass

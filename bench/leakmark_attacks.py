@@ -16,9 +16,10 @@ import pypdfium2 as pdfium
 from PIL import Image, ImageEnhance
 
 from bench import corpus
-from render import canvas, watermark
-from render.model import PixelBudget, WatermarkSpec
-from render.sizing import fit_scale, scaled_size
+from render.page import canvas
+from render.page.sizing import fit_scale, scaled_size
+from render.watermark import viewer_mark
+from render.wire.model import PixelBudget, WatermarkSpec
 
 SERVED_QUALITY = 80
 MARK = WatermarkSpec("Ann Viewer", "ann.viewer@example.com", "203.0.113.7", "Acme Corp",
@@ -31,15 +32,15 @@ class Page:
     image: Image.Image  # RGB, the whole served canvas (page + strip), unmarked
     page_height: int  # rows above the strip
     drawn: bytes  # the RGBX canvas as PDFium drew it, before the watermark
-    overlay: watermark.Overlay  # the viewer's watermark, without a render id
+    overlay: viewer_mark.Overlay  # the viewer's watermark, without a render id
 
 
-def _watermarked(drawn: bytes, size: tuple[int, int], overlay: watermark.Overlay,
+def _watermarked(drawn: bytes, size: tuple[int, int], overlay: viewer_mark.Overlay,
                  page_height: int) -> Image.Image:
     pixels = bytearray(drawn)
     image = Image.frombuffer("RGBX", size, pixels, "raw", "RGBX", 0, 1)
-    image.readonly = False  # drawn on the buffer itself, as render/canvas.py does
-    watermark.apply(canvas.Canvas(image, pixels, size[0] * 4), overlay, page_height)
+    image.readonly = False  # drawn on the buffer itself, as render/page/canvas.py does
+    viewer_mark.apply(canvas.Canvas(image, pixels, size[0] * 4), overlay, page_height)
     return image.convert("RGB")
 
 
@@ -72,7 +73,7 @@ def render_page(document: pdfium.PdfDocument, index: int, budget: PixelBudget | 
         plan = canvas.layout(scaled_size(width, height, fit_scale(width, height, budget)),
                              MARK, budget)
         drawn = canvas.render_pdf(page, plan)
-        overlay = watermark.prepare(MARK, plan.width, plan.strip)
+        overlay = viewer_mark.prepare(MARK, plan.width, plan.strip)
         before = bytes(drawn.pixels[: drawn.stride * drawn.image.height])
         assert drawn.stride == drawn.image.width * 4
         image = _watermarked(before, drawn.image.size, overlay, plan.page[1])

@@ -2,9 +2,10 @@
 
     python -m bench.leakmark_cost [--rounds 40] [--warm]
 
-The worker's page path without the blob layer (`render.pages.render_pdf_canvas`: PDFium render
-with the watermark drawn on the helper thread meanwhile, `watermark.apply`, JPEG q80), timed in
-the same process, the variants interleaved round by round so that load elsewhere hits them all:
+The worker's page path without the blob layer (`render.page.rasterise.render_pdf_canvas`: PDFium
+render with the watermark drawn on the helper thread meanwhile, `viewer_mark.apply`, JPEG q80),
+timed in the same process, the variants interleaved round by round so that load elsewhere hits them
+all:
 
 - *cached*: the same viewer text each time, no render id: the overlay cache hits (pages asked for
   within the same second) - the old best case;
@@ -12,7 +13,7 @@ the same process, the variants interleaved round by round so that load elsewhere
 - *marked*: a new render id each time (as served now): trace code drawn, invisible mark embedded.
 
 With `--warm`, the page is rendered once and kept as the worker's page cache keeps it (grey rows
-when it has no colour), and each sample is the warm path of `render.tasks.render_page`: the
+when it has no colour), and each sample is the warm path of `render.worker.tasks.render_page`: the
 rows copied back (with the mark's darkening, for *marked*), the pattern and strip, the JPEG.
 """
 
@@ -26,10 +27,11 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 
 from bench import corpus
-from render import canvas, watermark
 from render.forensic.codes import new_render_id
-from render.model import PixelBudget, WatermarkSpec
-from render.pages import render_pdf_canvas
+from render.page import canvas
+from render.page.rasterise import render_pdf_canvas
+from render.watermark import viewer_mark
+from render.wire.model import PixelBudget, WatermarkSpec
 
 
 class _NoStream:
@@ -48,7 +50,7 @@ def _page_ms(document: pdfium.PdfDocument, number: int, mark: WatermarkSpec) -> 
     start = time.perf_counter()
     page, plan, overlay = render_pdf_canvas(document, _NoStream(), number,  # type: ignore[arg-type]
                                             mark, PixelBudget())
-    watermark.apply(page, overlay, plan.page[1])
+    viewer_mark.apply(page, overlay, plan.page[1])
     canvas.jpeg(page.image, 80)
     return (time.perf_counter() - start) * 1e3
 
@@ -69,14 +71,14 @@ def _kept(document: pdfium.PdfDocument, number: int) -> _Kept:
 
 
 def _warm_ms(kept: _Kept, mark: WatermarkSpec) -> float:
-    """As `render.tasks.render_page` serves a page from its cache."""
+    """As `render.worker.tasks.render_page` serves a page from its cache."""
     start = time.perf_counter()
     budget = PixelBudget()
     plan = canvas.layout(kept.page, mark, budget)
-    overlay = watermark.prepare(mark, plan.width, plan.strip)
-    paper = watermark.paper_mark(overlay)
+    overlay = viewer_mark.prepare(mark, plan.width, plan.strip)
+    paper = viewer_mark.paper_mark(overlay)
     page = canvas.from_rows(kept.rows, plan, kept.grey, paper)
-    watermark.apply(page, overlay, plan.page[1], paper is not None)
+    viewer_mark.apply(page, overlay, plan.page[1], paper is not None)
     canvas.jpeg(page.image, 80, grey=kept.grey)
     return (time.perf_counter() - start) * 1e3
 

@@ -34,8 +34,9 @@ from PIL import Image
 
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg, psnr
 from bench.leakmark_wash import blended
-from render import blend, pattern, watermark
-from render.model import WatermarkSpec
+from render.kernels import blend
+from render.watermark import pattern, viewer_mark
+from render.wire.model import WatermarkSpec
 
 Floats = npt.NDArray[np.float64]
 _REACH = 3  # pixels a word is looked for around its place
@@ -51,7 +52,7 @@ class Word:
 def tile_words(mark: WatermarkSpec, width: int) -> list[Word]:
     """The pattern's words one by one, as `pattern.make_tile` places them."""
     found = []
-    for (ax, ay), (plain, _) in pattern.placed_words(watermark.tile_lines(mark),
+    for (ax, ay), (plain, _) in pattern.placed_words(viewer_mark.tile_lines(mark),
                                                      pattern.font_size(width)):
         placed = tuple(p._replace(dx=ax + p.dx, dy=ay + p.dy) for p in plain)
         if placed:

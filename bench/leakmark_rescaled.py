@@ -7,7 +7,7 @@ Pages rendered as vaultd serves them, closer than `bench.leakmark`'s: the viewer
 carries the render id (the strip prints its trace code), the value sealed under a deployment's
 mark key, marked in that key's layout, the pattern's words placed by the view's seed; each
 seed a new deployment. A page without colour is served as a greyscale JPEG q80, as
-`render.canvas.jpeg` does. The first `--pages` pages of the generated text cover and of the
+`render.page.canvas.jpeg` does. The first `--pages` pages of the generated text cover and of the
 machine's PDFs, each scaled by `--scale` with each filter, saved at JPEG `--quality`, read by
 `decode` in the deployment's layout: named, wrong and missed per seed and filter, and the
 lowest sync score of a named leak.
@@ -25,11 +25,12 @@ from PIL import Image, ImageChops
 
 from bench import corpus
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, _watermarked
-from render import canvas, watermark
 from render.forensic import codes, detect
 from render.forensic.layout import keyed
-from render.model import PixelBudget, WatermarkSpec
-from render.sizing import fit_scale, scaled_size
+from render.page import canvas
+from render.page.sizing import fit_scale, scaled_size
+from render.watermark import viewer_mark
+from render.wire.model import PixelBudget, WatermarkSpec
 from vaultd.services.pages.mark_key import MarkCipher
 
 FILTERS = {"bicubic": Image.Resampling.BICUBIC, "lanczos": Image.Resampling.LANCZOS,
@@ -48,7 +49,7 @@ def served(document: pdfium.PdfDocument, index: int, spec: WatermarkSpec) -> Ima
         pixels = bytes(drawn.pixels[: drawn.stride * drawn.image.height])
     finally:
         page.close()
-    image = _watermarked(pixels, drawn.image.size, watermark.prepare(spec, plan.width,
+    image = _watermarked(pixels, drawn.image.size, viewer_mark.prepare(spec, plan.width,
                                                                      plan.strip), plan.page[1])
     red, green, blue = image.split()
     grey = not (ImageChops.difference(red, green).getbbox()

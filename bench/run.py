@@ -38,7 +38,7 @@ from bench import (
     warm_cold,
 )
 from bench.server import VIEWER_IP, Client, Vault
-from render.model import PixelBudget
+from render.wire.model import PixelBudget
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -5,7 +5,7 @@ against a bare render measured back to back with it.
   has any of its pages), opens it with one untimed page, then for each sampled page times its
   first view (cold: rendered by PDFium), then, after an untimed second view (rendered again
   and kept: a worker keeps a page from its second render on), a third (warm: from the
-  worker's page cache, `render/page_cache.py`) and the bare pypdfium2 render + JPEG, in a
+  worker's page cache, `render/worker/page_cache.py`) and the bare pypdfium2 render + JPEG, in a
   rotating order.
 - **Big image.** A 100-megapixel PNG uploaded once (its rendition is made at upload), its page
   viewed again and again; the bare figure is what a renderer without a rendition does: Pillow
@@ -26,8 +26,8 @@ from bench.baselines import BareRenderer
 from bench.corpus import Document
 from bench.latency import sample_pages
 from bench.server import Client, Vault
-from render.model import PixelBudget
-from render.sizing import fit_scale, scaled_size
+from render.page.sizing import fit_scale, scaled_size
+from render.wire.model import PixelBudget
 
 BIG_SIDE = 10_000  # 100 megapixels, the largest image vaultd accepts
 

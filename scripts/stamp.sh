@@ -5,5 +5,5 @@
 # .venv/.setup-stamp; scripts/run.sh reinstalls only when it changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cat pyproject.toml setup.py render/_blend.c render/_paper.c render/_chipmask.h scripts/setup.sh \
+cat pyproject.toml setup.py render/kernels/_blend.c render/kernels/_paper.c render/kernels/_chipmask.h scripts/setup.sh \
     | sha256sum | cut -d' ' -f1

@@ -64,3 +64,21 @@ def start_a_thread_with_no_room() -> None:
 
     resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
     threading.Thread(target=lambda: None).start()
+
+
+def page_cache_state() -> str:
+    """The worker's page cache as text: entries, bytes, hits, misses, then a line per kept page
+    "file_id version page"."""
+    from render.worker import page_cache
+
+    cache = page_cache.CACHE
+    lines = [f"{len(cache)} {cache.nbytes} {cache.hits} {cache.misses}"]
+    lines += [f"{k.file_id} {k.version} {k.page}" for k in cache.kept()]
+    return "\n".join(lines)
+
+
+def late_imports() -> str:
+    """Modules the worker imported after it was confined, one a line (there should be none)."""
+    from render.worker import late_imports
+
+    return "\n".join(late_imports.since_confinement())

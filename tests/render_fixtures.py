@@ -18,11 +18,11 @@ import pikepdf
 from PIL import Image, ImageDraw
 
 from backends.local import LocalBackend
-from render.blobs import ReadAt, install_opener
-from render.model import JPEG as JPEG  # re-exported: tests name content types as fx.PDF etc.
-from render.model import PDF as PDF
-from render.model import PNG as PNG
-from render.model import DocumentSource, WatermarkSpec
+from render.documents.brokered_reads import ReadAt, install_opener
+from render.wire.model import JPEG as JPEG  # re-exported: tests name content types as fx.PDF etc.
+from render.wire.model import PDF as PDF
+from render.wire.model import PNG as PNG
+from render.wire.model import DocumentSource, WatermarkSpec
 from vaultd.crypto.blob_format import BlobEncryptor, RangeReader, blob_context, new_data_key
 
 LETTER = (612, 792)

@@ -1,11 +1,11 @@
-"""The server's parser of what a worker writes (render.channel): whole messages out, a partial
+"""The server's parser of what a worker writes (render.wire.channel): whole messages out, a partial
 one kept for the next read, and a lying header refused before its payload is waited for."""
 
 from __future__ import annotations
 
 import pytest
 
-from render.channel import (
+from render.wire.channel import (
     HEADER,
     MAX_RESULT_BYTES,
     ChannelViolation,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from render.fair_queue import (
+from render.pool.fair_queue import (
     AccountBusy,
     ClientBusy,
     FairQueue,

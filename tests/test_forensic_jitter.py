@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, corpus_pages, jpeg, psnr
+from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, jpeg, psnr
 from bench.leakmark_jitter import (
     Word,
     copy_corners,
@@ -24,6 +24,7 @@ from bench.leakmark_jitter import (
     tile_words,
     z_score,
 )
+from tests.forensic_pages import text_cover
 
 KEY = bytes(range(3, 35))
 RENDER = 0x0ABC_DEF0_1234
@@ -33,7 +34,7 @@ FOUND_Z = 6.0  # the largest of 16,000 wrong renders' measured 4.2 (docs/leak-tr
 
 @functools.cache
 def _page() -> tuple[Page, list[Word], npt.NDArray[np.int64]]:
-    page = corpus_pages(1)[0]  # the generated text cover
+    page = text_cover()
     words = tile_words(MARK, page.image.width)
     copies = len(copy_corners(page))
     return page, words, jitter(KEY, RENDER, copies, len(words))

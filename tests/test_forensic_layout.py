@@ -10,9 +10,10 @@ import random
 import numpy as np
 from PIL import Image
 
-from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg, marked
+from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, jpeg, marked
 from render.forensic import decode, layout
 from render.forensic.layout import PUBLIC, keyed
+from tests.forensic_pages import text_cover
 from vaultd.services.pages.mark_key import MarkCipher
 
 VALUE = 0x0BA9_8765_4321
@@ -20,13 +21,8 @@ KEY_A, KEY_B = bytes(range(32)), bytes(range(1, 33))
 
 
 @functools.cache
-def _page() -> Page:
-    return corpus_pages(1)[0]
-
-
-@functools.cache
 def _served(layout_key: bytes | None) -> Image.Image:
-    return jpeg(marked(_page(), VALUE, layout_key), SERVED_QUALITY)
+    return jpeg(marked(text_cover(), VALUE, layout_key), SERVED_QUALITY)
 
 
 def test_each_key_lays_the_tile_out_differently_and_once_per_process() -> None:
@@ -50,7 +46,7 @@ def test_a_page_is_read_in_its_own_layout_only() -> None:
 
 
 def test_a_keyed_mark_survives_a_leak_as_the_published_one_did() -> None:
-    leaked = ATTACKS["downscale 50% + jpeg q50"](_served(KEY_A), _page().page_height,
+    leaked = ATTACKS["downscale 50% + jpeg q50"](_served(KEY_A), text_cover().page_height,
                                                   random.Random(5))
     assert decode(leaked, keyed(KEY_A)) == VALUE
 

@@ -3,7 +3,6 @@ back exactly after the leaks of issue 16, stays invisible, and is never found wh
 
 from __future__ import annotations
 
-import functools
 import importlib
 import random
 
@@ -15,8 +14,6 @@ from PIL import Image, ImageEnhance
 from bench.leakmark_attacks import (
     ATTACKS,
     SERVED_QUALITY,
-    Page,
-    corpus_pages,
     jpeg,
     marked,
     photo_page,
@@ -34,21 +31,17 @@ from render.forensic import (
 )
 from render.forensic.decode import NEAR_PAPER, SYNC_THRESHOLD
 from tests import documents
+from tests.forensic_pages import text_cover
 
 decode_module = importlib.import_module("render.forensic.decode")
 
 RENDER_ID = 0x15A2B3C4D5E
 
 
-@functools.cache
-def _page() -> Page:
-    return corpus_pages(1)[0]  # the generated text cover, with the visible watermark
-
-
 def _marked(render_id: int = RENDER_ID) -> Image.Image:
     """Served as the worker marks a page: the pattern's letters darker on the darkened chips,
     then every chip of the page area (`watermark.apply`)."""
-    return jpeg(marked(_page(), render_id), SERVED_QUALITY)
+    return jpeg(marked(text_cover(), render_id), SERVED_QUALITY)
 
 
 def _psnr(a: Image.Image, b: Image.Image) -> float:
@@ -57,7 +50,7 @@ def _psnr(a: Image.Image, b: Image.Image) -> float:
 
 
 def test_mark_is_invisible_by_psnr_and_deterministic() -> None:
-    page = _page()
+    page = text_cover()
     once, twice = embed(page.image, RENDER_ID), embed(page.image, RENDER_ID)
     assert np.array_equal(np.asarray(once), np.asarray(twice))
     assert 40.0 <= _psnr(page.image, once) < 60.0  # present, yet under the visibility bar
@@ -65,7 +58,7 @@ def test_mark_is_invisible_by_psnr_and_deterministic() -> None:
 
 
 def test_the_whole_mark_letters_included_stays_under_the_visibility_bar() -> None:
-    page = _page()
+    page = text_cover()
     whole = marked(page, RENDER_ID)
     assert 40.0 <= _psnr(page.image, whole) < 45.0
     # The letters' share: the same page with the paper-only mark is closer to the original.
@@ -86,7 +79,7 @@ def test_the_whole_mark_letters_included_stays_under_the_visibility_bar() -> Non
                                     "brightness +20% + jpeg q50", "contrast +20% + jpeg q50",
                                     "640 px + brightness +20%", "brightness +20% + crop"])
 def test_exact_id_survives(attack: str) -> None:
-    leaked = ATTACKS[attack](_marked(), _page().page_height, random.Random(attack))
+    leaked = ATTACKS[attack](_marked(), text_cover().page_height, random.Random(attack))
     found = detect(leaked)
     assert found is not None, attack
     assert found.render_id == RENDER_ID
@@ -114,10 +107,10 @@ def test_clipped_paper_is_not_searched_yet_a_small_crop_is() -> None:
     (`sync.MIN_RESIDUAL_SHARE`): the search is skipped and the pattern's ink is read. A crop
     to a fifth of a 640 px page keeps a residual the search reads."""
     rng = random.Random(3)
-    brightened = ATTACKS["brightness +20%"](_marked(), _page().page_height, rng).convert("L")
+    brightened = ATTACKS["brightness +20%"](_marked(), text_cover().page_height, rng).convert("L")
     assert sync.tile_vectors(brightened, 4) == []
     assert decode(brightened) == RENDER_ID
-    small = ATTACKS["640 px wide"](_marked(), _page().page_height, rng).convert("L")
+    small = ATTACKS["640 px wide"](_marked(), text_cover().page_height, rng).convert("L")
     cropped = decode_module._central_part(small, 0.2)
     assert sync.tile_vectors(cropped, 4) != []
     assert decode(cropped) == RENDER_ID
@@ -155,11 +148,11 @@ def test_the_patterns_lattice_is_found_once_per_image(monkeypatch: pytest.Monkey
         return real_acf(ink_pixels)
 
     monkeypatch.setattr(pattern_model, "ink_autocorrelation", autocorrelation)
-    leak = ATTACKS["brightness +20% + jpeg q50"](jpeg(_page().image, SERVED_QUALITY),
-                                                 _page().page_height, random.Random(7))
+    leak = ATTACKS["brightness +20% + jpeg q50"](jpeg(text_cover().image, SERVED_QUALITY),
+                                                 text_cover().page_height, random.Random(7))
     assert decode(leak) is None
     assert len(made) == 1, made
-    marked_leak = ATTACKS["brightness +20% + jpeg q50"](_marked(), _page().page_height,
+    marked_leak = ATTACKS["brightness +20% + jpeg q50"](_marked(), text_cover().page_height,
                                                         random.Random(7))
     assert decode(marked_leak) == RENDER_ID
 
@@ -169,8 +162,8 @@ def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPa
     paper: it is not scanned (`decode.NEAR_PAPER`), a scan less for an unmarked page; the
     levels the pattern's lattice shows are (they read the marked page: test_exact_id_survives)."""
     scanned, _ = _scans(monkeypatch)
-    served = jpeg(_page().image, SERVED_QUALITY)
-    leaked = ATTACKS["brightness +20% + jpeg q50"](served, _page().page_height,
+    served = jpeg(text_cover().image, SERVED_QUALITY)
+    leaked = ATTACKS["brightness +20% + jpeg q50"](served, text_cover().page_height,
                                                     random.Random(4)).convert("L")
     noise, paper = ink.ink_level(leaked), ink.paper_level(leaked)
     assert noise is not None and paper is not None and noise >= paper - NEAR_PAPER
@@ -186,8 +179,8 @@ def test_a_whole_page_is_scanned_at_its_histogram_level_only(
     histogram may show the letters' edges: there the lattice's levels are still read when the
     histogram's finds nothing, and the page marked reads."""
     scanned, asked = _scans(monkeypatch)
-    served = jpeg(_page().image, SERVED_QUALITY)
-    raised = ATTACKS["contrast +20%"](served, _page().page_height, random.Random(5))
+    served = jpeg(text_cover().image, SERVED_QUALITY)
+    raised = ATTACKS["contrast +20%"](served, text_cover().page_height, random.Random(5))
     level = ink.ink_level(raised.convert("L"))
     assert decode(raised) is None
     assert scanned == [level] and not asked, (scanned, asked, level)
@@ -210,12 +203,12 @@ def test_a_screenshot_whose_histogram_shows_the_cores_is_scanned_once(
     letters' cores, already scanned), its lighter edges' level is not scanned (0.2 s of an
     unmarked screenshot). The screenshot marked still reads."""
     scanned, asked = _scans(monkeypatch)
-    served = jpeg(_page().image, SERVED_QUALITY)
-    shot = ATTACKS["screenshot"](served, _page().page_height, random.Random(2))
+    served = jpeg(text_cover().image, SERVED_QUALITY)
+    shot = ATTACKS["screenshot"](served, text_cover().page_height, random.Random(2))
     assert rectify.page_corners(shot.convert("L")) is not None  # read as a screenshot
     assert decode(shot) is None
     assert asked and len(scanned) == 1, (scanned, asked)
-    marked_shot = ATTACKS["screenshot"](_marked(), _page().page_height, random.Random(2))
+    marked_shot = ATTACKS["screenshot"](_marked(), text_cover().page_height, random.Random(2))
     assert decode(marked_shot) == RENDER_ID
 
 
@@ -234,8 +227,8 @@ def test_flat_paper_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_read(grey, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(decode_module, "_read", reading)
-    assert decode(jpeg(_page().image, SERVED_QUALITY)) is None
-    clipped = ATTACKS["brightness +20% + jpeg q50"](_marked(), _page().page_height,
+    assert decode(jpeg(text_cover().image, SERVED_QUALITY)) is None
+    clipped = ATTACKS["brightness +20% + jpeg q50"](_marked(), text_cover().page_height,
                                                      random.Random(6))
     assert sync.tile_vectors(clipped.convert("L"), 4) != []  # a residual to search, once
     assert decode(clipped) == RENDER_ID
@@ -255,7 +248,7 @@ def test_flat_paper_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unmarked_pages_and_images_give_nothing() -> None:
-    page = _page()
+    page = text_cover()
     rng = random.Random(1)
     served = jpeg(page.image, SERVED_QUALITY)
     candidates = [served, ATTACKS["downscale 50%"](served, page.page_height, rng),

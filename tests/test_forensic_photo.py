@@ -12,22 +12,18 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_attacks import SERVED_QUALITY, Page, corpus_pages, jpeg, marked
+from bench.leakmark_attacks import SERVED_QUALITY, jpeg, marked
 from bench.leakmark_phone import photographed
 from render.forensic import decode, rectify
+from tests.forensic_pages import text_cover
 
 RENDER_ID = 0x15A2B3C4D5E
 SEEDS = (1, 2, 3)  # seed 2: the paper at 253-254 in luminance, read in its blue channel
 
 
 @functools.cache
-def _page() -> Page:
-    return corpus_pages(1)[0]  # the generated text cover, with the visible watermark
-
-
-@functools.cache
 def _photo(seed: int, mark: bool) -> tuple[Image.Image, list[tuple[float, float]]]:
-    page = _page()
+    page = text_cover()
     served = jpeg(marked(page, RENDER_ID) if mark else page.image, SERVED_QUALITY)
     return photographed(served, random.Random(seed))
 
@@ -52,5 +48,5 @@ def test_an_unmarked_phone_photo_names_none(seed: int) -> None:
 
 
 def test_no_quadrilateral_in_a_served_page_or_a_flat_image() -> None:
-    assert rectify.page_corners(_page().image.convert("L")) is None
+    assert rectify.page_corners(text_cover().image.convert("L")) is None
     assert rectify.page_corners(Image.new("L", (1200, 1600), 240)) is None

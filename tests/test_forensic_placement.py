@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, corpus_pages, jpeg, marked, psnr
+from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, jpeg, marked, psnr
 from bench.leakmark_wash import WASHES, blended, moved_back
 from render.forensic import decode, placement, placement_read
 from render.forensic.layout import keyed
 from render.forensic.placement import CELLS, BadEvidence, Evidence
+from tests.forensic_pages import text_cover
 from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.services.tracing.placement import best_view
 
@@ -30,13 +31,8 @@ WASH = "observed chips, no key"
 
 
 @functools.cache
-def _page() -> Page:
-    return corpus_pages(1)[0]  # the generated text cover, with the visible watermark
-
-
-@functools.cache
 def _served(seed: bytes | None) -> Image.Image:
-    return jpeg(marked(_page(), VALUE, MARK.layout_key, seed), SERVED_QUALITY)
+    return jpeg(marked(text_cover(), VALUE, MARK.layout_key, seed), SERVED_QUALITY)
 
 
 def _candidates(count: int = 300) -> list[int]:
@@ -57,7 +53,7 @@ def _washed(share: float) -> Image.Image:
     largest share that keeps the page readable."""
     served = _served(MARK.placement_seed(RENDER))
     home = _served(None)
-    return WASHES[WASH](blended(served, home, share), _page().page_height, keyed(None))
+    return WASHES[WASH](blended(served, home, share), text_cover().page_height, keyed(None))
 
 
 def test_moving_the_words_costs_the_invisible_mark_nothing() -> None:
@@ -78,7 +74,7 @@ def test_a_page_without_the_placement_mark_names_no_view() -> None:
 @functools.cache
 def _best_wash() -> tuple[Image.Image, float]:
     """The words moved back as far as the page stays readable, the chips levelled."""
-    return moved_back(_served(MARK.placement_seed(RENDER)), _served(None), _page().page_height,
+    return moved_back(_served(MARK.placement_seed(RENDER)), _served(None), text_cover().page_height,
                       READABLE_DB)
 
 
@@ -102,14 +98,15 @@ def test_the_best_wash_halved_still_names_the_view() -> None:
     """A leak half the served size is measured in windows overlapping by half and its words
     grown less (side by side and grown as served, this page's halves read z 0)."""
     washed = _best_wash()[0]
-    assert _named(ATTACKS["downscale 50%"](washed, _page().page_height, random.Random(4))) == RENDER
+    shrunk = ATTACKS["downscale 50%"](washed, text_cover().page_height, random.Random(4))
+    assert _named(shrunk) == RENDER
 
 
 def test_letters_too_near_the_paper_are_not_measured() -> None:
     """A raised tone lifts the pattern's letters to within 24 levels of the paper, where no
     window shows the contrast to measure: nothing is read (nor paid for)."""
     served = _served(MARK.placement_seed(RENDER))
-    raised = ATTACKS["brightness +20%"](served, _page().page_height, random.Random(4))
+    raised = ATTACKS["brightness +20%"](served, text_cover().page_height, random.Random(4))
     assert placement_read.read(raised) is None
     assert placement_read.read(served) is not None
 
@@ -118,7 +115,7 @@ def test_a_page_beside_a_surround_is_not_read() -> None:
     """The cells are the page's, from its width: a screenshot with a desktop beside the page
     could only mislead, and is not read (nor paid for); a page whole, shrunk, still is."""
     served = _served(MARK.placement_seed(RENDER))
-    shown = ATTACKS["screenshot"](served, _page().page_height, random.Random(4))
+    shown = ATTACKS["screenshot"](served, text_cover().page_height, random.Random(4))
     assert placement_read.read(shown) is None
     size = (served.width * 3 // 4, served.height * 3 // 4)
     assert _named(jpeg(served.resize(size, Image.Resampling.LANCZOS), 85)) == RENDER

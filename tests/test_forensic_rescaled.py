@@ -13,11 +13,12 @@ from PIL import Image
 
 from bench import corpus
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, _watermarked, jpeg
-from render import canvas, watermark
 from render.forensic import codes, decode, sync
 from render.forensic.layout import keyed
-from render.model import PixelBudget
-from render.sizing import fit_scale, scaled_size
+from render.page import canvas
+from render.page.sizing import fit_scale, scaled_size
+from render.watermark import viewer_mark
+from render.wire.model import PixelBudget
 from vaultd.services.pages.mark_key import MarkCipher
 
 
@@ -39,7 +40,7 @@ def _served(seed: int) -> tuple[Image.Image, int, bytes]:
         plan = canvas.layout(scaled_size(width, height, fit_scale(width, height, budget)),
                              spec, budget)
         drawn = canvas.render_pdf(page, plan)
-        overlay = watermark.prepare(spec, plan.width, plan.strip)
+        overlay = viewer_mark.prepare(spec, plan.width, plan.strip)
         pixels = bytes(drawn.pixels[: drawn.stride * drawn.image.height])
         page.close()
     finally:

@@ -19,7 +19,7 @@ from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, Page, jpeg, marked, 
 from render.forensic import decode, ink, served, sync
 from render.forensic.layout import TILE
 from render.forensic.trace_task import trace_image
-from render.model import PixelBudget
+from render.wire.model import PixelBudget
 
 decode_module = importlib.import_module("render.forensic.decode")
 RENDER_ID = 0x0D15EA5E0F1

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_attacks import SERVED_QUALITY, Page, corpus_pages, jpeg, marked
+from bench.leakmark_attacks import SERVED_QUALITY, jpeg, marked
 from bench.leakmark_wash import WASHES
 from render.forensic import decode
 from render.forensic.layout import keyed
+from tests.forensic_pages import text_cover
 
 LAYOUT_KEY = bytes(range(7, 39))  # the deployment's layout subkey
 VALUE = 0x15A2_B3C4_D5E
@@ -22,17 +23,12 @@ READABLE_DB = 35.0
 
 
 @functools.cache
-def _page() -> Page:
-    return corpus_pages(1)[0]  # the generated text cover, with the visible watermark
-
-
-@functools.cache
 def _served() -> Image.Image:
-    return jpeg(marked(_page(), VALUE, LAYOUT_KEY), SERVED_QUALITY)
+    return jpeg(marked(text_cover(), VALUE, LAYOUT_KEY), SERVED_QUALITY)
 
 
 def _washed(name: str) -> Image.Image:
-    washed = WASHES[name](_served(), _page().page_height, keyed(LAYOUT_KEY))
+    washed = WASHES[name](_served(), text_cover().page_height, keyed(LAYOUT_KEY))
     difference = np.asarray(washed, np.float64) - np.asarray(_served(), np.float64)
     mse = float((difference ** 2).mean())
     assert mse > 0, "the wash changed nothing"

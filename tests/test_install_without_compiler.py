@@ -54,7 +54,8 @@ def in_venv(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_without_a_compiler_the_install_blends_with_pillow(fresh_venv: Path) -> None:
     probe = in_venv(fresh_venv, "python", "-c",
-                    "import render, render.blend as b; print(b.IMPLEMENTATION, render.__file__)")
+                    "import render, render.kernels.blend as b; "
+                    "print(b.IMPLEMENTATION, render.__file__)")
     implementation, location = probe.stdout.split()
     assert implementation == "Pillow", probe.stderr
     assert location.startswith(str(fresh_venv / "venv"))  # the installed copy, not the source

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from render.model import Unreadable
 from render.office.fit_width import fit_sheets
 from render.office.page_setup import fit_page_layouts, fit_worksheet
+from render.wire.model import Unreadable
 from tests import office_documents as od
 
 NS = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'

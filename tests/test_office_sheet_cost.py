@@ -11,9 +11,9 @@ import zipfile
 
 import pytest
 
-from render.model import Unreadable
 from render.office.formats import scan_parts
 from render.office.sheet_cost import CELL_BUDGET, Budget, SheetMeter
+from render.wire.model import Unreadable
 from tests import office_documents as od
 from tests.office_costly import far_cell_ods, far_cell_xlsx, trailing_empty_ods
 

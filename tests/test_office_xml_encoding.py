@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from render.model import Unreadable
 from render.office.formats import HAS_DTD, TOO_DEEP, scan_parts
 from render.office.xml_encoding import NOT_UTF
+from render.wire.model import Unreadable
 from tests.office_encoded import LAUGHS, encoded_docx, nested, parts_of
 
 

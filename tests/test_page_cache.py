@@ -1,4 +1,5 @@
-"""The per-worker page cache (render/page_cache.py) in real confined workers, through the pool.
+"""The per-worker page cache (render/worker/page_cache.py) in real confined workers, through the
+pool.
 
 A warm page must be the cold page's pixels with this view's watermark, never another file's,
 another version's or another account's, and the cache must stay within its bound.
@@ -15,11 +16,12 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops
 
-from render.fair_queue import FairQueueLimits
 from render.forensic import decode
-from render.model import DocumentSource, PixelBudget, WatermarkSpec
-from render.pool import RenderPool
-from render.tasks import page_cache_state, render_page
+from render.pool.fair_queue import FairQueueLimits
+from render.pool.render_pool import RenderPool
+from render.wire.model import DocumentSource, PixelBudget, WatermarkSpec
+from render.worker.entry_points import render_page
+from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
 from tests.waiting import wait_until_async
 
@@ -48,7 +50,7 @@ async def _page(pool: RenderPool, source: DocumentSource, number: int, cache_byt
 
 
 async def _state(pool: RenderPool, account: str = "acct-a") -> tuple[list[int], list[str]]:
-    text = await pool.run(page_cache_state, account=account)
+    text = await pool.run(*helpers.task(helpers.page_cache_state), account=account)
     head, *kept = text.split("\n")
     return [int(n) for n in head.split()], kept
 
@@ -188,7 +190,7 @@ async def test_a_page_goes_to_the_worker_that_kept_it(tmp_path: Path) -> None:
         for _ in range(3):  # one at a time: either worker would be idle for either page
             for number in (1, 2):
                 await render(number)
-        states = [await pool.run(page_cache_state, account="acct-a",
+        states = [await pool.run(*helpers.task(helpers.page_cache_state), account="acct-a",
                                  affinity=(source.cache_key, number)) for number in (1, 2)]
     finally:
         await pool.close()

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
 from tests import pool_helpers as helpers
 from vaultd.errors import ServiceUnavailable, Unprocessable
 from vaultd.services.common.pool_calls import start_task

@@ -1,5 +1,5 @@
-"""The invisible mark's darkening of the paper (`render.blend.darken`, and `expand_grey` with a
-mask): the C loop and the fallback against Pillow's paste of black at the mark's opacity, the
+"""The invisible mark's darkening of the paper (`render.kernels.blend.darken`, and `expand_grey`
+with a mask): the C loop and the fallback against Pillow's paste of black at the mark's opacity, the
 oracle the pattern's blend is held to (tests/test_pattern_blend.py)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import random
 import pytest
 from PIL import Image
 
-from render import _paper, blend_pillow
 from render.forensic import STRENGTH
+from render.kernels import _paper, blend_pillow
 
 DARKEN = {"C": _paper.darken, "Pillow": blend_pillow.darken}
 EXPAND = {"C": _paper.expand_grey, "Pillow": blend_pillow.expand_grey}

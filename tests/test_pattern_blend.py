@@ -1,5 +1,6 @@
 """The watermark pattern's blends against Pillow's paste, the oracle: the C loop
-(render/_blend.c) and the fallback used when it was not built (render/blend_pillow.py).
+(render/kernels/_blend.c) and the fallback used when it was not built
+(render/kernels/blend_pillow.py).
 
 Every test runs on both, so an install without a compiler draws the same pages."""
 
@@ -10,8 +11,9 @@ import random
 import pytest
 from PIL import Image
 
-from render import _blend, _paper, blend, blend_pillow, pattern
-from render.pattern import MarkedPiece, Piece
+from render.kernels import _blend, _paper, blend, blend_pillow
+from render.watermark import pattern
+from render.watermark.pattern import MarkedPiece, Piece
 
 IMPLEMENTATIONS = {"C": _blend.paste, "Pillow": blend_pillow.paste}
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from render.fair_queue import ClientBusy, FairQueueLimits, LinkBusy
-from render.pool import RenderPool, TaskTimedOut
+from render.pool.fair_queue import ClientBusy, FairQueueLimits, LinkBusy
+from render.pool.render_pool import RenderPool, TaskTimedOut
 from tests import pool_helpers as helpers
 from tests.waiting import wait_until_async
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from render.model import PixelBudget, Unreadable
-from render.pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
-from render.tasks import render_page, validate_document
+from render.pool.render_pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
+from render.wire.model import PixelBudget, Unreadable
+from render.worker.entry_points import render_page, validate_document
 from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
 from tests.waiting import wait_until_async
@@ -207,7 +207,7 @@ async def test_a_busy_worker_dies_with_the_process_that_started_it(tmp_path: Pat
 
 OWNER_SCRIPT = """
 import asyncio, sys
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
 from tests import pool_helpers
 
 async def main():

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageStat
 
-from render import canvas, fonts, pattern, watermark, words
-from render.blobs import open_blob
-from render.doc_cache import CACHE, DocumentCache
-from render.model import DocumentSource, PageOutOfRange, PixelBudget, Unreadable
-from render.pages import decode_image, render_pdf_page
-from render.sizing import fit_scale
-from render.tasks import render_page, validate_document
+from render.documents.brokered_reads import open_blob
+from render.page import canvas
+from render.page.rasterise import decode_image, render_pdf_page
+from render.page.sizing import fit_scale
+from render.watermark import fonts, pattern, viewer_mark, words
+from render.wire.model import DocumentSource, PageOutOfRange, PixelBudget, Unreadable
+from render.worker.doc_cache import CACHE, DocumentCache
+from render.worker.tasks import render_page, validate_document
 from tests import render_fixtures as fx
 from tests.ocr import read_text
 from vaultd.crypto.blob_format import BlobCorrupt
@@ -265,17 +266,17 @@ def test_a_name_in_many_scripts_renders(tmp_path: Path) -> None:
 
 
 def test_control_and_format_characters_are_stripped() -> None:
-    cleaned = watermark.clean("Mal\x00lory\x1b[31m \u202egnp.exe\nline\u200b two\t x", 100)
+    cleaned = viewer_mark.clean("Mal\x00lory\x1b[31m \u202egnp.exe\nline\u200b two\t x", 100)
     assert cleaned == "Mallory[31m gnp.exe line two x"
     assert not any(unicodedata.category(c) in ("Cc", "Cf") for c in cleaned)
-    lines = watermark.strip_lines(fx.mark(name="Eve\nViewer: someone@else.com"))
+    lines = viewer_mark.strip_lines(fx.mark(name="Eve\nViewer: someone@else.com"))
     assert len(lines) == 3 and all("\n" not in line for line in lines)
 
 
 def test_over_long_values_are_cut() -> None:
-    assert len(watermark.clean("x" * 5000, 100)) == 100
-    lines = watermark.tile_lines(fx.mark(email="a" * 300 + "@example.com"))
-    assert max(len(line) for line in lines) <= watermark.TILE_LINE_CHARS
+    assert len(viewer_mark.clean("x" * 5000, 100)) == 100
+    lines = viewer_mark.tile_lines(fx.mark(email="a" * 300 + "@example.com"))
+    assert max(len(line) for line in lines) <= viewer_mark.TILE_LINE_CHARS
 
 
 def test_a_very_long_email_wraps_inside_the_strip(tmp_path: Path) -> None:
@@ -287,7 +288,7 @@ def test_a_very_long_email_wraps_inside_the_strip(tmp_path: Path) -> None:
 def test_a_new_second_redraws_only_the_time_in_the_pattern(tmp_path: Path) -> None:
     source = fx.encrypt_to_local(tmp_path, fx.text_pdf(1), fx.PDF)
     pattern.word.cache_clear()
-    watermark.drawn_overlay.cache_clear()
+    viewer_mark.drawn_overlay.cache_clear()
     first = _render(source, when="2026-11-22 14:05:09 CET (UTC+01:00)")
     drawn = pattern.word.cache_info().misses
     second = _render(source, when="2026-11-22 14:05:10 CET (UTC+01:00)")
@@ -301,14 +302,14 @@ def test_a_new_second_redraws_only_the_time_in_the_pattern(tmp_path: Path) -> No
 def test_an_overlay_is_reused_only_for_exactly_the_same_facts() -> None:
     # Pages asked for within one second share an overlay; any other fact draws a new one.
     plan = canvas.layout(LETTER_PAGE, fx.mark(), BUDGET)
-    first = watermark.prepare(fx.mark(), plan.width, plan.strip)
-    assert watermark.prepare(fx.mark(), plan.width, plan.strip) is first
+    first = viewer_mark.prepare(fx.mark(), plan.width, plan.strip)
+    assert viewer_mark.prepare(fx.mark(), plan.width, plan.strip) is first
     others = [fx.mark(when="2026-11-22 14:05:10 CET (UTC+01:00)"), fx.mark(ip="203.0.113.8"),
               fx.mark(name="Alice Marti"), fx.mark(email="alice@example.co"),
               fx.mark(brand="Acme Legal 2")]
     for other in others:
         layout = canvas.layout(LETTER_PAGE, other, BUDGET)
-        drawn = watermark.prepare(other, layout.width, layout.strip)
+        drawn = viewer_mark.prepare(other, layout.width, layout.strip)
         assert drawn.strip.tobytes() != first.strip.tobytes()
         assert drawn.tile.pieces != first.tile.pieces
 

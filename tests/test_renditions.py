@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 from PIL import Image
 
-from render import rendition
-from render.blobs import open_blob
-from render.model import PixelBudget
-from render.pages import decode_image
-from render.tasks import validate_document
+from render.documents.brokered_reads import open_blob
+from render.page.rasterise import decode_image
+from render.wire.model import PixelBudget
+from render.worker import rendition
+from render.worker.tasks import validate_document
 from tests import documents as docs
 from tests import render_fixtures as fx
 from tests.http_helpers import create_link, upload_ok
@@ -23,7 +23,7 @@ from tests.waiting import wait_until
 
 
 def _big_png(size: tuple[int, int] = (4000, 2400)) -> bytes:
-    # 9.6 megapixels: more than two pages' worth at the default budget (render.rendition)
+    # 9.6 megapixels: more than two pages' worth at the default budget (render.worker.rendition)
     out = io.BytesIO()
     fx.photo(size).save(out, "PNG")
     return out.getvalue()

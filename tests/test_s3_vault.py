@@ -96,7 +96,7 @@ def test_vaultds_workers_hold_none_of_its_cloud_credentials(
 
 ATTACK_FROM_A_WORKER = """
 import asyncio
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
 from tests import pool_helpers, sandbox_attacks
 
 async def main() -> None:

@@ -12,8 +12,8 @@ from tests.vault_process import ROOT, base_env
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
-STAMPED = ["pyproject.toml", "setup.py", "render/_blend.c", "render/_paper.c",
-           "render/_chipmask.h", "scripts/setup.sh"]
+STAMPED = ["pyproject.toml", "setup.py", "render/kernels/_blend.c", "render/kernels/_paper.c",
+           "render/kernels/_chipmask.h", "scripts/setup.sh"]
 
 
 def stamp_of(root: Path) -> str:

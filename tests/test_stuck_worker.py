@@ -30,10 +30,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from render.channel import HEADER, MAX_READ_BYTES, READ_REQUEST, Kind, frame
-from render.model import PixelBudget
-from render.pool import RenderPool, TaskTimedOut, WorkerCrashed
-from render.tasks import render_page
+from render.pool.render_pool import RenderPool, TaskTimedOut, WorkerCrashed
+from render.wire.channel import HEADER, MAX_READ_BYTES, READ_REQUEST, Kind, frame
+from render.wire.model import PixelBudget
+from render.worker.entry_points import render_page
 from tests import documents as docs
 from tests import pool_helpers as helpers
 from tests import processes

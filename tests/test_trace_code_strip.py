@@ -1,13 +1,14 @@
-"""The trace code's place in the footer strip (render.watermark): after the first line when it
-fits there, on a row of its own when not; drawn per page over a strip cached per viewer."""
+"""The trace code's place in the footer strip (render.watermark.viewer_mark): after the first line
+when it fits there, on a row of its own when not; drawn per page over a strip cached per viewer."""
 
 from __future__ import annotations
 
 import numpy as np
 from PIL import Image
 
-from render import canvas, watermark
-from render.model import PixelBudget, WatermarkSpec
+from render.page import canvas
+from render.watermark import viewer_mark
+from render.wire.model import PixelBudget, WatermarkSpec
 
 
 def _spec(brand: str, render_id: int | None) -> WatermarkSpec:
@@ -16,8 +17,8 @@ def _spec(brand: str, render_id: int | None) -> WatermarkSpec:
 
 
 def test_code_follows_a_short_first_line_and_keeps_the_strip_height() -> None:
-    plain = watermark.layout_strip(_spec("Acme", None), 1237)
-    coded = watermark.layout_strip(_spec("Acme", 12345), 1237)
+    plain = viewer_mark.layout_strip(_spec("Acme", None), 1237)
+    coded = viewer_mark.layout_strip(_spec("Acme", 12345), 1237)
     assert plain.code_at is None
     assert coded.code_at is not None and coded.code_at[1] == 0
     assert coded.lines[0] == "Confidential — Acme ·"
@@ -26,18 +27,18 @@ def test_code_follows_a_short_first_line_and_keeps_the_strip_height() -> None:
 
 def test_code_gets_its_own_row_after_a_long_first_line() -> None:
     brand = "Very Long Holding Company Name International Limited Partnership Group"
-    coded = watermark.layout_strip(_spec(brand, 12345), 800)
-    plain = watermark.layout_strip(_spec(brand, None), 800)
+    coded = viewer_mark.layout_strip(_spec(brand, 12345), 800)
+    plain = viewer_mark.layout_strip(_spec(brand, None), 800)
     assert coded.code_at is not None
     row = coded.code_at[1]
     assert coded.lines[row] == "" and coded.height == plain.height + coded.line_height
 
 
 def test_pages_of_one_viewer_share_the_drawn_strip_but_not_the_code() -> None:
-    watermark.drawn_overlay.cache_clear()
+    viewer_mark.drawn_overlay.cache_clear()
     plan = canvas.layout((1237, 1600), _spec("Acme", 1), PixelBudget())
-    first = watermark.prepare(_spec("Acme", 0x111111111), plan.width, plan.strip)
-    second = watermark.prepare(_spec("Acme", 0x222222222), plan.width, plan.strip)
+    first = viewer_mark.prepare(_spec("Acme", 0x111111111), plan.width, plan.strip)
+    second = viewer_mark.prepare(_spec("Acme", 0x222222222), plan.width, plan.strip)
     assert first.strip is second.strip  # one cached drawing
     assert (first.render_id, second.render_id) == (0x111111111, 0x222222222)
     strips = []
@@ -47,6 +48,6 @@ def test_pages_of_one_viewer_share_the_drawn_strip_but_not_the_code() -> None:
         page = canvas.Canvas(Image.frombuffer("RGBX", plan.size, buffer, "raw", "RGBX", 0, 1),
                              buffer, plan.width * 4)
         page.image.readonly = False
-        watermark.apply(page, overlay, plan.page[1])
+        viewer_mark.apply(page, overlay, plan.page[1])
         strips.append(np.asarray(page.image.convert("L"))[plan.page[1]:])
     assert not np.array_equal(strips[0], strips[1])  # each page prints its own code

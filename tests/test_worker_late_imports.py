@@ -5,7 +5,7 @@ home) that uid cannot read them: a module first imported during a task fails the
 lazily loaded `numpy.ma` did, seen once as a 422 in a clean-clone CI run). Here every kind of
 task runs in one real worker, through every path (uploads of each format, cold and warm pages
 with the mark, traces through every reading of the decoder), then the worker says what it
-imported since it was confined (`render.late_imports`), so such an import fails this test on
+imported since it was confined (`render.worker.late_imports`), so such an import fails this test on
 any layout.
 """
 
@@ -23,12 +23,17 @@ from PIL import Image, ImageEnhance
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, marked
 from bench.leakmark_wash import WASHES
 from render.forensic.layout import keyed
-from render.forensic.trace_task import read_placement, trace_image
-from render.model import PixelBudget, Unreadable
-from render.office.formats import identify_office
-from render.pool import RenderPool
-from render.tasks import render_page, validate_document, worker_late_imports
+from render.pool.render_pool import RenderPool
+from render.wire.model import PixelBudget, Unreadable
+from render.worker.entry_points import (
+    identify_office,
+    read_placement,
+    render_page,
+    trace_image,
+    validate_document,
+)
 from tests import office_documents as od
+from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
 
 pytestmark = pytest.mark.slow  # spawns its own worker pool (see docs/testing.md)
@@ -52,8 +57,8 @@ def _encoded(image: Image.Image, kind: str, quality: int = SERVED_QUALITY) -> by
 
 
 async def _late(pool: RenderPool) -> list[str]:
-    return [name for name in (await pool.run(worker_late_imports, account="acct")).split("\n")
-            if name]
+    late = await pool.run(*helpers.task(helpers.late_imports), account="acct")
+    return [name for name in late.split("\n") if name]
 
 
 async def test_no_task_imports_anything_after_confinement(pool: RenderPool,

@@ -2,16 +2,16 @@
 
 A render worker holds no key and no storage credential. When its task names a document, the
 pool lets it ask for plaintext ranges of that document only (bounded, within its size: checked
-in `render.pool`); this object answers by reading the blob through the backend and opening the
-chunks the range covers. The blob is verified (length, key commitment, final chunk) at the first
-read, so a worker that finds a page in its own cache costs the server nothing.
+in `render.pool.render_pool`); this object answers by reading the blob through the backend and
+opening the chunks the range covers. The blob is verified (length, key commitment, final chunk) at
+the first read, so a worker that finds a page in its own cache costs the server nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from render.model import DocumentSource
+from render.wire.model import DocumentSource
 from vaultd.crypto.blob_format import ChunkOpener, iter_plaintext_async
 from vaultd.records import FileDoc
 from vaultd.services.files.blobs import BlobStore

@@ -16,10 +16,10 @@ from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
 
 from backends.base import BackendUnavailable, BlobBackend
-from render import blend
-from render.fair_queue import FairQueueLimits
-from render.pool import RenderPool
-from render.sandbox.report import SandboxUnavailable
+from render.kernels import blend
+from render.pool.fair_queue import FairQueueLimits
+from render.pool.render_pool import RenderPool
+from render.pool.sandbox_report import SandboxUnavailable
 from vaultd import data_dir
 from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.db import Db

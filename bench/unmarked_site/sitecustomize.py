@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from render import watermark
-from render.model import WatermarkSpec
+from render.watermark import viewer_mark
+from render.wire.model import WatermarkSpec
 
-_prepare = watermark.prepare
+_prepare = viewer_mark.prepare
 
 
 # Set by `bench.leakmark_run --keep-code`: the trace code is drawn, only the invisible mark
@@ -21,11 +21,11 @@ _prepare = watermark.prepare
 _KEEP_CODE = os.environ.get("VAULTD_BENCH_KEEP_TRACE_CODE") == "1"
 
 
-def _prepare_unmarked(mark: WatermarkSpec, width: int, strip: watermark.Strip
-                      ) -> watermark.Overlay:
+def _prepare_unmarked(mark: WatermarkSpec, width: int, strip: viewer_mark.Strip
+                      ) -> viewer_mark.Overlay:
     if _KEEP_CODE:
         return dataclasses.replace(_prepare(mark, width, strip), mark_value=None)
     return _prepare(dataclasses.replace(mark, render_id=None), width, strip)
 
 
-watermark.prepare = _prepare_unmarked
+viewer_mark.prepare = _prepare_unmarked

@@ -1,9 +1,9 @@
 """Adding the mark: the id's chips darkened on the page, the tile repeated from (0, 0).
 
 The page's R, G, B bytes on every darkened chip are multiplied by (255 - STRENGTH) / 255
-(`render.blend.darken`, a C loop): a multiply towards black, so white paper moves by STRENGTH
-grey levels and black text not at all. A warm page gets it while its kept rows are copied
-into the canvas (`render.canvas.from_rows`), which writes every pixel anyway; either way the
+(`render.kernels.blend.darken`, a C loop): a multiply towards black, so white paper moves by
+STRENGTH grey levels and black text not at all. A warm page gets it while its kept rows are copied
+into the canvas (`render.page.canvas.from_rows`), which writes every pixel anyway; either way the
 mark lies under the visible pattern, whose letters carry it too (`ink_chips`).
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render import blend
 from render.forensic.layout import CHIP, PUBLIC, TILE_CHIPS, Layout
+from render.kernels import blend
 
 STRENGTH = 3  # grey levels on white; 3 keeps PSNR above 40 dB with room for rounding
 
@@ -26,7 +26,7 @@ ChipMask = tuple[bytes, int, int]
 
 class PaperMark(NamedTuple):
     """The mark as the paper gets it: the id's chips, darkened by `strength` grey levels on
-    white (the arguments `render.blend.darken` and `expand_grey` take)."""
+    white (the arguments `render.kernels.blend.darken` and `expand_grey` take)."""
 
     mask: ChipMask
     strength: int
@@ -34,9 +34,9 @@ class PaperMark(NamedTuple):
 
 @functools.lru_cache(maxsize=64)
 def ink_chips(render_id: int, plan: Layout = PUBLIC) -> ChipMask:
-    """The id's darkened chips as the mask `render.blend` reads (cells, chip, chips): the
+    """The id's darkened chips as the mask `render.kernels.blend` reads (cells, chip, chips): the
     paper is darkened on them (`embed_into`), and the visible pattern's letters are blended a
-    little darker on them (`render.pattern`)."""
+    little darker on them (`render.watermark.pattern`)."""
     return plan.chip_bits(render_id).tobytes(), CHIP, TILE_CHIPS
 
 

@@ -1,8 +1,8 @@
 """The visible pattern, modelled and subtracted: what is left of a clipped page is the mark.
 
 When brightness or contrast was raised, the mark survives only in the visible pattern's ink
-(`render.forensic.ink`). Its letters repeat on a brick lattice (`render.pattern.lattice`), and
-their edges dominate any reading of that ink: the autocorrelation shows the pattern's lattice,
+(`render.forensic.ink`). Its letters repeat on a brick lattice (`render.watermark.pattern.lattice`),
+and their edges dominate any reading of that ink: the autocorrelation shows the pattern's lattice,
 not the mark's. Here the lattice is found (the strongest autocorrelation peaks of the ink
 pixels), every copy of the pattern tile is averaged into one (the mark's 192-px period is
 incommensurate with the pattern's, so it averages out) and that model is subtracted: the
@@ -53,14 +53,14 @@ _SMEARED_INK_GAP = 10
 # ink of 232-236 once); on a page shrunk to half, whose 2-px strokes are mostly edge, the cores
 # are rarer still (ink near 190 read at 0.25 as 200-207, at 0.05 as 190-198).
 _INK_QUANTILES = (0.25, 0.05)
-# On a served page the lattice's first vector (`render.pattern.lattice`) lies at -30 degrees;
-# a leak rotated by up to this much is read at the angle that brings it back there.
+# On a served page the lattice's first vector (`render.watermark.pattern.lattice`) lies at -30
+# degrees; a leak rotated by up to this much is read at the angle that brings it back there.
 _PATTERN_ANGLE = -30.0
 _MAX_ROTATION = 8.0
-# The pattern's copies are laid in a brick bond (`render.pattern.lattice`): some lattice vector
-# less half the row vector is perpendicular to it. Measured: within 0.1 degree on the pattern's
-# lattice, leaks turned by 2 degrees included; 31-40 degrees off on the lattices JPEG's noise
-# showed at a wrong ink level, whose "rotation" (1.5-4 degrees) cost a scan at that angle.
+# The pattern's copies are laid in a brick bond (`render.watermark.pattern.lattice`): some lattice
+# vector less half the row vector is perpendicular to it. Measured: within 0.1 degree on the
+# pattern's lattice, leaks turned by 2 degrees included; 31-40 degrees off on the lattices JPEG's
+# noise showed at a wrong ink level, whose "rotation" (1.5-4 degrees) cost a scan at that angle.
 _BRICK_TOLERANCE = 0.5  # degrees
 
 

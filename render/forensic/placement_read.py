@@ -89,7 +89,7 @@ def _word_centres(model: Floats, paper: int, centres: npt.NDArray[np.float64], s
                   ) -> npt.NDArray[np.float64]:
     """Where each window's word is centred (row, column), its own centre when it is on no
     word: the field moved a whole word by its value under the centre of its box
-    (`render.pattern.WordSpan`), and a window on a word's end often lies in the next cell.
+    (`render.watermark.pattern.WordSpan`), and a window on a word's end often lies in the next cell.
     Words are the model's letters grown until a word's letters touch, not across the space
     between words: by _WORD_GROWTH px on a leak of the served size, fewer at `scale`."""
     letters = (model < paper - _LETTER_DEPTH).view(np.uint8)

@@ -1,9 +1,9 @@
 """What a leaked image shows of the served canvas: the smallest scale its mark can have.
 
-Every served page ends in the trace strip (`render.watermark`): a band the canvas's full width,
-`STRIP_BACKGROUND` grey (246 on 255 paper) with lines of text, its lowest 12 px or more plain
+Every served page ends in the trace strip (`render.watermark.viewer_mark`): a band the canvas's full
+width, `STRIP_BACKGROUND` grey (246 on 255 paper) with lines of text, its lowest 12 px or more plain
 (a pad of the strip's font size, 16 px at least, under the last line). A canvas is at most
-`render.long_side` px wide (1600 by default, `render.sizing`). So when an image's lowest rows
+`render.long_side` px wide (1600 by default, `render.page.sizing`). So when an image's lowest rows
 (within _REACH px of its bottom) are that plain band between sides that are the page's paper
 (within _REACH px of its left and right edges), the image is the served page or a part of it
 no wider than the canvas, shown at a scale of at least that width / long_side: the readings

@@ -15,7 +15,7 @@ from render.forensic import placement_read
 from render.forensic.decode import detect
 from render.forensic.layout import keyed
 from render.forensic.served import LONG_SIDE
-from render.model import JPEG, PNG, Unreadable
+from render.wire.model import JPEG, PNG, Unreadable
 
 # A leaked screenshot can be larger than any page we serve; 40 MP (a 4K display at 4x) is
 # plenty, and bounds the decoder's memory well inside a worker's cap.

@@ -41,7 +41,7 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, V
 
 def fit_sheets(path: str) -> bool:
     """Rewrite the XLSX or ODS at `path` in place so its sheets fit the page width; False when
-    nothing was changed. Raises render.model.Unreadable for a bomb, a DTD or deep nesting."""
+    nothing was changed. Raises render.wire.model.Unreadable for a bomb, a DTD or deep nesting."""
     edit = {".xlsx": _xlsx_changes, ".ods": _ods_changes}.get(os.path.splitext(path)[1])
     if edit is None:
         return False

@@ -19,10 +19,10 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, BinaryIO, cast
 
-from render.blobs import open_blob
-from render.model import DocumentSource, Unreadable
+from render.documents.brokered_reads import open_blob
 from render.office.sheet_cost import Budget, SheetMeter, meter_for
 from render.office.xml_encoding import as_utf8
+from render.wire.model import DocumentSource, Unreadable
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"

@@ -15,10 +15,10 @@ import os
 import signal
 import sys
 
-from render.model import Unreadable
 from render.office.fit_width import fit_sheets
 from render.sandbox.converter import confine_converter
 from render.sandbox.layers import ALL_LAYERS, Layer
+from render.wire.model import Unreadable
 
 SOFFICE = "/usr/lib/libreoffice/program/oosplash"  # restarts soffice.bin when a new profile asks
 _PR_SET_PDEATHSIG = 1

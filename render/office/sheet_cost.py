@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from render.model import Unreadable
+from render.wire.model import Unreadable
 
 CELL_BUDGET = 2_000_000  # cells of used range per document: 100,000 rows of 20 columns
 MAX_TAG = 1 << 20  # a start tag longer than this is no spreadsheet's

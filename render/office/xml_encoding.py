@@ -14,7 +14,7 @@ import encodings.utf_16_le
 import re
 from collections.abc import Iterable, Iterator
 
-from render.model import Unreadable
+from render.wire.model import Unreadable
 
 NOT_UTF = "the Office document has an XML part in an encoding other than UTF-8 or UTF-16"
 _UTF32_MARKS = (b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00", b"\x00\x00\x00<", b"<\x00\x00\x00")

@@ -11,7 +11,7 @@ from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 from tornado.web import Application, RequestHandler
 
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.metrics.registry import Metrics

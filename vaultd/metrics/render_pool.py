@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
 from render.sandbox.layers import Layer
 from vaultd.metrics.registry import Metrics
 
 
 class PoolMetrics:
-    """A `render.observer.PoolObserver` that feeds `Metrics`."""
+    """A `render.pool.observer.PoolObserver` that feeds `Metrics`."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics

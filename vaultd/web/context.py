@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.metrics import Metrics

@@ -7,9 +7,9 @@ import logging
 from collections.abc import Callable, Coroutine, Hashable
 from typing import Any, TypeVar
 
-from render.fair_queue import QueueRefused
-from render.pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
-from render.tasks import PageOutOfRange, Unreadable
+from render.pool.fair_queue import QueueRefused
+from render.pool.render_pool import PoolBusy, RenderPool, TaskTimedOut, WorkerCrashed
+from render.wire.model import PageOutOfRange, Unreadable
 from vaultd.broker import BrokeredFile
 from vaultd.errors import (
     NotFound,

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 
-from render.model import PDF
 from render.office import runner
-from render.office.formats import EXTENSIONS, identify_office
-from render.pool import RenderPool
+from render.office.formats import EXTENSIONS
+from render.pool.render_pool import RenderPool
 from render.sandbox.layers import ALL_LAYERS, Layer, names
-from render.tasks import ValidationResult, validate_document
+from render.wire.model import PDF, ValidationResult
+from render.worker.entry_points import identify_office, validate_document
 from vaultd.broker import BrokeredFile, brokered
 from vaultd.errors import ServiceUnavailable, Unprocessable
 from vaultd.records import FileDoc, RenditionDoc

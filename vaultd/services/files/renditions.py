@@ -1,10 +1,10 @@
 """Image renditions: an uploaded JPEG or PNG also stored at the size pages are served at.
 
-The rendition is made by the worker that validated the image (`render.rendition`), encrypted
+The rendition is made by the worker that validated the image (`render.worker.rendition`), encrypted
 under its own data key as a second blob named `<file id>.rendition`, and recorded on the file
 (`FileDoc.rendition`). It is counted in nothing the user sees (quota, listing and downloads use
 the file's own `size` and `blob`) and removed with the file. Only an image with more pixels
-than two pages' worth gets one (`render.rendition.WORTH_PAGES`): a smaller one decodes about
+than two pages' worth gets one (`render.worker.rendition.WORTH_PAGES`): a smaller one decodes about
 as fast as its rendition would. Pages of an image use it when it
 was made for the budget pages are rendered at now; otherwise, and for files uploaded before
 renditions existed, the original is decoded as before. An Office document's rendition is its
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 
-from render.model import PDF, PNG, PixelBudget
-from render.pool import RenderPool
-from render.rendition import image_rendition
+from render.pool.render_pool import RenderPool
+from render.wire.model import PDF, PNG, PixelBudget
+from render.worker.entry_points import image_rendition
 from vaultd.broker import BrokeredFile
 from vaultd.errors import VaultError
 from vaultd.records import FileDoc, RenditionDoc

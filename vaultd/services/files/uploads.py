@@ -12,10 +12,10 @@ import uuid
 from typing import Any
 from urllib.parse import unquote
 
-from render.model import PixelBudget
 from render.office.formats import OFFICE_TYPES, OLE2_MAGIC, ZIP_MAGIC
-from render.pool import RenderPool
-from render.tasks import ValidationResult, validate_document
+from render.pool.render_pool import RenderPool
+from render.wire.model import PixelBudget, ValidationResult
+from render.worker.entry_points import validate_document
 from vaultd.broker import BrokeredFile, brokered
 from vaultd.crypto.keyring import WrappedKey
 from vaultd.db import Db

@@ -42,9 +42,9 @@ from zoneinfo import ZoneInfo
 from pymongo.errors import DuplicateKeyError
 
 from render.forensic.codes import new_render_id, render_id_hex
-from render.model import PixelBudget, WatermarkSpec
-from render.pool import RenderPool
-from render.tasks import render_page
+from render.pool.render_pool import RenderPool
+from render.wire.model import PixelBudget, WatermarkSpec
+from render.worker.entry_points import render_page
 from vaultd.broker import brokered
 from vaultd.config import Settings
 from vaultd.db import Db

@@ -20,8 +20,8 @@ import numpy.typing as npt
 
 from render.forensic.placement import BadEvidence, Evidence, fields, scores
 from render.forensic.placement_read import MIN_WINDOWS
-from render.forensic.trace_task import read_placement
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
+from render.worker.entry_points import read_placement
 from vaultd.db import Db
 from vaultd.services.common.batches import EPOCH
 from vaultd.services.common.newest import newest

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from render.forensic.trace_task import trace_image
-from render.pool import RenderPool
+from render.pool.render_pool import RenderPool
+from render.worker.entry_points import trace_image
 from vaultd.db import Db
 from vaultd.services.common.pool_calls import run_task
 from vaultd.services.pages.mark_key import MarkCipher

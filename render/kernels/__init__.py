@@ -1,0 +1,1 @@
+"""In a worker: the blend and paper kernels (optional C extensions, or Pillow and numpy)."""

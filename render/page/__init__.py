@@ -1,0 +1,1 @@
+"""In a worker: the page as an image (PDFium or Pillow), sized and laid out on its canvas."""

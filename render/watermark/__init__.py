@@ -1,0 +1,1 @@
+"""In a worker: the visible watermark (strip and diagonal pattern), its words and fonts."""

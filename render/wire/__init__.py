@@ -1,0 +1,1 @@
+"""What crosses the process boundary: task values and errors, channel framing, encoded replies."""
