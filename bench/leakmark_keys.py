@@ -23,11 +23,12 @@ import pypdfium2 as pdfium
 from PIL import Image, ImageEnhance
 
 from bench.leakmark_attacks import ATTACKS
-from render import canvas, watermark
 from render.forensic import decode
 from render.forensic.layout import keyed
-from render.model import PixelBudget, WatermarkSpec
-from render.sizing import fit_scale, scaled_size
+from render.page import canvas
+from render.page.sizing import fit_scale, scaled_size
+from render.watermark import viewer_mark
+from render.wire.model import PixelBudget, WatermarkSpec
 from tests import documents
 from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.services.pages.page_path import JPEG_QUALITY
@@ -43,7 +44,7 @@ LEAKS = ("none", "jpeg q50", "downscale 50%", "640 px wide", "half-area crop", "
 
 def served_page(document: pdfium.PdfDocument, index: int, cipher: MarkCipher,
                 render_id: int, moment: datetime) -> Image.Image:
-    """Page `index` as a worker serves it to the test's viewer (`render.tasks.render_page`)
+    """Page `index` as a worker serves it to the test's viewer (`render.worker.tasks.render_page`)
     at `moment`: page 1 over the API with the viewer's IP, page 2 through the hosted viewer."""
     spec = WatermarkSpec("Dana Scully", "dana@example.com",
                          "203.0.113.9" if index == 0 else "127.0.0.1", "Acme Corp",
@@ -58,7 +59,7 @@ def served_page(document: pdfium.PdfDocument, index: int, cipher: MarkCipher,
         drawn = canvas.render_pdf(page, plan)
     finally:
         page.close()
-    watermark.apply(drawn, watermark.prepare(spec, plan.width, plan.strip), plan.page[1])
+    viewer_mark.apply(drawn, viewer_mark.prepare(spec, plan.width, plan.strip), plan.page[1])
     return Image.open(io.BytesIO(canvas.jpeg(drawn.image, JPEG_QUALITY))).convert("RGB")
 
 
