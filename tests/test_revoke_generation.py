@@ -78,7 +78,8 @@ async def _add_file(db: Db, account: Account) -> str:
     doc: dict[str, Any] = _file(account.id, utcnow())
     del doc["linkCount"]  # as an upload writes it: the count appears with the first link
     await db.raw("files").insert_one(doc)
-    await db.accounts.update_one({"_id": account.id}, {"$inc": {"usage.documents": 1}})
+    await db.accounts.update_one({"_id": account.id},
+                                 {"$inc": {"usage.documents": 1, "fileSeq": 1}})
     return str(doc["_id"])
 
 
@@ -226,8 +227,9 @@ async def test_a_job_cut_after_its_write_is_finished_and_one_cut_before_is_dropp
     job = await revoke_jobs._start(db, dict(file), account.id, 7, utcnow(), "vaultd-gone")
     assert await revoke_jobs._raise_generation(db, dict(file), job)
     assert await _live_by_truth(db, tokens) == 0
-    resumed = await asyncio.gather(revoke_jobs.resume_orphaned(db, {"vaultd-alive"}, "vaultd-alive"),
-                                   revoke_jobs.resume_orphaned(db, {"vaultd-alive"}, "vaultd-alive"))
+    alive = {"vaultd-alive"}
+    resumed = await asyncio.gather(revoke_jobs.resume_orphaned(db, alive, "vaultd-alive"),
+                                   revoke_jobs.resume_orphaned(db, alive, "vaultd-alive"))
     assert sorted(resumed) == [0, 1]
     await revoke_jobs.all_marked()
     assert await _stored_counts(db, account.id, file_id) == (0, 0)

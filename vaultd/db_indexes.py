@@ -7,7 +7,7 @@ import itertools
 import logging
 from datetime import UTC, datetime
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING, DESCENDING, UpdateOne
 
 from vaultd.db import GATE_COUNTERS, LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, WALKS, Db
 
@@ -81,6 +81,10 @@ async def ensure_indexes(db: Db) -> None:
         await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
     await count_links_once(db)
     await count_rooms_once(db)
+    # The listing reads a range of the files' numbers in their account (services.files.files).
+    await db.files.create_index(
+        [("accountId", ASCENDING), ("state", ASCENDING), ("seq", DESCENDING)])
+    await number_files_once(db)
 
 
 async def _room_indexes(db: Db) -> None:
@@ -164,6 +168,38 @@ async def count_rooms_once(db: Db) -> None:
             {"$set": {"roomCount": rooms, "linkCount.rooms": True},
              "$inc": {"linkCount.live": live}})
     await marks.update_one({"_id": ROOM_COUNT_MIGRATION}, {"$set": {"at": datetime.now(UTC)}},
+                           upsert=True)
+
+
+FILE_NUMBER_MIGRATION = "fileSeq"
+NUMBERING_BATCH = 500  # updates sent in one command: each well under 50 ms
+
+
+async def number_files_once(db: Db) -> None:
+    """Files written before they were numbered in their account get numbers below the first
+    upload's (oldest first, the newest 0), and the account the lowest as `fileSeqFloor`, so the
+    listing reads them by number too (`services.common.numbered`); a marker in `migrations`
+    keeps later start-ups from looking again. Uploads meanwhile take 1, 2... from `fileSeq`:
+    the two never meet."""
+    marks = db.raw("migrations")
+    if await marks.find_one({"_id": FILE_NUMBER_MIGRATION}) is not None:
+        return
+    files = db.raw(db.files.name)
+    async for account in db.raw(db.accounts.name).find({}, {"_id": 1}):
+        found = await files.find({"accountId": account["_id"]},
+                                 {"createdAt": 1, "seq": 1}).to_list()
+        unnumbered = sorted((doc for doc in found if "seq" not in doc),
+                            key=lambda doc: (doc["createdAt"], doc["_id"]))
+        if not unnumbered:
+            continue
+        first = 1 - len(unnumbered)
+        updates = [UpdateOne({"_id": doc["_id"]}, {"$set": {"seq": first + place}})
+                   for place, doc in enumerate(unnumbered)]
+        for start in range(0, len(updates), NUMBERING_BATCH):
+            await files.bulk_write(updates[start:start + NUMBERING_BATCH], ordered=False)
+        await db.accounts.update_one({"_id": account["_id"]},
+                                     {"$min": {"fileSeqFloor": first}})
+    await marks.update_one({"_id": FILE_NUMBER_MIGRATION}, {"$set": {"at": datetime.now(UTC)}},
                            upsert=True)
 
 

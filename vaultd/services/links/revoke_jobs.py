@@ -20,9 +20,9 @@ file's unrevoked links of the old generations, read in closed `_id` windows on
 `(fileId, revoked, _id)` (`services.common.id_ranges`), updated `WRITE_BATCH` at a time by `_id`,
 so that no single operation holds the database long. Then the job ends and the file's note goes.
 If the process dies first, recovery (`resume_orphaned`) claims the job and finishes what its
-record says (the marking again in the background): all of it if the generation was raised, otherwise nothing (the held event is
-dropped). Only the job's owner settles or marks it, so the account's marker (which keeps its
-count from being taken twice) can go when the job ends.
+record says (the marking again in the background): all of it if the generation was raised,
+otherwise nothing (the held event is dropped). Only the job's owner settles or marks it, so
+the account's marker (which keeps its count from being taken twice) can go when the job ends.
 """
 
 from __future__ import annotations
