@@ -125,6 +125,9 @@ class FileDoc(TypedDict):
     # Raised by each revoke-all; links of an older one are revoked (accounts.link_generations).
     linkGeneration: NotRequired[int]
     seq: NotRequired[int]  # its number in the account, newest highest (services.common.numbered)
+    # The time the last full page of its log spanned, in seconds, by action ("all": any), the
+    # first window of the next read in any process (services.common.access_log).
+    logSpans: NotRequired[dict[str, float]]
     linkRevokes: NotRequired[dict[str, LinkRevokeDoc]]  # revoke-alls not yet written on links
 
 
