@@ -18,8 +18,8 @@ import pytest
 
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
-from vaultd.db import Db
-from vaultd.db_indexes import FILE_NUMBER_MIGRATION, number_files_once
+from vaultd.db import FILE_NUMBER_MIGRATION, Db
+from vaultd.db_indexes import number_files_once
 from vaultd.services.accounts import accounts
 from vaultd.services.common import numbered
 from vaultd.services.files import files

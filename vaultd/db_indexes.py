@@ -9,7 +9,14 @@ from datetime import UTC, datetime
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
 
-from vaultd.db import GATE_COUNTERS, LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, WALKS, Db
+from vaultd.db import (
+    FILE_NUMBER_MIGRATION,
+    GATE_COUNTERS,
+    LINK_COUNT_MIGRATION,
+    ROOM_COUNT_MIGRATION,
+    WALKS,
+    Db,
+)
 from vaultd.services.common.batches import EPOCH
 from vaultd.services.common.newest import newest
 
@@ -176,7 +183,6 @@ async def count_rooms_once(db: Db) -> None:
                            upsert=True)
 
 
-FILE_NUMBER_MIGRATION = "fileSeq"
 NUMBERING_WINDOW = 200  # files read per step, newest first (each read well under 50 ms)
 NUMBERING_BATCH = 20  # updates per command: a file carries several indexes, as a link does
 
