@@ -2,9 +2,11 @@
 trace rate (`services.tracing.trace_rate`, kept in the database) and a revoke-all (the file's
 link generation: the other process answers for its links, and counts them, at once); and the
 access log's window hint, kept on the file's record, so that a poll through the other process
-is one round trip too (`services.common.access_log`). Process A
-starts the embedded database; B is pointed at it through VAULTD_MONGODB_URI, as a second node
-of one deployment would be (each with blobs of its own: nothing here reads another's)."""
+is one round trip too (`services.common.access_log`); and the files' numbers in their account,
+given by one counter in the database whichever process uploads (`services.common.numbered`).
+Process A starts the embedded database; B is pointed at it through VAULTD_MONGODB_URI, as a
+second node of one deployment would be (each with blobs of its own: nothing here reads
+another's)."""
 
 from __future__ import annotations
 
@@ -126,3 +128,26 @@ def test_a_poll_of_the_access_log_is_one_window_in_either_process(
             assert hinted == 1, hinted
     finally:
         counter.close()
+
+
+def test_uploads_through_both_processes_are_numbered_once_and_listed_newest_first(
+        pair: tuple[VaultProcess, VaultProcess]) -> None:
+    a, b = pair
+    _, key = a.new_account("Numbering Twice Ltd")
+    with a.client(key) as api_a, b.client(key) as api_b:
+        uploaded = [upload_ok(api, docs.pdf(), name=f"n{turn}.pdf")["id"]
+                    for turn, api in enumerate((api_a, api_b) * 3)]
+        counter = CommandCounter.of(a.data_dir / "db")
+        try:
+            numbers = {doc["_id"]: doc["seq"] for doc in counter.client["vaultd"]["files"].find(
+                {"_id": {"$in": uploaded}}, {"seq": 1})}
+        finally:
+            counter.close()
+        # One counter in the database: each upload its own number, in the order they came.
+        assert [numbers[file_id] for file_id in uploaded] == list(range(1, 7))
+        for api in (api_a, api_b):
+            listing = api.get("/files?page=1&perPage=4").json()
+            assert listing["total"] == 6
+            assert [file["id"] for file in listing["files"]] == uploaded[::-1][:4]
+            second = api.get("/files?page=2&perPage=4").json()
+            assert [file["id"] for file in second["files"]] == uploaded[::-1][4:]
