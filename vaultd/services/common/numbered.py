@@ -26,7 +26,8 @@ from pymongo.asynchronous.collection import AsyncCollection
 
 GROWTH = 8  # a range that came back short is followed by one at most this many times wider
 AIM = 1.1  # the next range aims at a tenth more than the density seen predicts
-MAX_READ = 500  # records one range is expected to hold: each read well under 50 ms
+MAX_READ = 200  # records one range is expected to hold, as `id_ranges.BATCH` (a read of 550
+# files took up to 229 ms on the loaded 2-core machine: docs/performance.md)
 
 Doc = TypeVar("Doc", bound=Any)
 
