@@ -41,11 +41,12 @@ async def _insert(db: Db, name: str, docs: list[dict[str, Any]]) -> None:
         await db.raw(name).insert_many(docs[first:first + BATCH], ordered=False)
 
 
-def _file(account_id: str, at: datetime) -> dict[str, Any]:
+def _file(account_id: str, at: datetime, seq: int = 1) -> dict[str, Any]:
+    """A stored file, `seq` its number in the account (oldest 1), as an upload numbers it."""
     file_id = str(uuid.uuid4())
     return {"_id": file_id, "accountId": account_id, "name": f"{file_id[:8]}.pdf",
             "kind": "delivery", "contentType": "application/pdf", "size": 1000, "pageCount": 3,
-            "createdAt": at, "state": "stored",
+            "createdAt": at, "state": "stored", "seq": seq,
             "blob": {"name": f"seeded-{file_id}", "size": 1000, "key": {}},
             "linkCount": {"live": 0, "sweptAt": at}}
 
@@ -55,7 +56,7 @@ async def seed_account(db: Db, name: str, *, files: int, entries: int, links: in
     _, key = await api_keys.create_key(db, account.id)
     now = utcnow()
     start = now - YEAR
-    docs = [_file(account.id, _spread(i, files, start, YEAR - timedelta(hours=1)))
+    docs = [_file(account.id, _spread(i, files, start, YEAR - timedelta(hours=1)), i + 1)
             for i in range(max(files, 1))]
     busy = docs[0]  # the oldest: its log spans the year
     await _insert(db, "files", docs)
@@ -65,7 +66,7 @@ async def seed_account(db: Db, name: str, *, files: int, entries: int, links: in
     counted = {"live": live + 1, "sweptAt": now}
     await db.accounts.update_one({"_id": account.id}, {"$set": {
         "createdAt": start - timedelta(days=1), "usage.documents": len(docs),
-        "usage.storageBytes": 1000 * len(docs), "linkCount": counted}})
+        "usage.storageBytes": 1000 * len(docs), "linkCount": counted, "fileSeq": len(docs)}})
     await db.files.update_one({"_id": busy["_id"]}, {"$set": {"linkCount": counted}})
     return Seeded(account.id, key, busy["_id"], token, expired, live + 1)
 

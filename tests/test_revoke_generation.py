@@ -78,7 +78,8 @@ async def _add_file(db: Db, account: Account) -> str:
     doc: dict[str, Any] = _file(account.id, utcnow())
     del doc["linkCount"]  # as an upload writes it: the count appears with the first link
     await db.raw("files").insert_one(doc)
-    await db.accounts.update_one({"_id": account.id}, {"$inc": {"usage.documents": 1}})
+    await db.accounts.update_one({"_id": account.id},
+                                 {"$inc": {"usage.documents": 1, "fileSeq": 1}})
     return str(doc["_id"])
 
 

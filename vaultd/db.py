@@ -258,4 +258,5 @@ WALKS: dict[str, tuple[str, str]] = {
 
 LINK_COUNT_MIGRATION = "linkCount"
 ROOM_COUNT_MIGRATION = "roomCount"
+FILE_NUMBER_MIGRATION = "fileSeq"
 GATE_COUNTERS = "gate_counters"  # services.gates.counters: rolling windows with an expiry

@@ -7,9 +7,18 @@ import itertools
 import logging
 from datetime import UTC, datetime
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING, DESCENDING, UpdateOne
 
-from vaultd.db import GATE_COUNTERS, LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, WALKS, Db
+from vaultd.db import (
+    FILE_NUMBER_MIGRATION,
+    GATE_COUNTERS,
+    LINK_COUNT_MIGRATION,
+    ROOM_COUNT_MIGRATION,
+    WALKS,
+    Db,
+)
+from vaultd.services.common.batches import EPOCH
+from vaultd.services.common.newest import newest
 
 log = logging.getLogger("vaultd.db")
 
@@ -81,6 +90,10 @@ async def ensure_indexes(db: Db) -> None:
         await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
     await count_links_once(db)
     await count_rooms_once(db)
+    # The listing reads a range of the files' numbers in their account (services.files.files).
+    await db.files.create_index(
+        [("accountId", ASCENDING), ("state", ASCENDING), ("seq", DESCENDING)])
+    await number_files_once(db)
 
 
 async def _room_indexes(db: Db) -> None:
@@ -92,6 +105,9 @@ async def _room_indexes(db: Db) -> None:
     await db.room_links.create_index([("roomId", ASCENDING)])
     await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
     await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
+    # A room's log filtered by action is a time range too (services.rooms.activity).
+    await db.access_log.create_index(
+        [("roomId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)], sparse=True)
 
 
 async def _audit_indexes(db: Db) -> None:
@@ -165,6 +181,54 @@ async def count_rooms_once(db: Db) -> None:
              "$inc": {"linkCount.live": live}})
     await marks.update_one({"_id": ROOM_COUNT_MIGRATION}, {"$set": {"at": datetime.now(UTC)}},
                            upsert=True)
+
+
+NUMBERING_WINDOW = 200  # files read per step, newest first (each read well under 50 ms)
+NUMBERING_BATCH = 20  # updates per command: a file carries several indexes, as a link does
+
+
+async def number_files_once(db: Db) -> None:
+    """Files written before they were numbered in their account get numbers below the first
+    upload's, the newest 0 and older ones -1, -2... (by `createdAt`, then `_id`, as the listing
+    ordered them), and the account the lowest as `fileSeqFloor`, so the listing reads them by
+    number too (`services.common.numbered`); a marker in `migrations` keeps later start-ups
+    from looking again. Uploads meanwhile take 1, 2... from `fileSeq`: the two never meet.
+    Each account's files are read in time windows, one millisecond's ties at a time at a
+    window's edge, and written NUMBERING_BATCH per command: no step holds the database long."""
+    marks = db.raw("migrations")
+    if await marks.find_one({"_id": FILE_NUMBER_MIGRATION}) is not None:
+        return
+    async for account in db.raw(db.accounts.name).find({}, {"_id": 1}):
+        lowest = await _number_account_files(db, account["_id"])
+        if lowest is not None:
+            await db.accounts.update_one({"_id": account["_id"]},
+                                         {"$min": {"fileSeqFloor": lowest}})
+    await marks.update_one({"_id": FILE_NUMBER_MIGRATION}, {"$set": {"at": datetime.now(UTC)}},
+                           upsert=True)
+
+
+async def _number_account_files(db: Db, account_id: str) -> int | None:
+    """Numbers the account's unnumbered files, newest first from 0; the lowest given, if any."""
+    files = db.raw(db.files.name)
+    query, fields = {"accountId": account_id}, ("seq",)
+    upper: datetime | None = None
+    given = 0
+    while True:
+        docs = (await newest(files, query, "createdAt", count=NUMBERING_WINDOW, before=upper,
+                             oldest=EPOCH, fields=fields)).docs
+        if not docs:
+            return 1 - given if given else None
+        edge = docs[-1]["createdAt"]
+        # The rest of the edge's millisecond (ties), before the next window starts below it.
+        tied = await files.find({**query, "createdAt": edge}, {"seq": 1, "createdAt": 1}).to_list()
+        docs = [doc for doc in docs if doc["createdAt"] != edge]
+        docs += sorted(tied, key=lambda doc: doc["_id"], reverse=True)
+        updates = [UpdateOne({"_id": doc["_id"]}, {"$set": {"seq": -(given + place)}})
+                   for place, doc in enumerate(doc for doc in docs if "seq" not in doc)]
+        for first in range(0, len(updates), NUMBERING_BATCH):
+            await files.bulk_write(updates[first:first + NUMBERING_BATCH], ordered=False)
+        given += len(updates)
+        upper = edge
 
 
 RENDER_ID_INDEX = "accountId_renderId_unique"

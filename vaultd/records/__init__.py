@@ -53,6 +53,10 @@ class AccountDoc(TypedDict):
     pendingDeletes: list[str]
     linkCount: NotRequired[LinkCountDoc]
     roomCount: NotRequired[int]  # rooms, kept on write under the plan's cap (services.rooms)
+    # The last number given to a file, and the lowest any file has (files numbered before the
+    # numbers existed count down from 0: db_indexes.number_files_once); services.files.files.
+    fileSeq: NotRequired[int]
+    fileSeqFloor: NotRequired[int]
     # Members with the admin role not removed, kept on write so that the last one cannot be
     # demoted or removed (services.members.admins); absent before the first admin is added.
     adminCount: NotRequired[int]
@@ -120,6 +124,10 @@ class FileDoc(TypedDict):
     liveLinksAtDelete: NotRequired[int]  # taken from the account's count when deleted
     # Raised by each revoke-all; links of an older one are revoked (accounts.link_generations).
     linkGeneration: NotRequired[int]
+    seq: NotRequired[int]  # its number in the account, newest highest (services.common.numbered)
+    # The time the last full page of its log spanned, in seconds, by action ("all": any), the
+    # first window of the next read in any process (services.common.access_log).
+    logSpans: NotRequired[dict[str, float]]
     linkRevokes: NotRequired[dict[str, LinkRevokeDoc]]  # revoke-alls not yet written on links
 
 

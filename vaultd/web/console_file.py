@@ -59,7 +59,8 @@ class FilePageBase(ConsolePage):
         report = await analytics_report.file_analytics(self.ctx.db, self.account.id, doc["_id"])
         entries = await access_log.latest_for_file(self.ctx.db, doc["_id"],
                                                    since=doc["createdAt"], before=before,
-                                                   action=action)
+                                                   action=action,
+                                                   kept_spans=doc.get("logSpans", {}))
         values: dict[str, Any] = {
             "file": files.file_json(doc), "views": listing["views"],
             "links_total": listing["total"], "links_page": links_page,

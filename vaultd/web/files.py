@@ -109,7 +109,8 @@ class AccessLogHandler(BaseHandler):
         action = parse_action(self.get_query_argument("action", None))
         doc = await files.get_file(self.ctx.db, self.account.id, file_id)
         entries = await access_log.latest_for_file(self.ctx.db, doc["_id"], since=doc["createdAt"],
-                                                   before=before, action=action)
+                                                   before=before, action=action,
+                                                   kept_spans=doc.get("logSpans", {}))
         self.send_json(200, entries)
 
 

@@ -132,7 +132,8 @@ class RoomAccessLogHandler(RoomBase):
             raise InvalidRequest(f"action must be one of {', '.join(activity.ROOM_ACTIONS)}")
         room = await self.room(room_id)
         self.send_json(200, await activity.latest_entries(self.ctx.db, room["_id"],
-                                                          before=before, action=action))
+                                                          before=before, action=action,
+                                                          since=room["createdAt"]))
 
 
 class RoomAnalyticsHandler(RoomBase):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pymongo import ReturnDocument
+
 from vaultd.db import Db
 from vaultd.errors import NotFound, PlanLimitReached
 from vaultd.plans import get_plan
@@ -28,8 +30,10 @@ def _fits(plan_id: str, size: int) -> dict[str, Any]:
     return {"$expr": {"$and": conditions}}
 
 
-async def reserve_upload(db: Db, account_id: str, file_id: str, size: int, owner: str) -> None:
-    """Count a new file of `size` bytes, or raise PlanLimitReached naming the plan and limit.
+async def reserve_upload(db: Db, account_id: str, file_id: str, size: int, owner: str) -> int:
+    """Count a new file of `size` bytes, or raise PlanLimitReached naming the plan and limit;
+    returns the file's number in the account (`fileSeq`, raised in the same update: the
+    listing reads numbers, `services.common.numbered`).
 
     `owner` is the reserving process's instance id, so recovery knows when it died."""
     doc = await db.accounts.find_one({"_id": account_id}, {"plan": 1, "usage": 1})
@@ -37,17 +41,18 @@ async def reserve_upload(db: Db, account_id: str, file_id: str, size: int, owner
         raise NotFound("account not found")
     # The plan is part of the filter, so a concurrent plan change makes this retry-safe: the
     # update simply does not match and we report the limit of the plan we read.
-    result = await db.accounts.update_one(
+    counted = await db.accounts.find_one_and_update(
         {"_id": account_id, "plan": doc["plan"], **_fits(doc["plan"], size)},
         {
-            "$inc": {"usage.documents": 1, "usage.storageBytes": size},
+            "$inc": {"usage.documents": 1, "usage.storageBytes": size, "fileSeq": 1},
             "$push": {
                 "pendingUploads": {"id": file_id, "size": size, "at": utcnow(), "owner": owner}
             },
         },
+        {"fileSeq": 1}, return_document=ReturnDocument.AFTER,
     )
-    if result.modified_count == 1:
-        return
+    if counted is not None:
+        return int(counted["fileSeq"])
     # Read again: concurrent uploads may have used the room since our first read.
     current = await db.accounts.find_one({"_id": account_id}, {"plan": 1, "usage": 1}) or doc
     raise _limit_error(current["plan"], current["usage"], size)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
@@ -34,6 +34,12 @@ UPLOAD_SLACK = timedelta(minutes=1)
 # new since costs what a window of it holds, and a minute bounds that as the walk's growth does.
 PAGE_SPANS: RecentRecords[timedelta] = RecentRecords(ttl=60.0, capacity=4096)
 HINT_AIM = 1.05  # that span held a full page under a minute ago: a little more covers what moved
+# The same span is kept on the file's record (`logSpans`, seconds by action), so that another
+# process, or this one after the minute, starts where the last full page was: a poll through a
+# load balancer over N nodes is one round trip, as on one. It is written (one update by `_id`)
+# only when a page's span moved by more than this factor from the kept one: a log read at a
+# steady rate writes nothing.
+KEPT_SPAN_DRIFT = 1.25
 
 
 def valid_ip(value: str | None) -> str | None:
@@ -122,7 +128,7 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
 
 async def latest_for_file(
     db: Db, file_id: str, *, since: datetime, before: datetime | None = None,
-    action: str | None = None,
+    action: str | None = None, kept_spans: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """The latest entries, newest first; `before` (exclusive) and `action` reach older ones.
 
@@ -130,19 +136,29 @@ async def latest_for_file(
     read by time ranges (`services.common.newest`), so a page costs what it returns however long the
     log. A full page also carries every other entry of its last entry's millisecond: the next
     page asks for entries strictly before that `at`, which would skip them otherwise (read only when
-    the entry after the page, which the last window held, shares that millisecond)."""
+    the entry after the page, which the last window held, shares that millisecond).
+
+    `kept_spans` is the file record's `logSpans` (read with it, so no round trip): the span of
+    the last full page any process read, the first window when this process has none fresher.
+    None: the caller did not read them, and they are neither used nor written."""
     query: dict[str, Any] = {"fileId": file_id}
     if action is not None:
         query["action"] = action  # on the (fileId, action, at) index: a range as well
     top = before or utcnow() + UPLOAD_SLACK
     hint_key = f"{file_id} {action or ''}"
-    span = PAGE_SPANS.fresh(hint_key)
+    span_key = action or "all"
+    kept = (kept_spans or {}).get(span_key)
+    span = PAGE_SPANS.fresh(hint_key) or (timedelta(seconds=kept) if kept else None)
     page = await newest(db.access_log, query, "at", count=LATEST, before=before,
                         oldest=since - UPLOAD_SLACK, latest=top,
                         first_window=span * HINT_AIM if span else FIRST_WINDOW)
     docs, following = page.docs, page.following
     if len(docs) == LATEST:
-        PAGE_SPANS.keep(hint_key, top - docs[-1]["at"])
+        spanned = top - docs[-1]["at"]
+        PAGE_SPANS.keep(hint_key, spanned)
+        if kept_spans is not None and _drifted(kept, spanned.total_seconds()):
+            await db.files.update_one({"_id": file_id},
+                                      {"$set": {f"logSpans.{span_key}": spanned.total_seconds()}})
     if following is not None and following["at"] == docs[-1]["at"]:
         last = docs[-1]
         # One millisecond's entries, on the index; the `_id` bound is applied here (a filter
@@ -150,6 +166,13 @@ async def latest_for_file(
         tied = db.access_log.find({**query, "at": last["at"]}).sort("_id", -1)
         docs += [doc async for doc in tied if doc["_id"] < last["_id"]][:LATEST]
     return [entry_json(doc) for doc in docs]
+
+
+def _drifted(kept: float | None, seconds: float) -> bool:
+    """Whether a page's span has moved far enough from the kept one to be written."""
+    if not kept or kept <= 0 or seconds <= 0:
+        return seconds > 0
+    return max(kept / seconds, seconds / kept) > KEPT_SPAN_DRIFT
 
 
 async def export_account(db: Db, account_id: str) -> AsyncIterator[dict[str, Any]]:

@@ -9,11 +9,12 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
-from vaultd.records import FileDoc
+from vaultd.records import AccountDoc, FileDoc
 from vaultd.services.accounts import link_counts, quota
 from vaultd.services.common import access_log
 from vaultd.services.common.batches import delete_in_batches, delete_in_windows
 from vaultd.services.common.newest import newest
+from vaultd.services.common.numbered import newest_numbered
 from vaultd.services.files import renditions
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.webhooks import webhook_events
@@ -73,23 +74,40 @@ async def _leave_rooms(db: Db, file_id: str) -> None:
 
 async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[str, Any]:
     """Newest first. `total` is the account's documents counter (less its unfinished uploads),
-    and the page is read by time ranges (`services.common.newest`): page n reads n pages' records,
-    so page 1 costs the same at 100 files as at 100,000, and a deep page what precedes it."""
-    account = await db.accounts.find_one({"_id": account_id},
-                                         {"usage": 1, "pendingUploads": 1, "createdAt": 1})
+    and the page is read by the files' numbers in the account (`services.common.numbered`):
+    page n reads n pages' records, so page 1 costs the same at 100 files as at 100,000, however
+    they arrived (an import's burst included), and a deep page what precedes it."""
+    account = await db.accounts.find_one(
+        {"_id": account_id},
+        {"usage": 1, "pendingUploads": 1, "createdAt": 1, "fileSeq": 1, "fileSeqFloor": 1})
     if account is None:
         raise NotFound("account not found")
     total = max(int(account["usage"]["documents"]) - len(account["pendingUploads"]), 0)
     wanted = min(page * per_page, total)
     query = {"accountId": account_id, "state": "stored"}
-    now, oldest = utcnow(), account["createdAt"] - SLACK
-    # At the account's average rate, the window that holds the page (and a tenth more).
-    first = (now - oldest) * (1.1 * wanted / total) if total else timedelta(0)
-    docs = (await newest(db.files, query, "createdAt", count=wanted, latest=now + SLACK,
-                         oldest=oldest, first_window=first)).docs if wanted else []
+    docs: list[FileDoc] = []
+    if wanted:
+        docs = await newest_numbered(db.files, query, "seq", count=wanted,
+                                     top=account.get("fileSeq", 0),
+                                     floor=account.get("fileSeqFloor", 1))
+    if len(docs) < wanted:
+        docs += await _unnumbered(db, account, query, len(docs), wanted - len(docs))
     docs = docs[(page - 1) * per_page:]
     counts = await link_counts.files_live(db, [dict(doc) for doc in docs])
     return {"files": [file_json(d, counts[d["_id"]]) for d in docs], "total": total}
+
+
+async def _unnumbered(db: Db, account: AccountDoc, query: dict[str, Any], numbered: int,
+                      wanted: int) -> list[FileDoc]:
+    """The newest `wanted` files without a number, after the `numbered` ones: files written
+    before numbers existed that `db_indexes.number_files_once` has not numbered (a record
+    restored or written by an older version). Read by time, as the listing was before; the
+    numbered ones are newer, so they are read again and left out here (a filter on `seq` would
+    be a field outside the index, and SecantusDB would scan the collection)."""
+    now, oldest = utcnow(), account["createdAt"] - SLACK
+    docs = (await newest(db.files, query, "createdAt", count=numbered + wanted,
+                         latest=now + SLACK, oldest=oldest)).docs
+    return [doc for doc in docs if "seq" not in doc][:wanted]
 
 
 def require_downloadable(doc: FileDoc) -> None:

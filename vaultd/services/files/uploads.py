@@ -174,13 +174,14 @@ class UploadSession:
         blob = self._blob
         assert blob is not None and self.content_type is not None
         await blob.close_stream()
-        await quota.reserve_upload(
+        seq = await quota.reserve_upload(
             self.db, self.account.id, self.file_id, self.received, self.owner
         )
         self._reserved = self.received
         blob_size = await blob.writer.commit()
         self._committed = True
         doc = self._file_doc(blob, blob_size, self.content_type)
+        doc["seq"] = seq
         # Read with the data key in memory, not the record's wrapped copy: a rotation that
         # drops old master keys may run while the file is validated (docs/security.md).
         document = brokered(self.store, doc, blob.data_key)

@@ -13,6 +13,8 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, RoomLinkDoc
 from vaultd.services.common import access_log, outbox
+from vaultd.services.common.feed import EPOCH
+from vaultd.services.common.newest import newest
 from vaultd.timefmt import iso_utc, utcnow
 
 # What a room's log holds: its openings, its pages, and its links' gates (services.gates).
@@ -52,21 +54,26 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
 
 
 async def latest_entries(db: Db, room_id: str, *, before: datetime | None = None,
-                         action: str | None = None) -> list[dict[str, Any]]:
+                         action: str | None = None,
+                         since: datetime | None = None) -> list[dict[str, Any]]:
     """The room's latest LATEST entries, newest first (ties at the last `at` kept, as in
-    `access_log.latest_for_file`)."""
+    `access_log.latest_for_file`). Read by time windows on (roomId[, action], at)
+    (`services.common.newest`), back to `since` (the room's creation), so a page costs what it
+    returns, not the room's whole log."""
     query: dict[str, Any] = {"roomId": room_id}
-    if before is not None:
-        query["at"] = {"$lt": before}
     if action is not None:
         query["action"] = action
-    order = [("at", -1), ("_id", -1)]
     limit = access_log.LATEST
-    docs = [doc async for doc in db.access_log.find(query).sort(order).limit(limit)]
-    if len(docs) == limit:
+    page = await newest(db.access_log, query, "at", count=limit, before=before,
+                        oldest=(since or EPOCH) - access_log.UPLOAD_SLACK,
+                        latest=before or utcnow() + access_log.UPLOAD_SLACK)
+    docs = page.docs
+    if page.following is not None and page.following["at"] == docs[-1]["at"]:
         last = docs[-1]
-        ties = {**query, "at": last["at"], "_id": {"$lt": last["_id"]}}
-        docs += [doc async for doc in db.access_log.find(ties).sort(order).limit(limit)]
+        # One millisecond's entries, on the index; the `_id` bound is applied here (a filter
+        # field outside the index would make SecantusDB scan the whole log).
+        tied = db.access_log.find({**query, "at": last["at"]}).sort("_id", -1)
+        docs += [doc async for doc in tied if doc["_id"] < last["_id"]][:limit]
     return [entry_json(doc) for doc in docs]
 
 

@@ -20,7 +20,13 @@ from backends.base import BlobBackend
 from vaultd.config import Settings
 from vaultd.crypto.key_files import write_atomic
 from vaultd.crypto.keyring import KeyringError, MasterKeyring
-from vaultd.db import LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, Db, RawDoc
+from vaultd.db import (
+    FILE_NUMBER_MIGRATION,
+    LINK_COUNT_MIGRATION,
+    ROOM_COUNT_MIGRATION,
+    Db,
+    RawDoc,
+)
 from vaultd.runtime import database, make_backend
 from vaultd.services.storage.backup import COPY_PIECE, LAST
 from vaultd.services.storage.backup_manifest import (
@@ -146,9 +152,10 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
     if collection_path(backup, "accounts").exists():
         counts["accounts"] = await _insert(db, "accounts", _accounts(backup, tally.usage))
     # Live-link counts left the records (a left-out file's links are gone): the restored
-    # vault's first start counts them once again (`db_indexes.count_links_once`).
+    # vault's first start counts them once again (`db_indexes.count_links_once`), and numbers
+    # the files of a backup made before files were numbered (`number_files_once`).
     await db.raw("migrations").delete_many(
-        {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION]}})
+        {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, FILE_NUMBER_MIGRATION]}})
     return counts
 
 

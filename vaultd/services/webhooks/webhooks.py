@@ -12,6 +12,7 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
@@ -22,6 +23,7 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import DeliveryDoc, WebhookEndpointDoc
 from vaultd.services.accounts.accounts import Account
+from vaultd.services.common.newest import newest
 from vaultd.services.webhooks.webhook_failures import tenant_error
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -31,6 +33,7 @@ EVENTS = ("file.uploaded", "file.deleted", "view.created", "view.opened", "view.
 MAX_ENDPOINTS = 10
 MAX_URL_LENGTH = 2000
 LATEST_DELIVERIES = 50
+CLOCK_SLACK = timedelta(minutes=1)  # deliveries are stamped by each process's clock
 PLANS_WITH_WEBHOOKS = frozenset({"pro", "business"})
 SECRET_PREFIX = "whsec_"
 ENDPOINT_NOT_FOUND = "webhook endpoint not found"
@@ -181,10 +184,14 @@ async def delete_endpoint(db: Db, account_id: str, endpoint_id: str) -> None:
 
 
 async def latest_deliveries(db: Db, account_id: str, endpoint_id: str) -> list[DeliveryJson]:
+    """The endpoint's latest deliveries, newest first: time windows on (endpointId, at)
+    (`services.common.newest`), so a busy endpoint's month of deliveries is not read for 50."""
     doc = await get_endpoint(db, account_id, endpoint_id)
-    cursor = (db.webhook_deliveries.find({"endpointId": doc["_id"]})
-              .sort([("at", -1), ("_id", -1)]).limit(LATEST_DELIVERIES))
-    return [delivery_json(row) async for row in cursor]
+    now = utcnow()
+    page = await newest(db.webhook_deliveries, {"endpointId": doc["_id"]}, "at",
+                        count=LATEST_DELIVERIES, oldest=doc["createdAt"] - CLOCK_SLACK,
+                        latest=now + CLOCK_SLACK)
+    return [delivery_json(row) for row in page.docs]
 
 
 def delivery_json(row: DeliveryDoc) -> DeliveryJson:

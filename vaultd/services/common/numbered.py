@@ -1,0 +1,59 @@
+"""Newest-first reads by a dense number per scope: the cost is the count returned, whatever the
+records' times.
+
+`services.common.newest` steps back through time, and the embedded SecantusDB reads a whole
+window before it limits: a window that reaches a burst (an import of 10^5 files in a minute,
+after a quiet month) reads all of it. A number given in the write that already updates the
+scope's counter (an upload raises the account's usage, `quota.reserve_upload`) has no bursts:
+the range `[top - n + 1, top]` of an index on (scope, number) holds at most n records, however
+they arrived. So the newest `count` are read range by range from the scope's last number down:
+
+- a range holds at most as many records as it is wide, so what is read never exceeds what is
+  asked by more than the last range's excess;
+- gaps (deleted records, abandoned uploads) make a range come back short: the next one is
+  widened for the density seen so far (at most GROWTH times the last one), so a scope with most
+  of its records deleted costs a few round trips more, not a read of what is gone;
+- a range is never widened past what would hold MAX_READ records at that density, so that no
+  single read of a deep page is one long database operation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+from pymongo.asynchronous.collection import AsyncCollection
+
+GROWTH = 8  # a range that came back short is followed by one at most this many times wider
+AIM = 1.1  # the next range aims at a tenth more than the density seen predicts
+MAX_READ = 200  # records one range is expected to hold, as `id_ranges.BATCH` (a read of 550
+# files took up to 229 ms on the loaded 2-core machine: docs/performance.md)
+
+Doc = TypeVar("Doc", bound=Any)
+
+
+async def newest_numbered(collection: AsyncCollection[Doc], query: dict[str, Any], field: str,
+                          *, count: int, top: int, floor: int) -> list[Doc]:
+    """Up to `count` documents matching `query`, highest `field` first, from `top` down to
+    `floor` (both inclusive). `collection` needs an index of `query`'s equalities then `field`;
+    numbers are unique within the scope `query` names."""
+    found: list[Doc] = []
+    upper, width = top, max(min(count, MAX_READ), 1)
+    while len(found) < count and upper >= floor:
+        lower = max(upper - width + 1, floor)
+        docs = await collection.find({**query, field: {"$gte": lower, "$lte": upper}}).to_list()
+        docs.sort(key=lambda doc: doc[field], reverse=True)
+        found += docs
+        width = _next_width(width, len(found), top - lower + 1, count - len(found))
+        upper = lower - 1
+    return found[:count]
+
+
+def _next_width(width: int, found: int, spanned: int, wanted: int) -> int:
+    """A range aimed at `wanted` more records at the density seen over the `spanned` numbers
+    read so far, between `wanted` (no record deleted) and GROWTH times the last range."""
+    if wanted <= 0:
+        return width
+    density = found / spanned if found else 1 / (width * GROWTH)
+    aimed = math.ceil(min(wanted, MAX_READ) / density * AIM)
+    return max(min(aimed, width * GROWTH), min(wanted, MAX_READ), 1)
