@@ -2,8 +2,10 @@
 makes an API key that works on /v1/account and stops working once revoked there (found by the
 names a screen reader announces); an admin invites a member with the keyboard alone, under a
 name that carries script, shown as text; an auditor sees members and keys and no control to
-change them. axe-core finds nothing serious on each page. The server's refusals, without the
-browser: tests/test_console_settings.py."""
+change them; an admin adds a webhook endpoint and sends it a test event that a real receiver
+verifies and the delivery log then shows. axe-core finds nothing serious on each page. The
+server's refusals, without the browser: tests/test_console_settings.py and
+tests/test_webhook_test_event.py."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from tests.console_browser import (
 )
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
+from tests.waiting import wait_until
+from tests.webhook_receiver import running_receiver
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -36,7 +40,9 @@ SCRIPT_NAME = "<img src=x onerror=alert(1)>"
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterator[VaultProcess]:
-    with console_vault(tmp_path_factory.mktemp("settings") / "data", mail) as server:
+    with console_vault(tmp_path_factory.mktemp("settings") / "data", mail,
+                       VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS="true",
+                       VAULTD_WEBHOOKS_POLL_SECONDS="0.1") as server:
         yield server
 
 
@@ -117,3 +123,31 @@ def test_an_auditor_sees_members_and_keys_without_a_control_to_change_them(
         for name in ("Create key", "Invite member", "Revoke"):
             assert page.get_by_role("button", name=name, exact=True).count() == 0
         assert_accessible(page)
+
+
+def test_an_admin_sends_a_test_event_that_the_receiver_verifies(
+        chromium: Browser, vault: VaultProcess, cookies: dict[str, str]) -> None:
+    with running_receiver() as receiver, \
+            console_tab(chromium, cookie=cookies["admin"], url=vault.url) as tab:
+        page = tab.page
+        page.goto(f"{vault.url}/console/settings")
+        page.get_by_role("textbox", name="Endpoint URL", exact=True).fill(receiver.url)
+        page.get_by_role("button", name="Add endpoint", exact=True).click()
+        secret = page.get_by_role("textbox", name="Signing secret", exact=True).input_value()
+        vault.secrets.append(secret)
+        receiver.secret = secret
+        page.goto(f"{vault.url}/console/settings")
+        log = page.get_by_role("table", name=f"Delivery log of {receiver.url}", exact=True)
+        assert "No delivery yet." in log.inner_text()
+        page.get_by_role("button", name=f"Send test event to {receiver.url}", exact=True).click()
+        assert page.get_by_role("status").filter(has_text="A test event was queued").is_visible()
+        got = receiver.wait_for(lambda seen: len(seen) >= 1)
+        assert got[0].verified and got[0].event["type"] == "webhook.test"
+
+        def delivered() -> bool:
+            page.reload()
+            return "webhook.test" in log.inner_text() and "delivered" in log.inner_text()
+        wait_until(delivered, timeout=20, what="the test event in the delivery log")
+        assert_accessible(page)
+        assert_no_dialog(tab)
+        assert tab.csp_violations() == []

@@ -16,7 +16,7 @@ from vaultd.services.accounts.api_keys import ApiKeyInfo
 from vaultd.services.members import activity, keys, members
 from vaultd.services.members.roles import Role
 from vaultd.services.notifications import prefs
-from vaultd.services.webhooks import webhooks
+from vaultd.services.webhooks import webhook_test_event, webhooks
 from vaultd.web.client_ip import viewer_ip
 from vaultd.web.console_page import ConsolePage
 
@@ -175,6 +175,15 @@ class DeleteWebhookForm(SettingsBase):
         self.done(SETTINGS_PATH, "webhook-deleted")
 
 
+class TestWebhookForm(SettingsBase):
+    """Queues a test event for the endpoint; its attempt shows in the delivery log below."""
+
+    async def post(self, endpoint_id: str) -> None:
+        assert self.account is not None
+        await webhook_test_event.send_test_event(self.ctx.db, self.account, endpoint_id)
+        self.done(SETTINGS_PATH, "webhook-test-sent")
+
+
 class NotificationsForm(SettingsBase):
     """Checkboxes: an unchecked box sends nothing, so both fields are always set here."""
 
@@ -198,4 +207,5 @@ ROUTES = [
     (r"/console/settings/notifications", NotificationsForm),
     (r"/console/settings/webhooks", CreateWebhookForm),
     (r"/console/settings/webhooks/([^/]+)/delete", DeleteWebhookForm),
+    (r"/console/settings/webhooks/([^/]+)/test", TestWebhookForm),
 ]
