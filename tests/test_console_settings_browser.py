@@ -3,7 +3,9 @@ makes an API key that works on /v1/account and stops working once revoked there 
 names a screen reader announces); an admin invites a member with the keyboard alone, under a
 name that carries script, shown as text; an auditor sees members and keys and no control to
 change them; an admin adds a webhook endpoint and sends it a test event that a real receiver
-verifies and the delivery log then shows. axe-core finds nothing serious on each page. The
+verifies and the delivery log then shows; an admin of a Pro account sets the branding that a
+viewer then sees in the hosted viewer, and a Free account's admin reads why there is no form.
+axe-core finds nothing serious on each page. The
 server's refusals, without the browser: tests/test_console_settings.py and
 tests/test_webhook_test_event.py."""
 
@@ -15,16 +17,21 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests import documents as docs
 from tests.browser_session import chromium_browser
 from tests.console_auth import console_vault
 from tests.console_browser import (
     assert_accessible,
     assert_no_dialog,
     console_tab,
+    new_account,
+    off_the_loop,
     press_on,
     signed_in_cookie,
+    signed_in_tab,
     type_into,
 )
+from tests.http_helpers import create_link, upload_ok
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
@@ -151,3 +158,45 @@ def test_an_admin_sends_a_test_event_that_the_receiver_verifies(
         assert_accessible(page)
         assert_no_dialog(tab)
         assert tab.csp_violations() == []
+
+
+def a_link(vault: VaultProcess, key: str) -> str:
+    def make() -> str:
+        with vault.client(key) as api:
+            token: str = create_link(api, upload_ok(api, docs.pdf(1))["id"])["token"]
+        return token
+    return off_the_loop(make)
+
+
+def test_an_admin_sets_the_branding_a_viewer_then_sees(
+        chromium: Browser, vault: VaultProcess, mail: MailServer) -> None:
+    account_id, key = new_account(vault, "Quay Partners")  # on Pro
+    with signed_in_tab(chromium, vault, mail, account_id, "brand@quay.example") as tab:
+        page = tab.page
+        page.goto(f"{vault.url}/console/settings")
+        page.get_by_role("textbox", name="Brand name", exact=True).fill(SCRIPT_NAME + " Quay")
+        page.get_by_role("button", name="Save branding", exact=True).click()
+        assert page.get_by_role("status").filter(has_text="The branding was saved").is_visible()
+        assert page.get_by_role("textbox", name="Brand name").input_value() == \
+            SCRIPT_NAME + " Quay"
+        assert_accessible(page)
+        page.goto(f"{vault.url}/v/{a_link(vault, key)}")
+        assert page.get_by_text(SCRIPT_NAME + " Quay", exact=True).first.is_visible()
+        assert page.title().endswith(SCRIPT_NAME + " Quay")
+        assert_no_dialog(tab)
+
+
+def test_a_free_accounts_admin_reads_why_branding_is_unavailable(
+        chromium: Browser, vault: VaultProcess, mail: MailServer) -> None:
+    def free_account() -> str:
+        account_id, _ = vault.new_account(name="Corner Shop", plan="free")
+        return account_id
+    account_id = off_the_loop(free_account)
+    with signed_in_tab(chromium, vault, mail, account_id, "owner@corner.example") as tab:
+        page = tab.page
+        page.goto(f"{vault.url}/console/settings")
+        assert page.get_by_role("heading", name="Branding", exact=True).is_visible()
+        assert page.get_by_text("Custom branding needs the Pro or Business plan; this account "
+                                "is on Free").is_visible()
+        assert page.get_by_role("textbox", name="Brand name").count() == 0
+        assert_accessible(page)

@@ -95,6 +95,7 @@ ROUTE_PERMISSIONS: dict[str, Mapping[str, Permission]] = {
     r"/console/settings/webhooks": {"POST": MANAGE},
     r"/console/settings/webhooks/([^/]+)/delete": {"POST": MANAGE},
     r"/console/settings/webhooks/([^/]+)/test": {"POST": MANAGE},
+    r"/console/settings/branding": {"POST": MANAGE},
     r"/console/trace": {"GET": READ, "POST": TRACE},
     r"/console/activity": {"GET": READ},
     r"/console/rooms": {"GET": READ, "POST": CHANGE},
