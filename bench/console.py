@@ -35,8 +35,12 @@ HTML = {"Accept": "text/html"}
 
 def with_long_socket_timeout(uri: str) -> str:
     """The seeding's bulk inserts each take seconds on a loaded machine as the log grows; the
-    driver's socket timeout (vaultd.db, 10 s) is for requests, not for them."""
-    option = f"socketTimeoutMS={SEED_SOCKET_TIMEOUT_MS}"
+    driver's socket timeout (vaultd.db, 10 s) is for requests, not for them. The embedded
+    database runs one operation at a time, so the driver's heartbeat waits behind a bulk insert
+    too: past its timeout (connectTimeoutMS) the driver marks the server unknown and cancels the
+    insert in flight ("operation cancelled", seen at 10^5 files): that wait is lifted as well."""
+    option = (f"socketTimeoutMS={SEED_SOCKET_TIMEOUT_MS}&connectTimeoutMS={SEED_SOCKET_TIMEOUT_MS}"
+              f"&serverSelectionTimeoutMS={SEED_SOCKET_TIMEOUT_MS}")
     if "?" in uri:
         return f"{uri}&{option}"
     return f"{uri}{'' if uri.count('/') > 2 else '/'}?{option}"

@@ -276,6 +276,8 @@ class RoomLinkDoc(TypedDict):
     policy: NotRequired[PolicyDoc]  # the link's gates (services.gates), as on file links
     opens: NotRequired[int]  # opens counted against policy.maxOpens
     exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
+    createdBy: NotRequired[str]  # the member whose notifications it feeds (notifications.owners)
+    alertOwed: NotRequired[bool]  # its member's first-open note not written yet (notifications)
 
 
 class InstanceDoc(TypedDict):

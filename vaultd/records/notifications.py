@@ -21,6 +21,7 @@ class NotificationPrefsDoc(TypedDict):
     # the process that queues the digest, after the queueing (a crash re-queues the same mail).
     digestDueAt: datetime | None
     updatedAt: datetime
+    lastOpenMailAt: NotRequired[datetime]  # the last first-open mail queued: one per window
 
 
 class LinkOpenNoteDoc(TypedDict):
@@ -32,15 +33,16 @@ class LinkOpenNoteDoc(TypedDict):
     accountId: str
     memberId: str
     at: datetime
-    fileName: str
+    fileName: str  # for a room link: "the room <name>"
     viewerEmail: str
     viewerName: str
+    mailOwed: NotRequired[bool]  # the member wants a mail for it and none was queued yet
 
 
 class NotificationMailDoc(TypedDict):
     """Collection `notification_mails`: one mail to send, claimed under a lease so that one
-    process sends it. `_id` names the occurrence (`open:<link id>`, `digest:<member>:<day>`),
-    so queueing it again is a no-op: the coalescing and the exactly-one-mail rule in one key.
+    process sends it. `_id` names the occurrence (`opens:<member>:<first open>`,
+    `digest:<member>:<day>`), so queueing it again is a no-op: one mail per occurrence.
     The recipient is the member's address read when it is sent: a removed member gets none."""
 
     _id: str
@@ -56,3 +58,4 @@ class NotificationMailDoc(TypedDict):
     leaseUntil: datetime
     leaseOwner: NotRequired[str]
     sentAt: NotRequired[datetime]
+    noteIds: NotRequired[list[str]]  # a first-open mail: the opens it reports

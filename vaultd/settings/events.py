@@ -33,3 +33,7 @@ class EventsSettings:
     webhooks_keep_days: float = setting(
         "webhooks.keep_days", number(0.0001, 3650.0), 30.0, "VAULTD_WEBHOOKS_KEEP_DAYS",
         "Days finished outbox messages and delivery records are kept before pruning.")
+    notifications_open_mail_window_seconds: float = setting(
+        "notifications.open_mail_window_seconds", number(1.0, 86400.0), 600.0,
+        "VAULTD_NOTIFICATIONS_OPEN_MAIL_WINDOW_SECONDS",
+        "A member gets at most one first-open mail per window; later opens wait for its end.")

@@ -46,7 +46,9 @@ log = logging.getLogger("vaultd.connections")
 JSON_BODY_LIMIT = 16 << 10
 DRAIN_LIMIT = 1 << 20  # refused bodies up to this size are read (and dropped) before answering
 # Streamed routes: each handler checks the key first, then sets its own limit.
-UPLOAD_PATHS = frozenset({"/v1/files", "/v1/trace", "/console/trace"})
+# The console's mirrors of the two API routes stream as the routes do (web.console_api).
+UPLOAD_PATHS = frozenset({"/v1/files", "/v1/trace", "/console/trace", "/console/api/files",
+                          "/console/api/trace"})
 # Tornado's own body limit once the guard drains: it would write a bare 400 after our answer.
 _NO_TORNADO_LIMIT = 1 << 62
 

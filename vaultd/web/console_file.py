@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from vaultd.errors import InvalidRequest, NotFound, VaultError
-from vaultd.services.analytics import analytics_report, link_listing
+from vaultd.services.analytics import file_pages, link_listing
 from vaultd.services.common import access_log
 from vaultd.services.files import files
 from vaultd.services.gates import agreements
@@ -56,7 +56,7 @@ class FilePageBase(ConsolePage):
         listing = await link_listing.list_file_links(self.ctx.db, self.account.id, doc["_id"],
                                                      links_page, LINKS_PER_PAGE, None)
         await self.ctx.pages.settle(self.account.id)
-        report = await analytics_report.file_analytics(self.ctx.db, self.account.id, doc["_id"])
+        time_pages = await file_pages.totals(self.ctx.db, doc["_id"], int(doc["pageCount"]))
         entries = await access_log.latest_for_file(self.ctx.db, doc["_id"],
                                                    since=doc["createdAt"], before=before,
                                                    action=action,
@@ -65,7 +65,7 @@ class FilePageBase(ConsolePage):
             "file": files.file_json(doc), "views": listing["views"],
             "links_total": listing["total"], "links_page": links_page,
             "links_pages": max(1, -(-listing["total"] // LINKS_PER_PAGE)),
-            "chart": time_chart(report["pages"]), "time_pages": report["pages"],
+            "chart": time_chart(time_pages), "time_pages": time_pages,
             "entries": entries, "action": action or "", "actions": sorted(access_log.ACTIONS),
             "older": entries[-1]["at"] if len(entries) >= access_log.LATEST else None,
             "agreements": await self.agreement_choices(), "human_size": human_size,

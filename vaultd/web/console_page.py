@@ -52,6 +52,10 @@ FLASHES = {
     "member-removed": "The member was removed; their sessions ended.",
     "notifications-saved": "Your notifications were saved.",
     "webhook-deleted": "The endpoint was deleted: nothing more is sent to it.",
+    "branding-saved": ("The branding was saved: viewers see it on their next page, in the "
+                       "viewer and in the watermark."),
+    "webhook-test-sent": ("A test event was queued: its delivery shows in the endpoint's "
+                          "delivery log within seconds (reload the page)."),
     "room-created": "The room was created: add folders and files, then share it.",
     "folder-added": "The folder was added to the index.",
     "file-added": "The file was added to the index.",

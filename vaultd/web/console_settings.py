@@ -1,5 +1,6 @@
 """The console's Settings page: the account's members and roles, its API keys (a new key shown
-once), the member's own notifications, and the plan with its usage as meters.
+once), its webhooks, its branding, the member's own notifications, and the plan with its usage
+as meters.
 
 Every form posts to a route of its own, held to the same permission as the `/v1` route it
 mirrors (members and keys: MANAGE_ACCOUNT; a member's own notifications: READ), then redirects
@@ -13,10 +14,10 @@ from typing import Any
 
 from vaultd.errors import Conflict
 from vaultd.services.accounts.api_keys import ApiKeyInfo
-from vaultd.services.members import activity, keys, members
+from vaultd.services.members import activity, branding, keys, members
 from vaultd.services.members.roles import Role
 from vaultd.services.notifications import prefs
-from vaultd.services.webhooks import webhooks
+from vaultd.services.webhooks import webhook_test_event, webhooks
 from vaultd.web.client_ip import viewer_ip
 from vaultd.web.console_page import ConsolePage
 
@@ -65,7 +66,9 @@ class SettingsBase(ConsolePage):
                   mail_on=bool(self.ctx.settings.smtp_host), plan=self.account.plan,
                   meters=self.meters(), me=self.actor.id, new_secret=new_secret,
                   hooks_on=self.account.plan.id in webhooks.PLANS_WITH_WEBHOOKS,
-                  events=webhooks.EVENTS, endpoints=await self.endpoints())
+                  events=webhooks.EVENTS, endpoints=await self.endpoints(),
+                  account=self.account,
+                  branding_on=branding.plan_allows_branding(self.account))
 
     async def endpoints(self) -> list[dict[str, Any]]:
         """Each endpoint with its latest deliveries (at most 10 endpoints, 50 each)."""
@@ -175,6 +178,23 @@ class DeleteWebhookForm(SettingsBase):
         self.done(SETTINGS_PATH, "webhook-deleted")
 
 
+class TestWebhookForm(SettingsBase):
+    """Queues a test event for the endpoint; its attempt shows in the delivery log below."""
+
+    async def post(self, endpoint_id: str) -> None:
+        assert self.account is not None
+        await webhook_test_event.send_test_event(self.ctx.db, self.account, endpoint_id)
+        self.done(SETTINGS_PATH, "webhook-test-sent")
+
+
+class BrandingForm(SettingsBase):
+    async def post(self) -> None:
+        assert self.account is not None and self.actor is not None
+        await branding.change(self.ctx.db, self.actor, self.account, self.form("branding"),
+                              ip=self.caller_ip())
+        self.done(SETTINGS_PATH, "branding-saved")
+
+
 class NotificationsForm(SettingsBase):
     """Checkboxes: an unchecked box sends nothing, so both fields are always set here."""
 
@@ -198,4 +218,6 @@ ROUTES = [
     (r"/console/settings/notifications", NotificationsForm),
     (r"/console/settings/webhooks", CreateWebhookForm),
     (r"/console/settings/webhooks/([^/]+)/delete", DeleteWebhookForm),
+    (r"/console/settings/webhooks/([^/]+)/test", TestWebhookForm),
+    (r"/console/settings/branding", BrandingForm),
 ]

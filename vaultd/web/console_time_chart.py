@@ -35,7 +35,7 @@ class Chart:
 
 
 def time_chart(pages: Sequence[Any]) -> Chart:
-    """Bars of `seconds` per page (the rows of `analytics_report.file_analytics`)."""
+    """Bars of `seconds` per page (the rows of `analytics.file_pages.totals`)."""
     shown = list(pages)[:MAX_BARS]
     most = max((float(row["seconds"]) for row in shown), default=0.0)
     bars = []

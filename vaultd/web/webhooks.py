@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vaultd.services.members import activity
-from vaultd.services.webhooks import webhooks
+from vaultd.services.webhooks import webhook_test_event, webhooks
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
 
@@ -43,8 +43,16 @@ class DeliveriesHandler(BaseHandler):
             self.ctx.db, self.account.id, endpoint_id)})
 
 
+class TestEventHandler(BaseHandler):
+    async def post(self, endpoint_id: str) -> None:
+        assert self.account is not None
+        queued = await webhook_test_event.send_test_event(self.ctx.db, self.account, endpoint_id)
+        self.send_json(202, queued)
+
+
 ROUTES = [
     (r"/v1/webhooks", EndpointsHandler),
     (r"/v1/webhooks/([^/]+)", EndpointHandler),
     (r"/v1/webhooks/([^/]+)/deliveries", DeliveriesHandler),
+    (r"/v1/webhooks/([^/]+)/test", TestEventHandler),
 ]

@@ -21,6 +21,7 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable
 from vaultd.records import LinkStatsDoc, LinkStatsOpening
+from vaultd.services.analytics import file_pages
 from vaultd.timefmt import utcnow
 
 if TYPE_CHECKING:  # for annotations only: the page path passes an OpenLink in
@@ -116,13 +117,16 @@ def _first_open(opened: OpenLink, now: datetime, marker: str, ip: str | None) ->
 
 
 async def _touch(
-    db: Db, opened: OpenLink, ip: str | None, extra: dict[str, Any]
+    db: Db, opened: OpenLink, ip: str | None, extra: dict[str, Any],
+    fields: tuple[str, ...] = ()
 ) -> tuple[bool, LinkStatsDoc]:
-    """Upsert the link's document (first open stamped once); True when this call created it."""
+    """Upsert the link's document (first open stamped once); True when this call created it.
+    `fields`: more of the document to answer with, as it is after the update."""
     now, marker = utcnow(), uuid.uuid4().hex
     on_insert = _first_open(opened, now, marker, ip)
     update: dict[str, Any] = {"$setOnInsert": on_insert, "$max": {"lastSeenAt": now}, **extra}
-    projection = {"openMarker": 1, "seen": 1, "pageCount": 1, "completedAt": 1}
+    projection = {"openMarker": 1, "seen": 1, "pageCount": 1, "completedAt": 1,
+                  **dict.fromkeys(fields, 1)}
     for _ in range(2):  # two processes upserting at once: the loser finds the document
         try:
             doc = await db.link_stats.find_one_and_update(
@@ -153,7 +157,14 @@ async def note_pages(db: Db, opened: OpenLink, views: Mapping[int, int], ip: str
     for exactly one call: the one that saw the last unseen page."""
     increments = {f"pages.{page_key(page)}.views": count for page, count in views.items()}
     first, doc = await _touch(db, opened, ip, {"$inc": increments,
-                                               "$addToSet": {"seen": {"$each": sorted(views)}}})
+                                               "$addToSet": {"seen": {"$each": sorted(views)}}},
+                              tuple(increments))
+    # A page whose views are now exactly what this call added was not read through this link
+    # before: one more reader of it for the file's totals (file_pages).
+    counted = doc.get("pages") or {}
+    new_readers = [page for page, count in views.items()
+                   if int((counted.get(page_key(page)) or {}).get("views", 0)) == count]
+    await file_pages.add_views(db, opened.link["fileId"], views, new_readers)
     if doc.get("completedAt") is not None or len(doc.get("seen", [])) < doc["pageCount"]:
         return PageNote(first, False)
     result = await db.link_stats.update_one(
@@ -181,4 +192,8 @@ async def add_time(db: Db, opened: OpenLink, events: list[ActivityEvent]) -> flo
         {"$inc": increments, "$max": {"lastSeenAt": min(last, now)}})
     if result.matched_count == 0:
         raise Unprocessable(TOO_MUCH_TIME)
+    per_page: dict[int, float] = {}
+    for event in events:
+        per_page[event.page] = per_page.get(event.page, 0.0) + event.seconds
+    await file_pages.add_seconds(db, opened.link["fileId"], per_page)
     return added

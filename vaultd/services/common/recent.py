@@ -13,8 +13,8 @@ start before any database round trip, and that is harmless because:
     unwraps;
   - its state when the file is deleted: deletion removes the file's links first, and the link
     is read afresh, so no page of a deleted file is served from a kept record;
-- an account's plan and branding change only through `vault-admin`: a new branding reaches
-  the watermark within `TTL_SECONDS`.
+- an account's plan and branding change rarely (`vault-admin`, the console's branding form): a
+  new branding reaches the watermark within `TTL_SECONDS`.
 
 Nothing else uses these entries: the files API and the account endpoint read afresh.
 """

@@ -143,6 +143,8 @@ async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
     await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
     await _leave_rooms(db, file_id)
     await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})  # one per link
+    # Its time per page across links (services.analytics.file_pages, a layer above this one).
+    await db.raw("file_page_stats").delete_one({"_id": file_id})
     await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
     await store.backend.delete(doc["blob"]["name"])
     await renditions.delete(store, doc)

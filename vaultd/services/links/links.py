@@ -31,6 +31,7 @@ from vaultd.services.common.acting import acting
 from vaultd.services.common.fair_share import UNPACED, Pace
 from vaultd.services.files.files import get_file, is_uuid
 from vaultd.services.links import revoke_jobs
+from vaultd.services.notifications import owners
 from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -134,9 +135,9 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
         }
         if generation:
             doc["generation"] = generation
-        actor = acting()
-        if actor is not None and actor["kind"] == "member":  # whose notifications it feeds
-            doc["createdBy"] = actor["id"]
+        owner = await owners.link_owner(db, acting())  # whose notifications it feeds
+        if owner is not None:
+            doc["createdBy"] = owner
         if request.policy is not None:
             doc["policy"] = request.policy
             if "maxOpens" in request.policy:

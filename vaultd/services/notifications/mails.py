@@ -34,13 +34,15 @@ KEEP = timedelta(days=7)  # sent and dropped mails, for a look at what went out
 
 
 async def queue(db: Db, mail_id: str, account_id: str, member_id: str, kind: MailKind,
-                subject: str, text: str) -> bool:
+                subject: str, text: str, note_ids: list[str] | None = None) -> bool:
     """Queued now; False when this occurrence was queued before (nothing is added)."""
     now = utcnow()
     doc: NotificationMailDoc = {
         "_id": mail_id, "accountId": account_id, "memberId": member_id, "kind": kind,
         "subject": subject, "text": text, "state": "pending", "attempts": 0, "createdAt": now,
         "nextAttemptAt": now, "leaseUntil": NEVER_LEASED}
+    if note_ids is not None:
+        doc["noteIds"] = note_ids
     try:
         await db.notification_mails.insert_one(doc)
     except DuplicateKeyError:

@@ -1,9 +1,10 @@
 """The notification sender: runs in every vaultd process where SMTP is set (`smtp.*`).
 
-Each round queues the digests that are due, finishes the first opens a stopped process left
-owed (`opens.sweep_owed`), then sends the mails that are due, each under a lease so that of
-several processes one sends it (`mails`). It polls as often as webhook delivery does
-(`webhooks.poll_seconds`): both are the account's events leaving the vault."""
+Each round queues the first-open mails (`open_mails`, coalesced) and the digests that are
+due, finishes the first opens a stopped process left owed (`opens.sweep_owed`), then sends the
+mails that are due, each under a lease so that of several processes one sends it (`mails`). It
+polls as often as webhook delivery does (`webhooks.poll_seconds`): both are the account's
+events leaving the vault."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pymongo import ASCENDING
 
 from vaultd.config import Settings
 from vaultd.db import Db
-from vaultd.services.notifications import digest, mails, opens
+from vaultd.services.notifications import digest, mails, open_mails, opens
 
 log = logging.getLogger("vaultd.notifications")
 
@@ -37,6 +38,8 @@ async def ensure_indexes(db: Db) -> None:
     await db.notification_opens.create_index([("at", ASCENDING)],
                                              expireAfterSeconds=int(opens.KEEP.total_seconds()))
     await db.link_stats.create_index([("alertOwed", ASCENDING)], sparse=True)
+    await db.room_links.create_index([("alertOwed", ASCENDING)], sparse=True)
+    await db.notification_opens.create_index([("mailOwed", ASCENDING)], sparse=True)
 
 
 class Notifier:
@@ -73,6 +76,8 @@ class Notifier:
                 self._next_sweep = now + SWEEP_EVERY_SECONDS
                 await opens.sweep_owed(self.db)
                 await mails.prune(self.db)
+            await open_mails.queue_due(self.db,
+                                       self.settings.notifications_open_mail_window_seconds)
             await digest.queue_due(self.db)
             return await self._send_due()
         except asyncio.CancelledError:

@@ -1,12 +1,12 @@
-"""A member's link opened for the first time: noted for their digest, and mailed at once when
-they asked for it (`prefs.firstOpen`).
+"""A member's link opened for the first time: noted for their digest, and marked for a mail
+when they asked for one (`prefs.firstOpen`; the mail itself is `open_mails`, coalesced).
 
 The page path's analytics (`analytics.engagement`) call `first_opened` when a link's first open
-is recorded. That record (`link_stats`) is written with `alertOwed` set, in the same write as
-the open itself, whenever the link has a member who made it; `first_opened` clears it once the
-note and the mail are queued. So a process that dies in between leaves the flag, and any
-process's sweep (`sweep_owed`) finishes the work: nothing is lost, and nothing is mailed twice
-(the mail's id is the link's: `mails.queue`)."""
+is recorded; a room's opening (`rooms.activity`) calls `room_first_opened`. That record
+(`link_stats`, or the room link) is written with `alertOwed` set, in the same write as the open
+itself, whenever the link has a member (`createdBy`: `owners`); the note clears it. So a
+process that dies in between leaves the flag, and any process's sweep (`sweep_owed`) finishes
+the work: nothing is lost, and nothing is noted twice (the note's id is the link's)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,13 @@ from datetime import datetime, timedelta
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
-from vaultd.records import FileDoc, LinkDoc
+from vaultd.records import FileDoc, LinkDoc, RoomLinkDoc
 from vaultd.records.notifications import LinkOpenNoteDoc
-from vaultd.services.notifications import mails, prefs
-from vaultd.timefmt import iso_utc, utcnow
+from vaultd.services.notifications import prefs
+from vaultd.timefmt import utcnow
 
 KEEP = timedelta(days=2)  # notes outlive the digest's day by one, for a late digest
 OWED_AFTER = timedelta(seconds=30)  # a flag this old was left by a process that stopped
-MAX_SUBJECT_NAME = 80
 
 
 def printable(text: str, limit: int) -> str:
@@ -33,30 +32,34 @@ def printable(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def open_mail_text(note: LinkOpenNoteDoc) -> str:
-    return (f"Your link to {note['fileName']!s} was opened for the first time.\n\n"
-            f"Viewer: {note['viewerName']} <{note['viewerEmail']}>\n"
-            f"Opened at: {iso_utc(note['at'])}\n\n"
-            "You asked to be told when one of your links is opened. Change this in the "
-            "console's Settings, under Notifications.\n")
-
-
 async def first_opened(db: Db, link: LinkDoc, file: FileDoc | None, at: datetime) -> None:
-    """Note the open for the link's member and queue the mail they asked for; then the
-    `alertOwed` flag goes. Safe to call again for the same link."""
+    """Note the open for the link's member; then the `alertOwed` flag goes. Safe to call again
+    for the same link."""
     member_id = link.get("createdBy")
     if member_id is not None:
-        note: LinkOpenNoteDoc = {
-            "_id": link["_id"], "accountId": link["accountId"], "memberId": member_id,
-            "at": at, "fileName": printable(file["name"] if file else "a deleted file", 200),
-            "viewerEmail": link["viewerEmail"], "viewerName": printable(link["viewerName"], 200)}
-        with contextlib.suppress(DuplicateKeyError):  # noted before: the mail is keyed alike
-            await db.notification_opens.insert_one(note)
-        if await prefs.wants_open_mail(db, member_id):
-            subject = f"Opened: {printable(note['fileName'], MAX_SUBJECT_NAME)}"
-            await mails.queue(db, f"open:{link['_id']}", link["accountId"], member_id, "open",
-                              subject, open_mail_text(note))
+        await _note(db, link["_id"], link["accountId"], member_id, at,
+                    file["name"] if file else "a deleted file", link)
     await db.link_stats.update_one({"_id": link["_id"]}, {"$unset": {"alertOwed": ""}})
+
+
+async def room_first_opened(db: Db, link: RoomLinkDoc, room_name: str, at: datetime) -> None:
+    member_id = link.get("createdBy")
+    if member_id is not None:
+        await _note(db, link["_id"], link["accountId"], member_id, at, f"the room {room_name}",
+                    link)
+    await db.room_links.update_one({"_id": link["_id"]}, {"$unset": {"alertOwed": ""}})
+
+
+async def _note(db: Db, link_id: str, account_id: str, member_id: str, at: datetime,
+                what: str, link: LinkDoc | RoomLinkDoc) -> None:
+    note: LinkOpenNoteDoc = {
+        "_id": link_id, "accountId": account_id, "memberId": member_id, "at": at,
+        "fileName": printable(what, 200), "viewerEmail": link["viewerEmail"],
+        "viewerName": printable(link["viewerName"], 200)}
+    if await prefs.wants_open_mail(db, member_id):
+        note["mailOwed"] = True
+    with contextlib.suppress(DuplicateKeyError):  # noted before (a sweep after a crash)
+        await db.notification_opens.insert_one(note)
 
 
 async def sweep_owed(db: Db) -> int:
@@ -72,5 +75,12 @@ async def sweep_owed(db: Db) -> int:
             continue
         file = await db.files.find_one({"_id": link["fileId"]}, {"name": 1})
         await first_opened(db, link, file, stats["firstOpenedAt"])
+        done += 1
+    async for room_link in db.room_links.find({"alertOwed": True}):
+        if room_link["firstOpenedAt"] >= cutoff:
+            continue
+        room = await db.rooms.find_one({"_id": room_link["roomId"]}, {"name": 1})
+        await room_first_opened(db, room_link, room["name"] if room else "(deleted)",
+                                room_link["firstOpenedAt"])
         done += 1
     return done

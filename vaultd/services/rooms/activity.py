@@ -15,6 +15,7 @@ from vaultd.records import AccessLogDoc, RoomLinkDoc
 from vaultd.services.common import access_log, outbox
 from vaultd.services.common.feed import EPOCH
 from vaultd.services.common.newest import newest
+from vaultd.services.notifications import opens
 from vaultd.timefmt import iso_utc, utcnow
 
 # What a room's log holds: its openings, its pages, and its links' gates (services.gates).
@@ -31,11 +32,17 @@ async def room_opened(db: Db, link: RoomLinkDoc, room_name: str, ip: str | None)
     await access_log.record(db, link["accountId"], None, "room.view",
                             viewer_email=link["viewerEmail"], ip=ip, room_id=link["roomId"])
     unopened = {"_id": link["_id"], "firstOpenedAt": {"$exists": False}}
-    first = await db.room_links.update_one(unopened, {"$set": {"firstOpenedAt": utcnow()}})
+    now = utcnow()
+    # The member's note is owed in the same write as the opening (notifications.opens).
+    opening: dict[str, Any] = {"firstOpenedAt": now}
+    if "createdBy" in link:
+        opening["alertOwed"] = True
+    first = await db.room_links.update_one(unopened, {"$set": opening})
     if first.modified_count:
         data = {"roomId": link["roomId"], "roomName": room_name, **_link_data(link), "ip": ip}
         await outbox.emit(db, link["accountId"], "room.opened", data,
                           key=f"room.opened:{link['_id']}")
+        await opens.room_first_opened(db, link, room_name, now)
 
 
 async def room_revoked(db: Db, account_id: str, room_id: str, count: int,

@@ -21,6 +21,7 @@ from vaultd.records import PolicyDoc, RoomDoc, RoomLinkDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.accounts import link_counts
 from vaultd.services.accounts.accounts import Account
+from vaultd.services.common.acting import acting
 from vaultd.services.gates.policy import parse_policy
 from vaultd.services.links.links import (
     DEFAULT_TTL,
@@ -29,6 +30,7 @@ from vaultd.services.links.links import (
     parse_ttl,
     parse_viewer_name,
 )
+from vaultd.services.notifications import owners
 from vaultd.services.rooms.activity import room_revoked
 from vaultd.timefmt import utcnow
 
@@ -87,6 +89,9 @@ async def create(db: Db, room: RoomDoc, request: RoomLinkRequest) -> tuple[str, 
             doc["policy"] = request.policy
             if "maxOpens" in request.policy:
                 doc["opens"] = 0
+        owner = await owners.link_owner(db, acting())  # whose notifications it feeds
+        if owner is not None:
+            doc["createdBy"] = owner
         try:
             await db.room_links.insert_one(doc)
         except DuplicateKeyError:

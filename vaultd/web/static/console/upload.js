@@ -5,7 +5,7 @@
 const UPLOAD_URL = "/console/api/files";
 const REASONS = {
   402: "plan limit reached",
-  413: "too large (at most 25 MB per file)",
+  413: "too large",  // the API's message that follows names the limit set on this server
   415: "wrong type (PDF, JPEG or PNG; Office documents where the server converts them)",
   422: "the file is damaged or cannot be read",
   429: "too many uploads at once: try again in a minute",
