@@ -14,7 +14,6 @@ it; a module wanting a vaultd of its own beside the session's starts a process.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -23,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from tests.inprocess_logs import ServerLog
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, base_env, free_port
 from tests.waiting import NotReached
 from vaultd.config import Settings, load_settings
-from vaultd.logs import RedactingFormatter
 from vaultd.main import serve
 
 
@@ -39,7 +38,7 @@ class InProcessVault(VaultProcess):
     _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     _stop: asyncio.Event | None = field(default=None, repr=False)
     _failure: BaseException | None = field(default=None, repr=False)
-    _log_handler: logging.Handler | None = field(default=None, repr=False)
+    _log: ServerLog | None = field(default=None, repr=False)
     running: ClassVar[InProcessVault | None] = None
 
     def start(self, timeout: float = 60.0) -> InProcessVault:
@@ -78,24 +77,13 @@ class InProcessVault(VaultProcess):
             self._failure = exc
 
     def _attach_log(self, level: str) -> None:
-        # vaultd's lines go to the log file, as a process's stderr would, through its own
-        # redacting formatter; the root logger's level is vaultd's while it runs. The test's
-        # own lines (its thread's, its HTTP client's) are not vaultd's and stay out.
-        handler = logging.FileHandler(self.log_path)
-        handler.addFilter(_not_the_tests)
-        handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        handler.setLevel(level)
-        root = logging.getLogger()
-        root.addHandler(handler)
-        if root.level > handler.level or root.level == logging.NOTSET:
-            root.setLevel(handler.level)
-        self._log_handler = handler
+        self._log = ServerLog(self.log_path, level)
+        self._log.install()
 
     def _detach_log(self) -> None:
-        if self._log_handler is not None:
-            logging.getLogger().removeHandler(self._log_handler)
-            self._log_handler.close()
-            self._log_handler = None
+        if self._log is not None:
+            self._log.remove()
+            self._log = None
 
     def _healthy(self) -> bool:
         if self._thread is not None and not self._thread.is_alive():
@@ -138,14 +126,6 @@ def inprocess_vault(data_dir: Path, **env: str) -> Iterator[InProcessVault]:
     finally:
         server.stop()
     assert_no_secrets_in_log(server)
-
-
-TEST_SIDE_LOGGERS = ("httpx", "httpcore")
-
-
-def _not_the_tests(record: logging.LogRecord) -> bool:
-    return (record.thread != threading.main_thread().ident
-            and not record.name.startswith(TEST_SIDE_LOGGERS))
 
 
 def _current_umask() -> int:
