@@ -27,8 +27,8 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     # Tests of the quota under concurrency send more parallel uploads than the default cap; the
     # audit log signs a checkpoint a second after an entry, so its proofs are there to read.
     with inprocess_vault(tmp_path_factory.mktemp("vault") / "data",
-                       VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="16",
-                       VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS="1") as server:
+                         VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="16",
+                         VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS="1") as server:
         yield server
 
 

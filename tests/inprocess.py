@@ -7,8 +7,9 @@ A thread, not the test's loop: the tests are synchronous httpx clients (and some
 It saves a Python interpreter and vaultd's imports per start, and is for tests that need no
 process boundary; a test that signals, kills or measures the server process keeps
 `tests.vault_process.VaultProcess`. One at a time per process: vaultd keeps some state per
-process (the revoke-alls' background steps, the umask, the root logger), so a second would share
-it; a module wanting a vaultd of its own beside the session's starts a process.
+process (the revoke-alls' background steps, the umask, its log's routing: tests.inprocess_logs),
+so a second would share it; a module wanting a vaultd of its own beside the session's starts a
+process.
 """
 
 from __future__ import annotations
@@ -45,12 +46,12 @@ class InProcessVault(VaultProcess):
         if InProcessVault.running is not None:
             raise RuntimeError(f"an in-process vaultd already runs ({InProcessVault.running.url})"
                                ": start this one as a process (tests.vault_process)")
-        InProcessVault.running = self
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.fixed_port or free_port()
         flags = {"host": "127.0.0.1", "port": self.port, "data_dir": str(self.data_dir)}
         env = {k: v for k, v in base_env(self.env).items() if k.startswith("VAULTD_")}
         settings = load_settings(env=env, flags=flags)
+        InProcessVault.running = self
         self._attach_log(settings.log_level)
         umask = _current_umask()
         self._failure = None
