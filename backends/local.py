@@ -148,9 +148,10 @@ class LocalBackend:
 
     def _list_sync(self) -> list[tuple[str, float]]:
         out = []
-        for entry in os.scandir(self.root):
-            if entry.is_file() and not entry.name.startswith(_TMP_PREFIX):
-                out.append((entry.name, entry.stat().st_mtime))
+        with os.scandir(self.root) as entries:  # closed too when a file goes away meanwhile
+            for entry in entries:
+                if entry.is_file() and not entry.name.startswith(_TMP_PREFIX):
+                    out.append((entry.name, entry.stat().st_mtime))
         return out
 
     async def sweep_temporaries(self, older_than_seconds: float) -> int:
@@ -160,10 +161,11 @@ class LocalBackend:
     def _sweep_sync(self, older_than_seconds: float) -> int:
         cutoff = time.time() - older_than_seconds
         removed = 0
-        for entry in os.scandir(self.root):
-            if entry.name.startswith(_TMP_PREFIX) and entry.stat().st_mtime < cutoff:
-                Path(entry.path).unlink(missing_ok=True)
-                removed += 1
+        with os.scandir(self.root) as entries:  # closed too when a file goes away meanwhile
+            for entry in entries:
+                if entry.name.startswith(_TMP_PREFIX) and entry.stat().st_mtime < cutoff:
+                    Path(entry.path).unlink(missing_ok=True)
+                    removed += 1
         return removed
 
     async def close(self) -> None:

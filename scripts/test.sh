@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install everything the tests need, lint and type-check, then run the tests. Extra arguments
 # go to pytest (e.g. -m "not slow" for the fast loop, see docs/testing.md). Without arguments
-# (the whole suite, as CI runs it) the container image is built and smoke-tested first
-# (scripts/container-test.sh), and pytest runs twice: on two workers, then the `alone` modules.
+# (the whole suite, as CI runs it) the container image is built and smoke-tested
+# (scripts/container-test.sh) while pytest runs on two workers, then pytest runs the `alone`
+# modules by themselves.
 # pytest's summary stays the last line; the exit code covers all three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,14 +11,19 @@ bash scripts/setup.sh --test
 .venv/bin/python -m ruff check .
 .venv/bin/python -m mypy   # settings and the checked packages: [tool.mypy] in pyproject.toml
 container=0
-if [ $# -eq 0 ]; then
-  bash scripts/container-test.sh || container=$?
-fi
 status=0
 if [ $# -eq 0 ]; then
+  # The container test beside the run on two workers (both mostly wait on processes they
+  # started), its output kept and shown once it is done; it is over before the `alone` modules.
+  container_log=$(mktemp)
+  bash scripts/container-test.sh >"$container_log" 2>&1 &
+  container_pid=$!
   # Two workers, a module to each at a time (module fixtures start once); then the modules that
   # bound a time another worker's load would move (marker `alone`), by themselves.
   .venv/bin/python -m pytest -n 2 --dist loadfile -m "not alone" || status=$?
+  wait "$container_pid" || container=$?
+  cat "$container_log"
+  rm -f "$container_log"
   alone=0
   .venv/bin/python -m pytest -m alone || alone=$?
   if [ "$status" -ne 0 ]; then

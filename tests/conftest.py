@@ -1,5 +1,6 @@
 """Shared fixtures: one real vaultd (embedded SecantusDB, local blobs, real render pool) per
-session, a fresh account and key per test, and a check that no secret reached the server log;
+session, in the test process (`tests.inprocess`: no test of it signals or measures the server's
+process), a fresh account and key per test, and a check that no secret reached the server log;
 the session's Azurite and moto server for the modules that use them."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import httpx
 import pytest
 
 from tests.blob_helpers import encrypt, pattern
+from tests.inprocess import inprocess_vault
 from tests.mail_server import MailServer
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import VaultProcess
 from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
 
 if TYPE_CHECKING:
@@ -24,9 +26,9 @@ if TYPE_CHECKING:
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     # Tests of the quota under concurrency send more parallel uploads than the default cap; the
     # audit log signs a checkpoint a second after an entry, so its proofs are there to read.
-    with running_vault(tmp_path_factory.mktemp("vault") / "data",
-                       VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="16",
-                       VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS="1") as server:
+    with inprocess_vault(tmp_path_factory.mktemp("vault") / "data",
+                         VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="16",
+                         VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS="1") as server:
         yield server
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -28,9 +28,16 @@ from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
 from tests import sandbox_attacks as attacks
 from tests.http_helpers import create_link, upload_ok
-from tests.vault_process import VaultProcess, base_env, free_port
+from tests.vault_process import VaultProcess, base_env, free_port, running_vault
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    # A process of its own: the worker must not reach the server's pid, nor this test's.
+    with running_vault(tmp_path_factory.mktemp("vault") / "data") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,9 @@ server, recorder, db = (recorded_database.server, recorded_database.recorder,
 
 SIZE = 5000
 WINDOW = 3 * id_ranges.BATCH  # a window aims at BATCH records; the density varies around it
+# The revoked file's links: more than a window (a scan reads them all, and the 5,000 others
+# beside them), marked in a few dozen paced writes rather than the hundreds SIZE would take.
+REVOKED = 1000
 
 
 @pytest.fixture(scope="module")
@@ -142,16 +145,18 @@ async def test_backup_exports_every_collection_a_window_at_a_time(
 
 async def test_revoking_every_link_of_a_file_reads_and_writes_a_window_at_a_time(
         db: Db, recorder: QueryRecorder, busy: Seeded) -> None:
+    # `busy`: another account's file with 5,000 links and 5,000 log entries beside this one's.
+    revoking = await seed_account(db, "Revoked Co", files=1, entries=0, links=REVOKED)
     revoked, most, queries = await largest_read(db, recorder, lambda: revoke_jobs.revoke_all(
-        db, busy.account_id, busy.busy_file, owner="vaultd-test"))
-    assert revoked == busy.live_links
+        db, revoking.account_id, revoking.busy_file, owner="vaultd-test"))
+    assert revoked == revoking.live_links
     assert most <= WINDOW, f"revoke-all: one query read {most} documents"
-    assert await link_counts.file_live(db, busy.busy_file) == 0
+    assert await link_counts.file_live(db, revoking.busy_file) == 0
     # Its link records are marked in the background, a window at a time.
     _, most, queries = await largest_read(db, recorder, revoke_jobs.all_marked)
     assert most <= WINDOW, f"marking a revoke-all: one query read {most} documents"
-    assert queries >= busy.live_links // revoke_jobs.BATCH
-    assert await db.links.count_documents({"fileId": busy.busy_file, "revoked": False}) == 0
+    assert queries >= revoking.live_links // revoke_jobs.BATCH
+    assert await db.links.count_documents({"fileId": revoking.busy_file, "revoked": False}) == 0
 
 
 async def test_deleting_a_file_reads_its_links_a_window_at_a_time(

@@ -76,6 +76,9 @@ class VaultProcess:
         assert self.process is not None
         if self.process.poll() is not None:
             raise RuntimeError(f"vaultd exited early:\n{self.log_path.read_text()[-3000:]}")
+        return self._http_healthy()
+
+    def _http_healthy(self) -> bool:
         try:
             return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
         except httpx.HTTPError:

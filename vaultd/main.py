@@ -8,7 +8,7 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from pymongo.errors import PyMongoError
@@ -105,7 +105,11 @@ def make_pool(settings: Settings, metrics: Metrics | None = None) -> RenderPool:
     )
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings,
+                until: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Serve until `until` returns (by default SIGINT or SIGTERM), then stop gracefully. The
+    in-process test harness (tests/inprocess.py) passes its own stop, so it builds the app
+    exactly as here."""
     # Checked before anything starts: a half-set auth.oidc, the directory, that it is ours
     # alone, the port.
     oidc = oidc_client(settings)
@@ -119,7 +123,8 @@ async def serve(settings: Settings) -> None:
         keyrings = KeyringSource(settings)
         announce_new_key(settings, keyrings)
         backend = make_backend(settings)  # config errors surface before anything is started
-        await run_service(settings, sockets, keyrings, backend, oidc=oidc)
+        await run_service(settings, sockets, keyrings, backend, oidc=oidc,
+                          until=until or wait_for_signal)
     finally:
         lock.release()
 
@@ -174,7 +179,8 @@ class BackgroundWork:
 
 async def run_service(settings: Settings, sockets: list[socket.socket],
                       keyrings: KeyringSource, backend: BlobBackend, *,
-                      oidc: OidcClient | None = None) -> None:
+                      oidc: OidcClient | None = None,
+                      until: Callable[[], Awaitable[None]] | None = None) -> None:
     metrics = Metrics(settings.metrics_per_account)
     if settings.metrics_port:
         watch_database(metrics)  # before the client is made: it reports its commands
@@ -207,7 +213,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
-        await wait_for_signal()
+        await (until or wait_for_signal)()
         assert background.deliverer is not None  # started above
         await stop_gracefully(server, ctx, pages, background.deliverer,
                               settings.server_shutdown_grace_seconds)

@@ -1,0 +1,135 @@
+"""vaultd in the test's own process: the app `vaultd.main.serve` builds (the composition root, the
+embedded SecantusDB, real render workers, real crypto), served on a loopback socket by an event
+loop in a thread of the test process.
+
+A thread, not the test's loop: the tests are synchronous httpx clients (and some call
+`asyncio.run` for their set-up), so the app's loop must run while the test blocks on a request.
+It saves a Python interpreter and vaultd's imports per start, and is for tests that need no
+process boundary; a test that signals, kills or measures the server process keeps
+`tests.vault_process.VaultProcess`. One at a time per process: vaultd keeps some state per
+process (the revoke-alls' background steps, the umask, its log's routing: tests.inprocess_logs),
+so a second would share it; a module wanting a vaultd of its own beside the session's starts a
+process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from tests.inprocess_logs import ServerLog
+from tests.vault_process import VaultProcess, assert_no_secrets_in_log, base_env, free_port
+from tests.waiting import NotReached
+from vaultd.config import Settings, load_settings
+from vaultd.main import serve
+
+
+@dataclass
+class InProcessVault(VaultProcess):
+    """A `VaultProcess` whose server runs in this process: the same URL, clients, CLI, services
+    and log file; no `process` (nothing to signal)."""
+
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    _stop: asyncio.Event | None = field(default=None, repr=False)
+    _failure: BaseException | None = field(default=None, repr=False)
+    _log: ServerLog | None = field(default=None, repr=False)
+    running: ClassVar[InProcessVault | None] = None
+
+    def start(self, timeout: float = 60.0) -> InProcessVault:
+        if InProcessVault.running is not None:
+            raise RuntimeError(f"an in-process vaultd already runs ({InProcessVault.running.url})"
+                               ": start this one as a process (tests.vault_process)")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = self.fixed_port or free_port()
+        flags = {"host": "127.0.0.1", "port": self.port, "data_dir": str(self.data_dir)}
+        env = {k: v for k, v in base_env(self.env).items() if k.startswith("VAULTD_")}
+        settings = load_settings(env=env, flags=flags)
+        InProcessVault.running = self
+        self._attach_log(settings.log_level)
+        umask = _current_umask()
+        self._failure = None
+        self._thread = threading.Thread(target=self._serve, args=(settings,),
+                                        name=f"vaultd-{self.port}", daemon=True)
+        self._thread.start()
+        try:
+            self._wait_healthy(timeout)
+        finally:
+            # serve() sets vaultd's private umask for the process; the workers and the database
+            # it started have it, the rest of the test process gets its own back.
+            os.umask(umask)
+        return self
+
+    def _serve(self, settings: Settings) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            await serve(settings, until=self._stop.wait)
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - reported to the test by start() and stop()
+            self._failure = exc
+
+    def _attach_log(self, level: str) -> None:
+        self._log = ServerLog(self.log_path, level)
+        self._log.install()
+
+    def _detach_log(self) -> None:
+        if self._log is not None:
+            self._log.remove()
+            self._log = None
+
+    def _healthy(self) -> bool:
+        if self._thread is not None and not self._thread.is_alive():
+            raise RuntimeError(f"vaultd stopped early ({self._failure!r}):\n"
+                               f"{self.log_text()[-3000:]}")
+        return self._http_healthy()
+
+    def stop(self, sig: int = 0, timeout: float = 30.0) -> int:
+        """Stop as on SIGTERM (gracefully); 0 when the app stopped cleanly. A signal other than
+        SIGTERM is not emulated: such a test needs a real process."""
+        thread, loop, stop = self._thread, self._loop, self._stop
+        if InProcessVault.running is self:
+            InProcessVault.running = None
+        if thread is None:
+            return 0
+        if loop is not None and stop is not None and thread.is_alive():
+            loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout)
+        self._detach_log()
+        self._thread = None
+        if thread.is_alive():
+            raise RuntimeError(f"the in-process vaultd did not stop within {timeout} s")
+        if self._failure is not None:
+            raise RuntimeError("the in-process vaultd failed") from self._failure
+        return 0
+
+
+@contextmanager
+def inprocess_vault(data_dir: Path, **env: str) -> Iterator[InProcessVault]:
+    """`tests.vault_process.running_vault`, in this process: started (2 render workers unless
+    `env` says otherwise), stopped, its log then checked for every registered secret."""
+    server = InProcessVault(data_dir, env={"VAULTD_RENDER_WORKERS": "2", **env})
+    try:
+        server.start()
+    except (NotReached, RuntimeError):
+        server.stop()
+        raise
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert_no_secrets_in_log(server)
+
+
+def _current_umask() -> int:
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return umask
