@@ -63,10 +63,12 @@ class Segment:
                 "epoch": epoch}
 
 
-async def find_in(collection: Any, ids: list[str]) -> AsyncIterator[Any]:
+async def find_in(collection: Any, ids: list[str],
+                  projection: dict[str, int] | None = None) -> AsyncIterator[Any]:
     """The documents of `ids` (those that exist), read by `_id` in short `$in` lists."""
     for start in range(0, len(ids), IN_CHUNK):
-        async for doc in collection.find({"_id": {"$in": ids[start:start + IN_CHUNK]}}):
+        async for doc in collection.find({"_id": {"$in": ids[start:start + IN_CHUNK]}},
+                                         projection):
             yield doc
 
 
@@ -146,28 +148,32 @@ async def _insert(collection: Any, docs: list[Any], epoch: int) -> None:
                 raise BlockFenced(doc["_id"]) from fenced
 
 
-async def read(db: Db, tree: AuditTreeDoc, wanted: set[int]) -> dict[int, Leaves]:
+async def read(db: Db, tree: AuditTreeDoc, wanted: set[int], *,
+               keys_too: bool = True) -> dict[int, Leaves]:
     """The committed leaves of blocks `wanted` of the tree: a complete block whole, the last
-    one from its listed pieces, each up to where the next starts."""
+    one from its listed pieces, each up to where the next starts. `keys_too` False: the leaf
+    hashes only (a proof's), half the bytes to read."""
     account_id, size = tree["_id"], tree["size"]
     last = block_of(size)
     out: dict[int, Leaves] = {}
+    skip = None if keys_too else {"keys": 0}
     complete = [block_id(account_id, block) for block in sorted(wanted) if block < last]
-    async for doc in find_in(db.audit_blocks, complete):
-        out[doc["block"]] = {"keys": doc["keys"], "hashes": [bytes(h) for h in doc["hashes"]]}
+    async for doc in find_in(db.audit_blocks, complete, skip):
+        out[doc["block"]] = {"keys": doc.get("keys", []),
+                             "hashes": [bytes(h) for h in doc["hashes"]]}
     if last in wanted and size % BLOCK_SIZE:
         starts = list(tree.get("pieces", []))
         ids = [piece_id(account_id, last, start) for start in starts]
-        pieces = {doc["start"]: doc async for doc in find_in(db.audit_pieces, ids)}
+        pieces = {doc["start"]: doc async for doc in find_in(db.audit_pieces, ids, skip)}
         ends = [*starts[1:], size % BLOCK_SIZE]
         keys: list[str] = []
         hashes: list[bytes] = []
         for start, end in zip(starts, ends, strict=True):
-            if start not in pieces or start != len(keys):
+            if start not in pieces or start != len(hashes):
                 raise LookupError(f"audit tree of {account_id} is missing leaves")
-            keys += pieces[start]["keys"][:end - start]
             hashes += [bytes(h) for h in pieces[start]["hashes"][:end - start]]
-        out[last] = {"keys": keys, "hashes": hashes}
+            keys += pieces[start].get("keys", [""] * (end - start))[:end - start]
+        out[last] = {"keys": keys if keys_too else [], "hashes": hashes}
     return out
 
 

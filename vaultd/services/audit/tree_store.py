@@ -42,7 +42,8 @@ async def read_nodes(db: Db, tree: AuditTreeDoc,
     if len(found) != len(stored):  # a committed tree has every node below its size
         raise LookupError(f"audit tree of {account_id} is missing nodes")
     low = [(level, index) for level, index in keys if level < BLOCK_LEVEL]
-    held = await blocks.read(db, tree, {blocks.block_of(index << level) for level, index in low})
+    held = await blocks.read(db, tree, {blocks.block_of(index << level) for level, index in low},
+                             keys_too=False)
     for level, index in low:
         block = blocks.block_of(index << level)
         if block not in held:
