@@ -29,6 +29,7 @@ from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db, connect
 from vaultd.db_indexes import ensure_indexes
 from vaultd.services.accounts import accounts, api_keys
+from vaultd.services.audit.blocks import BLOCK_SIZE
 from vaultd.services.common import access_log
 
 pytestmark = pytest.mark.slow  # kills and restarts its own vaultd processes
@@ -79,8 +80,11 @@ def run(uri: str, work: Any) -> Any:
 async def committed(db: Db) -> dict[str, int]:
     """Every committed index: source key -> index (what a checkpoint may already have signed)."""
     sizes = {tree["_id"]: tree["size"] async for tree in db.audit_trees.find({})}
-    return {leaf["_id"]: leaf["index"] async for leaf in db.audit_leaves.find({})
-            if leaf["index"] < sizes.get(leaf["accountId"], 0)}
+    return {key: piece["block"] * BLOCK_SIZE + piece["start"] + position
+            async for piece in db.audit_pieces.find({})
+            for position, key in enumerate(piece["keys"])
+            if piece["block"] * BLOCK_SIZE + piece["start"] + position
+            < sizes.get(piece["accountId"], 0)}
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ async def test_the_sequencer_runs_by_default_and_sequences_a_page_entry(
     assert sequencer is not None
     try:
         async def sequenced() -> bool:
-            leaf = await db.audit_leaves.find_one({"_id": f"access:{entry_id}"})
+            leaf = await db.audit_pieces.find_one({"keys": f"access:{entry_id}"})
             tree = await db.audit_trees.find_one({"_id": "acct-on"})
             return leaf is not None and tree is not None and tree["size"] == 1
         await wait_until_async(sequenced, timeout=30)

@@ -33,10 +33,11 @@ from vaultd.records import (
     WebhookEndpointDoc,
 )
 from vaultd.records.audit import (
+    AuditBlockDoc,
     AuditCheckpointDoc,
     AuditKeyDoc,
-    AuditLeafDoc,
     AuditNodeDoc,
+    AuditPieceDoc,
     AuditSequencerDoc,
     AuditTreeDoc,
 )
@@ -106,8 +107,12 @@ class Db:
         return cast("AsyncCollection[ActivityDoc]", self.database["activity"])
 
     @property
-    def audit_leaves(self) -> AsyncCollection[AuditLeafDoc]:
-        return cast("AsyncCollection[AuditLeafDoc]", self.database["audit_leaves"])
+    def audit_pieces(self) -> AsyncCollection[AuditPieceDoc]:
+        return cast("AsyncCollection[AuditPieceDoc]", self.database["audit_pieces"])
+
+    @property
+    def audit_blocks(self) -> AsyncCollection[AuditBlockDoc]:
+        return cast("AsyncCollection[AuditBlockDoc]", self.database["audit_blocks"])
 
     @property
     def audit_nodes(self) -> AsyncCollection[AuditNodeDoc]:

@@ -115,8 +115,8 @@ async def _audit_indexes(db: Db) -> None:
     # (services.audit.sequencer); its own records are read by index, never scanned.
     await db.access_log.create_index([("at", ASCENDING)])
     await db.activity.create_index([("at", ASCENDING)])
-    await db.audit_leaves.create_index([("accountId", ASCENDING), ("index", ASCENDING)],
-                                       unique=True)
+    # Which index an entry has (its proof by id, the sequencer's check after a take-over).
+    await db.audit_pieces.create_index([("keys", ASCENDING)])
     await db.audit_checkpoints.create_index([("accountId", ASCENDING), ("size", ASCENDING)])
 
 

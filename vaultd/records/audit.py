@@ -8,18 +8,37 @@ from typing import Any, Literal, NotRequired, TypedDict
 SourceKind = Literal["access", "activity"]
 
 
-class AuditLeafDoc(TypedDict):
-    """Collection `audit_leaves`: which source entry got which index. `_id` is the entry's
-    source key (`access:<id>` or `activity:<id>`), so no entry is ever sequenced twice."""
+class AuditPieceDoc(TypedDict):
+    """Collection `audit_pieces`: the leaves one round gave one account within one block of
+    256 indexes, `_id` `<account>/<block>/<start>` (services.audit.blocks): which source entry
+    got which index, and its leaf hash. Only the indexes below the committed size count."""
 
     _id: str
     accountId: str
-    index: int
+    block: int  # indexes block * 256 .. block * 256 + 255
+    start: int  # the position in the block of the first leaf here
+    count: int  # how many leaves `keys` and `hashes` hold
+    keys: list[str]  # source keys (`access:<id>`, `activity:<id>`) in index order
+    hashes: list[bytes]  # their leaf hashes
+    epoch: int  # the sequencer lease it was written under: an older holder cannot overwrite
+
+
+class AuditBlockDoc(TypedDict):
+    """Collection `audit_blocks`: a complete block's 256 leaves in one document, `_id`
+    `<account>/<block>`, written with its last piece (services.audit.blocks)."""
+
+    _id: str
+    accountId: str
+    block: int
+    keys: list[str]
+    hashes: list[bytes]
+    epoch: int
 
 
 class AuditNodeDoc(TypedDict):
-    """Collection `audit_nodes`: the hash of one complete subtree, `_id` `<account>/<level>/
-    <index>` (level 0: the leaf hashes), written before the tree that includes it."""
+    """Collection `audit_nodes`: the hash of one complete subtree of 256 leaves or more, `_id`
+    `<account>/<level>/<index>` (level 8 and up: those below are computed from a block),
+    written before the tree that includes it."""
 
     _id: str
     hash: bytes
@@ -48,6 +67,7 @@ class AuditTreeDoc(TypedDict):
     checkpointSize: int
     checkpointAt: datetime | None
     epoch: int  # the sequencer lease that last claimed it: an older holder cannot commit
+    pieces: NotRequired[list[int]]  # where the pieces of the last, incomplete block start
 
 
 class AuditSequencerDoc(TypedDict):

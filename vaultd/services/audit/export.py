@@ -16,34 +16,41 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from vaultd.db import Db
-from vaultd.records.audit import AuditCheckpointDoc
-from vaultd.services.audit import checkpoints, keys, leaves, merkle, tree_store
-from vaultd.services.audit.tree_store import find_in, node_id
+from vaultd.records.audit import AuditCheckpointDoc, AuditTreeDoc
+from vaultd.services.audit import blocks, checkpoints, keys, leaves, merkle, tree_store
+from vaultd.services.audit.blocks import BLOCK_SIZE, find_in
 
 FORMAT = "vaultd-audit-export/1"
-BATCH = 1000  # entries read per round trip: an index range of leaves, then their records
+BATCH = 4 * BLOCK_SIZE  # entries read per round trip: their blocks, then their records
 
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-async def _consistency(db: Db, account_id: str, sizes: list[int]) -> dict[str, list[str]]:
+async def _consistency(db: Db, tree: AuditTreeDoc, sizes: list[int]) -> dict[str, list[str]]:
     newest = sizes[-1]
     proofs: dict[str, list[str]] = {}
     for size in sizes[:-1]:
         if size < newest:
             ranges = merkle.consistency_ranges(size, newest)
             proofs[str(size)] = [_b64(h) for h in
-                                 await tree_store.range_hashes(db, account_id, ranges)]
+                                 await tree_store.range_hashes(db, tree, ranges)]
     return proofs
 
 
-async def _entries(db: Db, account_id: str, start: int, end: int) -> list[dict[str, Any]]:
-    found = db.audit_leaves.find({"accountId": account_id, "index": {"$gte": start, "$lt": end}})
-    by_index = {doc["index"]: doc["_id"] async for doc in found}
-    ids = [node_id(account_id, 0, index) for index in range(start, end)]
-    hashes = {doc["_id"]: bytes(doc["hash"]) async for doc in find_in(db.audit_nodes, ids)}
+async def _entries(db: Db, tree: AuditTreeDoc, start: int, end: int) -> list[dict[str, Any]]:
+    held = await blocks.read(db, tree, set(range(blocks.block_of(start),
+                                                 blocks.block_of(end - 1) + 1)))
+    by_index: dict[int, str] = {}
+    hashes: dict[int, bytes] = {}
+    for number, leaves_of in held.items():
+        base = number * BLOCK_SIZE
+        for position, (source, digest) in enumerate(zip(leaves_of["keys"],
+                                                        leaves_of["hashes"], strict=True)):
+            if start <= base + position < end:
+                by_index[base + position] = source
+                hashes[base + position] = digest
     sources: dict[str, Any] = {}
     for kind, collection in (("access", "access_log"), ("activity", "activity")):
         wanted = [key.split(":", 1)[1] for key in by_index.values() if key.startswith(kind + ":")]
@@ -53,7 +60,7 @@ async def _entries(db: Db, account_id: str, start: int, end: int) -> list[dict[s
     out = []
     for index in range(start, end):
         key = by_index.get(index)
-        leaf_hash = hashes.get(node_id(account_id, 0, index))
+        leaf_hash = hashes.get(index)
         item: dict[str, Any] = {"index": index, "leafHash": _b64(leaf_hash) if leaf_hash else None}
         if key is not None:
             kind, entry_id = key.split(":", 1)
@@ -71,16 +78,17 @@ def _entry(kind: str, doc: Any) -> dict[str, Any]:
 async def export(db: Db, account_id: str, origin: str) -> AsyncIterator[str]:
     """The export as text pieces; NotFound before the first piece when nothing is signed."""
     newest = await checkpoints.latest(db, account_id)
+    tree = await tree_store.committed(db, account_id)  # at least as large: signed after commit
     signed: list[AuditCheckpointDoc] = [doc for doc in await checkpoints.all_of(db, account_id)
                                         if doc["size"] <= newest["size"]]
     head = {"format": FORMAT, "account": account_id,
             "origin": checkpoints.origin_of(origin, account_id),
             "keys": await keys.published(db), "treeSize": newest["size"],
             "checkpoints": [doc["note"] for doc in signed],
-            "consistency": await _consistency(db, account_id, [doc["size"] for doc in signed])}
+            "consistency": await _consistency(db, tree, [doc["size"] for doc in signed])}
     yield json.dumps(head)[:-1] + ', "entries": ['
     for start in range(0, newest["size"], BATCH):
-        batch = await _entries(db, account_id, start, min(start + BATCH, newest["size"]))
+        batch = await _entries(db, tree, start, min(start + BATCH, newest["size"]))
         text = ",\n".join(json.dumps(item, sort_keys=True) for item in batch)
         yield ("\n" if start == 0 else ",\n") + text
     yield "\n]}\n"

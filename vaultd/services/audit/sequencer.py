@@ -3,18 +3,20 @@
 Off the page path: the page path's insert stays one command, and this loop, in whichever
 vaultd process holds the lease (`lease`), reads what arrived since its last round. A round:
 
-1. reads each source (`access_log`, `activity`) by time from its cursor less
-   `audit.late_arrival_seconds` (an entry stamped by a process's clock may land after a later
-   one), and drops what it already sequenced: in memory, then `audit_leaves` by `_id`;
-2. per account, in (time, source key) order: claims the tree for its lease epoch, deletes any
-   leaf a killed round left past the committed size, inserts the new leaves (their `_id` is the
-   source key: nothing is ever sequenced twice), writes the nodes they complete, then commits
-   size, root and compact range in one conditional write on the size it started from;
-3. makes the checkpoints that are due.
+1. reads each source (`access_log`, `activity`) by time from its cursor, and the ids of the
+   `audit.late_arrival_seconds` behind it again (an entry stamped by a process's clock may land
+   after a later one), and drops what it already sequenced (kept in memory);
+2. claims the trees of the accounts it found for its lease epoch; where an earlier holder may
+   have committed meanwhile (a tree claimed now, or after a failed round), looks the entries up
+   in the blocks (`blocks`) and drops those already committed: nothing is sequenced twice;
+3. per account, in (time, source key) order: appends the new leaves to the account's blocks
+   (one command for all), writes the nodes of level 8 and up they complete (another), then
+   commits size, root and compact range in one conditional write on the size it started from;
+4. makes the checkpoints that are due.
 
 Killed at any instant, a round leaves either the previous committed tree or the new one; its
-leftovers past the committed size are deleted or overwritten by the next round, so no index is
-skipped, repeated or reordered.
+leftovers past the committed size are overwritten by the next round before it commits, so no
+index is skipped, repeated or reordered.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,14 +33,16 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 
 from vaultd.db import Db
 from vaultd.records.audit import AuditNodeDoc, AuditTreeDoc, SourceKind
-from vaultd.services.audit import checkpoints, lease, leaves, merkle
+from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle
+from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in
 from vaultd.services.audit.keys import Signer
-from vaultd.services.audit.tree_store import find_in, node_id
+from vaultd.services.audit.tree_store import node_id
 from vaultd.timefmt import utcnow
 
 log = logging.getLogger("vaultd.audit")
 DUPLICATE_KEY = 11000
 SOURCES: tuple[tuple[SourceKind, str], ...] = (("access", "access_log"), ("activity", "activity"))
+LOOKED = ".looked"  # a cursor's companion: how far behind it the last look has reached
 
 
 class LeaseLost(Exception):
@@ -72,8 +76,8 @@ class Sequencer:
     seen: dict[str, datetime] = field(default_factory=dict)  # source keys sequenced, by time
     epoch: int = 0
     pending: set[str] = field(default_factory=set)  # accounts with a checkpoint to make
-    # A round may have left leaves past a committed size (a killed holder's, or this one's
-    # failed round): the next round deletes them before it writes.
+    # After a take-over or a failed round, what was committed may not be in `seen`: the next
+    # round looks every entry it found up in the blocks before it writes.
     dirty: bool = True
     _task: asyncio.Task[None] | None = None
 
@@ -93,8 +97,8 @@ class Sequencer:
         entries = await self._read(cursors)
         try:
             sequenced = await self._extend(_by_account(entries))
-        except (LeaseLost, DuplicateKeyError, BulkWriteError):
-            sequenced, self.dirty = 0, True  # the next round cleans up and reads it again
+        except (LeaseLost, BlockFenced, DuplicateKeyError, BulkWriteError):
+            sequenced, self.dirty = 0, True  # the next round checks and reads it again
         if not self.dirty:
             await lease.save_cursors(self.db, self.holder, self.epoch, cursors)
         await self._checkpoints()
@@ -105,54 +109,63 @@ class Sequencer:
         late = timedelta(seconds=self.config.late_arrival_seconds)
         found: list[NewEntry] = []
         for kind, collection in SOURCES:
-            cursor = cursors.get(kind)
-            query: dict[str, Any] = {"at": {"$gte": cursor - late}} if cursor else {}
+            cursor, stretch = cursors.get(kind), None
+            if cursor is not None:
+                # The last look: what is stamped more than `late` ago has landed by now, if it
+                # ever lands in time; only below the cursor (what is above is read anyway).
+                looked = cursors.get(kind + LOOKED, cursor - late)
+                cursors[kind + LOOKED] = max(looked, min(cursor, now - late))
+                # After a take-over or a failed round, `seen` lacks what was committed: the
+                # whole window below the cursor is read, and looked up (`_trees`), once.
+                stretch = (looked, cursor if self.dirty else cursors[kind + LOOKED])
             newest = cursor
-            # One range read on the `at` index (a second `$in` read of the unseen ones cost
-            # more than the window: SecantusDB's `$in` grows faster than its list).
-            async for doc in self.db.raw(collection).find(query):
+            async for doc in self._arrived(collection, kind, cursor, stretch):
                 newest = doc["at"] if newest is None else max(newest, doc["at"])
                 key = leaves.source_key(kind, doc["_id"])
                 if key not in self.seen:
                     found.append(NewEntry(doc["at"], key, doc["accountId"], _leaf(kind, doc)))
             if newest is not None:
                 cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
-        self._forget_before(min(cursors.values(), default=now) - late)
-        return await self._unsequenced(found)
+        looked_up_to = [at for name, at in cursors.items() if name.endswith(LOOKED)]
+        self._forget_before(min(looked_up_to, default=now - late))
+        return sorted(found, key=lambda entry: (entry.at, entry.key))
+
+    async def _arrived(self, collection: str, kind: SourceKind, cursor: datetime | None,
+                       stretch: tuple[datetime, datetime] | None) -> AsyncIterator[Any]:
+        """The records from the cursor on; and, of the stretch below it whose last look this
+        is, those this process has not sequenced. The stretch is read for ids only, the few
+        unknown ones then in full by `_id`: a record is read twice, whatever the setting."""
+        raw = self.db.raw(collection)
+        if cursor is None:
+            async for doc in raw.find({}):
+                yield doc
+            return
+        async for doc in raw.find({"at": {"$gte": cursor}}):
+            yield doc
+        if stretch is None or stretch[0] >= stretch[1]:
+            return
+        behind = {"at": {"$gte": stretch[0], "$lt": stretch[1]}}
+        unknown = [doc["_id"] async for doc in raw.find(behind, {"_id": 1})
+                   if leaves.source_key(kind, doc["_id"]) not in self.seen]
+        async for doc in find_in(raw, unknown):
+            yield doc
 
     def _forget_before(self, moment: datetime) -> None:
         self.seen = {key: at for key, at in self.seen.items() if at >= moment}
 
-    async def _unsequenced(self, found: list[NewEntry]) -> list[NewEntry]:
-        """Drops the entries an earlier holder sequenced (committed leaves only)."""
-        if not found:
-            return []
-        keys = [entry.key for entry in found]
-        leaves_found = {doc["_id"]: doc async for doc in find_in(self.db.audit_leaves, keys)}
-        sizes: dict[str, int] = {}
-        for doc in leaves_found.values():
-            if doc["accountId"] not in sizes:
-                tree = await self.db.audit_trees.find_one({"_id": doc["accountId"]}, {"size": 1})
-                sizes[doc["accountId"]] = tree["size"] if tree else 0
-        fresh = []
-        for entry in found:
-            leaf = leaves_found.get(entry.key)
-            if leaf is not None and leaf["index"] < sizes[leaf["accountId"]]:
-                self.seen[entry.key] = entry.at
-            else:
-                fresh.append(entry)
-        return sorted(fresh, key=lambda entry: (entry.at, entry.key))
-
-    async def _tree(self, account_id: str) -> AuditTreeDoc:
-        tree = await self.db.audit_trees.find_one({"_id": account_id})
+    async def _claim(self, account_id: str, tree: AuditTreeDoc | None,
+                     ) -> tuple[AuditTreeDoc, bool]:
+        """The account's tree, claimed for this lease epoch before anything is written; and
+        whether it was claimed now (an earlier holder may have committed to it meanwhile)."""
         if tree is None:
             tree = {"_id": account_id, "size": 0, "root": merkle.EMPTY_ROOT, "frontier": [],
                     "checkpointSize": 0, "checkpointAt": None, "epoch": self.epoch}
             try:
                 await self.db.audit_trees.insert_one(tree)
-                return tree
+                return tree, False
             except DuplicateKeyError:
-                return await self._tree(account_id)
+                return await self._claim(account_id,
+                                         await self.db.audit_trees.find_one({"_id": account_id}))
         epoch = tree["epoch"]
         if epoch > self.epoch:
             raise LeaseLost(account_id)
@@ -162,56 +175,69 @@ class Sequencer:
                 {"$set": {"epoch": self.epoch}})
             if claimed.modified_count != 1:
                 raise LeaseLost(account_id)
-        return tree
+            return {**tree, "epoch": self.epoch}, True
+        return tree, False
+
+    async def _trees(self, by_account: dict[str, list[NewEntry]],
+                     ) -> tuple[dict[str, AuditTreeDoc], set[str]]:
+        """Every account's tree, claimed; and which of the new entries an earlier holder
+        committed (looked up after the claim, so none can be committed after the look)."""
+        found = {doc["_id"]: doc async for doc in find_in(self.db.audit_trees, list(by_account))}
+        trees: dict[str, AuditTreeDoc] = {}
+        unsure: list[str] = []
+        for account_id, entries in by_account.items():
+            trees[account_id], claimed = await self._claim(account_id, found.get(account_id))
+            if claimed or self.dirty:
+                unsure.extend(entry.key for entry in entries)
+        if not unsure:
+            return trees, set()
+        sizes = {account_id: tree["size"] for account_id, tree in trees.items()}
+        return trees, set(await blocks.committed_indexes(self.db, unsure, sizes))
 
     async def _extend(self, by_account: dict[str, list[NewEntry]]) -> int:
-        """Every account's new leaves and nodes in one write each, then one conditional
-        commit per account."""
+        """Every account's new leaves in one write (a piece per block) and the nodes they
+        complete in another, then one conditional commit per account."""
+        trees, committed_elsewhere = await self._trees(by_account)
         plans = []
-        for account_id, batch in by_account.items():
-            tree = await self._tree(account_id)
-            size = tree["size"]
-            frontier = [(int(level), bytes(digest)) for level, digest in tree["frontier"]]
-            closed: list[tuple[int, int, bytes]] = []
-            for offset, entry in enumerate(batch):
-                merkle.append(frontier, size + offset, merkle.leaf_hash(entry.leaf), closed)
-            plans.append((account_id, batch, size, frontier, closed))
-        if self.dirty:
-            for account_id, _, size, _, _ in plans:
-                await self.db.audit_leaves.delete_many({"accountId": account_id,
-                                                        "index": {"$gte": size}})
+        for account_id, entries in by_account.items():
+            for entry in entries:
+                if entry.key in committed_elsewhere:
+                    self.seen[entry.key] = entry.at
+            batch = [entry for entry in entries if entry.key not in committed_elsewhere]
+            if batch:
+                plans.append(_plan(trees[account_id], batch))
         if plans:
             # Both written before any commit (the commit is the fence), so their order does
             # not matter: sent together, one's encoding overlaps the database's work on the other.
             written = await asyncio.gather(
-                self.db.audit_leaves.insert_many(
-                    [{"_id": entry.key, "accountId": account_id, "index": size + offset}
-                     for account_id, batch, size, _, _ in plans
-                     for offset, entry in enumerate(batch)], ordered=True),
-                self._write_nodes([(account_id, *node) for account_id, _, _, _, closed in plans
-                                   for node in closed]),
+                blocks.write(self.db, [(plan.tree, plan.pieces) for plan in plans], self.epoch),
+                self._write_nodes([(plan.tree["_id"], *node) for plan in plans
+                                   for node in plan.nodes]),
                 return_exceptions=True)
             for outcome in written:
                 if isinstance(outcome, BaseException):
                     raise outcome
         self.dirty = False
-        for account_id, batch, size, frontier, _ in plans:
-            await self._commit(account_id, size, len(batch), frontier)
-            for entry in batch:
+        for plan in plans:
+            await self._commit(plan)
+            for entry in plan.batch:
                 self.seen[entry.key] = entry.at
-        return sum(len(batch) for _, batch, _, _, _ in plans)
+        return sum(len(plan.batch) for plan in plans)
 
-    async def _commit(self, account_id: str, size: int, added: int,
-                      frontier: list[tuple[int, bytes]]) -> None:
+    async def _commit(self, plan: Plan) -> None:
+        account_id, size = plan.tree["_id"], plan.tree["size"]
         committed = await self.db.audit_trees.update_one(
             {"_id": account_id, "size": size, "epoch": self.epoch},
-            {"$set": {"size": size + added, "root": merkle.frontier_root(frontier),
-                      "frontier": [[level, digest] for level, digest in frontier]}})
+            {"$set": {"size": size + len(plan.batch), "root": merkle.frontier_root(plan.frontier),
+                      "frontier": [[level, digest] for level, digest in plan.frontier],
+                      "pieces": blocks.starts_after(plan.tree, plan.pieces)}})
         if committed.modified_count != 1:
             raise LeaseLost(account_id)
         self.pending.add(account_id)
 
     async def _write_nodes(self, closed: list[tuple[str, int, int, bytes]]) -> None:
+        if not closed:
+            return
         docs: list[AuditNodeDoc] = [{"_id": node_id(account_id, level, index), "hash": digest,
                                      "epoch": self.epoch}
                                     for account_id, level, index, digest in closed]
@@ -267,6 +293,30 @@ class Sequencer:
 def _leaf(kind: SourceKind, doc: Any) -> bytes:
     entry = leaves.access_entry(doc) if kind == "access" else leaves.activity_entry(doc)
     return leaves.encode(kind, doc["_id"], doc["accountId"], entry)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One account's part of a round: its new leaves after `tree`, what they write."""
+
+    tree: AuditTreeDoc  # as committed before
+    batch: list[NewEntry]
+    frontier: list[tuple[int, bytes]]  # the compact range after them
+    nodes: list[tuple[int, int, bytes]]  # the stored nodes they complete (level 8 and up)
+    pieces: list[blocks.Segment]
+
+
+def _plan(tree: AuditTreeDoc, batch: list[NewEntry]) -> Plan:
+    size = tree["size"]
+    frontier = [(int(level), bytes(digest)) for level, digest in tree["frontier"]]
+    closed: list[tuple[int, int, bytes]] = []
+    hashes = []
+    for offset, entry in enumerate(batch):
+        hashes.append(merkle.leaf_hash(entry.leaf))
+        merkle.append(frontier, size + offset, hashes[-1], closed)
+    return Plan(tree, batch, frontier,
+                [node for node in closed if node[0] >= BLOCK_LEVEL],
+                blocks.segments(tree["_id"], size, [entry.key for entry in batch], hashes))
 
 
 def _by_account(entries: list[NewEntry]) -> dict[str, list[NewEntry]]:
