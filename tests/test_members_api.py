@@ -172,6 +172,9 @@ def test_the_activity_log_pages_by_cursor_and_exports_safe_cells(
                       "cursor is not one this service returned")
     assert_json_error(api.get("/activity", params={"perPage": "500"}), 400,
                       "perPage must be an integer from 1 to 200")
+    # An export reads every page whatever perPage says, but bad input is refused all the same.
+    assert_json_error(api.get("/activity", params={"perPage": "X", "format": "csv"}), 400,
+                      "perPage must be an integer from 1 to 200")
 
 
 def test_a_file_action_is_attributed_to_the_key_that_made_it(

@@ -38,8 +38,9 @@ class ActivityHandler(BaseHandler):
             raise PlanLimitReached(export_refusal(self.account.plan.name))
         raw_cursor = self.get_query_argument("cursor", None)
         after = activity.Cursor.decode(raw_cursor) if raw_cursor is not None else None
+        # Checked whatever the format (an export ignores it): bad input is refused everywhere.
+        per_page = activity.parse_per_page(self.get_query_argument("perPage", None))
         if fmt == "json":
-            per_page = activity.parse_per_page(self.get_query_argument("perPage", None))
             with pymongo.timeout(DB_DEADLINE_SECONDS):
                 page = await activity.page(self.ctx.db, self.account.id, per_page=per_page,
                                            after=after)
