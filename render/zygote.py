@@ -22,7 +22,9 @@ from typing import Any
 
 from render.sandbox.layers import SECRET_ENV_PREFIXES
 
-_PRELOAD = ["render.worker"]
+# SciPy's modules besides: the forensic code imports them where it uses them, so that the server
+# (which imports that code only to name its tasks) does not hold them.
+_PRELOAD = ["render.worker", "scipy.fft", "scipy.ndimage"]
 _PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
 _lock = threading.Lock()
 _libc = ctypes.CDLL(None, use_errno=True)
