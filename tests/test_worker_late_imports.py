@@ -22,8 +22,9 @@ from PIL import Image, ImageEnhance
 
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, marked
 from bench.leakmark_wash import WASHES
+from render.forensic import placement
 from render.forensic.layout import keyed
-from render.forensic.trace_task import read_placement, trace_image
+from render.forensic.trace_task import read_placement, score_placement, trace_image
 from render.model import PixelBudget, Unreadable
 from render.office.formats import identify_office
 from render.pool import RenderPool
@@ -98,7 +99,14 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
     # a page beside a surround and a photo (not read).
     placed = WASHES["observed chips, no key"](
         marked(page, 0x0BA9_8765_4321, LAYOUT_KEY, bytes(16)), page.page_height, keyed(None))
-    assert await pool.run(read_placement, _encoded(placed, "PNG"), account="acct") is not None
+    evidence = await pool.run(read_placement, _encoded(placed, "PNG"), account="acct")
+    assert evidence is not None
+    # Scored in the worker, against the page's own seed and two others: as in this process.
+    seeds = [bytes(16), bytes(range(16)), bytes(range(1, 17))]
+    scored = await pool.run(score_placement, evidence, seeds, account="acct")
+    here = placement.standings(placement.Evidence.from_bytes(evidence), seeds)
+    assert scored == here.astype("<f8").tobytes()
+    assert int(here.argmax()) == 0
     assert [await pool.run(read_placement, _encoded(image, "JPEG"), account="acct")
             for image in unmarked[2:]] == [None, None]
     assert await _late(pool) == []
