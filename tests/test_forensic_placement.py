@@ -21,7 +21,7 @@ from render.forensic.layout import keyed
 from render.forensic.placement import CELLS, BadEvidence, Evidence
 from tests.forensic_pages import text_cover
 from vaultd.services.pages.mark_key import MarkCipher
-from vaultd.services.tracing.placement import best_view
+from vaultd.services.tracing.placement import best_view, parse_standings
 
 MARK = MarkCipher.from_key(bytes(range(40, 72)))
 RENDER = 0x0123_4567_89A
@@ -163,3 +163,15 @@ def test_evidence_crosses_as_bytes_and_is_checked() -> None:
         bad[cell, column] = value
         with pytest.raises(BadEvidence, match="out of bounds"):
             Evidence.from_bytes(bad.astype("<f8").tobytes())
+
+
+def test_a_worker_s_standings_are_parsed_and_a_lie_names_no_view() -> None:
+    # The scoring runs in a worker (`score_placement`); its answer is untrusted like its evidence.
+    honest = np.array([0.5, 7.25, -1.0]).astype("<f8").tobytes()
+    assert parse_standings(honest, 3) is not None
+    assert list(parse_standings(honest, 3)) == [0.5, 7.25, -1.0]  # type: ignore[arg-type]
+    lies = {"short": honest[:-1], "one too many": honest + honest[:8],
+            "NaN": np.array([0.0, math.nan, 9.0]).astype("<f8").tobytes(),
+            "infinite": np.array([math.inf, 0.0, 0.0]).astype("<f8").tobytes(),
+            "not bytes": [0.5, 7.25, -1.0]}
+    assert {name: parse_standings(raw, 3) for name, raw in lies.items()} == dict.fromkeys(lies)

@@ -22,6 +22,7 @@ from PIL import Image, ImageEnhance
 
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, marked
 from bench.leakmark_wash import WASHES
+from render.forensic import placement
 from render.forensic.layout import keyed
 from render.pool.render_pool import RenderPool
 from render.wire.model import PixelBudget, Unreadable
@@ -29,6 +30,7 @@ from render.worker.entry_points import (
     identify_office,
     read_placement,
     render_page,
+    score_placement,
     trace_image,
     validate_document,
 )
@@ -103,7 +105,14 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
     # a page beside a surround and a photo (not read).
     placed = WASHES["observed chips, no key"](
         marked(page, 0x0BA9_8765_4321, LAYOUT_KEY, bytes(16)), page.page_height, keyed(None))
-    assert await pool.run(read_placement, _encoded(placed, "PNG"), account="acct") is not None
+    evidence = await pool.run(read_placement, _encoded(placed, "PNG"), account="acct")
+    assert evidence is not None
+    # Scored in the worker, against the page's own seed and two others: as in this process.
+    seeds = [bytes(16), bytes(range(16)), bytes(range(1, 17))]
+    scored = await pool.run(score_placement, evidence, seeds, account="acct")
+    here = placement.standings(placement.Evidence.from_bytes(evidence), seeds)
+    assert scored == here.astype("<f8").tobytes()
+    assert int(here.argmax()) == 0
     assert [await pool.run(read_placement, _encoded(image, "JPEG"), account="acct")
             for image in unmarked[2:]] == [None, None]
     assert await _late(pool) == []

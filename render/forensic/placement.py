@@ -15,10 +15,15 @@ What crosses between processes:
   cell, as bytes the service parses by fixed rules (`Evidence.from_bytes`); the service scores
   them against the fields of the account's page views (`scores`). A worker that lies can only
   fail to name a view: it cannot draw another view's field without that view's seed.
+- the candidates' seeds, sent back to the worker that read the evidence so that it scores them
+  (`standings`, run by `render.forensic.trace_task.score_placement`): the fields and their
+  temporaries (about 20 MB a chunk) are made where NumPy's arrays already are, not in the
+  server. Its standings are parsed by the service like any worker's answer.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
@@ -147,3 +152,28 @@ def scores(evidence: Evidence, drawn: npt.NDArray[np.int8]) -> Floats:
     safe = np.where(denominator > 0, denominator, 1.0)
     found: Floats = np.where(denominator > 0, covariance / safe, 0.0) * math.sqrt(2 * n)
     return found
+
+
+REFERENCES = 200  # fields no page view has: what a wrong view scores is their spread
+_CHUNK = 500  # fields scored at once: about 20 MB of temporaries
+
+
+def standings(evidence: Evidence, seeds: list[bytes]) -> Floats:
+    """Each seed's field's score, in the references' spreads above their mean."""
+    reference = scores(evidence, _reference_fields())
+    mean, spread = float(reference.mean()), float(reference.std())
+    found = np.zeros(len(seeds))
+    if spread == 0:
+        return found
+    rows = max(evidence.rows, 1)  # only the rows the leak shows are drawn
+    for start in range(0, len(seeds), _CHUNK):
+        chunk = seeds[start: start + _CHUNK]
+        found[start: start + len(chunk)] = (scores(evidence, fields(chunk, rows)) - mean) / spread
+    return found
+
+
+@functools.cache
+def _reference_fields() -> npt.NDArray[np.int8]:
+    """Fields no page view has (seeds no key gives): the same for every trace, so a verdict
+    does not depend on a draw."""
+    return fields([b"reference" + index.to_bytes(7, "big") for index in range(REFERENCES)])

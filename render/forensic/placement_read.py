@@ -29,7 +29,6 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 from PIL import Image
-from scipy import ndimage
 
 from render.forensic import ink, pattern_model, served, sync
 from render.forensic.pattern_plane import pattern_plane
@@ -92,6 +91,10 @@ def _word_centres(model: Floats, paper: int, centres: npt.NDArray[np.float64], s
     (`render.watermark.pattern.WordSpan`), and a window on a word's end often lies in the next cell.
     Words are the model's letters grown until a word's letters touch, not across the space
     between words: by _WORD_GROWTH px on a leak of the served size, fewer at `scale`."""
+    # Imported here, not at the top: the server imports this module but never runs it, and the
+    # render zygote preloads SciPy for the workers (`render.forensic.fft` says why).
+    from scipy import ndimage
+
     letters = (model < paper - _LETTER_DEPTH).view(np.uint8)
     growth = max(1, int(_WORD_GROWTH * scale + 0.1))
     grown = ndimage.maximum_filter(letters, size=2 * growth + 1)

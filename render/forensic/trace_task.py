@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from PIL import Image
 
-from render.forensic import placement_read
+from render.forensic import placement, placement_read
 from render.forensic.decode import detect
 from render.forensic.layout import keyed
 from render.forensic.served import LONG_SIDE
@@ -49,6 +49,13 @@ def read_placement(data: bytes, long_side: int = LONG_SIDE) -> bytes | None:
     Unreadable for a damaged image. `long_side`: as for `trace_image`."""
     evidence = _read(data, lambda image: placement_read.read(image, long_side))
     return None if evidence is None else evidence.to_bytes()
+
+
+def score_placement(evidence: bytes, seeds: list[bytes]) -> bytes:
+    """Each seed's standing against the evidence (`render.forensic.placement.standings`), as
+    little-endian float64s, one per seed."""
+    found = placement.standings(placement.Evidence.from_bytes(evidence), seeds)
+    return found.astype("<f8").tobytes()
 
 
 def _read(data: bytes, reading: Callable[[Image.Image], T]) -> T:

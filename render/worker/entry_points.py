@@ -81,3 +81,11 @@ def read_placement(data: bytes, long_side: int | None = None) -> bytes | None:
     from render.forensic.trace_task import read_placement as read
 
     return read(data) if long_side is None else read(data, long_side)
+
+
+def score_placement(evidence: bytes, seeds: list[bytes]) -> bytes:
+    """Each candidate seed's standing against a leak's placement evidence:
+    `render.forensic.trace_task`."""
+    from render.forensic.trace_task import score_placement as score
+
+    return score(evidence, seeds)

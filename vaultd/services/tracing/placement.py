@@ -1,27 +1,28 @@
 """Naming a page view from the placement mark (docs/leak-tracing.md, "The placement mark").
 
 A worker measures how far the leak's pattern words sit off their places (`read_placement`,
-untrusted: parsed by fixed rules, `Evidence.from_bytes`). Here those offsets are scored against
-the field of each of the account's CANDIDATES newest page views (a bounded read of its log,
-`services.common.newest`), and against REFERENCES fields no view has: the spread of those is
-what a wrong view scores, and a view is named only when its score stands THRESHOLD of those
-spreads above their mean. A leak of a page the account did not serve, or of no page, scores
-like the references.
+untrusted: parsed by fixed rules, `Evidence.from_bytes`). Those offsets are scored against the
+field of each of the account's CANDIDATES newest page views (a bounded read of its log,
+`services.common.newest`), and against fields no view has: the spread of those is what a wrong
+view scores, and a view is named only when its score stands THRESHOLD of those spreads above
+their mean. A leak of a page the account did not serve, or of no page, scores like the
+references. The scoring runs in a worker of the account (`score_placement`), given the
+candidates' seeds: its arrays are made where NumPy's already are, not in the server
+(docs/performance.md, *The server's memory*); its answer is parsed like the evidence.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 
 import numpy as np
 import numpy.typing as npt
 
-from render.forensic.placement import BadEvidence, Evidence, fields, scores
+from render.forensic import placement
+from render.forensic.placement import BadEvidence, Evidence
 from render.forensic.placement_read import MIN_WINDOWS
 from render.pool.render_pool import RenderPool
-from render.worker.entry_points import read_placement
+from render.worker.entry_points import read_placement, score_placement
 from vaultd.db import Db
 from vaultd.services.common.batches import EPOCH
 from vaultd.services.common.newest import newest
@@ -30,12 +31,10 @@ from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.timefmt import utcnow
 
 CANDIDATES = 5000  # the account's newest page views a placement trace can name
-REFERENCES = 200
 # In the references' spreads. Measured (bench.leakmark --family wash): a page washed of the
 # invisible mark and of its words' offsets as far as 35 dB scores 8.5 or more; wrong views
 # scored 4.2 at most over 112,000 (a normal tail: one in 50 million above 5.5).
 THRESHOLD = 5.5
-_CHUNK = 500  # fields scored at once: about 20 MB of temporaries
 Floats = npt.NDArray[np.float64]
 log = logging.getLogger("vaultd.trace")
 
@@ -46,7 +45,9 @@ async def placement_match(db: Db, pool: RenderPool, mark: MarkCipher, account_id
     None. The image is read in a worker of that account only; `long_side`: the deployment's
     `render.long_side`."""
     evidence = await read_evidence(pool, data, long_side, account_id)
-    return None if evidence is None else await match_in_account(db, mark, account_id, evidence)
+    if evidence is None:
+        return None
+    return await match_in_account(db, pool, mark, account_id, evidence, worker_of=account_id)
 
 
 async def read_evidence(pool: RenderPool, data: bytes, long_side: int,
@@ -65,13 +66,36 @@ async def read_evidence(pool: RenderPool, data: bytes, long_side: int,
     return evidence if evidence.windows >= MIN_WINDOWS else None
 
 
-async def match_in_account(db: Db, mark: MarkCipher, account_id: str,
-                           evidence: Evidence) -> int | None:
-    """The render id of the account's candidate view the evidence names, or None."""
+async def match_in_account(db: Db, pool: RenderPool, mark: MarkCipher, account_id: str,
+                           evidence: Evidence, *, worker_of: str | None) -> int | None:
+    """The render id of the account's candidate view the evidence names, or None; scored in a
+    worker of `worker_of`'s turn (the account itself, or None for the operator's tool)."""
     render_ids = await recent_render_ids(db, account_id)
     if not render_ids:
         return None
-    return await asyncio.to_thread(best_view, evidence, render_ids, mark)
+    seeds = [mark.placement_seed(render_id) for render_id in render_ids]
+    raw = await run_task(pool, score_placement, evidence.to_bytes(), seeds, account=worker_of)
+    standing = parse_standings(raw, len(render_ids))
+    return None if standing is None else _named(standing, render_ids)
+
+
+def parse_standings(raw: object, count: int) -> Floats | None:
+    """A worker's standings: `count` finite float64s, or None (a worker that lies names no view)."""
+    if not isinstance(raw, bytes) or len(raw) != 8 * count:
+        log.warning("placement standings refused: not %d float64s", count)
+        return None
+    standing: Floats = np.frombuffer(raw, dtype="<f8").astype(np.float64)
+    if not np.isfinite(standing).all():
+        log.warning("placement standings refused: not finite")
+        return None
+    return standing
+
+
+def _named(standing: Floats, render_ids: list[int]) -> int | None:
+    """The candidate scoring THRESHOLD above the references, the highest if several."""
+    if len(standing) == 0 or standing.max() < THRESHOLD:
+        return None
+    return render_ids[int(standing.argmax())]
 
 
 async def recent_render_ids(db: Db, account_id: str) -> list[int]:
@@ -82,30 +106,11 @@ async def recent_render_ids(db: Db, account_id: str) -> list[int]:
 
 
 def best_view(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> int | None:
-    """The candidate scoring THRESHOLD above the references, the highest if several."""
-    standing = standings(evidence, render_ids, mark)
-    if len(standing) == 0 or standing.max() < THRESHOLD:
-        return None
-    return render_ids[int(standing.argmax())]
+    """`match_in_account`'s verdict, in this process (the benchmarks and tests score here)."""
+    return _named(standings(evidence, render_ids, mark), render_ids)
 
 
 def standings(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> Floats:
-    """Each candidate's score, in the references' spreads above their mean."""
-    reference = scores(evidence, _reference_fields())
-    mean, spread = float(reference.mean()), float(reference.std())
-    found = np.zeros(len(render_ids))
-    if spread == 0:
-        return found
-    rows = max(evidence.rows, 1)  # only the rows the leak shows are drawn
-    for start in range(0, len(render_ids), _CHUNK):
-        chunk = render_ids[start: start + _CHUNK]
-        drawn = fields([mark.placement_seed(render_id) for render_id in chunk], rows)
-        found[start: start + len(chunk)] = (scores(evidence, drawn) - mean) / spread
-    return found
-
-
-@functools.cache
-def _reference_fields() -> npt.NDArray[np.int8]:
-    """Fields no page view has (seeds no key gives): the same for every trace, so a verdict
-    does not depend on a draw."""
-    return fields([b"reference" + index.to_bytes(7, "big") for index in range(REFERENCES)])
+    """Each candidate's score, in the references' spreads above their mean, in this process."""
+    return placement.standings(evidence, [mark.placement_seed(render_id)
+                                          for render_id in render_ids])

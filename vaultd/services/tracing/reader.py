@@ -63,7 +63,8 @@ class LeakReader:
         if evidence is None:
             return None
         async for account in self.db.accounts.find({}, projection={"_id": 1}):
-            found = await match_in_account(self.db, self.mark, account["_id"], evidence)
+            found = await match_in_account(self.db, self.pool, self.mark, account["_id"],
+                                           evidence, worker_of=None)
             if found is not None:
                 return Reading(found, "placement")
         return None
