@@ -1,5 +1,6 @@
-"""What the access log holds for a file, read straight from the database of a running vaultd (the
-API's own listing filters and shapes it)."""
+"""What the database of a running vaultd holds for a file, read straight from it: its access-log
+entries (the API's own listing filters and shapes them) and its record (with the blob and
+rendition fields the API does not show)."""
 
 from __future__ import annotations
 
@@ -17,3 +18,13 @@ def access_log_entries(vault: VaultProcess, file_id: str,
 
     result: list[dict[str, Any]] = vault.run_service(read)
     return result
+
+
+def file_record(vault: VaultProcess, file_id: str) -> dict[str, Any]:
+    """The file's record in `files`, as stored."""
+    async def read(db: Any) -> dict[str, Any]:
+        found: dict[str, Any] = await db.files.find_one({"_id": file_id})
+        return found
+
+    found: dict[str, Any] = vault.run_service(read)
+    return found
