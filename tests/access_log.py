@@ -1,10 +1,12 @@
-"""What the database of a running vaultd holds for a file, read straight from it: its access-log
-entries (the API's own listing filters and shapes them) and its record (with the blob and
-rendition fields the API does not show)."""
+"""What a running vaultd holds for a file: its access-log entries read straight from the
+database (the API's own listing filters and shapes them) or through the API, and its record
+(with the blob and rendition fields the API does not show)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import httpx
 
 from tests.vault_process import VaultProcess
 
@@ -28,3 +30,8 @@ def file_record(vault: VaultProcess, file_id: str) -> dict[str, Any]:
 
     found: dict[str, Any] = vault.run_service(read)
     return found
+
+
+def page_entries(api: httpx.Client, file_id: str) -> list[dict[str, Any]]:
+    """The file's page entries as the owner's API lists them."""
+    return [e for e in api.get(f"/files/{file_id}/access-log").json() if e["action"] == "page"]
