@@ -94,6 +94,11 @@ def web(vault: VaultProcess) -> Iterator[httpx.Client]:
         yield client
 
 
+def is_jpeg(response: httpx.Response) -> bool:
+    """A 200 whose body starts as a JPEG does (a rendered page)."""
+    return response.status_code == 200 and response.content[:3] == b"\xff\xd8\xff"
+
+
 def assert_viewer_headers(response: httpx.Response) -> None:
     headers = response.headers
     assert headers["content-security-policy"] == VIEWER_CSP
