@@ -1,5 +1,7 @@
 """Chromium under Playwright for the browser tests (viewer, room, gates): the browser a module
-launches once, and a session on one hosted page: what the page logged, requested and drew."""
+launches once (the `browser` fixture, which a module names next to its `owner`: the account
+whose documents it reads, `owner` here on the module's `vault` or the module's own), and a
+session on one hosted page: what the page logged, requested and drew."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 
-from tests.vault_process import ROOT
+from tests.vault_process import ROOT, VaultProcess
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page, Request
@@ -26,7 +29,6 @@ DESKTOP: dict[str, Any] = {"viewport": {"width": 1280, "height": 900}}
 PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2,
                          "is_mobile": True, "has_touch": True}
 ARTIFACTS = ROOT / "test-artifacts"
-NOT_AVAILABLE = "This link is no longer available."
 WAIT_MS = 20_000
 
 # Injected through the DevTools protocol, so the page's own CSP does not apply to it.
@@ -107,6 +109,19 @@ def chromium_browser() -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="module")
+def owner(vault: VaultProcess) -> Iterator[httpx.Client]:
+    _, key = vault.new_account("Northwind Legal")
+    with vault.client(key) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
+    with chromium_browser() as launched:
+        yield launched
 
 
 @contextmanager

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+import pytest
 from PIL import Image
+
+from tests.vault_process import VaultProcess
 
 CONTENT_TYPES = {"pdf": "application/pdf", "jpeg": "image/jpeg", "png": "image/png"}
 
@@ -21,6 +25,12 @@ FILE_NOT_FOUND = "file not found"
 PAGE_NOT_FOUND = "page not found"
 NO_ENDPOINT = "no such endpoint"
 STORED_FILE_CORRUPT = "stored file failed its integrity check"
+NOT_AVAILABLE = "This link is no longer available."
+
+# The hosted viewer's policy, written out for the same reason.
+VIEWER_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; "
+              "img-src 'self' blob: data:; connect-src 'self'; font-src 'self'; base-uri 'none'; "
+              "form-action 'none'; frame-ancestors 'none'")
 
 
 def created(response: httpx.Response) -> dict[str, Any]:
@@ -75,3 +85,24 @@ def assert_json_error(response: httpx.Response, status: int,
     else:
         assert error == message, (message, error)
     return body
+
+
+@pytest.fixture
+def web(vault: VaultProcess) -> Iterator[httpx.Client]:
+    """A browser-like client of the hosted viewer: no API key, the viewer's own origin."""
+    with httpx.Client(base_url=vault.url, timeout=60) as client:
+        yield client
+
+
+def is_jpeg(response: httpx.Response) -> bool:
+    """A 200 whose body starts as a JPEG does (a rendered page)."""
+    return response.status_code == 200 and response.content[:3] == b"\xff\xd8\xff"
+
+
+def assert_viewer_headers(response: httpx.Response) -> None:
+    headers = response.headers
+    assert headers["content-security-policy"] == VIEWER_CSP
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["referrer-policy"] == "no-referrer"
+    assert "no-store" in headers["cache-control"]
+    assert headers["x-content-type-options"] == "nosniff"

@@ -1,5 +1,6 @@
 """A real SMTP server on loopback (aiosmtpd) that keeps every mail it receives, for the email
-codes of gated links: tests read the code from the delivered mail."""
+codes of gated links: tests read the code from the delivered mail. `mailing_vault` is a vaultd
+that sends through the module's server; a module imports it by name."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import email
 import re
 import socket
 import threading
+from collections.abc import Iterator
 from email.message import Message
 from typing import Any
 
+import pytest
 from aiosmtpd.controller import Controller
 
+from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 
 CODE = re.compile(r"\b(\d{6})\b")
@@ -81,3 +85,10 @@ class MailServer:
     def env(self) -> dict[str, str]:
         return {"VAULTD_SMTP_HOST": "127.0.0.1", "VAULTD_SMTP_PORT": str(self.port),
                 "VAULTD_SMTP_STARTTLS": "false", "VAULTD_SMTP_FROM": "codes@vault.example"}
+
+
+@pytest.fixture(scope="module")
+def mailing_vault(tmp_path_factory: pytest.TempPathFactory,
+                  mail: MailServer) -> Iterator[VaultProcess]:
+    with running_vault(tmp_path_factory.mktemp("mailing") / "data", **mail.env()) as server:
+        yield server

@@ -55,3 +55,11 @@ def alive(pid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie: a process that has exited but not been reaped yet counts as gone."""
+    try:
+        return alive(pid) and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False

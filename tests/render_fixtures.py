@@ -133,6 +133,14 @@ def jpeg(size: tuple[int, int] = (800, 600), quality: int = 90) -> bytes:
     return out.getvalue()
 
 
+def big_png(size: tuple[int, int] = (4000, 2400)) -> bytes:
+    """An opaque photo; at the default size, 9.6 megapixels: more than two pages' worth at the
+    default budget (render.worker.rendition), so an upload of it also stores a rendition."""
+    out = io.BytesIO()
+    photo(size).save(out, "PNG")
+    return out.getvalue()
+
+
 def png(size: tuple[int, int] = (640, 480)) -> bytes:
     """RGBA with a transparent half, to exercise flattening onto white."""
     image = photo(size).convert("RGBA")

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.access_log import page_entries
 from tests.http_helpers import (
     INVALID_KEY,
     LINK_GONE,
@@ -23,10 +24,6 @@ from tests.vault_process import VaultProcess
 @pytest.fixture
 def pdf_file(api: httpx.Client) -> dict:
     return upload_ok(api, docs.pdf(pages=3), name="Board minutes.pdf")
-
-
-def page_entries(api: httpx.Client, file_id: str) -> list[dict]:
-    return [e for e in api.get(f"/files/{file_id}/access-log").json() if e["action"] == "page"]
 
 
 @pytest.mark.parametrize("page", ["1", "99", "abc"])

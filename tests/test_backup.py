@@ -25,6 +25,7 @@ from tests.backup_helpers import (
     run_in_thread,
     secantus_server,
 )
+from tests.cli_errors import admin_error
 from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
@@ -65,15 +66,6 @@ def backed_up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackedUp]:
         assert late and late[0]["id"] == held.file_id
         yield BackedUp(vault, before, made.originals, made.tokens, root / "backup", report,
                        late[0])
-
-
-def admin_error(vault: VaultProcess, *args: str) -> str:
-    """The one line vault-admin prints when it refuses (exit 1)."""
-    result = vault.admin(*args, expect_ok=False)
-    assert result.returncode == 1, result
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
 
 
 def damaged_copy(backed_up: BackedUp, tmp_path: Path) -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import documents as docs
+from tests.cli_errors import admin_error
 from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess, running_vault
 from vaultd.services.storage.backup_manifest import sha256_file
@@ -86,15 +87,6 @@ def flip_blob_byte(copy: Path) -> Path:
     return blob
 
 
-def refused(vault: VaultProcess, *args: str) -> str:
-    """The one line vault-admin prints when it refuses (exit 1)."""
-    result = vault.admin(*args, expect_ok=False)
-    assert result.returncode == 1, result
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
-
-
 def verify_problems(vault: VaultProcess, copy: Path, *flags: str) -> list[str]:
     result = vault.admin("--json", "backup", "verify", str(copy), *flags, expect_ok=False)
     assert result.returncode == 1, result
@@ -103,8 +95,8 @@ def verify_problems(vault: VaultProcess, copy: Path, *flags: str) -> list[str]:
 
 
 def restore_refusal(backup: Backup, copy: Path, tmp_path: Path) -> str:
-    line = refused(backup.vault, "restore", str(copy), "--data-dir", str(tmp_path / "new"),
-                   "--master-key-file", str(backup.vault.data_dir / "master.key"))
+    line = admin_error(backup.vault, "restore", str(copy), "--data-dir", str(tmp_path / "new"),
+                       "--master-key-file", str(backup.vault.data_dir / "master.key"))
     assert not (tmp_path / "new").exists()  # nothing written
     return line
 

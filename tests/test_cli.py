@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,6 +12,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.cli_errors import one_line_error
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess
 from vaultd.services.common.spreadsheet import safe_cell
@@ -20,13 +20,6 @@ from vaultd.services.common.spreadsheet import safe_cell
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 COLUMNS = ["at", "fileId", "action", "viewerEmail", "ip", "page"]  # spec 2.4, in this order
-
-
-def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 1, result
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
 
 
 def test_accounts_are_created_listed_shown_and_changed(vault: VaultProcess) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.crash_load import Ledger, start_load
-from tests.processes import alive, render_workers
+from tests.processes import render_workers, running
 from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from tests.waiting import wait_until
@@ -34,13 +34,6 @@ EVENTS = ["file.uploaded", "view.created", "view.revoked"]
 ENV = {**FAST_RETRIES, "VAULTD_RENDER_WORKERS": "2",
        # A held outbox entry whose writer was killed is settled after a second, not a minute.
        "VAULTD_WEBHOOKS_HOLD_SECONDS": "1"}
-
-
-def running(pid: int) -> bool:
-    try:
-        return alive(pid) and "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
 
 
 def crash(server: VaultProcess) -> None:

@@ -17,16 +17,13 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.access_log import page_entries
 from tests.http_helpers import assert_json_error, create_link, upload, upload_ok
 from tests.processes import all_pids, cmdline, render_workers
 from tests.vault_process import VaultProcess, free_port, running_vault
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
-
-
-def page_entries(api: httpx.Client, file_id: str) -> list[dict]:
-    return [e for e in api.get(f"/files/{file_id}/access-log").json() if e["action"] == "page"]
 
 
 @pytest.fixture

@@ -14,30 +14,20 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
+from tests.gate_helpers import COOKIE, gated_link, pending
+from tests.http_helpers import LINK_GONE, assert_json_error, upload_ok
 from tests.room_helpers import add_file, add_folder, create_room, room_link
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 
 PASSCODE = "quiet river"
-COOKIE = "vaultd_session"
 REPORT = {"events": [{"page": 1, "seconds": 0.5}]}
 FORGED = "A" * 43  # the shape of a session id, of no session
-
-
-def pending(*gates: str) -> str:
-    return f"gates still pending: {', '.join(gates)} (pass them in a viewer session)"
 
 
 @pytest.fixture
 def pdf_file(api: httpx.Client) -> dict[str, Any]:
     return upload_ok(api, docs.pdf(pages=2), name="Forecast.pdf")
-
-
-def gated_link(api: httpx.Client, file_id: str, vault: VaultProcess, **policy: Any) -> str:
-    token: str = create_link(api, file_id, policy=policy)["token"]
-    vault.secrets.append(token)
-    return token
 
 
 def file_seconds(api: httpx.Client, file_id: str) -> float:

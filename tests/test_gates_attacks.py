@@ -13,19 +13,15 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.gate_helpers import COOKIE, pending
 from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
 from tests.room_helpers import add_file, create_room, room_link
 from tests.vault_process import VaultProcess
 
 PASSCODE = "copper kettle"
-COOKIE = "vaultd_session"
 OPEN_NEEDED = ("this link counts its opens: pages need a viewer session that opened it "
                "(open the link first)")
 WRONG = "passcode is not correct"
-
-
-def pending(*gates: str) -> str:
-    return f"gates still pending: {', '.join(gates)} (pass them in a viewer session)"
 
 
 @pytest.fixture

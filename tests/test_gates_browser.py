@@ -11,23 +11,20 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from tests import browser_session, mail_server
 from tests import documents as docs
-from tests.browser_session import WAIT_MS, chromium_browser, open_viewer
+from tests.browser_session import WAIT_MS, open_viewer
 from tests.http_helpers import create_link, upload_ok
 from tests.mail_server import MailServer, code_in
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import VaultProcess
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts Chromium and its own servers
 
-
-@pytest.fixture(scope="module")
-def mailing_vault(tmp_path_factory: pytest.TempPathFactory,
-                  mail: MailServer) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("gates-browser") / "data", **mail.env()) as server:
-        yield server
+browser = browser_session.browser  # this module's fixture
+mailing_vault = mail_server.mailing_vault  # this module's fixture
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +32,6 @@ def owner(mailing_vault: VaultProcess) -> Iterator[httpx.Client]:
     _, key = mailing_vault.new_account(name="Northwind Legal")
     with mailing_vault.client(key) as client:
         yield client
-
-
-@pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
-    with chromium_browser() as browser:
-        yield browser
 
 
 def message_text(viewer: Any) -> str:

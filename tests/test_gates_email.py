@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from tests import documents as docs
+from tests.gate_helpers import email_session, send_code
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.mail_server import MailServer, code_in, parts
 from tests.ocr import read_text
@@ -21,6 +22,7 @@ from tests.webhook_receiver import running_receiver
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
+VIEWER = {"x-viewer-ip": "192.0.2.10"}
 PENDING_EMAIL = "gates still pending: verifyEmail (pass them in a viewer session)"
 
 
@@ -51,36 +53,12 @@ def link(api: httpx.Client, mailing_vault: VaultProcess) -> str:
     return token
 
 
-def new_session(api: httpx.Client, token: str, vault: VaultProcess) -> str:
-    body = api.post(f"/views/{token}/sessions", headers={"x-viewer-ip": "192.0.2.10"}).json()
-    assert body["pending"] == ["verifyEmail"]
-    vault.secrets.append(body["sessionId"])
-    session: str = body["sessionId"]
-    return session
-
-
-def send_code(api: httpx.Client, token: str, session: str, mail: MailServer,
-              vault: VaultProcess) -> tuple[str, str]:
-    """(The code from the delivered mail, the session's new id: the old one has ended.)"""
-    before = mail.inbox.count()
-    response = api.post(f"/views/{token}/sessions/{session}/code",
-                        headers={"x-viewer-ip": "192.0.2.10"})
-    assert response.status_code == 202, response.text
-    body = response.json()
-    renewed: str = body.pop("sessionId")
-    assert renewed != session
-    vault.secrets.append(renewed)
-    assert body == {"sentTo": "a***@example.com", "expiresInSeconds": 600,
-                    "resendInSeconds": 30}
-    return code_in(mail.inbox.wait_for(before + 1)), renewed
-
-
 def test_the_reader_who_reads_the_mail_gets_pages_marked_verified(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess,
         tmp_path: Path) -> None:
-    session = new_session(api, link, mailing_vault)
+    session = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
     before = mail.inbox.count()
-    code, session = send_code(api, link, session, mail, mailing_vault)
+    code, session = send_code(api, f"/views/{link}", session, mail, mailing_vault, VIEWER)
     message = mail.inbox.messages[before]
     assert message["To"] == "ann.reader@example.com"
     assert message["Subject"] == "Your verification code for Northwind Legal"
@@ -114,7 +92,7 @@ def _file_of(api: httpx.Client, token: str) -> str:
 def test_a_forwarded_link_without_the_mailbox_gets_no_page(
         api: httpx.Client, link: str, mailing_vault: VaultProcess) -> None:
     # Someone else holding the link opens a session but cannot read ann's mail.
-    session = new_session(api, link, mailing_vault)
+    session = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
     assert_json_error(api.get(f"/views/{link}/pages/1"), 403, PENDING_EMAIL)
     assert_json_error(api.get(f"/views/{link}/pages/1", headers={"x-viewer-session": session}),
                       403, PENDING_EMAIL)
@@ -125,8 +103,8 @@ def test_a_forwarded_link_without_the_mailbox_gets_no_page(
 
 def test_guessing_codes_stops_after_five_tries(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
-    session = new_session(api, link, mailing_vault)
-    code, session = send_code(api, link, session, mail, mailing_vault)
+    session = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
+    code, session = send_code(api, f"/views/{link}", session, mail, mailing_vault, VIEWER)
     verify = f"/views/{link}/sessions/{session}/verify"
     wrong = [f"{(int(code) + step) % 1_000_000:06d}" for step in range(1, 6)]
     for guess in wrong:
@@ -146,8 +124,8 @@ def test_a_code_in_other_scripts_digits_is_refused_as_malformed(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
     """The mailed code itself, typed in Arabic-Indic or full-width digits: refused with the
     format's message, counting no try; the ASCII code still passes after it."""
-    session = new_session(api, link, mailing_vault)
-    code, session = send_code(api, link, session, mail, mailing_vault)
+    session = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
+    code, session = send_code(api, f"/views/{link}", session, mail, mailing_vault, VIEWER)
     verify = f"/views/{link}/sessions/{session}/verify"
     for digits in (ARABIC_INDIC, FULL_WIDTH):
         typed = code.translate(digits)
@@ -162,8 +140,8 @@ def test_a_code_in_other_scripts_digits_is_refused_as_malformed(
 
 def test_resending_waits_thirty_seconds(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
-    session = new_session(api, link, mailing_vault)
-    _, session = send_code(api, link, session, mail, mailing_vault)
+    session = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
+    _, session = send_code(api, f"/views/{link}", session, mail, mailing_vault, VIEWER)
     response = api.post(f"/views/{link}/sessions/{session}/code")
     assert_json_error(response, 429,
                       "a code was sent less than 30 s ago: wait before asking again")
@@ -172,24 +150,24 @@ def test_resending_waits_thirty_seconds(
 
 def test_a_code_from_one_session_does_not_verify_another(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
-    first = new_session(api, link, mailing_vault)
-    second = new_session(api, link, mailing_vault)
-    code, _ = send_code(api, link, first, mail, mailing_vault)
-    _, second = send_code(api, link, second, mail, mailing_vault)
+    first = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
+    second = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
+    code, _ = send_code(api, f"/views/{link}", first, mail, mailing_vault, VIEWER)
+    _, second = send_code(api, f"/views/{link}", second, mail, mailing_vault, VIEWER)
     response = api.post(f"/views/{link}/sessions/{second}/verify", json={"code": code})
     assert_json_error(response, 403, "code is not correct")
 
 
 def test_an_smtp_failure_is_a_503_and_the_reader_may_ask_again(
         api: httpx.Client, link: str, mail: MailServer, mailing_vault: VaultProcess) -> None:
-    session = new_session(api, link, mailing_vault)
+    session = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
     mail.stop()
     try:
         response = api.post(f"/views/{link}/sessions/{session}/code")
         assert_json_error(response, 503, "the verification code could not be sent; retry shortly")
     finally:
         mail.start()
-    send_code(api, link, session, mail, mailing_vault)
+    send_code(api, f"/views/{link}", session, mail, mailing_vault, VIEWER)
 
 
 def test_the_policy_with_verify_email_is_accepted_when_smtp_is_set(
@@ -250,15 +228,16 @@ def test_a_link_sends_at_most_ten_codes_an_hour_to_one_address_and_locks_out_no_
     # refused, and the reader, from another address, still gets a code.
     stranger = {"x-viewer-ip": "198.51.100.33"}
     for _ in range(10):
-        session = new_session(api, link, mailing_vault)
+        session = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
         assert api.post(f"/views/{link}/sessions/{session}/code",
                         headers=stranger).status_code == 202
-    session = new_session(api, link, mailing_vault)
+    session = email_session(api, f"/views/{link}", mailing_vault, VIEWER)
     response = api.post(f"/views/{link}/sessions/{session}/code", headers=stranger)
     assert_json_error(response, 429, "too many codes sent for this link from this address: try "
                                      "again within the hour")
     assert response.headers["Retry-After"] == "600"
-    send_code(api, link, new_session(api, link, mailing_vault), mail, mailing_vault)
+    send_code(api, f"/views/{link}", email_session(api, f"/views/{link}", mailing_vault, VIEWER),
+              mail, mailing_vault, VIEWER)
 
 
 def test_one_address_gets_at_most_twenty_codes_an_hour(

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from tests import browser_session
 from tests import documents as docs
-from tests.browser_session import WAIT_MS, chromium_browser, open_viewer
+from tests.browser_session import WAIT_MS, open_viewer
+from tests.gate_helpers import COOKIE
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.room_helpers import add_file, create_room, room_link
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
@@ -28,11 +30,12 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
+browser = browser_session.browser  # this module's fixture
+
 MODULE = "tests.question_gate"
 PROMPT = "Which harbour do the boats leave from?"
 ANSWER = "North Quay"
 QUESTION = {"prompt": PROMPT, "answer": ANSWER}
-COOKIE = "vaultd_session"
 PENDING = "gates still pending: question (pass them in a viewer session)"
 WRONG = "answer is not correct"
 NOT_HERE = "this link needs a gate this server does not have (question): ask its owner"
@@ -210,12 +213,6 @@ def owner(vault: VaultProcess) -> Iterator[httpx.Client]:
     _, key = vault.new_account(name="Harbour Board")
     with vault.client(key) as client:
         yield client
-
-
-@pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
-    with chromium_browser() as browser:
-        yield browser
 
 
 @pytest.mark.browser  # after every test that makes an account: Playwright holds the thread's loop

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.gate_helpers import gated_link
 from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess
 
@@ -17,12 +18,6 @@ from tests.vault_process import VaultProcess
 @pytest.fixture
 def pdf_file(api: httpx.Client) -> dict[str, Any]:
     return upload_ok(api, docs.pdf(pages=2), name="Terms.pdf")
-
-
-def gated(api: httpx.Client, file_id: str, vault: VaultProcess, **policy: Any) -> str:
-    token: str = create_link(api, file_id, policy=policy)["token"]
-    vault.secrets.append(token)
-    return token
 
 
 NETWORKS = "policy.allowedIps must be a list of 1 to 50 addresses or CIDR ranges"
@@ -70,9 +65,9 @@ def test_a_link_without_policy_shows_exactly_the_spec_fields(
 
 def test_the_policy_is_shown_back_without_the_passcode(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode="correct horse", maxOpens=3,
-                  allowedIps=["127.0.0.1", "2001:db8::/32"],
-                  notBefore="2020-01-01T00:00:00+01:00")
+    token = gated_link(api, pdf_file["id"], vault, passcode="correct horse", maxOpens=3,
+                       allowedIps=["127.0.0.1", "2001:db8::/32"],
+                       notBefore="2020-01-01T00:00:00+01:00")
     response = api.get(f"/views/{token}", headers={"x-viewer-ip": "127.0.0.1"})
     assert response.status_code == 200, response.text
     body = response.json()
@@ -86,7 +81,7 @@ def test_the_policy_is_shown_back_without_the_passcode(
 def test_a_link_before_not_before_is_refused_naming_the_time(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
     start = (datetime.now(UTC) + timedelta(minutes=30)).replace(microsecond=0)
-    token = gated(api, pdf_file["id"], vault, notBefore=start.isoformat())
+    token = gated_link(api, pdf_file["id"], vault, notBefore=start.isoformat())
     expected = f"this link cannot be used before {start:%Y-%m-%dT%H:%M:%S}.000Z"
     assert_json_error(api.get(f"/views/{token}"), 403, expected)
     assert_json_error(api.get(f"/views/{token}/pages/1"), 403, expected)
@@ -95,7 +90,7 @@ def test_a_link_before_not_before_is_refused_naming_the_time(
 
 def test_a_forwarded_link_opened_from_another_address_is_refused(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, allowedIps=["203.0.113.0/24"])
+    token = gated_link(api, pdf_file["id"], vault, allowedIps=["203.0.113.0/24"])
     inside = {"x-viewer-ip": "203.0.113.9"}
     assert api.get(f"/views/{token}", headers=inside).status_code == 200
     assert api.get(f"/views/{token}/pages/1", headers=inside).status_code == 200
@@ -113,7 +108,7 @@ def test_a_forwarded_link_opened_from_another_address_is_refused(
 def test_a_link_without_session_gates_is_spent_after_max_opens(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
     """Without session gates, each session is one open: a proxy's, or a browser's cookie."""
-    token = gated(api, pdf_file["id"], vault, maxOpens=2)
+    token = gated_link(api, pdf_file["id"], vault, maxOpens=2)
     assert api.get(f"/views/{token}").status_code == 200  # the owner's details: not an open
     first = api.post(f"/views/{token}/sessions")
     assert first.status_code == 201 and first.json()["pending"] == []

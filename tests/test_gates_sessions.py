@@ -9,15 +9,11 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
+from tests.gate_helpers import SESSION_GONE, gated_link, pending
+from tests.http_helpers import LINK_GONE, assert_json_error, upload_ok
 from tests.vault_process import VaultProcess
 
 PASSCODE = "open sesame"
-SESSION_GONE = "viewer session not found or ended: open a new one"
-
-
-def pending(*gates: str) -> str:
-    return f"gates still pending: {', '.join(gates)} (pass them in a viewer session)"
 
 
 @pytest.fixture
@@ -31,12 +27,6 @@ def agreement(api: httpx.Client) -> dict[str, Any]:
     assert response.status_code == 201, response.text
     body: dict[str, Any] = response.json()
     return body
-
-
-def gated(api: httpx.Client, file_id: str, vault: VaultProcess, **policy: Any) -> str:
-    token: str = create_link(api, file_id, policy=policy)["token"]
-    vault.secrets.append(token)
-    return token
 
 
 def open_session(api: httpx.Client, token: str, vault: VaultProcess,
@@ -64,7 +54,7 @@ def page(api: httpx.Client, token: str, session: str | None = None) -> httpx.Res
 
 def test_a_passcode_link_serves_pages_only_in_a_session_that_gave_it(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     assert_json_error(page(api, token), 403, pending("passcode"))
     session = open_session(api, token, vault)
     assert session["pending"] == ["passcode"]
@@ -88,7 +78,7 @@ def test_a_passcode_link_serves_pages_only_in_a_session_that_gave_it(
 
 def test_guessing_the_passcode_stops_after_five_tries_per_session(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     sid = open_session(api, token, vault)["sessionId"]
     url = f"/views/{token}/sessions/{sid}/passcode"
     for guess in range(5):
@@ -101,8 +91,8 @@ def test_guessing_the_passcode_stops_after_five_tries_per_session(
 
 def test_a_session_replayed_on_another_link_is_unknown_there(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    first = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
-    second = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    first = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
+    second = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     sid = give_passcode(api, first, open_session(api, first, vault)["sessionId"])
     assert page(api, first, sid).status_code == 200
     assert_json_error(page(api, second, sid), 403, pending("passcode"))
@@ -112,7 +102,7 @@ def test_a_session_replayed_on_another_link_is_unknown_there(
 
 def test_a_session_from_before_a_revoke_serves_nothing(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     sid = give_passcode(api, token, open_session(api, token, vault)["sessionId"])
     assert page(api, token, sid).status_code == 200
     assert api.delete(f"/views/{token}").status_code == 204
@@ -122,7 +112,7 @@ def test_a_session_from_before_a_revoke_serves_nothing(
 
 def test_max_opens_counts_sessions_that_passed_then_the_link_is_spent(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE, maxOpens=1)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE, maxOpens=1)
     sid = give_passcode(api, token, open_session(api, token, vault)["sessionId"])
     assert page(api, token, sid).status_code == 200
     # Opening a session spends nothing; passing its last gate is the open beyond maxOpens.
@@ -135,7 +125,7 @@ def test_max_opens_counts_sessions_that_passed_then_the_link_is_spent(
 def test_an_agreement_is_accepted_only_by_the_post_with_a_typed_name(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess,
         agreement: dict[str, Any]) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE, agreementId=agreement["id"])
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE, agreementId=agreement["id"])
     sid = open_session(api, token, vault)["sessionId"]
     accept = f"/views/{token}/sessions/{sid}/agreement"
     # A client claiming acceptance on the page request, or before the passcode, gets nothing.
@@ -164,7 +154,7 @@ def test_an_agreement_is_accepted_only_by_the_post_with_a_typed_name(
 def test_agreements_are_versioned_and_a_link_keeps_its_version(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess,
         agreement: dict[str, Any]) -> None:
-    token = gated(api, pdf_file["id"], vault, agreementId=agreement["id"])
+    token = gated_link(api, pdf_file["id"], vault, agreementId=agreement["id"])
     again = api.post("/agreements", json={"name": "Mutual NDA", "text": "Keep it very secret."})
     assert again.status_code == 201
     second = again.json()

@@ -11,26 +11,16 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
+from tests.gate_helpers import COOKIE, gated_link, pending
+from tests.http_helpers import LINK_GONE, assert_json_error, upload_ok
 from tests.vault_process import VaultProcess
 
 PASSCODE = "blue harbour"
-COOKIE = "vaultd_session"
-
-
-def pending(*gates: str) -> str:
-    return f"gates still pending: {', '.join(gates)} (pass them in a viewer session)"
 
 
 @pytest.fixture
 def pdf_file(api: httpx.Client) -> dict[str, Any]:
     return upload_ok(api, docs.pdf(pages=2), name="Plans.pdf")
-
-
-def gated(api: httpx.Client, file_id: str, vault: VaultProcess, **policy: Any) -> str:
-    token: str = create_link(api, file_id, policy=policy)["token"]
-    vault.secrets.append(token)
-    return token
 
 
 @contextmanager
@@ -46,7 +36,7 @@ def open_gate(vault: VaultProcess, token: str) -> Iterator[httpx.Client]:
 
 def test_the_session_cookie_is_http_only_strict_and_scoped_to_the_link(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     response = httpx.get(f"{vault.url}/v/{token}")
     cookie = response.headers["set-cookie"]
     vault.secrets.append(cookie.split(";")[0].split("=", 1)[1])
@@ -60,7 +50,7 @@ def test_the_session_cookie_is_http_only_strict_and_scoped_to_the_link(
 
 def test_the_passcode_screen_opens_the_document_once_the_post_passes(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     with open_gate(vault, token) as browser:
         assert_json_error(browser.get(f"/v/{token}/pages/1"), 403, pending("passcode"))
         wrong = browser.post(f"/v/{token}/session/passcode", json={"passcode": "nope"})
@@ -73,7 +63,7 @@ def test_the_passcode_screen_opens_the_document_once_the_post_passes(
 
 def test_a_direct_page_url_without_a_session_gets_no_page(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     assert_json_error(httpx.get(f"{vault.url}/v/{token}/pages/1"), 403, pending("passcode"))
     forged = {"Cookie": f"{COOKIE}={'A' * 43}"}
     assert_json_error(httpx.get(f"{vault.url}/v/{token}/pages/1", headers=forged), 403,
@@ -82,8 +72,8 @@ def test_a_direct_page_url_without_a_session_gets_no_page(
 
 def test_a_cookie_replayed_on_another_link_passes_nothing(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    first = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
-    second = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    first = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
+    second = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     with open_gate(vault, first) as browser:
         browser.post(f"/v/{first}/session/passcode", json={"passcode": PASSCODE})
         session = browser.cookies[COOKIE]
@@ -97,7 +87,7 @@ def test_a_cookie_replayed_on_another_link_passes_nothing(
 
 def test_a_cookie_from_before_a_revoke_ends_with_the_link(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     with open_gate(vault, token) as browser:
         browser.post(f"/v/{token}/session/passcode", json={"passcode": PASSCODE})
         assert browser.get(f"/v/{token}/pages/1").status_code == 200
@@ -109,7 +99,7 @@ def test_a_cookie_from_before_a_revoke_ends_with_the_link(
 def test_the_agreement_is_accepted_only_by_the_post(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
     agreement = api.post("/agreements", json={"name": "NDA", "text": "Say nothing."}).json()
-    token = gated(api, pdf_file["id"], vault, agreementId=agreement["id"])
+    token = gated_link(api, pdf_file["id"], vault, agreementId=agreement["id"])
     with httpx.Client(base_url=vault.url, timeout=60) as browser:
         page = browser.get(f"/v/{token}")
         vault.secrets.append(browser.cookies[COOKIE])
@@ -129,7 +119,7 @@ def test_the_agreement_is_accepted_only_by_the_post(
 
 def test_a_link_refused_from_this_address_says_why(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, allowedIps=["198.51.100.0/24"])
+    token = gated_link(api, pdf_file["id"], vault, allowedIps=["198.51.100.0/24"])
     response = httpx.get(f"{vault.url}/v/{token}")
     assert response.status_code == 403
     assert "this link cannot be used from the viewer&#x27;s IP address." in response.text
@@ -137,7 +127,7 @@ def test_a_link_refused_from_this_address_says_why(
 
 def test_max_opens_on_the_hosted_viewer_counts_browsers_that_passed(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE, maxOpens=1)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE, maxOpens=1)
     with open_gate(vault, token) as browser:
         browser.post(f"/v/{token}/session/passcode", json={"passcode": PASSCODE})
         assert browser.get(f"/v/{token}").status_code == 200  # the same session: not counted
@@ -150,7 +140,7 @@ def test_max_opens_on_the_hosted_viewer_counts_browsers_that_passed(
 
 def test_browsers_without_a_cookie_open_at_most_sixty_sessions_an_hour_per_address(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE)
+    token = gated_link(api, pdf_file["id"], vault, passcode=PASSCODE)
     with httpx.Client(base_url=vault.url, timeout=60) as anonymous:
         statuses = []
         for _ in range(61):  # each time as a new browser: no cookie kept

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.access_log import page_entries
 from tests.http_helpers import create_link, upload_ok
 from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
@@ -98,10 +99,6 @@ def page_load(url: str, key: str, clients: int) -> Iterator[PageLoad]:
 
 def temp_blobs(server: VaultProcess) -> list[str]:
     return [p.name for p in (server.data_dir / "blobs").iterdir() if p.name.startswith(".tmp-")]
-
-
-def page_entries(api: httpx.Client, file_id: str) -> list[dict[str, object]]:
-    return [e for e in api.get(f"/files/{file_id}/access-log").json() if e["action"] == "page"]
 
 
 def test_a_stop_under_load_answers_pages_in_flight_and_cuts_a_trickling_upload(

@@ -4,7 +4,6 @@ and downloads byte-identical; images keep their renditions readable after the ol
 
 from __future__ import annotations
 
-import io
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +12,7 @@ import httpx
 import pytest
 
 from tests import render_fixtures as fx
+from tests.access_log import file_record
 from tests.http_helpers import create_link, upload_ok
 from tests.raw_posts import finish_post, start_post
 from tests.vault_process import VaultProcess, running_vault
@@ -28,22 +28,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
         yield vault
 
 
-def big_png(size: tuple[int, int] = (4000, 2400)) -> bytes:
-    """More than two pages' worth of pixels, so the upload also stores a rendition."""
-    out = io.BytesIO()
-    fx.photo(size).save(out, "PNG")
-    return out.getvalue()
-
-
-def record(server: VaultProcess, file_id: str) -> dict[str, Any]:
-    async def read(db: Any) -> dict[str, Any]:
-        found: dict[str, Any] = await db.files.find_one({"_id": file_id})
-        return found
-
-    found: dict[str, Any] = server.run_service(read)
-    return found
-
-
 def temporaries(server: VaultProcess) -> list[Any]:
     return list((server.data_dir / "blobs").glob(".tmp-*"))
 
@@ -57,7 +41,7 @@ def test_an_upload_in_flight_across_a_rotation_that_drops_its_key_is_stored_and_
 ) -> None:
     _, key = server.new_account()
     old_key_ids = server.admin_json("master-key", "rotate")["keyIds"]  # two keys in the ring
-    data = big_png()
+    data = fx.big_png()
     sent = len(data) // 10
     sock = start_post(server.port, "/v1/files", key, "image/png", data, sent=sent,
                       headers={"x-file-kind": "delivery"})
@@ -75,7 +59,7 @@ def test_an_upload_in_flight_across_a_rotation_that_drops_its_key_is_stored_and_
     assert not set(old_key_ids) & set(result["keyIds"])  # every key the upload saw is gone
     status, created = finish_post(sock, data, sent)
     assert status == 201, created
-    stored = record(server, created["id"])
+    stored = file_record(server, created["id"])
     assert stored["blob"]["key"]["key_id"] == result["currentKeyId"]
     assert stored["rendition"]["key"]["key_id"] == result["currentKeyId"]
     with server.client(key) as api:
@@ -95,12 +79,12 @@ def test_an_image_uploaded_before_a_rotation_with_drop_old_still_renders(
     server: VaultProcess,
 ) -> None:
     _, key = server.new_account()
-    data = big_png()
+    data = fx.big_png()
     with server.client(key) as api:
         created = upload_ok(api, data, content_type="image/png", kind="delivery")
-        before = record(server, created["id"])
+        before = file_record(server, created["id"])
         result = server.admin_json("master-key", "rotate", "--drop-old")
-        after = record(server, created["id"])
+        after = file_record(server, created["id"])
         assert before["rendition"]["key"]["key_id"] not in result["keyIds"]
         assert after["rendition"]["key"]["key_id"] == result["currentKeyId"]
         assert_readable(api, server, created["id"], data)
@@ -110,5 +94,5 @@ def test_an_upload_that_starts_after_the_rotation_uses_the_new_key(server: Vault
     _, key = server.new_account()
     result = server.admin_json("master-key", "rotate", "--drop-old")
     with server.client(key) as api:
-        created = upload_ok(api, big_png((800, 600)), content_type="image/png")
-    assert record(server, created["id"])["blob"]["key"]["key_id"] == result["currentKeyId"]
+        created = upload_ok(api, fx.big_png((800, 600)), content_type="image/png")
+    assert file_record(server, created["id"])["blob"]["key"]["key_id"] == result["currentKeyId"]

@@ -25,6 +25,7 @@ from tests.http_helpers import (
     LINK_GONE,
     assert_json_error,
     create_link,
+    is_jpeg,
     upload,
     upload_ok,
 )
@@ -102,10 +103,6 @@ def link_token(server: VaultProcess, api: httpx.Client, file_id: str) -> str:
     token = create_link(api, file_id)["token"]
     server.secrets.append(token)
     return str(token)
-
-
-def is_jpeg(response: httpx.Response) -> bool:
-    return response.status_code == 200 and response.content[:3] == b"\xff\xd8\xff"
 
 
 def test_a_file_uploaded_through_one_process_is_listed_downloaded_and_rendered_by_the_other(

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.access_log import page_entries
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess, running_vault
 
@@ -51,10 +52,6 @@ def files(one_worker: VaultProcess) -> Files:
         light = create_link(api, upload_ok(api, docs.pdf(pages=2))["id"])
     one_worker.secrets += [key, heavy["token"], light["token"]]
     return Files(key, heavy_id, heavy, light)
-
-
-def page_entries(api: httpx.Client, file_id: str) -> list[dict]:
-    return [e for e in api.get(f"/files/{file_id}/access-log").json() if e["action"] == "page"]
 
 
 def get_all(client: httpx.Client, paths: list[tuple[str, str | None]]) -> list[httpx.Response]:

@@ -17,24 +17,10 @@ from render.worker import rendition
 from render.worker.tasks import validate_document
 from tests import documents as docs
 from tests import render_fixtures as fx
+from tests.access_log import file_record
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
-
-
-def _big_png(size: tuple[int, int] = (4000, 2400)) -> bytes:
-    # 9.6 megapixels: more than two pages' worth at the default budget (render.worker.rendition)
-    out = io.BytesIO()
-    fx.photo(size).save(out, "PNG")
-    return out.getvalue()
-
-
-def _record(vault: VaultProcess, file_id: str) -> dict[str, Any]:
-    async def read(db: Any) -> dict[str, Any]:
-        found: dict[str, Any] = await db.files.find_one({"_id": file_id})
-        return found
-    found: dict[str, Any] = vault.run_service(read)
-    return found
 
 
 def _page_size(api: httpx.Client, token: str) -> tuple[int, int]:
@@ -47,12 +33,12 @@ def test_an_image_gets_a_rendition_that_pages_use_and_nothing_counts(
     vault: VaultProcess, api: httpx.Client
 ) -> None:
     before = api.get("/account").json()["usage"]
-    data = _big_png()
+    data = fx.big_png()
     created = upload_ok(api, data, name="scan.png")
     blobs = vault.data_dir / "blobs"
     original, kept = blobs / created["id"], blobs / f"{created['id']}.rendition"
     assert original.exists() and kept.exists()
-    record = _record(vault, created["id"])["rendition"]
+    record = file_record(vault, created["id"])["rendition"]
     assert (record["name"], record["longSide"], record["maxPixels"]) == (
         kept.name, 1600, 4_000_000)
     assert kept.read_bytes()[:64] != original.read_bytes()[:64]  # encrypted under its own key
@@ -74,7 +60,7 @@ def test_an_image_gets_a_rendition_that_pages_use_and_nothing_counts(
 def test_an_image_without_a_rendition_renders_from_the_original(
     vault: VaultProcess, api: httpx.Client
 ) -> None:
-    created = upload_ok(api, _big_png(), name="old.png")
+    created = upload_ok(api, fx.big_png(), name="old.png")
     link = create_link(api, created["id"])
     with_rendition = _page_size(api, link["token"])
     kept = vault.data_dir / "blobs" / f"{created['id']}.rendition"
@@ -95,9 +81,9 @@ def test_an_image_without_a_rendition_renders_from_the_original(
 def test_a_pdf_or_a_small_image_gets_no_rendition(vault: VaultProcess, api: httpx.Client
                                                    ) -> None:
     # A picture of up to two pages' worth of pixels decodes about as fast as a rendition.
-    for body in (docs.pdf(pages=2), _big_png((2400, 1600))):
+    for body in (docs.pdf(pages=2), fx.big_png((2400, 1600))):
         created = upload_ok(api, body)
-        assert "rendition" not in _record(vault, created["id"])
+        assert "rendition" not in file_record(vault, created["id"])
         assert not (vault.data_dir / "blobs" / f"{created['id']}.rendition").exists()
         assert api.get(f"/views/{create_link(api, created['id'])['token']}/pages/1"
                        ).status_code == 200
@@ -105,7 +91,7 @@ def test_a_pdf_or_a_small_image_gets_no_rendition(vault: VaultProcess, api: http
 
 def test_the_rendition_has_the_pixels_a_page_of_the_original_has(tmp_path: Path) -> None:
     budget = PixelBudget(long_side=900, max_pixels=500_000)  # a rendition from 1 megapixel up
-    for data, kind in ((_big_png(), fx.PNG), (fx.sideways_jpeg((1600, 1200)), fx.JPEG)):
+    for data, kind in ((fx.big_png(), fx.PNG), (fx.sideways_jpeg((1600, 1200)), fx.JPEG)):
         source = fx.encrypt_to_local(tmp_path, data, kind)
         assert validate_document(source, budget).page_count == 1
         kept = Image.open(io.BytesIO(rendition.image_rendition(source, budget)))

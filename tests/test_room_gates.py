@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.gate_helpers import COOKIE, SESSION_GONE, pending
 from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
 from tests.room_helpers import add_file, add_folder, create_room, room_link
 from tests.vault_process import VaultProcess
@@ -22,12 +23,6 @@ from vaultd.secrets import digest
 from vaultd.timefmt import utcnow
 
 PASSCODE = "harbour lights"
-COOKIE = "vaultd_session"
-SESSION_GONE = "viewer session not found or ended: open a new one"
-
-
-def pending(*gates: str) -> str:
-    return f"gates still pending: {', '.join(gates)} (pass them in a viewer session)"
 
 
 @pytest.fixture

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from tests import browser_session, mail_server
 from tests import documents as docs
-from tests.browser_session import WAIT_MS, chromium_browser, open_viewer
+from tests.browser_session import WAIT_MS, open_viewer
 from tests.http_helpers import upload_ok
 from tests.mail_server import MailServer, code_in
 from tests.room_helpers import add_file, add_folder, create_room, room_link
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import VaultProcess
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -26,12 +27,8 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts Chromium and its own servers
 
-
-@pytest.fixture(scope="module")
-def mailing_vault(tmp_path_factory: pytest.TempPathFactory,
-                  mail: MailServer) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("room-gates") / "data", **mail.env()) as server:
-        yield server
+browser = browser_session.browser  # this module's fixture
+mailing_vault = mail_server.mailing_vault  # this module's fixture
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +36,6 @@ def owner(mailing_vault: VaultProcess) -> Iterator[httpx.Client]:
     _, key = mailing_vault.new_account(name="Northwind Legal", plan="pro")
     with mailing_vault.client(key) as client:
         yield client
-
-
-@pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
-    with chromium_browser() as browser:
-        yield browser
 
 
 def test_a_reader_passes_a_gated_rooms_gates_then_reads_its_documents(

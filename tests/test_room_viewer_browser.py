@@ -4,18 +4,17 @@ from the room blanked by the viewer's status poll."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
+from tests import browser_session
 from tests import documents as docs
 from tests.browser_session import (
     CANVAS_STATS,
     WAIT_MS,
     assert_drawn,
-    chromium_browser,
     open_viewer,
 )
 from tests.http_helpers import upload_ok
@@ -27,18 +26,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts Chromium
 
-
-@pytest.fixture(scope="module")
-def owner(vault: VaultProcess) -> Iterator[httpx.Client]:
-    _, key = vault.new_account("Northwind Legal")
-    with vault.client(key) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
-    with chromium_browser() as browser:
-        yield browser
+browser, owner = browser_session.browser, browser_session.owner  # this module's fixtures
 
 
 def test_a_reader_opens_a_document_from_the_room_index(

@@ -4,23 +4,24 @@ document opens in the existing viewer under the room link, with the viewer's hea
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import LINK_GONE, assert_json_error, upload_ok
+from tests import http_helpers
+from tests.http_helpers import (
+    LINK_GONE,
+    NOT_AVAILABLE,
+    assert_json_error,
+    assert_viewer_headers,
+    upload_ok,
+)
 from tests.room_helpers import add_file, add_folder, create_room, room_link
-from tests.test_viewer_http import NOT_AVAILABLE, assert_viewer_headers
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 
-
-@pytest.fixture
-def web(vault: VaultProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=vault.url, timeout=60) as client:
-        yield client
+web = http_helpers.web  # this module's fixture
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tests.cli_errors import one_line_error
 from tests.room_helpers import add_folder, create_room, room_link
-from tests.test_cli import one_line_error
 from tests.vault_process import VaultProcess
 
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import create_link, upload_ok
+from tests.http_helpers import create_link, is_jpeg, upload_ok
 from tests.moto_server import (
     AWS_ENV,
     SECRET_ACCESS_KEY,
@@ -61,10 +61,6 @@ def bucket_keys(moto: MotoServer) -> set[str]:
             await backend.close()
 
     return asyncio.run(listing())
-
-
-def is_jpeg(response: httpx.Response) -> bool:
-    return response.status_code == 200 and response.content[:3] == b"\xff\xd8\xff"
 
 
 def test_pages_downloads_and_deletes_go_through_the_bucket(

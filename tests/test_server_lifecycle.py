@@ -10,7 +10,7 @@ from pymongo.uri_parser import parse_uri
 
 from tests import documents as docs
 from tests.http_helpers import upload_ok
-from tests.processes import alive, database_process, render_workers
+from tests.processes import alive, database_process, render_workers, running
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 from vaultd.embedded_db import running_address
@@ -38,13 +38,6 @@ def test_render_workers_and_the_database_go_when_vaultd_is_killed(tmp_path: Path
     server.stop(signal.SIGKILL)
     wait_until(lambda: not any(running(pid) for pid in [*workers, database]),
                what="workers and database gone")
-
-
-def running(pid: int) -> bool:
-    try:
-        return alive(pid) and "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
 
 
 def test_the_embedded_database_is_reached_without_retryable_writes(tmp_path: Path) -> None:

@@ -12,11 +12,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import create_link, upload_ok
+from tests.http_helpers import create_link, is_jpeg, upload_ok
 from tests.test_config import run_vaultd
 from tests.twist_backend import NAME, distribution, twist_distribution, twisted
 from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
@@ -39,10 +38,6 @@ def twist_vault(tmp_path_factory: pytest.TempPathFactory,
     yield server
     server.stop()
     assert_no_secrets_in_log(server)
-
-
-def is_jpeg(response: httpx.Response) -> bool:
-    return response.status_code == 200 and response.content[:3] == b"\xff\xd8\xff"
 
 
 def test_uploads_pages_downloads_and_deletes_go_through_the_registered_backend(

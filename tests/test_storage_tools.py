@@ -21,9 +21,9 @@ from backends.local import LocalBackend
 from backends.s3 import S3Backend, S3Config
 from tests import documents as docs
 from tests.azurite import ACCOUNT_KEY, Azurite
+from tests.cli_errors import one_line_error
 from tests.http_helpers import upload_ok
 from tests.moto_server import SECRET_ACCESS_KEY, MotoServer
-from tests.test_cli import one_line_error
 from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
 from vaultd.crypto.blob_format import HEADER_SIZE, WIRE_CHUNK_SIZE
 

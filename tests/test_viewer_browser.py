@@ -6,24 +6,22 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
+from tests import browser_session
 from tests import documents as docs
 from tests.browser_session import (
     CANVAS_STATS,
     DESKTOP,
-    NOT_AVAILABLE,
     PHONE,
     WAIT_MS,
     assert_drawn,
-    chromium_browser,
     open_viewer,
 )
-from tests.http_helpers import create_link, upload_ok
+from tests.http_helpers import NOT_AVAILABLE, create_link, upload_ok
 from tests.vault_process import VaultProcess
 
 if TYPE_CHECKING:
@@ -31,17 +29,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # starts Chromium
 
-@pytest.fixture(scope="module")
-def browser(owner: httpx.Client) -> Iterator[Browser]:  # the owner first: see chromium_browser
-    with chromium_browser() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def owner(vault: VaultProcess) -> Iterator[httpx.Client]:
-    _, key = vault.new_account("Northwind Legal")
-    with vault.client(key) as client:
-        yield client
+browser, owner = browser_session.browser, browser_session.owner  # this module's fixtures
 
 
 @pytest.fixture(scope="module")

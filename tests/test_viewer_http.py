@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 
 from tests import documents as docs
-from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
+from tests import http_helpers
+from tests.http_helpers import (
+    LINK_GONE,
+    NOT_AVAILABLE,
+    assert_json_error,
+    assert_viewer_headers,
+    create_link,
+    upload_ok,
+)
 from tests.vault_process import VaultProcess
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
-       "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
-       "frame-ancestors 'none'")
-NOT_AVAILABLE = "This link is no longer available."
+web = http_helpers.web  # this module's fixture
 
-
-@pytest.fixture
-def web(vault: VaultProcess) -> Iterator[httpx.Client]:
-    """A browser-like client of the hosted viewer: no API key, the viewer's own origin."""
-    with httpx.Client(base_url=vault.url, timeout=60) as client:
-        yield client
 
 
 @pytest.fixture
@@ -32,15 +30,6 @@ def shared(vault: VaultProcess, api: httpx.Client) -> dict:
     link = create_link(api, file["id"], "Dana@Example.com", viewerName="Dana Scully")
     vault.secrets.append(link["token"])
     return {"file": file, "token": link["token"], "path": f"/v/{link['token']}"}
-
-
-def assert_viewer_headers(response: httpx.Response) -> None:
-    headers = response.headers
-    assert headers["content-security-policy"] == CSP
-    assert headers["x-frame-options"] == "DENY"
-    assert headers["referrer-policy"] == "no-referrer"
-    assert "no-store" in headers["cache-control"]
-    assert headers["x-content-type-options"] == "nosniff"
 
 
 def latest_log(api: httpx.Client, file_id: str) -> dict:
