@@ -111,8 +111,8 @@ def starts_after(tree: AuditTreeDoc, parts: list[Segment]) -> list[int]:
 async def write(db: Db, rounds: list[tuple[AuditTreeDoc, list[Segment]]], epoch: int) -> None:
     """The accounts' new pieces in one command, then every block they complete, whole, in
     another (with the leaves of its earlier pieces, those of its tree's last block)."""
-    await _insert(db.audit_pieces, [part.doc(epoch) for _, parts in rounds for part in parts],
-                  epoch)
+    await insert_fenced(db.audit_pieces, [part.doc(epoch) for _, parts in rounds for part in parts],
+                       epoch)
     whole: list[AuditBlockDoc] = []
     for tree, parts in rounds:
         for part in parts:
@@ -125,10 +125,10 @@ async def write(db: Db, rounds: list[tuple[AuditTreeDoc, list[Segment]]], epoch:
             whole.append({"_id": block_id(part.account_id, part.block),
                           "accountId": part.account_id, "block": part.block, "keys": keys,
                           "hashes": hashes, "epoch": epoch})
-    await _insert(db.audit_blocks, whole, epoch)
+    await insert_fenced(db.audit_blocks, whole, epoch)
 
 
-async def _insert(collection: Any, docs: list[Any], epoch: int) -> None:
+async def insert_fenced(collection: Any, docs: list[Any], epoch: int) -> None:
     """Inserted in one command; one a killed round left at the same `_id` is replaced, unless
     a newer holder wrote it (then BlockFenced)."""
     if not docs:

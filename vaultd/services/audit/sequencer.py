@@ -34,7 +34,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 from vaultd.db import Db
 from vaultd.records.audit import AuditNodeDoc, AuditTreeDoc, SourceKind
 from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle
-from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in
+from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in, insert_fenced
 from vaultd.services.audit.keys import Signer
 from vaultd.services.audit.tree_store import node_id
 from vaultd.timefmt import utcnow
@@ -241,18 +241,9 @@ class Sequencer:
         docs: list[AuditNodeDoc] = [{"_id": node_id(account_id, level, index), "hash": digest,
                                      "epoch": self.epoch}
                                     for account_id, level, index, digest in closed]
-        try:
-            await self.db.audit_nodes.insert_many(docs, ordered=False)
-        except BulkWriteError as error:
-            # Nodes a killed round left past the committed size: overwritten, unless a newer
-            # holder wrote them (its epoch is above ours: the upsert's insert then collides).
-            errors = error.details["writeErrors"]
-            if any(item.get("code") != DUPLICATE_KEY for item in errors):
-                raise
-            for item in errors:
-                doc = docs[item["index"]]
-                await self.db.audit_nodes.replace_one(
-                    {"_id": doc["_id"], "epoch": {"$lte": self.epoch}}, doc, upsert=True)
+        # Nodes a killed round left past the committed size are overwritten, unless a newer
+        # holder wrote them (its epoch is above ours): then BlockFenced ends the round.
+        await insert_fenced(self.db.audit_nodes, docs, self.epoch)
 
     async def _checkpoints(self) -> None:
         if not self.pending:
