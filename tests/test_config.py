@@ -64,6 +64,14 @@ def test_vaultd_refuses_to_start_with_one_clear_line(tmp_path, args: list[str],
     assert "tooshort" not in result.stderr
 
 
+def test_a_refused_backend_leaves_no_master_key_behind(tmp_path) -> None:
+    result = run_vaultd(["--data-dir", str(tmp_path)], {"VAULTD_STORAGE_BACKEND": "s3"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "vaultd: config: storage.backend 's3' needs storage.s3.bucket (VAULTD_S3_BUCKET)"]
+    assert not (tmp_path / "master.key").exists()
+
+
 def test_an_unknown_key_in_the_config_file_stops_start_up(tmp_path) -> None:
     config = tmp_path / "vaultd.toml"
     config.write_text('port = 8080\n[render]\nworkerz = 2\n')

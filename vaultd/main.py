@@ -120,9 +120,11 @@ async def serve(settings: Settings,
         lock.acquire()
     try:
         sockets = bind(settings)
+        # The backend's options are checked before the key is read, so that a refused first
+        # start leaves no master key behind that nothing was ever encrypted with.
+        backend = make_backend(settings)
         keyrings = KeyringSource(settings)
         announce_new_key(settings, keyrings)
-        backend = make_backend(settings)  # config errors surface before anything is started
         await run_service(settings, sockets, keyrings, backend, oidc=oidc,
                           until=until or wait_for_signal)
     finally:
