@@ -9,12 +9,15 @@ status and message, and no session cookie is set."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import secrets
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
@@ -25,7 +28,9 @@ from tests.member_records import insert_member
 from tests.oidc_provider import CALLBACK_PATH, Browser, Client, OidcProvider, require_provider
 from tests.tcp_relay import TcpRelay
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, free_port
+from vaultd.errors import TooManyRequests
 from vaultd.secrets import digest
+from vaultd.services.members import oidc_pending
 
 pytestmark = [pytest.mark.slow]
 
@@ -327,29 +332,55 @@ def test_a_token_endpoint_answering_nonsense_is_a_502(oidc: Setup, browser: Brow
     assert no_session_cookie(response)
 
 
-def test_one_address_may_leave_only_so_many_sign_ins_pending(oidc: Setup) -> None:
-    # Last in the module: it uses up 127.0.0.1's pending sign-ins, then gives them back.
-    async def pending_from(db: object, ip: str) -> int:
-        return int(await db.database["oidc_pending"].count_documents(  # type: ignore[attr-defined]
-            {"ip": ip}))
+def test_one_address_may_start_only_so_many_sign_ins_even_all_at_once(oidc: Setup) -> None:
+    # Last in the module: it uses up 127.0.0.1's starts (concurrently, as two vaultd or two
+    # event loops racing would), then gives them back.
+    limit_key = oidc_pending.start_limit_key("127.0.0.1")
 
+    async def forget_starts(db: Any) -> None:
+        await db.raw("rate_limits").delete_one({"_id": limit_key})
+        await db.database["oidc_pending"].delete_many({"ip": "127.0.0.1"})
+
+    async def pending_from_here(db: Any) -> int:
+        return int(await db.database["oidc_pending"].count_documents({"ip": "127.0.0.1"}))
+
+    def start(_: int) -> httpx.Response:
+        with httpx.Client(timeout=60) as client:
+            return client.get(f"{oidc.vault.url}/console/auth/oidc/start")
+
+    oidc.vault.run_service(forget_starts)
     try:
-        with httpx.Client(timeout=30) as client:
-            started = pending_from_here = oidc.vault.run_service(
-                lambda db: pending_from(db, "127.0.0.1"))
-            while started < 60:
-                response = client.get(f"{oidc.vault.url}/console/auth/oidc/start")
-                assert response.status_code == 302, response.text
-                started += 1
-            refused = client.get(f"{oidc.vault.url}/console/auth/oidc/start")
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            answers = list(pool.map(start, range(80)))
+        statuses = sorted(answer.status_code for answer in answers)
+        assert statuses == [302] * 60 + [429] * 20
+        refused = next(answer for answer in answers if answer.status_code == 429)
         assert_json_error(refused, 429, "too many sign-ins started from this address; try "
                                         "again in a few minutes")
         assert refused.headers["retry-after"] == "60"
-        assert pending_from_here <= 60
-        assert oidc.vault.run_service(lambda db: pending_from(db, "127.0.0.1")) == 60
+        assert oidc.vault.run_service(pending_from_here) == 60
     finally:
-        oidc.vault.run_service(
-            lambda db: db.database["oidc_pending"].delete_many({"ip": "127.0.0.1"}))
+        oidc.vault.run_service(forget_starts)
+
+
+def test_starts_racing_in_one_event_loop_cannot_pass_the_cap_together(oidc: Setup) -> None:
+    # Eighty starts awaited together: a count and then an insert would let every one of them
+    # see the address below the cap.
+    async def race(db: Any) -> list[bool]:
+        async def one() -> bool:
+            try:
+                await oidc_pending.begin(db, oidc_pending.new_browser_secret(), "192.0.2.7")
+            except TooManyRequests:
+                return False
+            return True
+        try:
+            return list(await asyncio.gather(*(one() for _ in range(80))))
+        finally:
+            await db.raw("rate_limits").delete_one(
+                {"_id": oidc_pending.start_limit_key("192.0.2.7")})
+            await db.database["oidc_pending"].delete_many({"ip": "192.0.2.7"})
+
+    assert sorted(oidc.vault.run_service(race)) == [False] * 20 + [True] * 60
 
 
 def with_query(url: str, **replaced: str) -> str:

@@ -22,13 +22,15 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, TooManyRequests
 from vaultd.records.oidc import OidcPendingDoc
 from vaultd.secrets import digest, is_token, new_token
+from vaultd.services.common import rolling_limits
 from vaultd.timefmt import utcnow
 
 PENDING_SECONDS = 600
-# Starting a sign-in needs no credential and writes a record: one address may leave this many
-# pending at once (each ends in ten minutes). High enough for an office behind one NAT address
-# signing in at nine; low enough that one client cannot fill the database.
-MAX_PENDING_PER_IP = 60
+# Starting a sign-in needs no credential and writes a record: one address may start this many
+# in any ten minutes (the time a pending one lives, so never more are pending). High enough for
+# an office behind one NAT address signing in at nine; low enough that one client cannot fill
+# the database.
+MAX_STARTS_PER_IP = 60
 STATE_REFUSED = ("sign-in state is unknown, already used, expired or from another browser: "
                  "start the sign-in again")
 
@@ -69,7 +71,6 @@ async def ensure_indexes(db: Db) -> None:
     # database drops it (TTL), so abandoned ones never pile up.
     await pending(db).create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
     await pending(db).create_index([("_id", ASCENDING), ("browser", ASCENDING)])
-    await pending(db).create_index([("ip", ASCENDING), ("expiresAt", ASCENDING)])
 
 
 def new_browser_secret() -> str:
@@ -80,12 +81,17 @@ def valid_secret(value: str | None) -> bool:
     return value is not None and is_token(value)
 
 
+def start_limit_key(ip: str) -> str:
+    """The address's record in `rate_limits`, named by a digest as the other limits are."""
+    return "oidc-start:" + digest(ip)[:32]
+
+
 async def begin(db: Db, browser_secret: str, ip: str) -> PendingSignIn:
     now = utcnow()
-    # An index range of this address's live records, never more than the cap plus one.
-    started = await pending(db).count_documents({"ip": ip, "expiresAt": {"$gt": now}},
-                                                limit=MAX_PENDING_PER_IP + 1)
-    if started >= MAX_PENDING_PER_IP:
+    # One conditional update counts the start and checks the cap, so concurrent starts (on any
+    # vaultd sharing the database) cannot pass it together, as a count then an insert could.
+    if not await rolling_limits.take(db, start_limit_key(ip), MAX_STARTS_PER_IP,
+                                     PENDING_SECONDS, now):
         raise TooManyRequests("too many sign-ins started from this address; try again in a few "
                               "minutes", retry_after=60)
     sign_in = derive(new_token(), browser_secret)
