@@ -199,17 +199,28 @@ def test_thirty_wrong_passcodes_just_before_the_hour_still_count_after_it(
 
 # --- session fixation --------------------------------------------------------------------------
 
+@pytest.mark.parametrize("kind", ["file", "room"])
 def test_a_planted_cookie_reads_nothing_once_the_victim_passed_the_gates_with_it(
-        api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
+        api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess, kind: str) -> None:
     nda = api.post("/agreements", json={"name": "NDA", "text": "Not a word."}).json()
-    token = gated(api, pdf_file["id"], vault, passcode=PASSCODE, agreementId=nda["id"])
-    planted = httpx.get(f"{vault.url}/v/{token}").cookies[COOKIE]  # the attacker's session
+    policy = {"passcode": PASSCODE, "agreementId": nda["id"]}
+    if kind == "file":
+        base = f"/v/{gated(api, pdf_file['id'], vault, **policy)}"
+        page_url = f"{vault.url}{base}/pages/1"
+    else:
+        room = create_room(api, "Fixed room")
+        add_file(api, room["id"], pdf_file["id"])
+        room_token: str = room_link(api, room["id"], policy=policy)["token"]
+        vault.secrets.append(room_token)
+        base = f"/r/{room_token}"
+        page_url = f"{vault.url}{base}/files/{pdf_file['id']}/pages/1"
+    planted = httpx.get(vault.url + base).cookies[COOKIE]  # the attacker's session
     vault.secrets.append(planted)
     current, seen = planted, []
     for action, body in (("passcode", {"passcode": PASSCODE}), ("agreement",
                                                                  {"name": "Rita Reader"})):
         # The victim's browser, carrying the planted cookie, passes each gate.
-        answer = httpx.post(f"{vault.url}/v/{token}/session/{action}", json=body,
+        answer = httpx.post(f"{vault.url}{base}/session/{action}", json=body,
                             headers={"Cookie": f"{COOKIE}={current}"})
         assert answer.status_code == 200 and "sessionId" not in answer.json()
         renewed = answer.cookies[COOKIE]
@@ -217,13 +228,12 @@ def test_a_planted_cookie_reads_nothing_once_the_victim_passed_the_gates_with_it
         vault.secrets.append(renewed)
         seen.append(current)
         current = renewed
-    assert httpx.get(f"{vault.url}/v/{token}/pages/1",
-                     headers={"Cookie": f"{COOKIE}={current}"}).status_code == 200
+    assert httpx.get(page_url, headers={"Cookie": f"{COOKIE}={current}"}).status_code == 200
     for old in seen:  # the planted id, and the one between the gates, read nothing
         replay = {"Cookie": f"{COOKIE}={old}"}
-        assert_json_error(httpx.get(f"{vault.url}/v/{token}/pages/1", headers=replay), 403,
+        assert_json_error(httpx.get(page_url, headers=replay), 403,
                           pending("passcode", "agreement"))
-        assert_json_error(httpx.post(f"{vault.url}/v/{token}/session/agreement", json={
+        assert_json_error(httpx.post(f"{vault.url}{base}/session/agreement", json={
             "name": "Mallory"}, headers=replay), 404,
             "viewer session not found or ended: open a new one")
 
@@ -248,19 +258,29 @@ def test_an_api_session_id_ends_when_a_gate_is_passed_with_it(
 
 def test_a_gate_screen_names_neither_the_document_nor_its_reader(
         vault: VaultProcess) -> None:
+    """Each screen until the last gate is passed: the first (the passcode's) and the one after
+    it (the agreement's, in the session that gave the passcode)."""
     _, key = vault.new_account(name="Harbour Capital")
     with vault.client(key) as owner:
+        nda = owner.post("/agreements", json={"name": "NDA", "text": "Not a word."}).json()
+        policy = {"passcode": PASSCODE, "agreementId": nda["id"]}
         file = upload_ok(owner, docs.pdf(pages=3), name="Acquisition memo.pdf")
-        token = gated(owner, file["id"], vault, passcode=PASSCODE)
+        token = gated(owner, file["id"], vault, **policy)
         room = create_room(owner, "Project Kestrel")
         add_file(owner, room["id"], file["id"])
         room_token = room_link(owner, room["id"], "rita.reader@example.com",
-                               viewerName="Rita Reader", policy={"passcode": PASSCODE})["token"]
+                               viewerName="Rita Reader", policy=policy)["token"]
         vault.secrets.append(room_token)
-    for url in (f"{vault.url}/v/{token}", f"{vault.url}/r/{room_token}"):
-        screen = httpx.get(url)
-        assert screen.status_code == 200 and 'id="passcode-form"' in screen.text
-        vault.secrets.append(screen.cookies[COOKIE])
-        assert "Harbour Capital" in screen.text
-        for secret in ("Acquisition", "Kestrel", "Rita", "rita.reader", "r***@", "3 pages"):
-            assert secret not in screen.text, (url, secret)
+    for base in (f"/v/{token}", f"/r/{room_token}"):
+        with browser(vault) as reader:
+            screens = [reader.get(base)]
+            vault.secrets.append(reader.cookies[COOKIE])
+            passed = reader.post(f"{base}/session/passcode", json={"passcode": PASSCODE})
+            assert passed.status_code == 200 and passed.json() == {"pending": ["agreement"]}
+            vault.secrets.append(reader.cookies[COOKIE])
+            screens.append(reader.get(base))
+        for screen, form in zip(screens, ("passcode-form", "agreement-form"), strict=True):
+            assert screen.status_code == 200 and f'id="{form}"' in screen.text, (base, form)
+            assert "Harbour Capital" in screen.text
+            for secret in ("Acquisition", "Kestrel", "Rita", "rita.reader", "r***@", "3 pages"):
+                assert secret not in screen.text, (base, form, secret)
