@@ -25,6 +25,7 @@ PASSCODE = "copper kettle"
 OPEN_NEEDED = ("this link counts its opens: pages need a viewer session that opened it "
                "(open the link first)")
 WRONG = "passcode is not correct"
+REPORT = {"events": [{"page": 1, "seconds": 0.5}]}
 
 
 @pytest.fixture
@@ -48,9 +49,14 @@ def browser(vault: VaultProcess) -> httpx.Client:
 def test_a_max_opens_link_serves_pages_only_to_the_session_that_opened_it(
         api: httpx.Client, pdf_file: dict[str, Any], vault: VaultProcess) -> None:
     token = gated(api, pdf_file["id"], vault, maxOpens=1)
-    # Before any open, no route serves a page: hosted or API.
+    # Before any open, no route serves a page, nor tells that the link is live, nor takes a
+    # reading-time report: hosted or API.
     assert_json_error(httpx.get(f"{vault.url}/v/{token}/pages/1"), 403, OPEN_NEEDED)
     assert_json_error(api.get(f"/views/{token}/pages/1"), 403, OPEN_NEEDED)
+    assert_json_error(httpx.get(f"{vault.url}/v/{token}/status"), 403, OPEN_NEEDED)
+    assert_json_error(httpx.post(f"{vault.url}/v/{token}/activity", json=REPORT), 403,
+                      OPEN_NEEDED)
+    assert_json_error(api.post(f"/views/{token}/activity", json=REPORT), 403, OPEN_NEEDED)
     with browser(vault) as reader, browser(vault) as second:
         assert reader.get(f"/v/{token}").status_code == 200
         vault.secrets.append(reader.cookies[COOKIE])
@@ -58,6 +64,7 @@ def test_a_max_opens_link_serves_pages_only_to_the_session_that_opened_it(
             assert reader.get(f"/v/{token}/pages/1").status_code == 200
         # A second reader who never opened reads nothing, and cannot open.
         assert_json_error(second.get(f"/v/{token}/pages/1"), 403, OPEN_NEEDED)
+        assert_json_error(second.get(f"/v/{token}/status"), 403, OPEN_NEEDED)
         assert_json_error(api.get(f"/views/{token}/pages/2"), 403, OPEN_NEEDED)
         assert second.get(f"/v/{token}").status_code == 404
         assert_json_error(api.post(f"/views/{token}/sessions"), 404, LINK_GONE)
@@ -74,6 +81,8 @@ def test_a_max_opens_room_link_serves_documents_only_to_the_sessions_that_opened
     api_page = f"/room-views/{token}/files/{file['id']}/pages/1"
     with browser(vault) as stranger:
         assert_json_error(stranger.get(f"{document}/pages/1"), 403, OPEN_NEEDED)
+        assert_json_error(stranger.get(f"{document}/status"), 403, OPEN_NEEDED)
+        assert_json_error(stranger.post(f"{document}/activity", json=REPORT), 403, OPEN_NEEDED)
         refused = stranger.get(document)  # no session: to the index, which counts the open
         assert refused.status_code == 303 and refused.headers["location"] == f"/r/{token}"
     assert_json_error(api.get(api_page), 403, OPEN_NEEDED)
