@@ -82,12 +82,12 @@ def urls(pattern: str, links: Links, fake_session: bool) -> list[str]:
     return [path.replace(choice.group(0), option) for option in choice.group(1).split("|")]
 
 
-def ask(api: httpx.Client, vault: VaultProcess, method: str, path: str, ip: str
-        ) -> httpx.Response:
+def ask(api: httpx.Client, vault: VaultProcess, method: str, path: str, ip: str,
+        session: str = "s" * 43) -> httpx.Response:
     body = BODIES.get(path.rsplit("/", 1)[-1], {}) if method == "post" else None
     if path.startswith("/v1/"):
         return api.request(method.upper(), path.removeprefix("/v1"), json=body,
-                           headers={"x-viewer-ip": ip, "x-viewer-session": "s" * 43})
+                           headers={"x-viewer-ip": ip, "x-viewer-session": session})
     return httpx.request(method.upper(), vault.url + path, json=body, timeout=60,
                          follow_redirects=False)
 
@@ -99,6 +99,8 @@ def assert_refused(response: httpx.Response, message: str | re.Pattern[str], whe
         text = response.text.replace("&#x27;", "'")
         found = message.search(text) if isinstance(message, re.Pattern) else message in text
         assert found, (where, text[:500])
+        # A refusal names neither the document nor its reader.
+        assert "Board minutes" not in text and "@example.com" not in text, (where, text[:500])
         return
     try:
         assert_json_error(response, 403, message)
@@ -134,14 +136,19 @@ def test_the_walk_finds_the_routes_of_both_kinds_of_link() -> None:
     assert len(found) >= 25
 
 
+@pytest.mark.parametrize("policy", [{"passcode": PASSCODE, "maxOpens": 5}, {"maxOpens": 5}],
+                         ids=["session-pending", "session-admitted"])
 def test_every_route_of_a_gated_link_refuses_a_refused_address(
-        api: httpx.Client, vault: VaultProcess) -> None:
-    links = make_links(api, vault, open_sessions=True, allowedIps=[ALLOWED], passcode=PASSCODE,
-                       maxOpens=5)
+        api: httpx.Client, vault: VaultProcess, policy: dict[str, Any]) -> None:
+    """The API's requests carry the session opened from inside the range (admitted at once
+    where `maxOpens` is the only gate): a reader's session taken elsewhere is refused too."""
+    links = make_links(api, vault, open_sessions=True, allowedIps=[ALLOWED], **policy)
     for pattern, method in link_routes():
+        room = pattern.startswith(("/r/", "/v1/room-views/"))
+        session = links.room_session if room else links.file_session
         # The hosted viewer's reader is the loopback client: outside the allowed range.
         for path in urls(pattern, links, fake_session=False):
-            assert_refused(ask(api, vault, method, path, REFUSED), IP_REFUSED,
+            assert_refused(ask(api, vault, method, path, REFUSED, session), IP_REFUSED,
                            f"{method.upper()} {path}")
 
 

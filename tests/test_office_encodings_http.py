@@ -1,7 +1,7 @@
 """The Office DTD and nesting checks over HTTP, against documents whose XML is UTF-16: a
-`document.xml` in UTF-16 LE or BE (with a byte-order mark) that declares entities, or nests
-elements 60,000 deep, is refused at upload with the same 422 as its UTF-8 twin; UTF-32 is
-refused as an encoding vaultd does not read; a plain UTF-16 document converts. A real vaultd
+`document.xml` in UTF-16 LE or BE (with a byte-order mark or without) that declares entities,
+or nests elements 60,000 deep, is refused at upload with the same 422 as its UTF-8 twin; UTF-32
+is refused as an encoding vaultd does not read; a plain UTF-16 document converts. A real vaultd
 with Office uploads on and a real LibreOffice (docs/security.md, "The Office converter")."""
 
 from __future__ import annotations
@@ -36,17 +36,21 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
         yield server
 
 
+@pytest.mark.parametrize("bom", [True, False], ids=["bom", "no-bom"])
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
-def test_a_utf16_document_declaring_entities_is_refused(api: httpx.Client, encoding: str) -> None:
+def test_a_utf16_document_declaring_entities_is_refused(api: httpx.Client, encoding: str,
+                                                        bom: bool) -> None:
     external = '<!DOCTYPE w:document [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
     for prolog in (LAUGHS, external):
-        assert_json_error(upload(api, encoded_docx(encoding, prolog=prolog), content_type=OCTET),
-                          422, HAS_DTD)
+        assert_json_error(upload(api, encoded_docx(encoding, bom, prolog=prolog),
+                                 content_type=OCTET), 422, HAS_DTD)
 
 
+@pytest.mark.parametrize("bom", [True, False], ids=["bom", "no-bom"])
 @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
-def test_a_utf16_document_nested_60000_deep_is_refused(api: httpx.Client, encoding: str) -> None:
-    assert_json_error(upload(api, encoded_docx(encoding, body_extra=nested()),
+def test_a_utf16_document_nested_60000_deep_is_refused(api: httpx.Client, encoding: str,
+                                                       bom: bool) -> None:
+    assert_json_error(upload(api, encoded_docx(encoding, bom, body_extra=nested()),
                              content_type=OCTET), 422, TOO_DEEP)
 
 
