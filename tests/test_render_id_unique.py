@@ -12,8 +12,9 @@ import httpx
 import pytest
 from PIL import Image
 
-from render.forensic import codes, decode
+from render.forensic import decode
 from render.forensic.layout import keyed
+from render.forensic_wire import trace_codes
 from tests import documents as docs
 from tests.http_helpers import create_link, page_images, upload_ok
 from tests.vault_process import ROOT, VaultProcess
@@ -54,7 +55,7 @@ def _render_ids(vault: VaultProcess, file_id: str) -> list[int]:
         return [e["renderId"] async for e in
                 db.access_log.find({"fileId": file_id, "action": "page"}).sort("page", 1)]
 
-    return [codes.parse_render_id_hex(value) for value in vault.run_service(read)]
+    return [trace_codes.parse_render_id_hex(value) for value in vault.run_service(read)]
 
 
 def test_an_id_drawn_twice_in_one_account_is_replaced(scripted: VaultProcess) -> None:
