@@ -18,7 +18,8 @@ from render.forensic_wire import trace_codes
 from tests import documents as docs
 from tests.http_helpers import create_link, page_images, upload_ok
 from tests.vault_process import ROOT, VaultProcess
-from vaultd.db_indexes import RENDER_ID_INDEX, ensure_indexes
+from vaultd.db_indexes import ensure_indexes
+from vaultd.services.pages.db_indexes import RENDER_ID_INDEX
 
 pytestmark = pytest.mark.slow  # starts its own vaultd
 
