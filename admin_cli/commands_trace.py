@@ -10,7 +10,7 @@ import typer
 
 from admin_cli.context import guarded, run, want_json
 from admin_cli.output import emit
-from render.forensic.trace_task import sniff
+from render.forensic_wire.image_kinds import sniff
 from render.pool.render_pool import RenderPool
 from vaultd.config import Settings
 from vaultd.db import Db

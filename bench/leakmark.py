@@ -44,10 +44,11 @@ from bench.leakmark_attacks import (
 )
 from bench.leakmark_phone import photographed
 from bench.leakmark_wash import WASHES, blended, moved_back
-from render.forensic import codes, decode, embed_into, placement_read
+from render.forensic import decode, embed_into, placement, placement_read
 from render.forensic.layout import keyed
+from render.forensic_wire import trace_codes
 from vaultd.services.pages.mark_key import MarkCipher
-from vaultd.services.tracing.placement import THRESHOLD, standings
+from vaultd.services.tracing.placement import THRESHOLD
 
 # The pages are marked and read in a deployment's keyed layout, as vaultd serves them (not the
 # published one): a fixed key, so that runs compare.
@@ -134,7 +135,7 @@ def leaks_family(args: argparse.Namespace) -> None:
     psnrs, served_psnrs, embeds, encodes = [], [], [], []
     served_pages: list[Image.Image] = []
     for page in pages:
-        render_id = codes.new_render_id(rng.getrandbits)
+        render_id = trace_codes.new_render_id(rng.getrandbits)
         marked = mark_page(page, render_id, args.placement)
         # Against the page as drawn without the invisible mark: with `--placement`, its words
         # moved as the mark moved them (where they are is the visible pattern's layout).
@@ -186,7 +187,7 @@ def phone_family(pages: list[Page], per_page: int, unmarked: int, rng: random.Ra
     right, wrong, times = 0, 0, []
     for page in pages:
         for _ in range(per_page):
-            render_id = codes.new_render_id(rng.getrandbits)
+            render_id = trace_codes.new_render_id(rng.getrandbits)
             photo, _ = photographed(jpeg(mark_page(page, render_id, placement),
                                          SERVED_QUALITY), rng,
                                     point_sampled)
@@ -221,11 +222,12 @@ def wash_family(pages: list[Page], rng: random.Random, candidates: int) -> None:
     rows: dict[str, list[tuple[bool, float, float, float]]] = {}
     for page in pages:
         mark = MarkCipher.from_key(rng.randbytes(32))
-        plan, value = keyed(mark.layout_key), codes.new_render_id(rng.getrandbits)
+        plan, value = keyed(mark.layout_key), trace_codes.new_render_id(rng.getrandbits)
         served = jpeg(marked(page, value, mark.layout_key, mark.placement_seed(value)),
                       SERVED_QUALITY)
         home = jpeg(marked(page, value, mark.layout_key), SERVED_QUALITY)
-        views = [value, *(codes.new_render_id(rng.getrandbits) for _ in range(candidates - 1))]
+        views = [value, *(trace_codes.new_render_id(rng.getrandbits)
+                          for _ in range(candidates - 1))]
         washes = {name: wash(served, page.page_height, plan) for name, wash in WASHES.items()}
         washes[f"observed chips + words moved back (to {READABLE_DB:.0f} dB)"] = moved_back(
             served, home, page.page_height, READABLE_DB)[0]
@@ -233,8 +235,9 @@ def wash_family(pages: list[Page], rng: random.Random, candidates: int) -> None:
             blended(served, home, 1.0), page.page_height, plan)
         for name, washed in washes.items():
             evidence = placement_read.read(washed)
+            seeds = [mark.placement_seed(view) for view in views]
             standing = (np.zeros(len(views)) if evidence is None
-                        else standings(evidence, views, mark))
+                        else placement.standings(evidence, seeds))
             rows.setdefault(name, []).append((decode(washed, plan) == value, standing[0],
                                               float(standing[1:].max()), psnr(served, washed)))
             print(f"  {page.name} {name}: invisible {rows[name][-1][0]}, placement"

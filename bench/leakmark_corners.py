@@ -19,7 +19,8 @@ import numpy as np
 from bench import leakmark_untuned as untuned
 from bench.leakmark import LAYOUT, mark_page
 from bench.leakmark_attacks import SERVED_QUALITY, corpus_pages, jpeg
-from render.forensic import codes, photo
+from render.forensic import photo
+from render.forensic_wire import trace_codes
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
     named = total = 0
     for page in corpus_pages(args.pages):
         for _ in range(args.leaks):
-            render_id = codes.new_render_id(rng.getrandbits)
+            render_id = trace_codes.new_render_id(rng.getrandbits)
             served = jpeg(mark_page(page, render_id), SERVED_QUALITY)
             # The steps of `untuned.filled`, keeping the camera.
             camera = untuned._camera(served, rng, rng.uniform(0.55, 0.9), filled=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pypdfium2 as pdfium
 
 from bench import corpus
-from render.forensic.codes import new_render_id
+from render.forensic_wire.trace_codes import new_render_id
 from render.page import canvas
 from render.page.rasterise import render_pdf_canvas
 from render.watermark import viewer_mark

@@ -17,7 +17,8 @@ from collections import defaultdict
 
 from bench.leakmark import LAYOUT, mark_page
 from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, jpeg
-from render.forensic import codes, decode
+from render.forensic import decode
+from render.forensic_wire import trace_codes
 
 # (leak, its place in the order, its kind)
 SINGLE = [("half-area crop", 0, "crop"), ("rotate 2 deg", 1, "rotation"),
@@ -50,7 +51,7 @@ def main() -> None:
     misses: dict[tuple[str, str], list[str]] = defaultdict(list)
     start = time.perf_counter()
     for page in pages:
-        render_id = codes.new_render_id(rng.getrandbits)
+        render_id = trace_codes.new_render_id(rng.getrandbits)
         served = jpeg(mark_page(page, render_id), SERVED_QUALITY)
         for first, second in combinations:
             leaked = ATTACKS[second](ATTACKS[first](served, page.page_height, rng),

@@ -25,8 +25,9 @@ from PIL import Image, ImageChops
 
 from bench import corpus
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, _watermarked
-from render.forensic import codes, detect
+from render.forensic import detect
 from render.forensic.layout import keyed
+from render.forensic_wire import trace_codes
 from render.page import canvas
 from render.page.sizing import fit_scale, scaled_size
 from render.watermark import viewer_mark
@@ -85,7 +86,7 @@ def main() -> None:
             document = pdfium.PdfDocument(source.data)
             try:
                 for index in range(min(args.pages, len(document))):
-                    render_id = codes.new_render_id(rng.getrandbits)
+                    render_id = trace_codes.new_render_id(rng.getrandbits)
                     spec = dataclasses.replace(
                         MARK, render_id=render_id, mark_value=cipher.seal(render_id),
                         mark_layout=cipher.layout_key,

@@ -46,7 +46,8 @@ from PIL import Image, ImageFilter, features
 
 from bench.leakmark import LAYOUT, mark_page
 from bench.leakmark_attacks import SERVED_QUALITY, Page, corpus_pages, jpeg
-from render.forensic import codes, decode
+from render.forensic import decode
+from render.forensic_wire import trace_codes
 
 _FILTERS = (Image.Resampling.BILINEAR, Image.Resampling.BICUBIC, Image.Resampling.LANCZOS,
             Image.Resampling.BOX)
@@ -263,7 +264,7 @@ def run(pages: list[Page], families: list[str], per_page: int, unmarked: int,
         make = FAMILIES[name]
         for page in pages:
             for _ in range(per_page):
-                render_id = codes.new_render_id(rng.getrandbits)
+                render_id = trace_codes.new_render_id(rng.getrandbits)
                 leak = make(jpeg(mark_page(page, render_id), SERVED_QUALITY), rng)
                 start = time.perf_counter()
                 found = read(leak)

@@ -31,9 +31,10 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient
 from bench.server import cpu_seconds
 from vaultd import embedded_db
 from vaultd.db import Db
-from vaultd.db_indexes import RENDER_ID_INDEX, ensure_indexes
+from vaultd.db_indexes import ensure_indexes
 from vaultd.metrics.database import CommandTimer
 from vaultd.metrics.registry import Metrics
+from vaultd.services.pages.db_indexes import RENDER_ID_INDEX
 from vaultd.timefmt import utcnow
 
 BLOCK = 100  # operations per block; blocks of the two sides alternate

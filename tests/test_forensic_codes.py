@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from render.forensic import codes
+from render.forensic_wire import trace_codes
 
 
 def test_new_ids_are_45_bit_random_and_distinct() -> None:
-    ids = [codes.new_render_id() for _ in range(2000)]
+    ids = [trace_codes.new_render_id() for _ in range(2000)]
     assert all(0 < value < 1 << 45 for value in ids)
     assert len(set(ids)) == len(ids)
     # Random, not a counter: the top bit is set about half the time.
@@ -21,41 +21,41 @@ def test_new_ids_are_45_bit_random_and_distinct() -> None:
 def test_trace_code_format_and_round_trip() -> None:
     rng = random.Random(5)
     for value in [1, (1 << 45) - 1, *(rng.getrandbits(45) or 1 for _ in range(500))]:
-        code = codes.trace_code(value)
+        code = trace_codes.trace_code(value)
         assert re.fullmatch(r"[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-"
                             r"[0-9A-HJKMNP-TV-Z][0-9A-HJKMNP-TV-Z*~$=U]", code), code
-        assert codes.parse_trace_code(code) == value
-        assert codes.parse_trace_code(code.lower().replace("-", "")) == value
-        assert codes.parse_render_id_hex(codes.render_id_hex(value)) == value
+        assert trace_codes.parse_trace_code(code) == value
+        assert trace_codes.parse_trace_code(code.lower().replace("-", "")) == value
+        assert trace_codes.parse_render_id_hex(trace_codes.render_id_hex(value)) == value
 
 
 def test_look_alike_letters_are_read_as_digits() -> None:
     value = int("100000000", 32)  # data symbols 1 0 0 ... in Crockford's digits
-    code = codes.trace_code(value)
+    code = trace_codes.trace_code(value)
     assert code.startswith("1000-")
     typed = code.replace("1", "l").replace("0", "O")
-    assert codes.parse_trace_code(typed) == value
+    assert trace_codes.parse_trace_code(typed) == value
 
 
 def test_every_single_symbol_typo_is_caught() -> None:
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    code = codes.trace_code(0x1A2B3C4D5E6).replace("-", "")
+    code = trace_codes.trace_code(0x1A2B3C4D5E6).replace("-", "")
     for position in range(9):
         for symbol in alphabet:
             if symbol == code[position]:
                 continue
             typo = code[:position] + symbol + code[position + 1:]
-            with pytest.raises(codes.BadTraceCode, match="check symbol"):
-                codes.parse_trace_code(typo)
+            with pytest.raises(trace_codes.BadTraceCode, match="check symbol"):
+                trace_codes.parse_trace_code(typo)
 
 
 def test_adjacent_swaps_are_caught() -> None:
-    code = codes.trace_code(0x0F1E2D3C4B5).replace("-", "")
+    code = trace_codes.trace_code(0x0F1E2D3C4B5).replace("-", "")
     for position in range(8):
         swapped = code[:position] + code[position + 1] + code[position] + code[position + 2:]
         if swapped != code:
-            with pytest.raises(codes.BadTraceCode, match="check symbol"):
-                codes.parse_trace_code(swapped)
+            with pytest.raises(trace_codes.BadTraceCode, match="check symbol"):
+                trace_codes.parse_trace_code(swapped)
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -65,11 +65,11 @@ def test_adjacent_swaps_are_caught() -> None:
     ("K7QU-2MXA-9P", "not a trace code symbol"),
 ])
 def test_malformed_codes_are_refused(text: str, message: str) -> None:
-    with pytest.raises(codes.BadTraceCode, match=message):
-        codes.parse_trace_code(text)
+    with pytest.raises(trace_codes.BadTraceCode, match=message):
+        trace_codes.parse_trace_code(text)
 
 
 @pytest.mark.parametrize("value", [0, -1, 1 << 45])
 def test_out_of_range_ids_are_refused(value: int) -> None:
     with pytest.raises(ValueError, match="45-bit"):
-        codes.trace_code(value)
+        trace_codes.trace_code(value)

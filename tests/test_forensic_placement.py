@@ -1,6 +1,6 @@
 """The placement mark (docs/leak-tracing.md, "The placement mark"): the pattern's words moved by
 a keyed field per page view, read back blind from a leak and scored against candidate views
-as the service scores them (`vaultd.services.tracing.placement.best_view`). The best wash the
+as the service judges them (`vaultd.services.tracing.placement.named_view`). The best wash the
 code allows, without the key: the invisible mark's chips observed and levelled, and every word
 moved half-way back to its place, the page still readable (PSNR >= 35 dB)."""
 
@@ -18,10 +18,10 @@ from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, jpeg, marked, psnr
 from bench.leakmark_wash import WASHES, blended, moved_back
 from render.forensic import decode, placement, placement_read
 from render.forensic.layout import keyed
-from render.forensic.placement import CELLS, BadEvidence, Evidence
+from render.forensic_wire.evidence import CELLS, COLUMNS, ROWS, SEED_BYTES, BadEvidence, Evidence
 from tests.forensic_pages import text_cover
 from vaultd.services.pages.mark_key import MarkCipher
-from vaultd.services.tracing.placement import best_view, parse_standings
+from vaultd.services.tracing.placement import named_view, parse_standings
 
 MARK = MarkCipher.from_key(bytes(range(40, 72)))
 RENDER = 0x0123_4567_89A
@@ -39,6 +39,12 @@ def _candidates(count: int = 300) -> list[int]:
     rng = random.Random(11)
     others = [rng.getrandbits(45) for _ in range(count - 1)]
     return [*others[: count // 2], RENDER, *others[count // 2:]]
+
+
+def best_view(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> int | None:
+    """The service's verdict, scored in this process as a worker scores it."""
+    seeds = [mark.placement_seed(render_id) for render_id in render_ids]
+    return named_view(placement.standings(evidence, seeds), render_ids)
 
 
 def _named(leak: Image.Image) -> int | None:
@@ -123,11 +129,11 @@ def test_a_page_beside_a_surround_is_not_read() -> None:
 
 def test_each_view_has_its_own_seed_and_field() -> None:
     seed = MARK.placement_seed(RENDER)
-    assert len(seed) == placement.SEED_BYTES and seed == MARK.placement_seed(RENDER)
+    assert len(seed) == SEED_BYTES and seed == MARK.placement_seed(RENDER)
     assert seed != MARK.placement_seed(RENDER + 1)
     assert seed != MarkCipher.from_key(bytes(32)).placement_seed(RENDER)  # another deployment
     drawn = placement.field(seed)
-    assert drawn.shape == (placement.ROWS, placement.COLUMNS, 2)
+    assert drawn.shape == (ROWS, COLUMNS, 2)
     assert set(np.unique(drawn)) == {-1, 0, 1}
     assert (drawn != placement.field(MARK.placement_seed(RENDER + 1))).mean() > 0.5
     # A trace draws only the rows its leak shows: the same values as the whole field's.

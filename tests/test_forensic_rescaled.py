@@ -13,8 +13,9 @@ from PIL import Image
 
 from bench import corpus
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, _watermarked, jpeg
-from render.forensic import codes, decode, sync
+from render.forensic import decode, sync
 from render.forensic.layout import keyed
+from render.forensic_wire import trace_codes
 from render.page import canvas
 from render.page.sizing import fit_scale, scaled_size
 from render.watermark import viewer_mark
@@ -28,7 +29,7 @@ def _served(seed: int) -> tuple[Image.Image, int, bytes]:
     `seed`), the value its pixels carry and the layout key."""
     rng = random.Random(seed)
     cipher = MarkCipher.from_key(rng.randbytes(32))
-    render_id = codes.new_render_id(rng.getrandbits)
+    render_id = trace_codes.new_render_id(rng.getrandbits)
     spec = dataclasses.replace(MARK, render_id=render_id, mark_value=cipher.seal(render_id),
                                mark_layout=cipher.layout_key,
                                placement_seed=cipher.placement_seed(render_id))

@@ -25,7 +25,7 @@ from vaultd.services.gates.registry import (
 )
 from vaultd.services.members.roles import Permission
 from vaultd.web import gate_sessions, permissions
-from vaultd.web.app import all_routes
+from vaultd.web.app import all_routes, route_permissions
 
 DOCUMENT = json.loads(
     (Path(__file__).resolve().parents[1] / "vaultd" / "web" / "openapi.json").read_text())
@@ -75,13 +75,14 @@ def test_every_action_is_documented_with_its_body_and_status(link: str) -> None:
 
 def test_the_routes_and_their_permissions_are_one_per_action() -> None:
     routed = {pattern for pattern, _ in all_routes()}
+    table = route_permissions()
     for name in registry.action_names():
         for prefix in gate_sessions.SESSION, gate_sessions.ROOM_SESSION:
             pattern = f"{prefix}/{name}"
             assert pattern in routed
-            assert permissions.declared(pattern) == {"POST": Permission.CHANGE_CONTENT}
+            assert permissions.declared(pattern, table) == {"POST": Permission.CHANGE_CONTENT}
     # Only a session's action is ruled by its shape: a path beside it declares nothing.
-    assert permissions.declared(r"/v1/views/([^/]+)/secrets/([^/]+)/code") == {}
+    assert permissions.declared(r"/v1/views/([^/]+)/secrets/([^/]+)/code", table) == {}
 
 
 async def never_run(*_: Any) -> ActionOutcome:

@@ -12,8 +12,9 @@ import httpx
 from PIL import Image
 
 from bench.leakmark_attacks import ATTACKS
-from render.forensic import codes, decode
+from render.forensic import decode
 from render.forensic.layout import keyed
+from render.forensic_wire import trace_codes
 from tests import documents as docs
 from tests.access_log import access_log_entries
 from tests.http_helpers import create_link, upload_ok
@@ -31,7 +32,7 @@ def test_pages_from_both_routes_trace_back_to_their_log_entry(
               httpx.get(f"{vault.url}/v/{link['token']}/pages/2", timeout=60).content]
     entries = access_log_entries(vault, file["id"])
     assert [e["page"] for e in entries] == [1, 2]
-    ids = [codes.parse_render_id_hex(e["renderId"]) for e in entries]
+    ids = [trace_codes.parse_render_id_hex(e["renderId"]) for e in entries]
     assert ids[0] != ids[1]
     rng = random.Random(16)
     mark = vault.mark_cipher()
@@ -56,7 +57,8 @@ def test_the_strip_prints_the_trace_code(
     link = create_link(api, file["id"], "erin@example.com")
     vault.secrets.append(link["token"])
     jpeg = api.get(f"/views/{link['token']}/pages/1").content
-    render_id = codes.parse_render_id_hex(access_log_entries(vault, file["id"])[0]["renderId"])
+    entry = access_log_entries(vault, file["id"])[0]
+    render_id = trace_codes.parse_render_id_hex(entry["renderId"])
     page = Image.open(io.BytesIO(jpeg))
     strip = page.crop((0, page.height - page.width // 6, page.width, page.height))
     text = read_text(strip, tmp_path)
@@ -66,4 +68,4 @@ def test_the_strip_prints_the_trace_code(
     # twenty, so the OCR text must be near this page's code, not equal to it: another page's
     # code differs in about nine of its ten symbols. Exact parsing is tested in test_forensic_codes.
     read = typed.group(1).replace(" ", "")
-    assert edit_distance(read, codes.trace_code(render_id)) <= 2, (read, text)
+    assert edit_distance(read, trace_codes.trace_code(render_id)) <= 2, (read, text)

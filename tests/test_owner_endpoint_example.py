@@ -16,7 +16,7 @@ from tests.http_helpers import assert_json_error, created
 from tests.openapi_routes import DOCUMENT, contract_differences
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from vaultd.services.members.roles import Permission
-from vaultd.web import app, permissions
+from vaultd.web import app, files
 
 pytestmark = pytest.mark.slow  # starts its own vaultd (see docs/testing.md)
 
@@ -86,13 +86,16 @@ def test_the_console_api_mirrors_it_under_the_same_permissions(registered: None)
     app._audit_table(app.served_routes())
 
 
-def test_a_permission_declared_both_in_the_module_and_the_table_is_refused(
+def test_a_permission_declared_by_two_route_modules_is_refused(
         registered: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(permissions.ROUTE_PERMISSIONS, "/v1/example-stamps",
-                        {"GET": Permission.READ})
+    monkeypatch.setitem(files.PERMISSIONS, "/v1/example-stamps", {"GET": Permission.READ})
     with pytest.raises(app.RouteAuditError,
-                       match=r"^the permissions of /v1/example-stamps are declared twice$"):
+                       match=r"^the permission of /v1/example-stamps GET is declared twice$"):
         app.route_permissions()
+    # Another method of the same path, declared beside its own handler, is not a second decision.
+    monkeypatch.setitem(files.PERMISSIONS, "/v1/example-stamps", {"PUT": Permission.READ})
+    assert app.route_permissions()["/v1/example-stamps"] == {
+        "GET": Permission.READ, "POST": Permission.MANAGE_ACCOUNT, "PUT": Permission.READ}
 
 
 def test_the_openapi_comparison_catches_the_endpoint_until_it_is_documented(

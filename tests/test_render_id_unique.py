@@ -12,12 +12,14 @@ import httpx
 import pytest
 from PIL import Image
 
-from render.forensic import codes, decode
+from render.forensic import decode
 from render.forensic.layout import keyed
+from render.forensic_wire import trace_codes
 from tests import documents as docs
 from tests.http_helpers import create_link, page_images, upload_ok
 from tests.vault_process import ROOT, VaultProcess
-from vaultd.db_indexes import RENDER_ID_INDEX, ensure_indexes
+from vaultd.db_indexes import ensure_indexes
+from vaultd.services.pages.db_indexes import RENDER_ID_INDEX
 
 pytestmark = pytest.mark.slow  # starts its own vaultd
 
@@ -54,7 +56,7 @@ def _render_ids(vault: VaultProcess, file_id: str) -> list[int]:
         return [e["renderId"] async for e in
                 db.access_log.find({"fileId": file_id, "action": "page"}).sort("page", 1)]
 
-    return [codes.parse_render_id_hex(value) for value in vault.run_service(read)]
+    return [trace_codes.parse_render_id_hex(value) for value in vault.run_service(read)]
 
 
 def test_an_id_drawn_twice_in_one_account_is_replaced(scripted: VaultProcess) -> None:

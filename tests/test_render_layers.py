@@ -10,21 +10,27 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from render.kernels import blend
+from render.pool.blend_kernel import EXTENSIONS, blend_implementation
 from tests.test_services_layers import find_cycle
 
 ROOT = Path(__file__).resolve().parent.parent
 RENDER = ROOT / "render"
 
 # Lowest first: each package may import the ones before it, never one after it.
-LAYERS = ("wire", "kernels", "sandbox", "documents", "forensic", "watermark", "page", "office",
-          "worker", "pool")
-# The drawing and the worker's insides: never loaded by the server (vaultd) or the admin CLI.
-WORKER_ONLY = ("render.page", "render.watermark", "render.worker.")
+LAYERS = ("wire", "forensic_wire", "kernels", "sandbox", "documents", "forensic", "watermark",
+          "page", "office", "worker", "pool")
+# The drawing, the leak reading, the kernels and the worker's insides: never loaded by the
+# server (vaultd) or the admin CLI, which take what they share with workers of leak tracing
+# from `render.forensic_wire`.
+WORKER_ONLY = ("render.page", "render.watermark", "render.worker.", "render.forensic.",
+               "render.kernels")
 SERVER_MAY_LOAD = ("render.worker.entry_points",)
 
 Graph = dict[str, dict[str, list[str]]]  # node -> node it imports -> the modules that do
@@ -141,10 +147,24 @@ def test_the_pool_reaches_the_worker_only_through_its_entry_points() -> None:
 def test_the_server_and_the_admin_cli_load_no_drawing_module() -> None:
     loaded = loaded_by("vaultd.main", "admin_cli.main")
     assert "render.pool.render_pool" in loaded and "render.worker.entry_points" in loaded
-    drawing = [name for name in loaded if name.startswith(WORKER_ONLY)
-               and name not in SERVER_MAY_LOAD]
+    drawing = [name for name in loaded if (name.startswith(WORKER_ONLY) or name
+                                           == "render.forensic") and name not in SERVER_MAY_LOAD]
     assert drawing == []
+    assert "render.forensic_wire.trace_codes" in loaded  # what the server shares, from its place
     assert "pypdfium2" not in loaded  # PDFium parses untrusted documents: workers only
+
+
+def test_the_server_names_the_blend_a_worker_loads_without_loading_it(tmp_path: Path) -> None:
+    assert blend_implementation() == blend.IMPLEMENTATION == "C"  # setup.sh builds it
+    for built in ([], ["_blend"], ["_paper"]):
+        kernels = tmp_path / "-".join(built or ["none"])
+        kernels.mkdir()
+        for name in built:
+            shutil.copy(next((RENDER / "kernels").glob(f"{name}.*.so")), kernels)
+        assert blend_implementation(kernels) == "Pillow"
+    for name in EXTENSIONS:
+        shutil.copy(next((RENDER / "kernels").glob(f"{name}.*.so")), tmp_path)
+    assert blend_implementation(tmp_path) == "C"
 
 
 def test_a_worker_has_loaded_every_entry_points_implementation_before_it_forks() -> None:

@@ -15,8 +15,8 @@ from tests.http_helpers import assert_json_error, create_link, created, upload_o
 from tests.role_walk import Records, authenticated_routes, call, fingerprint, seed
 from tests.vault_process import VaultProcess
 from vaultd.services.members.roles import Permission
+from vaultd.web import account
 from vaultd.web import app as app_module
-from vaultd.web import permissions
 from vaultd.web.app import RouteAuditError, all_routes
 from vaultd.web.base import BaseHandler
 
@@ -132,13 +132,13 @@ def test_an_app_with_a_route_that_declares_no_permission_does_not_start() -> Non
     with pytest.raises(RouteAuditError, match=r"^route /v1/undeclared POST declares no "
                                                r"permission$"):
         app_module._audit([*all_routes(), ("/v1/undeclared", Undeclared)])
-    permissions.ROUTE_PERMISSIONS["/v1/deferred"] = {"DELETE": Permission.CHANGE_CONTENT}
+    account.PERMISSIONS["/v1/deferred"] = {"DELETE": Permission.CHANGE_CONTENT}
     try:
         with pytest.raises(RouteAuditError, match=r"^route /v1/deferred checks its key "
                                                    r"itself: it may need READ only$"):
             app_module._audit([("/v1/deferred", DeferredWriter)])
     finally:
-        del permissions.ROUTE_PERMISSIONS["/v1/deferred"]
+        del account.PERMISSIONS["/v1/deferred"]
     app_module._audit(all_routes())  # the real table names every route and method
     app_module._audit_table(all_routes())
     renamed = [(p.replace("/v1/keys", "/v1/api-keys"), h) for p, h in all_routes()]

@@ -17,7 +17,8 @@ from tests import documents as docs
 from tests.http_helpers import assert_json_error, upload_ok
 from tests.room_helpers import add_file, add_folder, create_room, room_link
 from tests.vault_process import VaultProcess
-from vaultd.db_indexes import ROOM_FILE_INDEX, ensure_indexes
+from vaultd.db_indexes import ensure_indexes
+from vaultd.services.rooms.db_indexes import ROOM_FILE_INDEX
 
 ALREADY_IN_ROOM = "the file is already in this room"
 ADDS = 16  # at once, alternating between the two folders

@@ -18,9 +18,10 @@ from PIL import Image, ImageDraw, ImageEnhance
 
 from bench.corpus import _photo_jpeg
 from bench.leakmark_attacks import ATTACKS, render_page
-from render.forensic import codes, decode
+from render.forensic import decode
 from render.forensic.embed import embed
 from render.forensic.layout import keyed
+from render.forensic_wire import trace_codes
 from tests import documents as docs
 from tests.access_log import access_log_entries
 from tests.http_helpers import MISSING_KEY, assert_json_error, create_link, upload_ok
@@ -230,7 +231,7 @@ def test_vault_admin_trace_finds_the_view_in_any_account(
 def test_a_typed_trace_code_is_visible_evidence(
     api: httpx.Client, served: dict[str, Any]
 ) -> None:
-    from render.forensic.codes import parse_render_id_hex, trace_code
+    from render.forensic_wire.trace_codes import parse_render_id_hex, trace_code
 
     code = trace_code(parse_render_id_hex(served["entries"][0]["renderId"]))
     page = served["pages"][0]
@@ -280,7 +281,7 @@ def test_a_mark_forged_from_the_public_layout_names_no_view(
     no view; so does the sealed value in the published layout; the sealed value in the
     deployment's layout, which needs the key, is found (the control)."""
     target = served["entries"][1]
-    render_id = codes.parse_render_id_hex(target["renderId"])
+    render_id = trace_codes.parse_render_id_hex(target["renderId"])
     clean = Image.new("RGB", (1237, 1600), "white")
     draw = ImageDraw.Draw(clean)
     for row in range(40):

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from PIL import Image, ImageDraw
 
-from render.forensic import codes
 from render.forensic.embed import embed
+from render.forensic_wire import trace_codes
 from tests import documents as docs
 from tests.access_log import access_log_entries
 from tests.http_helpers import create_link, upload_ok
@@ -73,7 +73,7 @@ def test_pages_marked_in_the_published_layout_trace_after_the_upgrade(
         assert page.status_code == 200
     [entry] = access_log_entries(vault, file["id"])
     leaked = _page_marked_before_the_upgrade(
-        vault, codes.parse_render_id_hex(entry["renderId"]))
+        vault, trace_codes.parse_render_id_hex(entry["renderId"]))
     with vault.client(key) as api:  # a deployment made with the keyed layout: not read
         assert _trace(api, leaked) == {"found": False}
 

@@ -24,6 +24,7 @@ from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, corpus_pages, marked
 from bench.leakmark_wash import WASHES
 from render.forensic import placement
 from render.forensic.layout import keyed
+from render.forensic_wire.evidence import Evidence
 from render.pool.render_pool import RenderPool
 from render.wire.model import PixelBudget, Unreadable
 from render.worker.entry_points import (
@@ -110,7 +111,7 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
     # Scored in the worker, against the page's own seed and two others: as in this process.
     seeds = [bytes(16), bytes(range(16)), bytes(range(1, 17))]
     scored = await pool.run(score_placement, evidence, seeds, account="acct")
-    here = placement.standings(placement.Evidence.from_bytes(evidence), seeds)
+    here = placement.standings(Evidence.from_bytes(evidence), seeds)
     assert scored == here.astype("<f8").tobytes()
     assert int(here.argmax()) == 0
     assert [await pool.run(read_placement, _encoded(image, "JPEG"), account="acct")

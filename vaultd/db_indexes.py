@@ -1,13 +1,19 @@
 """The indexes vaultd's queries stand on, and the one-time fixes of records written before
-one of them could exist: `ensure_indexes`, run at start-up by vaultd and by vault-admin."""
+one of them could exist: `ensure_indexes`, run at start-up by vaultd and by vault-admin.
+
+Each domain declares its indexes beside its services (`INDEXES` in
+`vaultd/services/<domain>/db_indexes.py`); this module joins them (`declared_indexes`), as
+`web.app` joins the route modules' `ROUTES`, refusing an index declared twice or on a collection
+vaultd does not have, and adds the walks' `_id`-led pairs (`db.WALKS`)."""
 
 from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 
-from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo import ASCENDING, UpdateOne
 
 from vaultd.db import (
     FILE_NUMBER_MIGRATION,
@@ -17,130 +23,76 @@ from vaultd.db import (
     WALKS,
     Db,
 )
+from vaultd.index_spec import Index, index
+from vaultd.services.accounts import db_indexes as accounts
+from vaultd.services.analytics import db_indexes as analytics
+from vaultd.services.audit import db_indexes as audit
+from vaultd.services.common import db_indexes as common
+from vaultd.services.common import rolling_limits
 from vaultd.services.common.batches import EPOCH
 from vaultd.services.common.newest import newest
+from vaultd.services.files import db_indexes as files
+from vaultd.services.gates import db_indexes as gates
+from vaultd.services.links import db_indexes as links
+from vaultd.services.members import db_indexes as members
+from vaultd.services.pages import db_indexes as pages
+from vaultd.services.rooms import db_indexes as rooms
+from vaultd.services.rooms.db_indexes import ROOM_FILE_INDEX
+from vaultd.services.webhooks import db_indexes as webhooks
 
 log = logging.getLogger("vaultd.db")
 
+DOMAINS: Mapping[str, Sequence[Index]] = {
+    "common": common.INDEXES, "accounts": accounts.INDEXES, "members": members.INDEXES,
+    "webhooks": webhooks.INDEXES, "files": files.INDEXES, "links": links.INDEXES,
+    "gates": gates.INDEXES, "pages": pages.INDEXES, "rooms": rooms.INDEXES,
+    "analytics": analytics.INDEXES, "audit": audit.INDEXES,
+}
+# The collections an index may be declared on: each typed one of `Db`, and those read raw.
+COLLECTIONS = frozenset({name for name, member in vars(Db).items() if isinstance(member, property)}
+                        | {GATE_COUNTERS, rolling_limits.COLLECTION})
+
+
+class IndexDeclarationError(Exception):
+    """An index declared twice (by one domain or two), or on a collection vaultd does not have."""
+
+
+def declared_indexes(domains: Mapping[str, Sequence[Index]] = DOMAINS,
+                     collections: Collection[str] = COLLECTIONS) -> list[Index]:
+    """Every domain's indexes, then each walked collection's `_id`-led pair; one index per
+    collection and keys: a second declaration of the same keys would hide a disagreement."""
+    walks = [index(name, "_id", second) for name, (second, _prefix) in WALKS.items()]
+    joined: dict[tuple[str, tuple[tuple[str, int], ...]], str] = {}
+    found: list[Index] = []  # in declaration order: a domain's own order is kept
+    for domain, declared in [*domains.items(), ("db.WALKS", walks)]:
+        for one in declared:
+            if one.collection not in collections:
+                raise IndexDeclarationError(
+                    f"{domain} declares an index on {one.collection!r}, not a collection of vaultd")
+            first = joined.get((one.collection, one.keys))
+            if first is not None:
+                raise IndexDeclarationError(
+                    f"the index {one.described()} is declared twice ({first} and {domain})")
+            joined[(one.collection, one.keys)] = domain
+            found.append(one)
+    return found
+
+
 async def ensure_indexes(db: Db) -> None:
-    """Idempotent; run at start-up by vaultd and by vault-admin."""
-    await db.api_keys.create_index([("hash", ASCENDING)], unique=True)
-    await db.api_keys.create_index([("accountId", ASCENDING)])
-    await db.api_keys.create_index([("accountId", ASCENDING), ("revokedAt", ASCENDING)])
-    await db.files.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
-    # SecantusDB uses an index only when it holds every field of the filter (equalities, then
-    # one range): a field outside the index turns a query into a collection scan. Hence the
-    # listing's index, and the `_id`-led pairs for conditional updates of one record.
-    await db.files.create_index(
-        [("accountId", ASCENDING), ("state", ASCENDING), ("createdAt", DESCENDING)])
-    await db.files.create_index([("_id", ASCENDING), ("state", ASCENDING)])
-    await db.files.create_index([("_id", ASCENDING), ("linkCount.sweptAt", ASCENDING)])
-    await db.accounts.create_index([("_id", ASCENDING), ("linkCount.sweptAt", ASCENDING)])
-    await db.files.create_index([("state", ASCENDING)])  # recovery looks for "deleting"
-    await db.links.create_index([("hash", ASCENDING)], unique=True)
-    await db.links.create_index([("fileId", ASCENDING), ("revoked", ASCENDING)])
-    # A file's live links (revoke-all), and one link or a batch revoked only if still live.
-    await db.links.create_index(
-        [("fileId", ASCENDING), ("revoked", ASCENDING), ("expiresAt", ASCENDING)])
-    await db.links.create_index([("revoked", ASCENDING), ("_id", ASCENDING)])
-    # A revoke-all walks the file's unrevoked links, then counts its own, by `_id` windows.
-    await db.links.create_index([("fileId", ASCENDING), ("revoked", ASCENDING), ("_id", ASCENDING)])
-    await db.links.create_index([("revokedBatch", ASCENDING), ("_id", ASCENDING)])
-    await db.links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
-    # Links expired since the last sweep of a file's live count (services.accounts.link_counts).
-    await db.links.create_index([("fileId", ASCENDING), ("expiresAt", ASCENDING)])
-    await db.access_log.create_index([("fileId", ASCENDING), ("at", DESCENDING)])
-    # The log filtered by action is a time range too (services.common.access_log,
-    # services.common.newest).
-    await db.access_log.create_index(
-        [("fileId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
-    await db.access_log.create_index([("accountId", ASCENDING), ("at", DESCENDING)])
-    await _unique_render_ids(db)
-    await db.link_stats.create_index([("fileId", ASCENDING)])
-    await db.link_stats.create_index([("fileId", ASCENDING), ("_id", ASCENDING)])  # deletion
-    # The activity report's conditional update of one link's aggregates (services.analytics).
-    # Not (_id, completedAt): its update asks for completedAt None, which SecantusDB's index
-    # does not match on a record without the field (a collection scan does).
-    await db.link_stats.create_index([("_id", ASCENDING), ("totalSeconds", ASCENDING)])
-    # One endpoint per (account, slot 0-9): the endpoint limit holds under concurrent creates.
+    """Idempotent; run at start-up by vaultd and by vault-admin. The fixes a unique index needs
+    first, the declared indexes, then the counts and numbers that read through them."""
+    await _drop_render_ids_index_before_unique(db)
     await _number_endpoints_without_slot(db)
-    await db.webhook_endpoints.create_index(
-        [("accountId", ASCENDING), ("slot", ASCENDING)], unique=True)
-    await db.webhook_outbox.create_index([("state", ASCENDING), ("nextAttemptAt", ASCENDING)])
-    await db.webhook_outbox.create_index([("state", ASCENDING), ("createdAt", ASCENDING)])
-    await db.webhook_outbox.create_index([("state", ASCENDING), ("finishedAt", ASCENDING)])
-    await db.webhook_deliveries.create_index([("endpointId", ASCENDING), ("at", DESCENDING)])
-    await db.webhook_deliveries.create_index([("at", ASCENDING)])  # retention prunes by age
-    await db.link_stats.create_index([("openAnnounced", ASCENDING)])
-    await db.link_stats.create_index([("completeAnnounced", ASCENDING)])
-    await db.viewer_sessions.create_index([("hash", ASCENDING)], unique=True)
-    await db.viewer_sessions.create_index([("linkId", ASCENDING), ("createdAt", DESCENDING)])
-    # A session ends with its link or after 24 h (`expiresAt`, the earlier): then the database
-    # drops it (TTL), so sessions do not pile up; links keep their count (`sessionsOpened`).
-    await db.viewer_sessions.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
-    await db.agreements.create_index([("accountId", ASCENDING), ("agreementId", ASCENDING),
-                                      ("version", DESCENDING)])
-    # A gate's rate window is worth nothing once over: the database drops it (TTL), so the
-    # counters of a year of code sends do not stay behind.
-    await db.raw(GATE_COUNTERS).create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
-    await _room_indexes(db)
-    await _member_indexes(db)
-    await _audit_indexes(db)
-    for name, (second, _prefix) in WALKS.items():
-        await db.raw(name).create_index([("_id", ASCENDING), (second, ASCENDING)])
+    await one_place_per_room(db)
+    for one in declared_indexes():
+        await create(db, one)
     await count_links_once(db)
     await count_rooms_once(db)
-    # The listing reads a range of the files' numbers in their account (services.files.files).
-    await db.files.create_index(
-        [("accountId", ASCENDING), ("state", ASCENDING), ("seq", DESCENDING)])
     await number_files_once(db)
 
 
-async def _room_indexes(db: Db) -> None:
-    await db.rooms.create_index([("accountId", ASCENDING), ("createdAt", DESCENDING)])
-    await db.room_items.create_index([("roomId", ASCENDING), ("parentId", ASCENDING)])
-    await db.room_items.create_index([("fileId", ASCENDING)])  # a deleted file leaves every room
-    await one_place_per_room(db)
-    await db.room_links.create_index([("hash", ASCENDING)], unique=True)
-    await db.room_links.create_index([("roomId", ASCENDING)])
-    await db.room_links.create_index([("accountId", ASCENDING), ("expiresAt", ASCENDING)])
-    await db.access_log.create_index([("roomId", ASCENDING), ("at", DESCENDING)], sparse=True)
-    # A room's log filtered by action is a time range too (services.rooms.activity).
-    await db.access_log.create_index(
-        [("roomId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)], sparse=True)
-
-
-async def _audit_indexes(db: Db) -> None:
-    # The audit log's sequencer reads every new entry by time, whatever its account
-    # (services.audit.sequencer); its own records are read by index, never scanned.
-    await db.access_log.create_index([("at", ASCENDING)])
-    await db.activity.create_index([("at", ASCENDING)])
-    # Which index an entry has (its proof by id, the sequencer's check after a take-over).
-    await db.audit_pieces.create_index([("keys", ASCENDING)])
-    await db.audit_checkpoints.create_index([("accountId", ASCENDING), ("size", ASCENDING)])
-
-
-async def _member_indexes(db: Db) -> None:
-    """Members: one record per person and account (unique), an account's admins (the
-    last-admin rule counts them), a person's records by address (sign-in, the account choice);
-    their sessions by address (their listing, newest first) and by public id (revocation);
-    each session, code and sign-in link dropped by the database when its time is over (TTL);
-    the activity log's pages, newest first within an account (common.newest)."""
-    await db.members.create_index([("email", ASCENDING)])
-    await db.member_sessions.create_index([("email", ASCENDING), ("createdAt", DESCENDING)])
-    await db.member_sessions.create_index([("email", ASCENDING), ("publicId", ASCENDING)])
-    await db.member_sessions.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
-    await db.sign_in_codes.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
-    await db.sign_in_links.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
-    await db.raw("rate_limits").create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
-    await db.members.create_index([("accountId", ASCENDING), ("email", ASCENDING)], unique=True)
-    await db.activity.create_index([("accountId", ASCENDING), ("at", DESCENDING),
-                                    ("_id", DESCENDING)])
-    # The console's Activity page filtered by action: a time range too (services.common.feed).
-    await db.access_log.create_index(
-        [("accountId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
-    await db.activity.create_index(
-        [("accountId", ASCENDING), ("action", ASCENDING), ("at", DESCENDING)])
+async def create(db: Db, one: Index) -> None:
+    await db.raw(one.collection).create_index(list(one.keys), **dict(one.options))
 
 
 async def count_links_once(db: Db) -> None:
@@ -231,19 +183,12 @@ async def _number_account_files(db: Db, account_id: str) -> int | None:
         upper = edge
 
 
-RENDER_ID_INDEX = "accountId_renderId_unique"
-
-
-async def _unique_render_ids(db: Db) -> None:
-    """Leak tracing looks a decoded render id up within one account, where it names one page
-    view: the page path draws again when this index refuses an id (`PagePath.start`). Only
-    `page` entries are in it: a `trace` entry names the id it found, again."""
+async def _drop_render_ids_index_before_unique(db: Db) -> None:
+    """Render ids were indexed without `unique` before they were unique (same keys, so the
+    unique index of `pages.db_indexes` could not be made beside it)."""
     indexes = await db.access_log.index_information()
-    if "accountId_1_renderId_1" in indexes:  # before ids were unique: same keys, not unique
+    if "accountId_1_renderId_1" in indexes:
         await db.access_log.drop_index("accountId_1_renderId_1")
-    await db.access_log.create_index(
-        [("accountId", ASCENDING), ("renderId", ASCENDING)], name=RENDER_ID_INDEX, unique=True,
-        partialFilterExpression={"action": "page", "renderId": {"$exists": True}})
 
 
 async def _number_endpoints_without_slot(db: Db) -> None:
@@ -254,9 +199,6 @@ async def _number_endpoints_without_slot(db: Db) -> None:
         slot = next(number for number in itertools.count() if number not in taken)
         await db.webhook_endpoints.update_one({"_id": doc["_id"], "slot": {"$exists": False}},
                                               {"$set": {"slot": slot}})
-
-
-ROOM_FILE_INDEX = "roomId_fileId_unique"
 
 
 async def one_place_per_room(db: Db) -> None:
@@ -280,6 +222,4 @@ async def one_place_per_room(db: Db) -> None:
                         item["roomId"], item["fileId"], item["_id"])
             await db.rooms.update_one({"_id": item["roomId"], "itemCount": {"$exists": True}},
                                       {"$inc": {"itemCount": -1}})
-    await db.room_items.create_index(
-        [("roomId", ASCENDING), ("fileId", ASCENDING)], name=ROOM_FILE_INDEX, unique=True,
-        partialFilterExpression={"fileId": {"$exists": True}})
+    await create(db, rooms.ONE_PLACE_PER_ROOM)

@@ -16,7 +16,7 @@ from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
 
 from backends.base import BackendUnavailable, BlobBackend
-from render.kernels import blend
+from render.pool.blend_kernel import blend_implementation
 from render.pool.fair_queue import FairQueueLimits
 from render.pool.render_pool import RenderPool
 from render.pool.sandbox_report import SandboxUnavailable
@@ -213,7 +213,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         start_metrics(settings, metrics, database.db, pool)  # its own port, when set
         await background.start(settings, database.db, store, keyrings, instance_id, metrics)
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
-                 VERSION, settings.host, port, settings.viewer_url(port), blend.IMPLEMENTATION)
+                 VERSION, settings.host, port, settings.viewer_url(port), blend_implementation())
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
         await (until or wait_for_signal)()
         assert background.deliverer is not None  # started above

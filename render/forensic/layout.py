@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from render.forensic.codes import ID_BITS
 from render.forensic.layout_stream import Pcg64
+from render.forensic_wire.trace_codes import ID_BITS
 
 CHIP = 8  # pixels a side: still 4 after a 50 % downscale, and JPEG q50 keeps them
 TILE_CHIPS = 24

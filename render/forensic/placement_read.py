@@ -15,7 +15,7 @@ viewer's text and without the copies' places, which a washed page does not give.
    a tenth of a pixel (a parabola). Windows whose peak is weak or on the search's edge are
    dropped.
 4. Each window counted in the cell under its word's centre (`_word_centres`), the offsets
-   summed per cell (`placement.Evidence`).
+   summed per cell (`render.forensic_wire.evidence.Evidence`).
 
 A served page, washed or rescaled, is read (the words' growth and the windows' step follow
 the leak's size against the served canvas, `_scale`); a photo, a crop or a page on a desktop
@@ -32,7 +32,8 @@ from PIL import Image
 
 from render.forensic import ink, pattern_model, served, sync
 from render.forensic.pattern_plane import pattern_plane
-from render.forensic.placement import Evidence, cells
+from render.forensic.placement import cells
+from render.forensic_wire.evidence import MIN_WINDOWS, Evidence
 
 WINDOW = 20  # px a side of a measuring window
 REACH = 3  # px looked for either way (2 lost a sixth of the evidence: the model is a blur)
@@ -43,7 +44,6 @@ _MIN_CONTRAST = 12.0  # the average's standard deviation in a window: letters' e
 # miss 0.3 s.
 _MEASURABLE = 2 * _MIN_CONTRAST
 _MIN_MATCH = 0.6
-MIN_WINDOWS = 200  # fewer windows to measure: too little pattern to name a view
 _MIN_LAG = 60  # px: the pattern's lattice is longer at any scale read (0.3: 84 px)
 _LETTER_DEPTH = 20  # grey levels under the paper: the model's letters (their ink: 55 under)
 _WORD_GROWTH = 3  # px at the served size: a word's letters are 1-4 px apart, words 7 and more

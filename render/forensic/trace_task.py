@@ -15,6 +15,8 @@ from render.forensic import placement, placement_read
 from render.forensic.decode import detect
 from render.forensic.layout import keyed
 from render.forensic.served import LONG_SIDE
+from render.forensic_wire.evidence import Evidence
+from render.forensic_wire.image_kinds import sniff
 from render.wire.model import JPEG, PNG, Unreadable
 
 # A leaked screenshot can be larger than any page we serve; 40 MP (a 4K display at 4x) is
@@ -22,15 +24,6 @@ from render.wire.model import JPEG, PNG, Unreadable
 MAX_TRACE_PIXELS = 40_000_000
 _FORMATS = {JPEG: "JPEG", PNG: "PNG"}
 T = TypeVar("T")
-
-
-def sniff(data: bytes) -> str | None:
-    """image/jpeg or image/png from the magic bytes, else None."""
-    if data.startswith(b"\xff\xd8\xff"):
-        return JPEG
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return PNG
-    return None
 
 
 def trace_image(data: bytes, layout_key: bytes | None = None, long_side: int = LONG_SIDE,
@@ -45,7 +38,7 @@ def trace_image(data: bytes, layout_key: bytes | None = None, long_side: int = L
 
 def read_placement(data: bytes, long_side: int = LONG_SIDE) -> bytes | None:
     """The placement mark's offsets measured on the image `data`, per cell
-    (`render.forensic.placement.Evidence`, as bytes), or None when it shows no pattern;
+    (`render.forensic_wire.evidence.Evidence`, as bytes), or None when it shows no pattern;
     Unreadable for a damaged image. `long_side`: as for `trace_image`."""
     evidence = _read(data, lambda image: placement_read.read(image, long_side))
     return None if evidence is None else evidence.to_bytes()
@@ -54,7 +47,7 @@ def read_placement(data: bytes, long_side: int = LONG_SIDE) -> bytes | None:
 def score_placement(evidence: bytes, seeds: list[bytes]) -> bytes:
     """Each seed's standing against the evidence (`render.forensic.placement.standings`), as
     little-endian float64s, one per seed."""
-    found = placement.standings(placement.Evidence.from_bytes(evidence), seeds)
+    found = placement.standings(Evidence.from_bytes(evidence), seeds)
     return found.astype("<f8").tobytes()
 
 

@@ -23,8 +23,8 @@ from typing import Any
 from render.sandbox.layers import SECRET_ENV_PREFIXES
 
 # The worker: the process target and task entry points (which the server pickles by name), and
-# every module they use; SciPy's modules besides: the forensic code imports them where it uses
-# them, so that the server (which imports that code's constants) does not hold them.
+# every module they use; SciPy's modules besides, which the forensic code imports only where it
+# uses them.
 _PRELOAD = ["render.worker.entry_points", "render.worker.serve", "scipy.fft", "scipy.ndimage"]
 _PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
 _lock = threading.Lock()

@@ -25,9 +25,9 @@ from typing import Protocol
 from PIL import Image, ImageDraw
 
 from render.forensic import placement
-from render.forensic.codes import trace_code
 from render.forensic.embed import PaperMark, embed_into, ink_chips, paper_mark_for
 from render.forensic.layout import keyed
+from render.forensic_wire.trace_codes import trace_code
 from render.watermark import pattern, words
 from render.wire.model import WatermarkSpec
 

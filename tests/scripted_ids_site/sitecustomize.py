@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import os
 
-from render.forensic import codes
+from render.forensic_wire import trace_codes
 
 _scripted = [int(value, 16) for value in os.environ.get("SCRIPTED_RENDER_IDS", "").split(",")
              if value]
-_random = codes.new_render_id
+_random = trace_codes.new_render_id
 
 
 def _next_render_id() -> int:
     return _scripted.pop(0) if _scripted else _random()
 
 
-codes.new_render_id = _next_render_id
+trace_codes.new_render_id = _next_render_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from vaultd.services.accounts.accounts import account_json
 from vaultd.web.base import BaseHandler
+from vaultd.web.permissions import READ
 
 
 class AccountHandler(BaseHandler):
@@ -13,3 +14,9 @@ class AccountHandler(BaseHandler):
 
 
 ROUTES = [(r"/v1/account", AccountHandler)]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/account": {"GET": READ},
+}

@@ -15,6 +15,7 @@ from vaultd.errors import InvalidRequest, PlanLimitReached
 from vaultd.services.common.spreadsheet import safe_cell
 from vaultd.services.members import activity
 from vaultd.web.base import DB_DEADLINE_SECONDS, BaseHandler
+from vaultd.web.permissions import READ
 
 EXPORT_PAGE = activity.MAX_PER_PAGE
 
@@ -83,3 +84,9 @@ def _jsonl_rows(page: activity.Page) -> str:
 
 
 ROUTES = [(r"/v1/activity", ActivityHandler)]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/activity": {"GET": READ},
+}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from vaultd.services.gates import agreements
 from vaultd.web.base import BaseHandler
+from vaultd.web.permissions import CHANGE, READ
 
 
 class AgreementsHandler(BaseHandler):
@@ -30,3 +31,10 @@ ROUTES = [
     (r"/v1/agreements", AgreementsHandler),
     (r"/v1/agreements/([^/]+)", AgreementHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/agreements": {"GET": READ, "POST": CHANGE},
+    r"/v1/agreements/([^/]+)": {"GET": READ},
+}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from vaultd.services.analytics import analytics, analytics_report
 from vaultd.services.links.links import OpenLink
 from vaultd.web.base import BaseHandler
+from vaultd.web.permissions import CHANGE, READ
 from vaultd.web.viewer_base import ViewerBase
 from vaultd.web.views import ViewerIpMixin
 
@@ -57,3 +58,11 @@ ROUTES = [
     (r"/v1/views/([^/]+)/analytics", ViewAnalyticsHandler),
     (r"/v1/files/([^/]+)/analytics", FileAnalyticsHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/views/([^/]+)/activity": {"POST": CHANGE},
+    r"/v1/views/([^/]+)/analytics": {"GET": READ},
+    r"/v1/files/([^/]+)/analytics": {"GET": READ},
+}

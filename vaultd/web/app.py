@@ -1,8 +1,8 @@
 """make_app: the Tornado application, from every HTTP module's routes.
 
 A route module (one per domain, beside its services' calls) declares `ROUTES`, its
-`(pattern, handler)` pairs, and may declare `PERMISSIONS`, what each of its patterns and methods
-needs, beside them: `route_permissions` joins those to the table of `web.permissions`. Listed
+`(pattern, handler)` pairs, and `PERMISSIONS`, what each of its patterns and methods needs (by
+the rule of `web.permissions`), beside them: `route_permissions` joins those. Listed
 once in `ROUTE_MODULES`, its `/v1` routes are also served under `/console/api`
 (`web.console_api`). The recipe for an owner endpoint is in docs/architecture.md."""
 
@@ -55,7 +55,6 @@ from vaultd.web.access_log_scrub import log_request
 from vaultd.web.base import BaseHandler, NotFoundHandler
 from vaultd.web.console_api import api_pattern, mirror
 from vaultd.web.context import AppContext
-from vaultd.web.permissions import ROUTE_PERMISSIONS
 
 ROUTE_MODULES: list[Any] = [index, health, openapi, account, upload, files, views, viewer,
                             analytics, webhooks, trace, gate_sessions, agreements,
@@ -70,15 +69,19 @@ class RouteAuditError(Exception):
 
 
 def route_permissions() -> dict[str, Mapping[str, Permission]]:
-    """What each route needs: the table of `web.permissions`, and each route module's own
-    `PERMISSIONS`. A pattern declared in two places is refused: one decision per route."""
-    table: dict[str, Mapping[str, Permission]] = dict(ROUTE_PERMISSIONS)
+    """What each route needs: the `PERMISSIONS` each route module declares. A route's method
+    declared by two modules is refused: one decision per route and method (two modules may
+    serve one path, each its own methods: `/v1/files`' listing and upload)."""
+    table: dict[str, dict[str, Permission]] = {}
     for module in ROUTE_MODULES:
         for pattern, methods in getattr(module, "PERMISSIONS", {}).items():
-            if pattern in table:
-                raise RouteAuditError(f"the permissions of {pattern} are declared twice")
-            table[pattern] = methods
-    return table
+            joined = table.setdefault(pattern, {})
+            for method, permission in methods.items():
+                if method in joined:
+                    raise RouteAuditError(
+                        f"the permission of {pattern} {method} is declared twice")
+                joined[method] = permission
+    return dict(table)
 
 
 def _audit(routes: list[tuple[str, type]]) -> None:

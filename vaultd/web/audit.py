@@ -10,6 +10,7 @@ from vaultd.errors import InvalidRequest
 from vaultd.services.audit import checkpoints, export, keys, tree_store
 from vaultd.web.base import BaseHandler
 from vaultd.web.files import parse_bounded_int
+from vaultd.web.permissions import READ
 
 MAX_INDEX = 999_999_999
 KINDS = ("access", "activity")
@@ -102,3 +103,13 @@ ROUTES = [
     (r"/v1/audit/export", ExportHandler),
     (r"/v1/audit/keys", KeysHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/audit/checkpoint": {"GET": READ},
+    r"/v1/audit/proof/inclusion": {"GET": READ},
+    r"/v1/audit/entries/([^/]+)/proof": {"GET": READ},
+    r"/v1/audit/proof/consistency": {"GET": READ},
+    r"/v1/audit/export": {"GET": READ},
+}

@@ -19,6 +19,7 @@ from vaultd.services.common import feed
 from vaultd.timefmt import iso_utc
 from vaultd.web.base import DB_DEADLINE_SECONDS
 from vaultd.web.console_page import ConsolePage
+from vaultd.web.permissions import READ
 
 PER_PAGE = 50
 FEEDS = {"account": ("Account actions", get_args(ActivityAction)),
@@ -77,3 +78,9 @@ def _row(kind: str, doc: dict[str, Any], names: dict[str, str]) -> dict[str, str
 
 
 ROUTES = [(r"/console/activity", ActivityPage)]
+
+# What each page and form needs, by the rule of `web.permissions` (a page reads, a form changes
+# what it names; joined by `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/console/activity": {"GET": READ},
+}

@@ -29,6 +29,7 @@ from vaultd.web.console_files import KIND_LABELS, human_size, human_time
 from vaultd.web.console_page import ConsolePage
 from vaultd.web.console_time_chart import time_chart
 from vaultd.web.files import parse_action, parse_before, parse_bounded_int
+from vaultd.web.permissions import CHANGE, READ
 
 LINKS_PER_PAGE = 20
 DEFAULT_EXPIRY_DAYS = 7
@@ -187,3 +188,11 @@ ROUTES = [
     (r"/console/files/([^/]+)/share", ShareForm),
     (r"/console/files/([^/]+)/preview", PreviewForm),
 ]
+
+# What each page and form needs, by the rule of `web.permissions` (a page reads, a form changes
+# what it names; joined by `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/console/files/([^/]+)": {"GET": READ},
+    r"/console/files/([^/]+)/share": {"GET": READ, "POST": CHANGE},
+    r"/console/files/([^/]+)/preview": {"POST": READ},  # a link for the member themself
+}

@@ -11,6 +11,7 @@ from vaultd.services.links import link_expiry, links
 from vaultd.web.console_file import DEFAULT_EXPIRY_DAYS
 from vaultd.web.console_page import HOME_PATH, ConsolePage
 from vaultd.web.files import parse_bounded_int
+from vaultd.web.permissions import CHANGE, READ
 
 
 def file_path(file_id: str) -> str:
@@ -86,3 +87,12 @@ ROUTES = [
     (r"/console/files/([^/]+)/revoke-all", RevokeAllPage),
     (r"/console/files/([^/]+)/delete", DeletePage),
 ]
+
+# What each page and form needs, by the rule of `web.permissions` (a page reads, a form changes
+# what it names; joined by `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/console/files/([^/]+)/links/([^/]+)/revoke": {"POST": CHANGE},
+    r"/console/files/([^/]+)/links/([^/]+)/extend": {"POST": CHANGE},
+    r"/console/files/([^/]+)/revoke-all": {"GET": READ, "POST": CHANGE},
+    r"/console/files/([^/]+)/delete": {"GET": READ, "POST": CHANGE},
+}

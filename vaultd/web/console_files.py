@@ -13,6 +13,7 @@ from math import ceil
 from vaultd.services.files import files
 from vaultd.web.console_page import ConsolePage
 from vaultd.web.files import parse_bounded_int
+from vaultd.web.permissions import READ
 
 FILES_PER_PAGE = 25
 MAX_PAGE = 10**6
@@ -52,3 +53,9 @@ class FilesPage(ConsolePage):
 
 
 ROUTES = [(r"/console/files", FilesPage)]
+
+# What each page and form needs, by the rule of `web.permissions` (a page reads, a form changes
+# what it names; joined by `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/console/files": {"GET": READ},
+}

@@ -22,6 +22,7 @@ from vaultd.web.console_file import DEFAULT_EXPIRY_DAYS, SHARE_FIELDS
 from vaultd.web.console_file import _form_policy as form_policy
 from vaultd.web.console_page import ConsolePage
 from vaultd.web.files import parse_bounded_int
+from vaultd.web.permissions import CHANGE, READ
 
 ROOMS_PATH = "/console/rooms"
 ROOMS_PER_PAGE = 50
@@ -139,3 +140,13 @@ ROUTES = [
     (r"/console/rooms/([^/]+)/files", AddFileForm),
     (r"/console/rooms/([^/]+)/share", RoomShareForm),
 ]
+
+# What each page and form needs, by the rule of `web.permissions` (a page reads, a form changes
+# what it names; joined by `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/console/rooms": {"GET": READ, "POST": CHANGE},
+    r"/console/rooms/([^/]+)": {"GET": READ},
+    r"/console/rooms/([^/]+)/folders": {"POST": CHANGE},
+    r"/console/rooms/([^/]+)/files": {"POST": CHANGE},
+    r"/console/rooms/([^/]+)/share": {"POST": CHANGE},
+}

@@ -20,6 +20,7 @@ from vaultd.services.notifications import prefs
 from vaultd.services.webhooks import webhook_test_event, webhooks
 from vaultd.web.client_ip import viewer_ip
 from vaultd.web.console_page import ConsolePage
+from vaultd.web.permissions import MANAGE, READ
 
 SETTINGS_PATH = "/console/settings"
 NO_MAIL = "this server sends no mail (smtp.host is not set): notifications cannot be sent"
@@ -221,3 +222,20 @@ ROUTES = [
     (r"/console/settings/webhooks/([^/]+)/test", TestWebhookForm),
     (r"/console/settings/branding", BrandingForm),
 ]
+
+# What each page and form needs, by the rule of `web.permissions` (a page reads, a form changes
+# what it names; joined by `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/console/settings": {"GET": READ},
+    r"/console/settings/keys": {"POST": MANAGE},
+    r"/console/settings/keys/([^/]+)/revoke": {"POST": MANAGE},
+    r"/console/settings/members": {"POST": MANAGE},
+    r"/console/settings/members/([^/]+)/role": {"POST": MANAGE},
+    r"/console/settings/members/([^/]+)/remove": {"POST": MANAGE},
+    # A member's own mail choices, not the account's records: an auditor may choose theirs.
+    r"/console/settings/notifications": {"POST": READ},
+    r"/console/settings/webhooks": {"POST": MANAGE},
+    r"/console/settings/webhooks/([^/]+)/delete": {"POST": MANAGE},
+    r"/console/settings/webhooks/([^/]+)/test": {"POST": MANAGE},
+    r"/console/settings/branding": {"POST": MANAGE},
+}

@@ -26,6 +26,7 @@ from vaultd.services.tracing import trace
 from vaultd.services.tracing.reader import LeakReader
 from vaultd.web.console_page import ConsolePage
 from vaultd.web.console_session import NO_CSRF, WRONG_CSRF
+from vaultd.web.permissions import READ, TRACE
 from vaultd.web.upload import drain_cap
 
 NO_IMAGE = "choose the leaked image (a JPEG or PNG) first"
@@ -133,3 +134,9 @@ class TracePage(ConsolePage):
 
 
 ROUTES = [(r"/console/trace", TracePage)]
+
+# What each page and form needs, by the rule of `web.permissions` (a page reads, a form changes
+# what it names; joined by `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/console/trace": {"GET": READ, "POST": TRACE},
+}

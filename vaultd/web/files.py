@@ -13,6 +13,7 @@ from vaultd.services.files import files
 from vaultd.services.webhooks import webhook_events
 from vaultd.web.attachment import content_disposition
 from vaultd.web.base import BaseHandler
+from vaultd.web.permissions import CHANGE, READ
 
 # encodeURIComponent leaves these unescaped; clients decode X-File-Name with decodeURIComponent.
 URI_COMPONENT_SAFE = "-_.!~*'()"
@@ -120,3 +121,12 @@ ROUTES = [
     (r"/v1/files/([^/]+)/download", DownloadHandler),
     (r"/v1/files/([^/]+)/access-log", AccessLogHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/files": {"GET": READ},
+    r"/v1/files/([^/]+)": {"GET": READ, "DELETE": CHANGE},
+    r"/v1/files/([^/]+)/download": {"GET": READ},
+    r"/v1/files/([^/]+)/access-log": {"GET": READ},
+}

@@ -18,6 +18,7 @@ from vaultd.services.gates.registry import GateAction, GateContext, SessionGate
 from vaultd.services.rooms import reads
 from vaultd.web.base import BaseHandler
 from vaultd.web.context import AppContext
+from vaultd.web.permissions import CHANGE
 from vaultd.web.views import ViewerIpMixin
 
 
@@ -109,3 +110,10 @@ def __getattr__(name: str) -> Any:
     if name == "ROUTES":
         return routes()
     raise AttributeError(name)
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/views/([^/]+)/sessions": {"POST": CHANGE},
+    r"/v1/room-views/([^/]+)/sessions": {"POST": CHANGE},
+}

@@ -6,6 +6,7 @@ from vaultd.services.members import keys
 from vaultd.services.members.members import parse_name, parse_role
 from vaultd.services.members.roles import Role
 from vaultd.web.members import MembersBase
+from vaultd.web.permissions import MANAGE, READ
 
 
 class KeysHandler(MembersBase):
@@ -35,3 +36,10 @@ ROUTES = [
     (r"/v1/keys", KeysHandler),
     (r"/v1/keys/([^/]+)", KeyHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/keys": {"GET": READ, "POST": MANAGE},
+    r"/v1/keys/([^/]+)": {"DELETE": MANAGE},
+}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from vaultd.services.members import members
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
+from vaultd.web.permissions import MANAGE, READ
 
 
 class MembersBase(BaseHandler):
@@ -47,3 +48,10 @@ ROUTES = [
     (r"/v1/members", MembersHandler),
     (r"/v1/members/([^/]+)", MemberHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/members": {"GET": READ, "POST": MANAGE},
+    r"/v1/members/([^/]+)": {"PATCH": MANAGE, "DELETE": MANAGE},
+}

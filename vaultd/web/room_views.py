@@ -22,6 +22,7 @@ from vaultd.services.pages.page_path import PageRequest
 from vaultd.services.rooms import activity, reads, room_links, tree
 from vaultd.web.analytics import report_activity
 from vaultd.web.base import BaseHandler
+from vaultd.web.permissions import CHANGE, READ
 from vaultd.web.viewer_base import ViewerBase
 from vaultd.web.viewer_gates import admitted_session, guard, refused_here
 from vaultd.web.views import ViewerIpMixin
@@ -167,3 +168,10 @@ ROUTES = [
     (r"/r/([^/]+)/files/([^/]+)/status", RoomStatusHandler),
     (r"/r/([^/]+)/files/([^/]+)/activity", RoomActivityHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/room-views/([^/]+)": {"GET": READ, "DELETE": CHANGE},
+    r"/v1/room-views/([^/]+)/files/([^/]+)/pages/([^/]+)": {"GET": READ},
+}

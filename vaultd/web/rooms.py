@@ -10,6 +10,7 @@ from vaultd.services.rooms import activity, index, items, records, room_links, t
 from vaultd.timefmt import iso_utc
 from vaultd.web.base import BaseHandler
 from vaultd.web.files import parse_before, parse_bounded_int
+from vaultd.web.permissions import CHANGE, READ
 
 
 class RoomBase(BaseHandler):
@@ -171,3 +172,19 @@ ROUTES = [
     (r"/v1/rooms/([^/]+)/analytics", RoomAnalyticsHandler),
     (r"/v1/rooms/([^/]+)/preview", PreviewHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/rooms": {"GET": READ, "POST": CHANGE},
+    r"/v1/rooms/([^/]+)": {"GET": READ, "PATCH": CHANGE, "DELETE": CHANGE},
+    r"/v1/rooms/([^/]+)/folders": {"POST": CHANGE},
+    r"/v1/rooms/([^/]+)/files": {"POST": CHANGE},
+    r"/v1/rooms/([^/]+)/items/([^/]+)": {"PATCH": CHANGE, "DELETE": CHANGE},
+    r"/v1/rooms/([^/]+)/index": {"GET": READ},
+    r"/v1/rooms/([^/]+)/views": {"POST": CHANGE},
+    r"/v1/rooms/([^/]+)/revoke-views": {"POST": CHANGE},
+    r"/v1/rooms/([^/]+)/access-log": {"GET": READ},
+    r"/v1/rooms/([^/]+)/analytics": {"GET": READ},
+    r"/v1/rooms/([^/]+)/preview": {"GET": READ},
+}

@@ -16,6 +16,7 @@ from vaultd.services.accounts.account_slots import Slot
 from vaultd.services.tracing import trace, trace_batch
 from vaultd.services.tracing.reader import LeakReader
 from vaultd.web.base import BaseHandler, as_vault_error
+from vaultd.web.permissions import TRACE
 from vaultd.web.upload import drain_cap
 
 
@@ -151,3 +152,9 @@ class TraceHandler(BaseHandler):
 
 
 ROUTES = [(r"/v1/trace", TraceHandler)]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/trace": {"POST": TRACE},
+}

@@ -26,6 +26,7 @@ from vaultd.services.files.uploads import UploadSession, parse_content_type, par
 from vaultd.services.pages.page_path import budget_for
 from vaultd.services.storage import db_room
 from vaultd.web.base import BaseHandler, as_vault_error
+from vaultd.web.permissions import CHANGE
 
 log = logging.getLogger("vaultd.upload")
 
@@ -142,3 +143,9 @@ class UploadHandler(BaseHandler):
 
 
 ROUTES = [(r"/v1/files", UploadHandler)]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/files": {"POST": CHANGE},
+}

@@ -16,6 +16,7 @@ from vaultd.services.pages.page_path import PageRequest
 from vaultd.timefmt import iso_utc, utcnow
 from vaultd.web.base import BaseHandler
 from vaultd.web.files import parse_bounded_int
+from vaultd.web.permissions import CHANGE, READ
 
 
 class ViewerIpMixin(BaseHandler):
@@ -119,3 +120,14 @@ ROUTES = [
     (r"/v1/files/([^/]+)/views", FileLinksHandler),
     (r"/v1/files/([^/]+)/views/([^/]+)", FileLinkHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/views": {"POST": CHANGE},
+    r"/v1/views/([^/]+)": {"GET": READ, "DELETE": CHANGE, "PATCH": CHANGE},
+    r"/v1/views/([^/]+)/pages/([^/]+)": {"GET": READ},
+    r"/v1/files/([^/]+)/revoke-views": {"POST": CHANGE},
+    r"/v1/files/([^/]+)/views": {"GET": READ},
+    r"/v1/files/([^/]+)/views/([^/]+)": {"DELETE": CHANGE},
+}

@@ -6,6 +6,7 @@ from vaultd.services.members import activity
 from vaultd.services.webhooks import webhook_test_event, webhooks
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
+from vaultd.web.permissions import MANAGE, READ
 
 
 class EndpointsHandler(BaseHandler):
@@ -56,3 +57,12 @@ ROUTES = [
     (r"/v1/webhooks/([^/]+)/deliveries", DeliveriesHandler),
     (r"/v1/webhooks/([^/]+)/test", TestEventHandler),
 ]
+
+# What each route's methods need, by the rule of `web.permissions` (joined by
+# `web.app.route_permissions`).
+PERMISSIONS = {
+    r"/v1/webhooks": {"GET": READ, "POST": MANAGE},
+    r"/v1/webhooks/([^/]+)": {"DELETE": MANAGE},
+    r"/v1/webhooks/([^/]+)/deliveries": {"GET": READ},
+    r"/v1/webhooks/([^/]+)/test": {"POST": MANAGE},
+}

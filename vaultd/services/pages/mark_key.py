@@ -36,8 +36,8 @@ from datetime import datetime
 from ff3 import FF3Cipher
 from pymongo.errors import DuplicateKeyError
 
-from render.forensic.codes import ID_BITS
-from render.forensic.placement import SEED_BYTES
+from render.forensic_wire.evidence import SEED_BYTES
+from render.forensic_wire.trace_codes import ID_BITS
 from vaultd.crypto.keyring import MasterKeyring, WrappedKey
 from vaultd.db import Db
 from vaultd.timefmt import utcnow

@@ -41,7 +41,7 @@ from zoneinfo import ZoneInfo
 
 from pymongo.errors import DuplicateKeyError
 
-from render.forensic.codes import new_render_id, render_id_hex
+from render.forensic_wire.trace_codes import new_render_id, render_id_hex
 from render.pool.render_pool import RenderPool
 from render.wire.model import PixelBudget, WatermarkSpec
 from render.worker.entry_points import render_page

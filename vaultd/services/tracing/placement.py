@@ -18,9 +18,7 @@ import logging
 import numpy as np
 import numpy.typing as npt
 
-from render.forensic import placement
-from render.forensic.placement import BadEvidence, Evidence
-from render.forensic.placement_read import MIN_WINDOWS
+from render.forensic_wire.evidence import MIN_WINDOWS, BadEvidence, Evidence
 from render.pool.render_pool import RenderPool
 from render.worker.entry_points import read_placement, score_placement
 from vaultd.db import Db
@@ -76,7 +74,7 @@ async def match_in_account(db: Db, pool: RenderPool, mark: MarkCipher, account_i
     seeds = [mark.placement_seed(render_id) for render_id in render_ids]
     raw = await run_task(pool, score_placement, evidence.to_bytes(), seeds, account=worker_of)
     standing = parse_standings(raw, len(render_ids))
-    return None if standing is None else _named(standing, render_ids)
+    return None if standing is None else named_view(standing, render_ids)
 
 
 def parse_standings(raw: object, count: int) -> Floats | None:
@@ -91,8 +89,10 @@ def parse_standings(raw: object, count: int) -> Floats | None:
     return standing
 
 
-def _named(standing: Floats, render_ids: list[int]) -> int | None:
-    """The candidate scoring THRESHOLD above the references, the highest if several."""
+def named_view(standing: Floats, render_ids: list[int]) -> int | None:
+    """The candidate scoring THRESHOLD above the references, the highest if several (the
+    benchmarks and tests score in their own process, `render.forensic.placement.standings`,
+    and judge here)."""
     if len(standing) == 0 or standing.max() < THRESHOLD:
         return None
     return render_ids[int(standing.argmax())]
@@ -104,13 +104,3 @@ async def recent_render_ids(db: Db, account_id: str) -> list[int]:
                         count=CANDIDATES, oldest=EPOCH, latest=utcnow(), fields=("renderId",))
     return [int(entry["renderId"], 16) for entry in page.docs if "renderId" in entry]
 
-
-def best_view(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> int | None:
-    """`match_in_account`'s verdict, in this process (the benchmarks and tests score here)."""
-    return _named(standings(evidence, render_ids, mark), render_ids)
-
-
-def standings(evidence: Evidence, render_ids: list[int], mark: MarkCipher) -> Floats:
-    """Each candidate's score, in the references' spreads above their mean, in this process."""
-    return placement.standings(evidence, [mark.placement_seed(render_id)
-                                          for render_id in render_ids])

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from render.forensic.codes import BadTraceCode, parse_trace_code, render_id_hex, trace_code
-from render.forensic.trace_task import sniff
+from render.forensic_wire.image_kinds import sniff
+from render.forensic_wire.trace_codes import (
+    BadTraceCode,
+    parse_trace_code,
+    render_id_hex,
+    trace_code,
+)
 from vaultd.db import Db
 from vaultd.errors import Forbidden, InvalidRequest, UnsupportedMediaType
 from vaultd.services.accounts.accounts import Account

@@ -1,4 +1,5 @@
-"""Render ids and their human form, the trace code (`K7QF-2MXA-9P`).
+"""Render ids and their human form, the trace code (`K7QF-2MXA-9P`): the server draws the ids
+and reads typed codes, a worker prints the code in the strip and marks the id in the pixels.
 
 A render id is 45 random bits: nine Crockford base32 symbols, then one check symbol (the value
 mod 37, Crockford's own check alphabet), grouped 4-4-2. Crockford's alphabet has no I, L, O or U,

@@ -1,0 +1,16 @@
+"""The database indexes the audit log's queries stand on (the sequencer's reads, its own records),
+created at start-up by `vaultd.db_indexes`."""
+
+from __future__ import annotations
+
+from vaultd.index_spec import Index, index
+
+INDEXES: tuple[Index, ...] = (
+    # The sequencer reads every new entry by time, whatever its account (sequencer); its own
+    # records are read by index, never scanned.
+    index("access_log", "at"),
+    index("activity", "at"),
+    # Which index an entry has (its proof by id, the sequencer's check after a take-over).
+    index("audit_pieces", "keys"),
+    index("audit_checkpoints", "accountId", "size"),
+)

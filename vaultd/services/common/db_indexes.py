@@ -1,0 +1,17 @@
+"""The database indexes the shared plumbing's queries stand on (the access log's reads, rolling
+limits), created at start-up by `vaultd.db_indexes`."""
+
+from __future__ import annotations
+
+from vaultd.index_spec import Index, index
+
+INDEXES: tuple[Index, ...] = (
+    index("access_log", "fileId", "-at"),
+    # The log filtered by action is a time range too (access_log, newest).
+    index("access_log", "fileId", "action", "-at"),
+    index("access_log", "accountId", "-at"),
+    # The console's Activity page filtered by action: a time range too (feed).
+    index("access_log", "accountId", "action", "-at"),
+    # A rolling window is dropped by the database when it is over (TTL: rolling_limits).
+    index("rate_limits", "expiresAt", expireAfterSeconds=0),
+)
