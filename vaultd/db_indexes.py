@@ -19,6 +19,7 @@ from vaultd.db import (
 )
 from vaultd.services.common.batches import EPOCH
 from vaultd.services.common.newest import newest
+from vaultd.services.links import link_numbers
 
 log = logging.getLogger("vaultd.db")
 
@@ -94,6 +95,13 @@ async def ensure_indexes(db: Db) -> None:
     await db.files.create_index(
         [("accountId", ASCENDING), ("state", ASCENDING), ("seq", DESCENDING)])
     await number_files_once(db)
+    # A file's links read by number ranges (services.analytics.link_listing), and the file
+    # read for a new link with its number reserved, by id within its account, in one write
+    # (services.links.link_numbers.reserve).
+    await db.links.create_index([("fileId", ASCENDING), ("seq", DESCENDING)])
+    await db.files.create_index(
+        [("_id", ASCENDING), ("accountId", ASCENDING), ("state", ASCENDING)])
+    await link_numbers.number_links_once(db)
 
 
 async def _room_indexes(db: Db) -> None:
