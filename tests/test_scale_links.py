@@ -5,8 +5,7 @@ made through the service with some revoked, and links written before links were 
 
 Measured on the server's side, as `tests/test_scale_burst.py` measures the file listing
 (`tests.db_reads`): every query the listing sends is replayed as an `explain` of what the
-embedded database walks for it. Before links were numbered, page 1 of a file with 4,000 links
-walked 8,000 records (a count, then a sort with `skip` over every link).
+embedded database walks for it. A count and a sort with `skip` would walk every link twice.
 """
 
 from __future__ import annotations
