@@ -88,7 +88,11 @@ async def _seed_links(db: Db, account_id: str, file_id: str, expired: int, live:
              for i in range(live)]
     token = new_token()
     docs.append(_link(account_id, file_id, now, now + timedelta(days=30), token))
+    for number, doc in enumerate(docs, start=1):  # numbered in their file, as links are made
+        doc["seq"] = number
     await _insert(db, "links", docs)
+    await db.files.update_one({"_id": file_id},
+                              {"$set": {"linkSeq": len(docs), "linkTotal": len(docs)}})
     return token
 
 

@@ -34,6 +34,7 @@ from vaultd.services.common.newest import newest
 from vaultd.services.files import db_indexes as files
 from vaultd.services.gates import db_indexes as gates
 from vaultd.services.links import db_indexes as links
+from vaultd.services.links import link_numbers
 from vaultd.services.members import db_indexes as members
 from vaultd.services.pages import db_indexes as pages
 from vaultd.services.rooms import db_indexes as rooms
@@ -89,6 +90,7 @@ async def ensure_indexes(db: Db) -> None:
     await count_links_once(db)
     await count_rooms_once(db)
     await number_files_once(db)
+    await link_numbers.number_links_once(db)
 
 
 async def create(db: Db, one: Index) -> None:

@@ -129,6 +129,9 @@ class FileDoc(TypedDict):
     # first window of the next read in any process (services.common.access_log).
     logSpans: NotRequired[dict[str, float]]
     linkRevokes: NotRequired[dict[str, LinkRevokeDoc]]  # revoke-alls not yet written on links
+    linkSeq: NotRequired[int]  # the last number given to a link (services.links.link_numbers)
+    linkSeqFloor: NotRequired[int]  # the lowest (links numbered at start-up count down from 0)
+    linkTotal: NotRequired[int]  # its link records: the links listing's total
 
 
 class LinkDoc(TypedDict):
@@ -151,6 +154,7 @@ class LinkDoc(TypedDict):
     sessionsOpened: NotRequired[int]  # viewer sessions opened (absent: made before the count)
     generation: NotRequired[int]  # its file's linkGeneration when counted (absent: 0)
     createdBy: NotRequired[str]  # the member who made it in the console (absent: an API key)
+    seq: NotRequired[int]  # its number in its file, newest highest (services.common.numbered)
 
 
 class AgreementRefDoc(TypedDict):

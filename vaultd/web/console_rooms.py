@@ -16,6 +16,7 @@ from vaultd.errors import InvalidRequest, NotFound, VaultError
 from vaultd.records import RoomDoc
 from vaultd.services.files import files
 from vaultd.services.gates.policy import parse_policy
+from vaultd.services.members.roles import Permission
 from vaultd.services.rooms import activity, index, items, records, room_links, tree
 from vaultd.timefmt import iso_utc, utcnow
 from vaultd.web.console_file import DEFAULT_EXPIRY_DAYS, SHARE_FIELDS
@@ -66,7 +67,10 @@ class RoomBase(RoomsBase):
         nodes = await tree.read_tree(db, room["accountId"], room["_id"])
         names = {node.file.id: node.name for node in tree.walk(nodes) if node.file}
         folders = [node for node in tree.walk(nodes) if node.file is None]
-        offered = await files.list_files(db, self.account.id, 1, FILES_TO_ADD)
+        offered: dict[str, Any] = {"files": []}
+        if self.can(Permission.CHANGE_CONTENT):  # only "Add file" shows them: names alone
+            offered = await files.list_files(db, self.account.id, 1, FILES_TO_ADD,
+                                             active_links=False)
         values: dict[str, Any] = {"error": None, "form": {}, "new_link": None}
         self.page("room.html", room["name"], status=status, room=room,
                   rows=index.index_rows(nodes), folders=folders, offered=offered["files"],

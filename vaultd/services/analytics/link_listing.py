@@ -10,8 +10,10 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest
 from vaultd.records import FileDoc, LinkDoc
 from vaultd.services.accounts import link_generations
+from vaultd.services.common.numbered import newest_numbered
 from vaultd.services.files.files import get_file
 from vaultd.services.gates.policy import policy_json
+from vaultd.services.links import link_numbers
 from vaultd.timefmt import iso_utc, utcnow
 
 State = Literal["active", "expired", "revoked"]
@@ -55,19 +57,42 @@ def state_of(link: LinkDoc, file: FileDoc) -> State:
 
 async def list_file_links(db: Db, account_id: str, file_id: str, page: int, per_page: int,
                           state: State | None) -> dict[str, Any]:
+    """Newest first. Without a state, `total` is the file's count of link records and the page
+    is read by the links' numbers in their file (`link_numbers`, `services.common.numbered`):
+    page 1 costs the same at 10 links as at 10^5, a deep page what precedes it. By state, the
+    links are counted and skipped by query (no per-state counter is kept yet)."""
     file = await get_file(db, account_id, file_id)
-    query = {"accountId": account_id, "fileId": file["_id"],
-             **_state_query(state, link_generations.generation(file))}
-    total = await db.links.count_documents(query)
-    cursor = db.links.find(query).sort([("createdAt", -1), ("_id", -1)]).skip(
-        (page - 1) * per_page).limit(per_page)
-    links = [doc async for doc in cursor]
+    if state is None:
+        links, total = await _newest(db, file, page, per_page)
+    else:
+        links, total = await _by_state(db, file, page, per_page, state)
     ids = [link["_id"] for link in links]
     sessions = await _sessions_opened(db, links)
     stats = {doc["_id"]: doc async for doc in db.link_stats.find(
         {"_id": {"$in": ids}}, {"pages": 1, "lastSeenAt": 1})}
     return {"views": [_link_json(link, file, sessions.get(link["_id"], 0),
                                  stats.get(link["_id"])) for link in links], "total": total}
+
+
+async def _newest(db: Db, file: FileDoc, page: int, per_page: int
+                  ) -> tuple[list[LinkDoc], int]:
+    total, top, floor = link_numbers.listing_bounds(file)
+    wanted = min(page * per_page, total)
+    if not wanted:
+        return [], total
+    docs = await newest_numbered(db.links, {"fileId": file["_id"]}, "seq", count=wanted,
+                                 top=top, floor=floor)
+    return docs[(page - 1) * per_page:], total
+
+
+async def _by_state(db: Db, file: FileDoc, page: int, per_page: int, state: State
+                    ) -> tuple[list[LinkDoc], int]:
+    query = {"accountId": file["accountId"], "fileId": file["_id"],
+             **_state_query(state, link_generations.generation(file))}
+    total = await db.links.count_documents(query)
+    cursor = db.links.find(query).sort([("seq", -1), ("createdAt", -1), ("_id", -1)]).skip(
+        (page - 1) * per_page).limit(per_page)
+    return [doc async for doc in cursor], total
 
 
 async def _sessions_opened(db: Db, links: list[LinkDoc]) -> dict[str, int]:

@@ -15,4 +15,7 @@ INDEXES: tuple[Index, ...] = (
     index("files", "state"),  # recovery looks for "deleting"
     # The listing reads a range of the files' numbers in their account (files.files).
     index("files", "accountId", "state", "-seq"),
+    # The file read for a new link with its number reserved, by id within its account, in one
+    # write (services.links.link_numbers.reserve).
+    index("files", "_id", "accountId", "state"),
 )

@@ -72,11 +72,14 @@ async def _leave_rooms(db: Db, file_id: str) -> None:
                                           {"$inc": {"itemCount": -1}})
 
 
-async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[str, Any]:
+async def list_files(db: Db, account_id: str, page: int, per_page: int, *,
+                     active_links: bool = True) -> dict[str, Any]:
     """Newest first. `total` is the account's documents counter (less its unfinished uploads),
     and the page is read by the files' numbers in the account (`services.common.numbered`):
     page n reads n pages' records, so page 1 costs the same at 100 files as at 100,000, however
-    they arrived (an import's burst included), and a deep page what precedes it."""
+    they arrived (an import's burst included), and a deep page what precedes it. Without
+    `active_links` the files come without their count (a read of expired links per file with
+    any live one), for a caller that shows only names."""
     account = await db.accounts.find_one(
         {"_id": account_id},
         {"usage": 1, "pendingUploads": 1, "createdAt": 1, "fileSeq": 1, "fileSeqFloor": 1})
@@ -93,6 +96,8 @@ async def list_files(db: Db, account_id: str, page: int, per_page: int) -> dict[
     if len(docs) < wanted:
         docs += await _unnumbered(db, account, query, len(docs), wanted - len(docs))
     docs = docs[(page - 1) * per_page:]
+    if not active_links:
+        return {"files": [file_json(doc) for doc in docs], "total": total}
     counts = await link_counts.files_live(db, [dict(doc) for doc in docs])
     return {"files": [file_json(d, counts[d["_id"]]) for d in docs], "total": total}
 

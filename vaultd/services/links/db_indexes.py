@@ -14,4 +14,6 @@ INDEXES: tuple[Index, ...] = (
     # A revoke-all walks the file's unrevoked links, then counts its own, by `_id` windows.
     index("links", "fileId", "revoked", "_id"),
     index("links", "revokedBatch", "_id"),
+    # A file's links read by number ranges (services.analytics.link_listing).
+    index("links", "fileId", "-seq"),
 )

@@ -29,8 +29,8 @@ from vaultd.services.accounts.accounts import Account
 from vaultd.services.common import outbox
 from vaultd.services.common.acting import acting
 from vaultd.services.common.fair_share import UNPACED, Pace
-from vaultd.services.files.files import get_file, is_uuid
-from vaultd.services.links import revoke_jobs
+from vaultd.services.files.files import is_uuid
+from vaultd.services.links import link_numbers, revoke_jobs
 from vaultd.services.notifications import owners
 from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import iso_utc, utcnow
@@ -115,12 +115,13 @@ def parse_ttl(value: Any, account: Account) -> int:
 
 async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, datetime]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
-    file = await get_file(db, account.id, request.file_id)
-    generation = link_generations.generation(file)
+    # The file as `get_file` reads it, with the new link's number reserved (`link_numbers`).
+    file = await link_numbers.reserve(db, account.id, request.file_id)
     now = utcnow()
     expires_at = now + timedelta(seconds=request.ttl_seconds)
     while True:
         token = new_token()
+        generation = link_generations.generation(file)
         doc: LinkDoc = {
             "_id": str(uuid.uuid4()),
             "hash": digest(token),
@@ -132,6 +133,7 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
             "expiresAt": expires_at,
             "revoked": False,
             "sessionsOpened": 0,  # kept on write: the sessions themselves are pruned (TTL)
+            "seq": int(file["linkSeq"]),
         }
         if generation:
             doc["generation"] = generation
@@ -145,12 +147,15 @@ async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[s
         held = await webhook_events.view_created(db, doc, file)  # held until the insert
         try:
             await db.links.insert_one(doc)
-        except DuplicateKeyError:
+        except DuplicateKeyError:  # another token, under the same number
             await outbox.discard(db, held)
             continue
+        except BaseException:
+            await link_numbers.unreserve(db, request.file_id)
+            raise
         if not await _counted(db, doc):  # revoked with the file's links as it was made
             await outbox.discard(db, held)
-            generation = await _generation_now(db, request.file_id)
+            file = await link_numbers.reserve(db, account.id, request.file_id)  # the next one
             continue
         await outbox.release(db, held)
         return token, expires_at

@@ -28,6 +28,7 @@ from vaultd.db import (
     RawDoc,
 )
 from vaultd.runtime import database, make_backend
+from vaultd.services.links import link_numbers
 from vaultd.services.storage.backup import COPY_PIECE, LAST
 from vaultd.services.storage.backup_manifest import (
     BLOB_DIR,
@@ -153,9 +154,11 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
         counts["accounts"] = await _insert(db, "accounts", _accounts(backup, tally.usage))
     # Live-link counts left the records (a left-out file's links are gone): the restored
     # vault's first start counts them once again (`db_indexes.count_links_once`), and numbers
-    # the files of a backup made before files were numbered (`number_files_once`).
+    # the files (and links) of a backup made before they were numbered (`number_files_once`,
+    # `link_numbers.number_links_once`).
     await db.raw("migrations").delete_many(
-        {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, FILE_NUMBER_MIGRATION]}})
+        {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, FILE_NUMBER_MIGRATION,
+                         link_numbers.LINK_NUMBER_MIGRATION]}})
     return counts
 
 
