@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import documents
 from tests.console_auth import (
     NOT_SIGNED_IN,
     WRONG_CODE,
@@ -47,8 +48,8 @@ class SignedIn:
         self.client, self.csrf = client, body["csrfToken"]
 
     def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return self.client.request(method, f"/console/api/{path}",
-                                   headers={"X-CSRF-Token": self.csrf}, **kwargs)
+        headers = {"X-CSRF-Token": self.csrf, **kwargs.pop("headers", {})}
+        return self.client.request(method, f"/console/api/{path}", headers=headers, **kwargs)
 
 
 def activity(vault: VaultProcess, key: str) -> list[dict[str, Any]]:
@@ -64,6 +65,15 @@ def stored_with_label(vault: VaultProcess, label: str) -> int:
 
     found: int = vault.run_service(count)
     return found
+
+
+def file_entries(vault: VaultProcess, file_id: str) -> list[dict[str, Any]]:
+    async def read(db: Any) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = await db.access_log.find({"fileId": file_id}).to_list()
+        return found
+
+    entries: list[dict[str, Any]] = vault.run_service(read)
+    return entries
 
 
 def test_every_account_action_of_a_member_is_logged_with_them_newest_first(
@@ -90,6 +100,11 @@ def test_every_account_action_of_a_member_is_logged_with_them_newest_first(
                           json={"role": "auditor"}).status_code == 200
         made = created(member.api("POST", "keys", json={"name": "ci", "role": "member"}))
         vault.secrets.append(made["key"])
+        assert made["createdBy"] == {"kind": "member", "id": boss,
+                                     "label": "boss@ledger.example"}
+        # A file action keeps the access log's entry, with the member beside it.
+        uploaded = created(member.api("POST", "files", content=documents.pdf(1), headers={
+            "Content-Type": "application/pdf", "X-CSRF-Token": member.csrf}))
         assert member.api("DELETE", f"keys/{made['id']}").status_code == 204
         hook = created(member.api("POST", "webhooks", json=HOOK))
         assert member.api("DELETE", f"webhooks/{hook['id']}").status_code == 204
@@ -116,6 +131,8 @@ def test_every_account_action_of_a_member_is_logged_with_them_newest_first(
     actor = {"kind": "member", "id": boss, "label": "boss@ledger.example"}
     assert all(e["actor"] == actor for e in entries)
     assert [e["ip"] for e in entries] == [ip] * 9 + [guesser_ip, ip]
+    assert [(e["action"], e["actor"]) for e in file_entries(vault, uploaded["id"])] == [
+        ("upload", actor)]
     # The stranger's failed try was answered as the member's and is recorded nowhere.
     assert stored_with_label(vault, "nobody@ledger.example") == 0
     with vault.client(key) as api:

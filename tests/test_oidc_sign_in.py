@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 import httpx
@@ -26,6 +27,7 @@ from tests.oidc_provider import CALLBACK_PATH, Browser, Client, OidcProvider, re
 from tests.tcp_relay import TcpRelay
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, free_port
 from vaultd.secrets import digest
+from vaultd.services.members import activity
 
 pytestmark = [pytest.mark.slow]
 
@@ -150,6 +152,28 @@ def test_a_member_signs_in_and_gets_a_session(oidc: Setup, browser: Browser) -> 
     assert who.json()["email"] == "ann@acme.example"
     assert who.json()["account"] == {"id": oidc.account_id, "name": "Acme Corp"}
     assert who.json()["member"]["role"] == "admin"
+    # The sign-in is in the account's activity log as the member's; then they sign out.
+    csrf = who.json()["csrfToken"]
+    oidc.vault.secrets.append(csrf)
+    out = browser.http.post(f"{oidc.vault.url}/console/auth/sign-out",
+                            headers={"Origin": oidc.vault.url, "X-CSRF-Token": csrf})
+    assert out.status_code == 204, out.text
+    assert_json_error(browser.http.get(f"{oidc.vault.url}/console/auth/session"), 401,
+                      "not signed in (or the session has ended): sign in again")
+    logged = [(e["action"], e["actor"]["label"], e.get("detail")) for e in activity_of(oidc)
+              if e["actor"]["label"] == "ann@acme.example"]
+    assert logged == [("signout", "ann@acme.example", {"how": "signed out"}),
+                      ("signin", "ann@acme.example", {"method": "oidc"})]
+
+
+def activity_of(oidc: Setup) -> list[dict[str, Any]]:
+    """The account's activity log, newest first (as GET /v1/activity pages it)."""
+    async def read(db: Any) -> list[dict[str, Any]]:
+        page = await activity.page(db, oidc.account_id, per_page=200)
+        return [activity.entry_json(doc) for doc in page.entries]
+
+    entries: list[dict[str, Any]] = oidc.vault.run_service(read)
+    return entries
 
 
 def test_the_database_holds_no_secret_of_a_pending_sign_in(oidc: Setup, browser: Browser) -> None:
