@@ -191,12 +191,14 @@ def test_a_member_changed_by_an_admin_loses_their_open_session_at_once(
     account_id, key = vault.new_account(name="Exit Co")
     email = f"leaver-{account_id}@exit.example"  # one account each: chosen at sign-in
     member_id = new_member(vault, account_id, email, role="member")
-    with browser(vault) as client:
-        body = sign_in(client, vault, mail, email)
-        assert client.get("/console/api/files").status_code == 200
+    with browser(vault) as laptop, browser(vault) as phone:  # every session of theirs ends
+        opened = [(client, sign_in(client, vault, mail, email)) for client in (laptop, phone)]
+        for client, _ in opened:
+            assert client.get("/console/api/files").status_code == 200
         change(vault, key, account_id, member_id)
-        assert_json_error(client.get("/console/api/files"), 401, NOT_SIGNED_IN)
-        refused = client.post("/console/api/views", json={"fileId": "x"},
-                              headers={"X-CSRF-Token": body["csrfToken"]})
-        assert_json_error(refused, 401, NOT_SIGNED_IN)
-        assert_json_error(client.get("/console/auth/session"), 401, NOT_SIGNED_IN)
+        for client, body in opened:
+            assert_json_error(client.get("/console/api/files"), 401, NOT_SIGNED_IN)
+            refused = client.post("/console/api/views", json={"fileId": "x"},
+                                  headers={"X-CSRF-Token": body["csrfToken"]})
+            assert_json_error(refused, 401, NOT_SIGNED_IN)
+            assert_json_error(client.get("/console/auth/session"), 401, NOT_SIGNED_IN)
