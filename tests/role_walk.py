@@ -26,6 +26,22 @@ QUERIES = {"/v1/audit/proof/inclusion": "?index=0", "/v1/audit/proof/consistency
 # Collections holding an account's records (by `accountId`); their documents, hashed.
 ACCOUNT_COLLECTIONS = ("files", "links", "rooms", "room_links", "api_keys", "members",
                        "webhook_endpoints", "agreements", "activity", "access_log")
+AUDITOR_CHANGE = "the auditor role cannot change files, links or rooms"
+AUDITOR_TRACE = "the auditor role cannot trace leaked images"
+AUDITOR_MANAGE = "the auditor role cannot manage members, API keys, webhooks or branding"
+MEMBER_MANAGE = "the member role cannot manage members, API keys, webhooks or branding"
+ACCOUNT_ROUTES = ("/v1/members", "/v1/keys", "/v1/webhooks")
+
+
+def is_account_route(pattern: str) -> bool:
+    return pattern.startswith(ACCOUNT_ROUTES)
+
+
+def auditor_refusal(pattern: str) -> str:
+    """What an auditor is told at a `/v1` route that changes something."""
+    if is_account_route(pattern):
+        return AUDITOR_MANAGE
+    return AUDITOR_TRACE if pattern == "/v1/trace" else AUDITOR_CHANGE
 
 
 @dataclass

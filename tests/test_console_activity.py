@@ -46,14 +46,15 @@ def rows(page: str) -> list[tuple[str, str, str, str]]:
 def test_the_account_feed_pages_filters_and_names_each_actor(
         vault: VaultProcess, mail: MailServer) -> None:
     account, key = vault.new_account("Feed Co", plan="pro")
-    with vault.client(key) as api:
-        named = created(api.post("/keys", json={"name": "deploy bot", "role": "admin"}))
-        vault.secrets.append(named["key"])
-    with vault.client(named["key"]) as bot:
-        for n in range(53):
-            created(bot.post("/members", json={"email": f"p{n}@feed.example",
-                                               "role": "member"}))
+    # The auditor signs in first: their sign-in is the log's oldest entry.
     with closing(auditor(vault, mail, account, "eyes@feed.example")) as client:
+        with vault.client(key) as api:
+            named = created(api.post("/keys", json={"name": "deploy bot", "role": "admin"}))
+            vault.secrets.append(named["key"])
+        with vault.client(named["key"]) as bot:
+            for n in range(53):
+                created(bot.post("/members", json={"email": f"p{n}@feed.example",
+                                                   "role": "member"}))
         first = client.get("/console/activity", headers=HTML)
         assert first.status_code == 200
         shown = rows(first.text)
@@ -66,7 +67,8 @@ def test_the_account_feed_pages_filters_and_names_each_actor(
         rest = rows(second.text)
         targets = [r[3] for r in shown + rest if r[2] == "member.added"]
         assert targets == [f"p{n}@feed.example" for n in range(52, -1, -1)]
-        assert [r[2] for r in rest][-1] == "key.created"
+        assert [r[2] for r in rest][-2:] == ["key.created", "signin"]
+        assert rest[-1][1] == "eyes@feed.example"
         assert "Older entries" not in second.text
         only = client.get("/console/activity", params={"action": "key.created"}, headers=HTML)
         assert [(r[2], r[3]) for r in rows(only.text)] == [("key.created", named["id"])]

@@ -102,6 +102,24 @@ def test_a_member_lists_their_sessions_and_revokes_the_other_one(
         assert_json_error(again, 404, "no such session")
 
 
+def test_another_persons_session_cannot_be_listed_or_revoked(
+        vault: VaultProcess, account: tuple[str, str], mail: MailServer) -> None:
+    new_member(vault, account[0], "mallory@quay.example")
+    new_member(vault, account[0], "alice@quay.example")
+    with browser(vault) as mallory, browser(vault) as alice:
+        attacker = sign_in(mallory, vault, mail, "mallory@quay.example")
+        sign_in(alice, vault, mail, "alice@quay.example")
+        victims = alice.get("/console/auth/sessions").json()["sessions"]
+        assert [s["current"] for s in victims] == [True]
+        listed = mallory.get("/console/auth/sessions").json()["sessions"]
+        assert victims[0]["id"] not in {s["id"] for s in listed}
+        # Even knowing the victim's session id, the attacker ends nothing.
+        refused = mallory.delete(f"/console/auth/sessions/{victims[0]['id']}",
+                                 headers={"X-CSRF-Token": attacker["csrfToken"]})
+        assert_json_error(refused, 404, "no such session")
+        assert alice.get("/console/auth/session").status_code == 200
+
+
 def test_an_idle_session_and_one_past_its_lifetime_end(
         vault: VaultProcess, account: tuple[str, str], mail: MailServer) -> None:
     new_member(vault, account[0], "idle@quay.example")

@@ -30,7 +30,7 @@ from tests.tcp_relay import TcpRelay
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, free_port
 from vaultd.errors import TooManyRequests
 from vaultd.secrets import digest
-from vaultd.services.members import oidc_pending
+from vaultd.services.members import activity, oidc_pending
 
 pytestmark = [pytest.mark.slow]
 
@@ -155,6 +155,28 @@ def test_a_member_signs_in_and_gets_a_session(oidc: Setup, browser: Browser) -> 
     assert who.json()["email"] == "ann@acme.example"
     assert who.json()["account"] == {"id": oidc.account_id, "name": "Acme Corp"}
     assert who.json()["member"]["role"] == "admin"
+    # The sign-in is in the account's activity log as the member's; then they sign out.
+    csrf = who.json()["csrfToken"]
+    oidc.vault.secrets.append(csrf)
+    out = browser.http.post(f"{oidc.vault.url}/console/auth/sign-out",
+                            headers={"Origin": oidc.vault.url, "X-CSRF-Token": csrf})
+    assert out.status_code == 204, out.text
+    assert_json_error(browser.http.get(f"{oidc.vault.url}/console/auth/session"), 401,
+                      "not signed in (or the session has ended): sign in again")
+    logged = [(e["action"], e["actor"]["label"], e.get("detail")) for e in activity_of(oidc)
+              if e["actor"]["label"] == "ann@acme.example"]
+    assert logged == [("signout", "ann@acme.example", {"how": "signed out"}),
+                      ("signin", "ann@acme.example", {"method": "oidc"})]
+
+
+def activity_of(oidc: Setup) -> list[dict[str, Any]]:
+    """The account's activity log, newest first (as GET /v1/activity pages it)."""
+    async def read(db: Any) -> list[dict[str, Any]]:
+        page = await activity.page(db, oidc.account_id, per_page=200)
+        return [activity.entry_json(doc) for doc in page.entries]
+
+    entries: list[dict[str, Any]] = oidc.vault.run_service(read)
+    return entries
 
 
 def test_the_database_holds_no_secret_of_a_pending_sign_in(oidc: Setup, browser: Browser) -> None:

@@ -12,30 +12,22 @@ import pytest
 
 from tests import documents
 from tests.http_helpers import assert_json_error, create_link, created, upload_ok
-from tests.role_walk import Records, authenticated_routes, call, fingerprint, seed
+from tests.role_walk import (
+    MEMBER_MANAGE,
+    Records,
+    auditor_refusal,
+    authenticated_routes,
+    call,
+    fingerprint,
+    is_account_route,
+    seed,
+)
 from tests.vault_process import VaultProcess
 from vaultd.services.members.roles import Permission
 from vaultd.web import account
 from vaultd.web import app as app_module
 from vaultd.web.app import RouteAuditError, all_routes
 from vaultd.web.base import BaseHandler
-
-AUDITOR_CHANGE = "the auditor role cannot change files, links or rooms"
-AUDITOR_TRACE = "the auditor role cannot trace leaked images"
-AUDITOR_MANAGE = "the auditor role cannot manage members, API keys, webhooks or branding"
-MEMBER_MANAGE = "the member role cannot manage members, API keys, webhooks or branding"
-ACCOUNT_ROUTES = ("/v1/members", "/v1/keys", "/v1/webhooks")
-
-
-def is_account_route(pattern: str) -> bool:
-    return pattern.startswith(ACCOUNT_ROUTES)
-
-
-def auditor_refusal(pattern: str) -> str:
-    if is_account_route(pattern):
-        return AUDITOR_MANAGE
-    return AUDITOR_TRACE if pattern == "/v1/trace" else AUDITOR_CHANGE
-
 
 CHANGES = [(p, m) for p, m in authenticated_routes() if m != "GET"]
 READS = [(p, m) for p, m in authenticated_routes() if m == "GET"]

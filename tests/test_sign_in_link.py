@@ -18,6 +18,7 @@ from tests.console_auth import NOT_SIGNED_IN, browser, console_vault, new_member
 from tests.http_helpers import assert_json_error
 from tests.vault_process import VaultProcess
 from vaultd.secrets import digest
+from vaultd.services.members import activity
 
 pytestmark = pytest.mark.slow  # starts its own vaultd processes
 
@@ -66,6 +67,9 @@ def test_the_link_signs_in_once_and_lands_on_the_console(vault: VaultProcess) ->
         assert page.status_code == 200 and "root@first.example" in page.text
         assert "<script>" not in page.text  # scripts only from /assets/console/
         assert page.headers["Content-Security-Policy"].startswith("default-src 'none'")
+    logged = vault.run_service(lambda db: activity.page(db, account_id))
+    assert [(e["action"], e["actor"]["label"], e.get("detail")) for e in logged.entries] == [
+        ("signin", "root@first.example", {"method": "link"})]
     with browser(vault) as again:
         assert_json_error(again.get(f"/console/auth/link/{token}"), 404, LINK_NOT_VALID)
         signed_out = again.get("/console")
@@ -77,20 +81,23 @@ def test_two_uses_at_once_sign_in_one(vault: VaultProcess) -> None:
     account_id, _ = vault.new_account(name="Race Co")
     new_member(vault, account_id, "race@race.example")
     token = link_token(vault, account_id, "race@race.example")
-    statuses: list[int] = []
+    answers: list[httpx.Response] = []
     start = threading.Barrier(2)
 
     def use() -> None:
         with browser(vault) as client:
             start.wait()
-            statuses.append(client.get(f"/console/auth/link/{token}").status_code)
+            answers.append(client.get(f"/console/auth/link/{token}"))
 
     threads = [threading.Thread(target=use) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert sorted(statuses) == [303, 404]
+    answers.sort(key=lambda answer: answer.status_code)
+    assert [answer.status_code for answer in answers] == [303, 404]
+    vault.secrets.append(answers[0].cookies["vaultd_session"])
+    assert_json_error(answers[1], 404, LINK_NOT_VALID)
 
 
 def test_a_link_older_than_15_minutes_is_refused(vault: VaultProcess) -> None:

@@ -82,7 +82,7 @@ class ChooseAccountHandler(ConsoleAuthBase):
 class SignOutHandler(ConsoleAuthBase):
     async def post(self) -> None:
         signed_in = await self.require_session()
-        await sessions.sign_out(self.ctx.db, signed_in)
+        await sessions.sign_out(self.ctx.db, signed_in, ip=self.client_ip())
         clear_session_cookie(self, self.ctx.settings)
         self.send_empty(204)
 
@@ -105,7 +105,7 @@ class SessionsHandler(ConsoleAuthBase):
 class RevokeSessionHandler(ConsoleAuthBase):
     async def delete(self, public_id: str) -> None:
         signed_in = await self.require_session()
-        await sessions.revoke(self.ctx.db, signed_in, public_id)
+        await sessions.revoke(self.ctx.db, signed_in, public_id, ip=self.client_ip())
         self.send_empty(204)
 
 

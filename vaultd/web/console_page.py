@@ -175,7 +175,7 @@ class SignOutHandler(ConsoleBase):
 
     async def post(self) -> None:
         signed_in: SignedIn = await self.require_session()
-        await sessions.sign_out(self.ctx.db, signed_in)
+        await sessions.sign_out(self.ctx.db, signed_in, ip=self.client_ip())
         clear_session_cookie(self, self.ctx.settings)
         self.done(SIGN_IN_PATH, "signed-out")
 

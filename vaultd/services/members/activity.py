@@ -20,7 +20,7 @@ from typing import Any, get_args
 
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest
-from vaultd.records.members import ActivityAction, ActivityDoc
+from vaultd.records.members import ActivityAction, ActivityDoc, ActorRecord
 from vaultd.services.common.access_log import valid_ip
 from vaultd.services.common.newest import newest
 from vaultd.services.members.actor import Actor
@@ -47,13 +47,28 @@ async def record(db: Db, actor: Actor, action: str, *, target: str | None = None
     """Append one entry for `actor`'s account. `action` is one of ACTIONS (a programming
     error otherwise: the set is closed); `detail` holds short text values only, never a
     secret (a key, a code, a session id)."""
+    await record_for(db, actor.account_id, {"kind": actor.kind, "id": actor.id,
+                                            "label": actor.label},
+                     action, target=target, detail=detail, ip=ip)
+
+
+def member_record(member_id: str, email: str) -> ActorRecord:
+    """A person named by their member record in one account: the actor of a sign-in, which
+    comes before any `Actor` (a role is only held once an account is chosen)."""
+    return {"kind": "member", "id": member_id, "label": email}
+
+
+async def record_for(db: Db, account_id: str, actor: ActorRecord, action: str, *,
+                     target: str | None = None, detail: Mapping[str, str] | None = None,
+                     ip: str | None = None) -> None:
+    """`record`, for an actor given as its stored form (a sign-in's member)."""
     if action not in ACTIONS:
         raise ValueError(f"unknown activity action {action!r}")
     entry: ActivityDoc = {
         "_id": uuid.uuid4().hex,
-        "accountId": actor.account_id,
+        "accountId": account_id,
         "at": utcnow(),
-        "actor": {"kind": actor.kind, "id": actor.id, "label": actor.label},
+        "actor": {"kind": actor["kind"], "id": actor["id"], "label": actor["label"]},
         "action": action,  # type: ignore[typeddict-item]  # checked against ACTIONS above
     }
     if target is not None:

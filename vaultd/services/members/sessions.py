@@ -23,6 +23,7 @@ from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import AccountDoc
 from vaultd.records.members import MemberDoc, MemberSessionDoc, SignInMethod
 from vaultd.secrets import digest, is_token, new_token
+from vaultd.services.members import activity
 from vaultd.services.members.actor import Actor
 from vaultd.services.members.roles import Role
 from vaultd.timefmt import iso_utc, utcnow
@@ -181,8 +182,10 @@ async def choose_account(db: Db, signed_in: SignedIn, account_id: object) -> Acc
     return choice
 
 
-async def sign_out(db: Db, signed_in: SignedIn) -> None:
+async def sign_out(db: Db, signed_in: SignedIn, *, ip: str | None = None) -> None:
     await db.member_sessions.delete_one({"_id": signed_in.key})
+    await _record_end(db, signed_in.email, signed_in.account_id,
+                      signed_in.member["_id"] if signed_in.member else None, "signed out", ip)
 
 
 async def list_sessions(db: Db, signed_in: SignedIn) -> list[dict[str, Any]]:
@@ -195,9 +198,20 @@ async def list_sessions(db: Db, signed_in: SignedIn) -> list[dict[str, Any]]:
              "lastSeenAt": iso_utc(doc["lastSeenAt"])} async for doc in cursor]
 
 
-async def revoke(db: Db, signed_in: SignedIn, public_id: str) -> None:
+async def revoke(db: Db, signed_in: SignedIn, public_id: str, *,
+                 ip: str | None = None) -> None:
     """End one of the person's own sessions (another person's is not found)."""
-    deleted = await db.member_sessions.delete_one({"email": signed_in.email,
-                                                   "publicId": public_id})
-    if not deleted.deleted_count:
+    ended = await db.member_sessions.find_one_and_delete({"email": signed_in.email,
+                                                          "publicId": public_id})
+    if ended is None:
         raise NotFound(NO_SUCH_SESSION)
+    await _record_end(db, signed_in.email, ended["accountId"], ended["memberId"], "revoked",
+                      ip)
+
+
+async def _record_end(db: Db, email: str, account_id: str | None, member_id: str | None,
+                      how: str, ip: str | None) -> None:
+    """A session's end in its account's activity log (one with no account chosen has none)."""
+    if account_id is not None and member_id is not None:
+        await activity.record_for(db, account_id, activity.member_record(member_id, email),
+                                  "signout", detail={"how": how}, ip=ip)

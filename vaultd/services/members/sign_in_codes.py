@@ -9,7 +9,9 @@ Nobody learns who is a member. Asking for a code does the same work on the reque
 any well-formed address: the limits, a new code stored under the address, and a task started;
 only that task, after the answer has gone, looks the address up and mails the code to a
 member. A stranger's address therefore holds a code no one received, which is tried, spent and
-expires exactly as a member's; a wrong, expired or spent code gets one message for all.
+expires exactly as a member's; a wrong, expired or spent code gets one message for all. A
+wrong try at a member's code goes to their accounts' activity logs the same way: by a task,
+after the answer.
 The mail carries no link: mail scanners open links."""
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest, ServiceUnavailable, TooManyRequests
 from vaultd.services.common import rolling_limits, smtp
 from vaultd.services.members import sessions
-from vaultd.services.members.sign_in import sign_in_verified_email
+from vaultd.services.members.sign_in import record_failed, sign_in_verified_email
 from vaultd.timefmt import utcnow
 
 log = logging.getLogger("vaultd.members")
@@ -141,6 +143,11 @@ class SignInCodes:
                 raise TooManyRequests(WRONG_CODE, retry_after=1)
             raise InvalidRequest(WRONG_CODE)
         if not hmac.compare_digest(counted["hash"], self._digest(address, code)):
+            # Only a counted try is recorded (5 a code, 5 codes an hour): a flood of tries on
+            # a spent code cannot flood the log. Recorded by a task, as the mail is sent: the
+            # member's accounts are looked up after the answer, never before it.
+            self.spawn(record_failed(self.db, address, method="code", ip=ip),
+                       "failed sign-in record")
             raise InvalidRequest(WRONG_CODE)
         # The code is used once: of two requests with it, one deletes it and signs in.
         used = await self.db.sign_in_codes.delete_one({"_id": address, "hash": counted["hash"]})
