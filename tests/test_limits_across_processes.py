@@ -3,18 +3,21 @@ trace rate (`services.tracing.trace_rate`, kept in the database) and a revoke-al
 link generation: the other process answers for its links, and counts them, at once); and the
 access log's window hint, kept on the file's record, so that a poll through the other process
 is one round trip too (`services.common.access_log`); and the files' numbers in their account,
-given by one counter in the database whichever process uploads (`services.common.numbered`).
+given by one counter in the database whichever process uploads (`services.common.numbered`);
+and the OIDC sign-ins one address may start, one conditional update (`members.oidc_pending`).
 Process A starts the embedded database; B is pointed at it through VAULTD_MONGODB_URI, as a
 second node of one deployment would be (each with blobs of its own: nothing here reads
 another's)."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -25,6 +28,8 @@ from tests.db_commands import CommandCounter, sent
 from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess, vault_pair
 from vaultd.crypto.keyring import MasterKeyring
+from vaultd.errors import TooManyRequests
+from vaultd.services.members import oidc_pending
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -151,3 +156,25 @@ def test_uploads_through_both_processes_are_numbered_once_and_listed_newest_firs
             assert [file["id"] for file in listing["files"]] == uploaded[::-1][:4]
             second = api.get("/files?page=2&perPage=4").json()
             assert [file["id"] for file in second["files"]] == uploaded[::-1][4:]
+
+
+def test_starts_racing_in_one_event_loop_cannot_pass_the_cap_together(
+        pair: tuple[VaultProcess, VaultProcess]) -> None:
+    # The cap on OIDC sign-ins started from one address (`members.oidc_pending`): eighty starts
+    # awaited together, as two processes' would interleave; a count and then an insert would
+    # let every one of them see the address below the cap.
+    async def race(db: Any) -> list[bool]:
+        async def one() -> bool:
+            try:
+                await oidc_pending.begin(db, oidc_pending.new_browser_secret(), "192.0.2.7")
+            except TooManyRequests:
+                return False
+            return True
+        try:
+            return list(await asyncio.gather(*(one() for _ in range(80))))
+        finally:
+            await db.raw("rate_limits").delete_one(
+                {"_id": oidc_pending.start_limit_key("192.0.2.7")})
+            await db.database["oidc_pending"].delete_many({"ip": "192.0.2.7"})
+
+    assert sorted(pair[0].run_service(race)) == [False] * 20 + [True] * 60

@@ -35,7 +35,7 @@ from vaultd.services.accounts.api_keys import authenticate
 from vaultd.services.common.acting import ACTING
 from vaultd.services.common.pool_calls import Departure
 from vaultd.services.members.actor import Actor
-from vaultd.services.members.callers import key_caller
+from vaultd.services.members.callers import key_caller, set_caller
 from vaultd.services.members.roles import Permission
 from vaultd.web.access_log_scrub import scrub_path
 from vaultd.web.context import AppContext
@@ -130,6 +130,7 @@ class BaseHandler(RequestHandler):
     async def prepare(self) -> None:
         if self.public:
             ACTING.set(None)  # a viewer's request: what it records is the viewer's
+            set_caller(None)
             return
         if self.deferred_auth:
             self.bearer_key()  # the key is checked by the handler; the route needs only READ
@@ -137,6 +138,7 @@ class BaseHandler(RequestHandler):
             self.account, self.actor = await self.authenticate_caller()
             self.authorize(self.actor)
             ACTING.set(self.actor.as_record())
+            set_caller(self.actor)  # the services hold it to its role again (members.caller)
             if self.paced:
                 self._paced_account = self.account.id
                 self._paused = await self.ctx.fair_share.turn(self.account.id)

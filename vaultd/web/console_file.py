@@ -179,7 +179,7 @@ class PreviewForm(ConsolePage):
         request = links.parse_link_request(
             {"fileId": file_id, "viewerEmail": self.signed_in.email,
              "viewerName": name[:links.MAX_VIEWER_NAME], "ttlSeconds": ttl}, self.account)
-        token, _ = await links.create_link(self.ctx.db, self.account, request)
+        token, _ = await links.create_own_preview(self.ctx.db, self.account, request)
         self.redirect(f"{self.ctx.viewer_url}/v/{token}", status=303)
 
 

@@ -23,6 +23,7 @@ from vaultd.errors import Forbidden, Unauthorized
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common.acting import ACTING
 from vaultd.services.members import sessions
+from vaultd.services.members.callers import set_caller
 from vaultd.services.members.roles import Permission, allows
 from vaultd.services.members.sessions import SignedIn
 from vaultd.web.console_session import SessionHandlerMixin
@@ -152,6 +153,7 @@ class ConsolePage(ConsoleBase):
         self.account, self.actor = Account.from_doc(account), actor
         self.authorize(actor)
         ACTING.set(actor.as_record())
+        set_caller(actor)  # the services hold it to its role again (members.caller)
 
 
 class HomeHandler(ConsoleBase):

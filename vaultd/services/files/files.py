@@ -17,6 +17,8 @@ from vaultd.services.common.newest import newest
 from vaultd.services.common.numbered import newest_numbered
 from vaultd.services.files import renditions
 from vaultd.services.files.blobs import BlobStore
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -122,6 +124,7 @@ def require_downloadable(doc: FileDoc) -> None:
 
 async def delete_file(db: Db, store: BlobStore, account_id: str, file_id: str) -> None:
     """Claim the file, then remove links, usage, blob and record; `finish_delete` is resumable."""
+    require_caller(Permission.CHANGE_CONTENT)
     doc = await get_file(db, account_id, file_id)
     # The live links it takes from the account's count, fixed at the claim: a resumed delete
     # finds them there once its links are gone.

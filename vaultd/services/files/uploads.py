@@ -28,6 +28,8 @@ from vaultd.services.common.pool_calls import run_task
 from vaultd.services.files import office, renditions
 from vaultd.services.files.blobs import BlobStore, BlobUpload
 from vaultd.services.files.office import OfficeConverter
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
@@ -123,6 +125,7 @@ class UploadSession:
         self, db: Db, store: BlobStore, account: Account, name: str, kind: FileKind, owner: str,
         rendition_budget: PixelBudget | None = None, office: OfficeConverter | None = None,
     ) -> None:
+        require_caller(Permission.CHANGE_CONTENT)
         self.db, self.store, self.account, self.owner = db, store, account, owner
         self.name, self.kind = name, kind
         # An image is also stored at this size (the pages' budget): see services.files.renditions.

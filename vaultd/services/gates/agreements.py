@@ -18,6 +18,8 @@ from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import AgreementDoc, AgreementRefDoc
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.files.files import is_uuid
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.timefmt import iso_utc, utcnow
 
 MAX_NAME = 200
@@ -43,6 +45,7 @@ def parse_agreement(body: dict[str, Any]) -> tuple[str, str]:
 
 async def create_agreement(db: Db, account: Account, name: str, text: str) -> AgreementDoc:
     """A new agreement, or the next version of the account's agreement of that name."""
+    require_caller(Permission.CHANGE_CONTENT)
     require_plan(account)
     while True:
         latest = await db.agreements.find_one({"accountId": account.id, "name": name},

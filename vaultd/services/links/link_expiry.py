@@ -21,6 +21,8 @@ from vaultd.secrets import digest, is_token
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.files.files import is_uuid
 from vaultd.services.links.links import LINK_NOT_FOUND, is_live
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.timefmt import utcnow
 
 ONE_OF = "give exactly one of expiresAt and ttlSeconds"
@@ -76,6 +78,7 @@ async def _set(db: Db, link: LinkDoc | None, expires_at: datetime) -> datetime:
 
 async def extend_by_token(db: Db, account: Account, token: str,
                           body: dict[str, Any]) -> datetime:
+    require_caller(Permission.CHANGE_CONTENT)
     expires_at = parse_new_expiry(body, account, utcnow())
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)

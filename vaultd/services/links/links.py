@@ -21,7 +21,7 @@ from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db, RawDoc
 from vaultd.emails import normalize_email
-from vaultd.errors import InvalidRequest, NotFound
+from vaultd.errors import Forbidden, InvalidRequest, NotFound
 from vaultd.records import FileDoc, LinkDoc, PolicyDoc
 from vaultd.secrets import digest, is_token, new_token
 from vaultd.services.accounts import link_counts, link_generations
@@ -31,6 +31,8 @@ from vaultd.services.common.acting import acting
 from vaultd.services.common.fair_share import UNPACED, Pace
 from vaultd.services.files.files import is_uuid
 from vaultd.services.links import link_numbers, revoke_jobs
+from vaultd.services.members.callers import CALLER, require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.notifications import owners
 from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import iso_utc, utcnow
@@ -115,6 +117,23 @@ def parse_ttl(value: Any, account: Account) -> int:
 
 async def create_link(db: Db, account: Account, request: LinkRequest) -> tuple[str, datetime]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored."""
+    require_caller(Permission.CHANGE_CONTENT)
+    return await _insert_link(db, account, request)
+
+
+async def create_own_preview(db: Db, account: Account,
+                             request: LinkRequest) -> tuple[str, datetime]:
+    """A link for the caller themself to look at a file (the console's Preview): reading is all
+    it needs, so every role may, but only for the caller's own address."""
+    require_caller(Permission.READ)
+    caller = CALLER.get()
+    if caller is not None and caller.kind == "member" and caller.label != request.viewer_email:
+        raise Forbidden("a preview is for the member who asks for it")
+    return await _insert_link(db, account, request)
+
+
+async def _insert_link(db: Db, account: Account,
+                       request: LinkRequest) -> tuple[str, datetime]:
     # The file as `get_file` reads it, with the new link's number reserved (`link_numbers`).
     file = await link_numbers.reserve(db, account.id, request.file_id)
     now = utcnow()
@@ -229,6 +248,7 @@ def link_details(opened: OpenLink) -> dict[str, Any]:
 
 async def revoke_link(db: Db, account_id: str, token: str) -> None:
     """Revoke one link of this account; revoking twice is fine, a foreign token is NotFound."""
+    require_caller(Permission.CHANGE_CONTENT)
     if not is_token(token):
         raise NotFound(LINK_NOT_FOUND)
     link = await read_link(db, {"hash": digest(token), "accountId": account_id})
@@ -237,6 +257,7 @@ async def revoke_link(db: Db, account_id: str, token: str) -> None:
 
 async def revoke_link_id(db: Db, account_id: str, file_id: str, link_id: str) -> None:
     """`revoke_link` by the link's id (as `GET /files/:id/views` lists it), within its file."""
+    require_caller(Permission.CHANGE_CONTENT)
     if not is_uuid(file_id) or not is_uuid(link_id):
         raise NotFound(LINK_NOT_FOUND)
     link = await read_link(db, {"_id": link_id.lower(), "accountId": account_id,
@@ -267,6 +288,7 @@ async def revoke_file_links(db: Db, account_id: str, file_id: str,
     A job in short batches that recovery finishes if `owner` (an instance id) dies
     (`services.links.revoke_jobs`); its webhook is held before the links change and carries the
     count of links the job revoked."""
+    require_caller(Permission.CHANGE_CONTENT)
     if not is_uuid(file_id):
         return 0
     return await revoke_jobs.revoke_all(db, account_id, file_id.lower(), owner, pace)

@@ -11,6 +11,8 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import FileDoc, RoomDoc, RoomItemDoc, RoomItemType
 from vaultd.services.files.files import get_file, is_uuid
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.rooms.records import parse_name
 from vaultd.services.rooms.tree import MAX_ITEMS, children_of, load_items
 from vaultd.timefmt import utcnow
@@ -77,6 +79,7 @@ async def _insert(db: Db, room: RoomDoc, kind: RoomItemType, name: str | None,
 
 
 async def add_folder(db: Db, room: RoomDoc, body: dict[str, Any]) -> RoomItemDoc:
+    require_caller(Permission.CHANGE_CONTENT)
     name = parse_name(body.get("name"))
     parent = await _folder_id(db, room, body.get("parentId"), "parentId")
     return await _insert(db, room, "folder", name, parent)
@@ -84,6 +87,7 @@ async def add_folder(db: Db, room: RoomDoc, body: dict[str, Any]) -> RoomItemDoc
 
 async def add_file(db: Db, room: RoomDoc, body: dict[str, Any]) -> RoomItemDoc:
     """A stored file of the room's account; another account's file is 404 like a missing one."""
+    require_caller(Permission.CHANGE_CONTENT)
     file_id = body.get("fileId")
     if not isinstance(file_id, str) or not is_uuid(file_id):
         raise InvalidRequest("fileId must be a file UUID")
@@ -126,6 +130,7 @@ def _parse_position(value: Any) -> int:
 async def update_item(db: Db, room: RoomDoc, item_id: str, body: dict[str, Any]) -> None:
     """Rename (a file's item: the name shown in the room, null for the file's own), move under
     `parentId` (null: the top level) and/or put at `position` (1-based) among its siblings."""
+    require_caller(Permission.CHANGE_CONTENT)
     item = await get_item(db, room, item_id)
     unknown = sorted(set(body) - {"name", "parentId", "position"})
     if unknown or not body:
@@ -166,6 +171,7 @@ async def _reorder(db: Db, room_id: str, parent: str | None, item_id: str, posit
 
 async def delete_item(db: Db, room: RoomDoc, item_id: str) -> int:
     """Removes the item, and a folder's content with it; returns how many items went."""
+    require_caller(Permission.CHANGE_CONTENT)
     item = await get_item(db, room, item_id)
     ids = _descendants(await load_items(db, room["_id"]), item["_id"])
     result = await db.room_items.delete_many({"_id": {"$in": sorted(ids)}, "roomId": room["_id"]})

@@ -10,6 +10,8 @@ from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import RoomDoc
 from vaultd.services.accounts.accounts import Account, get_account
 from vaultd.services.files.files import is_uuid
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.rooms import room_links
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -45,6 +47,7 @@ async def item_count(db: Db, room: RoomDoc) -> int:
 
 async def create_room(db: Db, account: Account, name: str) -> RoomDoc:
     """A new room, its place under the plan's cap taken first (`take_room_slot`)."""
+    require_caller(Permission.CHANGE_CONTENT)
     await take_room_slot(db, account)
     doc: RoomDoc = {"_id": str(uuid.uuid4()), "accountId": account.id, "name": name,
                     "createdAt": utcnow(), "itemCount": 0}
@@ -97,6 +100,7 @@ async def list_rooms(db: Db, account_id: str, page: int, per_page: int) -> dict[
 
 
 async def rename_room(db: Db, account_id: str, room_id: str, name: str) -> RoomDoc:
+    require_caller(Permission.CHANGE_CONTENT)
     room = await get_room(db, account_id, room_id)
     await db.rooms.update_one({"_id": room["_id"]}, {"$set": {"name": name}})
     return {**room, "name": name}
@@ -105,6 +109,7 @@ async def rename_room(db: Db, account_id: str, room_id: str, name: str) -> RoomD
 async def delete_room(db: Db, account_id: str, room_id: str) -> RoomDoc:
     """Links first, so no page is served from here on; then the room and its items (never the
     files). Returns the deleted room."""
+    require_caller(Permission.CHANGE_CONTENT)
     room = await get_room(db, account_id, room_id)
     await room_links.forget_links(db, room)
     deleted = await db.rooms.delete_one({"_id": room["_id"]})

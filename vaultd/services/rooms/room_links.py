@@ -30,6 +30,8 @@ from vaultd.services.links.links import (
     parse_ttl,
     parse_viewer_name,
 )
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.notifications import owners
 from vaultd.services.rooms.activity import room_revoked
 from vaultd.timefmt import utcnow
@@ -76,6 +78,7 @@ async def parse_request(db: Db, settings: Settings, room: RoomDoc, account: Acco
 async def create(db: Db, room: RoomDoc, request: RoomLinkRequest) -> tuple[str, datetime]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored. The link
     joins the account's live-link count (`services.accounts.link_counts`)."""
+    require_caller(Permission.CHANGE_CONTENT)
     now = utcnow()
     expires_at = now + timedelta(seconds=request.ttl_seconds)
     while True:
@@ -139,6 +142,7 @@ async def _count_out_live(db: Db, room: RoomDoc) -> int:
 
 
 async def revoke_all(db: Db, room: RoomDoc) -> int:
+    require_caller(Permission.CHANGE_CONTENT)
     revoked = await _count_out_live(db, room)
     if revoked:
         await room_revoked(db, room["accountId"], room["_id"], revoked, None)

@@ -12,6 +12,8 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
 from vaultd.services.accounts.accounts import Account
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.tracing.reader import LeakReader
 from vaultd.services.tracing.trace import Match, check_allowed, check_content_type, find_matches
 
@@ -44,6 +46,7 @@ async def trace_batch(db: Db, reader: LeakReader, account: Account, images: list
     """The multipart answer: `images` (one answer per image, in order: `found` and `matches`
     as a single trace answers, or `error` for an image a worker could not read) and the
     combined verdict, `found` and `viewers`."""
+    require_caller(Permission.TRACE)
     check_allowed(account)
     check_batch(images)
     answers: list[dict[str, Any]] = []

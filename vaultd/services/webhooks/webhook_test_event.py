@@ -19,6 +19,8 @@ from vaultd.errors import TooManyRequests
 from vaultd.records import OutboxDoc
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common.outbox import NEVER_LEASED, event_body
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.webhooks.webhooks import get_endpoint, require_webhook_plan
 from vaultd.timefmt import utcnow
 
@@ -36,6 +38,7 @@ class TestEventJson(TypedDict):
 
 
 async def send_test_event(db: Db, account: Account, endpoint_id: str) -> TestEventJson:
+    require_caller(Permission.MANAGE_ACCOUNT)
     require_webhook_plan(account)
     endpoint = await get_endpoint(db, account.id, endpoint_id)
     now = utcnow()

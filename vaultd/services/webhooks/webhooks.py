@@ -24,6 +24,8 @@ from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import DeliveryDoc, WebhookEndpointDoc
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common.newest import newest
+from vaultd.services.members.callers import require_caller
+from vaultd.services.members.roles import Permission
 from vaultd.services.webhooks.webhook_failures import tenant_error
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -132,6 +134,7 @@ def endpoint_secret(keyring: MasterKeyring, doc: WebhookEndpointDoc) -> str:
 
 async def create_endpoint(db: Db, keyring: MasterKeyring, account: Account,
                           request: EndpointRequest) -> CreatedEndpointJson:
+    require_caller(Permission.MANAGE_ACCOUNT)
     require_webhook_plan(account)
     endpoint_id = "ep_" + uuid.uuid4().hex
     raw = secrets.token_bytes(DATA_KEY_SIZE)
@@ -176,6 +179,7 @@ async def get_endpoint(db: Db, account_id: str, endpoint_id: str) -> WebhookEndp
 
 async def delete_endpoint(db: Db, account_id: str, endpoint_id: str) -> None:
     """Remove the endpoint; messages still waiting for it are cancelled, never sent."""
+    require_caller(Permission.MANAGE_ACCOUNT)
     doc = await get_endpoint(db, account_id, endpoint_id)
     await db.webhook_endpoints.delete_one({"_id": doc["_id"]})
     await db.webhook_outbox.update_many(
