@@ -14,7 +14,7 @@ client sees it: queueing behind the lock included):
   link records (`revoke_jobs.all_marked`);
 - `walk <collection>`: `services.common.id_ranges.batches` over files, links and the log, the
   reads of verify, gc, migrate, rewrap and backup;
-- `delete links`: the bulk part of a file's deletion (`services.files.files.finish_delete`):
+- `delete links`: the bulk part of a file's deletion (`services.files.deletions.clean_up`):
   its links, then their aggregates, removed in `_id` windows;
 - `retention`: `services.common.outbox.prune` of as many webhook delivery records, spread
   over the past year, keeping the last 30 days.
@@ -158,7 +158,7 @@ async def _seed_deliveries(db: Db, count: int) -> None:
 
 
 async def _delete_links(db: Db, file_id: str) -> int:
-    """What `finish_delete` removes in windows; the blob and the record are single calls."""
+    """What `deletions.clean_up` removes in windows; the record is a single call."""
     deleted = 0
     for revoked in (False, True):
         deleted += await delete_in_windows(db.raw(db.links.name),

@@ -129,6 +129,8 @@ class FileDoc(TypedDict):
     # first window of the next read in any process (services.common.access_log).
     logSpans: NotRequired[dict[str, float]]
     linkRevokes: NotRequired[dict[str, LinkRevokeDoc]]  # revoke-alls not yet written on links
+    # The instance cleaning up after its deletion (recovery takes it over when it dies).
+    deleteOwner: NotRequired[str]
 
 
 class LinkDoc(TypedDict):
