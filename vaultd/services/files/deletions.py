@@ -38,10 +38,10 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
-from vaultd.errors import NotFound, ServiceUnavailable
+from vaultd.errors import ServiceUnavailable
 from vaultd.records import FileDoc
 from vaultd.services.accounts import link_counts, link_generations, quota
-from vaultd.services.accounts.link_generations import FILE_FIELDS, is_generation
+from vaultd.services.accounts.link_generations import is_generation
 from vaultd.services.common import access_log, background, id_ranges
 from vaultd.services.common.batches import DELETE_BATCH, WINDOW
 from vaultd.services.files import renditions
@@ -64,13 +64,10 @@ async def delete_file(db: Db, store: BlobStore, account_id: str, file_id: str,
     """Claim the file and settle its deletion; its links, aggregates, blobs and record are
     removed afterwards in the background (`clean_up`), by `owner` or by recovery."""
     for _ in range(ATTEMPTS):
-        doc = await get_file(db, account_id, file_id)
-        fields = await db.files.find_one({"_id": doc["_id"]}, {"linkCount": 1, **FILE_FIELDS})
-        if fields is None:
-            raise NotFound("file not found")
+        doc = dict(await get_file(db, account_id, file_id))  # with its count and generation
         now = utcnow()
-        live = await link_counts.file_live_unswept(db, dict(fields), now)
-        claimed = await _claim(db, dict(fields), live, now, owner)
+        live = await link_counts.file_live_unswept(db, doc, now)
+        claimed = await _claim(db, doc, live, now, owner)
         if claimed is not None:
             await settle(db, store, claimed)
             background.spawn(clean_up(db, claimed), "cleaning up a deleted file")
