@@ -232,6 +232,23 @@ async def test_a_delete_cut_after_its_claim_is_finished_by_recovery_once(
     assert (usage["documents"], usage["storageBytes"], usage["activeLinks"]) == (0, 0, 0)
 
 
+async def test_a_delete_this_process_stopped_cleaning_up_is_taken_by_its_own_recovery(
+        db: Db, store: BlobStore) -> None:
+    account, file_id = await _account_with_file(db)
+    await _subscribed(db, account.id)
+    await _new_links(db, account, file_id, deletions.DELETE_BATCH + 3)
+    # Claimed by this very instance, whose clean-up then stopped (a database error).
+    await _claimed_by(db, account.id, file_id, "vaultd-me")
+    # Two recoveries of this process at once: one takes it over, the other leaves it alone.
+    resumed = await asyncio.gather(
+        deletions.resume_orphaned(db, store, {"vaultd-me"}, "vaultd-me", utcnow()),
+        deletions.resume_orphaned(db, store, {"vaultd-me"}, "vaultd-me", utcnow()))
+    assert sorted(resumed) == [0, 1]
+    await background.settled()
+    assert await _gone(db, account.id, file_id) == GONE
+    assert await _raw_account_live(db, account.id) == 0
+
+
 async def test_a_delete_claimed_by_an_older_version_is_taken_once_stale(
         db: Db, store: BlobStore) -> None:
     account, file_id = await _account_with_file(db)

@@ -58,19 +58,23 @@ BUSY = "the file's links are changing too fast to delete it; retry"
 # write with an older `now`).
 SWEEPS = 8
 
+# The files this process is deleting: one whose clean-up stopped here (a database error) is
+# taken over by this process's own next recovery, as a dead owner's would be.
+_cleaning: set[str] = set()
+
 
 async def delete_file(db: Db, store: BlobStore, account_id: str, file_id: str,
                       owner: str) -> None:
-    """Claim the file and settle its deletion; its links, aggregates, blobs and record are
-    removed afterwards in the background (`clean_up`), by `owner` or by recovery."""
+    """Claim the file and settle its deletion; its links, aggregates and record are removed
+    afterwards in the background (`clean_up`), by `owner` or by recovery."""
     for _ in range(ATTEMPTS):
         doc = dict(await get_file(db, account_id, file_id))  # with its count and generation
         now = utcnow()
         live = await link_counts.file_live_unswept(db, doc, now)
         claimed = await _claim(db, doc, live, now, owner)
         if claimed is not None:
-            await settle(db, store, claimed)
-            background.spawn(clean_up(db, claimed), "cleaning up a deleted file")
+            _cleaning.add(claimed["_id"])
+            await _settle_then_clean_up(db, store, claimed)
             return
         await asyncio.sleep(0)
     raise ServiceUnavailable(BUSY)
@@ -125,6 +129,24 @@ async def _leave_rooms(db: Db, file_id: str) -> None:
             if gone.deleted_count:
                 await db.rooms.update_one({"_id": place["roomId"], "itemCount": {"$exists": True}},
                                           {"$inc": {"itemCount": -1}})
+
+
+async def _settle_then_clean_up(db: Db, store: BlobStore, doc: FileDoc) -> None:
+    """`settle`, then `clean_up` in the background; the file is in `_cleaning` until either
+    stops."""
+    try:
+        await settle(db, store, doc)
+    except BaseException:
+        _cleaning.discard(doc["_id"])
+        raise
+
+    async def run() -> None:
+        try:
+            await clean_up(db, doc)
+        finally:
+            _cleaning.discard(doc["_id"])
+
+    background.spawn(run(), "cleaning up a deleted file")
 
 
 async def clean_up(db: Db, doc: FileDoc) -> None:
@@ -191,25 +213,30 @@ async def _delete_ids(records: AsyncCollection[Any], ids: list[Any]) -> None:
 
 async def resume_orphaned(db: Db, store: BlobStore, live_instances: set[str], owner: str,
                           stale_before: datetime) -> int:
-    """Take over the deletions whose owner is gone; returns how many this call took. Each is
-    claimed first (its `deleteOwner` replaced by `owner` in one conditional update), so
-    processes recovering at once never resume the same one twice. A deletion claimed by a
-    version that named no owner is taken once its claim is older than `stale_before`. Settled
-    before this returns; the clean-up goes on in the background."""
+    """Take over the deletions whose owner is gone, or is this process (`owner`) and no longer
+    cleaning it up; returns how many this call took. Each is claimed first (its `deleteOwner`
+    replaced by `owner` in one conditional update), so processes recovering at once never
+    resume the same one twice. A deletion claimed by a version that named no owner is taken
+    once its claim is older than `stale_before`. Settled before this returns; the clean-up
+    goes on in the background."""
     resumed = 0
     deleting = db.files.find({"state": "deleting"}, {"deleteOwner": 1, "deletingAt": 1})
     for doc in [doc async for doc in deleting]:
         previous = doc.get("deleteOwner")
-        if previous in live_instances:
+        if doc["_id"] in _cleaning:
+            continue
+        if previous in live_instances and previous != owner:
             continue
         if previous is None and doc.get("deletingAt", stale_before) >= stale_before:
             continue
+        _cleaning.add(doc["_id"])  # before the claim: a concurrent recovery here skips it
         claimed = await db.files.find_one_and_update(
             {"_id": doc["_id"], "state": "deleting",
              "deleteOwner": previous if previous is not None else {"$exists": False}},
             {"$set": {"deleteOwner": owner}}, return_document=ReturnDocument.AFTER)
-        if claimed is not None:
-            await settle(db, store, claimed)
-            background.spawn(clean_up(db, claimed), "cleaning up a deleted file")
-            resumed += 1
+        if claimed is None:
+            _cleaning.discard(doc["_id"])
+            continue
+        await _settle_then_clean_up(db, store, claimed)
+        resumed += 1
     return resumed
