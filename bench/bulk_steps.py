@@ -14,8 +14,10 @@ client sees it: queueing behind the lock included):
   link records (`revoke_jobs.all_marked`);
 - `walk <collection>`: `services.common.id_ranges.batches` over files, links and the log, the
   reads of verify, gc, migrate, rewrap and backup;
-- `delete links`: the bulk part of a file's deletion (`services.files.files.finish_delete`):
-  its links, then their aggregates, removed in `_id` windows;
+- `delete (the call)`: `services.files.deletions.delete_file` of a second file with as many
+  links (one write and the settling, whatever their number), then `delete clean-up`: its
+  background steps (`deletions.clean_up`: the links, then their aggregates, removed in `_id`
+  windows, each delete followed by a rest as long as it took);
 - `retention`: `services.common.outbox.prune` of as many webhook delivery records, spread
   over the past year, keeping the last 30 days.
 
@@ -44,11 +46,14 @@ from pathlib import Path
 
 from pymongo import monitoring
 
+from backends.local import LocalBackend
 from tests.embedded_database import recorded_db, running_database, vault_db
 from tests.scale_seed import seed_account
+from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
-from vaultd.services.common import id_ranges, outbox
-from vaultd.services.common.batches import delete_in_windows
+from vaultd.services.common import background, id_ranges, outbox
+from vaultd.services.files import deletions
+from vaultd.services.files.blobs import BlobStore
 from vaultd.services.links import revoke_jobs
 from vaultd.timefmt import utcnow
 
@@ -136,8 +141,12 @@ async def run(links: int, load: int, storage: Path, call_only: bool = False
                 for name in ("files", "links", "access_log"):
                     took[f"walk {name}"] = await _timed(steps, f"walk {name}",
                                                         lambda n=name: _walk(db, n))
-                took["delete links"] = await _timed(steps, "delete links",
-                                                    lambda: _delete_links(db, big.busy_file))
+                doomed = await seed_account(db, "Doomed Co", files=1, entries=0, links=links)
+                store = BlobStore(LocalBackend(storage.parent / "blobs"), MasterKeyring.generate())
+                took["delete (the call)"] = await _timed(steps, "delete (the call)", lambda: (
+                    _deleted(db, store, doomed.account_id, doomed.busy_file, links)))
+                took["delete clean-up"] = await _timed(steps, "delete clean-up",
+                                                       lambda: _cleaned(links))
                 await _seed_deliveries(db, links)
                 took["retention"] = await _timed(steps, "retention", lambda: outbox.prune(
                     db, KEEP.total_seconds()))
@@ -157,13 +166,14 @@ async def _seed_deliveries(db: Db, count: int) -> None:
         await db.raw(db.webhook_deliveries.name).insert_many(docs[first:first + 2000])
 
 
-async def _delete_links(db: Db, file_id: str) -> int:
-    """What `finish_delete` removes in windows; the blob and the record are single calls."""
-    deleted = 0
-    for revoked in (False, True):
-        deleted += await delete_in_windows(db.raw(db.links.name),
-                                           {"fileId": file_id, "revoked": revoked})
-    return deleted + await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})
+async def _deleted(db: Db, store: BlobStore, account_id: str, file_id: str, links: int) -> int:
+    await deletions.delete_file(db, store, account_id, file_id, "bench")
+    return links + 1
+
+
+async def _cleaned(links: int) -> int:
+    await background.settled()
+    return links + 1
 
 
 def table(times: dict[str, list[float]], took: dict[str, Work]) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from vaultd.errors import Forbidden
-from vaultd.services.files import files
+from vaultd.services.files import deletions
 from vaultd.services.files.uploads import UploadSession
 from vaultd.services.gates import agreements
 from vaultd.services.links import link_expiry, links
@@ -37,8 +37,8 @@ Call = Callable[[], Coroutine[Any, Any, Any] | object]
 
 # Every service a changing route of /v1 or of the console calls, with what it needs.
 GUARDED: dict[str, tuple[Permission, Call]] = {
-    "files.delete_file": (Permission.CHANGE_CONTENT,
-                          lambda: files.delete_file(NOTHING, NOTHING, "acct", "file")),
+    "deletions.delete_file": (Permission.CHANGE_CONTENT, lambda: deletions.delete_file(
+        NOTHING, NOTHING, "acct", "file", "me")),
     "UploadSession": (Permission.CHANGE_CONTENT,
                       lambda: UploadSession(NOTHING, NOTHING, NOTHING, "a.pdf", "view", "me")),
     "links.create_link": (Permission.CHANGE_CONTENT,

@@ -24,7 +24,7 @@ from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring
 from vaultd.db import Db
 from vaultd.services.accounts import accounts, link_counts
 from vaultd.services.common import id_ranges, outbox
-from vaultd.services.files import files
+from vaultd.services.files import deletions
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.links import revoke_jobs
 from vaultd.services.storage import backup, rewrap, storage_tools
@@ -160,13 +160,12 @@ async def test_revoking_every_link_of_a_file_reads_and_writes_a_window_at_a_time
 
 
 async def test_deleting_a_file_reads_its_links_a_window_at_a_time(
-        db: Db, recorder: QueryRecorder, busy: Seeded, tmp_path: Path) -> None:
+        db: Db, recorder: QueryRecorder, busy: Seeded) -> None:
     doc = await db.files.find_one({"_id": busy.busy_file})
     assert doc is not None
     await db.raw(db.link_stats.name).insert_many(  # a link's aggregates, one per link
         [{"_id": str(uuid.uuid4()), "fileId": busy.busy_file} for _ in range(2000)])
-    store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring.generate())
-    _, most, _ = await largest_read(db, recorder, lambda: files.finish_delete(db, store, doc))
+    _, most, _ = await largest_read(db, recorder, lambda: deletions.clean_up(db, doc))
     assert most <= WINDOW, f"delete: one query read {most} documents"
     assert await db.links.count_documents({"fileId": busy.busy_file}) == 0
     assert await db.link_stats.count_documents({"fileId": busy.busy_file}) == 0

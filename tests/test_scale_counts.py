@@ -21,8 +21,8 @@ from vaultd.db import Db
 from vaultd.secrets import digest
 from vaultd.services.accounts import accounts, link_counts
 from vaultd.services.accounts.accounts import Account
-from vaultd.services.common import batches
-from vaultd.services.files import files
+from vaultd.services.common import background, batches
+from vaultd.services.files import deletions, files
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.links import links, revoke_jobs
 from vaultd.timefmt import utcnow
@@ -130,7 +130,9 @@ async def test_deleting_a_file_takes_its_live_links_from_the_account(
         [{"_id": f"stats-{n}", "fileId": doomed} for n in range(batches.DELETE_BATCH + 1)])
     assert (await accounts.usage(db, account.id))["activeLinks"] == 2 + count - 1
     store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring([("k1", bytes(32))]))
-    await files.delete_file(db, store, account.id, doomed)
+    await deletions.delete_file(db, store, account.id, doomed, owner="vaultd-test")
+    assert (await accounts.usage(db, account.id))["activeLinks"] == 2
+    await background.settled()  # the links go in the background
     assert (await accounts.usage(db, account.id))["activeLinks"] == 2
     assert await db.links.count_documents({"fileId": doomed}) == 0
     assert await db.link_stats.count_documents({"fileId": doomed}) == 0

@@ -33,6 +33,7 @@ from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services.analytics import engagement
 from vaultd.services.audit.keys import current_signer
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
+from vaultd.services.common import background
 from vaultd.services.common.fair_share import FairShare
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates import registry
@@ -40,7 +41,6 @@ from vaultd.services.gates.code_key import code_key
 from vaultd.services.gates.email_codes import EmailCodes
 from vaultd.services.gates.mail import Mailer
 from vaultd.services.gates.registry import GateRegistryError
-from vaultd.services.links import revoke_jobs
 from vaultd.services.members import oidc_pending
 from vaultd.services.members.oidc import RelyingParty
 from vaultd.services.members.oidc_config import OidcClient, oidc_client
@@ -171,9 +171,9 @@ class BackgroundWork:
     async def stop(self) -> None:
         if self.heartbeat is not None:
             self.heartbeat.stop()
-        # Revoke-alls' background steps: their jobs stay recorded, and recovery (another
-        # process's, or the next start's) resumes them once this instance is forgotten.
-        revoke_jobs.stop_marking()
+        # Revoke-alls' and deletions' background steps: their jobs stay recorded, and recovery
+        # (another process's, or the next start's) resumes them once this instance is forgotten.
+        background.stop()
         for worker in (self.deliverer, self.sequencer, self.mailer):
             if worker is not None:
                 await worker.stop()

@@ -6,7 +6,7 @@ the confirmation works without script and with the keyboard alone."""
 
 from __future__ import annotations
 
-from vaultd.services.files import files
+from vaultd.services.files import deletions, files
 from vaultd.services.links import link_expiry, links
 from vaultd.web.console_file import DEFAULT_EXPIRY_DAYS
 from vaultd.web.console_page import HOME_PATH, ConsolePage
@@ -77,7 +77,8 @@ class DeletePage(ConfirmPage):
 
     async def post(self, file_id: str) -> None:
         assert self.account is not None
-        await files.delete_file(self.ctx.db, self.ctx.store, self.account.id, file_id)
+        await deletions.delete_file(self.ctx.db, self.ctx.store, self.account.id, file_id,
+                                    self.ctx.instance_id)
         self.done(HOME_PATH, "file-deleted")
 
 

@@ -9,7 +9,7 @@ from vaultd.emails import normalize_email
 from vaultd.errors import InvalidRequest
 from vaultd.numbers import is_decimal
 from vaultd.services.common import access_log
-from vaultd.services.files import files
+from vaultd.services.files import deletions, files
 from vaultd.services.webhooks import webhook_events
 from vaultd.web.attachment import content_disposition
 from vaultd.web.base import BaseHandler
@@ -56,7 +56,8 @@ class FileHandler(BaseHandler):
 
     async def delete(self, file_id: str) -> None:
         assert self.account is not None
-        await files.delete_file(self.ctx.db, self.ctx.store, self.account.id, file_id)
+        await deletions.delete_file(self.ctx.db, self.ctx.store, self.account.id, file_id,
+                                    self.ctx.instance_id)
         self.send_empty(204)
 
 

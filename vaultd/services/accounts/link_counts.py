@@ -53,7 +53,7 @@ async def added(db: Db, account_id: str, file_id: str) -> None:
 
 async def added_in_generation(db: Db, account_id: str, file_id: str, generation: int) -> bool:
     """A link of `generation` was created for `file_id`: counted if the file is still at that
-    generation (False: a revoke-all came between, the caller moves its link on and asks again)."""
+    generation (False: a revoke-all came between, the caller replaces its link and asks again)."""
     result = await db.files.update_one(
         {"_id": file_id, "linkGeneration": is_generation(generation)},
         {"$inc": {"linkCount.live": 1}})

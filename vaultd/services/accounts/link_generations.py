@@ -17,6 +17,9 @@ file's whole live count); those already expired did not, and leave by the expiry
 before. Until the link records are brought up to date, the file keeps the revoke's time under
 `linkRevokes.<generation>.at` (`counted_out` reads it); afterwards each link says so itself
 (`countedOut`), and the entry is removed.
+
+A file's deletion is read the same way: it takes the file's whole live count at its claim
+(`deletingAt`), so its links live then are counted out until they are deleted.
 """
 
 from __future__ import annotations
@@ -64,6 +67,12 @@ def counted_out(link: Mapping[str, Any], file: Mapping[str, Any] | None) -> bool
     revoked while live, one by one (`countedOut`) or by a revoke-all not yet written on it."""
     if link.get("countedOut"):
         return True
+    if file is not None and file.get("state") == "deleting" and "deletingAt" in file:
+        # The deletion took the file's whole live count (`services.files.deletions`): every
+        # link live then left the counts with it.
+        deleted_at: datetime = file["deletingAt"]
+        if link["expiresAt"] > deleted_at:
+            return True
     if file is None or generation(link, "generation") >= generation(file):
         return False
     revoke = (file.get("linkRevokes") or {}).get(str(generation(link, "generation")))

@@ -1,4 +1,4 @@
-"""Stored files: listing, lookup, deletion and the read side of downloads."""
+"""Stored files: listing, lookup and the read side of downloads (deletion: `deletions`)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,9 @@ from typing import Any
 from vaultd.db import Db
 from vaultd.errors import Forbidden, NotFound
 from vaultd.records import AccountDoc, FileDoc
-from vaultd.services.accounts import link_counts, quota
-from vaultd.services.common import access_log
-from vaultd.services.common.batches import delete_in_batches, delete_in_windows
+from vaultd.services.accounts import link_counts
 from vaultd.services.common.newest import newest
 from vaultd.services.common.numbered import newest_numbered
-from vaultd.services.files import renditions
-from vaultd.services.files.blobs import BlobStore
-from vaultd.services.members.callers import require_caller
-from vaultd.services.members.roles import Permission
-from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import iso_utc, utcnow
 
 log = logging.getLogger("vaultd.files")
@@ -60,18 +53,6 @@ async def get_file(db: Db, account_id: str, file_id: str) -> FileDoc:
     if doc is None or doc["accountId"] != account_id or doc.get("state") != "stored":
         raise NotFound("file not found")
     return doc
-
-
-async def _leave_rooms(db: Db, file_id: str) -> None:
-    """The file leaves every room, each room's item count lowered with it (a file is in few
-    rooms: one item per room it was added to). Item by item, so a retry after a crash lowers
-    each count once for the items it still finds."""
-    while places := await db.room_items.find({"fileId": file_id}, {"roomId": 1}).to_list(100):
-        for place in places:
-            gone = await db.room_items.delete_one({"_id": place["_id"]})
-            if gone.deleted_count:
-                await db.rooms.update_one({"_id": place["roomId"], "itemCount": {"$exists": True}},
-                                          {"$inc": {"itemCount": -1}})
 
 
 async def list_files(db: Db, account_id: str, page: int, per_page: int, *,
@@ -120,44 +101,3 @@ async def _unnumbered(db: Db, account: AccountDoc, query: dict[str, Any], number
 def require_downloadable(doc: FileDoc) -> None:
     if doc["kind"] != "delivery":
         raise Forbidden("source files are view-only and cannot be downloaded")
-
-
-async def delete_file(db: Db, store: BlobStore, account_id: str, file_id: str) -> None:
-    """Claim the file, then remove links, usage, blob and record; `finish_delete` is resumable."""
-    require_caller(Permission.CHANGE_CONTENT)
-    doc = await get_file(db, account_id, file_id)
-    # The live links it takes from the account's count, fixed at the claim: a resumed delete
-    # finds them there once its links are gone.
-    live = await link_counts.file_live(db, doc["_id"])
-    claimed = await db.files.find_one_and_update(
-        {"_id": doc["_id"], "state": "stored"},
-        {"$set": {"state": "deleting", "liveLinksAtDelete": live},
-         "$currentDate": {"deletingAt": True}},
-    )
-    if claimed is None:
-        raise NotFound("file not found")
-    await finish_delete(db, store, {**claimed, "liveLinksAtDelete": live})
-
-
-async def finish_delete(db: Db, store: BlobStore, doc: FileDoc) -> None:
-    account_id, file_id = doc["accountId"], doc["_id"]
-    live = doc.get("liveLinksAtDelete")
-    if live is None:  # claimed by a version that did not note it: its links are still there
-        live = await link_counts.file_live(db, file_id)
-    # Links go first so that no page is served from here on, in any process. Read by `_id`
-    # windows on (fileId, revoked, _id); the last call finds only a link of another shape.
-    for revoked in (False, True):
-        await delete_in_windows(db.raw(db.links.name), {"fileId": file_id, "revoked": revoked})
-    await delete_in_batches(db.raw(db.links.name), {"fileId": file_id})
-    await _leave_rooms(db, file_id)
-    await delete_in_windows(db.raw(db.link_stats.name), {"fileId": file_id})  # one per link
-    # Its time per page across links (services.analytics.file_pages, a layer above this one).
-    await db.raw("file_page_stats").delete_one({"_id": file_id})
-    await quota.release_file(db, account_id, file_id, int(doc["size"]), live)
-    await store.backend.delete(doc["blob"]["name"])
-    await renditions.delete(store, doc)
-    await access_log.record(db, account_id, file_id, "delete")
-    await webhook_events.file_deleted(db, doc)
-    await db.files.delete_one({"_id": file_id})
-    await quota.finish_release(db, account_id, file_id)
-

@@ -172,7 +172,8 @@ async def _insert_link(db: Db, account: Account,
         except BaseException:
             await link_numbers.unreserve(db, request.file_id)
             raise
-        if not await _counted(db, doc):  # revoked with the file's links as it was made
+        if not await _counted(db, doc):  # of a generation revoked as it was made
+            await link_numbers.unreserve(db, request.file_id)  # its record is gone: uncounted
             await outbox.discard(db, held)
             file = await link_numbers.reserve(db, account.id, request.file_id)  # the next one
             continue
@@ -181,18 +182,16 @@ async def _insert_link(db: Db, account: Account,
 
 
 async def _counted(db: Db, link: LinkDoc) -> bool:
-    """The new link counted under its file's generation, moved on to the file's current one if a
-    revoke-all raised it meanwhile. False: the revoke-all's own steps revoked the link first
-    (its token was never shown: the caller makes another)."""
-    generation = link.get("generation", 0)
-    while not await link_counts.added_in_generation(db, link["accountId"], link["fileId"],
-                                                    generation):
-        generation = await _generation_now(db, link["fileId"])
-        moved = await db.links.update_one({"_id": link["_id"], "revoked": False},
-                                          {"$set": {"generation": generation}})
-        if not moved.modified_count:
-            return False
-    return True
+    """The new link counted under its file's generation. False: a revoke-all (or the file's
+    deletion) raised the generation since it was read, so the link was born revoked; its record
+    goes (its token was never shown) and the caller makes another under the new generation.
+    A link's generation never changes once written: a revoke-all's marking may then revoke
+    every link it read as older without asking again (`revoke_jobs.mark`)."""
+    if await link_counts.added_in_generation(db, link["accountId"], link["fileId"],
+                                             link.get("generation", 0)):
+        return True
+    await db.links.delete_one({"_id": link["_id"]})
+    return False
 
 
 async def _generation_now(db: Db, file_id: str) -> int:

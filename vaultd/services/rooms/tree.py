@@ -3,7 +3,7 @@
 A room's items are read whole (one query, at most MAX_ITEMS) and the tree, its numbers and a
 link's scope are worked out in memory: every answer about a room is from one consistent read.
 A file's item carries the file's name and page count (copied when added: they never change), so
-the tree reads no file; deleting a file removes its items (`files.finish_delete`).
+the tree reads no file; deleting a file removes its items (`files.deletions.settle`).
 """
 
 from __future__ import annotations

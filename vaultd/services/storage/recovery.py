@@ -3,7 +3,8 @@
 Each vaultd process registers an instance id and refreshes it every few seconds. An upload
 reservation or a deletion belonging to an instance that stopped refreshing is settled here:
 reservations with a file record become usage, others are given back and their blob deleted;
-claimed deletions are completed. Every step is idempotent, so several processes may run it.
+claimed deletions and revoke-alls are taken over (their clean-up goes on in the background).
+Every step is idempotent, so several processes may run it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 from vaultd.db import Db
 from vaultd.records import InstanceDoc, PendingUploadDoc
 from vaultd.services.accounts import quota
+from vaultd.services.files import deletions
 from vaultd.services.files.blobs import BlobStore
-from vaultd.services.files.files import finish_delete
 from vaultd.services.links import revoke_jobs
 from vaultd.timefmt import utcnow
 
@@ -82,7 +83,8 @@ async def live_instances(db: Db, cutoff: datetime) -> set[str]:
 
 async def recover(db: Db, store: BlobStore, instance_id: str) -> int:
     """Settle the leftovers of dead instances; returns how many items were settled. Work that
-    goes on after this returns (a revoke-all's marking) is taken over by `instance_id`."""
+    goes on after this returns (a revoke-all's marking, a deletion's clean-up) is taken over
+    by `instance_id`."""
     cutoff = await database_now(db) - timedelta(seconds=DEAD_AFTER_SECONDS)
     live = await live_instances(db, cutoff)
     settled = 0
@@ -97,9 +99,7 @@ async def recover(db: Db, store: BlobStore, instance_id: str) -> int:
             if await db.files.find_one({"_id": file_id}, {"_id": 1}) is None:
                 await quota.finish_release(db, account["_id"], file_id)
                 settled += 1
-    async for doc in db.files.find({"state": "deleting", "deletingAt": {"$lt": cutoff}}):
-        await finish_delete(db, store, doc)
-        settled += 1
+    settled += await deletions.resume_orphaned(db, store, live, instance_id, cutoff)
     settled += await revoke_jobs.resume_orphaned(db, live, instance_id)
     settled += await _sweep_temporaries(store)
     if settled:

@@ -1,0 +1,142 @@
+"""The background steps that follow a one-write answer (a revoke-all's marking, a deletion's
+clean-up) each make the database read no more than the records they write: every update and
+delete they send is served by an index (`tests.db_reads.examined`, replayed as an explain), so
+none holds the embedded database's one lock for a scan of every link. And a link being created
+as its file's generation rises is replaced, never moved, so that the marking may write by `_id`
+alone. Against a real embedded SecantusDB, through the services."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from pymongo import monitoring
+
+from backends.local import LocalBackend
+from tests.db_reads import Query, examined
+from tests.embedded_database import recorded_db, running_database
+from tests.scale_seed import seed_account
+from tests.test_revoke_generation import _account_with_file, _live_by_truth, _new_links
+from vaultd import embedded_db
+from vaultd.crypto.keyring import MasterKeyring
+from vaultd.db import Db
+from vaultd.records import LinkDoc
+from vaultd.secrets import digest, new_token
+from vaultd.services.accounts import link_counts
+from vaultd.services.accounts.link_generations import FILE_FIELDS
+from vaultd.services.common import background
+from vaultd.services.common.batches import DELETE_BATCH
+from vaultd.services.files import deletions
+from vaultd.services.files.blobs import BlobStore
+from vaultd.services.links import links, revoke_jobs
+from vaultd.timefmt import utcnow
+
+pytestmark = pytest.mark.slow  # starts its own embedded database
+
+LINKS = 400
+
+
+@dataclass
+class WriteFilters(monitoring.CommandListener):
+    """The filters of the updates and deletes sent while `recording` is on."""
+
+    recording: bool = False
+    sent: list[Query] = field(default_factory=list)
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if not self.recording or event.command_name not in ("update", "delete"):
+            return
+        statements = event.command.get("updates") or event.command.get("deletes") or []
+        for statement in statements:
+            self.sent.append(Query(str(event.command[event.command_name]), dict(statement["q"])))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
+    with running_database(tmp_path_factory.mktemp("steps") / "db") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def writes() -> WriteFilters:
+    return WriteFilters()
+
+
+@pytest.fixture(scope="module")
+async def db(server: embedded_db.EmbeddedServer, writes: WriteFilters) -> AsyncIterator[Db]:
+    async with recorded_db(server, writes) as database:
+        yield database
+
+
+async def _most_examined_by_link_writes(db: Db, writes: WriteFilters) -> int:
+    """The most documents one recorded update or delete of links made the database read."""
+    sent = [query for query in writes.sent if query.collection in ("links", "link_stats")]
+    assert sent, "no write of links was recorded"
+    return max([await examined(db, query) for query in sent])
+
+
+async def test_a_revoke_alls_marking_writes_links_by_index(db: Db, writes: WriteFilters) -> None:
+    seeded = await seed_account(db, "Marked Co", files=1, entries=0, links=LINKS)
+    assert await revoke_jobs.revoke_all(db, seeded.account_id, seeded.busy_file,
+                                        owner="vaultd-test") == seeded.live_links
+    writes.sent.clear()
+    writes.recording = True
+    try:
+        await revoke_jobs.all_marked()
+    finally:
+        writes.recording = False
+    assert await db.links.count_documents({"fileId": seeded.busy_file, "revoked": False}) == 0
+    assert await _most_examined_by_link_writes(db, writes) <= revoke_jobs.WRITE_BATCH
+
+
+async def test_a_deletions_clean_up_deletes_links_by_index(
+        db: Db, writes: WriteFilters, tmp_path: Path) -> None:
+    seeded = await seed_account(db, "Cleaned Co", files=1, entries=0, links=LINKS)
+    await db.raw("link_stats").insert_many(
+        [{"_id": f"{seeded.busy_file}-{n}", "fileId": seeded.busy_file} for n in range(50)])
+    store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring.generate())
+    await deletions.delete_file(db, store, seeded.account_id, seeded.busy_file, owner="vaultd-t")
+    writes.sent.clear()
+    writes.recording = True
+    try:
+        await background.settled()
+    finally:
+        writes.recording = False
+    assert await db.links.count_documents({"fileId": seeded.busy_file}) == 0
+    assert await _most_examined_by_link_writes(db, writes) <= DELETE_BATCH
+
+
+async def test_a_link_born_of_a_revoked_generation_is_replaced_and_never_marked_live(
+        db: Db) -> None:
+    account, file_id = await _account_with_file(db)
+    tokens = await _new_links(db, account, file_id, 5)
+    file = await db.files.find_one({"_id": file_id}, {"linkCount": 1, **FILE_FIELDS})
+    assert file is not None
+    job = await revoke_jobs._start(db, dict(file), account.id, 5, utcnow(), "vaultd-test")
+    # A creation that read the file before the raise inserts its link under the old generation.
+    late: LinkDoc = {"_id": "late-link", "hash": digest(new_token()), "accountId": account.id,
+                     "fileId": file_id, "viewerEmail": "kim@example.com", "viewerName": "Kim",
+                     "createdAt": utcnow(), "expiresAt": utcnow().replace(year=2100),
+                     "revoked": False, "sessionsOpened": 0}
+    await db.links.insert_one(late)
+    assert await revoke_jobs._raise_generation(db, dict(file), job)
+    await revoke_jobs.settle(db, job)
+    # Its count is refused: the record goes (its token was never shown), nothing is counted.
+    assert not await links._counted(db, late)
+    assert await db.links.find_one({"_id": "late-link"}) is None
+    # The creation's next try is of the new generation, and the marking leaves it live.
+    request = links.LinkRequest(file_id, "kim@example.com", "Kim", 3600)
+    fresh, _ = await links.create_link(db, account, request)
+    await revoke_jobs.mark(db, job)
+    assert await _live_by_truth(db, [fresh]) == 1
+    assert await _live_by_truth(db, tokens) == 0
+    assert await link_counts.file_live(db, file_id) == 1
+    assert await link_counts.account_live(db, account.id) == 1

@@ -1,0 +1,46 @@
+"""Work a call starts and does not wait for: the bounded steps that follow a one-write answer
+(a revoke-all's marking, a deletion's clean-up).
+
+Each piece of such work is recorded in the database before it is started here, so these tasks
+hold nothing that matters: a process that stops cancels them (`stop`), and recovery (another
+process's, or the next start's) resumes their records once this process is gone. They are kept
+in one set so that they are not collected mid-way, and so that tests and the stop can wait for
+them or cut them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+log = logging.getLogger("vaultd.background")
+
+_running: set[asyncio.Task[Any]] = set()
+
+
+def spawn(work: Coroutine[Any, Any, Any], what: str) -> None:
+    """Run `work` beside the caller; `what` names it in the log if it fails."""
+    task = asyncio.ensure_future(work)
+    _running.add(task)
+    task.add_done_callback(lambda done: _finished(done, what))
+
+
+def _finished(task: asyncio.Task[Any], what: str) -> None:
+    _running.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        # Its record stays: recovery finishes it once this process is gone.
+        log.error("%s failed: %s", what, type(task.exception()).__name__)
+
+
+def stop() -> None:
+    """Cancel this process's background work (its records stay for recovery)."""
+    for task in list(_running):
+        task.cancel()
+
+
+async def settled() -> None:
+    """Wait until this process's background work is done."""
+    while _running:
+        await asyncio.gather(*_running, return_exceptions=True)
