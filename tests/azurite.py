@@ -11,8 +11,6 @@ asks for it, and uses containers of its own); it is stopped when pytest exits.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -85,15 +83,6 @@ class Azurite(EmulatorProcess):
             # The full launcher also starts queue and table services: keep them off fixed ports.
             cmd += ["--queuePort", str(free_port()), "--tablePort", str(free_port())]
         return cmd
-
-
-@contextmanager
-def running_azurite(location: Path) -> Iterator[Azurite]:
-    server = Azurite(location).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def session_azurite(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Azurite:

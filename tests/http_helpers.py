@@ -12,6 +12,7 @@ import httpx
 import pytest
 from PIL import Image
 
+from tests import documents
 from tests.vault_process import VaultProcess
 
 CONTENT_TYPES = {"pdf": "application/pdf", "jpeg": "image/jpeg", "png": "image/png"}
@@ -106,3 +107,14 @@ def assert_viewer_headers(response: httpx.Response) -> None:
     assert headers["referrer-policy"] == "no-referrer"
     assert "no-store" in headers["cache-control"]
     assert headers["x-content-type-options"] == "nosniff"
+
+
+def served_page(vault: VaultProcess, key: str, viewer: str, name: str) -> bytes:
+    """Page 1 of a new link, as the viewer was served it (a leak's source, for trace tests)."""
+    with vault.client(key) as api:
+        file = upload_ok(api, documents.pdf(1), name="Board minutes.pdf")
+        link = create_link(api, file["id"], viewer, viewerName=name)
+        vault.secrets.append(link["token"])
+        page = api.get(f"/views/{link['token']}/pages/1", headers={"x-viewer-ip": "203.0.113.9"})
+    assert page.status_code == 200
+    return page.content

@@ -152,12 +152,6 @@ def png(size: tuple[int, int] = (640, 480)) -> bytes:
     return out.getvalue()
 
 
-def solid_png(value: int, size: tuple[int, int] = (800, 1000)) -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", size, (value, value, value)).save(out, "PNG")
-    return out.getvalue()
-
-
 def grey16_png(size: tuple[int, int] = (300, 200)) -> bytes:
     """A 16-bit greyscale scan: a left-to-right ramp over the full 0..65535 range."""
     ramp = Image.linear_gradient("L").rotate(90).resize(size)

@@ -23,9 +23,9 @@ from tests.audit_helpers import (
     record_entries,
 )
 from tests.http_helpers import assert_json_error
-from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import ROOT, VaultProcess, base_env, running_vault
 from tests.webhook_receiver import running_receiver
+from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 from vaultd.services.audit import leaves, merkle
 
 pytestmark = pytest.mark.slow

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.vault_process import ROOT, base_env
+from tests.vault_process import run_vaultd
 from vaultd.config import ConfigError, load_settings
 
 
@@ -42,12 +39,6 @@ def test_repr_hides_secrets() -> None:
                                       "VAULTD_SMTP_PASSWORD": "mailpass"})
     assert "secretvalue" not in repr(settings) and "zzz" not in repr(settings)
     assert "mailpass" not in repr(settings)
-
-
-def run_vaultd(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vaultd.main", *args], cwd=ROOT,
-                          env=base_env(env), capture_output=True, text=True, check=False,
-                          timeout=60)
 
 
 @pytest.mark.parametrize(("args", "env", "named"), [

@@ -17,6 +17,7 @@ from tests.console_auth import browser, console_vault, new_member, sign_in
 from tests.http_helpers import assert_json_error, upload_ok
 from tests.mail_server import MailServer, parts
 from tests.vault_process import VaultProcess
+from vaultd.web import console_share
 
 pytestmark = pytest.mark.slow  # starts its own vaultd and SMTP server
 
@@ -113,6 +114,35 @@ def test_a_refused_share_shows_the_form_again_with_the_reason(
     assert 'value="10.0.0.0/8"' in refused.text and 'value="abc"' not in refused.text
     too_long = share(client, csrf, report, days="60")
     assert too_long.status_code == 400 and "links on plan Pro last at most 30 days" in too_long.text
+
+
+def test_the_share_form_offers_the_registered_gates_and_an_agreement_once_there_is_one(
+        vault: VaultProcess, team: tuple[str, str], admin: tuple[httpx.Client, str]) -> None:
+    client, csrf = admin
+    with vault.client(team[1]) as api:
+        file_id = upload_ok(api, docs.pdf(pages=1), name="Terms.pdf")["id"]
+        before = client.get(f"/console/files/{file_id}", headers=HTML).text
+        nda = api.post("/agreements", json={"name": "Mutual NDA",
+                                            "text": "The reader keeps the terms secret."}).json()
+        after = client.get(f"/console/files/{file_id}", headers=HTML).text
+    # Every gate of the registry with a control, in its order (this vault sends mail); a choice
+    # with nothing to choose is left out.
+    fields = [control.field for control in console_share.controls()]
+    assert fields == ["verifyEmail", "passcode", "agreementId"]
+    assert [f'name="{field}"' in before for field in fields] == [True, True, False]
+    places = [after.index(f'name="{field}"') for field in fields]
+    assert places == sorted(places)
+    assert f'<option value="{nda["id"]}">Mutual NDA</option>' in after
+    made = share(client, csrf, file_id, agreementId=nda["id"], verifyEmail="on")
+    assert made.status_code == 201, made.text
+    url = unescape(LINK.search(made.text).group(1))  # type: ignore[union-attr]
+    token = url.rsplit("/v/", 1)[1]
+    vault.secrets.append(token)
+    with vault.client(team[1]) as api:
+        policy = api.get(f"/views/{token}").json()["policy"]
+    assert policy["verifyEmail"] is True and policy["agreementId"] == nda["id"]
+    listed = client.get(f"/console/files/{file_id}", headers=HTML).text
+    assert "<td>email, agreement</td>" in listed
 
 
 def test_revoke_and_extend_forms_change_the_link_and_come_back(

@@ -14,9 +14,8 @@ import httpx
 import pytest
 from PIL import Image
 
-from tests import documents as docs
 from tests.console_auth import browser, console_vault, new_member, sign_in
-from tests.http_helpers import assert_json_error, create_link, upload_ok
+from tests.http_helpers import assert_json_error, served_page
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
 from vaultd.records.members import RoleName
@@ -31,17 +30,6 @@ AUDITOR_REFUSED = "the auditor role cannot trace leaked images"
 def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterator[VaultProcess]:
     with console_vault(tmp_path_factory.mktemp("trace") / "data", mail) as server:
         yield server
-
-
-def served_page(vault: VaultProcess, key: str, viewer: str, name: str) -> bytes:
-    """Page 1 of a new link, as the viewer was served it (the leak's source)."""
-    with vault.client(key) as api:
-        file = upload_ok(api, docs.pdf(1), name="Board minutes.pdf")
-        link = create_link(api, file["id"], viewer, viewerName=name)
-        vault.secrets.append(link["token"])
-        page = api.get(f"/views/{link['token']}/pages/1", headers={"x-viewer-ip": "203.0.113.9"})
-    assert page.status_code == 200
-    return page.content
 
 
 def member_client(vault: VaultProcess, mail: MailServer, account: str, email: str,

@@ -20,8 +20,8 @@ from tests.console_browser import (
     press_on,
     signed_in_cookie,
 )
+from tests.http_helpers import served_page
 from tests.mail_server import MailServer
-from tests.test_console_trace import served_page
 from tests.vault_process import VaultProcess
 
 if TYPE_CHECKING:

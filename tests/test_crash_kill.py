@@ -22,10 +22,10 @@ import pytest
 
 from tests.crash_load import Ledger, start_load
 from tests.processes import render_workers, running
-from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from tests.waiting import wait_until
 from tests.webhook_receiver import Received, Receiver, running_receiver
+from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 
 pytestmark = pytest.mark.slow  # kills and restarts its own vaultd (see docs/testing.md)
 

@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.database_processes import secantus
 from tests.http_helpers import assert_json_error, create_link, upload, upload_ok
 from tests.processes import database_process
-from tests.test_db_restart import secantus
 from tests.vault_process import ROOT, VaultProcess, base_env, free_port, running_vault
 from tests.waiting import wait_until
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
+from tests.database_processes import secantus
 from tests.http_helpers import upload_ok
 from tests.processes import cmdline, database_process
 from tests.vault_process import ROOT, VaultProcess, base_env, free_port
@@ -124,18 +125,6 @@ def test_a_database_left_on_the_store_is_stopped_with_one_line(tmp_path: Path) -
         server.stop()
         other.kill()
         other.wait(10)
-
-
-def secantus(storage: Path, log_path: Path, port: int | None = None,
-             auth: bool = True) -> subprocess.Popen[bytes]:
-    """A SecantusDB of the test's own, parented to no vaultd."""
-    storage.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port",
-           str(port or free_port()), "--storage-path", str(storage), "--log-level", "INFO",
-           *(["--auth"] if auth else [])]
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
 
 
 def test_a_store_held_by_something_else_is_named_with_the_databases_reason(

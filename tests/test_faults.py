@@ -18,8 +18,9 @@ import pytest
 
 from tests import documents as docs
 from tests.access_log import page_entries
+from tests.database_processes import wait_for_orphaned_database_to_exit
 from tests.http_helpers import assert_json_error, create_link, upload, upload_ok
-from tests.processes import all_pids, cmdline, render_workers
+from tests.processes import render_workers
 from tests.vault_process import VaultProcess, free_port, running_vault
 from tests.waiting import wait_until
 
@@ -134,17 +135,6 @@ def test_vaultd_killed_during_an_upload_restarts_with_exact_counters(
         usage = api.get("/account").json()["usage"]
         assert (usage["documents"], usage["storageBytes"]) == (1, kept["size"])
     assert {p.name for p in (own_vault.data_dir / "blobs").iterdir()} == {kept["id"]}
-
-
-def wait_for_orphaned_database_to_exit(server: VaultProcess) -> None:
-    """The embedded database gets SIGTERM when its vaultd dies; it needs a moment to close."""
-
-    storage = str(server.data_dir / "db")
-
-    def gone() -> bool:
-        return not any(storage in cmdline(pid) for pid in all_pids())
-
-    wait_until(gone, timeout=30)
 
 
 def test_a_temp_file_left_by_a_killed_upload_is_cleaned_at_start(own_vault: VaultProcess) -> None:

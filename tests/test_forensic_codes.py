@@ -1,4 +1,5 @@
-"""Render ids and trace codes (render.forensic.codes): format, round trip, typo detection."""
+"""Render ids and trace codes (render.forensic_wire.trace_codes): format, round trip, typo
+detection."""
 
 from __future__ import annotations
 

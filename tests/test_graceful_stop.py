@@ -19,10 +19,10 @@ import pytest
 from tests import documents as docs
 from tests.access_log import page_entries
 from tests.http_helpers import create_link, upload_ok
-from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from tests.waiting import wait_until
 from tests.webhook_receiver import running_receiver
+from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 

@@ -13,9 +13,9 @@ import pytest
 
 from tests import documents as docs
 from tests.console_auth import browser, new_member, sign_in
+from tests.database_processes import wait_for_orphaned_database_to_exit
 from tests.http_helpers import created, upload_ok
 from tests.mail_server import MailServer, parts
-from tests.test_faults import wait_for_orphaned_database_to_exit
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
 from tests.waiting import wait_until
 from vaultd.crypto.keyring import MasterKeyring

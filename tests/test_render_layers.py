@@ -18,7 +18,7 @@ from pathlib import Path
 
 from render.kernels import blend
 from render.pool.blend_kernel import EXTENSIONS, blend_implementation
-from tests.test_services_layers import find_cycle
+from tests.import_graph import find_cycle
 
 ROOT = Path(__file__).resolve().parent.parent
 RENDER = ROOT / "render"

@@ -20,9 +20,8 @@ from tests.moto_server import (
     SECRET_ACCESS_KEY,
     MotoServer,
 )
-from tests.test_config import run_vaultd
-from tests.test_sandbox_escape import _workers_of
-from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
+from tests.processes import render_workers
+from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env, run_vaultd
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -81,7 +80,7 @@ def test_vaultds_workers_hold_none_of_its_cloud_credentials(
     stored = upload_ok(api, docs.pdf(pages=1))  # the server used its AWS credentials for this
     assert stored["id"]
     assert s3_vault.process is not None
-    workers = _workers_of(s3_vault.process.pid)
+    workers = render_workers(s3_vault.process.pid)
     assert workers, "no render worker found under vaultd"
     for pid in workers:
         environ = Path(f"/proc/{pid}/environ").read_bytes()

@@ -28,6 +28,7 @@ from tests import pool_helpers as helpers
 from tests import render_fixtures as fx
 from tests import sandbox_attacks as attacks
 from tests.http_helpers import create_link, upload_ok
+from tests.processes import render_workers
 from tests.vault_process import VaultProcess, base_env, free_port, running_vault
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -117,29 +118,9 @@ async def test_the_worker_environment_has_no_vaultd_secret(
     assert os.environ["VAULTD_MASTER_KEY"]  # the server keeps its own
 
 
-def _workers_of(server: int) -> list[int]:
-    """Processes forked by the fork server that `server` started: its render workers."""
-    def parent(pid: int) -> int:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("PPid:"):
-                return int(line.split()[1])
-        return 0
-
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    zygotes = {p for p in pids if _safe(parent, p) == server}
-    return [p for p in pids if _safe(parent, p) in zygotes]
-
-
-def _safe(fn: object, pid: int) -> int:
-    try:
-        return fn(pid)  # type: ignore[operator,no-any-return]
-    except OSError:
-        return 0
-
-
 def test_vaultds_own_workers_are_confined(vault: VaultProcess) -> None:
     assert vault.process is not None
-    workers = _workers_of(vault.process.pid)
+    workers = render_workers(vault.process.pid)
     assert workers, "no render worker found under vaultd"
     for pid in workers:
         status = dict(line.split(":", 1) for line in
@@ -216,12 +197,12 @@ def test_vaultd_kills_a_worker_that_sends_a_pickle_and_keeps_serving_pages(
     with httpx.Client(base_url=vault.url, timeout=60) as web:
         assert web.get(f"/v/{token}/pages/1").status_code == 200
         assert vault.process is not None
-        victim = _workers_of(vault.process.pid)[0]
+        victim = render_workers(vault.process.pid)[0]
         marker = tmp_path / "bomb-went-off"
         with open(_results_pipe(victim), "wb") as pipe:
             pipe.write(frame(Kind.RESULT, pickle.dumps(_Bomb(str(marker))), code=77))
         deadline = time.monotonic() + 10
-        while victim in _workers_of(vault.process.pid):
+        while victim in render_workers(vault.process.pid):
             assert time.monotonic() < deadline, "the worker was not killed"
             time.sleep(0.05)
         for number in (1, 2, 1):
@@ -244,7 +225,7 @@ def test_a_worker_cannot_write_into_vaultds_log(vault: VaultProcess, api: httpx.
     assert api.get(f"/views/{token}/pages/1").status_code == 200
     assert vault.process is not None
     forged = f"ERROR vaultd.web: forged by a worker {uuid.uuid4().hex}"
-    for worker in _workers_of(vault.process.pid):
+    for worker in render_workers(vault.process.pid):
         with open(f"/proc/{worker}/fd/2", "a") as stderr:
             stderr.write(forged + "\n")
     assert api.get(f"/views/{token}/pages/1").status_code == 200

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from tests import documents as docs
+from tests.database_processes import wait_for_orphaned_database_to_exit
 from tests.http_helpers import upload_ok
-from tests.test_faults import wait_for_orphaned_database_to_exit
-from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import running_receiver
+from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 from vaultd.db import Db
 from vaultd.services.accounts import link_counts
 from vaultd.services.accounts.accounts import get_account

@@ -7,9 +7,11 @@ still ties one domain to another."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
+
+from tests.import_graph import find_cycle
 
 SERVICES = Path(__file__).resolve().parent.parent / "vaultd" / "services"
 
@@ -56,29 +58,6 @@ def package_graph(services: Path = SERVICES) -> Graph:
             if target is not None and target != package:
                 graph.setdefault(package, {}).setdefault(target, []).append(str(rel))
     return graph
-
-
-def find_cycle(graph: Mapping[str, Mapping[str, list[str]]]) -> list[str] | None:
-    """One import circle as [a, b, ..., a], or None."""
-    done: set[str] = set()
-
-    def visit(node: str, path: list[str]) -> list[str] | None:
-        if node in path:
-            return [*path[path.index(node):], node]
-        if node in done:
-            return None
-        for target in sorted(graph.get(node, {})):
-            cycle = visit(target, [*path, node])
-            if cycle is not None:
-                return cycle
-        done.add(node)
-        return None
-
-    for start in sorted(graph):
-        cycle = visit(start, [])
-        if cycle is not None:
-            return cycle
-    return None
 
 
 def describe_cycle(graph: Graph, cycle: list[str]) -> str:

@@ -16,9 +16,8 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import create_link, is_jpeg, upload_ok
-from tests.test_config import run_vaultd
 from tests.twist_backend import NAME, distribution, twist_distribution, twisted
-from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env
+from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env, run_vaultd
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 

@@ -16,19 +16,14 @@ from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import Receiver, Reply, running_receiver
+from tests.webhook_subscriptions import ALL_EVENTS, FAST_RETRIES, subscribe
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
-ALL_EVENTS = ["file.uploaded", "file.deleted", "view.created", "view.opened", "view.revoked",
-              "view.completed", "file.downloaded"]
 GATE_EVENTS = ["view.verified", "agreement.accepted"]  # tests/test_gates_email.py sends them
 ROOM_EVENTS = ["room.opened", "room.revoked"]
 AUDIT_EVENTS = ["audit.checkpoint"]  # tests/test_audit_log.py receives it
 EVERY_EVENT = ALL_EVENTS + GATE_EVENTS + ROOM_EVENTS + AUDIT_EVENTS  # what one may subscribe to
-FAST_RETRIES = {"VAULTD_WEBHOOKS_ALLOW_PRIVATE_NETWORKS": "true",
-                "VAULTD_WEBHOOKS_RETRY_SCHEDULE": "0.5,0.5,0.5",
-                "VAULTD_WEBHOOKS_POLL_SECONDS": "0.1",
-                "VAULTD_WEBHOOKS_LEASE_SECONDS": "6"}
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +43,6 @@ def owner(hooks_vault: VaultProcess) -> Iterator[httpx.Client]:
 def receiver() -> Iterator[Receiver]:
     with running_receiver() as running:
         yield running
-
-
-def subscribe(client: httpx.Client, receiver: Receiver, events: list[str] | None = None,
-              vault: VaultProcess | None = None) -> dict[str, Any]:
-    response = client.post("/webhooks", json={"url": receiver.url, "events": events or ALL_EVENTS})
-    assert response.status_code == 201, response.text
-    created = response.json()
-    receiver.secret = created["secret"]
-    if vault is not None:
-        vault.secrets.append(created["secret"])
-    return dict(created)
 
 
 def test_an_endpoint_is_created_with_a_secret_shown_once(

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from tests import documents as docs
+from tests.database_processes import wait_for_orphaned_database_to_exit
 from tests.http_helpers import assert_json_error, create_link, upload_ok
-from tests.test_faults import wait_for_orphaned_database_to_exit
-from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import running_receiver
+from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 from vaultd.db import Db
 from vaultd.db_indexes import ensure_indexes
 from vaultd.records import LinkDoc, LinkStatsDoc

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests import documents as docs
+from tests.database_processes import wait_for_orphaned_database_to_exit
 from tests.http_helpers import upload_ok
-from tests.test_faults import wait_for_orphaned_database_to_exit
-from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import Reply, running_receiver
+from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.embedded_db import running_address
 

@@ -191,3 +191,11 @@ def vault_pair(root: Path, env: dict[str, str]) -> Iterator[tuple[VaultProcess, 
         if b is not None:
             b.stop()
         a.stop()
+
+
+def run_vaultd(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """vaultd run to its end with `args` and the test environment plus `env` (a start that is
+    refused, a `--help`): its exit code and output."""
+    return subprocess.run([sys.executable, "-m", "vaultd.main", *args], cwd=ROOT,
+                          env=base_env(env), capture_output=True, text=True, check=False,
+                          timeout=60)

@@ -14,17 +14,17 @@ per-page analytics."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from vaultd.errors import InvalidRequest, NotFound, VaultError
 from vaultd.services.analytics import file_pages, link_listing
 from vaultd.services.common import access_log
 from vaultd.services.files import files
-from vaultd.services.gates import agreements
 from vaultd.services.gates.policy import parse_policy
 from vaultd.services.links import link_mail, links
 from vaultd.timefmt import iso_utc, utcnow
+from vaultd.web import console_share
 from vaultd.web.console_files import KIND_LABELS, human_size, human_time
 from vaultd.web.console_page import ConsolePage
 from vaultd.web.console_time_chart import time_chart
@@ -34,14 +34,6 @@ from vaultd.web.permissions import CHANGE, READ
 LINKS_PER_PAGE = 20
 DEFAULT_EXPIRY_DAYS = 7
 PREVIEW_SECONDS = 900  # the member's own preview link: long enough to read, then gone
-GATE_NAMES = {"verifyEmail": "email", "passcode": "passcode", "agreementId": "agreement",
-              "allowedIps": "IP ranges", "notBefore": "not before", "maxOpens": "max opens"}
-
-
-def gates_of(view: dict[str, Any]) -> str:
-    policy = view.get("policy") or {}
-    return ", ".join(label for name, label in GATE_NAMES.items() if name in policy) or "none"
-
 
 class FilePageBase(ConsolePage):
     section = "files"
@@ -69,57 +61,19 @@ class FilePageBase(ConsolePage):
             "chart": time_chart(time_pages), "time_pages": time_pages,
             "entries": entries, "action": action or "", "actions": sorted(access_log.ACTIONS),
             "older": entries[-1]["at"] if len(entries) >= access_log.LATEST else None,
-            "agreements": await self.agreement_choices(), "human_size": human_size,
-            "human_time": human_time, "kinds": KIND_LABELS, "gates_of": gates_of,
-            "new_link": None, "mailed": None, "form": {}, "error": None,
-            "default_days": DEFAULT_EXPIRY_DAYS, "mail_on": bool(self.ctx.settings.smtp_host)}
+            "share_gates": await console_share.offered(self.ctx.db, self.account,
+                                                       mail_on=bool(self.ctx.settings.smtp_host)),
+            "human_size": human_size, "human_time": human_time, "kinds": KIND_LABELS,
+            "gates_of": console_share.gates_of, "new_link": None, "mailed": None, "form": {},
+            "error": None, "default_days": DEFAULT_EXPIRY_DAYS,
+            "mail_on": bool(self.ctx.settings.smtp_host)}
         values.update(extra)
         self.page("file.html", doc["name"], status=status, **values)
-
-    async def agreement_choices(self) -> list[dict[str, str]]:
-        assert self.account is not None
-        if self.account.plan.id not in agreements.PLANS_WITH_AGREEMENTS:
-            return []
-        return [{"id": doc["agreementId"], "name": doc["name"]}
-                for doc in await agreements.list_agreements(self.ctx.db, self.account.id)]
 
 
 class FilePage(FilePageBase):
     async def get(self, file_id: str) -> None:
         await self.file_page(file_id)
-
-
-def _form_policy(form: dict[str, str], expires_at: datetime) -> dict[str, Any] | None:
-    """The share form's gates as the API's `policy` object (services.gates.policy parses it)."""
-    policy: dict[str, Any] = {}
-    if form.get("verifyEmail") == "on":
-        policy["verifyEmail"] = True
-    if form.get("passcode"):
-        policy["passcode"] = form["passcode"]
-    if form.get("agreementId"):
-        policy["agreementId"] = form["agreementId"]
-    ranges = [part for part in form.get("allowedIps", "").replace(",", " ").split() if part]
-    if ranges:
-        policy["allowedIps"] = ranges
-    if form.get("maxOpens"):
-        policy["maxOpens"] = parse_bounded_int(form["maxOpens"], "Maximum opens", 1, 1,
-                                               1_000_000)
-    if form.get("notBefore"):
-        policy["notBefore"] = _utc_local(form["notBefore"])
-    return policy or None
-
-
-def _utc_local(value: str) -> str:
-    """A `datetime-local` field's value, read as UTC (the form says so)."""
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise InvalidRequest("Not before must be a date and time (UTC)") from None
-    return moment.replace(tzinfo=None).isoformat() + "+00:00"
-
-
-SHARE_FIELDS = ("viewerEmail", "viewerName", "days", "verifyEmail", "passcode", "agreementId",
-                "allowedIps", "maxOpens", "notBefore", "mailLink")
 
 
 class ShareForm(FilePageBase):
@@ -130,7 +84,8 @@ class ShareForm(FilePageBase):
         self.redirect(f"/console/files/{file_id}", status=303)
 
     def form(self) -> dict[str, str]:
-        return {name: (self.get_body_argument(name, "") or "").strip() for name in SHARE_FIELDS}
+        return {name: (self.get_body_argument(name, "") or "").strip()
+                for name in console_share.share_fields()}
 
     async def post(self, file_id: str) -> None:
         form = self.form()
@@ -139,9 +94,9 @@ class ShareForm(FilePageBase):
         except VaultError as error:
             if not self.wants_html() or isinstance(error, NotFound):
                 raise
-            # The form again, with what was typed (never the passcode) and why it was refused.
-            form.pop("passcode")
-            await self.file_page(file_id, status=error.status, error=error.message, form=form)
+            # The form again, with what was typed (never a secret) and why it was refused.
+            await self.file_page(file_id, status=error.status, error=error.message,
+                                 form=console_share.without_secrets(form))
 
     async def share(self, file_id: str, form: dict[str, str]) -> None:
         assert self.account is not None and self.signed_in is not None
@@ -156,7 +111,7 @@ class ShareForm(FilePageBase):
         request = links.parse_link_request(body, self.account)
         expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)
         policy = await parse_policy(self.ctx.db, self.ctx.settings, self.account,
-                                    _form_policy(form, expires_at), expires_at)
+                                    console_share.form_policy(form, expires_at), expires_at)
         token, expires_at = await links.create_link(self.ctx.db, self.account,
                                                     replace(request, policy=policy))
         url = f"{self.ctx.viewer_url}/v/{token}"

@@ -19,8 +19,8 @@ from vaultd.services.gates.policy import parse_policy
 from vaultd.services.members.roles import Permission
 from vaultd.services.rooms import activity, index, items, records, room_links, tree
 from vaultd.timefmt import iso_utc, utcnow
-from vaultd.web.console_file import DEFAULT_EXPIRY_DAYS, SHARE_FIELDS
-from vaultd.web.console_file import _form_policy as form_policy
+from vaultd.web import console_share
+from vaultd.web.console_file import DEFAULT_EXPIRY_DAYS
 from vaultd.web.console_page import ConsolePage
 from vaultd.web.files import parse_bounded_int
 from vaultd.web.permissions import CHANGE, READ
@@ -76,7 +76,10 @@ class RoomBase(RoomsBase):
                   rows=index.index_rows(nodes), folders=folders, offered=offered["files"],
                   analytics=await activity.analytics(db, room["_id"], names),
                   default_days=DEFAULT_EXPIRY_DAYS, mail_on=bool(self.ctx.settings.smtp_host),
-                  agreements=[], **{**values, **extra})
+                  share_gates=await console_share.offered(
+                      db, self.account, mail_on=bool(self.ctx.settings.smtp_host),
+                      choices=False),
+                  **{**values, **extra})
 
 
 class RoomPage(RoomBase):
@@ -105,14 +108,14 @@ class RoomShareForm(RoomBase):
 
     async def post(self, room_id: str) -> None:
         room = await self.room(room_id)
-        form = {name: self.form(name) for name in SHARE_FIELDS}
+        form = {name: self.form(name) for name in console_share.share_fields()}
         try:
             new_link = await self.share(room, form)
         except VaultError as error:
             if not self.wants_html() or isinstance(error, NotFound):
                 raise
-            form.pop("passcode")  # never shown again
-            await self.room_page(room, status=error.status, error=error.message, form=form)
+            await self.room_page(room, status=error.status, error=error.message,
+                                 form=console_share.without_secrets(form))
             return
         await self.room_page(room, status=201, new_link=new_link)
 
@@ -130,7 +133,7 @@ class RoomShareForm(RoomBase):
                                                  self.account, body)
         expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)
         policy = await parse_policy(self.ctx.db, self.ctx.settings, self.account,
-                                    form_policy(form, expires_at), expires_at)
+                                    console_share.form_policy(form, expires_at), expires_at)
         token, expires_at = await room_links.create(self.ctx.db, room,
                                                     replace(request, policy=policy))
         return {"url": f"{self.ctx.viewer_url}/r/{token}", "viewer": request.viewer_email,

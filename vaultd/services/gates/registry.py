@@ -90,6 +90,21 @@ class GateAction:
     body_schema: Mapping[str, Any] | None = None  # OpenAPI requestBody schema; None: no body
 
 
+@dataclass(frozen=True)
+class ShareControl:
+    """How the console's share form asks for the gate: one control, named after the policy
+    field it fills (`web.console_file`). A gate without one is set through the API only."""
+
+    field: str  # the policy field, and the form field's name
+    label: str
+    kind: str  # "checkbox": the field True when ticked; "text": as typed; "choice": see below
+    listed_as: str  # the gate's name in the console's table of links
+    element_id: str
+    hint: str = ""
+    needs_mail: bool = False  # offered only where this server sends mail (`smtp.host`)
+    secret: bool = False  # never typed back into a refused form
+
+
 class SessionGate(ABC):
     """One gate type. Subclasses set the class attributes and implement the methods."""
 
@@ -101,6 +116,7 @@ class SessionGate(ABC):
     stored_keys: ClassVar[tuple[str, ...]]  # the keys `parse` may store in the policy
     actions: ClassVar[tuple[GateAction, ...]]
     marks_verified: ClassVar[bool] = False  # passed: the watermark's email says "(verified)"
+    share_control: ClassVar[ShareControl | None] = None  # its control in the console's form
 
     @abstractmethod
     async def parse(self, given: PolicyInput, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -117,6 +133,10 @@ class SessionGate(ABC):
     async def screen(self, db: Db, link: GatedLink) -> dict[str, Any]:
         """What the screen's template is given besides the link's brand."""
         return {}
+
+    async def share_choices(self, db: Db, account: Account) -> list[tuple[str, str]]:
+        """A "choice" control's options for `account`, (value, label); none: not offered."""
+        return []
 
 
 _GATES: dict[str, SessionGate] = {}
@@ -162,10 +182,6 @@ def load_modules(names: tuple[str, ...]) -> None:
                                     f"{type(failed).__name__}: {failed}") from None
         if len(gates()) == before:
             raise GateRegistryError(f"gates.extra_modules: {name} registered no gate")
-
-
-def gate_named(name: str) -> SessionGate | None:
-    return next((gate for gate in gates() if gate.name == name), None)
 
 
 def action_named(name: str) -> tuple[SessionGate, GateAction] | None:

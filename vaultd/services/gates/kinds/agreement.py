@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import PolicyDoc, ViewerSessionDoc
+from vaultd.services.accounts.accounts import Account
 from vaultd.services.gates import agreements
 from vaultd.services.gates.actions import NAME_LENGTH, accept_agreement
 from vaultd.services.gates.gated import GatedLink, Reader
@@ -19,6 +20,7 @@ from vaultd.services.gates.registry import (
     GateContext,
     PolicyInput,
     SessionGate,
+    ShareControl,
 )
 
 
@@ -44,6 +46,8 @@ class Agreement(SessionGate):
         "type": "object", "required": ["name"],
         "properties": {"name": {"type": "string", "minLength": NAME_LENGTH[0],
                                 "maxLength": NAME_LENGTH[1]}}}),)
+    share_control = ShareControl("agreementId", "Agreement", "choice", listed_as="agreement",
+                                 element_id="agreement")
 
     async def parse(self, given: PolicyInput, body: Mapping[str, Any]) -> dict[str, Any]:
         if "agreementId" not in body:
@@ -67,6 +71,13 @@ class Agreement(SessionGate):
     async def screen(self, db: Db, link: GatedLink) -> dict[str, Any]:
         assert link.policy is not None
         return {"agreement": await agreements.version_of(db, link.policy["agreement"])}
+
+    async def share_choices(self, db: Db, account: Account) -> list[tuple[str, str]]:
+        """The account's agreements, on the plans that have them."""
+        if account.plan.id not in agreements.PLANS_WITH_AGREEMENTS:
+            return []
+        return [(doc["agreementId"], doc["name"])
+                for doc in await agreements.list_agreements(db, account.id)]
 
 
 GATE = Agreement()

@@ -18,6 +18,7 @@ from vaultd.services.gates.registry import (
     GateContext,
     PolicyInput,
     SessionGate,
+    ShareControl,
 )
 
 PASSCODE_LENGTH = (4, 128)
@@ -42,6 +43,9 @@ class Passcode(SessionGate):
     actions = (GateAction("passcode", _give, field="passcode", body_schema={
         "type": "object", "required": ["passcode"],
         "properties": {"passcode": {"type": "string", "minLength": 1}}}),)
+    share_control = ShareControl(
+        "passcode", "Passcode", "text", listed_as="passcode", element_id="passcode",
+        hint="4 to 128 characters; tell it to the reader another way.", secret=True)
 
     async def parse(self, given: PolicyInput, body: Mapping[str, Any]) -> dict[str, Any]:
         if "passcode" not in body:

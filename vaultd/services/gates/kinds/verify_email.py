@@ -18,6 +18,7 @@ from vaultd.services.gates.registry import (
     GateContext,
     PolicyInput,
     SessionGate,
+    ShareControl,
 )
 
 NO_MAIL = "mail is not configured on this server (smtp.host)"
@@ -57,6 +58,8 @@ class VerifyEmail(SessionGate):
             "properties": {"code": {"type": "string", "pattern": "^[0-9]{6}$"}}}),
     )
     marks_verified = True
+    share_control = ShareControl("verifyEmail", "Require email verification", "checkbox",
+                                 listed_as="email", element_id="verify-email", needs_mail=True)
 
     async def parse(self, given: PolicyInput, body: Mapping[str, Any]) -> dict[str, Any]:
         value = body.get("verifyEmail")
