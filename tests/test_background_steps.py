@@ -17,8 +17,8 @@ from pymongo import monitoring
 from backends.local import LocalBackend
 from tests.db_reads import Query, examined
 from tests.embedded_database import recorded_db, running_database
+from tests.link_generation_helpers import account_with_file, live_by_truth, new_links
 from tests.scale_seed import seed_account
-from tests.test_revoke_generation import _account_with_file, _live_by_truth, _new_links
 from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
@@ -116,8 +116,8 @@ async def test_a_deletions_clean_up_deletes_links_by_index(
 
 async def test_a_link_born_of_a_revoked_generation_is_replaced_and_never_marked_live(
         db: Db) -> None:
-    account, file_id = await _account_with_file(db)
-    tokens = await _new_links(db, account, file_id, 5)
+    account, file_id = await account_with_file(db)
+    tokens = await new_links(db, account, file_id, 5)
     file = await db.files.find_one({"_id": file_id}, {"linkCount": 1, **FILE_FIELDS})
     assert file is not None
     job = await revoke_jobs._start(db, dict(file), account.id, 5, utcnow(), "vaultd-test")
@@ -136,7 +136,7 @@ async def test_a_link_born_of_a_revoked_generation_is_replaced_and_never_marked_
     request = links.LinkRequest(file_id, "kim@example.com", "Kim", 3600)
     fresh, _ = await links.create_link(db, account, request)
     await revoke_jobs.mark(db, job)
-    assert await _live_by_truth(db, [fresh]) == 1
-    assert await _live_by_truth(db, tokens) == 0
+    assert await live_by_truth(db, [fresh]) == 1
+    assert await live_by_truth(db, tokens) == 0
     assert await link_counts.file_live(db, file_id) == 1
     assert await link_counts.account_live(db, account.id) == 1

@@ -18,14 +18,14 @@ import pytest
 
 from backends.local import LocalBackend
 from tests.embedded_database import recorded_db, running_database
-from tests.scale_seed import Seeded, seed_account
-from tests.test_revoke_generation import (
+from tests.link_generation_helpers import (
     CommandTally,
-    _account_with_file,
-    _add_file,
-    _live_by_truth,
-    _new_links,
+    account_with_file,
+    add_file,
+    live_by_truth,
+    new_links,
 )
+from tests.scale_seed import Seeded, seed_account
 from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
@@ -129,11 +129,11 @@ async def test_a_delete_sends_the_same_few_commands_for_20_links_as_for_1000(
 
 async def test_no_read_of_liveness_finds_a_deleted_files_link_live(
         db: Db, store: BlobStore) -> None:
-    account, file_id = await _account_with_file(db)
+    account, file_id = await account_with_file(db)
     await _subscribed(db, account.id)
-    kept_file = await _add_file(db, account)
-    await _new_links(db, account, kept_file, 3)
-    tokens = await _new_links(db, account, file_id, 2 * deletions.DELETE_BATCH + 5)
+    kept_file = await add_file(db, account)
+    await new_links(db, account, kept_file, 3)
+    tokens = await new_links(db, account, file_id, 2 * deletions.DELETE_BATCH + 5)
     # One expired before the deletion (not swept yet), one revoked by itself before it.
     await db.links.update_one({"hash": digest(tokens[0])}, {"$set": {"expiresAt": utcnow()}})
     await links.revoke_link(db, account.id, tokens[1])
@@ -146,7 +146,7 @@ async def test_no_read_of_liveness_finds_a_deleted_files_link_live(
     doc = await _claimed_by(db, account.id, file_id, "vaultd-test")
     await deletions.settle(db, store, doc)
     assert await db.links.count_documents({"fileId": file_id}) == len(tokens)
-    assert await _live_by_truth(db, tokens) == 0
+    assert await live_by_truth(db, tokens) == 0
     for token in tokens[2:5]:
         with pytest.raises(NotFound):
             await records.open(db, token)
@@ -166,9 +166,9 @@ async def test_no_read_of_liveness_finds_a_deleted_files_link_live(
 
 
 async def test_links_made_during_a_delete_are_never_counted(db: Db, store: BlobStore) -> None:
-    account, file_id = await _account_with_file(db)
+    account, file_id = await account_with_file(db)
     await _subscribed(db, account.id)
-    await _new_links(db, account, file_id, 5)
+    await new_links(db, account, file_id, 5)
     request = links.LinkRequest(file_id, "kim@example.com", "Kim", 3600)
     results = await asyncio.gather(
         *(links.create_link(db, account, request) for _ in range(12)),
@@ -183,9 +183,9 @@ async def test_links_made_during_a_delete_are_never_counted(db: Db, store: BlobS
 
 
 async def test_a_second_delete_of_the_same_file_is_not_found(db: Db, store: BlobStore) -> None:
-    account, file_id = await _account_with_file(db)
+    account, file_id = await account_with_file(db)
     await _subscribed(db, account.id)
-    await _new_links(db, account, file_id, 3)
+    await new_links(db, account, file_id, 3)
     outcomes = await asyncio.gather(
         *(deletions.delete_file(db, store, account.id, file_id, owner="vaultd-test")
           for _ in range(3)), return_exceptions=True)
@@ -211,12 +211,12 @@ async def _claimed_by(db: Db, account_id: str, file_id: str, owner: str) -> File
 
 async def test_a_delete_cut_after_its_claim_is_finished_by_recovery_once(
         db: Db, store: BlobStore) -> None:
-    account, file_id = await _account_with_file(db)
+    account, file_id = await account_with_file(db)
     await _subscribed(db, account.id)
     await db.accounts.update_one({"_id": account.id}, {"$inc": {"usage.storageBytes": 1000}})
-    tokens = await _new_links(db, account, file_id, deletions.DELETE_BATCH + 7)
+    tokens = await new_links(db, account, file_id, deletions.DELETE_BATCH + 7)
     await _claimed_by(db, account.id, file_id, "vaultd-gone")
-    assert await _live_by_truth(db, tokens) == 0
+    assert await live_by_truth(db, tokens) == 0
     # An owner still alive keeps its deletion.
     assert await deletions.resume_orphaned(db, store, {"vaultd-gone"}, "vaultd-alive",
                                            utcnow()) == 0
@@ -234,9 +234,9 @@ async def test_a_delete_cut_after_its_claim_is_finished_by_recovery_once(
 
 async def test_a_delete_this_process_stopped_cleaning_up_is_taken_by_its_own_recovery(
         db: Db, store: BlobStore) -> None:
-    account, file_id = await _account_with_file(db)
+    account, file_id = await account_with_file(db)
     await _subscribed(db, account.id)
-    await _new_links(db, account, file_id, deletions.DELETE_BATCH + 3)
+    await new_links(db, account, file_id, deletions.DELETE_BATCH + 3)
     # Claimed by this very instance, whose clean-up then stopped (a database error).
     await _claimed_by(db, account.id, file_id, "vaultd-me")
     # Two recoveries of this process at once: one takes it over, the other leaves it alone.
@@ -251,9 +251,9 @@ async def test_a_delete_this_process_stopped_cleaning_up_is_taken_by_its_own_rec
 
 async def test_a_delete_claimed_by_an_older_version_is_taken_once_stale(
         db: Db, store: BlobStore) -> None:
-    account, file_id = await _account_with_file(db)
+    account, file_id = await account_with_file(db)
     await _subscribed(db, account.id)
-    await _new_links(db, account, file_id, 4)
+    await new_links(db, account, file_id, 4)
     claimed_at = utcnow()
     # As a version without owners claimed it: no owner, no generation raised.
     await db.files.update_one({"_id": file_id}, {"$set": {

@@ -11,46 +11,28 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
-from pymongo import monitoring
 
 from tests.embedded_database import recorded_db, running_database
-from tests.scale_seed import Seeded, _file, seed_account
+from tests.link_generation_helpers import (
+    CommandTally,
+    account_with_file,
+    add_file,
+    live_by_truth,
+    new_links,
+)
+from tests.scale_seed import Seeded, seed_account
 from vaultd import embedded_db
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.secrets import digest
 from vaultd.services.accounts import accounts, api_keys, link_counts
-from vaultd.services.accounts.accounts import Account
 from vaultd.services.links import links, revoke_jobs
 from vaultd.services.links.link_records import LinkRecords
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
-
-DATA_COMMANDS = {"find", "aggregate", "count", "insert", "update", "delete", "findAndModify"}
-
-
-@dataclass
-class CommandTally(monitoring.CommandListener):
-    """Every read and write sent while `recording` is on, by name and collection."""
-
-    recording: bool = False
-    sent: Counter[str] = field(default_factory=Counter)
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if self.recording and event.command_name in DATA_COMMANDS:
-            self.sent[f"{event.command_name} {event.command.get(event.command_name)}"] += 1
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
@@ -69,25 +51,6 @@ async def db(server: embedded_db.EmbeddedServer, tally: CommandTally) -> AsyncIt
         yield database
 
 
-async def _account_with_file(db: Db, plan: str = "business") -> tuple[Account, str]:
-    account = await accounts.create_account(db, "Revoked Co", plan)
-    return account, await _add_file(db, account)
-
-
-async def _add_file(db: Db, account: Account) -> str:
-    doc: dict[str, Any] = _file(account.id, utcnow())
-    del doc["linkCount"]  # as an upload writes it: the count appears with the first link
-    await db.raw("files").insert_one(doc)
-    await db.accounts.update_one({"_id": account.id},
-                                 {"$inc": {"usage.documents": 1, "fileSeq": 1}})
-    return str(doc["_id"])
-
-
-async def _new_links(db: Db, account: Account, file_id: str, count: int) -> list[str]:
-    request = links.LinkRequest(file_id, "kim@example.com", "Kim", 3600)
-    return [(await links.create_link(db, account, request))[0] for _ in range(count)]
-
-
 async def _stored_counts(db: Db, account_id: str, file_id: str) -> tuple[int, int]:
     """The raw counters (not the clamped reads, which would hide a double subtraction), after a
     read of each has swept what expired."""
@@ -97,12 +60,6 @@ async def _stored_counts(db: Db, account_id: str, file_id: str) -> tuple[int, in
     file = await db.files.find_one({"_id": file_id})
     assert account is not None and file is not None
     return int(account["linkCount"]["live"]), int(file["linkCount"]["live"])
-
-
-async def _live_by_truth(db: Db, tokens: list[str]) -> int:
-    """How many of these links a page would be served for now, each read as pages read it."""
-    found = [await links.read_link(db, {"hash": digest(token)}) for token in tokens]
-    return sum(link is not None and links.is_live(link) for link in found)
 
 
 async def _revoke_counting(db: Db, tally: CommandTally, seeded: Seeded) -> tuple[int, Counter[str]]:
@@ -132,8 +89,8 @@ async def test_a_revoke_all_sends_the_same_few_commands_for_20_links_as_for_1000
 
 
 async def test_no_read_of_liveness_finds_a_revoked_generations_link_live(db: Db) -> None:
-    account, file_id = await _account_with_file(db)
-    tokens = await _new_links(db, account, file_id, revoke_jobs.BATCH + 5)
+    account, file_id = await account_with_file(db)
+    tokens = await new_links(db, account, file_id, revoke_jobs.BATCH + 5)
     _, key = await api_keys.create_key(db, account.id)
     records = LinkRecords()
     kept = await records.open(db, tokens[0])  # as the page path keeps it for a second
@@ -141,7 +98,7 @@ async def test_no_read_of_liveness_finds_a_revoked_generations_link_live(db: Db)
     # Before the background steps reach the link records: the records still say live...
     assert await db.links.count_documents({"fileId": file_id, "revoked": False}) > 0
     # ...and no read the page path makes finds any of them live.
-    assert await _live_by_truth(db, tokens) == 0
+    assert await live_by_truth(db, tokens) == 0
     for token in tokens[:3]:
         with pytest.raises(NotFound):
             await records.open(db, token)
@@ -156,19 +113,19 @@ async def test_no_read_of_liveness_finds_a_revoked_generations_link_live(db: Db)
     entries = await db.access_log.count_documents({"fileId": file_id, "action": "revoke"})
     assert entries == 1
     # A link made afterwards is of the new generation: live, and counted.
-    [fresh] = await _new_links(db, account, file_id, 1)
-    assert await _live_by_truth(db, [fresh]) == 1
+    [fresh] = await new_links(db, account, file_id, 1)
+    assert await live_by_truth(db, [fresh]) == 1
     assert await _stored_counts(db, account.id, file_id) == (1, 1)
     assert await links.revoke_file_links(db, account.id, file_id) == 1
-    assert await _live_by_truth(db, [fresh, *tokens]) == 0
+    assert await live_by_truth(db, [fresh, *tokens]) == 0
 
 
 async def test_the_counts_stay_exact_through_expiries_and_single_revokes_before_the_marking(
         db: Db) -> None:
-    account, file_id = await _account_with_file(db)
-    other_file = await _add_file(db, account)  # its links keep the account's count above 0
-    await _new_links(db, account, other_file, 3)
-    tokens = await _new_links(db, account, file_id, 6)
+    account, file_id = await account_with_file(db)
+    other_file = await add_file(db, account)  # its links keep the account's count above 0
+    await new_links(db, account, other_file, 3)
+    tokens = await new_links(db, account, file_id, 6)
     # One expired before the revoke (not swept yet), one revoked by itself before it.
     await db.links.update_one({"hash": digest(tokens[0])}, {"$set": {"expiresAt": utcnow()}})
     await links.revoke_link(db, account.id, tokens[1])
@@ -187,8 +144,8 @@ async def test_the_counts_stay_exact_through_expiries_and_single_revokes_before_
 
 
 async def test_links_made_and_revoked_during_revoke_alls_are_counted_once(db: Db) -> None:
-    account, file_id = await _account_with_file(db)
-    tokens = await _new_links(db, account, file_id, 10)
+    account, file_id = await account_with_file(db)
+    tokens = await new_links(db, account, file_id, 10)
     request = links.LinkRequest(file_id, "kim@example.com", "Kim", 3600)
 
     async def make() -> str:
@@ -201,7 +158,7 @@ async def test_links_made_and_revoked_during_revoke_alls_are_counted_once(db: Db
         revoke_jobs.revoke_all(db, account.id, file_id, owner="vaultd-test"))
     made = [token for token in results[:12] if isinstance(token, str)]
     await revoke_jobs.all_marked()
-    live = await _live_by_truth(db, tokens + made)
+    live = await live_by_truth(db, tokens + made)
     assert await _stored_counts(db, account.id, file_id) == (live, live)
     # Every link was either revoked once (by itself or with the file's) or is still live.
     total_revoked = sum(int(count) for count in results[16:] if isinstance(count, int))
@@ -210,14 +167,14 @@ async def test_links_made_and_revoked_during_revoke_alls_are_counted_once(db: Db
 
 async def test_a_job_cut_after_its_write_is_finished_and_one_cut_before_is_dropped(
         db: Db) -> None:
-    account, file_id = await _account_with_file(db)
-    tokens = await _new_links(db, account, file_id, 7)
+    account, file_id = await account_with_file(db)
+    tokens = await new_links(db, account, file_id, 7)
     file = await db.files.find_one({"_id": file_id}, {"linkCount": 1, "linkGeneration": 1})
     assert file is not None
     # Cut before its write: recorded, never raised the generation.
     early = await revoke_jobs._start(db, dict(file), account.id, 7, utcnow(), "vaultd-gone")
     assert await revoke_jobs.resume_orphaned(db, {"vaultd-alive"}, "vaultd-alive") == 1
-    assert await _live_by_truth(db, tokens) == 7
+    assert await live_by_truth(db, tokens) == 7
     assert await _stored_counts(db, account.id, file_id) == (7, 7)
     assert await db.raw(revoke_jobs.JOBS).find_one({"_id": early["_id"]}) is None
     # Cut after it: the generation raised, nothing else done. Two processes recover at once:
@@ -226,7 +183,7 @@ async def test_a_job_cut_after_its_write_is_finished_and_one_cut_before_is_dropp
     assert file is not None  # as the count reads above swept it
     job = await revoke_jobs._start(db, dict(file), account.id, 7, utcnow(), "vaultd-gone")
     assert await revoke_jobs._raise_generation(db, dict(file), job)
-    assert await _live_by_truth(db, tokens) == 0
+    assert await live_by_truth(db, tokens) == 0
     alive = {"vaultd-alive"}
     resumed = await asyncio.gather(revoke_jobs.resume_orphaned(db, alive, "vaultd-alive"),
                                    revoke_jobs.resume_orphaned(db, alive, "vaultd-alive"))

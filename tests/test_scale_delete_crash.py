@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from tests import documents as docs
+from tests.database_processes import wait_for_orphaned_database_to_exit
 from tests.embedded_database import running_database, vault_db
 from tests.http_helpers import FILE_NOT_FOUND, LINK_GONE, assert_json_error, create_link, upload_ok
 from tests.scale_seed import _link
-from tests.test_faults import wait_for_orphaned_database_to_exit
-from tests.test_webhooks import FAST_RETRIES, subscribe
 from tests.vault_process import running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import running_receiver
+from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 from vaultd.db import Db
 from vaultd.timefmt import utcnow
 

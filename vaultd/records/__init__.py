@@ -132,8 +132,7 @@ class FileDoc(TypedDict):
     linkSeq: NotRequired[int]  # the last number given to a link (services.links.link_numbers)
     linkSeqFloor: NotRequired[int]  # the lowest (links numbered at start-up count down from 0)
     linkTotal: NotRequired[int]  # its link records: the links listing's total
-    # The instance cleaning up after its deletion (recovery takes it over when it dies).
-    deleteOwner: NotRequired[str]
+    deleteOwner: NotRequired[str]  # the instance cleaning up after its deletion, till it dies
 
 
 class LinkDoc(TypedDict):
