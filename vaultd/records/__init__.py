@@ -125,9 +125,8 @@ class FileDoc(TypedDict):
     # Raised by each revoke-all; links of an older one are revoked (accounts.link_generations).
     linkGeneration: NotRequired[int]
     seq: NotRequired[int]  # its number in the account, newest highest (services.common.numbered)
-    # The time the last full page of its log spanned, in seconds, by action ("all": any), the
-    # first window of the next read in any process (services.common.access_log).
-    logSpans: NotRequired[dict[str, float]]
+    # Seconds the last full page of its log spanned, by action ("all": any): the next read's
+    logSpans: NotRequired[dict[str, float]]  # first window, in any process (common.access_log)
     linkRevokes: NotRequired[dict[str, LinkRevokeDoc]]  # revoke-alls not yet written on links
     linkSeq: NotRequired[int]  # the last number given to a link (services.links.link_numbers)
     linkSeqFloor: NotRequired[int]  # the lowest (links numbered at start-up count down from 0)
