@@ -223,6 +223,7 @@ class AccessLogDoc(TypedDict):
     # Who did it, when an API key or a member's session did (not on a viewer's own actions):
     # stored, not in the spec's entry (services.common.acting).
     actor: NotRequired[dict[str, str]]
+    fenced: NotRequired[bool]  # written through services.common.log_fence: not in the entry
 
 
 RoomItemType = Literal["folder", "file"]

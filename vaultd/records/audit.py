@@ -105,3 +105,4 @@ class ActivitySourceDoc(TypedDict):
     target: NotRequired[Any]
     detail: NotRequired[Any]
     ip: NotRequired[str | None]
+    fenced: NotRequired[bool]  # services.common.log_fence's mark: not part of the leaf

@@ -5,7 +5,9 @@ vaultd process holds the lease (`lease`), reads what arrived since its last roun
 
 1. reads each source (`access_log`, `activity`) by time from its cursor, and the ids of the
    `audit.late_arrival_seconds` behind it again (an entry stamped by a process's clock may land
-   after a later one), and drops what it already sequenced (kept in memory);
+   after a later one), and drops what it already sequenced (kept in memory); before that
+   last look, the collection's fence (`log_fence`) refuses entries stamped before its end,
+   so a writer that stalled past it stamps its entry again and it is read as new;
 2. claims the trees of the accounts it found for its lease epoch; where an earlier holder may
    have committed meanwhile (a tree claimed now, or after a failed round), looks the entries up
    in the blocks (`blocks`) and drops those already committed: nothing is sequenced twice;
@@ -37,6 +39,7 @@ from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle
 from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in, insert_fenced
 from vaultd.services.audit.keys import Signer
 from vaultd.services.audit.tree_store import node_id
+from vaultd.services.common import log_fence
 from vaultd.timefmt import utcnow
 
 log = logging.getLogger("vaultd.audit")
@@ -108,6 +111,7 @@ class Sequencer:
         now = utcnow()
         late = timedelta(seconds=self.config.late_arrival_seconds)
         found: list[NewEntry] = []
+        fences = await log_fence.horizons(self.db, [collection for _, collection in SOURCES])
         for kind, collection in SOURCES:
             cursor, stretch = cursors.get(kind), None
             if cursor is not None:
@@ -115,6 +119,8 @@ class Sequencer:
                 # ever lands in time; only below the cursor (what is above is read anyway).
                 looked = cursors.get(kind + LOOKED, cursor - late)
                 cursors[kind + LOOKED] = max(looked, min(cursor, now - late))
+                looked = await self._fence(collection, fences.get(collection), looked,
+                                           cursors[kind + LOOKED])
                 # After a take-over or a failed round, `seen` lacks what was committed: the
                 # whole window below the cursor is read, and looked up (`_trees`), once.
                 stretch = (looked, cursor if self.dirty else cursors[kind + LOOKED])
@@ -129,6 +135,21 @@ class Sequencer:
         looked_up_to = [at for name, at in cursors.items() if name.endswith(LOOKED)]
         self._forget_before(min(looked_up_to, default=now - late))
         return sorted(found, key=lambda entry: (entry.at, entry.key))
+
+    async def _fence(self, collection: str, fenced: datetime | None, looked: datetime,
+                     horizon: datetime) -> datetime:
+        """Refuses entries stamped before `horizon` (log_fence) before the stretch up to it is
+        read a last time: one that has not landed by now is stamped again, ahead of it, and
+        read as new. Where the collection's fence stands below where this holder's last look
+        ended (a holder that lost the lease set it since), entries may have landed behind the
+        look: the stretch is read again from the fence, and looked up as after a take-over.
+        Where the stretch starts."""
+        if fenced is None or fenced < horizon:
+            await log_fence.raise_horizon(self.db, collection, horizon)
+        if fenced is not None and fenced < looked:
+            self.dirty = True
+            return fenced
+        return looked
 
     async def _arrived(self, collection: str, kind: SourceKind, cursor: datetime | None,
                        stretch: tuple[datetime, datetime] | None) -> AsyncIterator[Any]:
