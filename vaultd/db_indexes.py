@@ -118,6 +118,8 @@ async def _audit_indexes(db: Db) -> None:
     # Which index an entry has (its proof by id, the sequencer's check after a take-over).
     await db.audit_pieces.create_index([("keys", ASCENDING)])
     await db.audit_checkpoints.create_index([("accountId", ASCENDING), ("size", ASCENDING)])
+    # The checkpoints still to be copied to the Object Lock bucket (services.audit.lock_copy).
+    await db.audit_checkpoints.create_index([("copyPending", ASCENDING)], sparse=True)
 
 
 async def _member_indexes(db: Db) -> None:

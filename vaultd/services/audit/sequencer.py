@@ -38,6 +38,7 @@ from vaultd.records.audit import AuditNodeDoc, AuditTreeDoc, SourceKind
 from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle
 from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in, insert_fenced
 from vaultd.services.audit.keys import Signer
+from vaultd.services.audit.lock_copy import LockCopier
 from vaultd.services.audit.tree_store import node_id
 from vaultd.services.common import log_fence
 from vaultd.timefmt import utcnow
@@ -60,6 +61,7 @@ class SequencerConfig:
     checkpoint_every_entries: int
     checkpoint_every_seconds: float
     origin: str
+    copy_checkpoints: bool = False  # each marked for the locked copy in S3 (lock_copy)
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class Sequencer:
     # After a take-over or a failed round, what was committed may not be in `seen`: the next
     # round looks every entry it found up in the blocks before it writes.
     dirty: bool = True
+    copier: LockCopier | None = None  # the checkpoints' locked copy, its own task
     _task: asyncio.Task[None] | None = None
 
     async def round(self) -> int:
@@ -276,11 +279,14 @@ class Sequencer:
                 self.pending.discard(account_id)
             elif checkpoints.due(tree, self.config.checkpoint_every_entries,
                                  self.config.checkpoint_every_seconds, now):
-                await checkpoints.make(self.db, tree, signer, self.config.origin)
+                await checkpoints.make(self.db, tree, signer, self.config.origin,
+                                       copy=self.config.copy_checkpoints)
                 self.pending.discard(account_id)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
+        if self.copier is not None:
+            self.copier.start()
 
     async def _run(self) -> None:
         while True:
@@ -293,6 +299,8 @@ class Sequencer:
             await asyncio.sleep(self.config.merge_delay_seconds)
 
     async def stop(self) -> None:
+        if self.copier is not None:
+            await self.copier.stop()
         if self._task is None:
             return
         self._task.cancel()
