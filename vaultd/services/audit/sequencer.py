@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 
 from vaultd.db import Db
@@ -242,22 +243,28 @@ class Sequencer:
                 if isinstance(outcome, BaseException):
                     raise outcome
         self.dirty = False
+        if plans:
+            await self._commit(plans)
         for plan in plans:
-            await self._commit(plan)
             for entry in plan.batch:
                 self.seen[entry.key] = entry.at
         return sum(len(plan.batch) for plan in plans)
 
-    async def _commit(self, plan: Plan) -> None:
-        account_id, size = plan.tree["_id"], plan.tree["size"]
-        committed = await self.db.audit_trees.update_one(
-            {"_id": account_id, "size": size, "epoch": self.epoch},
-            {"$set": {"size": size + len(plan.batch), "root": merkle.frontier_root(plan.frontier),
+    async def _commit(self, plans: list[Plan]) -> None:
+        """Every account's new size, root and compact range, each conditional on the size it
+        started from and the epoch, in one command (one round trip, not one per account).
+        Each statement stands alone: where any missed, some may have landed, so the round
+        ends as failed and the next one looks its entries up (`dirty`)."""
+        self.pending.update(plan.tree["_id"] for plan in plans)  # checked before signing
+        committed = await self.db.audit_trees.bulk_write([UpdateOne(
+            {"_id": plan.tree["_id"], "size": plan.tree["size"], "epoch": self.epoch},
+            {"$set": {"size": plan.tree["size"] + len(plan.batch),
+                      "root": merkle.frontier_root(plan.frontier),
                       "frontier": [[level, digest] for level, digest in plan.frontier],
                       "pieces": blocks.starts_after(plan.tree, plan.pieces)}})
-        if committed.modified_count != 1:
-            raise LeaseLost(account_id)
-        self.pending.add(account_id)
+            for plan in plans], ordered=False)
+        if committed.modified_count != len(plans):
+            raise LeaseLost(f"{len(plans) - committed.modified_count} of {len(plans)} trees")
 
     async def _write_nodes(self, closed: list[tuple[str, int, int, bytes]]) -> None:
         if not closed:
@@ -273,8 +280,10 @@ class Sequencer:
         if not self.pending:
             return
         now, signer = utcnow(), await self.signer()
+        trees = {doc["_id"]: doc async for doc in find_in(self.db.audit_trees,
+                                                          sorted(self.pending))}
         for account_id in sorted(self.pending):
-            tree = await self.db.audit_trees.find_one({"_id": account_id})
+            tree = trees.get(account_id)
             if tree is None or tree["size"] <= tree["checkpointSize"]:
                 self.pending.discard(account_id)
             elif checkpoints.due(tree, self.config.checkpoint_every_entries,
