@@ -1,7 +1,8 @@
 """The locked copy of each signed checkpoint (services.audit.lock_copy) in a real moto S3
 server, with a real sequencer on the real embedded database: each checkpoint lands in the bucket
 byte for byte, under Object Lock with its mode and retain-until date, and deleting it (the
-operator covering a fork) is refused; a bucket that fails is retried and logged while
+operator covering a fork) is refused; a vaultd with `audit.copy_*` set copies its
+checkpoints (storage stays local); a bucket that fails is retried and logged while
 sequencing and signing go on, and the waiting checkpoints are copied once it works."""
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from tests.audit_helpers import checkpoint_of, record_entries
 from tests.embedded_database import running_database, vault_db
-from tests.moto_server import REGION, MotoServer
-from tests.waiting import wait_until_async
+from tests.moto_server import AWS_ENV, REGION, SECRET_ACCESS_KEY, MotoServer
+from tests.vault_process import VaultProcess, assert_no_secrets_in_log
+from tests.waiting import wait_until, wait_until_async
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
 from vaultd.services.audit.keys import current_signer
@@ -136,3 +139,32 @@ async def test_a_failing_bucket_is_retried_and_logged_and_never_holds_up_sequenc
     head = s3.head_object(Bucket=bucket, Key=object_key(PREFIX, "other", 5))
     assert head["ObjectLockMode"] == "GOVERNANCE"
     assert "vaultd-test-secret" not in caplog.text  # the credentials never reach the log
+
+
+def test_a_vaultd_with_the_copy_set_writes_its_checkpoints_to_the_bucket(
+        moto: MotoServer, s3: Any, tmp_path: Path) -> None:
+    bucket = locked_bucket(s3)
+    env = {**AWS_ENV, "VAULTD_S3_ENDPOINT_URL": moto.endpoint, "VAULTD_S3_REGION": REGION,
+           "VAULTD_S3_ADDRESSING_STYLE": "path", "VAULTD_AUDIT_COPY_BUCKET": bucket,
+           "VAULTD_AUDIT_COPY_PREFIX": PREFIX, "VAULTD_AUDIT_COPY_RETENTION_DAYS": "2",
+           "VAULTD_AUDIT_MERGE_DELAY_SECONDS": "0.1", "VAULTD_RENDER_WORKERS": "1"}
+    server = VaultProcess(tmp_path / "data", env=env).start()
+    try:
+        account_id, key = server.new_account("Witnessed")
+        record_entries(server, account_id, 7)
+        with server.client(key) as api:
+            checkpoint = checkpoint_of(api, 7)
+        wanted = object_key(PREFIX, account_id, checkpoint["treeSize"])
+
+        def landed() -> dict[str, Any] | None:
+            listed = s3.list_objects_v2(Bucket=bucket, Prefix=PREFIX).get("Contents", [])
+            if wanted not in {item["Key"] for item in listed}:
+                return None
+            return dict(s3.get_object(Bucket=bucket, Key=wanted))
+        stored = wait_until(landed, timeout=60, what="the checkpoint's copy in the bucket")
+        assert stored["Body"].read().decode() == checkpoint["checkpoint"]
+        assert stored["ObjectLockMode"] == "COMPLIANCE"  # the default mode
+    finally:
+        server.stop()
+    server.secrets.append(SECRET_ACCESS_KEY)
+    assert_no_secrets_in_log(server)
