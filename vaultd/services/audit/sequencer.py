@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pymongo import UpdateOne
-from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
 
 from vaultd.db import Db
 from vaultd.records.audit import AuditNodeDoc, AuditTreeDoc, SourceKind
@@ -46,6 +46,7 @@ from vaultd.timefmt import utcnow
 
 log = logging.getLogger("vaultd.audit")
 DUPLICATE_KEY = 11000
+UNAUTHORIZED = 13
 SOURCES: tuple[tuple[SourceKind, str], ...] = (("access", "access_log"), ("activity", "activity"))
 LOOKED = ".looked"  # a cursor's companion: how far behind it the last look has reached
 
@@ -149,7 +150,16 @@ class Sequencer:
         look: the stretch is read again from the fence, and looked up as after a take-over.
         Where the stretch starts."""
         if fenced is None or fenced < horizon:
-            await log_fence.raise_horizon(self.db, collection, horizon)
+            try:
+                await log_fence.raise_horizon(self.db, collection, horizon)
+            except OperationFailure as error:
+                if error.code != UNAUTHORIZED:
+                    raise
+                # A database user without `collMod` (MongoDB's readWrite role): sequencing goes
+                # on as without the fence, and the operator is told what that risks.
+                log.warning("audit log fence on %s not set (the database user may not run "
+                            "collMod): an entry landing after its last look is not sequenced",
+                            collection)
         if fenced is not None and fenced < looked:
             self.dirty = True
             return fenced
