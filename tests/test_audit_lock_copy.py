@@ -147,7 +147,9 @@ def test_a_vaultd_with_the_copy_set_writes_its_checkpoints_to_the_bucket(
     env = {**AWS_ENV, "VAULTD_S3_ENDPOINT_URL": moto.endpoint, "VAULTD_S3_REGION": REGION,
            "VAULTD_S3_ADDRESSING_STYLE": "path", "VAULTD_AUDIT_COPY_BUCKET": bucket,
            "VAULTD_AUDIT_COPY_PREFIX": PREFIX, "VAULTD_AUDIT_COPY_RETENTION_DAYS": "2",
-           "VAULTD_AUDIT_MERGE_DELAY_SECONDS": "0.1", "VAULTD_RENDER_WORKERS": "1"}
+           "VAULTD_AUDIT_MERGE_DELAY_SECONDS": "0.1",
+           "VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS": "0.2",  # the 7 may take several rounds
+           "VAULTD_RENDER_WORKERS": "1"}
     server = VaultProcess(tmp_path / "data", env=env).start()
     try:
         account_id, key = server.new_account("Witnessed")
