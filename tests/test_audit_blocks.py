@@ -112,8 +112,8 @@ class StoppedBeforeCommit(Exception):
 class Stopped(Sequencer):
     """A holder that dies after its writes, before its commit (as a SIGKILL there would)."""
 
-    async def _commit(self, plan: Plan) -> None:
-        raise StoppedBeforeCommit(plan.tree["_id"])
+    async def _commit(self, plans: list[Plan]) -> None:
+        raise StoppedBeforeCommit(plans[0].tree["_id"])
 
 
 async def test_a_round_stopped_before_its_commit_leaves_nothing_its_successor_keeps(

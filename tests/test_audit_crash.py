@@ -1,7 +1,7 @@
 """The sequencer under SIGKILL: two vaultd processes on one database, entries written without a
 pause, one process or the other killed at random moments and restarted. Afterwards every entry
 has exactly one index, the indexes run 0..n-1 without a gap, an index once committed never
-changed, and the export verifies.
+changed, and the export verifies; entries whose writer stalled past their last look among them.
 
 The seed is printed (`-s` shows it); `CRASH_SEED=<n>` replays a run's choices.
 """
@@ -14,7 +14,9 @@ import random
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,8 @@ from vaultd.db import Db, connect
 from vaultd.db_indexes import ensure_indexes
 from vaultd.services.accounts import accounts, api_keys
 from vaultd.services.audit.blocks import BLOCK_SIZE
-from vaultd.services.common import access_log
+from vaultd.services.common import access_log, log_fence
+from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # kills and restarts its own vaultd processes
 
@@ -39,32 +42,50 @@ ENV = {"VAULTD_AUDIT_MERGE_DELAY_SECONDS": "0.05", "VAULTD_AUDIT_LEASE_SECONDS":
        "VAULTD_AUDIT_CHECKPOINT_EVERY_ENTRIES": "50",
        "VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS": "0.2",
        "VAULTD_RENDER_WORKERS": "1"}
+STALL = 6.0  # past audit.late_arrival_seconds (5 s by default): the entry lands after its look
 
 
 class Writer(threading.Thread):
-    """Writes access-log entries as vaultd does, for two accounts, until stopped."""
+    """Writes access-log entries as vaultd does, for two accounts, until stopped; and about
+    once a second one whose writer stalls between stamping it and inserting it for longer
+    than `audit.late_arrival_seconds`, so that it lands after its last look."""
 
     def __init__(self, uri: str, account_ids: list[str], rng: random.Random) -> None:
         super().__init__(daemon=True)
         self.uri, self.account_ids, self.rng = uri, account_ids, rng
         self.written: dict[str, list[str]] = {account: [] for account in account_ids}
+        self.stamped: dict[str, datetime] = {}  # the stalled entries: their first stamps
         self.halt = threading.Event()
+        self.began = time.monotonic()
 
     def run(self) -> None:
         asyncio.run(self._write())
 
     async def _write(self) -> None:
         db = connect(self.uri, "vaultd")
+        stalls: list[asyncio.Task[None]] = []
         try:
             while not self.halt.is_set():
                 account = self.rng.choice(self.account_ids)
+                if len(stalls) < time.monotonic() - self.began:
+                    stalls.append(asyncio.create_task(self._stalled(db, account)))
                 for _ in range(self.rng.randint(1, 40)):
                     entry = await access_log.record(db, account, "file-1", "page", page=1,
                                                     viewer_email="w@client.example")
                     self.written[account].append(entry)
                 await asyncio.sleep(self.rng.random() * 0.02)  # pacing, not a wait
+            await asyncio.gather(*stalls)
         finally:
             await db.close()
+
+    async def _stalled(self, db: Db, account: str) -> None:
+        entry = {"_id": str(uuid.uuid4()), "accountId": account, "fileId": "file-1",
+                 "action": "page", "page": 2, "viewerEmail": "stalled@client.example",
+                 "at": utcnow()}  # stamped as access_log.record stamps it
+        await asyncio.sleep(STALL)  # the stall itself (a paused process), not a wait
+        await log_fence.insert(db, "access_log", entry)
+        self.written[account].append(entry["_id"])
+        self.stamped[entry["_id"]] = entry["at"]
 
 
 def run(uri: str, work: Any) -> Any:
@@ -139,6 +160,10 @@ def test_killed_sequencers_leave_no_gap_duplicate_or_reorder(
             exported = {item["id"]: item["index"] for item in export["entries"]}
             assert sorted(exported) == sorted(writer.written[account])  # each once, none lost
             assert sorted(exported.values()) == list(range(count))  # no gap, no repeat
+        async def restamped(db: Db) -> int:  # refused by the fence and stamped again
+            return sum([doc["at"] > writer.stamped[doc["_id"]] async for doc in
+                        db.access_log.find({"_id": {"$in": list(writer.stamped)}})])
+        assert writer.stamped and run(database.uri, restamped) > 0
         final = run(database.uri, committed)
         for snapshot in snapshots:  # an index once committed never moved
             assert {key: final[key] for key in snapshot} == snapshot

@@ -47,6 +47,7 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('api_keys (accountId, revokedAt)', '{}'),
     ('api_keys (hash)', '{"unique": true}'),
     ('audit_checkpoints (accountId, size)', '{}'),
+    ('audit_checkpoints (copyPending)', '{"sparse": true}'),
     ('audit_pieces (keys)', '{}'),
     ('files (_id, accountId, state)', '{}'),
     ('files (_id, linkCount.sweptAt)', '{}'),

@@ -32,6 +32,7 @@ from vaultd.metrics.render_pool import PoolMetrics
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services.analytics import engagement
 from vaultd.services.audit.keys import current_signer
+from vaultd.services.audit.lock_copy import CopyConfig, LockCopier
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common import background
 from vaultd.services.common.fair_share import FairShare
@@ -312,9 +313,15 @@ def start_audit_sequencer(settings: Settings, db: Db, keyrings: KeyringSource,
     config = SequencerConfig(settings.audit_merge_delay_seconds,
                              settings.audit_late_arrival_seconds, settings.audit_lease_seconds,
                              settings.audit_checkpoint_every_entries,
-                             settings.audit_checkpoint_every_seconds, settings.audit_origin)
+                             settings.audit_checkpoint_every_seconds, settings.audit_origin,
+                             bool(settings.audit_copy_bucket))
     sequencer = Sequencer(db, lambda: current_signer(db, keyrings.current(), settings.audit_origin),
                           config, instance_id)
+    if settings.audit_copy_bucket:
+        sequencer.copier = LockCopier(db, CopyConfig(
+            settings.audit_copy_bucket, settings.audit_copy_prefix, settings.audit_copy_lock_mode,
+            settings.audit_copy_retention_days, settings.storage_s3_region,
+            settings.storage_s3_endpoint_url, settings.storage_s3_addressing_style), instance_id)
     sequencer.start()
     return sequencer
 

@@ -224,9 +224,9 @@ class AccessLogDoc(TypedDict):
     renderId: NotRequired[str]  # page entries: the served page's forensic id (render.forensic)
     detail: NotRequired[dict[str, Any]]  # verify / agreement entries: what happened (gates)
     roomId: NotRequired[str]  # entries of a room's reads (`room.view`, its pages)
-    # Who did it, when an API key or a member's session did (not on a viewer's own actions):
-    # stored, not in the spec's entry (services.common.acting).
+    # Who did it, when a key or a member's session did: not in the spec's entry (common.acting)
     actor: NotRequired[dict[str, str]]
+    fenced: NotRequired[bool]  # written through services.common.log_fence: not in the entry
 
 
 RoomItemType = Literal["folder", "file"]

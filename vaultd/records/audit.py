@@ -54,6 +54,8 @@ class AuditCheckpointDoc(TypedDict):
     note: str  # the C2SP signed note, as published
     keyId: str
     at: datetime
+    copyPending: NotRequired[bool]  # to be copied to the Object Lock bucket (lock_copy)
+    copiedAt: NotRequired[datetime]
 
 
 class AuditTreeDoc(TypedDict):
@@ -105,3 +107,4 @@ class ActivitySourceDoc(TypedDict):
     target: NotRequired[Any]
     detail: NotRequired[Any]
     ip: NotRequired[str | None]
+    fenced: NotRequired[bool]  # services.common.log_fence's mark: not part of the leaf

@@ -105,3 +105,4 @@ class ActivityDoc(TypedDict):
     target: NotRequired[str]  # what was acted on: a member's email, a key's or endpoint's id
     detail: NotRequired[dict[str, str]]  # a few short values (the new role, the key's name)
     ip: NotRequired[str]
+    fenced: NotRequired[bool]  # written through services.common.log_fence: not in the entry

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vaultd.settings.declare import setting
-from vaultd.settings.parsers import boolean, integer, number, text
+from vaultd.settings.parsers import boolean, choice, integer, number, text
 
 
 @dataclass(frozen=True)
@@ -37,3 +37,19 @@ class AuditSettings:
         "audit.enabled", boolean, True, "VAULTD_AUDIT_ENABLED",
         "Whether this process runs the audit log's sequencer (off: it neither sequences nor "
         "signs; the routes still serve the tree other processes extend).")
+    audit_copy_bucket: str = setting(
+        "audit.copy_bucket", text, "", "VAULTD_AUDIT_COPY_BUCKET",
+        "An S3 bucket with Object Lock on, where each signed checkpoint is also written, locked "
+        "(empty: no copy). Reached with storage.s3's endpoint, region and addressing style.")
+    audit_copy_prefix: str = setting(
+        "audit.copy_prefix", text, "audit-checkpoints/", "VAULTD_AUDIT_COPY_PREFIX",
+        "Key prefix of the checkpoint copies (`<prefix><account id>/<size>.checkpoint`).")
+    audit_copy_lock_mode: str = setting(
+        "audit.copy_lock_mode", choice("COMPLIANCE", "GOVERNANCE"), "COMPLIANCE",
+        "VAULTD_AUDIT_COPY_LOCK_MODE",
+        "The copies' Object Lock mode: COMPLIANCE (no one, the root account included, can "
+        "delete a copy before its date) or GOVERNANCE (a holder of s3:BypassGovernanceRetention "
+        "can).")
+    audit_copy_retention_days: int = setting(
+        "audit.copy_retention_days", integer(1, 36500), 400, "VAULTD_AUDIT_COPY_RETENTION_DAYS",
+        "How long each copy is locked, from its checkpoint's time.")

@@ -41,13 +41,17 @@ def due(tree: AuditTreeDoc, every_entries: int, every_seconds: float, now: datet
             or now - last >= timedelta(seconds=every_seconds))
 
 
-async def make(db: Db, tree: AuditTreeDoc, signer: Signer, prefix: str) -> AuditCheckpointDoc:
-    """Signs, stores and announces the checkpoint of `tree` as committed."""
+async def make(db: Db, tree: AuditTreeDoc, signer: Signer, prefix: str, *,
+               copy: bool = False) -> AuditCheckpointDoc:
+    """Signs, stores and announces the checkpoint of `tree` as committed; `copy`: marked for
+    the locked copy in S3 (lock_copy), in the same insert."""
     account_id, size = tree["_id"], tree["size"]
     body = notes.checkpoint_body(origin_of(prefix, account_id), size, bytes(tree["root"]))
     doc: AuditCheckpointDoc = {"_id": f"{account_id}/{size}", "accountId": account_id,
                                "size": size, "note": signer.sign(body), "keyId": signer.key_id,
                                "at": utcnow()}
+    if copy:
+        doc["copyPending"] = True
     try:
         await db.audit_checkpoints.insert_one(doc)
     except DuplicateKeyError:  # made before a crash: that one is the checkpoint

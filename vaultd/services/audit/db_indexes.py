@@ -13,4 +13,6 @@ INDEXES: tuple[Index, ...] = (
     # Which index an entry has (its proof by id, the sequencer's check after a take-over).
     index("audit_pieces", "keys"),
     index("audit_checkpoints", "accountId", "size"),
+    # The checkpoints still to be copied to the Object Lock bucket (services.audit.lock_copy).
+    index("audit_checkpoints", "copyPending", sparse=True),
 )

@@ -48,6 +48,12 @@ async def save_cursors(db: Db, holder: str, epoch: int, cursors: dict[str, datet
     return result.matched_count == 1
 
 
+async def holds(db: Db, holder: str) -> bool:
+    """Whether `holder` holds the lease now (work only the holder does checks it first)."""
+    doc = await db.audit_sequencer.find_one({"_id": LEASE_ID}, {"holder": 1, "until": 1})
+    return doc is not None and doc["holder"] == holder and doc["until"] > utcnow()
+
+
 async def release(db: Db, holder: str) -> None:
     """Lets another process take over at once (a graceful stop)."""
     await db.audit_sequencer.update_one({"_id": LEASE_ID, "holder": holder},

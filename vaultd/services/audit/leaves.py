@@ -7,8 +7,8 @@ character escaped (`\\uXXXX`), integers only:
 
 `entry` is what the source record says, times as ISO 8601 UTC with milliseconds and `Z`:
 for `access`, the fields of the access log as the API shows them (`access_log.entry_json`);
-for `activity`, the activity record without `_id` and `accountId`. Any verifier re-encodes an
-exported entry the same way, so one changed byte changes the leaf hash.
+for `activity`, the activity record without `_id`, `accountId` and the log fence's mark. Any
+verifier re-encodes an exported entry the same way, so one changed byte changes the leaf hash.
 """
 
 from __future__ import annotations
@@ -19,10 +19,14 @@ from typing import Any
 
 from vaultd.records import AccessLogDoc
 from vaultd.records.audit import ActivitySourceDoc, SourceKind
+from vaultd.services.common import log_fence
 from vaultd.services.common.access_log import entry_json
 from vaultd.timefmt import iso_utc
 
 VERSION = 1
+# An activity leaf holds the event as recorded, but for these: its id and account are the
+# leaf's own fields, and the log fence's mark is storage, not the event.
+NOT_IN_ENTRY = ("_id", "accountId", log_fence.FENCED)
 
 
 def plain(value: Any) -> Any:
@@ -41,7 +45,7 @@ def access_entry(doc: AccessLogDoc) -> dict[str, Any]:
 
 
 def activity_entry(doc: ActivitySourceDoc) -> dict[str, Any]:
-    rest = {key: value for key, value in doc.items() if key not in ("_id", "accountId")}
+    rest = {key: value for key, value in doc.items() if key not in NOT_IN_ENTRY}
     return plain(rest)  # type: ignore[no-any-return]
 
 

@@ -5,7 +5,9 @@ vaultd process holds the lease (`lease`), reads what arrived since its last roun
 
 1. reads each source (`access_log`, `activity`) by time from its cursor, and the ids of the
    `audit.late_arrival_seconds` behind it again (an entry stamped by a process's clock may land
-   after a later one), and drops what it already sequenced (kept in memory);
+   after a later one), and drops what it already sequenced (kept in memory); before that
+   last look, the collection's fence (`log_fence`) refuses entries stamped before its end,
+   so a writer that stalled past it stamps its entry again and it is read as new;
 2. claims the trees of the accounts it found for its lease epoch; where an earlier holder may
    have committed meanwhile (a tree claimed now, or after a failed round), looks the entries up
    in the blocks (`blocks`) and drops those already committed: nothing is sequenced twice;
@@ -29,18 +31,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
+from pymongo import UpdateOne
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
 
 from vaultd.db import Db
 from vaultd.records.audit import AuditNodeDoc, AuditTreeDoc, SourceKind
 from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle
 from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in, insert_fenced
 from vaultd.services.audit.keys import Signer
+from vaultd.services.audit.lock_copy import LockCopier
 from vaultd.services.audit.tree_store import node_id
+from vaultd.services.common import log_fence
 from vaultd.timefmt import utcnow
 
 log = logging.getLogger("vaultd.audit")
 DUPLICATE_KEY = 11000
+UNAUTHORIZED = 13
 SOURCES: tuple[tuple[SourceKind, str], ...] = (("access", "access_log"), ("activity", "activity"))
 LOOKED = ".looked"  # a cursor's companion: how far behind it the last look has reached
 
@@ -57,6 +63,7 @@ class SequencerConfig:
     checkpoint_every_entries: int
     checkpoint_every_seconds: float
     origin: str
+    copy_checkpoints: bool = False  # each marked for the locked copy in S3 (lock_copy)
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,7 @@ class Sequencer:
     # After a take-over or a failed round, what was committed may not be in `seen`: the next
     # round looks every entry it found up in the blocks before it writes.
     dirty: bool = True
+    copier: LockCopier | None = None  # the checkpoints' locked copy, its own task
     _task: asyncio.Task[None] | None = None
 
     async def round(self) -> int:
@@ -108,6 +116,7 @@ class Sequencer:
         now = utcnow()
         late = timedelta(seconds=self.config.late_arrival_seconds)
         found: list[NewEntry] = []
+        fences = await log_fence.horizons(self.db, [collection for _, collection in SOURCES])
         for kind, collection in SOURCES:
             cursor, stretch = cursors.get(kind), None
             if cursor is not None:
@@ -115,6 +124,8 @@ class Sequencer:
                 # ever lands in time; only below the cursor (what is above is read anyway).
                 looked = cursors.get(kind + LOOKED, cursor - late)
                 cursors[kind + LOOKED] = max(looked, min(cursor, now - late))
+                looked = await self._fence(collection, fences.get(collection), looked,
+                                           cursors[kind + LOOKED])
                 # After a take-over or a failed round, `seen` lacks what was committed: the
                 # whole window below the cursor is read, and looked up (`_trees`), once.
                 stretch = (looked, cursor if self.dirty else cursors[kind + LOOKED])
@@ -129,6 +140,30 @@ class Sequencer:
         looked_up_to = [at for name, at in cursors.items() if name.endswith(LOOKED)]
         self._forget_before(min(looked_up_to, default=now - late))
         return sorted(found, key=lambda entry: (entry.at, entry.key))
+
+    async def _fence(self, collection: str, fenced: datetime | None, looked: datetime,
+                     horizon: datetime) -> datetime:
+        """Refuses entries stamped before `horizon` (log_fence) before the stretch up to it is
+        read a last time: one that has not landed by now is stamped again, ahead of it, and
+        read as new. Where the collection's fence stands below where this holder's last look
+        ended (a holder that lost the lease set it since), entries may have landed behind the
+        look: the stretch is read again from the fence, and looked up as after a take-over.
+        Where the stretch starts."""
+        if fenced is None or fenced < horizon:
+            try:
+                await log_fence.raise_horizon(self.db, collection, horizon)
+            except OperationFailure as error:
+                if error.code != UNAUTHORIZED:
+                    raise
+                # A database user without `collMod` (MongoDB's readWrite role): sequencing goes
+                # on as without the fence, and the operator is told what that risks.
+                log.warning("audit log fence on %s not set (the database user may not run "
+                            "collMod): an entry landing after its last look is not sequenced",
+                            collection)
+        if fenced is not None and fenced < looked:
+            self.dirty = True
+            return fenced
+        return looked
 
     async def _arrived(self, collection: str, kind: SourceKind, cursor: datetime | None,
                        stretch: tuple[datetime, datetime] | None) -> AsyncIterator[Any]:
@@ -218,22 +253,28 @@ class Sequencer:
                 if isinstance(outcome, BaseException):
                     raise outcome
         self.dirty = False
+        if plans:
+            await self._commit(plans)
         for plan in plans:
-            await self._commit(plan)
             for entry in plan.batch:
                 self.seen[entry.key] = entry.at
         return sum(len(plan.batch) for plan in plans)
 
-    async def _commit(self, plan: Plan) -> None:
-        account_id, size = plan.tree["_id"], plan.tree["size"]
-        committed = await self.db.audit_trees.update_one(
-            {"_id": account_id, "size": size, "epoch": self.epoch},
-            {"$set": {"size": size + len(plan.batch), "root": merkle.frontier_root(plan.frontier),
+    async def _commit(self, plans: list[Plan]) -> None:
+        """Every account's new size, root and compact range, each conditional on the size it
+        started from and the epoch, in one command (one round trip, not one per account).
+        Each statement stands alone: where any missed, some may have landed, so the round
+        ends as failed and the next one looks its entries up (`dirty`)."""
+        self.pending.update(plan.tree["_id"] for plan in plans)  # checked before signing
+        committed = await self.db.audit_trees.bulk_write([UpdateOne(
+            {"_id": plan.tree["_id"], "size": plan.tree["size"], "epoch": self.epoch},
+            {"$set": {"size": plan.tree["size"] + len(plan.batch),
+                      "root": merkle.frontier_root(plan.frontier),
                       "frontier": [[level, digest] for level, digest in plan.frontier],
                       "pieces": blocks.starts_after(plan.tree, plan.pieces)}})
-        if committed.modified_count != 1:
-            raise LeaseLost(account_id)
-        self.pending.add(account_id)
+            for plan in plans], ordered=False)
+        if committed.modified_count != len(plans):
+            raise LeaseLost(f"{len(plans) - committed.modified_count} of {len(plans)} trees")
 
     async def _write_nodes(self, closed: list[tuple[str, int, int, bytes]]) -> None:
         if not closed:
@@ -249,17 +290,22 @@ class Sequencer:
         if not self.pending:
             return
         now, signer = utcnow(), await self.signer()
+        trees = {doc["_id"]: doc async for doc in find_in(self.db.audit_trees,
+                                                          sorted(self.pending))}
         for account_id in sorted(self.pending):
-            tree = await self.db.audit_trees.find_one({"_id": account_id})
+            tree = trees.get(account_id)
             if tree is None or tree["size"] <= tree["checkpointSize"]:
                 self.pending.discard(account_id)
             elif checkpoints.due(tree, self.config.checkpoint_every_entries,
                                  self.config.checkpoint_every_seconds, now):
-                await checkpoints.make(self.db, tree, signer, self.config.origin)
+                await checkpoints.make(self.db, tree, signer, self.config.origin,
+                                       copy=self.config.copy_checkpoints)
                 self.pending.discard(account_id)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
+        if self.copier is not None:
+            self.copier.start()
 
     async def _run(self) -> None:
         while True:
@@ -272,6 +318,8 @@ class Sequencer:
             await asyncio.sleep(self.config.merge_delay_seconds)
 
     async def stop(self) -> None:
+        if self.copier is not None:
+            await self.copier.stop()
         if self._task is None:
             return
         self._task.cancel()

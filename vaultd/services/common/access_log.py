@@ -15,6 +15,7 @@ from typing import Any, get_args
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, Action
+from vaultd.services.common import log_fence
 from vaultd.services.common.acting import acting
 from vaultd.services.common.newest import FIRST_WINDOW, newest
 from vaultd.services.common.recent import RecentRecords
@@ -95,7 +96,7 @@ async def record(
     actor = acting()
     if actor is not None:
         entry["actor"] = actor  # stored for the account's console; entry_json leaves it out
-    await db.access_log.insert_one(entry)
+    await log_fence.insert(db, "access_log", entry)  # one command: see log_fence
     return entry["_id"]
 
 

@@ -21,6 +21,7 @@ from typing import Any, get_args
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest
 from vaultd.records.members import ActivityAction, ActivityDoc, ActorRecord
+from vaultd.services.common import log_fence
 from vaultd.services.common.access_log import valid_ip
 from vaultd.services.common.newest import newest
 from vaultd.services.members.actor import Actor
@@ -78,7 +79,7 @@ async def record_for(db: Db, account_id: str, actor: ActorRecord, action: str, *
     address = valid_ip(ip)
     if address is not None:
         entry["ip"] = address
-    await db.activity.insert_one(entry)
+    await log_fence.insert(db, "activity", entry)  # one command: see log_fence
 
 
 @dataclass(frozen=True)
