@@ -32,6 +32,10 @@ from vaultd.web.files import parse_action, parse_before, parse_bounded_int
 from vaultd.web.permissions import CHANGE, READ
 
 LINKS_PER_PAGE = 20
+# Access-log entries a page shows, "Older entries" reaching further: as many as the Activity
+# page's. The API's page is 200 (`access_log.LATEST`); read and drawn, 200 rows were most of
+# this page's time.
+LOG_ENTRIES = 50
 DEFAULT_EXPIRY_DAYS = 7
 PREVIEW_SECONDS = 900  # the member's own preview link: long enough to read, then gone
 
@@ -53,14 +57,15 @@ class FilePageBase(ConsolePage):
         entries = await access_log.latest_for_file(self.ctx.db, doc["_id"],
                                                    since=doc["createdAt"], before=before,
                                                    action=action,
-                                                   kept_spans=doc.get("logSpans", {}))
+                                                   kept_spans=doc.get("logSpans", {}),
+                                                   count=LOG_ENTRIES)
         values: dict[str, Any] = {
             "file": files.file_json(doc), "views": listing["views"],
             "links_total": listing["total"], "links_page": links_page,
             "links_pages": max(1, -(-listing["total"] // LINKS_PER_PAGE)),
             "chart": time_chart(time_pages), "time_pages": time_pages,
             "entries": entries, "action": action or "", "actions": sorted(access_log.ACTIONS),
-            "older": entries[-1]["at"] if len(entries) >= access_log.LATEST else None,
+            "older": entries[-1]["at"] if len(entries) >= LOG_ENTRIES else None,
             "share_gates": await console_share.offered(self.ctx.db, self.account,
                                                        mail_on=bool(self.ctx.settings.smtp_host)),
             "human_size": human_size, "human_time": human_time, "kinds": KIND_LABELS,

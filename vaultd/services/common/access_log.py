@@ -130,6 +130,7 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
 async def latest_for_file(
     db: Db, file_id: str, *, since: datetime, before: datetime | None = None,
     action: str | None = None, kept_spans: Mapping[str, float] | None = None,
+    count: int = LATEST,
 ) -> list[dict[str, Any]]:
     """The latest entries, newest first; `before` (exclusive) and `action` reach older ones.
 
@@ -141,7 +142,11 @@ async def latest_for_file(
 
     `kept_spans` is the file record's `logSpans` (read with it, so no round trip): the span of
     the last full page any process read, the first window when this process has none fresher.
-    None: the caller did not read them, and they are neither used nor written."""
+    None: the caller did not read them, and they are neither used nor written.
+
+    `count`: the entries a page holds (the API's LATEST; the console shows fewer). The spans
+    kept are those of LATEST entries, whatever the page that measured them: a page of `count`
+    starts with that span scaled to it, so pages of both sizes share one hint."""
     query: dict[str, Any] = {"fileId": file_id}
     if action is not None:
         query["action"] = action  # on the (fileId, action, at) index: a range as well
@@ -150,12 +155,13 @@ async def latest_for_file(
     span_key = action or "all"
     kept = (kept_spans or {}).get(span_key)
     span = PAGE_SPANS.fresh(hint_key) or (timedelta(seconds=kept) if kept else None)
-    page = await newest(db.access_log, query, "at", count=LATEST, before=before,
+    scale = count / LATEST
+    page = await newest(db.access_log, query, "at", count=count, before=before,
                         oldest=since - UPLOAD_SLACK, latest=top,
-                        first_window=span * HINT_AIM if span else FIRST_WINDOW)
+                        first_window=span * scale * HINT_AIM if span else FIRST_WINDOW)
     docs, following = page.docs, page.following
-    if len(docs) == LATEST:
-        spanned = top - docs[-1]["at"]
+    if len(docs) == count:
+        spanned = (top - docs[-1]["at"]) / scale
         PAGE_SPANS.keep(hint_key, spanned)
         if kept_spans is not None and _drifted(kept, spanned.total_seconds()):
             await db.files.update_one({"_id": file_id},
@@ -165,7 +171,7 @@ async def latest_for_file(
         # One millisecond's entries, on the index; the `_id` bound is applied here (a filter
         # field outside the index would make SecantusDB scan the whole log).
         tied = db.access_log.find({**query, "at": last["at"]}).sort("_id", -1)
-        docs += [doc async for doc in tied if doc["_id"] < last["_id"]][:LATEST]
+        docs += [doc async for doc in tied if doc["_id"] < last["_id"]][:count]
     return [entry_json(doc) for doc in docs]
 
 
