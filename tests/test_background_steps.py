@@ -7,7 +7,6 @@ alone. Against a real embedded SecantusDB, through the services."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,11 +14,10 @@ import pytest
 from pymongo import monitoring
 
 from backends.local import LocalBackend
+from tests import recorded_database
 from tests.db_reads import Query, examined
-from tests.embedded_database import recorded_db, running_database
 from tests.link_generation_helpers import account_with_file, live_by_truth, new_links
 from tests.scale_seed import seed_account
-from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
 from vaultd.records import LinkDoc
@@ -59,10 +57,8 @@ class WriteFilters(monitoring.CommandListener):
         pass
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path_factory.mktemp("steps") / "db") as running:
-        yield running
+# One embedded database for the module, its commands told to the module's own listener.
+server, db = recorded_database.server, recorded_database.db
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +67,8 @@ def writes() -> WriteFilters:
 
 
 @pytest.fixture(scope="module")
-async def db(server: embedded_db.EmbeddedServer, writes: WriteFilters) -> AsyncIterator[Db]:
-    async with recorded_db(server, writes) as database:
-        yield database
+def recorder(writes: WriteFilters) -> WriteFilters:
+    return writes  # what recorded_database's `db` listens through
 
 
 async def _most_examined_by_link_writes(db: Db, writes: WriteFilters) -> int:

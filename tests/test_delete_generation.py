@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from backends.local import LocalBackend
-from tests.embedded_database import recorded_db, running_database
+from tests import recorded_database
 from tests.link_generation_helpers import (
     CommandTally,
     account_with_file,
@@ -26,7 +25,6 @@ from tests.link_generation_helpers import (
     new_links,
 )
 from tests.scale_seed import Seeded, seed_account
-from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
 from vaultd.errors import NotFound
@@ -44,10 +42,8 @@ from vaultd.timefmt import utcnow
 pytestmark = pytest.mark.slow  # starts its own embedded database
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path_factory.mktemp("deletions") / "db") as running:
-        yield running
+# One embedded database for the module, its commands told to the module's own listener.
+server, db = recorded_database.server, recorded_database.db
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +52,8 @@ def tally() -> CommandTally:
 
 
 @pytest.fixture(scope="module")
-async def db(server: embedded_db.EmbeddedServer, tally: CommandTally) -> AsyncIterator[Db]:
-    async with recorded_db(server, tally) as database:
-        yield database
+def recorder(tally: CommandTally) -> CommandTally:
+    return tally  # what recorded_database's `db` listens through
 
 
 @pytest.fixture

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from tests.embedded_database import recorded_db, running_database
+from tests import recorded_database
 from tests.link_generation_helpers import (
     CommandTally,
     account_with_file,
@@ -23,7 +22,6 @@ from tests.link_generation_helpers import (
     new_links,
 )
 from tests.scale_seed import Seeded, seed_account
-from vaultd import embedded_db
 from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.secrets import digest
@@ -34,10 +32,8 @@ from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path_factory.mktemp("generations") / "db") as running:
-        yield running
+# One embedded database for the module, its commands told to the module's own listener.
+server, db = recorded_database.server, recorded_database.db
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +42,8 @@ def tally() -> CommandTally:
 
 
 @pytest.fixture(scope="module")
-async def db(server: embedded_db.EmbeddedServer, tally: CommandTally) -> AsyncIterator[Db]:
-    async with recorded_db(server, tally) as database:
-        yield database
+def recorder(tally: CommandTally) -> CommandTally:
+    return tally  # what recorded_database's `db` listens through
 
 
 async def _stored_counts(db: Db, account_id: str, file_id: str) -> tuple[int, int]:
