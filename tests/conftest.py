@@ -1,7 +1,8 @@
 """Shared fixtures: one real vaultd (embedded SecantusDB, local blobs, real render pool) per
 session, in the test process (`tests.inprocess`: no test of it signals or measures the server's
-process), a fresh account and key per test, and a check that no secret reached the server log;
-the session's Azurite and moto server for the modules that use them."""
+process), its database on the worker's shared server (`tests.worker_database`), a fresh account
+and key per test, and a check that no secret reached the server log; the session's Azurite and
+moto server for the modules that use them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.blob_helpers import encrypt, pattern
 from tests.inprocess import inprocess_vault
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
+from tests.worker_database import WORKER_DATABASE
 from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
 
 if TYPE_CHECKING:
@@ -30,6 +32,14 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
                          VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="16",
                          VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS="1") as server:
         yield server
+
+
+@pytest.fixture(scope="module", autouse=True)
+def worker_databases_dropped() -> Iterator[None]:
+    """The databases of the vaultd a module started on the worker's shared server
+    (tests.worker_database) go when the module is done: the server stays small."""
+    yield
+    WORKER_DATABASE.drop_released()
 
 
 @pytest.fixture
