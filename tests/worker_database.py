@@ -73,15 +73,18 @@ class WorkerDatabase:
             self.released.add(env[DATABASE])
 
     def drop_released(self) -> None:
-        if self.server is None or not self.released:
+        self.drop(*sorted(self.released))
+        self.released.clear()
+
+    def drop(self, *names: str) -> None:
+        if self.server is None or not names:
             return
         client: MongoClient[dict[str, Any]] = MongoClient(self.server.uri)
         try:
-            for name in sorted(self.released):
+            for name in names:
                 client.drop_database(name)
         finally:
             client.close()
-        self.released.clear()
 
     def stop(self) -> None:
         if self.server is not None:
