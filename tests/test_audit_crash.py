@@ -89,7 +89,7 @@ async def committed(db: Db) -> dict[str, int]:
 
 @pytest.fixture
 def database(tmp_path: Path) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(tmp_path / "db", own_server=True) as server:
+    with running_database(tmp_path / "db") as server:
         run(server.uri, ensure_indexes)
         yield server
 

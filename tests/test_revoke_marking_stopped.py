@@ -48,7 +48,7 @@ def test_a_revoke_alls_marking_cut_by_a_stop_is_finished_by_the_next_start(
                         {"fileId": seeded.busy_file, "action": "revoke"})}
 
         # Read while vaultd is down: its database started on its own.
-        with running_database(vault.data_dir / "db", own_server=True) as server:
+        with running_database(vault.data_dir / "db") as server:
             async def read_cut() -> dict[str, Any]:
                 async with vault_db(server) as db:
                     return await state(db)

@@ -42,7 +42,8 @@ def database_name(data_dir: Path) -> str:
 
 @dataclass
 class WorkerDatabase:
-    """The worker's server, started at first use and stopped when the process ends."""
+    """The worker's server, started at first use and stopped at the session's end
+    (`pytest_sessionfinish` in conftest.py; at exit otherwise)."""
 
     server: embedded_db.EmbeddedServer | None = None
     storage: Path | None = None
@@ -73,18 +74,15 @@ class WorkerDatabase:
             self.released.add(env[DATABASE])
 
     def drop_released(self) -> None:
-        self.drop(*sorted(self.released))
-        self.released.clear()
-
-    def drop(self, *names: str) -> None:
-        if self.server is None or not names:
+        if self.server is None or not self.released:
             return
         client: MongoClient[dict[str, Any]] = MongoClient(self.server.uri)
         try:
-            for name in names:
+            for name in sorted(self.released):
                 client.drop_database(name)
         finally:
             client.close()
+        self.released.clear()
 
     def stop(self) -> None:
         if self.server is not None:
