@@ -1,6 +1,6 @@
 """One embedded SecantusDB per test process (per pytest-xdist worker), shared by the vaultd that
-the test helpers start: the session's in-process vaultd and the module fixtures' vaultd
-processes (`tests.vault_process.running_vault`).
+the module fixtures start (`tests.vault_process.running_vault`, `tests.inprocess.inprocess_vault`;
+the session's vaultd keeps its own, see tests/conftest.py).
 
 A vaultd's own embedded database costs a start (about 4 s on a fresh data directory: a start
 without authentication to create its user, a clean stop, a start with it) and a clean stop
@@ -95,6 +95,3 @@ class WorkerDatabase:
 
 WORKER_DATABASE = WorkerDatabase()
 
-
-def uses_worker_database(env: dict[str, str]) -> bool:
-    return WORKER_DATABASE.server is not None and env.get(URI) == WORKER_DATABASE.server.uri
