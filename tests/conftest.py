@@ -1,7 +1,8 @@
 """Shared fixtures: one real vaultd (embedded SecantusDB, local blobs, real render pool) per
 session, in the test process (`tests.inprocess`: no test of it signals or measures the server's
 process), a fresh account and key per test, and a check that no secret reached the server log;
-the session's Azurite and moto server for the modules that use them."""
+the session's Azurite and moto server for the modules that use them; the worker's shared
+database server (`tests.worker_database`) emptied after each module and stopped at the end."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.blob_helpers import encrypt, pattern
 from tests.inprocess import inprocess_vault
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
+from tests.worker_database import WORKER_DATABASE
 from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
 
 if TYPE_CHECKING:
@@ -26,10 +28,28 @@ if TYPE_CHECKING:
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     # Tests of the quota under concurrency send more parallel uploads than the default cap; the
     # audit log signs a checkpoint a second after an entry, so its proofs are there to read.
-    with inprocess_vault(tmp_path_factory.mktemp("vault") / "data",
+    # Its own embedded database: started once per worker, it would otherwise share the worker's
+    # server with every module vaultd for the whole session, its background work (heartbeats,
+    # the sequencer's rounds, deliveries) queued with theirs on a server that runs one
+    # operation at a time (tests.worker_database).
+    with inprocess_vault(tmp_path_factory.mktemp("vault") / "data", own_database=True,
                          VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="16",
                          VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS="1") as server:
         yield server
+
+
+@pytest.fixture(scope="module", autouse=True)
+def worker_databases_dropped() -> Iterator[None]:
+    """The databases of the vaultd a module started on the worker's shared server
+    (tests.worker_database) go when the module is done: the server stays small."""
+    yield
+    WORKER_DATABASE.drop_released()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # After the session's fixtures (its vaultd) are torn down; an xdist worker may end without
+    # running atexit, and the server's directory is removed here.
+    WORKER_DATABASE.stop()
 
 
 @pytest.fixture

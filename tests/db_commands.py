@@ -9,21 +9,25 @@ server. The `top` command itself is counted nowhere (it names no collection).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo import MongoClient
 
 from vaultd.embedded_db import running_address
 
+if TYPE_CHECKING:
+    from tests.vault_process import VaultProcess
+
 KINDS = ("queries", "getmore", "insert", "update", "remove", "commands")
-DATABASE = "vaultd."
 
 
 class CommandCounter:
-    """`top` snapshots of a running vaultd's embedded database (its `<data_dir>/db`)."""
+    """`top` snapshots of a running vaultd's database: its embedded one (`<data_dir>/db`), or
+    its own database on the test worker's shared server (tests.worker_database)."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, database: str = "vaultd") -> None:
         self.client: MongoClient[dict[str, Any]] = MongoClient(uri)
+        self.database = database
 
     @classmethod
     def of(cls, storage: Any) -> CommandCounter:
@@ -31,14 +35,22 @@ class CommandCounter:
         assert uri, "vaultd's embedded database is not running"
         return cls(uri)
 
+    @classmethod
+    def of_vault(cls, vault: VaultProcess) -> CommandCounter:
+        uri = vault.env.get("VAULTD_MONGODB_URI")
+        if uri is None:
+            return cls.of(vault.data_dir / "db")
+        return cls(uri, vault.env.get("VAULTD_MONGODB_DATABASE", "vaultd"))
+
     def snapshot(self) -> Counter[str]:
         """Commands run so far, by "<collection> <kind>" (e.g. "links commands")."""
         totals = self.client.admin.command({"top": 1})["totals"]
+        prefix = f"{self.database}."  # the server's other databases are other vaultd's
         counts: Counter[str] = Counter()
         for namespace, sections in totals.items():
-            if namespace.startswith(DATABASE):
+            if namespace.startswith(prefix):
                 for kind in KINDS:
-                    counts[f"{namespace[len(DATABASE):]} {kind}"] += sections[kind]["count"]
+                    counts[f"{namespace[len(prefix):]} {kind}"] += sections[kind]["count"]
         return +counts  # zeros dropped
 
     def close(self) -> None:

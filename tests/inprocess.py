@@ -24,8 +24,15 @@ from pathlib import Path
 from typing import ClassVar
 
 from tests.inprocess_logs import ServerLog
-from tests.vault_process import VaultProcess, assert_no_secrets_in_log, base_env, free_port
+from tests.vault_process import (
+    VaultProcess,
+    assert_no_secrets_in_log,
+    base_env,
+    free_port,
+    vault_env,
+)
 from tests.waiting import NotReached
+from tests.worker_database import WORKER_DATABASE
 from vaultd.config import Settings, load_settings
 from vaultd.main import serve
 
@@ -113,19 +120,23 @@ class InProcessVault(VaultProcess):
 
 
 @contextmanager
-def inprocess_vault(data_dir: Path, **env: str) -> Iterator[InProcessVault]:
-    """`tests.vault_process.running_vault`, in this process: started (2 render workers unless
-    `env` says otherwise), stopped, its log then checked for every registered secret."""
-    server = InProcessVault(data_dir, env={"VAULTD_RENDER_WORKERS": "2", **env})
+def inprocess_vault(data_dir: Path, *, own_database: bool = False,
+                    **env: str) -> Iterator[InProcessVault]:
+    """`tests.vault_process.running_vault`, in this process: started (its settings from
+    `vault_env`: 2 render workers, the worker's shared database), stopped, its log then checked
+    for every registered secret."""
+    server = InProcessVault(data_dir, env=vault_env(data_dir, env, own_database))
     try:
         server.start()
     except (NotReached, RuntimeError):
         server.stop()
+        WORKER_DATABASE.release(server.env)
         raise
     try:
         yield server
     finally:
         server.stop()
+        WORKER_DATABASE.release(server.env)
     assert_no_secrets_in_log(server)
 
 

@@ -27,7 +27,8 @@ AUDIT_ENV = {"VAULTD_AUDIT_MERGE_DELAY_SECONDS": "0.1",
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("attacks") / "data", **AUDIT_ENV) as server:
+    with running_vault(tmp_path_factory.mktemp("attacks") / "data", own_database=True,
+                       **AUDIT_ENV) as server:
         yield server
 
 

@@ -38,7 +38,10 @@ AUDIT_ENV = {"VAULTD_AUDIT_MERGE_DELAY_SECONDS": "0.1",
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("audit") / "data", **AUDIT_ENV) as server:
+    # Its own database: the sequencer's rounds (0.1 s merge delay, a checkpoint each 0.5 s)
+    # decide how many checkpoints the tests count, so the database's answers are its alone.
+    with running_vault(tmp_path_factory.mktemp("audit") / "data", own_database=True,
+                       **AUDIT_ENV) as server:
         yield server
 
 

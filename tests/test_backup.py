@@ -56,7 +56,8 @@ class BackedUp:
 @pytest.fixture(scope="module")
 def backed_up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackedUp]:
     root = tmp_path_factory.mktemp("backup")
-    with running_vault(root / "vault", VAULTD_BODY_IDLE_TIMEOUT_SECONDS="120") as vault:
+    with running_vault(root / "vault", own_database=True,
+                       VAULTD_BODY_IDLE_TIMEOUT_SECONDS="120") as vault:
         made = populate(vault)
         before = capture(vault, made.key)
         held = HeldUpload(vault, made.key)
@@ -203,7 +204,7 @@ def test_a_restored_vault_serves_what_the_original_held(backed_up: BackedUp,
                                         "--master-key-file", str(backed_up.key_file))
     assert report["database"] == "embedded" and report["blobs"] == len(backed_up.originals)
     assert (new / "master.key").read_text() == backed_up.key_file.read_text()
-    with running_vault(new) as restored:
+    with running_vault(new, own_database=True) as restored:
         restored.secrets.append(backed_up.before.key)
         check_restored(restored, backed_up)
 
@@ -216,7 +217,7 @@ def test_restore_moves_a_vault_into_an_external_database(backed_up: BackedUp,
         report = target.admin_json("restore", str(backed_up.backup), "--master-key-file",
                                    str(backed_up.key_file))
         assert report["database"] == "mongodb.uri"
-        with running_vault(tmp_path / "moved", **env) as moved:
+        with running_vault(tmp_path / "moved", own_database=True, **env) as moved:
             check_restored(moved, backed_up)
         again = VaultProcess(tmp_path / "again", env=env)
         assert admin_error(again, "restore", str(backed_up.backup), "--master-key-file",

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 def azure_vault(tmp_path_factory: pytest.TempPathFactory,
                 azurite: Azurite) -> Iterator[VaultProcess]:
     env = {"VAULTD_RENDER_WORKERS": "1", **azurite.env(f"backup-{uuid.uuid4().hex[:12]}")}
-    with running_vault(tmp_path_factory.mktemp("backup-azure") / "data", **env) as vault:
+    with running_vault(tmp_path_factory.mktemp("backup-azure") / "data", own_database=True,
+                       **env) as vault:
         vault.secrets.append(ACCOUNT_KEY)
         yield vault
 
@@ -47,7 +48,8 @@ def test_an_azure_vault_is_listed_with_checksums_and_restored_over_its_container
     same = VaultProcess(restored_dir, env=azure_vault.env)
     restored = same.admin_json("restore", str(backup), "--master-key-file", key_file)
     assert restored["absentFromStorage"] == [] and restored["written"] == 0
-    with running_vault(restored_dir, **azure_vault.env) as vault, vault.client(key) as client:
+    with running_vault(restored_dir, own_database=True,
+                       **azure_vault.env) as vault, vault.client(key) as client:
         assert client.get(f"/files/{pdf['id']}/download").content == document
         vault.secrets += [key, ACCOUNT_KEY]
 

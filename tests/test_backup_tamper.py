@@ -42,7 +42,7 @@ class Backup:
 @pytest.fixture(scope="module")
 def backup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backup]:
     root = tmp_path_factory.mktemp("tamper")
-    with running_vault(root / "vault") as vault:
+    with running_vault(root / "vault", own_database=True) as vault:
         victim, victim_key = vault.new_account("Victim Co", "business")
         attacker, attacker_key = vault.new_account("Mallory Ltd")
         with vault.client(victim_key) as client:

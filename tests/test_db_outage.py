@@ -61,7 +61,7 @@ class StoreHeld:
 
 @pytest.fixture
 def vault(tmp_path: Path) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path / "data", VAULTD_RENDER_WORKERS="1") as server:
+    with running_vault(tmp_path / "data", own_database=True, VAULTD_RENDER_WORKERS="1") as server:
         yield server
 
 
@@ -118,7 +118,7 @@ def test_an_external_database_gone_is_a_prompt_503(tmp_path: Path) -> None:
                what="external database listening")
     uri = f"mongodb://127.0.0.1:{port}/?directConnection=true"
     try:
-        with running_vault(tmp_path / "data", VAULTD_RENDER_WORKERS="1",
+        with running_vault(tmp_path / "data", own_database=True, VAULTD_RENDER_WORKERS="1",
                            VAULTD_MONGODB_URI=uri) as server:
             _, key = server.new_account()
             with server.client(key) as api:

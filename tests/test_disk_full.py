@@ -45,7 +45,8 @@ def blob_disk(tmp_path: Path) -> Iterator[Path]:
 def test_a_full_blob_disk_is_507_keeps_nothing_and_old_files_are_still_served(
     tmp_path: Path, blob_disk: Path
 ) -> None:
-    with running_vault(tmp_path / "data", VAULTD_STORAGE_LOCAL_DIR=str(blob_disk),
+    with running_vault(tmp_path / "data", own_database=True,
+                       VAULTD_STORAGE_LOCAL_DIR=str(blob_disk),
                        VAULTD_RENDER_WORKERS="1") as server:
         _, key = server.new_account()
         with server.client(key) as api:
@@ -76,7 +77,7 @@ def database_disk(tmp_path: Path) -> Iterator[Path]:
 def test_a_nearly_full_database_disk_refuses_uploads_with_503_and_keeps_serving(
     tmp_path: Path, database_disk: Path
 ) -> None:
-    with running_vault(tmp_path / "data", VAULTD_RENDER_WORKERS="1") as server:
+    with running_vault(tmp_path / "data", own_database=True, VAULTD_RENDER_WORKERS="1") as server:
         _, key = server.new_account()
         blobs = server.data_dir / "blobs"
         with server.client(key) as api:
@@ -105,7 +106,7 @@ def shared_disk(tmp_path: Path) -> Iterator[Path]:
 def test_blobs_on_the_database_disk_count_against_its_reserve(
     shared_disk: Path,
 ) -> None:
-    with running_vault(shared_disk, VAULTD_RENDER_WORKERS="1") as server:
+    with running_vault(shared_disk, own_database=True, VAULTD_RENDER_WORKERS="1") as server:
         _, key = server.new_account()
         with server.client(key) as api:
             filler = fill(shared_disk, leave=DB_RESERVE + (8 << 20))

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 @pytest.fixture
 def own_vault(tmp_path: Path) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path / "data", VAULTD_RENDER_WORKERS="1") as server:
+    with running_vault(tmp_path / "data", own_database=True, VAULTD_RENDER_WORKERS="1") as server:
         yield server
 
 

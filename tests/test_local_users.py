@@ -27,7 +27,7 @@ NOBODY = 65534
 def private_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     root = tmp_path_factory.mktemp("private")
     root.chmod(0o755)  # the parent is traversable: only vaultd's own modes protect the data
-    with running_vault(root / "data", VAULTD_RENDER_WORKERS="1") as server:
+    with running_vault(root / "data", own_database=True, VAULTD_RENDER_WORKERS="1") as server:
         server.secrets.append(json.loads((server.data_dir / FILE_NAME).read_text())["password"])
         _, key = server.new_account()
         with server.client(key) as api:
@@ -122,12 +122,12 @@ def test_another_user_cannot_use_the_database_without_its_credentials(
 
 def test_loose_modes_are_fixed_at_start_with_a_warning(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with running_vault(data, VAULTD_RENDER_WORKERS="1"):
+    with running_vault(data, own_database=True, VAULTD_RENDER_WORKERS="1"):
         pass
     data.chmod(0o755)
     (data / "master.key").chmod(0o644)
     (data / "db").chmod(0o755)
-    with running_vault(data, VAULTD_RENDER_WORKERS="1") as server:
+    with running_vault(data, own_database=True, VAULTD_RENDER_WORKERS="1") as server:
         assert stat.S_IMODE(data.stat().st_mode) == 0o700
         assert stat.S_IMODE((data / "master.key").stat().st_mode) == 0o600
         assert stat.S_IMODE((data / "db").stat().st_mode) == 0o700

@@ -72,7 +72,7 @@ def test_two_processes_report_each_first_open_once(tmp_path: Path, mail: MailSer
     # One blob directory for both (the local backend), so either serves every file's pages.
     env = {**FAST, **mail.env(), "VAULTD_MASTER_KEY": ring,
            "VAULTD_STORAGE_LOCAL_DIR": str(tmp_path / "blobs")}
-    with running_vault(tmp_path / "a", **env) as a:
+    with running_vault(tmp_path / "a", own_database=True, **env) as a:
         uri = running_address(a.data_dir / "db")
         assert uri is not None
         b = VaultProcess(tmp_path / "b", env={**env, "VAULTD_MONGODB_URI": uri}).start()
@@ -99,7 +99,7 @@ def test_two_processes_report_each_first_open_once(tmp_path: Path, mail: MailSer
 
 def test_a_mail_queued_while_smtp_is_down_is_sent_once_after_a_kill(
         tmp_path: Path, mail: MailServer) -> None:
-    with running_vault(tmp_path / "data", **FAST, **mail.env()) as vault:
+    with running_vault(tmp_path / "data", own_database=True, **FAST, **mail.env()) as vault:
         _, key = vault.new_account("Crashy Ltd", plan="pro")
         [token] = member_links(vault, mail, key, "crash@crashy.example", 1)
         mail.stop()

@@ -36,7 +36,7 @@ PASSCODE = "open sesame"
 
 @pytest.fixture
 def counter(vault: VaultProcess) -> Iterator[CommandCounter]:
-    counting = CommandCounter.of(vault.data_dir / "db")
+    counting = CommandCounter.of_vault(vault)
     try:
         yield counting
     finally:
@@ -121,7 +121,7 @@ def test_the_joined_fields_have_the_single_field_indexes_the_join_needs(
     foreign field has a single-field index, and loads the whole collection otherwise (as it
     always does for a `$unionWith`). Dropping or widening these indexes would make every page
     read every key or every room's items."""
-    database = counter.client["vaultd"]
+    database = counter.client[counter.database]
     for collection, field in (("api_keys", "hash"), ("room_items", "fileId")):
         keys = [info["key"] for info in database[collection].index_information().values()]
         assert [(field, 1)] in keys, (collection, keys)

@@ -25,7 +25,8 @@ def first_session() -> str:
 
 
 def test_the_first_session_runs_end_to_end_as_written(tmp_path: Path) -> None:
-    with running_vault(tmp_path / "vault-data", VAULTD_RENDER_WORKERS="1") as vault:
+    with running_vault(tmp_path / "vault-data", own_database=True,
+                       VAULTD_RENDER_WORKERS="1") as vault:
         (tmp_path / "report.pdf").write_bytes(docs.pdf(pages=2))
         script = first_session().replace("http://127.0.0.1:8080", vault.url).replace(
             ".venv/bin/vault-admin", f"{sys.executable} -m admin_cli.main")
@@ -63,7 +64,8 @@ def quick_start_admin_command() -> str:
 
 
 def test_the_quick_start_ends_signed_in_to_the_console(tmp_path: Path) -> None:
-    with running_vault(tmp_path / "vault-data", VAULTD_RENDER_WORKERS="1") as vault:
+    with running_vault(tmp_path / "vault-data", own_database=True,
+                       VAULTD_RENDER_WORKERS="1") as vault:
         command = quick_start_admin_command().replace(
             ".venv/bin/vault-admin", f"{sys.executable} -m admin_cli.main")
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=tmp_path,

@@ -26,7 +26,7 @@ LINKS = 3000  # half live: marking them takes a few hundred updates of 10
 
 def test_a_revoke_alls_marking_cut_by_a_stop_is_finished_by_the_next_start(
         tmp_path: Path) -> None:
-    with running_vault(tmp_path / "data") as vault:
+    with running_vault(tmp_path / "data", own_database=True) as vault:
         async def seed(db: Db) -> Seeded:
             return await seed_account(db, "Stopped Co", files=1, entries=0, links=LINKS)
 

@@ -33,7 +33,8 @@ HOLD = {**FAST_RETRIES, "VAULTD_WEBHOOKS_HOLD_SECONDS": "3"}
 
 def test_a_revoke_all_cut_after_its_write_is_finished_and_announced_once(
         tmp_path: Path) -> None:
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **HOLD) as vault:
         account_id, key = vault.new_account("Cut Short Ltd", plan="business")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.revoked"], vault)

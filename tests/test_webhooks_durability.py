@@ -51,7 +51,8 @@ def _stats(link: LinkDoc) -> LinkStatsDoc:
 def test_a_crash_between_the_outbox_and_the_record_sends_exactly_the_recorded_events(
         tmp_path: Path) -> None:
     """The writes vaultd makes for an event, done up to the crash point, then SIGKILL."""
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **HOLD) as vault:
         account_id, key = vault.new_account("Crash Point Ltd", plan="pro")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.created", "view.opened"], vault)
@@ -103,7 +104,8 @@ def test_a_crash_inside_revoke_views_sends_the_event_only_if_links_were_revoked(
     """`POST /files/:id/revoke-views` step by step (links.revoke_file_links) up to two crash
     points on two files, then SIGKILL: the file whose links changed gets its event, the other
     none."""
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **HOLD) as vault:
         account_id, key = vault.new_account("Revoke Crash Ltd", plan="pro")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.revoked"], vault)
@@ -147,7 +149,8 @@ def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
     from vaultd.services.accounts.accounts import get_account
     from vaultd.services.links import links as link_service
 
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **HOLD) as vault:
         account_id, key = vault.new_account("Race Ltd", plan="pro")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.revoked"], vault)
@@ -186,7 +189,8 @@ def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
 
 
 def test_revoke_views_over_http_sends_one_event_with_the_count(tmp_path: Path) -> None:
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **HOLD) as vault:
         _, key = vault.new_account("Revoke Ltd", plan="pro")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.revoked"], vault)
@@ -210,7 +214,8 @@ def _states(vault: Any, account_id: str) -> dict[str, int]:
 
 def test_deliveries_still_verify_after_a_rotation_that_drops_the_old_key(
         tmp_path: Path) -> None:
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **FAST_RETRIES) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **FAST_RETRIES) as vault:
         _, key = vault.new_account("Rotating Ltd", plan="business")
         with vault.client(key) as client:
             created = subscribe(client, receiver, ["file.uploaded"], vault)
@@ -230,7 +235,7 @@ def test_deliveries_still_verify_after_a_rotation_that_drops_the_old_key(
 
 
 def test_concurrent_creates_never_pass_ten_endpoints(tmp_path: Path) -> None:
-    with running_vault(tmp_path / "data", **FAST_RETRIES) as vault:
+    with running_vault(tmp_path / "data", own_database=True, **FAST_RETRIES) as vault:
         account_id, key = vault.new_account("Racing Ltd", plan="pro")
         body = {"url": "https://example.com/h", "events": ["file.deleted"]}
         with vault.client(key) as client:
@@ -252,7 +257,8 @@ def test_concurrent_creates_never_pass_ten_endpoints(tmp_path: Path) -> None:
 def test_old_messages_and_attempts_are_pruned_and_deliveries_keep_their_shape(
         tmp_path: Path) -> None:
     env = {**HOLD, "VAULTD_WEBHOOKS_KEEP_DAYS": "1"}
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **env) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **env) as vault:
         _, key = vault.new_account("Tidy Ltd", plan="pro")
         with vault.client(key) as client:
             created = subscribe(client, receiver, ["view.created"], vault)
@@ -291,7 +297,8 @@ async def outbox_and_attempts(db: Db, endpoint_id: str) -> tuple[int, int]:
 
 
 def test_a_held_message_is_never_sent_before_its_record_exists(tmp_path: Path) -> None:
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **HOLD) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **HOLD) as vault:
         account_id, key = vault.new_account("Patient Ltd", plan="pro")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.created"], vault)
@@ -322,7 +329,7 @@ def test_a_held_message_is_never_sent_before_its_record_exists(tmp_path: Path) -
 
 
 def test_endpoints_created_before_slots_are_numbered_at_start(tmp_path: Path) -> None:
-    with running_vault(tmp_path / "data", **FAST_RETRIES) as vault:
+    with running_vault(tmp_path / "data", own_database=True, **FAST_RETRIES) as vault:
         account_id, key = vault.new_account("Early Ltd", plan="pro")
 
         async def legacy(db: Db) -> list[int]:

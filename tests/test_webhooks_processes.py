@@ -31,7 +31,8 @@ def test_two_processes_deliver_each_message_once(tmp_path: Path) -> None:
     ring = MasterKeyring.generate().serialize(one_line=True)
     env = {**FAST_RETRIES, "VAULTD_WEBHOOKS_POLL_SECONDS": "0.05", "VAULTD_MASTER_KEY": ring,
            "VAULTD_RENDER_WORKERS": "1"}
-    with running_receiver() as receiver, running_vault(tmp_path / "a", **env) as a:
+    with running_receiver() as receiver, running_vault(tmp_path / "a", own_database=True,
+                                                       **env) as a:
         # A's embedded database requires its credentials (vaultd.db_credentials).
         uri = running_address(a.data_dir / "db")
         assert uri is not None
@@ -59,7 +60,8 @@ def test_two_processes_deliver_each_message_once(tmp_path: Path) -> None:
 def test_deliveries_pending_when_vaultd_is_killed_are_sent_after_restart(
         tmp_path: Path) -> None:
     env = {**FAST_RETRIES, "VAULTD_WEBHOOKS_RETRY_SCHEDULE": "3,3"}
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **env) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                       **env) as vault:
         _, key = vault.new_account("Crashy Ltd", plan="pro")
         # The first attempt fails; vaultd dies before the retry (or even before settling it).
         receiver.reply = lambda n: Reply(503) if n == 0 else Reply(200)

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from tests.waiting import NotReached, wait_until
+from tests.worker_database import WORKER_DATABASE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,9 +120,10 @@ class VaultProcess:
 
         uri = self.env.get("VAULTD_MONGODB_URI") or running_address(self.data_dir / "db")
         assert uri, "vaultd's embedded database is not running"
+        name = self.env.get("VAULTD_MONGODB_DATABASE", "vaultd")
 
         async def main() -> Any:
-            db = connect(uri, "vaultd")
+            db = connect(uri, name)
             try:
                 return await coro_factory(db)
             finally:
@@ -161,15 +163,30 @@ def assert_no_secrets_in_log(server: VaultProcess) -> None:
     assert not leaked, f"secrets found in the server log: {leaked}"
 
 
+def vault_env(data_dir: Path, env: dict[str, str], own_database: bool) -> dict[str, str]:
+    """A test vaultd's settings: 2 render workers unless `env` says otherwise, and a database of
+    its own on the worker's shared server (tests.worker_database) unless `own_database` or `env`
+    names one."""
+    shared: dict[str, str] = {}
+    if not own_database and "VAULTD_MONGODB_URI" not in env:
+        shared = WORKER_DATABASE.env(data_dir)
+    return {"VAULTD_RENDER_WORKERS": "2", **shared, **env}
+
+
 @contextmanager
-def running_vault(data_dir: Path, **env: str) -> Iterator[VaultProcess]:
-    """A started vaultd (2 render workers unless `env` says otherwise), stopped afterwards, whose
-    log is then checked for every secret the tests registered in `server.secrets`."""
-    server = VaultProcess(data_dir, env={"VAULTD_RENDER_WORKERS": "2", **env}).start()
+def running_vault(data_dir: Path, *, own_database: bool = False,
+                  **env: str) -> Iterator[VaultProcess]:
+    """A started vaultd, stopped afterwards, whose log is then checked for every secret the
+    tests registered in `server.secrets`. Its database is on the worker's shared server
+    (`vault_env`); `own_database` gives it its own embedded database in `data_dir`, for the
+    tests of that database (its files, its child process, a full disk, a restore)."""
+    server = VaultProcess(data_dir, env=vault_env(data_dir, env, own_database))
     try:
+        server.start()
         yield server
     finally:
         server.stop()
+        WORKER_DATABASE.release(server.env)
     assert_no_secrets_in_log(server)
 
 
