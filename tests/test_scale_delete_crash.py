@@ -67,7 +67,8 @@ def _state(file_id: str, account_id: str) -> Any:
 
 def test_a_delete_of_5000_links_answers_at_once_and_a_kill_during_its_clean_up_is_finished(
         tmp_path: Path) -> None:
-    with running_receiver() as receiver, running_vault(tmp_path / "data", **FAST_RETRIES) as vault:
+    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
+                                                          **FAST_RETRIES) as vault:
         account_id, key = vault.new_account("Cut Deletion Ltd", plan="business")
         with vault.client(key) as api:
             subscribe(api, receiver, ["file.deleted"], vault)
