@@ -2,7 +2,7 @@
 # Install everything the tests need, lint and type-check, then run the tests. Extra arguments
 # go to pytest (e.g. -m "not slow" for the fast loop, see docs/testing.md). Without arguments
 # (the whole suite, as CI runs it) the container image is built and smoke-tested
-# (scripts/container-test.sh) while pytest runs on two workers, then pytest runs the `alone`
+# (scripts/container-test.sh) while pytest runs on three workers, then pytest runs the `alone`
 # modules by themselves.
 # pytest's summary stays the last line; the exit code covers all three.
 set -euo pipefail
@@ -13,21 +13,23 @@ bash scripts/setup.sh --test
 container=0
 status=0
 if [ $# -eq 0 ]; then
-  # The container test beside the run on two workers (both mostly wait on processes they
+  # The container test beside the run on three workers (both mostly wait on processes they
   # started), its output kept and shown once it is done; it is over before the `alone` modules.
   container_log=$(mktemp)
   bash scripts/container-test.sh >"$container_log" 2>&1 &
   container_pid=$!
-  # Two workers, a module to each at a time (module fixtures start once); then the modules that
-  # bound a time another worker's load would move (marker `alone`), by themselves.
-  .venv/bin/python -m pytest -n 2 --dist loadfile -m "not alone" || status=$?
+  # Three workers on two cores, a module to each at a time (module fixtures start once): the
+  # tests mostly wait on the processes they drive, so a third worker fills the cores' idle
+  # time (docs/testing.md, "Workers"); then the modules that bound a time another worker's
+  # load would move (marker `alone`), by themselves.
+  .venv/bin/python -m pytest -n 3 --dist loadfile -m "not alone" || status=$?
   wait "$container_pid" || container=$?
   cat "$container_log"
   rm -f "$container_log"
   alone=0
   .venv/bin/python -m pytest -m alone || alone=$?
   if [ "$status" -ne 0 ]; then
-    echo "the run on two workers failed (exit $status): see its summary above" >&2
+    echo "the run on three workers failed (exit $status): see its summary above" >&2
   else
     status=$alone
   fi
