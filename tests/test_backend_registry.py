@@ -61,3 +61,25 @@ def test_a_backend_whose_extra_is_missing_from_pyproject_stops_the_image_build(
     with pytest.raises(SystemExit, match=re.escape(
             "backend s3: pyproject.toml has no optional dependency group 's3'")):
         image_requirements(copy)
+
+
+def test_without_the_s3_sdk_vaultd_loads_and_only_a_checkpoint_copy_asks_for_it() -> None:
+    # The S3 client is the `s3` extra: a plain install must start, and set to copy audit
+    # checkpoints to S3 it must refuse before anything starts, saying what to install.
+    script = (
+        "import sys\n"
+        "sys.modules['aiobotocore'] = None\n"
+        "sys.modules['botocore'] = None\n"
+        "import admin_cli.main\n"
+        "from vaultd import main\n"
+        "from vaultd.config import ConfigError, load_settings\n"
+        "main.require_copy_sdk(load_settings({}, env={}))\n"
+        "try:\n"
+        "    main.require_copy_sdk(load_settings({}, env={'VAULTD_AUDIT_COPY_BUCKET': 'kept'}))\n"
+        "except ConfigError as refused:\n"
+        "    print(refused)\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=base_env(),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ("config: audit.copy_bucket needs the S3 client: pip install "
+                                     "'aiobotocore>=2.19'")

@@ -42,7 +42,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterato
 
 @pytest.fixture
 def counter(vault: VaultProcess) -> Iterator[CommandCounter]:
-    counting = CommandCounter.of(vault.data_dir / "db")
+    counting = CommandCounter.of_vault(vault)
     try:
         yield counting
     finally:

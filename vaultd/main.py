@@ -32,7 +32,6 @@ from vaultd.metrics.render_pool import PoolMetrics
 from vaultd.runtime import KeyringSource, make_backend, open_database
 from vaultd.services.analytics import engagement
 from vaultd.services.audit.keys import current_signer
-from vaultd.services.audit.lock_copy import CopyConfig, LockCopier
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common import background
 from vaultd.services.common.fair_share import FairShare
@@ -115,6 +114,7 @@ async def serve(settings: Settings,
     # alone, the port.
     oidc = oidc_client(settings)
     load_gates(settings)
+    require_copy_sdk(settings)
     lock = DataDirLock(prepare_data_dir(settings), "vaultd")
     data_dir.secure(settings.data_path)  # 0700, files 0600, umask 077 for all that follows
     if not settings.mongodb_uri:  # the embedded database is for one process only
@@ -130,6 +130,19 @@ async def serve(settings: Settings,
                           until=until or wait_for_signal)
     finally:
         lock.release()
+
+
+def require_copy_sdk(settings: Settings) -> None:
+    """The checkpoints' Object Lock copy (`audit.copy_bucket`) writes through S3's SDK, an
+    optional install (the `s3` extra): imported only where the copy is set, and refused before
+    anything starts when it is set without it."""
+    if not settings.audit_copy_bucket:
+        return
+    try:
+        import aiobotocore  # noqa: F401
+    except ImportError:
+        raise ConfigError("config: audit.copy_bucket needs the S3 client: pip install "
+                          "'aiobotocore>=2.19'") from None
 
 
 def load_gates(settings: Settings) -> None:
@@ -318,6 +331,7 @@ def start_audit_sequencer(settings: Settings, db: Db, keyrings: KeyringSource,
     sequencer = Sequencer(db, lambda: current_signer(db, keyrings.current(), settings.audit_origin),
                           config, instance_id)
     if settings.audit_copy_bucket:
+        from vaultd.services.audit.lock_copy import CopyConfig, LockCopier  # S3's SDK: see above
         sequencer.copier = LockCopier(db, CopyConfig(
             settings.audit_copy_bucket, settings.audit_copy_prefix, settings.audit_copy_lock_mode,
             settings.audit_copy_retention_days, settings.storage_s3_region,

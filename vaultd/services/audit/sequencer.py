@@ -29,7 +29,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
@@ -39,10 +39,12 @@ from vaultd.records.audit import AuditNodeDoc, AuditTreeDoc, SourceKind
 from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle
 from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in, insert_fenced
 from vaultd.services.audit.keys import Signer
-from vaultd.services.audit.lock_copy import LockCopier
 from vaultd.services.audit.tree_store import node_id
 from vaultd.services.common import log_fence
 from vaultd.timefmt import utcnow
+
+if TYPE_CHECKING:  # its SDK is an optional install, imported only where the copy is set
+    from vaultd.services.audit.lock_copy import LockCopier
 
 log = logging.getLogger("vaultd.audit")
 DUPLICATE_KEY = 11000
@@ -86,7 +88,7 @@ class Sequencer:
     # After a take-over or a failed round, what was committed may not be in `seen`: the next
     # round looks every entry it found up in the blocks before it writes.
     dirty: bool = True
-    copier: LockCopier | None = None  # the checkpoints' locked copy, its own task
+    copier: LockCopier | None = None  # the checkpoints' locked copy, its own task (S3's SDK)
     _task: asyncio.Task[None] | None = None
 
     async def round(self) -> int:
