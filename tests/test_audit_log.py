@@ -152,7 +152,11 @@ def test_the_cli_exports_and_verifies_and_the_stand_alone_verifier_agrees(
     exported = run_cli(vault, "audit", "export", account[0], str(dest))
     assert exported.returncode == 0, exported.stderr
     verified = run_cli(vault, "audit", "verify", str(dest))
-    assert (verified.returncode, verified.stdout) == (0, "ok: 5 entries, 1 checkpoints\n")
+    # The sequencer may sign a smaller tree first, when the five entries fall in two of its
+    # rounds: every checkpoint exported is verified, however many there are.
+    signed = len(json.loads(dest.read_text())["checkpoints"])
+    assert signed >= 1
+    assert (verified.returncode, verified.stdout) == (0, f"ok: 5 entries, {signed} checkpoints\n")
     alone = subprocess.run([sys.executable, str(ROOT / "admin_cli" / "audit_verify.py"),
                             str(dest)], capture_output=True, text=True, check=False,
                            env=base_env(), cwd=tmp_path)
