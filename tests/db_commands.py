@@ -9,8 +9,10 @@ server. The `top` command itself is counted nowhere (it names no collection).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from pymongo import MongoClient
 
 from vaultd.embedded_db import running_address
@@ -62,3 +64,13 @@ def sent(before: Counter[str], after: Counter[str], collections: set[str]) -> Co
     server's background work, heartbeats and analytics flushes, writes elsewhere)."""
     return +Counter({key: after[key] - before[key] for key in after
                      if key.split(" ")[0] in collections})
+
+
+@pytest.fixture
+def counter(vault: VaultProcess) -> Iterator[CommandCounter]:
+    """A counter of the module's `vault`'s database (a module imports the fixture by name)."""
+    counting = CommandCounter.of_vault(vault)
+    try:
+        yield counting
+    finally:
+        counting.close()

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import db_commands
 from tests import documents as docs
 from tests.console_auth import browser, console_vault, new_member, sign_in
 from tests.db_commands import CommandCounter, sent
@@ -32,21 +33,13 @@ pytestmark = pytest.mark.slow  # starts its own vaultd and SMTP server
 
 HTML = {"Accept": "text/html"}
 TRIES = 3  # the fewest commands of a few loads: the server's background work reads links too
+counter = db_commands.counter  # this module's fixture, counting its vault's database
 
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterator[VaultProcess]:
     with console_vault(tmp_path_factory.mktemp("reads") / "data", mail) as server:
         yield server
-
-
-@pytest.fixture
-def counter(vault: VaultProcess) -> Iterator[CommandCounter]:
-    counting = CommandCounter.of_vault(vault)
-    try:
-        yield counting
-    finally:
-        counting.close()
 
 
 def fewest_link_commands(counter: CommandCounter, load: Callable[[], httpx.Response]) -> int:

@@ -13,12 +13,13 @@ counted but the common page is what is checked.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
+from tests import db_commands
 from tests import documents as docs
 from tests.db_commands import CommandCounter, sent
 from tests.http_helpers import create_link, upload_ok
@@ -32,15 +33,7 @@ PAGE_COLLECTIONS = {"links", "api_keys", "access_log", "files", "accounts", "vie
                     "gate_counters", "room_links", "room_items", "rooms"}
 LINK_CHECK_AND_ENTRY = Counter({"links commands": 1, "access_log insert": 1})
 PASSCODE = "open sesame"
-
-
-@pytest.fixture
-def counter(vault: VaultProcess) -> Iterator[CommandCounter]:
-    counting = CommandCounter.of_vault(vault)
-    try:
-        yield counting
-    finally:
-        counting.close()
+counter = db_commands.counter  # this module's fixture, counting its vault's database
 
 
 @pytest.fixture
