@@ -15,6 +15,7 @@ from pymongo.errors import PyMongoError
 from tornado.httpserver import HTTPServer
 from tornado.ioloop import PeriodicCallback
 
+from backends import BUILT_IN
 from backends.base import BackendUnavailable, BlobBackend
 from render.pool.blend_kernel import blend_implementation
 from render.pool.fair_queue import FairQueueLimits
@@ -141,8 +142,8 @@ def require_copy_sdk(settings: Settings) -> None:
     try:
         import aiobotocore  # noqa: F401
     except ImportError:
-        raise ConfigError("config: audit.copy_bucket needs the S3 client: pip install "
-                          "'aiobotocore>=2.19'") from None
+        raise ConfigError("config: audit.copy_bucket needs the S3 client: "
+                          f"{BUILT_IN['s3'].install}") from None
 
 
 def load_gates(settings: Settings) -> None:
