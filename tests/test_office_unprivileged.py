@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from render.office import runner
-from render.office.launch import LAYERS_FILE
+from render.office.launcher_protocol import LAYERS_FILE
 from render.sandbox.layers import ALL_LAYERS
 from tests import office_documents as od
 from tests.office_attacks import SOCKET_IN_RUN

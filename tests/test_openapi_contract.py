@@ -15,7 +15,7 @@ from schemathesis.config._checks import NEGATIVE_DATA_REJECTION_EXPECTED_STATUSE
 from schemathesis.generation.meta import negated_parameters
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
-from render.office.formats import OFFICE_TYPES
+from render.office.office_types import OFFICE_TYPES
 from tests.openapi_routes import DOCUMENT, contract_differences
 from tests.vault_process import VaultProcess
 from vaultd.web.app import all_routes

@@ -26,12 +26,24 @@ RENDER = ROOT / "render"
 # Lowest first: each package may import the ones before it, never one after it.
 LAYERS = ("wire", "forensic_wire", "kernels", "sandbox", "documents", "forensic", "watermark",
           "page", "office", "worker", "pool")
-# The drawing, the leak reading, the kernels and the worker's insides: never loaded by the
-# server (vaultd) or the admin CLI, which take what they share with workers of leak tracing
-# from `render.forensic_wire`.
-WORKER_ONLY = ("render.page", "render.watermark", "render.worker.", "render.forensic.",
-               "render.kernels")
-SERVER_MAY_LOAD = ("render.worker.entry_points",)
+# What the server (vaultd) and the admin CLI may load of `render`: the packages that run in the
+# server, the values and protocols it shares with workers, the task list, and of `office/` the
+# type table and the converter's runner (the conversion itself runs in a process of its own).
+# Everything else reads or draws untrusted files and stays in workers: the drawing, the leak
+# reading, the kernels, the worker's insides, a task's document reads (`documents/`) and the
+# Office archive's parsers.
+SERVER_MAY_LOAD = ("render", "render.wire", "render.forensic_wire", "render.pool",
+                   "render.sandbox", "render.worker", "render.worker.entry_points",
+                   "render.office", "render.office.office_types", "render.office.runner",
+                   "render.office.launcher_protocol", "render.office.probe")
+
+
+def not_for_the_server(loaded: list[str]) -> list[str]:
+    """The render modules among `loaded` that SERVER_MAY_LOAD does not name (a name ending in a
+    package the table names whole, `render.pool.*`, is allowed with it)."""
+    whole = ("render.wire", "render.forensic_wire", "render.pool", "render.sandbox")
+    return [name for name in loaded if name.split(".")[0] == "render"
+            and name not in SERVER_MAY_LOAD and not name.startswith(tuple(f"{p}." for p in whole))]
 
 Graph = dict[str, dict[str, list[str]]]  # node -> node it imports -> the modules that do
 
@@ -147,11 +159,19 @@ def test_the_pool_reaches_the_worker_only_through_its_entry_points() -> None:
 def test_the_server_and_the_admin_cli_load_no_drawing_module() -> None:
     loaded = loaded_by("vaultd.main", "admin_cli.main")
     assert "render.pool.render_pool" in loaded and "render.worker.entry_points" in loaded
-    drawing = [name for name in loaded if (name.startswith(WORKER_ONLY) or name
-                                           == "render.forensic") and name not in SERVER_MAY_LOAD]
-    assert drawing == []
+    assert not_for_the_server(loaded) == []
     assert "render.forensic_wire.trace_codes" in loaded  # what the server shares, from its place
+    assert "render.office.office_types" in loaded  # an upload's first bytes, told in the server
     assert "pypdfium2" not in loaded  # PDFium parses untrusted documents: workers only
+
+
+def test_a_worker_module_loaded_by_the_server_is_named() -> None:
+    loaded = ["render.pool.zygote", "render.sandbox.confine", "render.worker.entry_points",
+              "render.documents.brokered_reads", "render.office.formats", "render.pooled",
+              "render.worker.tasks", "render.office.runner", "renderer", "vaultd.main"]
+    assert not_for_the_server(loaded) == ["render.documents.brokered_reads",
+                                          "render.office.formats", "render.pooled",
+                                          "render.worker.tasks"]
 
 
 def test_the_server_names_the_blend_a_worker_loads_without_loading_it(tmp_path: Path) -> None:

@@ -20,26 +20,17 @@ from collections.abc import Iterator
 from typing import IO, BinaryIO, cast
 
 from render.documents.brokered_reads import open_blob
+from render.office.office_types import DOCX, ODP, ODS, ODT, PPTX, XLSX
 from render.office.sheet_cost import Budget, SheetMeter, meter_for
 from render.office.xml_encoding import as_utf8
 from render.wire.model import DocumentSource, Unreadable
 
-DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-ODT = "application/vnd.oasis.opendocument.text"
-ODS = "application/vnd.oasis.opendocument.spreadsheet"
-ODP = "application/vnd.oasis.opendocument.presentation"
-OFFICE_TYPES = (DOCX, XLSX, PPTX, ODT, ODS, ODP)
-EXTENSIONS = {DOCX: "docx", XLSX: "xlsx", PPTX: "pptx", ODT: "odt", ODS: "ods", ODP: "odp"}
 # The main part's content type in [Content_Types].xml names the OOXML document kind.
 _OOXML_MAIN = {
     DOCX: b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
     XLSX: b"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml",
     PPTX: b"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml",
 }
-ZIP_MAGIC = b"PK\x03\x04"
-OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc, .xls, .ppt
 
 MAX_ENTRIES = 10_000
 MAX_EXPANDED = 512 << 20  # all entries together, as declared

@@ -16,15 +16,12 @@ import signal
 import sys
 
 from render.office.fit_width import fit_sheets
+from render.office.launcher_protocol import LAYERS_FILE, REFUSED, SOFFICE, UNCONFINED
 from render.sandbox.converter import confine_converter
 from render.sandbox.layers import ALL_LAYERS, Layer
 from render.wire.model import Unreadable
 
-SOFFICE = "/usr/lib/libreoffice/program/oosplash"  # restarts soffice.bin when a new profile asks
 _PR_SET_PDEATHSIG = 1
-UNCONFINED = 3  # exit status: a layer is missing and the sandbox is required
-REFUSED = 4  # exit status: the spreadsheet failed the archive checks (no PDF: a 422)
-LAYERS_FILE = "layers"  # the active layers' mask, written before the exec (doctor, tests)
 
 
 def soffice_argv(job_dir: str, input_name: str) -> list[str]:

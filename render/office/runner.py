@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from render.office.launch import LAYERS_FILE, SOFFICE, UNCONFINED
+from render.office.launcher_protocol import LAYERS_FILE, SOFFICE, UNCONFINED
 
 JOB_ROOT = "/var/tmp"  # not /tmp: the converter's /tmp is its job's own tmp (a bind mount)
 _PIECE = 1 << 20

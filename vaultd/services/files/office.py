@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from render.office import runner
-from render.office.formats import EXTENSIONS
+from render.office.office_types import EXTENSIONS
 from render.pool.render_pool import RenderPool
 from render.sandbox.layers import ALL_LAYERS, Layer, names
 from render.wire.model import PDF, ValidationResult

@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 from urllib.parse import unquote
 
-from render.office.formats import OFFICE_TYPES, OLE2_MAGIC, ZIP_MAGIC
+from render.office.office_types import OFFICE_TYPES, OLE2_MAGIC, ZIP_MAGIC
 from render.pool.render_pool import RenderPool
 from render.wire.model import PixelBudget, ValidationResult
 from render.worker.entry_points import validate_document
