@@ -27,6 +27,7 @@ from vaultd.services.members.callers import set_caller
 from vaultd.services.members.roles import Permission, allows
 from vaultd.services.members.sessions import SignedIn
 from vaultd.web.console_session import SessionHandlerMixin
+from vaultd.web.page_headers import protect_page
 from vaultd.web.session_cookie import clear_session_cookie
 from vaultd.web.viewer import STATIC_DIR
 
@@ -64,17 +65,10 @@ FLASHES = {
 
 
 def protect_console(handler: Any) -> None:
-    handler.set_header("Content-Security-Policy", CONSOLE_CSP)
-    handler.set_header("X-Frame-Options", "DENY")
     # same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with a
     # form's POST, which the Origin check must refuse. No console address holds a secret, and
     # nothing is sent to another site.
-    handler.set_header("Referrer-Policy", "same-origin")
-    handler.set_header("Cache-Control", "no-store")
-    handler.set_header("X-Content-Type-Options", "nosniff")
-    handler.set_header("Cross-Origin-Opener-Policy", "same-origin")
-    handler.set_header("Cross-Origin-Resource-Policy", "same-origin")
-    handler.set_header("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+    protect_page(handler, CONSOLE_CSP, "same-origin")
 
 
 class ConsoleBase(SessionHandlerMixin):

@@ -8,6 +8,7 @@ from typing import Any
 from vaultd.services.links.links import OpenLink
 from vaultd.web.base import BaseHandler
 from vaultd.web.client_ip import viewer_ip
+from vaultd.web.page_headers import protect_page
 
 SESSION_COOKIE = "vaultd_session"  # the viewer session of a gated link (web.viewer_gates)
 
@@ -19,14 +20,7 @@ CONTENT_SECURITY_POLICY = (
 
 
 def protect(handler: Any) -> None:
-    handler.set_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-    handler.set_header("X-Frame-Options", "DENY")
-    handler.set_header("Referrer-Policy", "no-referrer")
-    handler.set_header("Cache-Control", "no-store")
-    handler.set_header("X-Content-Type-Options", "nosniff")
-    handler.set_header("Cross-Origin-Opener-Policy", "same-origin")
-    handler.set_header("Cross-Origin-Resource-Policy", "same-origin")
-    handler.set_header("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+    protect_page(handler, CONTENT_SECURITY_POLICY, "no-referrer")
 
 
 class ViewerBase(BaseHandler):
