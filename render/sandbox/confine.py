@@ -43,7 +43,8 @@ def confine(memory_limit: int) -> Layer:
     # Without an identity of its own (no user namespace: a container run without vaultd's
     # seccomp profile) the limit would count vaultd's whole uid the same way, so it is not set:
     # the worker renders with the layers it has, and the missing one is reported.
-    if _set_rlimits(memory_limit, limit_processes=Layer.OWN_IDENTITY in active):
+    processes = _MAX_PROCESSES if Layer.OWN_IDENTITY in active else None
+    if set_rlimits(memory_limit, _MAX_OPEN_FILES, processes, _CPU_SECONDS):
         active |= Layer.RLIMITS
     prctl(_PR_SET_DUMPABLE, 0)  # other workers and the server cannot read this one's memory
     if prctl(_PR_SET_NO_NEW_PRIVS, 1):
@@ -65,14 +66,18 @@ def hard_limit(limit: int, value: int) -> None:
     resource.setrlimit(limit, (value, value))
 
 
-def _set_rlimits(memory_limit: int, *, limit_processes: bool) -> bool:
+def set_rlimits(memory_limit: int, open_files: int, processes: int | None,
+                cpu_seconds: int) -> bool:
+    """Hard limits on this process's address space (0: none), open files, processes (None:
+    none) and CPU time, and no core dump; True when every one was set, the memory cap included.
+    Shared by the render worker and the Office converter, which differ in the numbers only."""
     try:
         if memory_limit > 0:
             hard_limit(resource.RLIMIT_AS, memory_limit)
-        hard_limit(resource.RLIMIT_NOFILE, _MAX_OPEN_FILES)
-        if limit_processes:
-            hard_limit(resource.RLIMIT_NPROC, _MAX_PROCESSES)
-        hard_limit(resource.RLIMIT_CPU, _CPU_SECONDS)
+        hard_limit(resource.RLIMIT_NOFILE, open_files)
+        if processes is not None:
+            hard_limit(resource.RLIMIT_NPROC, processes)
+        hard_limit(resource.RLIMIT_CPU, cpu_seconds)
         hard_limit(resource.RLIMIT_CORE, 0)
     except (OSError, ValueError):
         return False

@@ -14,12 +14,11 @@ import contextlib
 import ctypes
 import errno
 import os
-import resource
 
 import pyseccomp as seccomp
 
 from render.sandbox import landlock
-from render.sandbox.confine import hard_limit, own_namespaces_and_identity, own_uid, prctl
+from render.sandbox.confine import own_namespaces_and_identity, own_uid, prctl, set_rlimits
 from render.sandbox.layers import Layer
 
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 4, 38
@@ -62,8 +61,8 @@ def confine_converter(job_dir: str, memory_limit: int, cpu_seconds: int) -> Laye
     # threads and workers passed it (measured: "ERROR 4 forking process" at 300 threads).
     # Without an identity of its own (no user namespace), not at all: it would count vaultd's
     # whole uid (`render.sandbox.confine`).
-    if _set_rlimits(memory_limit, cpu_seconds,
-                    limit_processes=Layer.OWN_IDENTITY in active):
+    processes = _MAX_PROCESSES if Layer.OWN_IDENTITY in active else None
+    if set_rlimits(memory_limit, _MAX_OPEN_FILES, processes, cpu_seconds):
         active |= Layer.RLIMITS
     prctl(_PR_SET_DUMPABLE, 0)
     if prctl(_PR_SET_NO_NEW_PRIVS, 1):
@@ -73,19 +72,6 @@ def confine_converter(job_dir: str, memory_limit: int, cpu_seconds: int) -> Laye
             _install_seccomp()
             active |= Layer.SECCOMP
     return active
-
-
-def _set_rlimits(memory_limit: int, cpu_seconds: int, *, limit_processes: bool) -> bool:
-    try:
-        hard_limit(resource.RLIMIT_AS, memory_limit)
-        hard_limit(resource.RLIMIT_NOFILE, _MAX_OPEN_FILES)
-        if limit_processes:
-            hard_limit(resource.RLIMIT_NPROC, _MAX_PROCESSES)
-        hard_limit(resource.RLIMIT_CPU, cpu_seconds)
-        hard_limit(resource.RLIMIT_CORE, 0)
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 def _give_job_dir(job_dir: str, uid: int) -> None:
