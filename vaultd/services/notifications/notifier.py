@@ -9,7 +9,6 @@ events leaving the vault."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -18,6 +17,7 @@ from pymongo import ASCENDING
 
 from vaultd.config import Settings
 from vaultd.db import Db
+from vaultd.services.common.periodic import Periodic
 from vaultd.services.notifications import digest, mails, open_mails, opens
 
 log = logging.getLogger("vaultd.notifications")
@@ -47,26 +47,15 @@ class Notifier:
         self.db, self.settings = db, settings
         self.owner = uuid.uuid4().hex
         self._next_sweep = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = asyncio.Event()
+        self._loop = Periodic(self.round, settings.webhooks_poll_seconds)
 
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._run())
+        self._loop.start()
 
     async def stop(self) -> None:
         """A mail being sent keeps its lease: another process (or this one, restarted) sends it
         once the lease runs out."""
-        if self._task is None:
-            return
-        self._stopping.set()
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _run(self) -> None:
-        while not self._stopping.is_set():
-            await self.round()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self.settings.webhooks_poll_seconds)
+        await self._loop.stop()
 
     async def round(self) -> int:
         """One round; returns how many mails were sent."""

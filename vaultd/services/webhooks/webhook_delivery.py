@@ -9,7 +9,6 @@ retry), `webhook-timestamp` the attempt's time (verifiers reject stale ones), an
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -25,6 +24,7 @@ from vaultd.db import Db
 from vaultd.records import WebhookEndpointDoc
 from vaultd.services.common import outbox
 from vaultd.services.common.outbox import Message
+from vaultd.services.common.periodic import Periodic
 from vaultd.services.webhooks import webhook_events
 from vaultd.services.webhooks.webhook_failures import SECRET_UNAVAILABLE
 from vaultd.services.webhooks.webhook_http import AttemptResult, post_signed
@@ -72,30 +72,16 @@ class Deliverer:
         self.on_attempt = on_attempt  # told whether each attempt succeeded (metrics)
         self.owner = uuid.uuid4().hex
         self._next_sweep = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = asyncio.Event()
+        self._loop = Periodic(self._round, config.poll_seconds, round_at_stop=True)
 
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._run())
+        self._loop.start()
 
     async def stop(self, flush_seconds: float = 0.0) -> None:
         """Deliver what is due now (what the last requests queued), for up to `flush_seconds`,
         then stop. An attempt cut short keeps its lease: it is sent again once that runs out."""
-        if self._task is None:
-            return
-        self._stopping.set()
-        done, _ = await asyncio.wait({self._task}, timeout=max(flush_seconds, 0.0))
-        if not done and flush_seconds > 0:
+        if not await self._loop.stop(flush_seconds) and flush_seconds > 0:
             log.warning("webhook deliveries still under way at the stop: sent after restart")
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _run(self) -> None:
-        while not self._stopping.is_set():
-            await self._round()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self.config.poll_seconds)
-        await self._round()  # the stop's flush: begun after the stop was asked for
 
     async def _round(self) -> None:
         try:

@@ -1,0 +1,43 @@
+"""A round of background work run again and again in every vaultd process, until it stops.
+
+The webhook deliverer and the notification sender are such loops: a round, then a wait of
+`interval` seconds that a stop cuts short. A round must not raise (it logs what went wrong and
+the next one retries); being cancelled is how a stop ends one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+
+class Periodic:
+    def __init__(self, round_: Callable[[], Awaitable[object]], interval: float, *,
+                 round_at_stop: bool = False) -> None:
+        """`round_at_stop`: once a stop is asked for, one more round (what the last requests
+        left due), cut short when the stop's `flush_seconds` run out."""
+        self._round, self._interval, self._round_at_stop = round_, interval, round_at_stop
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self, flush_seconds: float = 0.0) -> bool:
+        """Stop, letting the round under way (and the stop's round) run for up to
+        `flush_seconds`; False when that cut one short."""
+        if self._task is None:
+            return True
+        self._stopping.set()
+        done, _ = await asyncio.wait({self._task}, timeout=max(flush_seconds, 0.0))
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        return bool(done)
+
+    async def _run(self) -> None:
+        while not self._stopping.is_set():
+            await self._round()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._interval)
+        if self._round_at_stop:
+            await self._round()
