@@ -1,6 +1,8 @@
 """What the link-generation tests share (the revoke-all's, the file deletion's and the background
-steps'): a tally of the commands sent, an account with a file as an upload leaves it, links made
-through the service, and how many of them a page would be served for."""
+steps'): a tally of the commands sent (the module fixtures `tally`, and `recorder`, which
+`tests.recorded_database`'s `db` listens through: a module takes both by name), an account
+with a file as an upload leaves it, links made through the service, and how many of them a
+page would be served for."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from pymongo import monitoring
 
 from tests.scale_seed import _file
@@ -37,6 +40,16 @@ class CommandTally(monitoring.CommandListener):
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         pass
+
+
+@pytest.fixture(scope="module")
+def tally() -> CommandTally:
+    return CommandTally()
+
+
+@pytest.fixture(scope="module")
+def recorder(tally: CommandTally) -> CommandTally:
+    return tally  # what recorded_database's `db` listens through
 
 
 async def account_with_file(db: Db, plan: str = "business") -> tuple[Account, str]:

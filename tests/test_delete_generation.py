@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from backends.local import LocalBackend
-from tests import recorded_database
+from tests import link_generation_helpers, recorded_database
 from tests.link_generation_helpers import (
     CommandTally,
     account_with_file,
@@ -44,16 +44,7 @@ pytestmark = pytest.mark.slow  # starts its own embedded database
 
 # One embedded database for the module, its commands told to the module's own listener.
 server, db = recorded_database.server, recorded_database.db
-
-
-@pytest.fixture(scope="module")
-def tally() -> CommandTally:
-    return CommandTally()
-
-
-@pytest.fixture(scope="module")
-def recorder(tally: CommandTally) -> CommandTally:
-    return tally  # what recorded_database's `db` listens through
+tally, recorder = link_generation_helpers.tally, link_generation_helpers.recorder
 
 
 @pytest.fixture

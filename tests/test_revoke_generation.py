@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from tests import recorded_database
+from tests import link_generation_helpers, recorded_database
 from tests.link_generation_helpers import (
     CommandTally,
     account_with_file,
@@ -34,16 +34,7 @@ pytestmark = pytest.mark.slow  # starts its own embedded database
 
 # One embedded database for the module, its commands told to the module's own listener.
 server, db = recorded_database.server, recorded_database.db
-
-
-@pytest.fixture(scope="module")
-def tally() -> CommandTally:
-    return CommandTally()
-
-
-@pytest.fixture(scope="module")
-def recorder(tally: CommandTally) -> CommandTally:
-    return tally  # what recorded_database's `db` listens through
+tally, recorder = link_generation_helpers.tally, link_generation_helpers.recorder
 
 
 async def _stored_counts(db: Db, account_id: str, file_id: str) -> tuple[int, int]:
