@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from tests import documents
-from tests.http_helpers import create_link, created, upload_ok
+from tests.http_helpers import assert_json_error, create_link, created, upload_ok
 from tests.room_helpers import add_file, create_room, room_link
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
@@ -120,3 +120,12 @@ def fingerprint(vault: VaultProcess, account_id: str) -> dict[str, str]:
 
     result: dict[str, str] = vault.run_service(read)
     return result
+
+
+def assert_refused_unchanged(vault: VaultProcess, account_id: str, client: httpx.Client,
+                             method: str, path: str, refusal: str) -> None:
+    """`client`'s call of `method path` is refused 403 with `refusal`, and nothing the account
+    holds changed (the key walk's and the session walk's check)."""
+    before = fingerprint(vault, account_id)
+    assert_json_error(call(client, method, path), 403, refusal)
+    assert fingerprint(vault, account_id) == before

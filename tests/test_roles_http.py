@@ -15,10 +15,9 @@ from tests.http_helpers import assert_json_error, create_link, created, upload_o
 from tests.role_walk import (
     MEMBER_MANAGE,
     Records,
+    assert_refused_unchanged,
     auditor_refusal,
     authenticated_routes,
-    call,
-    fingerprint,
     is_account_route,
     seed,
 )
@@ -63,10 +62,8 @@ def test_an_auditor_changes_nothing_through_any_route(
         vault: VaultProcess, walk: tuple[str, Records, dict[str, httpx.Client]],
         pattern: str, method: str) -> None:
     account_id, records, clients = walk
-    before = fingerprint(vault, account_id)
-    response = call(clients["auditor"], method, records.path(pattern))
-    assert_json_error(response, 403, auditor_refusal(pattern))
-    assert fingerprint(vault, account_id) == before
+    assert_refused_unchanged(vault, account_id, clients["auditor"], method, records.path(pattern),
+                             auditor_refusal(pattern))
 
 
 @pytest.mark.parametrize(("pattern", "method"),
@@ -75,10 +72,8 @@ def test_a_member_cannot_manage_the_account(
         vault: VaultProcess, walk: tuple[str, Records, dict[str, httpx.Client]],
         pattern: str, method: str) -> None:
     account_id, records, clients = walk
-    before = fingerprint(vault, account_id)
-    response = call(clients["member"], method, records.path(pattern))
-    assert_json_error(response, 403, MEMBER_MANAGE)
-    assert fingerprint(vault, account_id) == before
+    assert_refused_unchanged(vault, account_id, clients["member"], method, records.path(pattern),
+                             MEMBER_MANAGE)
 
 
 @pytest.mark.parametrize(("pattern", "method"), READS)

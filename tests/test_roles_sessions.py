@@ -19,9 +19,9 @@ from tests.role_walk import (
     AUDITOR_TRACE,
     MEMBER_MANAGE,
     Records,
+    assert_refused_unchanged,
     auditor_refusal,
     authenticated_routes,
-    call,
     fingerprint,
     is_account_route,
     seed,
@@ -111,10 +111,8 @@ def test_an_auditor_s_session_changes_nothing_through_the_console_s_api(
         vault: VaultProcess, walk: tuple[str, Records, dict[str, httpx.Client]],
         pattern: str, method: str) -> None:
     account_id, records, clients = walk
-    before = fingerprint(vault, account_id)
-    response = call(clients["auditor"], method, "/console/api" + records.path(pattern))
-    assert_json_error(response, 403, auditor_refusal(pattern))
-    assert fingerprint(vault, account_id) == before
+    assert_refused_unchanged(vault, account_id, clients["auditor"], method,
+                             "/console/api" + records.path(pattern), auditor_refusal(pattern))
 
 
 @pytest.mark.parametrize(("pattern", "method"),
@@ -123,10 +121,8 @@ def test_a_member_s_session_cannot_manage_the_account_through_the_console_s_api(
         vault: VaultProcess, walk: tuple[str, Records, dict[str, httpx.Client]],
         pattern: str, method: str) -> None:
     account_id, records, clients = walk
-    before = fingerprint(vault, account_id)
-    response = call(clients["member"], method, "/console/api" + records.path(pattern))
-    assert_json_error(response, 403, MEMBER_MANAGE)
-    assert fingerprint(vault, account_id) == before
+    assert_refused_unchanged(vault, account_id, clients["member"], method,
+                             "/console/api" + records.path(pattern), MEMBER_MANAGE)
 
 
 @pytest.mark.parametrize(("role", "pattern", "method", "refusal"), REFUSED_FORMS)
