@@ -54,6 +54,15 @@ async def room_revoked(db: Db, account_id: str, room_id: str, count: int,
     await outbox.emit(db, account_id, "room.revoked", data)
 
 
+async def room_links_revoking(db: Db, account_id: str, room_id: str, count: int, batch: str,
+                              generation: int) -> list[str]:
+    """A room's revoke-all: its `room.revoked` (`revoked`: how many), held until the room's link
+    `generation` is raised by the job `batch` (`links.revoke_jobs`), as a file's is."""
+    raised = outbox.Awaited("rooms", {"_id": room_id, f"linkRevokes.{generation}.batch": batch})
+    return await outbox.emit(db, account_id, "room.revoked", {"roomId": room_id, "revoked": count},
+                             awaits=raised, key=f"room.revoked:batch:{batch}")
+
+
 def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
     """As every entry (`access_log.entry_json`): a room.view entry is about the room, so it
     has `roomId` and no `fileId`; a page entry has both."""
