@@ -62,6 +62,7 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('link_stats (fileId)', '{}'),
     ('link_stats (fileId, _id)', '{}'),
     ('link_stats (openAnnounced)', '{}'),
+    ('link_stats (roomId)', '{"sparse": true}'),
     ('links (_id, fileId)', '{}'),
     ('links (accountId, expiresAt)', '{}'),
     ('links (fileId, expiresAt)', '{}'),

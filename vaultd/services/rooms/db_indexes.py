@@ -31,4 +31,6 @@ INDEXES: tuple[Index, ...] = (
     index("room_items", "roomId", "_id"),
     # Deletions left to recovery (`room_deletions.resume_orphaned`): few, found by the index.
     index("rooms", "state", sparse=True),
+    # A room's analytics: its links' aggregates per document (`activity.analytics`).
+    index("link_stats", "roomId", sparse=True),
 )
