@@ -1,7 +1,9 @@
 """The background steps that follow a one-write answer (a revoke-all's marking, a deletion's
 clean-up) each make the database read no more than the records they write: every update and
 delete they send is served by an index (`tests.db_reads.examined`, replayed as an explain), so
-none holds the embedded database's one lock for a scan of every link. And a link being created
+none holds the embedded database's one lock for a scan of every link; a room's revoke-all and
+deletion (`links.revoke_jobs` kind `room`, `rooms.room_deletions`) read their links and items by
+index too. And a link being created
 as its file's generation rises is replaced, never moved, so that the marking may write by `_id`
 alone. Against a real embedded SecantusDB, through the services."""
 
@@ -17,18 +19,20 @@ from backends.local import LocalBackend
 from tests import recorded_database
 from tests.db_reads import Query, examined
 from tests.link_generation_helpers import account_with_file, live_by_truth, new_links
+from tests.room_link_seed import seed_room_items, seed_room_links
 from tests.scale_seed import seed_account
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
-from vaultd.records import LinkDoc
+from vaultd.records import LinkDoc, RoomDoc
 from vaultd.secrets import digest, new_token
-from vaultd.services.accounts import link_counts
+from vaultd.services.accounts import accounts, link_counts
 from vaultd.services.accounts.link_generations import FILE_FIELDS
 from vaultd.services.common import background
-from vaultd.services.common.batches import DELETE_BATCH
+from vaultd.services.common.batches import DELETE_BATCH, WINDOW
 from vaultd.services.files import deletions
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.links import links, revoke_jobs
+from vaultd.services.rooms import records, room_deletions, room_links
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
@@ -42,8 +46,11 @@ class WriteFilters(monitoring.CommandListener):
 
     recording: bool = False
     sent: list[Query] = field(default_factory=list)
+    reads: list[Query] = field(default_factory=list)  # the filters of the finds, likewise
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if self.recording and event.command_name == "find":
+            self.reads.append(Query(str(event.command["find"]), dict(event.command["filter"])))
         if not self.recording or event.command_name not in ("update", "delete"):
             return
         statements = event.command.get("updates") or event.command.get("deletes") or []
@@ -71,9 +78,13 @@ def recorder(writes: WriteFilters) -> WriteFilters:
     return writes  # what recorded_database's `db` listens through
 
 
-async def _most_examined_by_link_writes(db: Db, writes: WriteFilters) -> int:
-    """The most documents one recorded update or delete of links made the database read."""
-    sent = [query for query in writes.sent if query.collection in ("links", "link_stats")]
+async def _most_examined_by_link_writes(
+        db: Db, writes: WriteFilters, collections: tuple[str, ...] = ("links", "link_stats"),
+        queries: list[Query] | None = None) -> int:
+    """The most documents one recorded update or delete of links (or one of `queries`) made the
+    database read."""
+    sent = [query for query in (writes.sent if queries is None else queries)
+            if query.collection in collections]
     assert sent, "no write of links was recorded"
     return max([await examined(db, query) for query in sent])
 
@@ -135,3 +146,52 @@ async def test_a_link_born_of_a_revoked_generation_is_replaced_and_never_marked_
     assert await live_by_truth(db, tokens) == 0
     assert await link_counts.file_live(db, file_id) == 1
     assert await link_counts.account_live(db, account.id) == 1
+
+
+async def _room_with_bystander(db: Db, name: str) -> tuple[str, RoomDoc]:
+    """A room with LINKS links and 60 items, beside another room's links: a step that scanned
+    instead of using an index would read those too."""
+    account = await accounts.create_account(db, name, "business")
+    bystander = await records.create_room(db, account, "Bystander")
+    await seed_room_links(db, account.id, bystander["_id"], LINKS // 2)
+    room = await records.create_room(db, account, "Deal room")
+    await seed_room_links(db, account.id, room["_id"], LINKS)
+    await seed_room_items(db, account.id, room["_id"], 60)
+    await seed_room_items(db, account.id, bystander["_id"], 60)
+    return account.id, await records.get_room(db, account.id, room["_id"])
+
+
+async def test_a_rooms_revoke_all_marks_and_reads_its_links_by_index(
+        db: Db, writes: WriteFilters) -> None:
+    _, room = await _room_with_bystander(db, "Marked Room Co")
+    assert await room_links.revoke_all(db, room, "vaultd-test") == LINKS
+    writes.sent.clear()
+    writes.reads.clear()
+    writes.recording = True
+    try:
+        await revoke_jobs.all_marked()
+    finally:
+        writes.recording = False
+    assert await db.room_links.count_documents({"roomId": room["_id"], "revoked": False}) == 0
+    assert await _most_examined_by_link_writes(db, writes, ("room_links",)
+                                               ) <= revoke_jobs.WRITE_BATCH
+    assert await _most_examined_by_link_writes(db, writes, ("room_links",), writes.reads
+                                               ) <= revoke_jobs.BATCH
+
+
+async def test_a_rooms_deletions_clean_up_deletes_and_reads_by_index(
+        db: Db, writes: WriteFilters) -> None:
+    account_id, room = await _room_with_bystander(db, "Cleaned Room Co")
+    await room_deletions.delete_room(db, account_id, room["_id"], "vaultd-test")
+    writes.sent.clear()
+    writes.reads.clear()
+    writes.recording = True
+    try:
+        await background.settled()
+    finally:
+        writes.recording = False
+    assert await db.room_links.count_documents({"roomId": room["_id"]}) == 0
+    assert await db.room_items.count_documents({"roomId": room["_id"]}) == 0
+    rooms = ("room_links", "room_items")
+    assert await _most_examined_by_link_writes(db, writes, rooms) <= DELETE_BATCH
+    assert await _most_examined_by_link_writes(db, writes, rooms, writes.reads) <= WINDOW

@@ -23,7 +23,7 @@ from vaultd.services.links.links import LinkRequest
 from vaultd.services.members.actor import Actor
 from vaultd.services.members.callers import set_caller
 from vaultd.services.members.roles import Permission, Role, allows
-from vaultd.services.rooms import items, records, room_links
+from vaultd.services.rooms import items, records, room_deletions, room_links
 from vaultd.services.tracing import trace_batch
 from vaultd.services.webhooks import webhook_test_event, webhooks
 
@@ -55,8 +55,8 @@ GUARDED: dict[str, tuple[Permission, Call]] = {
                             lambda: records.create_room(NOTHING, NOTHING, "Deal")),
     "records.rename_room": (Permission.CHANGE_CONTENT,
                             lambda: records.rename_room(NOTHING, "acct", "room", "Deal")),
-    "records.delete_room": (Permission.CHANGE_CONTENT,
-                            lambda: records.delete_room(NOTHING, "acct", "room")),
+    "room_deletions.delete_room": (Permission.CHANGE_CONTENT, lambda: room_deletions.delete_room(
+        NOTHING, "acct", "room", "vaultd-test")),
     "items.add_folder": (Permission.CHANGE_CONTENT, lambda: items.add_folder(NOTHING, ROOM, {})),
     "items.add_file": (Permission.CHANGE_CONTENT, lambda: items.add_file(NOTHING, ROOM, {})),
     "items.update_item": (Permission.CHANGE_CONTENT,
@@ -66,7 +66,7 @@ GUARDED: dict[str, tuple[Permission, Call]] = {
     "room_links.create": (Permission.CHANGE_CONTENT,
                           lambda: room_links.create(NOTHING, ROOM, NOTHING)),
     "room_links.revoke_all": (Permission.CHANGE_CONTENT,
-                              lambda: room_links.revoke_all(NOTHING, ROOM)),
+                              lambda: room_links.revoke_all(NOTHING, ROOM, "vaultd-test")),
     "agreements.create_agreement": (Permission.CHANGE_CONTENT, lambda: (
         agreements.create_agreement(NOTHING, NOTHING, "N", "T"))),
     "trace_batch.trace_batch": (Permission.TRACE, lambda: trace_batch.trace_batch(

@@ -37,7 +37,9 @@ from vaultd.services.links import db_indexes as links
 from vaultd.services.links import link_numbers
 from vaultd.services.members import db_indexes as members
 from vaultd.services.pages import db_indexes as pages
+from vaultd.services.rooms import activity as room_activity
 from vaultd.services.rooms import db_indexes as rooms
+from vaultd.services.rooms import room_counts
 from vaultd.services.rooms.db_indexes import ROOM_FILE_INDEX
 from vaultd.services.webhooks import db_indexes as webhooks
 
@@ -89,6 +91,8 @@ async def ensure_indexes(db: Db) -> None:
         await create(db, one)
     await count_links_once(db)
     await count_rooms_once(db)
+    await room_counts.count_room_links_once(db)
+    await room_activity.tag_room_stats_once(db)
     await number_files_once(db)
     await link_numbers.number_links_once(db)
 

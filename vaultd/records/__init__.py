@@ -262,8 +262,7 @@ class RoomItemDoc(TypedDict):
 
 
 class RoomLinkDoc(TypedDict):
-    """Collection `room_links`: one reader's link to a room. Only the token's SHA-256 is
-    stored. `folderIds` is the link's scope (None: the whole room)."""
+    """Collection `room_links`: one reader's link to a room. Only the token's SHA-256 is kept."""
 
     _id: str
     hash: str
@@ -271,7 +270,7 @@ class RoomLinkDoc(TypedDict):
     roomId: str
     viewerEmail: str
     viewerName: str
-    folderIds: list[str] | None
+    folderIds: list[str] | None  # the link's scope (None: the whole room)
     createdAt: datetime
     expiresAt: datetime
     revoked: bool
@@ -282,6 +281,7 @@ class RoomLinkDoc(TypedDict):
     exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
     createdBy: NotRequired[str]  # the member whose notifications it feeds (notifications.owners)
     alertOwed: NotRequired[bool]  # its member's first-open note not written yet (notifications)
+    generation: NotRequired[int]  # its room's linkGeneration when counted (services.rooms)
 
 
 class InstanceDoc(TypedDict):

@@ -6,7 +6,15 @@ from typing import Any
 
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import RoomDoc
-from vaultd.services.rooms import activity, index, items, records, room_links, tree
+from vaultd.services.rooms import (
+    activity,
+    index,
+    items,
+    records,
+    room_deletions,
+    room_links,
+    tree,
+)
 from vaultd.timefmt import iso_utc
 from vaultd.web.base import BaseHandler
 from vaultd.web.files import parse_before, parse_bounded_int
@@ -61,7 +69,8 @@ class RoomHandler(RoomBase):
 
     async def delete(self, room_id: str) -> None:
         assert self.account is not None
-        await records.delete_room(self.ctx.db, self.account.id, room_id)
+        await room_deletions.delete_room(self.ctx.db, self.account.id, room_id,
+                                         self.ctx.instance_id)
         self.send_empty(204)
 
 
@@ -122,7 +131,8 @@ class RoomViewsHandler(RoomBase):
 class RevokeRoomViewsHandler(RoomBase):
     async def post(self, room_id: str) -> None:
         room = await self.room(room_id)
-        self.send_json(200, {"revoked": await room_links.revoke_all(self.ctx.db, room)})
+        revoked = await room_links.revoke_all(self.ctx.db, room, self.ctx.instance_id)
+        self.send_json(200, {"revoked": revoked})
 
 
 class RoomAccessLogHandler(RoomBase):

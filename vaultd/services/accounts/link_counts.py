@@ -11,9 +11,11 @@ each match). Instead each account and file record carries `linkCount: {live, swe
   `now` and subtracts them, only if `sweptAt` is still what it read (concurrent readers in any
   process subtract once).
 
-Room links (`services.rooms.room_links`) count on their account only, the same way: +1 when
-created, -1 when revoked while live (`countedOut`), and the account's sweep reads the range of
-its room links that expired too (`room_links`' (accountId, expiresAt) index).
+Room links (`services.rooms.room_links`) count on their account and their room
+(`services.rooms.room_counts`), the same way: +1 when created, -1 when revoked while live
+(`countedOut`), and the account's sweep reads the range of its room links that expired too
+(`room_links`' (accountId, expiresAt) index), told by their room's record which a room's
+revoke-all or deletion took.
 
 So a read costs the links that expired since the last read, and each link leaves the count
 exactly once: by its revoke while live, or by the sweep past its expiry. A file's revoke-all
@@ -141,8 +143,9 @@ async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], k
     if key == "accountId":  # the account's room links expired in the same range
         room_ended = db.room_links.find(
             {"accountId": doc["_id"], "expiresAt": {"$gt": since, "$lte": now}},
-            {"countedOut": 1})
-        expired += sum([not link.get("countedOut") async for link in room_ended])
+            {"countedOut": 1, "roomId": 1, "generation": 1, "expiresAt": 1})
+        expired += await _room_links_not_counted_out(db, [dict(link) async for link in
+                                                          room_ended])
     if sweep and (expired or now - since > SWEEP_EVERY):
         # Only if no one swept meanwhile. A missing sweptAt is asked with $exists, not None:
         # SecantusDB's index does not match None to a missing field (once per record).
@@ -166,4 +169,17 @@ async def _not_counted_out(db: Db, links: list[dict[str, Any]], file: dict[str, 
     else:
         files = {}
     return sum(not link_generations.counted_out(link, files.get(link["fileId"]))
+               for link in links)
+
+
+async def _room_links_not_counted_out(db: Db, links: list[dict[str, Any]]) -> int:
+    """As `_not_counted_out`, for room links: a room's revoke-all or deletion takes its whole
+    count as a file's does (`services.rooms.room_counts`), read from the room records."""
+    links = [link for link in links if not link.get("countedOut")]
+    rooms: dict[str, dict[str, Any]] = {}
+    if links:
+        found = db.rooms.find({"_id": {"$in": sorted({link["roomId"] for link in links})}},
+                              FILE_FIELDS)
+        rooms = {doc["_id"]: dict(doc) async for doc in found}
+    return sum(not link_generations.counted_out(link, rooms.get(link["roomId"]))
                for link in links)

@@ -101,6 +101,7 @@ class _FirstOpen(LinkStatsOpening):
 
     openAnnounced: bool
     alertOwed: NotRequired[bool]  # its member's notification not queued yet (notifications)
+    roomId: NotRequired[str]  # a room link's document: its room reads it by this (rooms.activity)
 
 
 def _first_open(opened: OpenLink, now: datetime, marker: str, ip: str | None) -> _FirstOpen:
@@ -113,6 +114,8 @@ def _first_open(opened: OpenLink, now: datetime, marker: str, ip: str | None) ->
         "firstOpenedAt": now, "openMarker": marker, "openIp": ip, "openAnnounced": False}
     if "createdBy" in link:
         first["alertOwed"] = True
+    if opened.room_id is not None:
+        first["roomId"] = opened.room_id
     return first
 
 

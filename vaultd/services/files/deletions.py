@@ -156,23 +156,24 @@ async def clean_up(db: Db, doc: FileDoc) -> None:
     """Everything of a settled deletion that grows with the file's history, in short steps;
     the record goes last, so a crash before leaves it for recovery."""
     account_id, file_id = doc["accountId"], doc["_id"]
-    await _sweep_account(db, account_id, file_id, doc.get("deletingAt"))
+    await sweep_account(db, account_id, file_id, doc.get("deletingAt"))
     links = db.raw(db.links.name)
     # By `_id` windows on (fileId, revoked, _id); the last call finds a link of another shape.
     for revoked in (False, True):
-        await _delete_resting(links, {"fileId": file_id, "revoked": revoked})
-    await _delete_resting(links, {"fileId": file_id}, windows=False)
-    await _delete_resting(db.raw(db.link_stats.name), {"fileId": file_id})  # one per link
+        await delete_resting(links, {"fileId": file_id, "revoked": revoked})
+    await delete_resting(links, {"fileId": file_id}, windows=False)
+    await delete_resting(db.raw(db.link_stats.name), {"fileId": file_id})  # one per link
     # Its time per page across links (services.analytics.file_pages, a layer above this one).
     await db.raw("file_page_stats").delete_one({"_id": file_id})
     await db.files.delete_one({"_id": file_id})
     await quota.finish_release(db, account_id, file_id)
 
 
-async def _sweep_account(db: Db, account_id: str, file_id: str,
-                         deleted_at: datetime | None) -> None:
+async def sweep_account(db: Db, account_id: str, file_id: str, deleted_at: datetime | None,
+                        *, links: str = "links", key: str = "fileId") -> None:
     """The file's links that expired before its claim leave the account's count by its expiry
-    sweep, which reads them: so a sweep past the claim runs before they are deleted."""
+    sweep, which reads them: so a sweep past the claim runs before they are deleted. A room's
+    deletion (`services.rooms.room_deletions`) names its links (`links`, by `key`)."""
     if deleted_at is None:  # claimed by a version that did not note it
         await link_counts.account_live(db, account_id)
         return
@@ -187,14 +188,14 @@ async def _sweep_account(db: Db, account_id: str, file_id: str,
         # Not swept past the claim (nothing to sweep, or another sweep won with an older now):
         # done if none of the file's links is left in between.
         since = swept or link_counts.NEVER
-        between = db.links.find({"fileId": file_id,
-                                 "expiresAt": {"$gt": since, "$lte": deleted_at}},
-                                {"countedOut": 1})
+        between = db.raw(links).find({key: file_id,
+                                      "expiresAt": {"$gt": since, "$lte": deleted_at}},
+                                     {"countedOut": 1})
         if not [link async for link in between if not link.get("countedOut")]:
             return
 
 
-async def _delete_resting(records: AsyncCollection[Any], query: dict[str, Any], *,
+async def delete_resting(records: AsyncCollection[Any], query: dict[str, Any], *,
                           windows: bool = True) -> None:
     """Delete what `query` matches, DELETE_BATCH per delete by `_id`, each followed by a rest
     as long as it took: nobody waits for these steps, every other tenant's query may wait

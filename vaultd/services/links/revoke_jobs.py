@@ -23,6 +23,12 @@ If the process dies first, recovery (`resume_orphaned`) claims the job and finis
 record says: all of it if the generation was raised (the marking again in the background),
 otherwise nothing (the held event is dropped). Only the job's owner settles or marks it, so
 the account's marker (which keeps its count from being taken twice) can go when the job ends.
+
+A room's revoke-all (`services.rooms.room_revokes`) is the same job of another kind (`Holder`):
+the room record carries the generation, its count and its notes under the same field names,
+its links (`room_links`, keyed by `roomId`) are marked by the same steps, and it writes no log
+entry (a room's revoke-all never did). The room's count and its held event are the caller's
+(`revoke_generation`'s `count` and `hold`): this layer knows no room.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -59,49 +67,94 @@ ATTEMPTS = 8
 BUSY = "the file's links are changing too fast to revoke; retry"
 
 
+@dataclass(frozen=True)
+class Holder:
+    """What a job's links belong to: the record carrying their generation, count and notes
+    (`records`, while `alive` matches it), their collection (`links`) and the field of a link
+    naming its holder (`key`)."""
+
+    kind: str
+    records: str
+    links: str
+    key: str
+    alive: dict[str, Any]
+    busy: str
+    logged: bool  # whether the revoke-all writes a `revoke` entry in the holder's log
+
+
+FILE = Holder("file", "files", "links", "fileId", {"state": "stored"}, BUSY, logged=True)
+ROOM = Holder("room", "rooms", "room_links", "roomId", {"state": {"$exists": False}},
+              "the room's links are changing too fast to revoke; retry", logged=False)
+# The holder's live links at `now`, from its record read with `linkCount` and FILE_FIELDS.
+LiveCount = Callable[[Db, dict[str, Any], datetime], Awaitable[int]]
+# The held event of a revoke-all: (db, account, holder id, count, job id, generation) -> ids.
+HoldEvent = Callable[[Db, str, str, int, str, int], Awaitable[list[str]]]
+
+
+def holder_of(job: dict[str, Any]) -> Holder:
+    return ROOM if job.get("kind") == ROOM.kind else FILE  # jobs without a kind are files'
+
+
+async def _file_live(db: Db, file: dict[str, Any], now: datetime) -> int:
+    return await link_counts.file_live_unswept(db, file, now)
+
+
 async def revoke_all(db: Db, account_id: str, file_id: str, owner: str,
                      pace: Pace = UNPACED) -> int:
     """Revoke the file's live links of this account; returns how many this call revoked. The
     link records are marked afterwards, in the background (`mark`)."""
+    return await revoke_generation(db, FILE, account_id, file_id, owner, _file_live,
+                                   webhook_events.file_links_revoking, pace)
+
+
+async def revoke_generation(db: Db, holder: Holder, account_id: str, holder_id: str, owner: str,
+                            count: LiveCount, hold: HoldEvent, pace: Pace = UNPACED) -> int:
+    """Revoke the live links of the holder (a file or a room of this account) in one write;
+    returns how many this call revoked (`count`'s answer). `hold` queues the event the raise
+    releases."""
     for _ in range(ATTEMPTS):
-        file = await db.files.find_one({"_id": file_id, "accountId": account_id, "state": "stored"},
-                                       {"linkCount": 1, **FILE_FIELDS})
-        if file is None:
+        found = await db.raw(holder.records).find_one(
+            {"_id": holder_id, "accountId": account_id, **holder.alive},
+            {"linkCount": 1, **FILE_FIELDS})
+        if found is None:
             return 0
         now = utcnow()
-        live = await link_counts.file_live_unswept(db, dict(file), now)
+        live = await count(db, dict(found), now)
         if not live:
             return 0
-        job = await _start(db, dict(file), account_id, live, now, owner)
-        if await _raise_generation(db, dict(file), job):
+        job = await _start(db, dict(found), account_id, live, now, owner, holder, hold)
+        if await _raise_generation(db, dict(found), job):
             await settle(db, job)
             _in_background(db, job, pace)
             return live
         await outbox.discard(db, job["held"])
         await db.raw(JOBS).delete_one({"_id": job["_id"]})
         await PacedSteps(pace, account_id).next()
-    raise ServiceUnavailable(BUSY)
+    raise ServiceUnavailable(holder.busy)
 
 
-async def _start(db: Db, file: dict[str, Any], account_id: str, live: int, now: datetime,
-                 owner: str) -> dict[str, Any]:
+async def _start(db: Db, found: dict[str, Any], account_id: str, live: int, now: datetime,
+                 owner: str, holder: Holder = FILE,
+                 hold: HoldEvent = webhook_events.file_links_revoking) -> dict[str, Any]:
     batch = uuid.uuid4().hex
-    generation = link_generations.generation(file)
-    held = await webhook_events.file_links_revoking(db, account_id, file["_id"], live, batch,
-                                                    generation)
-    job = {"_id": batch, "accountId": account_id, "fileId": file["_id"], "owner": owner,
+    generation = link_generations.generation(found)
+    held = await hold(db, account_id, found["_id"], live, batch, generation)
+    job = {"_id": batch, "accountId": account_id, holder.key: found["_id"], "owner": owner,
            "startedAt": now, "generation": generation, "count": live, "held": held}
+    if holder is not FILE:
+        job["kind"] = holder.kind
     await db.raw(JOBS).insert_one(job)
     return job
 
 
-async def _raise_generation(db: Db, file: dict[str, Any], job: dict[str, Any]) -> bool:
-    """The one write that revokes: only if the file is as read (same generation, same count,
+async def _raise_generation(db: Db, found: dict[str, Any], job: dict[str, Any]) -> bool:
+    """The one write that revokes: only if the holder is as read (same generation, same count,
     same sweep), else False."""
-    counted = file.get("linkCount") or {}
+    holder = holder_of(job)
+    counted = found.get("linkCount") or {}
     swept = counted.get("sweptAt")
-    result = await db.files.update_one(
-        {"_id": file["_id"], "state": "stored",
+    result = await db.raw(holder.records).update_one(
+        {"_id": found["_id"], **holder.alive,
          "linkGeneration": is_generation(job["generation"]),
          "linkCount.live": int(counted.get("live", 0)),
          "linkCount.sweptAt": swept if swept is not None else {"$exists": False}},
@@ -119,9 +172,10 @@ async def settle(db: Db, job: dict[str, Any]) -> None:
         {"_id": job["accountId"], f"linkCount.revokes.{job['_id']}": {"$exists": False}},
         {"$inc": {"linkCount.live": -job["count"]},
          "$set": {f"linkCount.revokes.{job['_id']}": True}})
-    with contextlib.suppress(DuplicateKeyError):  # one entry per job, resumed or not
-        await access_log.record(db, job["accountId"], job["fileId"], "revoke",
-                                entry_id=f"revoke-{job['_id']}")
+    if holder_of(job).logged:
+        with contextlib.suppress(DuplicateKeyError):  # one entry per job, resumed or not
+            await access_log.record(db, job["accountId"], job["fileId"], "revoke",
+                                    entry_id=f"revoke-{job['_id']}")
     await outbox.release(db, job["held"])
 
 
@@ -145,11 +199,13 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
     (`pace`) and resting as long as it took; then end the job. Returns how many links were
     marked (idempotent: a resumed job marks what is left)."""
     revoked_at: datetime = job["startedAt"]
+    holder = holder_of(job)
+    records = db.raw(holder.links)
     steps = PacedSteps(pace, job["accountId"])
     fields = {"generation": 1, "expiresAt": 1}
     marked = 0
-    async for links in id_ranges.batches(db.raw(db.links.name), fields, size=BATCH,
-                                         query={"fileId": job["fileId"], "revoked": False}):
+    async for links in id_ranges.batches(records, fields, size=BATCH,
+                                         query={holder.key: job[holder.key], "revoked": False}):
         old = [link for link in links
                if link_generations.generation(link, "generation") <= job["generation"]]
         # Those live at the revoke left the counts with it; those expired before leave by the
@@ -162,7 +218,7 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
                 # generation and makes another), so those read as old stay old. A condition on
                 # `generation` (in no index) made SecantusDB scan every link, each step.
                 started = time.monotonic()
-                result = await db.links.update_many(
+                result = await records.update_many(
                     {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
                     {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": live}})
                 marked += int(result.modified_count)
@@ -172,8 +228,8 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
                 await steps.next()
     await db.raw(JOBS).delete_one({"_id": job["_id"]})
     # Notes no longer needed: every link of the generation now says what the note said.
-    await db.files.update_one({"_id": job["fileId"]},
-                              {"$unset": {f"linkRevokes.{job['generation']}": ""}})
+    await db.raw(holder.records).update_one(
+        {"_id": job[holder.key]}, {"$unset": {f"linkRevokes.{job['generation']}": ""}})
     await db.accounts.update_one({"_id": job["accountId"]},
                                  {"$unset": {f"linkCount.revokes.{job['_id']}": ""}})
     return marked
@@ -200,8 +256,9 @@ async def resume_orphaned(db: Db, live_instances: set[str], owner: str) -> int:
 
 async def resume(db: Db, job: dict[str, Any]) -> None:
     """A job left by a process that died: finished if it raised the generation, else dropped."""
-    raised = await db.files.find_one(
-        {"_id": job["fileId"], f"linkRevokes.{job['generation']}.batch": job["_id"]},
+    holder = holder_of(job)
+    raised = await db.raw(holder.records).find_one(
+        {"_id": job[holder.key], f"linkRevokes.{job['generation']}.batch": job["_id"]},
         {"_id": 1})
     if raised is None:
         await outbox.discard(db, job["held"])

@@ -2,7 +2,8 @@
 
 A room link's pages are counted per (link, document) in `link_stats` under the id
 `<room link id>:<file id>` (`reads.page_link`), by the page path's engagement hook like any
-page; a room's analytics add those records up. Its entries carry `roomId`.
+page, each record carrying its `roomId`; a room's analytics add the room's records up, read by
+that field's index. Its entries carry `roomId`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, RoomLinkDoc
-from vaultd.services.common import access_log, outbox
+from vaultd.services.common import access_log, id_ranges, outbox
 from vaultd.services.common.feed import EPOCH
 from vaultd.services.common.newest import newest
 from vaultd.services.notifications import opens
@@ -20,6 +21,10 @@ from vaultd.timefmt import iso_utc, utcnow
 
 # What a room's log holds: its openings, its pages, and its links' gates (services.gates).
 ROOM_ACTIONS = ("page", "room.view", "verify", "agreement")
+# What the room's analytics add up of each `link_stats` record.
+STATS_FIELDS = {"viewerEmail": 1, "viewerName": 1, "fileId": 1, "pages": 1, "totalSeconds": 1,
+                "lastSeenAt": 1}
+ROOM_STATS_MIGRATION = "room-link-stats"
 
 
 def _link_data(link: RoomLinkDoc) -> dict[str, Any]:
@@ -54,6 +59,15 @@ async def room_revoked(db: Db, account_id: str, room_id: str, count: int,
     await outbox.emit(db, account_id, "room.revoked", data)
 
 
+async def room_links_revoking(db: Db, account_id: str, room_id: str, count: int, batch: str,
+                              generation: int) -> list[str]:
+    """A room's revoke-all: its `room.revoked` (`revoked`: how many), held until the room's link
+    `generation` is raised by the job `batch` (`links.revoke_jobs`), as a file's is."""
+    raised = outbox.Awaited("rooms", {"_id": room_id, f"linkRevokes.{generation}.batch": batch})
+    return await outbox.emit(db, account_id, "room.revoked", {"roomId": room_id, "revoked": count},
+                             awaits=raised, key=f"room.revoked:batch:{batch}")
+
+
 def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
     """As every entry (`access_log.entry_json`): a room.view entry is about the room, so it
     has `roomId` and no `fileId`; a page entry has both."""
@@ -86,28 +100,45 @@ async def latest_entries(db: Db, room_id: str, *, before: datetime | None = None
 
 async def analytics(db: Db, room_id: str, file_names: dict[str, str]) -> dict[str, Any]:
     """Per viewer: documents opened, pages viewed, seconds, last seen; per document: viewers
-    and seconds. From the `link_stats` records of the room's links."""
-    links = {doc["_id"]: doc async for doc in db.room_links.find({"roomId": room_id})}
+    and seconds. From the room's `link_stats` records, read by their `roomId` (one per link
+    and document opened): what the answer adds up, never the room's links nor their unopened
+    documents."""
     viewers: dict[str, dict[str, Any]] = {}
     documents: dict[str, dict[str, Any]] = {}
-    for link_id, link in links.items():
-        async for stats in db.link_stats.find({"_id": {"$regex": f"^{link_id}:"}}):
-            pages = sum(int(page.get("views", 0)) for page in stats.get("pages", {}).values())
-            seconds = float(stats.get("totalSeconds", 0.0))
-            viewer = viewers.setdefault(link["viewerEmail"], {
-                "viewerEmail": link["viewerEmail"], "viewerName": link["viewerName"],
-                "documentsOpened": 0, "pagesViewed": 0, "seconds": 0.0, "lastSeenAt": None})
-            viewer["documentsOpened"] += 1
-            viewer["pagesViewed"] += pages
-            viewer["seconds"] = round(viewer["seconds"] + seconds, 3)
-            seen = iso_utc(stats["lastSeenAt"])
-            viewer["lastSeenAt"] = max(filter(None, [viewer["lastSeenAt"], seen]))
-            document = documents.setdefault(stats["fileId"], {
-                "fileId": stats["fileId"], "name": file_names.get(stats["fileId"]),
-                "viewers": set(), "seconds": 0.0})
-            document["viewers"].add(link["viewerEmail"])
-            document["seconds"] = round(document["seconds"] + seconds, 3)
+    async for stats in db.raw(db.link_stats.name).find({"roomId": room_id}, STATS_FIELDS):
+        email = stats["viewerEmail"]
+        pages = sum(int(page.get("views", 0)) for page in stats.get("pages", {}).values())
+        seconds = float(stats.get("totalSeconds", 0.0))
+        viewer = viewers.setdefault(email, {
+            "viewerEmail": email, "viewerName": stats["viewerName"],
+            "documentsOpened": 0, "pagesViewed": 0, "seconds": 0.0, "lastSeenAt": None})
+        viewer["documentsOpened"] += 1
+        viewer["pagesViewed"] += pages
+        viewer["seconds"] = round(viewer["seconds"] + seconds, 3)
+        seen = iso_utc(stats["lastSeenAt"])
+        viewer["lastSeenAt"] = max(filter(None, [viewer["lastSeenAt"], seen]))
+        document = documents.setdefault(stats["fileId"], {
+            "fileId": stats["fileId"], "name": file_names.get(stats["fileId"]),
+            "viewers": set(), "seconds": 0.0})
+        document["viewers"].add(email)
+        document["seconds"] = round(document["seconds"] + seconds, 3)
     return {"roomId": room_id, "viewers": sorted(viewers.values(),
                                                  key=lambda v: v["viewerEmail"]),
             "documents": [{**doc, "viewers": len(doc["viewers"])}
                           for doc in sorted(documents.values(), key=lambda d: d["fileId"])]}
+
+
+async def tag_room_stats_once(db: Db) -> None:
+    """The `link_stats` records of room links written before they carried their `roomId` get
+    it, once (a marker in `migrations`): each room link's records are the `_id` range
+    `<link id>:...` on the (_id, totalSeconds) index, written in one update per link."""
+    marks = db.raw("migrations")
+    if await marks.find_one({"_id": ROOM_STATS_MIGRATION}) is not None:
+        return
+    stats = db.raw(db.link_stats.name)
+    async for links in id_ranges.batches(db.raw(db.room_links.name), {"roomId": 1}):
+        for link in links:
+            await stats.update_many({"_id": {"$gt": f"{link['_id']}:", "$lt": f"{link['_id']};"}},
+                                    {"$set": {"roomId": link["roomId"]}})
+    await marks.update_one({"_id": ROOM_STATS_MIGRATION}, {"$set": {"at": utcnow()}},
+                           upsert=True)

@@ -22,4 +22,15 @@ INDEXES: tuple[Index, ...] = (
     index("access_log", "roomId", "-at", sparse=True),
     # A room's log filtered by action is a time range too (activity).
     index("access_log", "roomId", "action", "-at", sparse=True),
+    # A room's links that expired since its count's sweep (`room_counts`).
+    index("room_links", "roomId", "expiresAt"),
+    # A room's revoke-all and deletion walk its links by `_id` windows, and write them by `_id`
+    # (`links.revoke_jobs`, `room_deletions`); a deletion walks its items the same way.
+    index("room_links", "roomId", "revoked", "_id"),
+    index("room_links", "revoked", "_id"),
+    index("room_items", "roomId", "_id"),
+    # Deletions left to recovery (`room_deletions.resume_orphaned`): few, found by the index.
+    index("rooms", "state", sparse=True),
+    # A room's analytics: its links' aggregates per document (`activity.analytics`).
+    index("link_stats", "roomId", sparse=True),
 )

@@ -1,5 +1,7 @@
-"""A room page's records in one round trip: the room link (by its token's hash), the file's
-places in rooms (by the file's index) and, on the API route, the caller's key (by its hash).
+"""A room page's records in one round trip: the room link (by its token's hash) with its room's
+link generation and state (`room_counts.ROOM_STAGE`: a revoke-all or deletion of the room
+revokes it), the file's places in rooms (by the file's index) and, on the API route, the
+caller's key (by its hash).
 
 One `aggregate` on the room link, the places and the key joined to it by equality `$lookup`s
 (as `api_keys.check_key` reads a key with a file link), where a room page used to send two or
@@ -16,7 +18,9 @@ from vaultd.db import Db
 from vaultd.errors import INVALID_KEY, Unauthorized
 from vaultd.records import ApiKeyDoc, RoomItemDoc, RoomLinkDoc
 from vaultd.secrets import digest, is_api_key
+from vaultd.services.accounts import link_generations
 from vaultd.services.accounts.api_keys import KEY_CHECK_FIELDS
+from vaultd.services.rooms import room_counts
 
 # Fields the combined read adds to the link's document (none of a room link's own).
 _FILE_ID, _KEY_HASH, _PLACES, _KEY = "pageFileId", "pageKeyHash", "pagePlaces", "pageKey"
@@ -37,6 +41,7 @@ async def read_together(db: Db, token: str, file_id: str, api_key: str | None = 
     key_hash = digest(api_key) if api_key is not None and is_api_key(api_key) else None
     pipeline: list[dict[str, Any]] = [
         {"$match": {"hash": digest(token)}},
+        room_counts.ROOM_STAGE,  # its room's generation and state: `revoked` as they say
         {"$addFields": {_FILE_ID: {"$literal": file_id}, _KEY_HASH: {"$literal": key_hash}}},
         {"$lookup": {"from": db.room_items.name, "localField": _FILE_ID,
                      "foreignField": "fileId", "as": _PLACES}},
@@ -48,6 +53,7 @@ async def read_together(db: Db, token: str, file_id: str, api_key: str | None = 
         places, keys = doc.pop(_PLACES), doc.pop(_KEY, [])
         doc.pop(_FILE_ID)
         doc.pop(_KEY_HASH)
+        link_generations.fold(doc)
         return PageRecords(cast("RoomLinkDoc", doc), cast("list[RoomItemDoc]", places),
                            cast("ApiKeyDoc", keys[0]) if keys else None)
     if key_hash is None:

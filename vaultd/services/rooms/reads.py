@@ -22,7 +22,7 @@ from vaultd.services.accounts.accounts import Account, get_account
 from vaultd.services.common.recent import RecentRecords
 from vaultd.services.files.files import get_file, is_uuid
 from vaultd.services.links.links import LINK_NOT_FOUND, OpenLink
-from vaultd.services.rooms import page_read, room_links, tree
+from vaultd.services.rooms import page_read, room_counts, room_links, tree
 from vaultd.timefmt import iso_utc
 
 if TYPE_CHECKING:  # the page path holds this resolver: only the type is needed here
@@ -106,10 +106,10 @@ async def open_document(db: Db, token: str, file_id: str, owner: str | None = No
 
     The link, the file's places in rooms and the caller's `api_key` (the API route: its
     verdict, Unauthorized, comes first; its account must own the link) are read in one round
-    trip (`page_read`), then the scope's folders (if any). The room is not read: deleting a
-    room deletes its links first, so a live link's room exists. The file's and account's
-    records may come from `kept` (read in the last second): they do not change while the file
-    is stored, and a deleted file leaves its rooms first."""
+    trip (`page_read`), then the scope's folders (if any). The room is joined to the link, not
+    read: a room being deleted, or gone, leaves none of its links live (`room_counts`). The
+    file's and account's records may come from `kept` (read in the last second): they do not
+    change while the file is stored, and a deleted file leaves its rooms first."""
     if not is_token(token) or not is_uuid(file_id):
         if api_key is not None:
             await api_keys.check_key(db, api_key)  # the key's verdict first
@@ -177,6 +177,6 @@ class RoomPages:
         if time.monotonic() - opened.read_at < fresh_for:
             return True
         link_id = opened.link["_id"].partition(":")[0]
-        link = await self.db.room_links.find_one({"_id": link_id})
+        link = await room_counts.read_link(self.db, {"_id": link_id})
         return (link is not None and room_links.is_live(link)
                 and await in_scope(self.db, link, opened.file["_id"]))

@@ -12,7 +12,7 @@ from vaultd.services.accounts.accounts import Account, get_account
 from vaultd.services.files.files import is_uuid
 from vaultd.services.members.callers import require_caller
 from vaultd.services.members.roles import Permission
-from vaultd.services.rooms import room_links
+from vaultd.services.rooms import room_counts
 from vaultd.timefmt import iso_utc, utcnow
 
 ROOM_NOT_FOUND = "room not found"
@@ -84,7 +84,8 @@ async def get_room(db: Db, account_id: str, room_id: str) -> RoomDoc:
     if not is_uuid(room_id):
         raise NotFound(ROOM_NOT_FOUND)
     doc = await db.rooms.find_one({"_id": room_id.lower()})
-    if doc is None or doc["accountId"] != account_id:
+    # A room being deleted has no `accountId` (`room_deletions`): gone for everyone.
+    if doc is None or doc.get("accountId") != account_id:
         raise NotFound(ROOM_NOT_FOUND)
     return doc
 
@@ -106,26 +107,12 @@ async def rename_room(db: Db, account_id: str, room_id: str, name: str) -> RoomD
     return {**room, "name": name}
 
 
-async def delete_room(db: Db, account_id: str, room_id: str) -> RoomDoc:
-    """Links first, so no page is served from here on; then the room and its items (never the
-    files). Returns the deleted room."""
-    require_caller(Permission.CHANGE_CONTENT)
-    room = await get_room(db, account_id, room_id)
-    await room_links.forget_links(db, room)
-    deleted = await db.rooms.delete_one({"_id": room["_id"]})
-    if deleted.deleted_count:  # two concurrent deletes give the slot back once
-        await _give_back_slot(db, account_id)
-    await db.room_items.delete_many({"roomId": room["_id"]})
-    return room
-
-
 async def summaries(db: Db, account_id: str) -> list[dict[str, Any]]:
     """Every room of an account, newest first, with its items and live links (vault-admin)."""
     await get_account(db, account_id)  # an unknown account is NotFound, not an empty list
     rooms = [doc async for doc in db.rooms.find({"accountId": account_id})
              .sort([("createdAt", -1), ("_id", -1)])]
-    # Live as `room_links.is_live` says: not revoked, not expired, not spent by maxOpens.
-    live = {"revoked": False, "expiresAt": {"$gt": utcnow()}, "exhausted": {"$ne": True}}
+    # Not revoked nor expired: the room's maintained count (`room_counts`).
     return [{**room_json(room, await item_count(db, room)),
-             "activeLinks": await db.room_links.count_documents({"roomId": room["_id"], **live})}
+             "activeLinks": await room_counts.live(db, room["_id"])}
             for room in rooms]

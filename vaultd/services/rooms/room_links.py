@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from pymongo.errors import DuplicateKeyError
 
@@ -19,10 +19,11 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import PolicyDoc, RoomDoc, RoomLinkDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services.accounts import link_counts
+from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common.acting import acting
 from vaultd.services.gates.policy import parse_policy
+from vaultd.services.links import revoke_jobs
 from vaultd.services.links.links import (
     DEFAULT_TTL,
     LINK_NOT_FOUND,
@@ -33,7 +34,9 @@ from vaultd.services.links.links import (
 from vaultd.services.members.callers import require_caller
 from vaultd.services.members.roles import Permission
 from vaultd.services.notifications import owners
-from vaultd.services.rooms.activity import room_revoked
+from vaultd.services.rooms import room_counts
+from vaultd.services.rooms.activity import room_links_revoking, room_revoked
+from vaultd.services.rooms.records import ROOM_NOT_FOUND
 from vaultd.timefmt import utcnow
 
 MAX_FOLDER_IDS = 100
@@ -77,30 +80,59 @@ async def parse_request(db: Db, settings: Settings, room: RoomDoc, account: Acco
 
 async def create(db: Db, room: RoomDoc, request: RoomLinkRequest) -> tuple[str, datetime]:
     """Returns (token, expiresAt). The token is shown once; only its hash is stored. The link
-    joins the account's live-link count (`services.accounts.link_counts`)."""
+    joins its room's and the account's live-link counts (`room_counts`,
+    `services.accounts.link_counts`) in the room's link generation: a revoke-all or a deletion
+    between the room's read and the count refuses it, and the link is made again under the
+    room as it is now (a room being deleted is then not found)."""
     require_caller(Permission.CHANGE_CONTENT)
-    now = utcnow()
-    expires_at = now + timedelta(seconds=request.ttl_seconds)
+    owner = await owners.link_owner(db, acting())  # whose notifications it feeds
     while True:
-        token = new_token()
-        doc: RoomLinkDoc = {"_id": str(uuid.uuid4()), "hash": digest(token),
-                            "accountId": room["accountId"], "roomId": room["_id"],
-                            "viewerEmail": request.viewer_email,
-                            "viewerName": request.viewer_name, "folderIds": request.folder_ids,
-                            "createdAt": now, "expiresAt": expires_at, "revoked": False}
-        if request.policy is not None:
-            doc["policy"] = request.policy
-            if "maxOpens" in request.policy:
-                doc["opens"] = 0
-        owner = await owners.link_owner(db, acting())  # whose notifications it feeds
-        if owner is not None:
-            doc["createdBy"] = owner
+        generation = link_generations.generation(room)
+        doc = _new_link(room, request, owner, generation)
         try:
-            await db.room_links.insert_one(doc)
+            await db.room_links.insert_one(doc["link"])
         except DuplicateKeyError:
             continue
-        await link_counts.room_links_shifted(db, room["accountId"], 1)
-        return token, expires_at
+        if await room_counts.added(db, room["_id"], generation):
+            await link_counts.room_links_shifted(db, room["accountId"], 1)
+            return doc["token"], doc["link"]["expiresAt"]
+        # Its token was never shown: the record goes, and the room is read again.
+        await db.room_links.delete_one({"_id": doc["link"]["_id"]})
+        room = await _room_now(db, room)
+
+
+class _NewLink(TypedDict):
+    token: str
+    link: RoomLinkDoc
+
+
+def _new_link(room: RoomDoc, request: RoomLinkRequest, owner: str | None,
+              generation: int) -> _NewLink:
+    now = utcnow()
+    token = new_token()
+    doc: RoomLinkDoc = {"_id": str(uuid.uuid4()), "hash": digest(token),
+                        "accountId": room["accountId"], "roomId": room["_id"],
+                        "viewerEmail": request.viewer_email,
+                        "viewerName": request.viewer_name, "folderIds": request.folder_ids,
+                        "createdAt": now, "expiresAt": now + timedelta(seconds=request.ttl_seconds),
+                        "revoked": False}
+    if generation:
+        doc["generation"] = generation
+    if request.policy is not None:
+        doc["policy"] = request.policy
+        if "maxOpens" in request.policy:
+            doc["opens"] = 0
+    if owner is not None:
+        doc["createdBy"] = owner
+    return {"token": token, "link": doc}
+
+
+async def _room_now(db: Db, room: RoomDoc) -> RoomDoc:
+    """The room as it is now; NotFound once its deletion claimed it (`room_deletions`)."""
+    now = await db.rooms.find_one({"_id": room["_id"], "accountId": room["accountId"]})
+    if now is None:
+        raise NotFound(ROOM_NOT_FOUND)
+    return now
 
 
 def is_live(link: RoomLinkDoc) -> bool:
@@ -111,47 +143,35 @@ def is_live(link: RoomLinkDoc) -> bool:
 
 async def find_live(db: Db, token: str) -> RoomLinkDoc:
     """The live room link of `token`; NotFound (the same as a file link's) otherwise."""
-    link = await db.room_links.find_one({"hash": digest(token)}) if is_token(token) else None
+    link = await room_counts.read_link(db, {"hash": digest(token)}) if is_token(token) else None
     if link is None or not is_live(link):
         raise NotFound(LINK_NOT_FOUND)
     return link
 
 
 async def revoke(db: Db, account_id: str, token: str) -> None:
-    """Revoke one room link of this account; twice is fine, a foreign token is NotFound."""
-    link = await db.room_links.find_one({"hash": digest(token), "accountId": account_id}
-                                        ) if is_token(token) else None
+    """Revoke one room link of this account; twice is fine, a foreign token is NotFound. A link
+    its room's revoke-all or deletion already revoked (not yet written on it) is left alone."""
+    link = await room_counts.read_link(db, {"hash": digest(token), "accountId": account_id}
+                                       ) if is_token(token) else None
     if link is None:
         raise NotFound(LINK_NOT_FOUND)
+    if link["revoked"]:
+        return
     live = link["expiresAt"] > utcnow()  # an expired link already left the count
     result = await db.room_links.update_one({"_id": link["_id"], "revoked": False},
                                             {"$set": {"revoked": True, "countedOut": live}})
-    if result.modified_count:
+    # Uncounted unless a revoke-all of its generation came between (it took the room's count).
+    if result.modified_count and (not live or await room_counts.revoked(db, link)):
         await link_counts.room_links_shifted(db, link["accountId"], -int(live))
         await room_revoked(db, link["accountId"], link["roomId"], 1, link)
 
 
-async def _count_out_live(db: Db, room: RoomDoc) -> int:
-    """The room's live links revoked and counted out of the account's links; how many."""
-    live = {"roomId": room["_id"], "revoked": False, "expiresAt": {"$gt": utcnow()}}
-    result = await db.room_links.update_many(live, {"$set": {"revoked": True,
-                                                             "countedOut": True}})
-    revoked = int(result.modified_count)
-    await link_counts.room_links_shifted(db, room["accountId"], -revoked)
-    return revoked
-
-
-async def revoke_all(db: Db, room: RoomDoc) -> int:
+async def revoke_all(db: Db, room: RoomDoc, owner: str) -> int:
+    """Every live link of the room revoked in one write (`links.revoke_jobs`, kind `room`);
+    returns how many, from the room's count. The link records are marked afterwards, in the
+    background, by `owner` (this instance) or by recovery."""
     require_caller(Permission.CHANGE_CONTENT)
-    revoked = await _count_out_live(db, room)
-    if revoked:
-        await room_revoked(db, room["accountId"], room["_id"], revoked, None)
-    return revoked
-
-
-async def forget_links(db: Db, room: RoomDoc) -> None:
-    """A deleted room's links: the live ones counted out, the expired ones swept out of the
-    count (every one not counted out expired before the sweep's now), then all deleted."""
-    await _count_out_live(db, room)
-    await link_counts.account_live(db, room["accountId"])
-    await db.room_links.delete_many({"roomId": room["_id"]})
+    return await revoke_jobs.revoke_generation(
+        db, revoke_jobs.ROOM, room["accountId"], room["_id"], owner, room_counts.live_unswept,
+        room_links_revoking)

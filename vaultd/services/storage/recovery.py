@@ -21,6 +21,7 @@ from vaultd.services.accounts import quota
 from vaultd.services.files import deletions
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.links import revoke_jobs
+from vaultd.services.rooms import room_deletions
 from vaultd.timefmt import utcnow
 
 log = logging.getLogger("vaultd.recovery")
@@ -101,6 +102,7 @@ async def recover(db: Db, store: BlobStore, instance_id: str) -> int:
                 settled += 1
     settled += await deletions.resume_orphaned(db, store, live, instance_id, cutoff)
     settled += await revoke_jobs.resume_orphaned(db, live, instance_id)
+    settled += await room_deletions.resume_orphaned(db, live, instance_id)
     settled += await _sweep_temporaries(store)
     if settled:
         log.info("recovery settled %d interrupted operations", settled)
