@@ -29,6 +29,7 @@ from vaultd.db import (
 )
 from vaultd.runtime import database, make_backend
 from vaultd.services.links import link_numbers
+from vaultd.services.members import activity_numbers
 from vaultd.services.storage.backup import COPY_PIECE, LAST
 from vaultd.services.storage.backup_manifest import (
     BLOB_DIR,
@@ -155,10 +156,12 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
     # Live-link counts left the records (a left-out file's links are gone): the restored
     # vault's first start counts them once again (`db_indexes.count_links_once`), and numbers
     # the files (and links) of a backup made before they were numbered (`number_files_once`,
-    # `link_numbers.number_links_once`).
+    # `link_numbers.number_links_once`), and the activity events
+    # (`activity_numbers.number_activity_once`).
     await db.raw("migrations").delete_many(
         {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, FILE_NUMBER_MIGRATION,
-                         link_numbers.LINK_NUMBER_MIGRATION]}})
+                         link_numbers.LINK_NUMBER_MIGRATION,
+                         activity_numbers.ACTIVITY_NUMBER_MIGRATION]}})
     return counts
 
 
