@@ -16,8 +16,10 @@ import pytest
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
 from vaultd.db import Db
+from vaultd.db_indexes import ensure_indexes
 from vaultd.errors import InvalidRequest
-from vaultd.services.members import activity, activity_numbers
+from vaultd.services.audit import leaves
+from vaultd.services.members import activity, activity_numbers, session_numbers, sessions
 from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts its own embedded database
@@ -184,3 +186,46 @@ async def test_a_cursor_whose_entry_is_gone_reads_on_from_its_time(db: Db) -> No
     await db.raw("activity").delete_one({"_id": gone})
     page = await activity.page(db, account_id, after=activity.Cursor(at, gone))
     assert [doc["_id"] for doc in page.entries] == expected[expected.index(gone) + 1:]
+
+
+async def test_the_writer_numbers_each_event_and_the_audit_leaf_leaves_the_number_out(
+        db: Db) -> None:
+    account_id = f"acct-{uuid.uuid4().hex}"
+    actor = {"kind": "key", "id": "key_1", "label": "ci"}
+    for target in ("a", "b", "c"):
+        await activity.record_for(db, account_id, actor,  # type: ignore[arg-type]
+                                  "key.created", target=target)
+    page = await activity.page(db, account_id)
+    assert [(doc["target"], doc["seq"]) for doc in page.entries] == [("c", 3), ("b", 2), ("a", 1)]
+    leaf = leaves.activity_entry(page.entries[0])  # type: ignore[arg-type]
+    assert "seq" not in leaf and leaf["target"] == "c"
+
+
+async def test_events_and_sessions_written_before_numbers_are_numbered_once_at_start_up(
+        db: Db) -> None:
+    account_id, email = f"acct-{uuid.uuid4().hex}", f"{uuid.uuid4().hex[:8]}@example.com"
+    await db.raw("accounts").insert_one({"_id": account_id, "name": "Before"})
+    now = utcnow()
+    await db.raw("activity").insert_many([event(account_id, now - timedelta(hours=n))
+                                          for n in range(5)])
+    await db.raw("member_sessions").insert_many([
+        {"_id": uuid.uuid4().hex, "publicId": f"p{n}", "email": email, "method": "code",
+         "accountId": None, "memberId": None, "epoch": None, "ip": "203.0.113.7",
+         "userAgent": "old", "createdAt": now - timedelta(minutes=n), "lastSeenAt": now,
+         "expiresAt": now + timedelta(hours=1)} for n in range(3)])
+    for marker in (activity_numbers.ACTIVITY_NUMBER_MIGRATION,
+                   session_numbers.SESSION_NUMBER_MIGRATION):
+        await db.raw("migrations").delete_one({"_id": marker})
+    await ensure_indexes(db)
+    page = await activity.page(db, account_id)
+    assert [doc["seq"] for doc in page.entries] == [0, -1, -2, -3, -4]
+    new = await activity_numbers.next_number(db, account_id)
+    assert new == 1  # new events are numbered above the old ones
+    signed_in = sessions.SignedIn(key="k", public_id="p", email=email, csrf_token="c",
+                                  account_id=None, account=None, member=None)
+    listed = await sessions.list_sessions(db, signed_in)
+    assert [row["id"] for row in listed] == ["p0", "p1", "p2"]
+    # Once: a later start-up leaves the numbers alone.
+    await db.raw("activity").insert_one(event(account_id, now - timedelta(days=2)))
+    await ensure_indexes(db)
+    assert len((await activity.page(db, account_id)).entries) == 5
