@@ -27,7 +27,7 @@ from vaultd.services.gates import sessions as viewer_sessions
 from vaultd.services.members import activity, activity_numbers, session_numbers, sessions
 from vaultd.services.rooms import activity as room_activity
 from vaultd.services.rooms import tree
-from vaultd.services.webhooks import webhooks
+from vaultd.services.webhooks import delivery_numbers, webhooks
 from vaultd.timefmt import utcnow
 
 SPAN = timedelta(seconds=30)
@@ -138,8 +138,10 @@ async def _deliveries(db: Db, shape: Shape, times: list[datetime]) -> None:
     await _insert(db, "webhook_deliveries", [
         {"_id": str(uuid.uuid4()), "messageId": f"msg_{place:032x}",
          "endpointId": shape.endpoint_id, "accountId": shape.account_id, "type": "file.uploaded",
-         "attempt": 1, "at": at, "status": 200, "ok": True, "durationMs": 12, "error": None}
-        for place, at in enumerate(times)])
+         "attempt": 1, "at": at, "status": 200, "ok": True, "durationMs": 12, "error": None,
+         "seq": place + 1} for place, at in enumerate(times)])
+    await db.number_counters.insert_one({"_id": delivery_numbers.scope(shape.endpoint_id),
+                                         "seq": len(times)})
 
 
 async def _room(db: Db, shape: Shape, times: list[datetime]) -> None:

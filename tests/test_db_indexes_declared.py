@@ -100,6 +100,7 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('webhook_deliveries (_id, at)', '{}'),
     ('webhook_deliveries (at)', '{}'),
     ('webhook_deliveries (endpointId, -at)', '{}'),
+    ('webhook_deliveries (endpointId, seq)', '{}'),
     ('webhook_endpoints (_id, accountId)', '{}'),
     ('webhook_endpoints (accountId, slot)', '{"unique": true}'),
     ('webhook_outbox (_id, state)', '{}'),

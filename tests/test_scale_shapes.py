@@ -170,8 +170,6 @@ async def test_a_rooms_links(db: Db, recorder: QueryRecorder, seeded: Shape) -> 
     await _read(db, recorder, seeded, "a room's links (its analytics)")
 
 
-@pytest.mark.xfail(strict=True, reason=f"an endpoint's deliveries: {TIME_WINDOWS}; "
-                   "measured 40.0x (2,001 walked for 50)")
 async def test_webhook_messages(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
     await _read(db, recorder, seeded, "an endpoint's deliveries (50)")
 

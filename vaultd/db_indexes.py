@@ -41,6 +41,7 @@ from vaultd.services.pages import db_indexes as pages
 from vaultd.services.rooms import db_indexes as rooms
 from vaultd.services.rooms.db_indexes import ROOM_FILE_INDEX
 from vaultd.services.webhooks import db_indexes as webhooks
+from vaultd.services.webhooks import delivery_numbers
 
 log = logging.getLogger("vaultd.db")
 
@@ -94,6 +95,7 @@ async def ensure_indexes(db: Db) -> None:
     await link_numbers.number_links_once(db)
     await activity_numbers.number_activity_once(db)
     await session_numbers.number_sessions_once(db)
+    await delivery_numbers.number_deliveries_once(db)
 
 
 async def create(db: Db, one: Index) -> None:
