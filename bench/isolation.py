@@ -16,14 +16,15 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from tests.isolation_run import measure, p95
+from tests.isolation_run import PROXY, measure, p95
 from tests.vault_process import VaultProcess
 
 
 def one_run(share: str) -> str:
     with tempfile.TemporaryDirectory() as folder:
         server = VaultProcess(Path(folder) / "data",
-                              env={"VAULTD_RENDER_WORKERS": "1", "VAULTD_FAIR_SHARE": share})
+                              env={"VAULTD_RENDER_WORKERS": "1", "VAULTD_FAIR_SHARE": share,
+                                   **PROXY})
         server.start()
         try:
             run = measure(server)

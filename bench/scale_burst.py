@@ -1,4 +1,5 @@
-"""The file listing after an import's burst: `python -m bench.scale_burst --files 100000`.
+"""The file listing after an import's burst: `python -m bench.scale_burst --files 100000`;
+every listed read on the burst shape: `python -m bench.scale_burst --shapes 100000`.
 
 A fresh embedded SecantusDB with vaultd's indexes gets one account whose `--files` files were
 stored within one minute a month ago (an import, then a quiet month), in the records and
@@ -8,6 +9,13 @@ for each page asked, timed at the service (HTTP adds about 2 ms), beside the sam
 account with no file. Prints a Markdown table: p50 and p95 in ms, the documents the
 database walked for the page (`tests.db_reads`: each query replayed as an `explain`) and the
 longest single database operation of those calls (as the driver's monitoring times it).
+
+`--shapes N` seeds `tests.scale_shapes`' burst shape instead (N records of each kind within
+half a minute a month ago: files, links on one file, log entries on it, a link's viewer
+sessions, activity events, one person's sessions, one endpoint's deliveries, a room's links)
+and prints, for every read of `tests.scale_shapes.READS`, what it returned, what it walked, the
+ratio (`tests/test_scale_shapes.py` holds it at 2 on 1,000), its p50 / p95 and the longest
+single operation.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pymongo import monitoring
 
 from tests.db_reads import QueryRecorder, total_examined
 from tests.embedded_database import recorded_db, running_database
+from tests.scale_shapes import READS, seed_shape
 from vaultd.db import Db
 from vaultd.services.accounts import accounts
 from vaultd.services.files import files
@@ -108,13 +117,47 @@ async def run(count: int, rounds: int, storage: Path) -> list[str]:
     return rows
 
 
+async def shapes(burst: int, rounds: int, storage: Path) -> list[str]:
+    recorder = OperationTimes()
+    rows = [f"| read ({burst:,} in one burst) | returned | walked | ratio | p50 / p95 ms"
+            " | longest operation ms |", "|---|---|---|---|---|---|"]
+    with running_database(storage) as server:
+        async with recorded_db(server, recorder) as db:
+            started = time.perf_counter()
+            shape = await seed_shape(db, burst)
+            print(f"seeded the shape in {time.perf_counter() - started:.0f} s")
+            for name, (read, returned) in READS.items():
+                times = []
+                recorder.durations.clear()
+                recorder.timing = True
+                for _ in range(rounds):
+                    began = time.perf_counter()
+                    await read(db, shape)
+                    times.append((time.perf_counter() - began) * 1000)
+                recorder.timing = False
+                recorder.queries.clear()
+                recorder.recording = True
+                count = len(returned(await read(db, shape)))
+                recorder.recording = False
+                walked = await total_examined(db, list(recorder.queries))
+                rows.append(f"| {name} | {count} | {walked:,} | {walked / max(count, 1):.1f}x"
+                            f" | {statistics.median(times):.1f} / "
+                            f"{statistics.quantiles(times, n=20)[18]:.1f}"
+                            f" | {max(recorder.durations):.1f} |")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--shapes", type=int, default=0,
+                        help="seed the burst shape of every listed read, this many of each")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as storage:
-        print("\n".join(asyncio.run(run(args.files, args.rounds, Path(storage) / "db"))))
+        work = (shapes(args.shapes, args.rounds, Path(storage) / "db") if args.shapes
+                else run(args.files, args.rounds, Path(storage) / "db"))
+        print("\n".join(asyncio.run(work)))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ from vaultd.services.common.fair_share import (
     ACTIVE_SECONDS,
     BURST_SECONDS,
     LONGEST_WAIT_SECONDS,
+    MOST_OWN_ADDRESSES,
+    OWN_ADDRESS_SECONDS,
     FairShare,
 )
 
@@ -125,3 +127,48 @@ def test_a_bulk_jobs_steps_pause_beside_another_accounts_readers() -> None:
     assert asyncio.run(step_took(0.01)) < 0.01  # no reader: it only yields
     share.pages_read("bystander")
     assert asyncio.run(step_took(0.1)) >= 0.079  # owed (0.01 + 0.1) x (1 / 0.25 - 1), less burst
+
+
+def test_pages_read_from_the_accounts_own_address_are_its_own_reading() -> None:
+    """The lever: an account reading its own link in the hosted viewer, from where its calls
+    come from (a member's Preview, a script), would otherwise pace every other account."""
+    clock = Clock()
+    share = FairShare(0.25, clock)
+    share.caller_seen("self", "198.51.100.7")  # its key made the link from there
+    share.pages_read("self", "198.51.100.7")  # and read its pages from there
+    assert not share.reading_counted("self")
+    share.done("heavy", 2.0)
+    assert share.pause_before("heavy") == 0.0  # nobody else's reader: not held
+    share.pages_read("self", "203.0.113.9")  # a reader elsewhere is another account's reader
+    assert share.reading_counted("self")
+    assert share.pause_before("heavy") > 0.0
+
+
+def test_an_address_is_the_accounts_own_for_a_while_and_for_that_account_only() -> None:
+    clock = Clock()
+    share = FairShare(0.25, clock)
+    share.caller_seen("self", "198.51.100.7")
+    share.pages_read("other", "198.51.100.7")  # same address, another account's link: counts
+    assert share.reading_counted("other")
+    clock.now += OWN_ADDRESS_SECONDS
+    share.pages_read("self", "198.51.100.7")  # the account has not called from there lately
+    assert share.reading_counted("self")
+
+
+def test_an_account_remembers_its_newest_addresses_only() -> None:
+    clock = Clock()
+    share = FairShare(0.25, clock)
+    for n in range(MOST_OWN_ADDRESSES + 1):
+        share.caller_seen("self", f"198.51.100.{n}")
+        clock.now += 0.001
+    share.pages_read("self", "198.51.100.1")
+    assert not share.reading_counted("self")
+    share.pages_read("self", "198.51.100.0")  # the oldest was forgotten: a reader again
+    assert share.reading_counted("self")
+
+
+def test_off_it_remembers_no_address() -> None:
+    share = FairShare(1.0, Clock())
+    share.caller_seen("self", "198.51.100.7")
+    share.pages_read("self", "198.51.100.7")
+    assert share.reading_counted("self")  # nothing is paced anyway

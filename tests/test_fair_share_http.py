@@ -19,6 +19,10 @@ from tests.vault_process import VaultProcess, free_port, running_vault
 # A vaultd of its own, with a metrics port; `alone`: its time bounds want the machine
 pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
+# The module's vaultd trusts loopback as its proxy: a reader elsewhere names its address in
+# X-Forwarded-For, as a proxy would; the accounts' own calls come from 127.0.0.1.
+PROXY = {"VAULTD_TRUSTED_PROXIES": "127.0.0.1/32"}
+READER_ELSEWHERE = {"X-Forwarded-For": "198.51.100.20"}
 CALLS = 80  # each owes 3x its time at the default share: a few dozen pass the 0.25 s burst
 HELD = "vaultd_fair_share_held_total"
 HELD_SECONDS = "vaultd_fair_share_held_seconds_total"
@@ -27,7 +31,7 @@ HELD_SECONDS = "vaultd_fair_share_held_seconds_total"
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     with running_vault(tmp_path_factory.mktemp("fair") / "data",
-                       VAULTD_METRICS_PORT=str(free_port())) as server:
+                       VAULTD_METRICS_PORT=str(free_port()), **PROXY) as server:
         yield server
 
 
@@ -74,8 +78,8 @@ def test_beside_another_accounts_reader_it_is_held_within_bounds(
         token = str(create_link(api, upload_ok(api, docs.pdf())["id"])["token"])
     stop, pages = threading.Event(), []
 
-    def read() -> None:  # a viewer in the hosted viewer: the link's token, no key
-        with httpx.Client(base_url=vault.url, timeout=30) as reader:
+    def read() -> None:  # a viewer in the hosted viewer: the link's token, no key, elsewhere
+        with httpx.Client(base_url=vault.url, timeout=30, headers=READER_ELSEWHERE) as reader:
             while not stop.is_set():
                 started = time.perf_counter()
                 assert reader.get(f"/v/{token}/pages/1").status_code == 200
@@ -128,3 +132,36 @@ def test_an_account_reading_its_own_pages_over_the_api_holds_no_one(
         stop.set()
         thread.join(30)
     assert held(vault) == before, "another account's calls were held for self-read pages"
+
+
+def test_an_account_reading_its_own_link_in_the_hosted_viewer_holds_no_one(
+        vault: VaultProcess, heavy: str) -> None:
+    """The same lever through the hosted viewer: the account makes a link with its key and
+    reads its pages with the token alone, from where its calls come from (as a member's Preview
+    is read from their browser). Those pages are the account's own reading, not a viewer's."""
+    _, key = vault.new_account("Own Viewer Co")
+    vault.secrets.append(key)
+    with vault.client(key) as api:
+        token = str(create_link(api, upload_ok(api, docs.pdf())["id"])["token"])
+    vault.secrets.append(token)
+    stop, pages = threading.Event(), []
+
+    def read_own_link() -> None:
+        with httpx.Client(base_url=vault.url, timeout=30) as reader:  # from 127.0.0.1
+            while not stop.is_set():
+                assert reader.get(f"/v/{token}/pages/1").status_code == 200
+                pages.append(1)
+
+    time.sleep(1.1)  # no viewer's page of anyone in the last second
+    before = held(vault)
+    thread = threading.Thread(target=read_own_link)
+    thread.start()
+    try:
+        while not pages:
+            time.sleep(0.01)
+        call_without_pause(vault, heavy)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert len(pages) > 1, "the account read none of its own pages beside the calls"
+    assert held(vault) == before, "another account's calls were held for its own link's pages"

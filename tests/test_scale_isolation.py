@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.isolation_run import Run, measure, p95
+from tests.isolation_run import PROXY, Run, measure, p95
 from tests.vault_process import VaultProcess
 
 # Its own vaultd seeded with 2 x 10^4 records; `alone`: its time bounds want the machine
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.alone]
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     server = VaultProcess(tmp_path_factory.mktemp("isolation") / "data",
-                          env={"VAULTD_RENDER_WORKERS": "1"})
+                          env={"VAULTD_RENDER_WORKERS": "1", **PROXY})
     server.start()
     try:
         yield server

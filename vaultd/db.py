@@ -45,6 +45,7 @@ from vaultd.records.members import (
     ActivityDoc,
     MemberDoc,
     MemberSessionDoc,
+    NumberCounterDoc,
     SignInCodeDoc,
     SignInLinkDoc,
 )
@@ -93,6 +94,10 @@ class Db:
     @property
     def member_sessions(self) -> AsyncCollection[MemberSessionDoc]:
         return cast("AsyncCollection[MemberSessionDoc]", self.database["member_sessions"])
+
+    @property
+    def number_counters(self) -> AsyncCollection[NumberCounterDoc]:
+        return cast("AsyncCollection[NumberCounterDoc]", self.database["number_counters"])
 
     @property
     def sign_in_codes(self) -> AsyncCollection[SignInCodeDoc]:

@@ -35,6 +35,7 @@ from vaultd.services.files import db_indexes as files
 from vaultd.services.gates import db_indexes as gates
 from vaultd.services.links import db_indexes as links
 from vaultd.services.links import link_numbers
+from vaultd.services.members import activity_numbers, session_numbers
 from vaultd.services.members import db_indexes as members
 from vaultd.services.pages import db_indexes as pages
 from vaultd.services.rooms import activity as room_activity
@@ -42,6 +43,7 @@ from vaultd.services.rooms import db_indexes as rooms
 from vaultd.services.rooms import room_counts
 from vaultd.services.rooms.db_indexes import ROOM_FILE_INDEX
 from vaultd.services.webhooks import db_indexes as webhooks
+from vaultd.services.webhooks import delivery_numbers
 
 log = logging.getLogger("vaultd.db")
 
@@ -95,6 +97,9 @@ async def ensure_indexes(db: Db) -> None:
     await room_activity.tag_room_stats_once(db)
     await number_files_once(db)
     await link_numbers.number_links_once(db)
+    await activity_numbers.number_activity_once(db)
+    await session_numbers.number_sessions_once(db)
+    await delivery_numbers.number_deliveries_once(db)
 
 
 async def create(db: Db, one: Index) -> None:

@@ -51,6 +51,18 @@ class MemberSessionDoc(TypedDict):
     createdAt: datetime
     lastSeenAt: datetime
     expiresAt: datetime  # the absolute lifetime's end; the TTL index deletes the record then
+    # Its number among the address's sessions, listed newest first by ranges of them
+    # (services.members.session_numbers); absent only until the start-up that numbers them.
+    seq: NotRequired[int]
+
+
+class NumberCounterDoc(TypedDict):
+    """Collection `number_counters`: the last number given to a record of one scope, for the
+    records whose writer touches no record of their scope (services.common.counters)."""
+
+    _id: str  # the scope: "activity:<account id>", "sessions:<address>"
+    seq: NotRequired[int]  # absent until the scope's first new record
+    floor: NotRequired[int]  # the lowest number of a record written before numbers existed
 
 
 class SignInCodeDoc(TypedDict):
@@ -106,3 +118,6 @@ class ActivityDoc(TypedDict):
     detail: NotRequired[dict[str, str]]  # a few short values (the new role, the key's name)
     ip: NotRequired[str]
     fenced: NotRequired[bool]  # written through services.common.log_fence: not in the entry
+    # Its number in the account, read newest first by ranges (services.members.activity_numbers):
+    # storage for the reading order, not in the audit's entry either.
+    seq: NotRequired[int]

@@ -38,6 +38,7 @@ from vaultd.services.members.actor import Actor
 from vaultd.services.members.callers import key_caller, set_caller
 from vaultd.services.members.roles import Permission
 from vaultd.web.access_log_scrub import scrub_path
+from vaultd.web.client_ip import viewer_ip
 from vaultd.web.context import AppContext
 
 log = logging.getLogger("vaultd.web")
@@ -92,6 +93,10 @@ class BaseHandler(RequestHandler):
         if self._paced_account is not None:
             self.ctx.fair_share.done(self._paced_account,
                                      self.request.request_time() - self._paused)
+        if self.account is not None:  # the account's own address: its pages read from there
+            # are its own reading, not another account's reader (services.common.fair_share)
+            self.ctx.fair_share.caller_seen(
+                self.account.id, viewer_ip(self.request, self.ctx.settings.proxy_trusted))
         # Any method name a client sends would be a new series: only the known ones are kept.
         method = self.request.method if self.request.method in self.SUPPORTED_METHODS else "other"
         self.ctx.metrics.request_done(self.route, method or "other", self.get_status(),

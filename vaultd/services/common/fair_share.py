@@ -10,6 +10,13 @@ no other account's reader beside it is never held; pages and the hosted viewer a
 (a person waits for them: they are what is protected); no call waits more than
 `LONGEST_WAIT_SECONDS`.
 
+Only another account's *readers* count, not the account itself reading its own pages: pages
+asked for with the owner's key never count (`services.pages.fair_share_hook`), and pages read
+through the hosted viewer from an address the account's own calls (its API keys, its members'
+console) came from in the last `OWN_ADDRESS_SECONDS` count as the account's own reading (its
+member's Preview of a file, a script reading a link it made), so that no account can pace every
+other account's calls by reading its own links in a loop.
+
 How it is used: `BaseHandler.prepare` awaits `turn` for an authenticated call of a paced route
 and `on_finish` tells `done` how long it took; a bulk job a call started (the revoke-all) awaits
 `step` after each of its steps instead; the page path tells `pages_read` whose pages it served
@@ -29,6 +36,11 @@ LONGEST_WAIT_SECONDS = 0.5  # a call is never held longer: nothing waits a secon
 # What an account's calls may run ahead of their share before any is held: a dashboard's burst
 # of calls, or a test's, is never held; a client calling without pause is, after a moment.
 BURST_SECONDS = 0.25
+# An address an account's own calls came from is the account's own this long: its pages read
+# from there are not another account's readers. Up to MOST_OWN_ADDRESSES per account (a fleet
+# of callers beyond that is not all remembered; the newest are).
+OWN_ADDRESS_SECONDS = 300.0
+MOST_OWN_ADDRESSES = 16
 
 
 class Pace(Protocol):
@@ -70,6 +82,8 @@ class FairShare:
         self._on_hold = on_hold
         self._read: dict[str, float] = {}  # account id: when one of its pages was last sent
         self._ready: dict[str, float] = {}  # account id: when its next call may start
+        # account id: {address its own calls came from: when last}
+        self._own: dict[str, dict[str, float]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -112,9 +126,43 @@ class FairShare:
             self._on_hold(pause)
         await asyncio.sleep(pause)
 
-    def pages_read(self, account_id: str) -> None:
-        """A page of the account was sent."""
-        self._read[account_id] = self._clock()
+    def pages_read(self, account_id: str, address: str | None = None) -> None:
+        """A page of the account was sent to a reader at `address` (None: not known): it counts
+        unless the address is one of the account's own callers'."""
+        now = self._clock()
+        if address is not None and self._is_own(account_id, address, now):
+            return
+        self._read[account_id] = now
+
+    def caller_seen(self, account_id: str, address: str | None) -> None:
+        """An authenticated call of the account (a key's, a member's) came from `address`."""
+        if not self.enabled or address is None:
+            return
+        now = self._clock()
+        own = self._own.setdefault(account_id, {})
+        own.pop(address, None)  # re-inserted last: the dict keeps the newest at its end
+        own[address] = now
+        if len(own) > MOST_OWN_ADDRESSES:
+            del own[next(iter(own))]
+        if len(self._own) > 1024:  # accounts that called once long ago: forgotten
+            self._forget_old_callers(now)
+
+    def reading_counted(self, account_id: str) -> bool:
+        """Whether the account's pages count as being read now (for the tests and metrics)."""
+        at = self._read.get(account_id)
+        return at is not None and self._clock() - at < ACTIVE_SECONDS
+
+    def _is_own(self, account_id: str, address: str, now: float) -> bool:
+        seen = self._own.get(account_id, {}).get(address)
+        return seen is not None and now - seen < OWN_ADDRESS_SECONDS
+
+    def _forget_old_callers(self, now: float) -> None:
+        for account_id in list(self._own):
+            own = self._own[account_id]
+            for address in [a for a, at in own.items() if now - at >= OWN_ADDRESS_SECONDS]:
+                del own[address]
+            if not own:
+                del self._own[account_id]
 
     def _others_read(self, account_id: str, now: float) -> bool:
         """Whether another account's pages were sent lately. Accounts whose pages have not

@@ -20,14 +20,22 @@ they arrived. So the newest `count` are read range by range from the scope's las
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
+
+from vaultd.services.common.newest import newest
 
 GROWTH = 8  # a range that came back short is followed by one at most this many times wider
 AIM = 1.1  # the next range aims at a tenth more than the density seen predicts
 MAX_READ = 200  # records one range is expected to hold, as `id_ranges.BATCH` (a read of 550
 # files took up to 229 ms on the loaded 2-core machine: docs/performance.md)
+
+NUMBERING_WINDOW = 200  # records read per step of `number_unnumbered`, newest first
+NUMBERING_BATCH = 20  # updates per command: the records carry several indexes
+EPOCH = datetime(2020, 1, 1, tzinfo=UTC)  # nothing vaultd wrote is older
 
 Doc = TypeVar("Doc", bound=Any)
 
@@ -57,3 +65,31 @@ def _next_width(width: int, found: int, spanned: int, wanted: int) -> int:
     density = found / spanned if found else 1 / (width * GROWTH)
     aimed = math.ceil(min(wanted, MAX_READ) / density * AIM)
     return max(min(aimed, width * GROWTH), min(wanted, MAX_READ), 1)
+
+
+async def number_unnumbered(collection: AsyncCollection[Any], query: dict[str, Any],
+                            time_field: str, field: str) -> int | None:
+    """Numbers the records of `query` that have no `field` yet, newest first from 0 down (-1,
+    -2...: below the first number a counter gives, which starts at 1), by `time_field` then
+    `_id`; the lowest given, None if none was. Read in time windows, one millisecond's ties at
+    a time at a window's edge, written NUMBERING_BATCH per command: no step holds the database
+    long. Records already numbered keep their numbers and are counted past."""
+    upper: datetime | None = None
+    given = 0
+    while True:
+        docs = (await newest(collection, query, time_field, count=NUMBERING_WINDOW,
+                             before=upper, oldest=EPOCH, fields=(field,))).docs
+        if not docs:
+            return 1 - given if given else None
+        edge = docs[-1][time_field]
+        # The rest of the edge's millisecond (ties), before the next window starts below it.
+        tied = await collection.find({**query, time_field: edge},
+                                     {field: 1, time_field: 1}).to_list()
+        docs = [doc for doc in docs if doc[time_field] != edge]
+        docs += sorted(tied, key=lambda doc: doc["_id"], reverse=True)
+        updates = [UpdateOne({"_id": doc["_id"]}, {"$set": {field: -(given + place)}})
+                   for place, doc in enumerate(doc for doc in docs if field not in doc)]
+        for first in range(0, len(updates), NUMBERING_BATCH):
+            await collection.bulk_write(updates[first:first + NUMBERING_BATCH], ordered=False)
+        given += len(updates)
+        upper = edge

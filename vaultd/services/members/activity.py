@@ -1,12 +1,13 @@
 """The account activity log: who did what to the account itself (members, keys, webhooks,
 branding, sign-in), newest first. File actions are the access log's (services.common.access_log).
 
-One writer (`record`) and one reader (`page`). Pages are read by time ranges on the index
-(accountId, at desc, _id desc) through `common.newest`, because the embedded database does not
-push `limit` down: a page costs what it returns, however long the log. A page ends with a
-cursor, the last entry's time and id: the next page is the rest of that millisecond (ids below
-the cursor's) and then everything strictly older, so entries sharing a millisecond are neither
-skipped nor repeated.
+One writer (`record`) and one reader (`page`). Each event has a number in its account
+(`activity_numbers`), and pages are read by ranges of numbers on the index (accountId, seq)
+through `common.numbered`, because the embedded database does not push `limit` down: a page
+costs what it returns, however long the log and however its events arrived (time windows read
+a whole burst). A page ends with a cursor, the last entry's time and id: the next page is
+everything numbered below that entry, so entries sharing a millisecond are neither skipped nor
+repeated.
 """
 
 from __future__ import annotations
@@ -23,18 +24,14 @@ from vaultd.errors import InvalidRequest
 from vaultd.records.members import ActivityAction, ActivityDoc, ActorRecord
 from vaultd.services.common import log_fence
 from vaultd.services.common.access_log import valid_ip
-from vaultd.services.common.newest import newest
+from vaultd.services.common.numbered import newest_numbered
+from vaultd.services.members import activity_numbers
 from vaultd.services.members.actor import Actor
 from vaultd.timefmt import iso_utc, utcnow
 
 ACTIONS: frozenset[str] = frozenset(get_args(ActivityAction))
 PER_PAGE, MAX_PER_PAGE = 50, 200
 DETAIL_VALUE_CHARS = 200  # a detail is a few short values, never a body
-# Entries are stamped by each process's clock: the newest may be a little ahead of this one's.
-CLOCK_SLACK = timedelta(minutes=1)
-# The oldest an entry can be: the log holds nothing older than the service (the account's
-# own creation time would cost a read per page for no fewer examined entries).
-EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 UNIX = datetime(1970, 1, 1, tzinfo=UTC)
 # A page's cursor: its last entry's time (14 digits of milliseconds reach the year 5138, within
 # what a datetime holds) and id (a UUID's hex).
@@ -65,12 +62,14 @@ async def record_for(db: Db, account_id: str, actor: ActorRecord, action: str, *
     """`record`, for an actor given as its stored form (a sign-in's member)."""
     if action not in ACTIONS:
         raise ValueError(f"unknown activity action {action!r}")
+    number = await activity_numbers.next_number(db, account_id)
     entry: ActivityDoc = {
         "_id": uuid.uuid4().hex,
         "accountId": account_id,
         "at": utcnow(),
         "actor": {"kind": actor["kind"], "id": actor["id"], "label": actor["label"]},
         "action": action,  # type: ignore[typeddict-item]  # checked against ACTIONS above
+        "seq": number,
     }
     if target is not None:
         entry["target"] = target
@@ -120,22 +119,12 @@ def parse_per_page(value: str | None) -> int:
 async def page(db: Db, account_id: str, *, per_page: int = PER_PAGE,
                after: Cursor | None = None) -> Page:
     """Up to `per_page` entries, newest first, older than `after` (a previous page's cursor)."""
-    found: list[ActivityDoc] = []
+    top, floor = await activity_numbers.bounds(db, account_id)
     if after is not None:
-        # The rest of the cursor's millisecond: entries of one millisecond are few.
-        same = db.activity.find({"accountId": account_id, "at": after.at,
-                                 "_id": {"$lt": after.id}})
-        found = sorted(await same.to_list(), key=lambda doc: doc["_id"], reverse=True)
-        found = found[:per_page + 1]
-    if len(found) <= per_page:
-        latest = utcnow() + CLOCK_SLACK
-        # A cursor past now holds nothing after it but now's entries: read back from now (the
-        # windows grow from where they start, and from a far future would pass the year 1).
-        before = min(after.at, latest) if after else None
-        older = await newest(db.activity, {"accountId": account_id}, "at",
-                             count=per_page + 1 - len(found), oldest=EPOCH, before=before,
-                             latest=latest)
-        found += older.docs
+        top = min(top, await activity_numbers.number_below(db, account_id, after.at, after.id,
+                                                           floor))
+    found = await newest_numbered(db.activity, {"accountId": account_id}, "seq",
+                                  count=per_page + 1, top=top, floor=floor)
     more = len(found) > per_page
     found = found[:per_page]
     last = found[-1] if found and more else None

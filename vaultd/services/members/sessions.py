@@ -23,7 +23,8 @@ from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import AccountDoc
 from vaultd.records.members import MemberDoc, MemberSessionDoc, SignInMethod
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services.members import activity
+from vaultd.services.common.numbered import newest_numbered
+from vaultd.services.members import activity, session_numbers
 from vaultd.services.members.actor import Actor
 from vaultd.services.members.roles import Role
 from vaultd.timefmt import iso_utc, utcnow
@@ -109,6 +110,7 @@ async def memberships(db: Db, email: str) -> list[AccountChoice]:
 async def open_session(db: Db, settings: Settings, *, email: str, method: SignInMethod,
                        ip: str, user_agent: str, accounts: list[AccountChoice]) -> NewSession:
     """A new session; a person in one account has it chosen for them."""
+    number = await session_numbers.next_number(db, email)
     session_id, now = new_token(), utcnow()
     chosen = accounts[0] if len(accounts) == 1 else None
     doc: MemberSessionDoc = {
@@ -117,7 +119,8 @@ async def open_session(db: Db, settings: Settings, *, email: str, method: SignIn
         "memberId": chosen.member_id if chosen else None,
         "epoch": chosen.epoch if chosen else None, "ip": ip, "userAgent": user_agent[:300],
         "createdAt": now, "lastSeenAt": now,
-        "expiresAt": now + timedelta(hours=settings.auth_session_lifetime_hours)}
+        "expiresAt": now + timedelta(hours=settings.auth_session_lifetime_hours),
+        "seq": number}
     await db.member_sessions.insert_one(doc)
     return NewSession(session_id, csrf_token_of(session_id), tuple(accounts),
                       chosen.account_id if chosen else None)
@@ -189,13 +192,16 @@ async def sign_out(db: Db, signed_in: SignedIn, *, ip: str | None = None) -> Non
 
 
 async def list_sessions(db: Db, signed_in: SignedIn) -> list[dict[str, Any]]:
-    """The person's sessions, newest first; each named by its public id, never its secret."""
-    cursor = db.member_sessions.find({"email": signed_in.email}).sort(
-        "createdAt", -1).limit(LISTED_SESSIONS)
+    """The person's newest LISTED_SESSIONS sessions, newest first, read by their numbers
+    (`session_numbers`: about what is listed, however many there are); each named by its
+    public id, never its secret."""
+    top, floor = await session_numbers.bounds(db, signed_in.email)
+    found = await newest_numbered(db.member_sessions, {"email": signed_in.email}, "seq",
+                                  count=LISTED_SESSIONS, top=top, floor=floor)
     return [{"id": doc["publicId"], "current": doc["_id"] == signed_in.key,
              "accountId": doc["accountId"], "method": doc["method"], "ip": doc["ip"],
              "userAgent": doc["userAgent"], "createdAt": iso_utc(doc["createdAt"]),
-             "lastSeenAt": iso_utc(doc["lastSeenAt"])} async for doc in cursor]
+             "lastSeenAt": iso_utc(doc["lastSeenAt"])} for doc in found]
 
 
 async def revoke(db: Db, signed_in: SignedIn, public_id: str, *,

@@ -29,6 +29,7 @@ from vaultd.db import (
 )
 from vaultd.runtime import database, make_backend
 from vaultd.services.links import link_numbers
+from vaultd.services.members import activity_numbers
 from vaultd.services.storage.backup import COPY_PIECE, LAST
 from vaultd.services.storage.backup_manifest import (
     BLOB_DIR,
@@ -41,6 +42,7 @@ from vaultd.services.storage.backup_manifest import (
 )
 from vaultd.services.storage.backup_verify import verify_authentic
 from vaultd.services.storage.storage_tools import existing_keyring
+from vaultd.services.webhooks import delivery_numbers
 from vaultd.startup import DataDirLock, prepare_data_dir
 
 INSERT_BATCH = 200
@@ -155,10 +157,13 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
     # Live-link counts left the records (a left-out file's links are gone): the restored
     # vault's first start counts them once again (`db_indexes.count_links_once`), and numbers
     # the files (and links) of a backup made before they were numbered (`number_files_once`,
-    # `link_numbers.number_links_once`).
+    # `link_numbers.number_links_once`), the activity events and the webhook deliveries
+    # (`activity_numbers.number_activity_once`, `delivery_numbers.number_deliveries_once`).
     await db.raw("migrations").delete_many(
         {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, FILE_NUMBER_MIGRATION,
-                         link_numbers.LINK_NUMBER_MIGRATION]}})
+                         link_numbers.LINK_NUMBER_MIGRATION,
+                         activity_numbers.ACTIVITY_NUMBER_MIGRATION,
+                         delivery_numbers.DELIVERY_NUMBER_MIGRATION]}})
     return counts
 
 

@@ -13,4 +13,6 @@ INDEXES: tuple[Index, ...] = (
     index("webhook_outbox", "state", "finishedAt"),
     index("webhook_deliveries", "endpointId", "-at"),
     index("webhook_deliveries", "at"),  # retention prunes by age
+    # An endpoint's latest deliveries: ranges of their numbers (delivery_numbers).
+    index("webhook_deliveries", "endpointId", "seq"),
 )

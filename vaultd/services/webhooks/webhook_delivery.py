@@ -25,7 +25,7 @@ from vaultd.records import WebhookEndpointDoc
 from vaultd.services.common import outbox
 from vaultd.services.common.outbox import Message
 from vaultd.services.common.periodic import Periodic
-from vaultd.services.webhooks import webhook_events
+from vaultd.services.webhooks import delivery_numbers, webhook_events
 from vaultd.services.webhooks.webhook_failures import SECRET_UNAVAILABLE
 from vaultd.services.webhooks.webhook_http import AttemptResult, post_signed
 from vaultd.services.webhooks.webhooks import endpoint_secret
@@ -151,8 +151,12 @@ class Deliverer:
             log.warning("webhook delivery %s failed (message %s, endpoint %s, attempt %d): %s",
                         delivery_id, message.id, message.endpoint_id, message.attempts + 1,
                         result.detail)
-        await self.db.webhook_deliveries.insert_one({
+        number = await delivery_numbers.next_number(self.db, message.endpoint_id)
+        # Raw: the record's number (`seq`, its place in the endpoint, delivery_numbers) is
+        # storage for the reading order, not a field `DeliveryDoc` shows.
+        await self.db.raw(self.db.webhook_deliveries.name).insert_one({
             "_id": delivery_id, "messageId": message.id, "endpointId": message.endpoint_id,
             "accountId": message.account_id, "type": message.type,
             "attempt": message.attempts + 1, "at": utcnow(), "status": result.status,
-            "ok": result.ok, "durationMs": result.duration_ms, "error": result.error})
+            "ok": result.ok, "durationMs": result.duration_ms, "error": result.error,
+            "seq": number})

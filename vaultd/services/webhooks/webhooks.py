@@ -12,7 +12,6 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
@@ -23,9 +22,10 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import DeliveryDoc, WebhookEndpointDoc
 from vaultd.services.accounts.accounts import Account
-from vaultd.services.common.newest import newest
+from vaultd.services.common.numbered import newest_numbered
 from vaultd.services.members.callers import require_caller
 from vaultd.services.members.roles import Permission
+from vaultd.services.webhooks import delivery_numbers
 from vaultd.services.webhooks.webhook_failures import tenant_error
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -35,7 +35,6 @@ EVENTS = ("file.uploaded", "file.deleted", "view.created", "view.opened", "view.
 MAX_ENDPOINTS = 10
 MAX_URL_LENGTH = 2000
 LATEST_DELIVERIES = 50
-CLOCK_SLACK = timedelta(minutes=1)  # deliveries are stamped by each process's clock
 PLANS_WITH_WEBHOOKS = frozenset({"pro", "business"})
 SECRET_PREFIX = "whsec_"
 ENDPOINT_NOT_FOUND = "webhook endpoint not found"
@@ -188,14 +187,14 @@ async def delete_endpoint(db: Db, account_id: str, endpoint_id: str) -> None:
 
 
 async def latest_deliveries(db: Db, account_id: str, endpoint_id: str) -> list[DeliveryJson]:
-    """The endpoint's latest deliveries, newest first: time windows on (endpointId, at)
-    (`services.common.newest`), so a busy endpoint's month of deliveries is not read for 50."""
+    """The endpoint's latest deliveries, newest first: ranges of their numbers in the endpoint
+    (`delivery_numbers`, `services.common.numbered`), so neither a busy month nor a burst of
+    retries is read for 50."""
     doc = await get_endpoint(db, account_id, endpoint_id)
-    now = utcnow()
-    page = await newest(db.webhook_deliveries, {"endpointId": doc["_id"]}, "at",
-                        count=LATEST_DELIVERIES, oldest=doc["createdAt"] - CLOCK_SLACK,
-                        latest=now + CLOCK_SLACK)
-    return [delivery_json(row) for row in page.docs]
+    top, floor = await delivery_numbers.bounds(db, doc["_id"])
+    rows = await newest_numbered(db.webhook_deliveries, {"endpointId": doc["_id"]}, "seq",
+                                 count=LATEST_DELIVERIES, top=top, floor=floor)
+    return [delivery_json(row) for row in rows]
 
 
 def delivery_json(row: DeliveryDoc) -> DeliveryJson:

@@ -1,0 +1,180 @@
+"""Every listed read costs about what it returns on the burst shape (`tests.scale_shapes`):
+BURST records of one kind written within half a minute a month ago, then nothing (an import, a
+script's sign-ins, a day's deliveries retried at once). Time windows sized from a rate read the
+whole burst once a window reaches it; reads by number, or by a bounded range, read their page.
+
+Each read is called as its route calls it, and every query it sends is replayed as an
+`explain` of what the embedded database walks (`tests.db_reads`). A read fails when it walks
+more than twice what it returns plus READ_SLACK (its own records: the account, the file, a
+counter, a cursor's entry); a deep page returns what precedes it too (it reads its depth,
+docs/performance.md). Reads not bounded yet are `xfail(strict=True)`, with the ratio measured.
+
+The records live in a database of their own on the test worker's shared SecantusDB
+(`tests.worker_database`): this module starts no server of its own, and its database is
+dropped when the module is done.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Sized
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from tests.db_reads import QueryRecorder, total_examined
+from tests.scale_shapes import READS, Shape, seed_shape
+from tests.worker_database import DATABASE, URI, WORKER_DATABASE
+from vaultd.db import Db
+from vaultd.db_indexes import ensure_indexes
+from vaultd.services.files import files
+from vaultd.services.members import activity, sessions
+
+BURST = 1_000  # a scan of it shows as plainly as one of 10^5 (bench.scale_burst runs those)
+READ_SLACK = 10
+TIME_WINDOWS = ("time windows (services.common.newest): the window that reaches the burst is "
+                "walked whole, and again sorted by the spill's re-read")
+
+
+@pytest.fixture(scope="module")
+def recorder() -> QueryRecorder:
+    return QueryRecorder()
+
+
+@pytest.fixture(scope="module")
+async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
+    uri, name = WORKER_DATABASE.uri(), f"shapes_{secrets.token_hex(6)}"
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
+    database = Db(client, client[name])
+    await ensure_indexes(database)
+    try:
+        yield database
+    finally:
+        await database.close()
+        WORKER_DATABASE.release({URI: uri, DATABASE: name})
+
+
+@pytest.fixture(scope="module")
+async def seeded(db: Db) -> Shape:
+    return await seed_shape(db, BURST)
+
+
+async def _walked(db: Db, recorder: QueryRecorder, read: Callable[[], Awaitable[Any]]
+                  ) -> tuple[Any, int]:
+    """What `read` returns, and the documents its queries made the database walk."""
+    recorder.queries.clear()
+    recorder.recording = True
+    try:
+        result = await read()
+    finally:
+        recorder.recording = False
+    return result, await total_examined(db, list(recorder.queries))
+
+
+async def _bounded(db: Db, recorder: QueryRecorder, read: Callable[[], Awaitable[Any]],
+                   returned: Callable[[Any], Sized], *, depth: int = 0) -> Any:
+    """Runs `read`, checks it walked at most twice what it returned (and `depth`, the records
+    before a deep page), and gives back what it returned."""
+    result, walked = await _walked(db, recorder, read)
+    count = len(returned(result))
+    assert count > 0, "the read returned nothing: the shape was not seeded as it reads"
+    assert walked <= 2 * (count + depth) + READ_SLACK, (
+        f"walked {walked} documents for {count} returned ({walked / count:.1f}x)")
+    return result
+
+
+async def _read(db: Db, recorder: QueryRecorder, shape: Shape, name: str) -> Any:
+    read, returned = READS[name]
+    return await _bounded(db, recorder, lambda: read(db, shape), returned)
+
+
+async def test_the_file_listing_page_one_and_a_deep_page(
+        db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    first = await _read(db, recorder, seeded, "files, page 1 (25)")
+    assert first["total"] == BURST + 1
+    deep = await _bounded(db, recorder, lambda: files.list_files(db, seeded.account_id, 20, 50),
+                          lambda page: page["files"], depth=19 * 50)
+    assert len(deep["files"]) == 50
+
+
+async def test_a_files_links(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    page = await _read(db, recorder, seeded, "a file's links, page 1 (20)")
+    assert page["total"] == BURST
+
+
+@pytest.mark.xfail(strict=True, reason="a file's links by state count and skip the file's "
+                   "links of that state (link_listing._by_state): measured 100.0x "
+                   "(2,001 walked for 20)")
+async def test_a_files_links_by_state(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "a file's links by state (20)")
+
+
+@pytest.mark.xfail(strict=True, reason=f"the file's access log: {TIME_WINDOWS}; measured 10.0x "
+                   "(2,000 walked for 200)")
+async def test_a_files_access_log(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "a file's access log (200)")
+
+
+@pytest.mark.xfail(strict=True, reason=f"the account's access log (the console's file "
+                   f"actions): {TIME_WINDOWS}; measured 40.0x (2,000 walked for 50)")
+async def test_the_accounts_access_log(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "the account's access log (console, 50)")
+
+
+@pytest.mark.xfail(strict=True, reason=f"a link's viewer sessions: {TIME_WINDOWS}; "
+                   "measured 40.0x (2,000 walked for 50)")
+async def test_a_links_viewer_sessions(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "a link's viewer sessions (50)")
+
+
+async def test_the_activity_log_and_its_next_page(
+        db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    first = await _read(db, recorder, seeded, "the activity log (50)")
+    assert first.next is not None
+    after = activity.Cursor.decode(first.next.encode())
+    second = await _bounded(db, recorder, lambda: activity.page(db, seeded.account_id,
+                                                                 after=after),
+                            lambda page: page.entries)
+    assert first.entries[-1]["seq"] == second.entries[0]["seq"] + 1
+
+
+@pytest.mark.xfail(strict=True, reason=f"the console's activity filtered by an action: "
+                   f"{TIME_WINDOWS}; measured 40.0x (2,000 walked for 50)")
+async def test_the_activity_log_of_one_action(
+        db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "the activity log of one action (console, 50)")
+
+
+async def test_a_persons_sessions(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    listed = await _read(db, recorder, seeded, "a person's sessions (50)")
+    assert len(listed) == sessions.LISTED_SESSIONS
+
+
+async def test_a_rooms_items(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "a room's items")
+
+
+@pytest.mark.xfail(strict=True, reason=f"a room's access log: {TIME_WINDOWS}; measured 10.0x "
+                   "(2,000 walked for 200)")
+async def test_a_rooms_access_log(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "a room's access log (200)")
+
+
+@pytest.mark.xfail(strict=True, reason="a room's links (the console room page's analytics, "
+                   "rooms.activity.analytics): every link of the room, then one query of its "
+                   "stats per link; measured 2,000.0x (2,000 walked for one viewer row)")
+async def test_a_rooms_links(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "a room's links (its analytics)")
+
+
+async def test_webhook_messages(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    await _read(db, recorder, seeded, "an endpoint's deliveries (50)")
+
+
+def test_every_listed_read_is_tested_here() -> None:
+    """A read added to `READS` (and so to the bench's table) gets its test in this module."""
+    source = Path(__file__).read_text()
+    assert [name for name in READS if f'"{name}"' not in source] == []
