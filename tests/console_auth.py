@@ -78,3 +78,13 @@ def sign_in(client: httpx.Client, vault: VaultProcess, mail: MailServer,
     body: dict[str, Any] = response.json()
     vault.secrets.append(body["csrfToken"])
     return body
+
+
+def member_client(vault: VaultProcess, mail: MailServer, account_id: str, email: str,
+                  role: RoleName = "admin") -> tuple[httpx.Client, str]:
+    """A new member of `account_id` with `role`, signed in by a mailed code in a browser of
+    their own: the browser and the session's CSRF token."""
+    new_member(vault, account_id, email, role=role)
+    client = browser(vault)
+    csrf: str = sign_in(client, vault, mail, email)["csrfToken"]
+    return client, csrf

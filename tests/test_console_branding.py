@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.console_auth import browser, console_vault, new_member, sign_in
+from tests.console_auth import console_vault, member_client
 from tests.http_helpers import assert_json_error, create_link, upload_ok
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
@@ -35,9 +35,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterato
 class Member:
     def __init__(self, vault: VaultProcess, mail: MailServer, account: str, email: str,
                  role: RoleName) -> None:
-        new_member(vault, account, email, role=role)
-        self.client = browser(vault)
-        self.csrf = sign_in(self.client, vault, mail, email)["csrfToken"]
+        self.client, self.csrf = member_client(vault, mail, account, email, role)
 
     def save(self, text: str, **headers: str) -> httpx.Response:
         return self.client.post("/console/settings/branding", headers=headers,

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.console_auth import browser, console_vault, new_member, sign_in
+from tests.console_auth import console_vault, member_client
 from tests.http_helpers import assert_json_error, upload_ok
 from tests.mail_server import MailServer, parts
 from tests.vault_process import VaultProcess
@@ -35,14 +35,6 @@ def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterato
 @pytest.fixture(scope="module")
 def team(vault: VaultProcess) -> tuple[str, str]:
     return vault.new_account(name="Console Files Co")
-
-
-def member_client(vault: VaultProcess, mail: MailServer, account_id: str, email: str,
-                  role: str) -> tuple[httpx.Client, str]:
-    new_member(vault, account_id, email, role=role)  # type: ignore[arg-type]
-    client = browser(vault)
-    csrf: str = sign_in(client, vault, mail, email)["csrfToken"]
-    return client, csrf
 
 
 @pytest.fixture(scope="module")

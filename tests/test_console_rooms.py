@@ -13,11 +13,10 @@ import httpx
 import pytest
 
 from tests import documents as docs
-from tests.console_auth import browser, console_vault, new_member, sign_in
+from tests.console_auth import console_vault, member_client
 from tests.http_helpers import assert_json_error, upload_ok
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
-from vaultd.records.members import RoleName
 
 pytestmark = pytest.mark.slow  # starts its own vaultd and SMTP server
 
@@ -32,19 +31,12 @@ def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterato
         yield server
 
 
-def session(vault: VaultProcess, mail: MailServer, account: str, email: str,
-            role: RoleName) -> tuple[httpx.Client, str]:
-    new_member(vault, account, email, role=role)
-    client = browser(vault)
-    return client, sign_in(client, vault, mail, email)["csrfToken"]
-
-
 def test_a_member_builds_a_room_shares_it_and_sees_its_reader(
         vault: VaultProcess, mail: MailServer) -> None:
     account, key = vault.new_account("Deal Co", plan="pro")
     with vault.client(key) as api:
         file = upload_ok(api, docs.pdf(2), name="Term sheet.pdf")
-    client, csrf = session(vault, mail, account, "deal@deal.example", "member")
+    client, csrf = member_client(vault, mail, account, "deal@deal.example", "member")
     with closing(client):
         made = client.post("/console/rooms", data={"_csrf": csrf, "name": "Project Oak"},
                            headers=HTML)
@@ -92,7 +84,7 @@ def test_an_auditor_reads_rooms_and_its_posts_are_refused(
     with vault.client(key) as api:
         room = api.post("/rooms", json={"name": "Kept"}).json()
         file = upload_ok(api, docs.pdf(1), name="Kept.pdf")
-    client, csrf = session(vault, mail, account, "look@rooms.example", "auditor")
+    client, csrf = member_client(vault, mail, account, "look@rooms.example", "auditor")
     with closing(client):
         listing = client.get("/console/rooms", headers=HTML)
         assert listing.status_code == 200 and "Kept" in listing.text

@@ -14,11 +14,10 @@ import httpx
 import pytest
 from PIL import Image
 
-from tests.console_auth import browser, console_vault, new_member, sign_in
+from tests.console_auth import console_vault, member_client
 from tests.http_helpers import assert_json_error, served_page
 from tests.mail_server import MailServer
 from tests.vault_process import VaultProcess
-from vaultd.records.members import RoleName
 
 pytestmark = pytest.mark.slow  # starts its own vaultd and SMTP server
 
@@ -30,13 +29,6 @@ AUDITOR_REFUSED = "the auditor role cannot trace leaked images"
 def vault(tmp_path_factory: pytest.TempPathFactory, mail: MailServer) -> Iterator[VaultProcess]:
     with console_vault(tmp_path_factory.mktemp("trace") / "data", mail) as server:
         yield server
-
-
-def member_client(vault: VaultProcess, mail: MailServer, account: str, email: str,
-                  role: RoleName) -> tuple[httpx.Client, str]:
-    new_member(vault, account, email, role=role)
-    client = browser(vault)
-    return client, sign_in(client, vault, mail, email)["csrfToken"]
 
 
 def post_image(client: httpx.Client, csrf: str, image: bytes, kind: str = "image/jpeg",

@@ -1,9 +1,13 @@
 """What the docs name exists: every link between them (file and heading), every route written
-as `METHOD /path`, every setting written as `section.name`, every `vault-admin` command. A doc
-that drifts from the code fails here, not in a reader's hands."""
+as `METHOD /path`, every setting written as `section.name`, every `vault-admin` command, and every
+`vault-admin` command written in them at least once; every
+file or folder of the tree written as a path (`render/office/formats.py`, `web/templates/`) or
+a source file's name (`canvas.py`). A doc that drifts from the code fails here, not in a
+reader's hands."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +29,19 @@ COMMAND = re.compile(r"vault-admin((?: +[a-z][a-z0-9-]*)+)")
 FILE_ENDINGS = {"py", "c", "h", "pyi", "md", "toml", "json", "html", "js", "css", "sh", "yaml",
                 "txt", "jsonl", "service"}
 PLACEHOLDER = re.compile(r"(:[A-Za-z]+|\{[^}/]+\}|<[^>/]+>|\.\.\.)")
+# A path names the tree when it starts at one of its top folders or ends as a source file does;
+# the docs write it from the top or from a package's folder down, as its context makes clear
+# (`pool/zygote.py` in render's row), so it exists when some path of the tree ends with it.
+TREE_TOPS = ("vaultd/", "render/", "backends/", "admin_cli/", "tests/", "bench/", "scripts/",
+             "docs/", "deploy/", "config/", "examples/")
+SOURCE_ENDINGS = (".py", ".c", ".h", ".pyi", ".html", ".js", ".css", ".sh", ".md", ".service")
+PATH_LIKE = re.compile(r"[A-Za-z0-9_.\-/]+")
+# Written as paths, not of this tree: constants that look like one, and other projects' files.
+NOT_IN_THE_TREE = {
+    "vaultd/master-key-fingerprint/v1": "an HMAC's context string (docs/operations.md)",
+    "vaultd/backup-manifest-mac/v1": "an HMAC's context string (docs/operations.md)",
+    "secantus/aggregate.py": "SecantusDB's source, an installed package",
+}
 
 
 def _lines(doc: Path) -> Iterator[tuple[int, str]]:
@@ -161,3 +178,90 @@ def test_every_vault_admin_command_named_exists() -> None:
                         break
                     command = commands[word]
     assert unknown == []
+
+
+
+def _leaf_commands(command: object, prefix: str = "") -> Iterator[str]:
+    commands = _subcommands(command)
+    if not commands:
+        yield prefix.strip()
+        return
+    for name, sub in commands.items():
+        yield from _leaf_commands(sub, f"{prefix} {name}")
+
+
+def commands_named(lines: Iterator[tuple[int, str]]) -> set[str]:
+    """Each `vault-admin group command` written, and the commands a line lists after `|`
+    (`vault-admin keys list ACCOUNT_ID | revoke KEY_ID` names `keys list` and `keys revoke`)."""
+    named = set()
+    for _, line in lines:
+        for match in re.finditer(r"vault-admin((?: +[a-z][a-z0-9-]*)+)([^#`]*)", line):
+            words = match.group(1).split()
+            named.update({words[0], " ".join(words[:2])})
+            for part in match.group(2).split("|")[1:]:
+                listed = part.split()
+                if listed and listed[0] == words[0]:
+                    listed = listed[1:]
+                if listed:
+                    named.add(f"{words[0]} {listed[0]}")
+    return named
+
+
+def test_every_vault_admin_command_is_named_in_the_docs() -> None:
+    named = set().union(*(commands_named(_commands_written(doc)) for doc in DOCS))
+    leaves = sorted(_leaf_commands(typer.main.get_command(admin_app)))
+    assert "storage migrate" in leaves and "init" in leaves
+    assert [command for command in leaves if command not in named] == []
+
+
+def test_a_command_listed_after_a_bar_counts_as_named() -> None:
+    lines = iter([(1, "vault-admin keys list ACCOUNT_ID | revoke KEY_ID  # | not-a-command"),
+                  (2, "vault-admin backup DEST | backup verify DEST"), (3, "vault-admin init")])
+    assert commands_named(lines) == {"keys", "keys list", "keys revoke", "backup",
+                                     "backup verify", "init"}
+
+def _tree() -> set[str]:
+    """Every file and folder under the root, as relative paths (the browser tools' installs,
+    the virtual environment and git's own folder left out)."""
+    found = set()
+    for folder, subfolders, names in os.walk(ROOT):
+        relative = Path(folder).relative_to(ROOT)
+        found.update(str(relative / name) for name in [*subfolders, *names])
+        subfolders[:] = [name for name in subfolders
+                         if name not in ("node_modules", ".venv", ".git", "__pycache__")]
+    return found
+
+
+def _names_a_path(span: str) -> bool:
+    return bool(PATH_LIKE.fullmatch(span)) and (
+        span.startswith(TREE_TOPS) or span.endswith(SOURCE_ENDINGS)) and ".." not in span and (
+        not span.startswith("/"))  # an address the server answers: the routes' test
+
+
+def missing_paths(docs: list[Path], tree: set[str]) -> list[str]:
+    missing = []
+    for doc in docs:
+        for number, line in _lines(doc):
+            for span in re.findall(r"`([^`]+)`", line):
+                path = span.rstrip("/")
+                if not _names_a_path(span) or span in NOT_IN_THE_TREE:
+                    continue
+                if path not in tree and not any(known.endswith("/" + path) for known in tree):
+                    missing.append(f"{doc.name}:{number}: {span}")
+    return missing
+
+
+def test_every_path_named_exists() -> None:
+    assert missing_paths(DOCS, _tree()) == []
+
+
+def test_a_path_that_moved_is_found(tmp_path: Path) -> None:
+    doc = tmp_path / "moved.md"
+    doc.write_text("Typed in `vaultd/records.py`, from `office/formats.py`, drawn by\n"
+                   "`canvas.py` under `web/templates/console/` at `/assets/viewer.js`;\n"
+                   "`tests/office_documents.xlsx_that_hangs`, a `multipart/form-data` body.\n"
+                   "```\nvaultd/anything.py in a fenced example\n```\n")
+    tree = {"vaultd/records", "vaultd/records/__init__.py", "render/office/formats.py",
+            "render/page/canvas.py", "vaultd/web/templates/console", "tests/office_documents.py"}
+    assert missing_paths([doc], tree) == ["moved.md:1: vaultd/records.py",
+                                          "moved.md:3: tests/office_documents.xlsx_that_hangs"]

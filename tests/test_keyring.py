@@ -270,15 +270,6 @@ def test_parse_errors_are_one_line_naming_the_source_without_key_text(text: str,
     assert caught.value.__context__ is None or caught.value.__suppress_context__
 
 
-def test_from_env_reads_the_variable_or_returns_none() -> None:
-    ring = MasterKeyring.from_env({ENV_VAR: f"k1:{B64_A},k0:{B64_B}"})
-    assert ring is not None and ring.ids == ("k1", "k0")
-    assert MasterKeyring.from_env({ENV_VAR: "  "}) is None
-    assert MasterKeyring.from_env({}) is None
-    with pytest.raises(KeyringError, match=rf"^master key \({ENV_VAR}\): entry 1"):
-        MasterKeyring.from_env({ENV_VAR: "k1:nope"})
-
-
 def test_repr_and_str_never_show_key_bytes() -> None:
     ring = MasterKeyring.parse(f"k1:{B64_A}\nk0:{B64_B}", "test")
     wrapped = ring.wrap(DATA_KEY, file_id="f1", account_id="a1")

@@ -13,12 +13,11 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from render.kernels import blend
 from render.pool.blend_kernel import EXTENSIONS, blend_implementation
-from tests.import_graph import find_cycle
+from tests.import_graph import Graph, find_cycle, imports_of, upward_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 RENDER = ROOT / "render"
@@ -45,9 +44,6 @@ def not_for_the_server(loaded: list[str]) -> list[str]:
     return [name for name in loaded if name.split(".")[0] == "render"
             and name not in SERVER_MAY_LOAD and not name.startswith(tuple(f"{p}." for p in whole))]
 
-Graph = dict[str, dict[str, list[str]]]  # node -> node it imports -> the modules that do
-
-
 def render_modules(root: Path = RENDER) -> dict[str, Path]:
     """Dotted name -> file of every module under `root` (a package is its `__init__`)."""
     modules = {}
@@ -55,23 +51,6 @@ def render_modules(root: Path = RENDER) -> dict[str, Path]:
         parts = path.relative_to(root.parent).with_suffix("").parts
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return modules
-
-
-def imports_of(path: Path, importer: str) -> Iterator[str]:
-    """Dotted names `path` imports, anywhere in it (`from a import b` yields `a.b`: b may be a
-    module, else `a.b` stands for `a`); relative imports resolved from `importer`."""
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                package = importer.split(".")
-                if path.name != "__init__.py":
-                    package = package[:-1]
-                parent = package[: len(package) - node.level + 1]
-                base = ".".join([*parent, base] if base else parent)
-            yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
 def module_graph(root: Path = RENDER) -> Graph:
@@ -109,18 +88,6 @@ def package_graph(root: Path = RENDER) -> Graph:
     return graph
 
 
-def upward_imports(graph: Graph) -> list[str]:
-    wrong = []
-    for package, targets in sorted(graph.items()):
-        for target, modules in sorted(targets.items()):
-            if package not in LAYERS or target not in LAYERS:
-                wrong.append(f"{package} -> {target}: not in LAYERS ({', '.join(modules)})")
-            elif LAYERS.index(target) > LAYERS.index(package):
-                wrong.append(f"{package} imports {target}, a layer above it "
-                             f"({', '.join(sorted(set(modules)))})")
-    return wrong
-
-
 def loaded_by(*modules: str) -> list[str]:
     """The modules a fresh interpreter holds after importing `modules`."""
     code = ("import importlib, json, sys\n"
@@ -140,7 +107,7 @@ def test_render_holds_only_the_layered_packages() -> None:
 
 
 def test_render_packages_import_only_layers_below_them() -> None:
-    wrong = upward_imports(package_graph())
+    wrong = upward_imports(package_graph(), LAYERS)
     assert wrong == [], "\n".join(wrong)
 
 
@@ -213,5 +180,5 @@ def test_a_circle_through_modules_and_an_upward_import_are_found(tmp_path: Path)
     graph = module_graph(root)
     assert find_cycle(graph) == ["render.page.canvas", "render.watermark.strip",
                                  "render.page.canvas"]
-    assert upward_imports(package_graph(root)) == [
+    assert upward_imports(package_graph(root), LAYERS) == [
         "watermark imports page, a layer above it (render.watermark.strip)"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from vaultd import secrets as vault_secrets
-from vaultd.errors import NotFound
+from vaultd.errors import INVALID_KEY, NotFound, Unauthorized
 from vaultd.services.accounts import api_keys
 from vaultd.services.links.link_records import LinkRecords
 
@@ -43,7 +43,8 @@ class RecordingDb:
 
 async def test_keys_are_looked_up_by_their_hash_only() -> None:
     db, key = RecordingDb(), vault_secrets.new_api_key()
-    assert await api_keys.resolve_key(db, key) is None  # type: ignore[arg-type]
+    with pytest.raises(Unauthorized, match=INVALID_KEY):
+        await api_keys.authenticate(db, key)  # type: ignore[arg-type]
     (args, kwargs), = db.api_keys.calls
     assert args[0] == {"hash": hashlib.sha256(key.encode()).hexdigest()}
     assert key not in repr((args, kwargs))  # the secret itself never leaves for the database

@@ -6,12 +6,10 @@ still ties one domain to another."""
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
-from tests.import_graph import find_cycle
+from tests.import_graph import Graph, find_cycle, imports_of, upward_imports
 
 SERVICES = Path(__file__).resolve().parent.parent / "vaultd" / "services"
 
@@ -19,24 +17,6 @@ SERVICES = Path(__file__).resolve().parent.parent / "vaultd" / "services"
 LAYERS = ("common", "accounts", "members", "notifications", "webhooks", "files", "links", "gates",
           "pages", "rooms", "analytics", "tracing", "storage", "audit")
 MAX_MODULE_LINES = 400
-
-Graph = dict[str, dict[str, list[str]]]  # package -> package it imports -> the modules that do
-
-
-def _imported_modules(tree: ast.Module, importer: str) -> Iterator[str]:
-    """Dotted names of what `tree` imports, relative imports resolved from `importer`."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = importer.split(".")  # a package's own module is its `__init__`
-                parent = parts[: len(parts) - node.level]
-                base = ".".join([*parent, base] if base else parent)
-            # `from vaultd.services import files` names a package: each name may be one
-            yield from (f"{base}.{alias.name}" for alias in node.names)
-
 
 def _services_package(dotted: str) -> str | None:
     parts = dotted.split(".")
@@ -52,8 +32,10 @@ def package_graph(services: Path = SERVICES) -> Graph:
         if len(rel.parts) < 2:
             continue  # vaultd/services/__init__.py (a loose module fails its own test)
         package = rel.parts[0]
-        importer = "vaultd.services." + ".".join(rel.with_suffix("").parts)
-        for dotted in _imported_modules(ast.parse(path.read_text()), importer):
+        parts = rel.with_suffix("").parts
+        importer = ".".join(["vaultd", "services",
+                             *(parts[:-1] if parts[-1] == "__init__" else parts)])
+        for dotted in imports_of(path, importer):
             target = _services_package(dotted)
             if target is not None and target != package:
                 graph.setdefault(package, {}).setdefault(target, []).append(str(rel))
@@ -64,19 +46,6 @@ def describe_cycle(graph: Graph, cycle: list[str]) -> str:
     steps = [f"{a} -> {b} ({', '.join(sorted(set(graph[a][b])))})"
              for a, b in pairwise(cycle)]
     return "import circle between services packages: " + "; ".join(steps)
-
-
-def upward_imports(graph: Graph) -> list[str]:
-    """Imports of a package above the importer in LAYERS (or of one LAYERS does not name)."""
-    wrong = []
-    for package, targets in sorted(graph.items()):
-        for target, modules in sorted(targets.items()):
-            if package not in LAYERS or target not in LAYERS:
-                wrong.append(f"{package} -> {target}: not in LAYERS ({', '.join(modules)})")
-            elif LAYERS.index(target) > LAYERS.index(package):
-                wrong.append(f"{package} imports {target}, a layer above it "
-                             f"({', '.join(sorted(set(modules)))})")
-    return wrong
 
 
 def test_services_hold_only_the_layered_domain_packages() -> None:
@@ -93,7 +62,7 @@ def test_services_packages_import_no_circle() -> None:
 
 
 def test_services_packages_import_only_layers_below_them() -> None:
-    wrong = upward_imports(package_graph())
+    wrong = upward_imports(package_graph(), LAYERS)
     assert wrong == [], "\n".join(wrong)
 
 
@@ -106,7 +75,7 @@ def test_a_circle_is_found_and_named_with_its_modules() -> None:
     assert describe_cycle(graph, cycle) == (
         "import circle between services packages: files -> webhooks (files/files.py); "
         "webhooks -> links (webhooks/webhook_events.py); links -> files (links/links.py)")
-    assert upward_imports(graph) == [
+    assert upward_imports(graph, LAYERS) == [
         "webhooks imports links, a layer above it (webhooks/webhook_events.py)"]
 
 

@@ -265,12 +265,6 @@ class MasterKeyring:
             seen[key_id] = number
         return cls(entries)
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> MasterKeyring | None:
-        """The ring in VAULTD_MASTER_KEY, or None if it is unset or blank."""
-        value = (os.environ if environ is None else environ).get(ENV_VAR, "")
-        return cls.parse(value, ENV_VAR) if value.strip() else None
-
     def serialize(self, *, one_line: bool = False) -> str:
         """Key-file text (or a comma-separated line for VAULTD_MASTER_KEY). Contains the keys!"""
         entries = [f"{key_id}:{_encode_key(key)}" for key_id, key in self._entries]

@@ -91,15 +91,11 @@ async def list_keys(db: Db, account_id: str) -> list[ApiKeyInfo]:
     return [ApiKeyInfo.from_doc(doc) async for doc in cursor]
 
 
-async def revoke_key(db: Db, key_id: str, account_id: str | None = None) -> ApiKeyInfo:
-    """Revoke a key (idempotent). `account_id`: only that account's key (another account's
-    is not found, as an unknown one); None: any (the operator's CLI)."""
-    return (await revoke_key_once(db, key_id, account_id))[0]
-
-
 async def revoke_key_once(db: Db, key_id: str,
                           account_id: str | None = None) -> tuple[ApiKeyInfo, bool]:
-    """`revoke_key`, and whether this call revoked it (False: it was revoked already)."""
+    """Revoke a key (idempotent), and whether this call revoked it (False: it was revoked
+    already). `account_id`: only that account's key (another account's is not found, as an
+    unknown one); None: any (the operator's CLI)."""
     scope = {} if account_id is None else {"accountId": account_id}
     doc = await db.api_keys.find_one_and_update(
         {"_id": key_id, "revokedAt": None, **scope}, {"$set": {"revokedAt": utcnow()}},
@@ -110,14 +106,6 @@ async def revoke_key_once(db: Db, key_id: str,
     if doc is None:
         raise NotFound("API key not found")
     return ApiKeyInfo.from_doc(doc), revoked_now
-
-
-async def resolve_key(db: Db, key: str) -> Account | None:
-    """The account of a live key, or None for a malformed, unknown or revoked one."""
-    try:
-        return await authenticate(db, key)
-    except Unauthorized:
-        return None
 
 
 async def authenticate(db: Db, key: str) -> Account:

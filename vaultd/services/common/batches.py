@@ -4,7 +4,8 @@ database's single lock for long while every other request waits.
 What a delete costs is mostly its index entries: a link carries ten indexes, and a delete of
 100 links took up to 62 ms on the 2-core machine (`python -m bench.bulk_steps`), one of 20
 about 12 ms. So every delete removes at most DELETE_BATCH records by `_id`, and the ids are
-read in bounded steps: `_id` windows (`delete_in_windows`) or time windows (`delete_older`).
+read in bounded steps: `_id` windows (`id_ranges`, their ids passed to `delete_ids`) or time
+windows (`delete_older`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from vaultd.services.common import id_ranges
 from vaultd.services.common.newest import FIRST_WINDOW, newest
 
 DELETE_BATCH = 20  # records per delete (by `_id`): about 12 ms for links, the costliest
-WINDOW = 100  # records a window of `delete_in_windows` aims at (read, then deleted by `_id`)
+WINDOW = 100  # records one read of ids aims at (`delete_older`, a deletion's `_id` windows)
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)  # before anything vaultd wrote: where `delete_older` stops
 
 
@@ -30,22 +30,6 @@ async def delete_ids(records: AsyncCollection[Any], ids: list[Any]) -> int:
         result = await records.delete_many({"_id": {"$in": ids[first:first + DELETE_BATCH]}})
         deleted += int(result.deleted_count)
         await asyncio.sleep(0)
-    return deleted
-
-
-async def delete_in_batches(records: AsyncCollection[Any], query: dict[str, Any]) -> int:
-    """Delete what `query` matches, its ids read at once: for a query known to match few
-    (`query` should be an index range). Returns how many were deleted."""
-    return await delete_ids(records, [doc["_id"] async for doc in records.find(query, {"_id": 1})])
-
-
-async def delete_in_windows(records: AsyncCollection[Any], query: dict[str, Any]) -> int:
-    """Delete what the equalities of `query` match without reading all their ids at once: they
-    are read window by window on an index of `query`'s fields then `_id` (`id_ranges`), each
-    window's deleted by `_id`. Returns how many were deleted."""
-    deleted = 0
-    async for batch in id_ranges.batches(records, {"_id": 1}, query=query, size=WINDOW):
-        deleted += await delete_ids(records, [doc["_id"] for doc in batch])
     return deleted
 
 

@@ -194,13 +194,6 @@ async def _counted(db: Db, link: LinkDoc) -> bool:
     return False
 
 
-async def _generation_now(db: Db, file_id: str) -> int:
-    file = await db.files.find_one({"_id": file_id}, {"linkGeneration": 1, "state": 1})
-    if file is None or file["state"] != "stored":
-        raise NotFound("file not found")
-    return link_generations.generation(file)
-
-
 async def read_link(db: Db, query: RawDoc, fields: RawDoc | None = None) -> LinkDoc | None:
     """The link matching `query` (by a unique key), with `revoked` as its file's generation
     says: one `aggregate` joining the file's generation (`link_generations.FILE_STAGE`)."""
