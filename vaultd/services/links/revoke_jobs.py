@@ -61,7 +61,7 @@ from vaultd.timefmt import utcnow
 BATCH = 50
 WRITE_BATCH = 10
 JOBS = "revoke_jobs"
-# Reads of the file's count before its update: each retry means a link of the file was created
+# Reads of the holder's count before its update: each retry means one of its links was created
 # or revoked in between, so more than a few means a storm of them.
 ATTEMPTS = 8
 BUSY = "the file's links are changing too fast to revoke; retry"
