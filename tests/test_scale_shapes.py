@@ -163,9 +163,6 @@ async def test_a_rooms_access_log(db: Db, recorder: QueryRecorder, seeded: Shape
     await _read(db, recorder, seeded, "a room's access log (200)")
 
 
-@pytest.mark.xfail(strict=True, reason="a room's links (the console room page's analytics, "
-                   "rooms.activity.analytics): every link of the room, then one query of its "
-                   "stats per link; measured 2,000.0x (2,000 walked for one viewer row)")
 async def test_a_rooms_links(db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
     await _read(db, recorder, seeded, "a room's links (its analytics)")
 
