@@ -268,6 +268,25 @@ async def test_links_made_during_a_rooms_deletion_are_never_counted(db: Db) -> N
     assert await _raw_account_live(db, account.id) == 0
 
 
+async def test_items_added_during_a_rooms_deletion_are_never_left_behind(db: Db) -> None:
+    account, room = await _room(db, 5)
+    results = await asyncio.gather(
+        *(items.add_folder(db, room, {"name": f"Folder {n}"}) for n in range(12)),
+        room_deletions.delete_room(db, account.id, room["_id"], OWNER), return_exceptions=True)
+    assert isinstance(results[-1], dict)  # the deletion went through
+    refused = [r for r in results[:-1] if isinstance(r, BaseException)]
+    assert all(isinstance(r, NotFound) and str(r) == "room not found" for r in refused), refused
+    await background.settled()
+    assert await db.room_items.count_documents({"roomId": room["_id"]}) == 0
+    # An add whose room was claimed after the add read it: the adder takes its item back.
+    _, late = await _room(db, 0, "Late Co")
+    await room_deletions.delete_room(db, late["accountId"], late["_id"], OWNER)
+    await background.settled()
+    with pytest.raises(NotFound, match=r"^room not found$"):
+        await items.add_folder(db, late, {"name": "After"})
+    assert await db.room_items.count_documents({"roomId": late["_id"]}) == 0
+
+
 async def test_a_rooms_revoke_all_cut_after_its_raise_is_finished_by_recovery_once(
         db: Db) -> None:
     account, room = await _room(db, revoke_jobs.BATCH + 7)

@@ -13,7 +13,7 @@ from vaultd.records import FileDoc, RoomDoc, RoomItemDoc, RoomItemType
 from vaultd.services.files.files import get_file, is_uuid
 from vaultd.services.members.callers import require_caller
 from vaultd.services.members.roles import Permission
-from vaultd.services.rooms.records import parse_name
+from vaultd.services.rooms.records import ROOM_NOT_FOUND, parse_name
 from vaultd.services.rooms.tree import MAX_ITEMS, children_of, load_items
 from vaultd.timefmt import utcnow
 
@@ -40,17 +40,22 @@ async def _next_position(db: Db, room_id: str, parent_id: str | None) -> int:
 
 async def take_item_place(db: Db, room_id: str) -> None:
     """One more item on the room's `itemCount`, atomically under MAX_ITEMS (two concurrent adds
-    at the cap cannot both pass). A room from before the count gets it first, counted once."""
+    at the cap cannot both pass). A room from before the count gets it first, counted once. A
+    room being deleted (`state`) or gone takes no item."""
+    standing = {"_id": room_id, "state": {"$exists": False}}
     while True:
-        taken = await db.rooms.update_one({"_id": room_id, "itemCount": {"$lt": MAX_ITEMS}},
+        taken = await db.rooms.update_one({**standing, "itemCount": {"$lt": MAX_ITEMS}},
                                           {"$inc": {"itemCount": 1}})
         if taken.modified_count:
             return
         counted = await db.room_items.count_documents({"roomId": room_id})
-        started = await db.rooms.update_one({"_id": room_id, "itemCount": {"$exists": False}},
+        started = await db.rooms.update_one({**standing, "itemCount": {"$exists": False}},
                                             {"$set": {"itemCount": counted}})
-        if not started.modified_count:  # it has a count, at the cap (or the room is gone)
-            raise InvalidRequest(f"a room holds at most {MAX_ITEMS} items")
+        if started.modified_count:
+            continue
+        if await db.rooms.find_one(standing, {"_id": 1}) is None:
+            raise NotFound(ROOM_NOT_FOUND)
+        raise InvalidRequest(f"a room holds at most {MAX_ITEMS} items")
 
 
 async def give_back_places(db: Db, room_id: str, count: int) -> None:
@@ -75,7 +80,19 @@ async def _insert(db: Db, room: RoomDoc, kind: RoomItemType, name: str | None,
     except BaseException:
         await give_back_places(db, room["_id"], 1)
         raise
+    await _kept_unless_deleting(db, item)
     return item
+
+
+async def _kept_unless_deleting(db: Db, item: RoomItemDoc) -> None:
+    """An item added while its room's deletion was claimed is taken back by the adder: the
+    deletion's clean-up may have walked the room's items before this insert landed. Read after
+    the insert, so one of the two always sees the other (rooms.room_deletions)."""
+    standing = await db.rooms.find_one({"_id": item["roomId"], "state": {"$exists": False}},
+                                       {"_id": 1})
+    if standing is None:
+        await db.room_items.delete_one({"_id": item["_id"]})
+        raise NotFound(ROOM_NOT_FOUND)
 
 
 async def add_folder(db: Db, room: RoomDoc, body: dict[str, Any]) -> RoomItemDoc:
