@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from admin_cli.context import run, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.accounts import accounts
@@ -15,7 +15,6 @@ from vaultd.services.members import activity
 from vaultd.services.members.actor import operator
 
 app = typer.Typer(no_args_is_help=True, help="Create and manage accounts.")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _summary(account: accounts.Account) -> dict[str, Any]:

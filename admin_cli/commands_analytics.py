@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from admin_cli.context import run, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.analytics.analytics_report import FileAnalytics, file_analytics
 
 app = typer.Typer(no_args_is_help=True, help="Files: engagement analytics.")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 @app.command("analytics")

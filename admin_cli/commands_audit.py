@@ -11,7 +11,7 @@ import typer
 
 from admin_cli import audit_verify
 from admin_cli.context import run, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.runtime import KeyringSource
@@ -20,7 +20,6 @@ from vaultd.services.audit import export as audit_export
 from vaultd.services.audit import keys
 
 app = typer.Typer(no_args_is_help=True, help="The tamper-evident audit log.")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 @app.command("export")

@@ -12,7 +12,7 @@ from typer.core import TyperGroup
 
 from admin_cli.commands_storage import with_backend
 from admin_cli.context import STATE, guarded, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from backends.base import BlobBackend
 from vaultd.config import Settings, settings_from
 from vaultd.db import Db
@@ -38,7 +38,6 @@ class BackupGroup(TyperGroup):
 app = typer.Typer(cls=BackupGroup, no_args_is_help=True,
                   help="Back up a vault while vaultd runs (vault-admin backup DEST), or verify "
                        "a backup (vault-admin backup verify DEST).")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 BackupDir = Annotated[Path, typer.Argument(metavar="DEST", help="The backup directory.")]
 
 

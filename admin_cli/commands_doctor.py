@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from admin_cli.context import STATE, run
+from admin_cli.output import JsonFlag
 from render.office import probe as office_probe
 from render.pool.render_pool import RenderPool
 from render.sandbox.layers import ALL_LAYERS, DESCRIPTIONS, Layer, report
@@ -68,7 +69,7 @@ def _print_converter(state: dict[str, Any]) -> None:
 
 
 def doctor(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Check the render sandbox: each confinement layer, active or missing."""
     settings = load_settings(read_config_file(STATE.config) if STATE.config else {})

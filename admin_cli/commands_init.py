@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from admin_cli.context import STATE, guarded, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from vaultd.runtime import KeyringSource, database
 from vaultd.startup import DataDirLock, StartupError, holds_vault, prepare_data_dir
 
 
-def init(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def init(as_json: JsonFlag = False) -> None:
     """Create a new vault in the data directory: its database and its master key."""
     result = guarded(lambda: asyncio.run(_init()))
     text = f"created a vault in {result['dataDir']}"

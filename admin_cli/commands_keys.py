@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from admin_cli.context import run, want_json
-from admin_cli.output import emit, human
+from admin_cli.output import JsonFlag, emit, human
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.accounts import api_keys
@@ -18,7 +18,6 @@ from vaultd.services.members.actor import operator
 from vaultd.services.members.members import parse_name, parse_role
 
 app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API keys.")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 @app.command("create")

@@ -7,14 +7,13 @@ from typing import Annotated, Any
 import typer
 
 from admin_cli.context import guarded, run, vault_settings, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.audit import keys as audit_keys
 from vaultd.services.storage.rewrap import rotate_master_key
 
 app = typer.Typer(no_args_is_help=True, help="Master key management.")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 BACKUP = "back it up apart from the database and the blobs: losing it loses every file"
 
 

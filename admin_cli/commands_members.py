@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from admin_cli.context import run, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.services.accounts.accounts import get_account
@@ -16,7 +16,6 @@ from vaultd.services.members import members
 from vaultd.services.members.actor import operator
 
 members_app = typer.Typer(no_args_is_help=True, help="Add, list, change and remove members.")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 @members_app.command("add")

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from admin_cli.context import run, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import Conflict
@@ -17,8 +17,6 @@ from vaultd.services.accounts import accounts
 from vaultd.services.members import members, sessions, sign_in_links
 from vaultd.services.members.actor import operator
 from vaultd.services.members.roles import Role
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def sign_in_link(account_id: str, email: str, as_json: JsonFlag = False) -> None:

@@ -11,7 +11,7 @@ import typer
 
 import backends
 from admin_cli.context import run, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from backends.base import BackendUnavailable, BlobBackend
 from vaultd.config import Settings
 from vaultd.db import Db
@@ -20,7 +20,6 @@ from vaultd.services.files.blobs import BlobStore
 from vaultd.services.storage import storage_tools
 
 app = typer.Typer(no_args_is_help=True, help="Check, clean up and migrate stored blobs.")
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 T = TypeVar("T")
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")

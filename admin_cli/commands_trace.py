@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from admin_cli.context import guarded, run, want_json
-from admin_cli.output import emit
+from admin_cli.output import JsonFlag, emit
 from render.forensic_wire.image_kinds import sniff
 from render.pool.render_pool import RenderPool
 from vaultd.config import Settings
@@ -55,7 +55,7 @@ def trace(
         "--account", help="Search this account only (as POST /v1/trace does).")] = None,
     trace_code: Annotated[str | None, typer.Option(
         "--trace-code", help="The code typed off the page's strip (visible evidence).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Find the page view a leaked image comes from, by the invisible mark, the placement
     mark and a typed trace code, as POST /v1/trace reads it; logs a `trace` entry."""

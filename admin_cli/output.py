@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Annotated, Any
+
+import typer
+
+# Every command's --json flag.
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def emit(data: Any, as_json: bool, text: str | None = None) -> None:

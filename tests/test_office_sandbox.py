@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.office_attacks import SOCKET_IN_RUN
+from tests.confinement_fixtures import escape_listeners
 from tests.vault_process import ROOT, base_env
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the converter's root path")
@@ -21,19 +21,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the converter's root 
 
 @pytest.fixture
 def listeners() -> Iterator[tuple[int, socket.socket]]:
-    tcp = socket.create_server(("127.0.0.1", 0))
-    unix = socket.socket(socket.AF_UNIX)
-    if os.path.exists(SOCKET_IN_RUN):
-        os.unlink(SOCKET_IN_RUN)
-    unix.bind(SOCKET_IN_RUN)
-    os.chmod(SOCKET_IN_RUN, 0o666)
-    unix.listen()
-    try:
-        yield tcp.getsockname()[1], unix
-    finally:
-        tcp.close()
-        unix.close()
-        os.unlink(SOCKET_IN_RUN)
+    with escape_listeners() as found:
+        yield found
 
 
 def test_every_escape_from_the_converter_sandbox_is_refused(

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import site
-import socket
 import stat
 import subprocess
 import sys
@@ -25,7 +24,8 @@ from render.office import runner
 from render.office.launcher_protocol import LAYERS_FILE
 from render.sandbox.layers import ALL_LAYERS
 from tests import office_documents as od
-from tests.office_attacks import SOCKET_IN_RUN
+from tests.confinement_fixtures import VAULTD_UID as UID
+from tests.confinement_fixtures import escape_listeners, uid_running_threads
 from tests.office_pdf import converters_running, page_texts
 from tests.vault_process import ROOT, base_env
 
@@ -34,7 +34,6 @@ pytestmark = [
     pytest.mark.skipif(not runner.installed(), reason="LibreOffice is not installed"),
 ]
 
-UID = 10001  # the Dockerfile's vaultd user
 THREADS = 300  # more than the converter's RLIMIT_NPROC (256)
 
 
@@ -53,17 +52,8 @@ def _give(path: str) -> None:
 @pytest.fixture
 def busy_uid() -> Iterator[None]:
     """The uid already runs THREADS threads, as a vaultd's server and workers do."""
-    with subprocess.Popen(
-            [sys.executable, "-m", "tests.office_unprivileged", str(UID), "threads",
-             str(THREADS)], cwd=ROOT, env=base_env(), stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True) as holder:
-        assert holder.stdin is not None and holder.stdout is not None
-        try:
-            assert holder.stdout.readline() == "ready\n"
-            yield
-        finally:
-            holder.stdin.close()
-            holder.wait(timeout=30)
+    with uid_running_threads(THREADS):
+        yield
 
 
 def test_a_spreadsheet_converts_unprivileged_with_every_layer_while_the_uid_is_busy(
@@ -89,19 +79,8 @@ def test_a_spreadsheet_converts_unprivileged_with_every_layer_while_the_uid_is_b
 
 @pytest.fixture
 def listeners() -> Iterator[int]:
-    tcp = socket.create_server(("127.0.0.1", 0))
-    unix = socket.socket(socket.AF_UNIX)
-    if os.path.exists(SOCKET_IN_RUN):
-        os.unlink(SOCKET_IN_RUN)
-    unix.bind(SOCKET_IN_RUN)
-    os.chmod(SOCKET_IN_RUN, 0o666)
-    unix.listen()
-    try:
-        yield tcp.getsockname()[1]
-    finally:
-        tcp.close()
-        unix.close()
-        os.unlink(SOCKET_IN_RUN)
+    with escape_listeners() as (port, _):
+        yield port
 
 
 def test_every_escape_from_the_unprivileged_converter_sandbox_is_refused(

@@ -15,27 +15,19 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.confinement_fixtures import VAULTD_UID as UID
+from tests.confinement_fixtures import uid_running_threads
 from tests.vault_process import ROOT, base_env
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="becoming another uid needs root")
 
-UID = 10001  # the Dockerfile's vaultd user
 THREADS = 64  # more than a worker's RLIMIT_NPROC (16): what a serving vaultd's uid runs
 
 
 @pytest.fixture
 def busy_uid() -> Iterator[None]:
-    with subprocess.Popen(
-            [sys.executable, "-m", "tests.office_unprivileged", str(UID), "threads",
-             str(THREADS)], cwd=ROOT, env=base_env(), stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True) as holder:
-        assert holder.stdin is not None and holder.stdout is not None
-        assert holder.stdout.readline() == "ready\n"
-        try:
-            yield
-        finally:
-            holder.stdin.close()
-            holder.wait(timeout=30)
+    with uid_running_threads(THREADS):
+        yield
 
 
 def test_a_worker_without_a_user_namespace_on_a_busy_uid_starts_threads(busy_uid: None) -> None:

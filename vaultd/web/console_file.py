@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from vaultd.errors import InvalidRequest, NotFound, VaultError
+from vaultd.errors import NotFound, VaultError
 from vaultd.services.analytics import file_pages, link_listing
 from vaultd.services.common import access_log
 from vaultd.services.files import files
@@ -105,14 +105,9 @@ class ShareForm(FilePageBase):
 
     async def share(self, file_id: str, form: dict[str, str]) -> None:
         assert self.account is not None and self.signed_in is not None
-        days = parse_bounded_int(form["days"] or None, "Expires after (days)",
-                                 DEFAULT_EXPIRY_DAYS, 1, 3650)
-        longest = self.account.plan.maxViewSeconds
-        if days * 86400 > longest:
-            raise InvalidRequest(f"links on plan {self.account.plan.name} last at most "
-                                 f"{longest // 86400} days")
+        ttl = console_share.ttl_seconds(form, self.account, DEFAULT_EXPIRY_DAYS)
         body = {"fileId": file_id, "viewerEmail": form["viewerEmail"],
-                "viewerName": form["viewerName"] or None, "ttlSeconds": days * 86400}
+                "viewerName": form["viewerName"] or None, "ttlSeconds": ttl}
         request = links.parse_link_request(body, self.account)
         expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)
         policy = await parse_policy(self.ctx.db, self.ctx.settings, self.account,

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from vaultd.errors import InvalidRequest, NotFound, VaultError
+from vaultd.errors import NotFound, VaultError
 from vaultd.records import RoomDoc
 from vaultd.services.files import files
 from vaultd.services.gates.policy import parse_policy
@@ -22,7 +22,6 @@ from vaultd.timefmt import iso_utc, utcnow
 from vaultd.web import console_share
 from vaultd.web.console_file import DEFAULT_EXPIRY_DAYS
 from vaultd.web.console_page import ConsolePage
-from vaultd.web.files import parse_bounded_int
 from vaultd.web.permissions import CHANGE, READ
 
 ROOMS_PATH = "/console/rooms"
@@ -121,14 +120,9 @@ class RoomShareForm(RoomBase):
 
     async def share(self, room: RoomDoc, form: dict[str, str]) -> dict[str, str]:
         assert self.account is not None
-        days = parse_bounded_int(form["days"] or None, "Expires after (days)",
-                                 DEFAULT_EXPIRY_DAYS, 1, 3650)
-        longest = self.account.plan.maxViewSeconds
-        if days * 86400 > longest:
-            raise InvalidRequest(f"links on plan {self.account.plan.name} last at most "
-                                 f"{longest // 86400} days")
+        ttl = console_share.ttl_seconds(form, self.account, DEFAULT_EXPIRY_DAYS)
         body = {"viewerEmail": form["viewerEmail"], "viewerName": form["viewerName"] or None,
-                "ttlSeconds": days * 86400}
+                "ttlSeconds": ttl}
         request = await room_links.parse_request(self.ctx.db, self.ctx.settings, room,
                                                  self.account, body)
         expires_at = utcnow() + timedelta(seconds=request.ttl_seconds)

@@ -47,6 +47,17 @@ async def offered(db: Db, account: Account, *, mail_on: bool, choices: bool = Tr
     return shown
 
 
+def ttl_seconds(form: dict[str, str], account: Account, default_days: int) -> int:
+    """The share form's "Expires after (days)" as the link's lifetime, held to the plan's
+    longest (refused in words, as the form shows it, before anything is made)."""
+    days = parse_bounded_int(form["days"] or None, "Expires after (days)", default_days, 1, 3650)
+    longest = account.plan.maxViewSeconds
+    if days * 86400 > longest:
+        raise InvalidRequest(f"links on plan {account.plan.name} last at most "
+                             f"{longest // 86400} days")
+    return days * 86400
+
+
 def without_secrets(form: dict[str, str]) -> dict[str, str]:
     """The form as typed, to show again after a refusal: never a secret (the passcode)."""
     secret = {control.field for control in controls() if control.secret}
