@@ -5,7 +5,7 @@ month ago, then nothing, in the shapes (numbers and counters included) the servi
 Each kind has its own records: files; links on the account's oldest file; access-log entries
 on that file, in a room's log too; a link's viewer sessions; activity events; one person's
 sessions; one webhook endpoint's deliveries; a room with one item and `burst` links (at most
-ROOM_LINKS). `READS`
+`room_links`). `READS`
 names every listed read as its route calls it, with what to count of what it returns.
 """
 
@@ -44,14 +44,15 @@ class Shape:
     file_created = endpoint_created = datetime.min
 
 
-async def seed_shape(db: Db, burst: int) -> Shape:
+async def seed_shape(db: Db, burst: int, room_links: int = ROOM_LINKS) -> Shape:
     shape, now = Shape(), utcnow()
     ended = now - timedelta(days=30)
     times = [ended - SPAN + SPAN * (place / burst) for place in range(burst)]
     account = await accounts.create_account(db, "Burst Co", "business")
     shape.account_id = account.id
-    for seed in (_files, _links, _log, _viewer_sessions, _activity, _deliveries, _room):
+    for seed in (_files, _links, _log, _viewer_sessions, _activity, _deliveries):
         await seed(db, shape, times)
+    await _room(db, shape, times[-room_links:])
     await _member_sessions(db, times)
     return shape
 
@@ -156,7 +157,7 @@ async def _room(db: Db, shape: Shape, times: list[datetime]) -> None:
               "accountId": shape.account_id, "roomId": shape.room_id,
               "viewerEmail": f"v{place}@example.com", "viewerName": "V", "folderIds": None,
               "createdAt": at, "expiresAt": at + timedelta(days=365), "revoked": False}
-             for place, at in enumerate(times[-ROOM_LINKS:])]
+             for place, at in enumerate(times)]
     await _insert(db, "room_links", links)
     # The newest link was opened: the room's analytics has one viewer to show.
     await db.raw("link_stats").insert_one(
