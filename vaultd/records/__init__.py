@@ -11,6 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
+from vaultd.records.rooms import RoomDoc as RoomDoc
+from vaultd.records.rooms import RoomItemDoc as RoomItemDoc
+from vaultd.records.rooms import RoomItemType as RoomItemType
+from vaultd.records.rooms import RoomLinkDoc as RoomLinkDoc
+
 FileKind = Literal["source", "delivery"]
 FileState = Literal["stored", "deleting"]
 Action = Literal["upload", "view", "page", "download", "delete", "revoke", "trace", "verify",
@@ -227,61 +232,6 @@ class AccessLogDoc(TypedDict):
     # Who did it, when a key or a member's session did: not in the spec's entry (common.acting)
     actor: NotRequired[dict[str, str]]
     fenced: NotRequired[bool]  # written through services.common.log_fence: not in the entry
-
-
-RoomItemType = Literal["folder", "file"]
-
-
-class RoomDoc(TypedDict):
-    """Collection `rooms`: a named set of an account's files (`services.rooms`)."""
-
-    _id: str
-    accountId: str
-    name: str
-    createdAt: datetime
-    # Its items, kept on write (services.rooms.items) so listings never count them; absent on
-    # rooms made before the count, which get it at their next item (`items.take_item_place`).
-    itemCount: NotRequired[int]
-
-
-class RoomItemDoc(TypedDict):
-    """Collection `room_items`: a folder or a file of a room. `parentId` is a folder of the
-    same room or None (top level); siblings are ordered by `position` then `_id`."""
-
-    _id: str
-    roomId: str
-    accountId: str
-    type: RoomItemType
-    name: str | None  # a folder's name; a file's item shows the file's own name
-    parentId: str | None
-    position: int
-    fileId: NotRequired[str]
-    fileName: NotRequired[str]  # a file's name and page count, copied when it is added: a
-    pageCount: NotRequired[int]  # stored file never changes them, and the tree reads no file
-    createdAt: datetime
-
-
-class RoomLinkDoc(TypedDict):
-    """Collection `room_links`: one reader's link to a room. Only the token's SHA-256 is kept."""
-
-    _id: str
-    hash: str
-    accountId: str
-    roomId: str
-    viewerEmail: str
-    viewerName: str
-    folderIds: list[str] | None  # the link's scope (None: the whole room)
-    createdAt: datetime
-    expiresAt: datetime
-    revoked: bool
-    firstOpenedAt: NotRequired[datetime]  # set by its first opening, which sends room.opened
-    countedOut: NotRequired[bool]  # revoked while live: left the live counts then
-    policy: NotRequired[PolicyDoc]  # the link's gates (services.gates), as on file links
-    opens: NotRequired[int]  # opens counted against policy.maxOpens
-    exhausted: NotRequired[bool]  # True once an open beyond maxOpens was refused: link spent
-    createdBy: NotRequired[str]  # the member whose notifications it feeds (notifications.owners)
-    alertOwed: NotRequired[bool]  # its member's first-open note not written yet (notifications)
-    generation: NotRequired[int]  # its room's linkGeneration when counted (services.rooms)
 
 
 class InstanceDoc(TypedDict):
