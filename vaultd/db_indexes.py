@@ -13,7 +13,7 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 
-from pymongo import ASCENDING, UpdateOne
+from pymongo import ASCENDING
 
 from vaultd.db import (
     FILE_NUMBER_MIGRATION,
@@ -28,9 +28,7 @@ from vaultd.services.accounts import db_indexes as accounts
 from vaultd.services.analytics import db_indexes as analytics
 from vaultd.services.audit import db_indexes as audit
 from vaultd.services.common import db_indexes as common
-from vaultd.services.common import rolling_limits
-from vaultd.services.common.batches import EPOCH
-from vaultd.services.common.newest import newest
+from vaultd.services.common import numbered, rolling_limits
 from vaultd.services.files import db_indexes as files
 from vaultd.services.gates import db_indexes as gates
 from vaultd.services.links import db_indexes as links
@@ -146,18 +144,14 @@ async def count_rooms_once(db: Db) -> None:
                            upsert=True)
 
 
-NUMBERING_WINDOW = 200  # files read per step, newest first (each read well under 50 ms)
-NUMBERING_BATCH = 20  # updates per command: a file carries several indexes, as a link does
-
-
 async def number_files_once(db: Db) -> None:
     """Files written before they were numbered in their account get numbers below the first
     upload's, the newest 0 and older ones -1, -2... (by `createdAt`, then `_id`, as the listing
     ordered them), and the account the lowest as `fileSeqFloor`, so the listing reads them by
     number too (`services.common.numbered`); a marker in `migrations` keeps later start-ups
     from looking again. Uploads meanwhile take 1, 2... from `fileSeq`: the two never meet.
-    Each account's files are read in time windows, one millisecond's ties at a time at a
-    window's edge, and written NUMBERING_BATCH per command: no step holds the database long."""
+    Each account's files are numbered by `numbered.number_unnumbered`, in steps that hold the
+    database briefly."""
     marks = db.raw("migrations")
     if await marks.find_one({"_id": FILE_NUMBER_MIGRATION}) is not None:
         return
@@ -172,26 +166,8 @@ async def number_files_once(db: Db) -> None:
 
 async def _number_account_files(db: Db, account_id: str) -> int | None:
     """Numbers the account's unnumbered files, newest first from 0; the lowest given, if any."""
-    files = db.raw(db.files.name)
-    query, fields = {"accountId": account_id}, ("seq",)
-    upper: datetime | None = None
-    given = 0
-    while True:
-        docs = (await newest(files, query, "createdAt", count=NUMBERING_WINDOW, before=upper,
-                             oldest=EPOCH, fields=fields)).docs
-        if not docs:
-            return 1 - given if given else None
-        edge = docs[-1]["createdAt"]
-        # The rest of the edge's millisecond (ties), before the next window starts below it.
-        tied = await files.find({**query, "createdAt": edge}, {"seq": 1, "createdAt": 1}).to_list()
-        docs = [doc for doc in docs if doc["createdAt"] != edge]
-        docs += sorted(tied, key=lambda doc: doc["_id"], reverse=True)
-        updates = [UpdateOne({"_id": doc["_id"]}, {"$set": {"seq": -(given + place)}})
-                   for place, doc in enumerate(doc for doc in docs if "seq" not in doc)]
-        for first in range(0, len(updates), NUMBERING_BATCH):
-            await files.bulk_write(updates[first:first + NUMBERING_BATCH], ordered=False)
-        given += len(updates)
-        upper = edge
+    return await numbered.number_unnumbered(db.raw(db.files.name), {"accountId": account_id},
+                                            "createdAt", "seq")
 
 
 async def _drop_render_ids_index_before_unique(db: Db) -> None:
