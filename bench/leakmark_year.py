@@ -18,7 +18,8 @@ they take is what a worker spends. Misses: each corpus page served to nobody of 
 the account never had (no print matches: the account's newest views only).
 
 Seeding is the slow part (about 2 ms a view on a loaded machine: half an hour at 10^6); the
-database directory can be kept (`--work`) and is reused when it holds the same seeding.
+database directory is kept (`--work`, in the system's temporary directory unless said) and
+reused when it holds the same seeding.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import io
 import json
 import random
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -214,7 +216,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=6)
     parser.add_argument("--leaks", type=int, default=2, help="per corpus page")
     parser.add_argument("--seed", type=int, default=50)
-    parser.add_argument("--work", default="bench/results/leakmark_year")
+    parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "vaultd-leakmark-year"),
+                        help="the seeded database's directory, kept for the next run")
     asyncio.run(run(parser.parse_args()))
 
 
