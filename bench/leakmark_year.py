@@ -17,9 +17,9 @@ they take is what a worker spends. Misses: each corpus page served to nobody of 
 (its print matches, no view does: every view of its year is scored) and pages of documents
 the account never had (no print matches: the account's newest views only).
 
-Seeding is the slow part (about 2 ms a view on a loaded machine: half an hour at 10^6); the
-database directory is kept (`--work`, in the system's temporary directory unless said) and
-reused when it holds the same seeding.
+Seeding is the slow part (2-4 ms a view on a loaded machine: an hour or more at 10^6); the
+database directory is kept (`--work`, in the system's temporary directory unless said), and a
+seeding cut short goes on where it stopped when the same command runs again.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +88,14 @@ def _png(image: Image.Image) -> bytes:
 
 
 async def seed(db: Db, pages: list[Page], mark: MarkCipher, views: int, hot: int,
-               rng: random.Random) -> Seeded:
-    now, used = utcnow(), set()
+               rng: random.Random, now: datetime) -> Seeded:
+    """The account's prints and views, drawn from `rng` in a fixed order, times before `now`.
+    Resumable: what the database already holds of this drawing (counted) is not written again,
+    so a seeding cut short goes on where it stopped."""
+    used: set[int] = set()
     seeded = Seeded({f"doc-{k}": [] for k in range(len(pages))})
+    had_prints = await db.page_prints.estimated_document_count()
+    had_views = await db.access_log.estimated_document_count()
 
     def render_id() -> int:
         while (value := rng.getrandbits(45)) in used:
@@ -98,21 +103,20 @@ async def seed(db: Db, pages: list[Page], mark: MarkCipher, views: int, hot: int
         used.add(value)
         return value
 
+    prints: list[dict[str, Any]] = []
     for k, page in enumerate(pages):
         made = page_print(jpeg(marked(page, 1, mark.layout_key, b"print seed 00000"),
                                SERVED_QUALITY), mark.page_print_key)
         assert made is not None, page.name
-        await db.page_prints.insert_one({"_id": f"doc-{k}:1", "accountId": ACCOUNT,
-                                         "fileId": f"doc-{k}", "page": 1, "bits": made.hex(),
-                                         "bands": bands(made), "at": now})
-    prints = []
+        prints.append({"_id": f"doc-{k}:1", "accountId": ACCOUNT, "fileId": f"doc-{k}",
+                       "page": 1, "bits": made.hex(), "bands": bands(made), "at": now})
     for f in range(OTHER_FILES):
         for p in range(1, OTHER_PAGES + 1):
             bits = rng.getrandbits(256).to_bytes(32, "big")
             prints.append({"_id": f"file-{f}:{p}", "accountId": ACCOUNT, "fileId": f"file-{f}",
                            "page": p, "bits": bits.hex(), "bands": bands(bits), "at": now})
-    for first in range(0, len(prints), INSERT_CHUNK):
-        await db.page_prints.insert_many(prints[first: first + INSERT_CHUNK])
+    for first in range(had_prints, len(prints), INSERT_CHUNK):
+        await db.raw("page_prints").insert_many(prints[first: first + INSERT_CHUNK])
     batch: list[dict[str, Any]] = []
     for number in range(views):
         if number < hot * len(pages):
@@ -123,17 +127,17 @@ async def seed(db: Db, pages: list[Page], mark: MarkCipher, views: int, hot: int
         value = render_id()
         if file_id in seeded.views:
             seeded.views[file_id].append((value, days))
+        if number < had_views:
+            continue
         batch.append({"_id": f"view-{number:08d}", "accountId": ACCOUNT, "fileId": file_id,
                       "action": "page", "page": page_number, "at": now - timedelta(days=days),
                       "viewerEmail": f"viewer{number % 997}@example.com", "ip": "198.51.100.7",
                       "renderId": f"{value:012x}", "viewerName": "Viewer"})
-        if len(batch) == INSERT_CHUNK:
-            await db.access_log.insert_many(batch)
+        if len(batch) == INSERT_CHUNK or number == views - 1:
+            await db.raw("access_log").insert_many(batch)
             batch = []
             if number % 50_000 < INSERT_CHUNK:
                 print(f"  seeded {number + 1} views", flush=True)
-    if batch:
-        await db.access_log.insert_many(batch)
     return seeded
 
 
@@ -162,15 +166,18 @@ async def run(args: argparse.Namespace) -> None:
         db = connect(with_long_socket_timeout(server.uri), "vaultd")
         await ensure_indexes(db)
         recipe = {"views": args.views, "hot": args.hot, "pages": args.pages, "seed": args.seed}
-        kept = work / "seeded.json"
-        if kept.exists() and json.loads(kept.read_text())["recipe"] == recipe:
-            seeded = Seeded(json.loads(kept.read_text())["views"])
-            print("reusing the seeded database", flush=True)
+        kept = work / "seeding.json"
+        if kept.exists():
+            seeding = json.loads(kept.read_text())
+            if seeding["recipe"] != recipe:
+                raise SystemExit(f"{work} holds another seeding ({seeding['recipe']})")
+            now = datetime.fromisoformat(seeding["now"])
         else:
-            started = time.perf_counter()
-            seeded = await seed(db, pages, mark, args.views, args.hot, rng)
-            kept.write_text(json.dumps({"recipe": recipe, "views": seeded.views}))
-            print(f"seeded in {time.perf_counter() - started:.0f} s", flush=True)
+            now = utcnow()
+            kept.write_text(json.dumps({"recipe": recipe, "now": now.isoformat()}))
+        started = time.perf_counter()
+        seeded = await seed(db, pages, mark, args.views, args.hot, rng, now)
+        print(f"seeded in {time.perf_counter() - started:.0f} s", flush=True)
         await placement_match(db, InProcessPool(), mark, ACCOUNT,  # type: ignore[arg-type]
                               _png(jpeg(pages[0].image, SERVED_QUALITY)), 1600)  # warm-up
         named, wrong, costs, walls = 0, 0, [], []
@@ -202,11 +209,11 @@ async def run(args: argparse.Namespace) -> None:
           f"traces: {named}/{len(costs)} named, {wrong} wrong; worker p50 "
           f"{statistics.median(costs):.2f} s, max {max(costs):.2f} s; whole trace p50 "
           f"{statistics.median(walls):.2f} s, max {max(walls):.2f} s")
-    for kind, found in misses.items():
-        cpus = [cpu for cpu, _, _ in found]
-        print(f"misses ({kind}): {len(found)}, named {sum(n for _, _, n in found)}; worker p50 "
-              f"{statistics.median(cpus):.2f} s, p95 {_quantile(cpus, 0.95):.2f} s; whole trace "
-              f"max {max(wall for _, wall, _ in found):.2f} s")
+    for kind, results in misses.items():
+        cpus = [cpu for cpu, _, _ in results]
+        print(f"misses ({kind}): {len(results)}, named {sum(n for _, _, n in results)}; worker "
+              f"p50 {statistics.median(cpus):.2f} s, p95 {_quantile(cpus, 0.95):.2f} s; whole "
+              f"trace max {max(wall for _, wall, _ in results):.2f} s")
 
 
 def main() -> None:

@@ -74,6 +74,13 @@ class PagePrints:
             log.warning("no page print: %s", type(task.exception()).__name__)
 
     async def _keep(self, account_id: str, file_id: str, page: int, jpeg: bytes) -> None:
+        try:
+            await self._print(account_id, file_id, page, jpeg)
+        except BaseException:
+            self._printed.pop(print_id(file_id, page), None)  # tried again when next sent
+            raise
+
+    async def _print(self, account_id: str, file_id: str, page: int, jpeg: bytes) -> None:
         key = print_id(file_id, page)
         if await self.db.page_prints.find_one({"_id": key}, {"_id": 1}) is not None:
             return
