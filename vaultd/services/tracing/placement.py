@@ -37,9 +37,10 @@ from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.services.tracing import candidates
 from vaultd.services.tracing.page_prints import pages_shown
 
-# The views of the leak's page a trace scores at most: about 1.3 s of a worker's CPU, so that
-# with the reading (0.2 s) and the newest views (0.13 s) a trace stays within 2 s. A page viewed
-# more often than this in a year is searched back as far as these views reach.
+# The views of the leak's pages a trace scores at most: 0.5-1.3 s of a worker's CPU (10-26 us a
+# view, measured on two machines), so that with the reading (0.2-0.3 s) and the newest views
+# (0.05-0.13 s) a trace stays within 2 s. A page viewed more often than this in a year is
+# searched back as far as these views reach.
 YEAR_CAP = 50_000
 # In the references' spreads. Measured (bench.leakmark --family wash): a page washed of the
 # invisible mark and of its words' offsets as far as 35 dB scores 8.5 or more; wrong views
@@ -95,12 +96,17 @@ async def match_in_account(db: Db, pool: RenderPool, mark: MarkCipher, account_i
     """The render id of the account's candidate view the evidence names, or None; scored in a
     worker of `worker_of`'s turn (the account itself, or None for the operator's tool)."""
     scoring = _Scoring(pool, mark, leak.evidence.to_bytes(), worker_of)
-    if leak.page_print is not None:
-        for file_id, page in await pages_shown(db, account_id, leak.page_print):
-            async for chunk in candidates.page_views(db, account_id, file_id, page):
-                found = await scoring.score(chunk[: YEAR_CAP - scoring.count])
-                if found is not None or scoring.count >= YEAR_CAP:
-                    return found
+    shown = [] if leak.page_print is None else await pages_shown(db, account_id,
+                                                                 leak.page_print)
+    for file_id, page in shown:
+        async for chunk in candidates.page_views(db, account_id, file_id, page):
+            found = await scoring.score(chunk[: YEAR_CAP - scoring.count])
+            if found is not None:
+                return found
+            if scoring.count >= YEAR_CAP:
+                break
+        if scoring.count >= YEAR_CAP:
+            break
     return await scoring.score(await candidates.newest_views(db, account_id))
 
 
