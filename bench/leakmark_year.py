@@ -1,6 +1,6 @@
 """A placement trace in an account with a year of page views (docs/leak-tracing.md, "A year of
-views"; issue 50: 10^6 views, any view of the year named within 2 s of worker time, a miss
-0.5 s p95).
+views": the target is 10^6 views, any view of the year named within 2 s of worker time, a
+miss 0.5 s p95).
 
     python -m bench.leakmark_year [--views 1000000] [--hot 20000] [--pages 6] [--leaks 2]
                                   [--seed 50] [--work DIR]
