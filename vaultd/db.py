@@ -50,6 +50,7 @@ from vaultd.records.members import (
     SignInLinkDoc,
 )
 from vaultd.records.notifications import LinkOpenNoteDoc, NotificationMailDoc, NotificationPrefsDoc
+from vaultd.records.tracing import PagePrintDoc
 
 # What the driver returns before a collection's record type applies. The casts below are where
 # the stored shapes (vaultd.records) are asserted; every write goes through the same types.
@@ -194,6 +195,10 @@ class Db:
     @property
     def room_links(self) -> AsyncCollection[RoomLinkDoc]:
         return cast("AsyncCollection[RoomLinkDoc]", self.database["room_links"])
+
+    @property
+    def page_prints(self) -> AsyncCollection[PagePrintDoc]:
+        return cast("AsyncCollection[PagePrintDoc]", self.database["page_prints"])
 
     async def close(self) -> None:
         await self.client.close()

@@ -40,6 +40,7 @@ from vaultd.services.rooms import activity as room_activity
 from vaultd.services.rooms import db_indexes as rooms
 from vaultd.services.rooms import room_counts
 from vaultd.services.rooms.db_indexes import ROOM_FILE_INDEX
+from vaultd.services.tracing import db_indexes as tracing
 from vaultd.services.webhooks import db_indexes as webhooks
 from vaultd.services.webhooks import delivery_numbers
 
@@ -50,6 +51,7 @@ DOMAINS: Mapping[str, Sequence[Index]] = {
     "webhooks": webhooks.INDEXES, "files": files.INDEXES, "links": links.INDEXES,
     "gates": gates.INDEXES, "pages": pages.INDEXES, "rooms": rooms.INDEXES,
     "analytics": analytics.INDEXES, "audit": audit.INDEXES,
+    "tracing": tracing.INDEXES,
 }
 # The collections an index may be declared on: each typed one of `Db`, and those read raw.
 COLLECTIONS = frozenset({name for name, member in vars(Db).items() if isinstance(member, property)}

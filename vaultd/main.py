@@ -53,6 +53,7 @@ from vaultd.services.pages.fair_share_hook import FairShareHook
 from vaultd.services.pages.page_path import PagePath
 from vaultd.services.rooms.reads import RoomPages
 from vaultd.services.storage import recovery
+from vaultd.services.tracing.page_prints import PagePrints
 from vaultd.services.webhooks.webhook_delivery import Deliverer, DeliveryConfig
 from vaultd.shutdown import stop_gracefully
 from vaultd.startup import DataDirLock, StartupError, bind, prepare_data_dir
@@ -218,6 +219,8 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         analytics = engagement.EngagementHook(database.db, settings.analytics_flush_seconds)
         pages = PagePath(database.db, store, pool, settings, mark, RoomPages(database.db),
                          hooks=[analytics, FairShareHook(fair_share)])
+        if settings.trace_placement_mark:  # each page's print, which narrows a placement trace
+            pages.hooks.append(PagePrints(database.db, pool, mark))
         ctx = AppContext(settings, database.db, store, pool, pages, instance_id, "",
                          codes=await email_codes(settings, database.db, keyrings),
                          metrics=metrics, fair_share=fair_share,

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from PIL import Image
 
-from render.forensic import placement, placement_read
+from render.forensic import placement, placement_page, placement_read
 from render.forensic.decode import detect
 from render.forensic.layout import keyed
 from render.forensic.served import LONG_SIDE
@@ -42,6 +42,24 @@ def read_placement(data: bytes, long_side: int = LONG_SIDE) -> bytes | None:
     Unreadable for a damaged image. `long_side`: as for `trace_image`."""
     evidence = _read(data, lambda image: placement_read.read(image, long_side))
     return None if evidence is None else evidence.to_bytes()
+
+
+def read_leak(data: bytes, long_side: int, print_key: bytes) -> bytes | None:
+    """`read_placement`'s evidence followed by the page's print when it has one
+    (`placement_page`, under the deployment's `print_key`), or None: what a placement trace
+    names a view by and narrows its candidates by, from one decode of the image (a worker
+    answers in bytes; `vaultd.services.tracing.placement.read_evidence` splits them)."""
+    def both(image: Image.Image) -> bytes | None:
+        evidence = placement_read.read(image, long_side)
+        if evidence is None:
+            return None
+        return evidence.to_bytes() + (placement_page.page_print(image, print_key) or b"")
+    return _read(data, both)
+
+
+def page_print(data: bytes, print_key: bytes) -> bytes | None:
+    """The print of a page as served (`data`, its JPEG), under the deployment's `print_key`."""
+    return _read(data, lambda image: placement_page.page_print(image, print_key))
 
 
 def score_placement(evidence: bytes, seeds: list[bytes]) -> bytes:

@@ -20,6 +20,7 @@ SEED_BYTES = 16
 _FIELDS = 5  # per cell: windows measured, their dx and dy summed, and the squares of both
 _MAX_WINDOWS_PER_CELL = 1 << 16  # far above a cell's windows at any size a leak is read
 MIN_WINDOWS = 200  # fewer windows measured: too little pattern to name a view
+EVIDENCE_BYTES = CELLS * _FIELDS * 8  # `Evidence.to_bytes`'s table: little-endian float64s
 
 Floats = npt.NDArray[np.float64]
 
@@ -65,7 +66,7 @@ class Evidence:
     def from_bytes(cls, data: bytes) -> Evidence:
         """Parsed and checked: a table of the exact size, finite, each cell's values within
         what its count of windows can hold (offsets are at most a few px)."""
-        if len(data) != CELLS * _FIELDS * 8:
+        if len(data) != EVIDENCE_BYTES:
             raise BadEvidence("placement evidence of the wrong size")
         table = np.frombuffer(data, dtype="<f8").reshape(CELLS, _FIELDS).astype(np.float64)
         counts, sums, squares = table[:, 0], table[:, 1:3], table[:, 3:5]

@@ -89,3 +89,17 @@ def score_placement(evidence: bytes, seeds: list[bytes]) -> bytes:
     from render.forensic.trace_task import score_placement as score
 
     return score(evidence, seeds)
+
+
+def read_leak(data: bytes, long_side: int, print_key: bytes) -> bytes | None:
+    """A leaked image's placement evidence and page print: `render.forensic.trace_task`."""
+    from render.forensic.trace_task import read_leak as read
+
+    return read(data, long_side, print_key)
+
+
+def page_print(data: bytes, print_key: bytes) -> bytes | None:
+    """A served page's print, which narrows a placement trace: `render.forensic.trace_task`."""
+    from render.forensic.trace_task import page_print as made
+
+    return made(data, print_key)

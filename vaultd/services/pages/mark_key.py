@@ -49,6 +49,7 @@ _KEY_BYTES = 32  # AES-256
 _TWEAK = "00" * 7  # FF3-1's 56-bit tweak: one permutation for the whole deployment
 _LAYOUT_CONTEXT = b"vaultd mark layout"
 _PLACEMENT_CONTEXT = b"vaultd placement mark"
+_PAGE_PRINT_CONTEXT = b"vaultd page print"
 KEYED_LAYOUT = "keyed-v1"  # the layout a key record's pages are marked in (absent: published)
 
 
@@ -89,6 +90,13 @@ class MarkCipher:
         worker holds), so it cannot place words naming another view."""
         message = render_id.to_bytes(8, "big")
         return hmac.new(self._placement_key, message, hashlib.sha256).digest()[:SEED_BYTES]
+
+    @property
+    def page_print_key(self) -> bytes:
+        """The key of the pages' prints (`render.forensic_wire.page_print`), under the
+        placement subkey (its message is no render id's 8 bytes): the stored prints say
+        nothing of a page without it."""
+        return hmac.new(self._placement_key, _PAGE_PRINT_CONTEXT, hashlib.sha256).digest()
 
 
 async def mark_cipher(db: Db, keyring: MasterKeyring) -> MarkCipher:

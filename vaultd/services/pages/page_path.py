@@ -104,6 +104,7 @@ class SentPage:
     page: Page
     log_entry_id: str
     size: int  # bytes of JPEG sent
+    jpeg: bytes = b""  # what was sent (the tracing's page prints are made from it)
 
 
 class RoomResolver(Protocol):
@@ -186,7 +187,7 @@ class PagePath:
             await self._withdraw(entry_id)
             raise
         send(jpeg)
-        await self._tell_hooks(SentPage(page, entry_id, len(jpeg)))
+        await self._tell_hooks(SentPage(page, entry_id, len(jpeg), jpeg))
 
     async def open_link(self, token: str, owner: Account | None = None) -> OpenLink:
         """A live link with its file and account (`LinkRecords.open`), kept for its pages."""

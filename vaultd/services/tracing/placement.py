@@ -1,34 +1,47 @@
-"""Naming a page view from the placement mark (docs/leak-tracing.md, "The placement mark").
+"""Naming a page view from the placement mark (docs/leak-tracing.md, "The placement mark" and
+"A year of views").
 
-A worker measures how far the leak's pattern words sit off their places (`read_placement`,
-untrusted: parsed by fixed rules, `Evidence.from_bytes`). Those offsets are scored against the
-field of each of the account's CANDIDATES newest page views (a bounded read of its log,
-`services.common.newest`), and against fields no view has: the spread of those is what a wrong
-view scores, and a view is named only when its score stands THRESHOLD of those spreads above
-their mean. A leak of a page the account did not serve, or of no page, scores like the
-references. The scoring runs in a worker of the account (`score_placement`), given the
-candidates' seeds: its arrays are made where NumPy's already are, not in the server
-(docs/performance.md, *The server's memory*); its answer is parsed like the evidence.
+A worker measures how far the leak's pattern words sit off their places and makes the print of
+the page it shows (`read_leak`, untrusted: both parsed by fixed rules, `Evidence.from_bytes`,
+`page_print.parsed`). The offsets are scored against the fields of candidate page views, and
+against fields no view has: the spread of those is what a wrong view scores, and a view is
+named only when its score stands THRESHOLD of those spreads above their mean (higher when
+more views are scored, `candidates.threshold`). The candidates, in order until one is named:
+
+1. the views of the last year of the pages whose prints match the leak's
+   (`page_prints.pages_shown`), newest first, a chunk at a time, YEAR_CAP of them at most;
+2. the account's newest views (`candidates.newest_views`), those not scored already: a page
+   served before the prints, or a leak whose print is off (a crop).
+
+A leak of a page the account did not serve, or of no page, scores like the references. The
+scoring runs in a worker of the account (`score_placement`), given the candidates' seeds: its
+arrays are made where NumPy's already are, not in the server (docs/performance.md, *The
+server's memory*); its answer is parsed like the evidence.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from render.forensic_wire.evidence import MIN_WINDOWS, BadEvidence, Evidence
+from render.forensic_wire.evidence import EVIDENCE_BYTES, MIN_WINDOWS, BadEvidence, Evidence
+from render.forensic_wire.page_print import BadPrint, parsed
 from render.pool.render_pool import RenderPool
-from render.worker.entry_points import read_placement, score_placement
+from render.worker.entry_points import read_leak, score_placement
 from vaultd.db import Db
-from vaultd.services.common.batches import EPOCH
-from vaultd.services.common.newest import newest
 from vaultd.services.common.pool_calls import run_task
 from vaultd.services.pages.mark_key import MarkCipher
-from vaultd.timefmt import utcnow
+from vaultd.services.tracing import candidates
+from vaultd.services.tracing.page_prints import pages_shown
 
-CANDIDATES = 5000  # the account's newest page views a placement trace can name
+# The views of the leak's pages a trace scores at most: 0.5-1.3 s of a worker's CPU (10-26 us a
+# view, measured on two machines), so that with the reading (0.2-0.3 s) and the newest views
+# (0.05-0.13 s) a trace stays within 2 s. A page viewed more often than this in a year is
+# searched back as far as these views reach.
+YEAR_CAP = 50_000
 # In the references' spreads. Measured (bench.leakmark --family wash): a page washed of the
 # invisible mark and of its words' offsets as far as 35 dB scores 8.5 or more; wrong views
 # scored 4.2 at most over 112,000 (a normal tail: one in 50 million above 5.5).
@@ -37,44 +50,91 @@ Floats = npt.NDArray[np.float64]
 log = logging.getLogger("vaultd.trace")
 
 
+@dataclass(frozen=True)
+class Leak:
+    """What a worker read off a leak for the placement mark."""
+
+    evidence: Evidence
+    page_print: bytes | None  # the page it shows (`render.forensic_wire.page_print`)
+
+
 async def placement_match(db: Db, pool: RenderPool, mark: MarkCipher, account_id: str,
                           data: bytes, long_side: int) -> int | None:
     """The render id of the account's page view whose placement field the image shows, or
     None. The image is read in a worker of that account only; `long_side`: the deployment's
     `render.long_side`."""
-    evidence = await read_evidence(pool, data, long_side, account_id)
-    if evidence is None:
+    leak = await read_evidence(pool, mark, data, long_side, account_id)
+    if leak is None:
         return None
-    return await match_in_account(db, pool, mark, account_id, evidence, worker_of=account_id)
+    return await match_in_account(db, pool, mark, account_id, leak, worker_of=account_id)
 
 
-async def read_evidence(pool: RenderPool, data: bytes, long_side: int,
-                        account_id: str | None) -> Evidence | None:
-    """How far the image's pattern words sit off their places, read in a worker (of
-    `account_id`'s turn, or of none for the operator's tool); None when the image shows too
-    little pattern to say."""
-    raw = await run_task(pool, read_placement, data, long_side, account=account_id)
+async def read_evidence(pool: RenderPool, mark: MarkCipher, data: bytes, long_side: int,
+                        account_id: str | None) -> Leak | None:
+    """How far the image's pattern words sit off their places, and the print of the page it
+    shows, read in a worker (of `account_id`'s turn, or of none for the operator's tool); None
+    when the image shows too little pattern to say."""
+    raw = await run_task(pool, read_leak, data, long_side, mark.page_print_key,
+                         account=account_id)
     if raw is None:
         return None
-    try:
-        evidence = Evidence.from_bytes(raw)
+    try:  # the evidence's table, then the page's print when it has one
+        evidence = Evidence.from_bytes(raw[:EVIDENCE_BYTES])
     except BadEvidence as exc:  # a worker sent what no reading makes: it names no view
         log.warning("placement evidence refused: %s", exc)
         return None
-    return evidence if evidence.windows >= MIN_WINDOWS else None
+    try:
+        shown = parsed(raw[EVIDENCE_BYTES:] or None)
+    except BadPrint as exc:  # the evidence stands; the newest views are its candidates
+        log.warning("page print refused: %s", exc)
+        shown = None
+    return Leak(evidence, shown) if evidence.windows >= MIN_WINDOWS else None
 
 
 async def match_in_account(db: Db, pool: RenderPool, mark: MarkCipher, account_id: str,
-                           evidence: Evidence, *, worker_of: str | None) -> int | None:
+                           leak: Leak, *, worker_of: str | None) -> int | None:
     """The render id of the account's candidate view the evidence names, or None; scored in a
     worker of `worker_of`'s turn (the account itself, or None for the operator's tool)."""
-    render_ids = await recent_render_ids(db, account_id)
-    if not render_ids:
-        return None
-    seeds = [mark.placement_seed(render_id) for render_id in render_ids]
-    raw = await run_task(pool, score_placement, evidence.to_bytes(), seeds, account=worker_of)
-    standing = parse_standings(raw, len(render_ids))
-    return None if standing is None else named_view(standing, render_ids)
+    scoring = _Scoring(pool, mark, leak.evidence.to_bytes(), worker_of)
+    shown = [] if leak.page_print is None else await pages_shown(db, account_id,
+                                                                 leak.page_print)
+    for file_id, page in shown:
+        async for chunk in candidates.page_views(db, account_id, file_id, page):
+            found = await scoring.score(chunk[: YEAR_CAP - scoring.count])
+            if found is not None:
+                return found
+            if scoring.count >= YEAR_CAP:
+                break
+        if scoring.count >= YEAR_CAP:
+            break
+    return await scoring.score(await candidates.newest_views(db, account_id))
+
+
+class _Scoring:
+    """The candidates scored so far in one account, a chunk per worker task."""
+
+    def __init__(self, pool: RenderPool, mark: MarkCipher, evidence: bytes,
+                 worker_of: str | None) -> None:
+        self.pool, self.mark, self.evidence, self.worker_of = pool, mark, evidence, worker_of
+        self.scored: set[int] = set()
+
+    @property
+    def count(self) -> int:
+        return len(self.scored)
+
+    async def score(self, render_ids: list[int]) -> int | None:
+        """The view of `render_ids` (those not scored before) the evidence names, or None."""
+        fresh = [render_id for render_id in render_ids if render_id not in self.scored]
+        if not fresh:
+            return None
+        self.scored.update(fresh)
+        seeds = [self.mark.placement_seed(render_id) for render_id in fresh]
+        raw = await run_task(self.pool, score_placement, self.evidence, seeds,
+                             account=self.worker_of)
+        standing = parse_standings(raw, len(fresh))
+        if standing is None:
+            return None
+        return named_view(standing, fresh, candidates.threshold(self.count, THRESHOLD))
 
 
 def parse_standings(raw: object, count: int) -> Floats | None:
@@ -89,18 +149,12 @@ def parse_standings(raw: object, count: int) -> Floats | None:
     return standing
 
 
-def named_view(standing: Floats, render_ids: list[int]) -> int | None:
-    """The candidate scoring THRESHOLD above the references, the highest if several (the
+def named_view(standing: Floats, render_ids: list[int], threshold: float = THRESHOLD
+               ) -> int | None:
+    """The candidate scoring `threshold` above the references, the highest if several (the
     benchmarks and tests score in their own process, `render.forensic.placement.standings`,
     and judge here)."""
-    if len(standing) == 0 or standing.max() < THRESHOLD:
+    if len(standing) == 0 or standing.max() < threshold:
         return None
     return render_ids[int(standing.argmax())]
-
-
-async def recent_render_ids(db: Db, account_id: str) -> list[int]:
-    """The render ids of the account's CANDIDATES newest page views, newest first."""
-    page = await newest(db.access_log, {"accountId": account_id, "action": "page"}, "at",
-                        count=CANDIDATES, oldest=EPOCH, latest=utcnow(), fields=("renderId",))
-    return [int(entry["renderId"], 16) for entry in page.docs if "renderId" in entry]
 

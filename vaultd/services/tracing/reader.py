@@ -59,12 +59,12 @@ class LeakReader:
             return Reading(self.mark.open(sealed), "invisible")
         if not self.placement:
             return None
-        evidence = await read_evidence(self.pool, data, self.long_side, None)
-        if evidence is None:
+        leak = await read_evidence(self.pool, self.mark, data, self.long_side, None)
+        if leak is None:
             return None
         async for account in self.db.accounts.find({}, projection={"_id": 1}):
             found = await match_in_account(self.db, self.pool, self.mark, account["_id"],
-                                           evidence, worker_of=None)
+                                           leak, worker_of=None)
             if found is not None:
                 return Reading(found, "placement")
         return None
