@@ -320,15 +320,14 @@ class Sequencer:
         now, signer = utcnow(), await self.signer()
         trees = {doc["_id"]: doc async for doc in find_in(self.db.audit_trees,
                                                           sorted(self.pending))}
-        for account_id in sorted(self.pending):
-            tree = trees.get(account_id)
-            if tree is None or tree["size"] <= tree["checkpointSize"]:
-                self.pending.discard(account_id)
-            elif checkpoints.due(tree, self.config.checkpoint_every_entries,
-                                 self.config.checkpoint_every_seconds, now):
-                await checkpoints.make(self.db, tree, signer, self.config.origin,
-                                       copy=self.config.copy_checkpoints)
-                self.pending.discard(account_id)
+        due = [tree for tree in trees.values() if tree["size"] > tree["checkpointSize"]
+               and checkpoints.due(tree, self.config.checkpoint_every_entries,
+                                   self.config.checkpoint_every_seconds, now)]
+        await checkpoints.make_all(self.db, due, signer, self.config.origin,
+                                   copy=self.config.copy_checkpoints)
+        made = {tree["_id"] for tree in due}  # no longer pending; nor what has nothing to sign
+        self.pending -= {key for key in self.pending if key in made or key not in trees
+                         or trees[key]["size"] <= trees[key]["checkpointSize"]}
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
