@@ -3,13 +3,18 @@ sequencer sequences, and how long a proof takes at 10^6 entries. On a real embed
 
     python -m bench.audit                       # 20,000 entries sequenced; proofs at 10^6
     python -m bench.audit --entries 5000 --tree 100000   # a quick run
+    python -m bench.audit --entries 30000 --tree 0 --profile   # where a round's time goes
 
 The sequencer is timed over rounds that each find a full merge window of entries (the default
-second's worth at 5,000 a second), inserted beforehand as vaultd inserts them, their times a
-second apart per round, so each round also reads again the late-arrival window behind its
-cursor (5 s: five rounds' worth), as it does under a steady 5,000 a second. The proof tree is
-written straight as nodes (what the sequencer writes for 10^6 entries, without the hours), then
-inclusion and consistency proofs are asked for at random and timed, as the route reads them.
+second's worth at 5,000 a second), inserted before it as vaultd inserts them (stamped as they
+are written, marked for the log fence, in chunks), a merge delay after the previous round
+began at the earliest, as the sequencer's loop runs. Rounds before the late-arrival window has
+passed once are not timed: until then no stretch has had its last look, which every later
+round gives, as under a steady 5,000 a second. `--late` sets `audit.late_arrival_seconds`.
+The proof tree is written straight as nodes (what the sequencer writes for 10^6 entries,
+without the hours), then inclusion and consistency proofs are asked for at random and timed,
+as the route reads them. `--profile`: the database time of each kind of command the timed
+rounds sent, from a pymongo command listener.
 """
 
 from __future__ import annotations
@@ -21,9 +26,12 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from pymongo import AsyncMongoClient, monitoring
 
 from tests.embedded_database import running_database
 from vaultd.crypto.keyring import MasterKeyring
@@ -33,30 +41,76 @@ from vaultd.records.audit import AuditTreeDoc
 from vaultd.services.audit import blocks, merkle, tree_store
 from vaultd.services.audit.keys import current_signer
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
+from vaultd.settings.audit import AuditSettings
 from vaultd.timefmt import utcnow
 
 BATCH = 10_000
 INSERT_CHUNK = 500  # a loaded machine's database must answer each insert within the timeout
+MERGE_DELAY = 1.0
 
 
-async def sequencer_rate(db: Db, entries: int, per_round: int) -> float:
+class CommandTimes(monitoring.CommandListener):
+    """Seconds spent per command and collection while `on` (the database's answer time, as the
+    driver sees it)."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.names: dict[int, str] = {}
+        self.spent: dict[str, float] = defaultdict(float)
+        self.count: dict[str, int] = defaultdict(int)
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:  # type: ignore[override]
+        target = event.command.get(event.command_name)
+        name = f"{event.command_name} {target if isinstance(target, str) else ''}".strip()
+        self.names[event.request_id] = name
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:  # type: ignore[override]
+        self._done(event.request_id, event.duration_micros)
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:  # type: ignore[override]
+        self._done(event.request_id, event.duration_micros)
+
+    def _done(self, request_id: int, micros: int) -> None:
+        name = self.names.pop(request_id, "?")
+        if self.on:
+            self.spent[name] += micros / 1e6
+            self.count[name] += 1
+
+
+async def sequencer_rate(db: Db, entries: int, per_round: int, late: float,
+                         times: CommandTimes | None = None) -> float:
     ring = MasterKeyring.generate()
-    config = SequencerConfig(1.0, 5.0, 60.0, 1000, 60.0, "bench.example/audit")
+    config = SequencerConfig(MERGE_DELAY, late, 60.0, 1000, 60.0, "bench.example/audit")
     sequencer = Sequencer(db, lambda: current_signer(db, ring, config.origin), config, "bench")
     await sequencer.round()  # takes the lease
     accounts = [str(uuid.uuid4()) for _ in range(20)]
-    spent, done, start = 0.0, 0, utcnow() - timedelta(seconds=entries // per_round + 10)
-    step = timedelta(seconds=config.merge_delay_seconds) / per_round
+    spent, done, rounds = 0.0, 0, 0
+    timed_from = time.monotonic() + late + 2 * MERGE_DELAY
+    last = time.monotonic()
     while done < entries:
-        docs = [{"_id": str(uuid.uuid4()), "accountId": random.choice(accounts),
+        for _ in range(0, per_round, INSERT_CHUNK):
+            stamp = utcnow()  # as access_log.record stamps each entry before its insert
+            await db.access_log.insert_many([
+                {"_id": str(uuid.uuid4()), "accountId": random.choice(accounts),
                  "fileId": "f", "action": "page", "page": n % 30 + 1, "ip": "203.0.113.7",
-                 "viewerEmail": "v@client.example",
-                 "at": start + step * (done + n)} for n in range(per_round)]
-        for first in range(0, len(docs), INSERT_CHUNK):
-            await db.access_log.insert_many(docs[first:first + INSERT_CHUNK])
+                 "viewerEmail": "v@client.example", "at": stamp + timedelta(microseconds=n),
+                 "fenced": True} for n in range(INSERT_CHUNK)])
+        await asyncio.sleep(max(0.0, last + MERGE_DELAY - time.monotonic()))
+        last = time.monotonic()
+        timed = last >= timed_from
+        if times is not None:
+            times.on = timed
         began = time.perf_counter()
-        done += await sequencer.round()
-        spent += time.perf_counter() - began
+        sequenced = await sequencer.round()
+        if times is not None:
+            times.on = False
+        if timed:
+            spent += time.perf_counter() - began
+            done, rounds = done + sequenced, rounds + 1
+    if times is not None:
+        for name, seconds in sorted(times.spent.items(), key=lambda item: -item[1]):
+            print(f"  {name}: {seconds / rounds:.3f} s a round ({times.count[name] / rounds:.1f} "
+                  "commands)")
     return done / spent
 
 
@@ -105,10 +159,17 @@ async def proof_times(db: Db, account_id: str, size: int, samples: int) -> dict[
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp, running_database(Path(tmp) / "db") as server:
         # A loaded machine's database may take longer than vaultd's socket timeout per command.
-        db = connect(server.uri + "&socketTimeoutMS=300000", "vaultd")
+        uri = server.uri + "&socketTimeoutMS=300000"
+        times = CommandTimes() if args.profile else None
+        if times is None:
+            db = connect(uri, "vaultd")
+        else:
+            client: AsyncMongoClient[Any] = AsyncMongoClient(
+                uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[times])
+            db = Db(client, client["vaultd"])
         await ensure_indexes(db)
         try:
-            rate = await sequencer_rate(db, args.entries, args.per_round)
+            rate = await sequencer_rate(db, args.entries, args.per_round, args.late, times)
             print(f"sequencer: {rate:,.0f} entries/s ({args.entries:,} entries, rounds of "
                   f"{args.per_round:,})")
             if not args.tree:
@@ -127,4 +188,8 @@ if __name__ == "__main__":
     parser.add_argument("--entries", type=int, default=20_000)
     parser.add_argument("--per-round", type=int, default=5_000)
     parser.add_argument("--tree", type=int, default=1_000_000, help="0: no proofs")
+    parser.add_argument("--late", type=float, default=AuditSettings.audit_late_arrival_seconds,
+                        help="audit.late_arrival_seconds (default: the setting's)")
+    parser.add_argument("--profile", action="store_true",
+                        help="the database time of each kind of command a round sends")
     asyncio.run(main(parser.parse_args()))

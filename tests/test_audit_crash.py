@@ -42,7 +42,7 @@ ENV = {"VAULTD_AUDIT_MERGE_DELAY_SECONDS": "0.05", "VAULTD_AUDIT_LEASE_SECONDS":
        "VAULTD_AUDIT_CHECKPOINT_EVERY_ENTRIES": "50",
        "VAULTD_AUDIT_CHECKPOINT_EVERY_SECONDS": "0.2",
        "VAULTD_RENDER_WORKERS": "1"}
-STALL = 6.0  # past audit.late_arrival_seconds (5 s by default): the entry lands after its look
+STALL = 6.0  # past audit.late_arrival_seconds (0.5 s by default): the entry lands after its look
 
 
 class Writer(threading.Thread):

@@ -3,13 +3,15 @@ on the real embedded database: a writer stalled between stamping an entry and in
 refused by the collection's fence, stamps it again and lands ahead of the look, so the entry is
 sequenced and the export verifies; the same late record written past the fence is never
 sequenced (what the fence prevents); a fence set back by a holder that lost the lease is
-noticed and the stretch behind it read again, without a duplicate."""
+noticed and the stretch behind it read again, without a duplicate; a database user that may not
+set the fence (no `collMod`) still gets a late entry sequenced, from the window each such round
+reads again behind its last look."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,9 +23,11 @@ from admin_cli import audit_verify
 from tests.embedded_database import running_database, vault_db
 from tests.waiting import wait_until_async
 from vaultd.crypto.keyring import MasterKeyring
-from vaultd.db import Db
+from vaultd.db import Db, connect
+from vaultd.embedded_db import EmbeddedServer
 from vaultd.services.audit import blocks, export
 from vaultd.services.audit.keys import current_signer
+from vaultd.services.audit.lease import LEASE_ID
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common import access_log, log_fence
 from vaultd.services.members import activity
@@ -35,17 +39,42 @@ pytestmark = pytest.mark.slow  # starts its own database server
 RING = MasterKeyring.generate()
 ORIGIN = "test.example/audit"
 LATE = 0.3  # audit.late_arrival_seconds: short, so the last look passes a stamp quickly
+LOOK_BACK = 5.0  # unfenced_look_back_seconds
+WRITER_ACTIONS = ["find", "insert", "update", "remove", "listCollections", "listIndexes",
+                  "createCollection", "createIndex", "killCursors", "collStats", "dbStats"]
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Db]:
-    with running_database(tmp_path / "db") as server:
-        async with vault_db(server) as database:
-            yield database
+def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    with running_database(tmp_path / "db") as running:
+        yield running
+
+
+@pytest.fixture
+async def db(server: EmbeddedServer) -> AsyncIterator[Db]:
+    async with vault_db(server) as database:
+        yield database
+
+
+@pytest.fixture
+async def without_coll_mod(server: EmbeddedServer, db: Db) -> AsyncIterator[Db]:
+    """vaultd's database as a user who may read and write it but not run `collMod` (an external
+    MongoDB's readWrite role, less the bypass of validation)."""
+    await db.database.command("createRole", "logWriter", roles=[], privileges=[
+        {"resource": {"db": "vaultd", "collection": ""}, "actions": WRITER_ACTIONS}])
+    await db.database.command("createUser", "writer", pwd="writer-pw-5d1c",
+                              roles=[{"role": "logWriter", "db": "vaultd"}])
+    limited = connect(f"mongodb://writer:writer-pw-5d1c@{server.host}:{server.port}/vaultd"
+                      "?authSource=vaultd&directConnection=true", "vaultd")
+    try:
+        yield limited
+    finally:
+        await limited.close()
 
 
 def sequencer(db: Db, holder: str) -> Sequencer:
-    config = SequencerConfig(0.05, LATE, 60.0, 1, 3600.0, ORIGIN)  # a checkpoint every entry
+    config = SequencerConfig(0.05, LATE, 60.0, 1, 3600.0, ORIGIN,  # a checkpoint every entry
+                             unfenced_look_back_seconds=LOOK_BACK)
     return Sequencer(db, lambda: current_signer(db, RING, ORIGIN), config, holder)
 
 
@@ -182,3 +211,39 @@ async def test_entries_without_the_mark_are_not_refused(db: Db) -> None:
     with pytest.raises(WriteError) as refused:  # the same, marked as a writer's, is refused
         await db.raw("access_log").insert_one({**page_entry("acct", old["at"]), "fenced": True})
     assert refused.value.code == log_fence.DOCUMENT_VALIDATION_FAILURE
+
+
+async def test_without_coll_mod_a_late_entry_is_sequenced_from_the_window_behind(
+        db: Db, without_coll_mod: Db, caplog: pytest.LogCaptureFixture) -> None:
+    worker = sequencer(without_coll_mod, "one")  # the sequencer runs as the limited user
+    on_time = [await access_log.record(without_coll_mod, "acct", "file-1", "page", page=n)
+               for n in range(4)]
+    await sequenced(db, worker, "acct", [f"access:{key}" for key in on_time])
+    stamp = utcnow()
+    stalled = page_entry("acct", stamp)  # its insert comes after the last look at its stamp
+    lost = page_entry("acct", stamp - timedelta(seconds=LOOK_BACK + 5))  # past the window too
+
+    async def looked_past() -> bool:
+        await access_log.record(without_coll_mod, "acct", "file-1", "page", page=1)
+        await worker.round()
+        lease = await db.audit_sequencer.find_one({"_id": LEASE_ID})
+        return lease is not None and lease["cursors"].get("access.looked", stamp) > stamp
+    await wait_until_async(looked_past, timeout=30, what="the last look past the stamp")
+    assert await log_fence.horizons(db, ["access_log"]) == {}  # the fence could not be set
+    assert "audit log fence on access_log not set" in caplog.text
+
+    for entry in (stalled, lost):
+        await log_fence.insert(without_coll_mod, "access_log", entry)  # nothing refuses it
+    landed = await db.access_log.find_one({"_id": stalled["_id"]})
+    assert landed is not None and landed["at"] == stamp  # as stamped: it lands behind the look
+
+    key = f"access:{stalled['_id']}"
+    indexes = await sequenced(db, worker, "acct", [key])
+    for _ in range(3):
+        await worker.round()
+    document = await exported(db, worker, "acct")
+    assert audit_verify.verify(document).problems == []
+    ids = [item["id"] for item in document["entries"]]
+    assert len(ids) == len(set(ids)) and ids[indexes[key]] == stalled["_id"]
+    assert indexes[key] > max(ids.index(entry_id) for entry_id in on_time)  # in arrival order
+    assert lost["_id"] not in ids  # the window is a bound: a writer stalled past it is lost

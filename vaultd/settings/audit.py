@@ -15,10 +15,10 @@ class AuditSettings:
         "audit.merge_delay_seconds", number(0.05, 60.0), 1.0, "VAULTD_AUDIT_MERGE_DELAY_SECONDS",
         "How long a new log entry may wait for its index in the audit tree (the merge delay).")
     audit_late_arrival_seconds: float = setting(
-        "audit.late_arrival_seconds", number(0.0, 3600.0), 5.0,
+        "audit.late_arrival_seconds", number(0.0, 3600.0), 0.5,
         "VAULTD_AUDIT_LATE_ARRIVAL_SECONDS",
-        "How far behind the newest entry each round looks again for entries that landed late "
-        "(stamped by a process's clock before their insert).")
+        "How long after its stamp a log entry may land before the log fence refuses it and "
+        "its writer stamps it again; each round reads what is that recent again.")
     audit_lease_seconds: float = setting(
         "audit.lease_seconds", number(2.0, 3600.0), 15.0, "VAULTD_AUDIT_LEASE_SECONDS",
         "How long one process holds the sequencer before another may take it over.")

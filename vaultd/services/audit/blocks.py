@@ -113,19 +113,34 @@ async def write(db: Db, rounds: list[tuple[AuditTreeDoc, list[Segment]]], epoch:
     another (with the leaves of its earlier pieces, those of its tree's last block)."""
     await insert_fenced(db.audit_pieces, [part.doc(epoch) for _, parts in rounds for part in parts],
                        epoch)
+    completing = [(tree, part) for tree, parts in rounds for part in parts
+                  if part.start + len(part.keys) == BLOCK_SIZE]
+    earlier = await _earlier_pieces(db, [(tree, part) for tree, part in completing
+                                         if part.start > 0])
     whole: list[AuditBlockDoc] = []
-    for tree, parts in rounds:
-        for part in parts:
-            if part.start + len(part.keys) != BLOCK_SIZE:
-                continue
-            keys, hashes = part.keys, part.hashes
-            if part.start > 0:
-                earlier = (await read(db, tree, {part.block}))[part.block]
-                keys, hashes = earlier["keys"] + keys, earlier["hashes"] + hashes
-            whole.append({"_id": block_id(part.account_id, part.block),
-                          "accountId": part.account_id, "block": part.block, "keys": keys,
-                          "hashes": hashes, "epoch": epoch})
+    for _, part in completing:
+        keys, hashes = part.keys, part.hashes
+        if part.start > 0:
+            before = earlier[part.account_id]
+            keys, hashes = before["keys"] + keys, before["hashes"] + hashes
+        whole.append({"_id": block_id(part.account_id, part.block),
+                      "accountId": part.account_id, "block": part.block, "keys": keys,
+                      "hashes": hashes, "epoch": epoch})
     await insert_fenced(db.audit_blocks, whole, epoch)
+
+
+async def _earlier_pieces(db: Db, completing: list[tuple[AuditTreeDoc, Segment]],
+                          ) -> dict[str, Leaves]:
+    """The committed leaves before each of the segments that complete their tree's last block,
+    by account: every account's listed pieces read in one `$in` list (per IN_CHUNK), not one
+    read per account."""
+    ids = [piece_id(tree["_id"], part.block, start) for tree, part in completing
+           for start in tree.get("pieces", [])]
+    pieces = {doc["_id"]: doc async for doc in find_in(db.audit_pieces, ids)}
+    out: dict[str, Leaves] = {}
+    for tree, part in completing:
+        out[tree["_id"]] = _joined(tree, part.block, pieces, keys_too=True)
+    return out
 
 
 async def insert_fenced(collection: Any, docs: list[Any], epoch: int) -> None:
@@ -162,19 +177,27 @@ async def read(db: Db, tree: AuditTreeDoc, wanted: set[int], *,
         out[doc["block"]] = {"keys": doc.get("keys", []),
                              "hashes": [bytes(h) for h in doc["hashes"]]}
     if last in wanted and size % BLOCK_SIZE:
-        starts = list(tree.get("pieces", []))
-        ids = [piece_id(account_id, last, start) for start in starts]
-        pieces = {doc["start"]: doc async for doc in find_in(db.audit_pieces, ids, skip)}
-        ends = [*starts[1:], size % BLOCK_SIZE]
-        keys: list[str] = []
-        hashes: list[bytes] = []
-        for start, end in zip(starts, ends, strict=True):
-            if start not in pieces or start != len(hashes):
-                raise LookupError(f"audit tree of {account_id} is missing leaves")
-            hashes += [bytes(h) for h in pieces[start]["hashes"][:end - start]]
-            keys += pieces[start].get("keys", [""] * (end - start))[:end - start]
-        out[last] = {"keys": keys if keys_too else [], "hashes": hashes}
+        ids = [piece_id(account_id, last, start) for start in tree.get("pieces", [])]
+        pieces = {doc["_id"]: doc async for doc in find_in(db.audit_pieces, ids, skip)}
+        out[last] = _joined(tree, last, pieces, keys_too=keys_too)
     return out
+
+
+def _joined(tree: AuditTreeDoc, block: int, pieces: dict[str, Any], *, keys_too: bool) -> Leaves:
+    """The committed leaves of the tree's last, incomplete block `block` from its listed
+    `pieces` (by `_id`), each up to where the next starts."""
+    account_id = tree["_id"]
+    starts = list(tree.get("pieces", []))
+    ends = [*starts[1:], tree["size"] - block * BLOCK_SIZE]
+    keys: list[str] = []
+    hashes: list[bytes] = []
+    for start, end in zip(starts, ends, strict=True):
+        piece = pieces.get(piece_id(account_id, block, start))
+        if piece is None or start != len(hashes):
+            raise LookupError(f"audit tree of {account_id} is missing leaves")
+        hashes += [bytes(h) for h in piece["hashes"][:end - start]]
+        keys += piece.get("keys", [""] * (end - start))[:end - start]
+    return {"keys": keys if keys_too else [], "hashes": hashes}
 
 
 def subtree_hash(leaves: Leaves, block: int, level: int, index: int) -> bytes:

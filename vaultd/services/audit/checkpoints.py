@@ -13,8 +13,8 @@ import base64
 from datetime import datetime, timedelta
 from typing import Any
 
-from pymongo import DESCENDING
-from pymongo.errors import DuplicateKeyError
+from pymongo import DESCENDING, UpdateOne
+from pymongo.errors import BulkWriteError
 
 from vaultd.db import Db
 from vaultd.errors import NotFound
@@ -26,6 +26,7 @@ from vaultd.services.common import outbox
 from vaultd.timefmt import iso_utc, utcnow
 
 EVENT = "audit.checkpoint"
+DUPLICATE_KEY = 11000
 
 
 def origin_of(prefix: str, account_id: str) -> str:
@@ -41,10 +42,35 @@ def due(tree: AuditTreeDoc, every_entries: int, every_seconds: float, now: datet
             or now - last >= timedelta(seconds=every_seconds))
 
 
-async def make(db: Db, tree: AuditTreeDoc, signer: Signer, prefix: str, *,
-               copy: bool = False) -> AuditCheckpointDoc:
-    """Signs, stores and announces the checkpoint of `tree` as committed; `copy`: marked for
-    the locked copy in S3 (lock_copy), in the same insert."""
+async def make_all(db: Db, trees: list[AuditTreeDoc], signer: Signer, prefix: str, *,
+                   copy: bool = False) -> list[AuditCheckpointDoc]:
+    """Signs, stores and announces the checkpoint of each of `trees` as committed; `copy`:
+    marked for the locked copy in S3 (lock_copy), in the same insert. Stored in one insert and
+    recorded on their trees in one write (a round that signs for many accounts sends two
+    commands for them, not two per account); each event is queued before its tree says the
+    checkpoint is made."""
+    docs = [_signed(tree, signer, prefix, copy) for tree in trees]
+    if not docs:
+        return []
+    try:
+        await db.audit_checkpoints.insert_many(docs, ordered=False)
+    except BulkWriteError as error:  # made before a crash: those are the checkpoints
+        if any(item.get("code") != DUPLICATE_KEY for item in error.details["writeErrors"]):
+            raise
+        made = [docs[item["index"]]["_id"] for item in error.details["writeErrors"]]
+        kept = {doc["_id"]: doc async for doc in db.audit_checkpoints.find({"_id": {"$in": made}})}
+        docs = [kept.get(doc["_id"], doc) for doc in docs]
+    for doc in docs:
+        await outbox.emit(db, doc["accountId"], EVENT, checkpoint_json(doc),
+                          key=f"audit:{doc['_id']}")
+    await db.audit_trees.bulk_write([UpdateOne(
+        {"_id": doc["accountId"], "checkpointSize": {"$lt": doc["size"]}},
+        {"$set": {"checkpointSize": doc["size"], "checkpointAt": doc["at"]}}) for doc in docs],
+        ordered=False)
+    return docs
+
+
+def _signed(tree: AuditTreeDoc, signer: Signer, prefix: str, copy: bool) -> AuditCheckpointDoc:
     account_id, size = tree["_id"], tree["size"]
     body = notes.checkpoint_body(origin_of(prefix, account_id), size, bytes(tree["root"]))
     doc: AuditCheckpointDoc = {"_id": f"{account_id}/{size}", "accountId": account_id,
@@ -52,16 +78,6 @@ async def make(db: Db, tree: AuditTreeDoc, signer: Signer, prefix: str, *,
                                "at": utcnow()}
     if copy:
         doc["copyPending"] = True
-    try:
-        await db.audit_checkpoints.insert_one(doc)
-    except DuplicateKeyError:  # made before a crash: that one is the checkpoint
-        kept = await db.audit_checkpoints.find_one({"_id": doc["_id"]})
-        assert kept is not None
-        doc = kept
-    await outbox.emit(db, account_id, EVENT, checkpoint_json(doc), key=f"audit:{doc['_id']}")
-    await db.audit_trees.update_one(
-        {"_id": account_id, "checkpointSize": {"$lt": size}},
-        {"$set": {"checkpointSize": size, "checkpointAt": doc["at"]}})
     return doc
 
 

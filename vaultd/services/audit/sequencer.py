@@ -3,11 +3,13 @@
 Off the page path: the page path's insert stays one command, and this loop, in whichever
 vaultd process holds the lease (`lease`), reads what arrived since its last round. A round:
 
-1. reads each source (`access_log`, `activity`) by time from its cursor, and the ids of the
-   `audit.late_arrival_seconds` behind it again (an entry stamped by a process's clock may land
-   after a later one), and drops what it already sequenced (kept in memory); before that
-   last look, the collection's fence (`log_fence`) refuses entries stamped before its end,
-   so a writer that stalled past it stamps its entry again and it is read as new;
+1. moves each source's horizon to `audit.late_arrival_seconds` before its clock and sets the
+   collection's fence there (`log_fence`): an entry stamped before it that has not landed is
+   refused, and its writer stamps it again, ahead of it. So one read by time from the previous
+   horizon on is the last look at what is stamped before the new one, and also finds the new
+   entries, sequenced at once; only those stamped after the horizon are read again next round
+   (an entry stamped by a process's clock may land after a later one). What it already
+   sequenced is dropped (kept in memory until the horizon passes it);
 2. claims the trees of the accounts it found for its lease epoch; where an earlier holder may
    have committed meanwhile (a tree claimed now, or after a failed round), looks the entries up
    in the blocks (`blocks`) and drops those already committed: nothing is sequenced twice;
@@ -50,6 +52,7 @@ log = logging.getLogger("vaultd.audit")
 DUPLICATE_KEY = 11000
 UNAUTHORIZED = 13
 SOURCES: tuple[tuple[SourceKind, str], ...] = (("access", "access_log"), ("activity", "activity"))
+READ_BATCH = 2_000  # records a round takes from the database at a time
 LOOKED = ".looked"  # a cursor's companion: how far behind it the last look has reached
 
 
@@ -66,6 +69,9 @@ class SequencerConfig:
     checkpoint_every_seconds: float
     origin: str
     copy_checkpoints: bool = False  # each marked for the locked copy in S3 (lock_copy)
+    # Without the fence (a database user that may not run collMod), how far behind its last
+    # look each round reads again for entries that landed late (`Sequencer._unfenced`).
+    unfenced_look_back_seconds: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ class Sequencer:
     # round looks every entry it found up in the blocks before it writes.
     dirty: bool = True
     copier: LockCopier | None = None  # the checkpoints' locked copy, its own task (S3's SDK)
+    unfenced: set[str] = field(default_factory=set)  # sources whose fence could not be set
     _task: asyncio.Task[None] | None = None
 
     async def round(self) -> int:
@@ -119,73 +126,92 @@ class Sequencer:
         late = timedelta(seconds=self.config.late_arrival_seconds)
         found: list[NewEntry] = []
         fences = await log_fence.horizons(self.db, [collection for _, collection in SOURCES])
+        keep_from = now
         for kind, collection in SOURCES:
-            cursor, stretch = cursors.get(kind), None
-            if cursor is not None:
-                # The last look: what is stamped more than `late` ago has landed by now, if it
-                # ever lands in time; only below the cursor (what is above is read anyway).
-                looked = cursors.get(kind + LOOKED, cursor - late)
-                cursors[kind + LOOKED] = max(looked, min(cursor, now - late))
-                looked = await self._fence(collection, fences.get(collection), looked,
-                                           cursors[kind + LOOKED])
-                # After a take-over or a failed round, `seen` lacks what was committed: the
-                # whole window below the cursor is read, and looked up (`_trees`), once.
-                stretch = (looked, cursor if self.dirty else cursors[kind + LOOKED])
+            cursor = cursors.get(kind)
+            looked = cursors.get(kind + LOOKED, cursor - late if cursor is not None else None)
+            # The horizon: what is stamped before it is final once the fence stands there
+            # (a late writer stamps again, ahead of it), so this round's read is its last look.
+            horizon = max(now - late, looked) if looked is not None else now - late
+            start = await self._fence(collection, fences.get(collection), looked, horizon)
             newest = cursor
-            async for doc in self._arrived(collection, kind, cursor, stretch):
+            async for doc in self._arrived(collection, self._ranges(start, horizon, cursor)):
                 newest = doc["at"] if newest is None else max(newest, doc["at"])
                 key = leaves.source_key(kind, doc["_id"])
                 if key not in self.seen:
                     found.append(NewEntry(doc["at"], key, doc["accountId"], _leaf(kind, doc)))
+            cursors[kind + LOOKED] = horizon
             if newest is not None:
                 cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
-        looked_up_to = [at for name, at in cursors.items() if name.endswith(LOOKED)]
-        self._forget_before(min(looked_up_to, default=now - late))
+            bound = _lower_bound(horizon, cursors.get(kind))
+            if collection in self.unfenced:
+                bound -= timedelta(seconds=self.config.unfenced_look_back_seconds)
+            keep_from = min(keep_from, bound)
+        self._forget_before(keep_from)
         return sorted(found, key=lambda entry: (entry.at, entry.key))
 
-    async def _fence(self, collection: str, fenced: datetime | None, looked: datetime,
-                     horizon: datetime) -> datetime:
+    async def _fence(self, collection: str, fenced: datetime | None, looked: datetime | None,
+                     horizon: datetime) -> datetime | None:
         """Refuses entries stamped before `horizon` (log_fence) before the stretch up to it is
         read a last time: one that has not landed by now is stamped again, ahead of it, and
         read as new. Where the collection's fence stands below where this holder's last look
         ended (a holder that lost the lease set it since), entries may have landed behind the
         look: the stretch is read again from the fence, and looked up as after a take-over.
-        Where the stretch starts."""
+        Where the database user may not set it, from further back (`_unfenced`). Where this
+        round's last look starts (None: the whole collection, a first round)."""
+        start = looked
         if fenced is None or fenced < horizon:
             try:
                 await log_fence.raise_horizon(self.db, collection, horizon)
+                self.unfenced.discard(collection)
             except OperationFailure as error:
                 if error.code != UNAUTHORIZED:
                     raise
-                # A database user without `collMod` (MongoDB's readWrite role): sequencing goes
-                # on as without the fence, and the operator is told what that risks.
-                log.warning("audit log fence on %s not set (the database user may not run "
-                            "collMod): an entry landing after its last look is not sequenced",
-                            collection)
-        if fenced is not None and fenced < looked:
+                start = self._unfenced(collection, looked)
+        if fenced is not None and start is not None and fenced < start:
             self.dirty = True
             return fenced
-        return looked
+        return start
 
-    async def _arrived(self, collection: str, kind: SourceKind, cursor: datetime | None,
-                       stretch: tuple[datetime, datetime] | None) -> AsyncIterator[Any]:
-        """The records from the cursor on; and, of the stretch below it whose last look this
-        is, those this process has not sequenced. The stretch is read for ids only, the few
-        unknown ones then in full by `_id`: a record is read twice, whatever the setting."""
+    def _unfenced(self, collection: str, looked: datetime | None) -> datetime | None:
+        """Where a round reads from when the fence could not be set (a database user without
+        `collMod`): a late entry can land behind any look, so the window behind it is read
+        again, and what was not sequenced is, in arrival order; one stalled longer is lost, as
+        the operator is told. On the first such round `seen` may lack what is in the window:
+        it is looked up, as after a take-over."""
+        window = self.config.unfenced_look_back_seconds
+        log.warning("audit log fence on %s not set (the database user may not run collMod): "
+                    "each round reads the %g s behind its last look again; an entry landing "
+                    "later than that is not sequenced", collection, window)
+        if collection not in self.unfenced:
+            self.unfenced.add(collection)
+            self.dirty = True
+        return None if looked is None else looked - timedelta(seconds=window)
+
+    async def _arrived(self, collection: str, ranges: list[dict[str, Any]]) -> AsyncIterator[Any]:
         raw = self.db.raw(collection)
-        if cursor is None:
-            async for doc in raw.find({}):
-                yield doc
-            return
-        async for doc in raw.find({"at": {"$gte": cursor}}):
-            yield doc
-        if stretch is None or stretch[0] >= stretch[1]:
-            return
-        behind = {"at": {"$gte": stretch[0], "$lt": stretch[1]}}
-        unknown = [doc["_id"] async for doc in raw.find(behind, {"_id": 1})
-                   if leaves.source_key(kind, doc["_id"]) not in self.seen]
-        async for doc in find_in(raw, unknown):
-            yield doc
+        for query in ranges:
+            cursor = raw.find(query, batch_size=READ_BATCH)
+            # A batch at a time: awaiting the cursor for each of 5,000 records costs the
+            # event loop more than decoding them.
+            while batch := await cursor.to_list(READ_BATCH):
+                for doc in batch:
+                    yield doc
+
+    def _ranges(self, start: datetime | None, horizon: datetime,
+                cursor: datetime | None) -> list[dict[str, Any]]:
+        """What a round reads of a source, each record whole and once: the stretch from `start`
+        to the horizon (its last look) and the new records from the cursor on. Where the
+        cursor is not past the horizon (a horizon that trails the clock by less than rounds
+        are apart), one range. Where it is past, the records between them wait for their last
+        look. From the cursor where it is behind the horizon: a record without the fence's
+        mark stamped before the horizon is read if it lands in time for its first read."""
+        if cursor is None or start is None:
+            return [{}]  # nothing read yet: all there is
+        if cursor <= horizon or self.dirty:
+            return [{"at": {"$gte": min(start, cursor)}}]
+        stretch = [{"at": {"$gte": start, "$lt": horizon}}] if start < horizon else []
+        return [*stretch, {"at": {"$gte": cursor}}]
 
     def _forget_before(self, moment: datetime) -> None:
         self.seen = {key: at for key, at in self.seen.items() if at >= moment}
@@ -294,15 +320,14 @@ class Sequencer:
         now, signer = utcnow(), await self.signer()
         trees = {doc["_id"]: doc async for doc in find_in(self.db.audit_trees,
                                                           sorted(self.pending))}
-        for account_id in sorted(self.pending):
-            tree = trees.get(account_id)
-            if tree is None or tree["size"] <= tree["checkpointSize"]:
-                self.pending.discard(account_id)
-            elif checkpoints.due(tree, self.config.checkpoint_every_entries,
-                                 self.config.checkpoint_every_seconds, now):
-                await checkpoints.make(self.db, tree, signer, self.config.origin,
-                                       copy=self.config.copy_checkpoints)
-                self.pending.discard(account_id)
+        due = [tree for tree in trees.values() if tree["size"] > tree["checkpointSize"]
+               and checkpoints.due(tree, self.config.checkpoint_every_entries,
+                                   self.config.checkpoint_every_seconds, now)]
+        await checkpoints.make_all(self.db, due, signer, self.config.origin,
+                                   copy=self.config.copy_checkpoints)
+        made = {tree["_id"] for tree in due}  # no longer pending; nor what has nothing to sign
+        self.pending -= {key for key in self.pending if key in made or key not in trees
+                         or trees[key]["size"] <= trees[key]["checkpointSize"]}
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -358,6 +383,12 @@ def _plan(tree: AuditTreeDoc, batch: list[NewEntry]) -> Plan:
     return Plan(tree, batch, frontier,
                 [node for node in closed if node[0] >= BLOCK_LEVEL],
                 blocks.segments(tree["_id"], size, [entry.key for entry in batch], hashes))
+
+
+def _lower_bound(horizon: datetime, cursor: datetime | None) -> datetime:
+    """Where the next round's read of a source starts at the earliest: what was sequenced
+    before it cannot come back, and need not be remembered."""
+    return horizon if cursor is None else min(horizon, cursor)
 
 
 def _by_account(entries: list[NewEntry]) -> dict[str, list[NewEntry]]:

@@ -91,10 +91,6 @@ async def consistency(db: Db, account_id: str, first: int, second: int | None,
     return {"from": first, "to": second, "proof": await range_hashes(db, tree, ranges)}
 
 
-async def root_at(db: Db, account_id: str, size: int) -> bytes:
-    return (await range_hashes(db, await committed(db, account_id), [(0, size)]))[0]
-
-
 async def index_of(db: Db, account_id: str, kind: str, entry_id: str) -> int:
     """The committed index of an entry of this account; NotFound until it is sequenced."""
     tree = await db.audit_trees.find_one({"_id": account_id}, {"size": 1})
