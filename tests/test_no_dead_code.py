@@ -53,8 +53,6 @@ USED_ELSEWHERE = {
     "storage_s3_prefix": "passed to the s3 backend as prefix",
     # The page hooks' record: what a hook may read of a sent page.
     "log_entry_id": "SentPage, the page path's hook interface",
-    # Dead, in a package being changed by its owners now: theirs to remove.
-    "root_at": "vaultd/services/audit/tree_store.py, unused: left to the audit log's owners",
 }
 # MongoDB documents and JSON bodies declared as TypedDicts, read and written by key: every
 # field of `vaultd/records/`, and the camelCase (JSON) fields elsewhere.
