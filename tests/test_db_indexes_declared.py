@@ -80,6 +80,7 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('member_sessions (expiresAt)', '{"expireAfterSeconds": 0}'),
     ('members (accountId, email)', '{"unique": true}'),
     ('members (email)', '{}'),
+    ('page_prints (_id, accountId)', '{}'),
     ('page_prints (accountId, bands)', '{}'),
     ('rate_limits (expiresAt)', '{"expireAfterSeconds": 0}'),
     ('room_items (_id, roomId)', '{}'),

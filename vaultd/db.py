@@ -268,6 +268,7 @@ WALKS: dict[str, tuple[str, str]] = {
     "webhook_outbox": ("state", "msg_"), "webhook_deliveries": ("at", ""),
     "viewer_sessions": ("linkId", ""), "agreements": ("accountId", ""),
     "rooms": ("accountId", ""), "room_items": ("roomId", ""), "room_links": ("roomId", ""),
+    "page_prints": ("accountId", ""),
 }
 
 
