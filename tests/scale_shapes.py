@@ -119,9 +119,12 @@ async def _activity(db: Db, shape: Shape, times: list[datetime]) -> None:
     await _insert(db, "activity", [
         {"_id": uuid.uuid4().hex, "accountId": shape.account_id, "at": at,
          "actor": {"kind": "key", "id": "key_1", "label": "ci"}, "action": "key.created",
-         "target": "key_x", "seq": place + 1} for place, at in enumerate(times)])
-    await db.number_counters.insert_one({"_id": activity_numbers.scope(shape.account_id),
-                                         "seq": len(times)})
+         "target": "key_x", "seq": place + 1, "actionSeq": place + 1}
+        for place, at in enumerate(times)])
+    await db.number_counters.insert_many([
+        {"_id": activity_numbers.scope(shape.account_id), "seq": len(times)},
+        {"_id": activity_numbers.action_scope(shape.account_id, "key.created"),
+         "seq": len(times)}])
 
 
 async def _member_sessions(db: Db, times: list[datetime]) -> None:
@@ -196,9 +199,8 @@ READS: dict[str, tuple[Read, Callable[[Any], Sized]]] = {
         db, cast("LinkDoc", s.link)), lambda rows: rows),
     "the activity log (50)": (lambda db, s: activity.page(db, s.account_id),
                               lambda page: page.entries),
-    "the activity log of one action (console, 50)": (lambda db, s: feed.page(
-        db.raw(db.activity.name), s.account_id, per_page=50, action="key.created"),
-        lambda page: page.entries),
+    "the activity log of one action (console, 50)": (lambda db, s: activity.page(
+        db, s.account_id, per_page=50, action="key.created"), lambda page: page.entries),
     "a person's sessions (50)": (lambda db, s: sessions.list_sessions(db, _signed_in()),
                                  lambda rows: rows),
     "a room's items": (lambda db, s: tree.read_tree(db, s.account_id, s.room_id),

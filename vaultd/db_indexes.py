@@ -102,6 +102,7 @@ async def ensure_indexes(db: Db) -> None:
     await session_numbers.number_sessions_once(db)
     await delivery_numbers.number_deliveries_once(db)
     await viewer_session_numbers.number_sessions_once(db)
+    await activity_numbers.number_actions_once(db)
 
 
 async def create(db: Db, one: Index) -> None:
