@@ -15,9 +15,10 @@ import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Sized
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from vaultd.db import Db
+from vaultd.records import LinkDoc
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts
 from vaultd.services.analytics import link_listing
@@ -42,6 +43,9 @@ class Shape:
     account_id = file_id = link_id = room_id = endpoint_id = ""
     link_created = room_created = datetime.min
     file_created = endpoint_created = datetime.min
+
+    def __init__(self) -> None:
+        self.link: dict[str, Any] = {}  # the busy link's record, as a request reads it
 
 
 async def seed_shape(db: Db, burst: int, room_links: int = ROOM_LINKS) -> Shape:
@@ -88,6 +92,7 @@ async def _links(db: Db, shape: Shape, times: list[datetime]) -> None:
     await db.files.update_one({"_id": shape.file_id}, {"$set": {
         "linkSeq": len(docs), "linkTotal": len(docs)}})
     shape.link_id, shape.link_created = docs[0]["_id"], docs[0]["createdAt"]
+    shape.link = docs[0]
 
 
 async def _log(db: Db, shape: Shape, times: list[datetime]) -> None:
@@ -104,17 +109,23 @@ async def _viewer_sessions(db: Db, shape: Shape, times: list[datetime]) -> None:
     await _insert(db, "viewer_sessions", [
         {"_id": str(uuid.uuid4()), "hash": digest(new_token()), "linkId": shape.link_id,
          "accountId": shape.account_id, "createdAt": max(at, shape.link_created),
-         "expiresAt": utcnow() + timedelta(days=1), "passed": {}, "ip": "203.0.113.7"}
-        for at in times])
+         "expiresAt": utcnow() + timedelta(days=1), "passed": {}, "ip": "203.0.113.7",
+         "seq": place + 1} for place, at in enumerate(times)])
+    await db.raw("links").update_one({"_id": shape.link_id},
+                                     {"$set": {"sessionsOpened": len(times)}})
+    shape.link["sessionsOpened"] = len(times)
 
 
 async def _activity(db: Db, shape: Shape, times: list[datetime]) -> None:
     await _insert(db, "activity", [
         {"_id": uuid.uuid4().hex, "accountId": shape.account_id, "at": at,
          "actor": {"kind": "key", "id": "key_1", "label": "ci"}, "action": "key.created",
-         "target": "key_x", "seq": place + 1} for place, at in enumerate(times)])
-    await db.number_counters.insert_one({"_id": activity_numbers.scope(shape.account_id),
-                                         "seq": len(times)})
+         "target": "key_x", "seq": place + 1, "actionSeq": place + 1}
+        for place, at in enumerate(times)])
+    await db.number_counters.insert_many([
+        {"_id": activity_numbers.scope(shape.account_id), "seq": len(times)},
+        {"_id": activity_numbers.action_scope(shape.account_id, "key.created"),
+         "seq": len(times)}])
 
 
 async def _member_sessions(db: Db, times: list[datetime]) -> None:
@@ -186,12 +197,11 @@ READS: dict[str, tuple[Read, Callable[[Any], Sized]]] = {
     "the account's access log (console, 50)": (lambda db, s: feed.page(
         db.raw(db.access_log.name), s.account_id, per_page=50), lambda page: page.entries),
     "a link's viewer sessions (50)": (lambda db, s: viewer_sessions.sessions_json(
-        db, s.link_id, s.link_created), lambda rows: rows),
+        db, cast("LinkDoc", s.link)), lambda rows: rows),
     "the activity log (50)": (lambda db, s: activity.page(db, s.account_id),
                               lambda page: page.entries),
-    "the activity log of one action (console, 50)": (lambda db, s: feed.page(
-        db.raw(db.activity.name), s.account_id, per_page=50, action="key.created"),
-        lambda page: page.entries),
+    "the activity log of one action (console, 50)": (lambda db, s: activity.page(
+        db, s.account_id, per_page=50, action="key.created"), lambda page: page.entries),
     "a person's sessions (50)": (lambda db, s: sessions.list_sessions(db, _signed_in()),
                                  lambda rows: rows),
     "a room's items": (lambda db, s: tree.read_tree(db, s.account_id, s.room_id),

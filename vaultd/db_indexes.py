@@ -31,6 +31,7 @@ from vaultd.services.common import db_indexes as common
 from vaultd.services.common import numbered, rolling_limits
 from vaultd.services.files import db_indexes as files
 from vaultd.services.gates import db_indexes as gates
+from vaultd.services.gates import session_numbers as viewer_session_numbers
 from vaultd.services.links import db_indexes as links
 from vaultd.services.links import link_numbers
 from vaultd.services.members import activity_numbers, session_numbers
@@ -100,6 +101,8 @@ async def ensure_indexes(db: Db) -> None:
     await activity_numbers.number_activity_once(db)
     await session_numbers.number_sessions_once(db)
     await delivery_numbers.number_deliveries_once(db)
+    await viewer_session_numbers.number_sessions_once(db)
+    await activity_numbers.number_actions_once(db)
 
 
 async def create(db: Db, one: Index) -> None:

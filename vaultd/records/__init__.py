@@ -182,8 +182,7 @@ class PolicyDoc(TypedDict, total=False):
 
 
 class ViewerSessionDoc(TypedDict):
-    """Collection `viewer_sessions`: gates passed by one reader of one link. Only the session
-    id's SHA-256 (`hash`) is stored. `linkId` names any link (file links today)."""
+    """Collection `viewer_sessions`: one reader's gates passed on a link; its id kept hashed."""
 
     _id: str
     hash: str
@@ -197,6 +196,7 @@ class ViewerSessionDoc(TypedDict):
     lastCodeAt: NotRequired[datetime]
     wrongPasscodes: NotRequired[int]
     acceptedName: NotRequired[str]
+    seq: NotRequired[int]  # its number in its link, newest highest (gates.session_numbers)
     # True: counted against maxOpens when its last gate is passed (absent: counted when opened)
     countsWhenAdmitted: NotRequired[bool]
 

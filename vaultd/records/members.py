@@ -121,3 +121,4 @@ class ActivityDoc(TypedDict):
     # Its number in the account, read newest first by ranges (services.members.activity_numbers):
     # storage for the reading order, not in the audit's entry either.
     seq: NotRequired[int]
+    actionSeq: NotRequired[int]  # its number among the account's events of its action, as seq

@@ -4,9 +4,9 @@ Two feeds, one at a time: the account's actions (members, keys, webhooks, brandi
 the activity log) and its files' (uploads, links opened, pages, downloads, revokes, traces:
 the access log). Each can be narrowed to one action, and shows `PER_PAGE` entries with a link
 to older ones (a cursor), so a page reads what it shows however long the log
-(`services.common.feed`; the account's actions unfiltered by their numbers, as the API reads
-them, `services.members.activity`). The export is the API's (`GET /v1/activity?format=csv`,
-Business)."""
+(`services.common.feed`; the account's actions by their numbers, all or one action's, as the
+API reads them, `services.members.activity`). The export is the API's
+(`GET /v1/activity?format=csv`, Business)."""
 
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ class ActivityPage(ConsolePage):
         db = self.ctx.db
         records = db.raw(db.activity.name if kind == "account" else db.access_log.name)
         with pymongo.timeout(DB_DEADLINE_SECONDS):
-            if kind == "account" and action is None:
-                found = await _account_actions(db, self.account.id, after)
+            if kind == "account":
+                found = await _account_actions(db, self.account.id, after, action)
             else:
                 found = await feed.page(records, self.account.id, per_page=PER_PAGE,
                                         action=action, after=after)
@@ -67,11 +67,12 @@ class ActivityPage(ConsolePage):
         return {doc["_id"]: doc["name"] async for doc in cursor}
 
 
-async def _account_actions(db: Db, account_id: str, after: feed.Cursor | None) -> feed.FeedPage:
-    """The account's actions, all of them: the API's pages by number (`activity.page`), whose
-    cost no burst of events moves (the feed's time windows would read a whole burst); the
-    cursor names the same entry (its time and id) in the console's form."""
-    found = await activity.page(db, account_id, per_page=PER_PAGE,
+async def _account_actions(db: Db, account_id: str, after: feed.Cursor | None,
+                           action: str | None) -> feed.FeedPage:
+    """The account's actions, all of them or one `action`'s: the API's pages by number
+    (`activity.page`), whose cost no burst of events moves (the feed's time windows would read
+    a whole burst); the cursor names the same entry (its time and id) in the console's form."""
+    found = await activity.page(db, account_id, per_page=PER_PAGE, action=action,
                                 after=activity.Cursor(after.at, after.id) if after else None)
     following = found.next
     return feed.FeedPage([dict(doc) for doc in found.entries],

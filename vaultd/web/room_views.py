@@ -49,8 +49,7 @@ class RoomViewHandler(ViewerIpMixin):
         details = await _opening(self, link, room, account, self.viewer_ip())
         if policy is not None:  # a link without one answers exactly as before
             details["policy"] = policy_json(policy)
-            details["sessions"] = await sessions.sessions_json(self.ctx.db, link["_id"],
-                                                             link["createdAt"])
+            details["sessions"] = await sessions.sessions_json(self.ctx.db, link)
         self.send_json(200, details)
 
     async def delete(self, token: str) -> None:

@@ -55,8 +55,7 @@ class LinkHandler(ViewerIpMixin):
         details = links.link_details(opened)
         if policy is not None:  # a link without one answers exactly as the spec shows
             details["policy"] = policy_json(policy)
-            details["sessions"] = await sessions.sessions_json(
-                self.ctx.db, opened.link["_id"], opened.link["createdAt"])
+            details["sessions"] = await sessions.sessions_json(self.ctx.db, opened.link)
         self.send_json(200, details)
 
     async def delete(self, token: str) -> None:

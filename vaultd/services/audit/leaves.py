@@ -8,8 +8,8 @@ character escaped (`\\uXXXX`), integers only:
 `entry` is what the source record says, times as ISO 8601 UTC with milliseconds and `Z`:
 for `access`, the fields of the access log as the API shows them (`access_log.entry_json`);
 for `activity`, the activity record without `_id`, `accountId`, the log fence's mark and its
-number (`seq`). Any verifier re-encodes an exported entry the same way, so one changed byte
-changes the leaf hash.
+numbers (`seq`, `actionSeq`). Any verifier re-encodes an exported entry the same way, so one
+changed byte changes the leaf hash.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from vaultd.timefmt import iso_utc
 
 VERSION = 1
 # An activity leaf holds the event as recorded, but for these: its id and account are the
-# leaf's own fields, and the log fence's mark and the event's number in its account (the
-# reading order: events written before numbers existed get theirs later) are storage.
-NOT_IN_ENTRY = ("_id", "accountId", log_fence.FENCED, "seq")
+# leaf's own fields, and the log fence's mark and the event's numbers in its account and in
+# its action (the reading orders: events written before numbers existed get theirs later) are
+# storage.
+NOT_IN_ENTRY = ("_id", "accountId", log_fence.FENCED, "seq", "actionSeq")
 
 
 def plain(value: Any) -> Any:

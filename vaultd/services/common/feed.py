@@ -1,6 +1,6 @@
 """An account's log read a page at a time, newest first, optionally one action only: the
-console's Activity page reads the account's actions (`activity`) and its files' (`access_log`)
-through it.
+console's Activity page reads its files' actions (`access_log`) through it; the account's own
+actions, all or one action's, are read by their numbers (`members.activity.page`).
 
 Each page is time windows on an index of (accountId[, action], at) (`common.newest`), so it
 costs what it returns however long the log: 10^6 entries behind a page are never read. The

@@ -9,6 +9,7 @@ from vaultd.index_spec import Index, index
 INDEXES: tuple[Index, ...] = (
     index("viewer_sessions", "hash", unique=True),
     index("viewer_sessions", "linkId", "-createdAt"),
+    index("viewer_sessions", "linkId", "seq"),  # a link's newest by number (session_numbers)
     # A session ends with its link or after 24 h (`expiresAt`, the earlier): then the database
     # drops it (TTL), so sessions do not pile up; links keep their count (`sessionsOpened`).
     index("viewer_sessions", "expiresAt", expireAfterSeconds=0),

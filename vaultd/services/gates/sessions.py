@@ -11,14 +11,17 @@ once, and a session replayed on another link is unknown there."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
+
+from pymongo import ReturnDocument
 
 from vaultd.db import Db
 from vaultd.errors import NotFound
-from vaultd.records import ViewerSessionDoc
+from vaultd.records import LinkDoc, RoomLinkDoc, ViewerSessionDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services.common.newest import newest
+from vaultd.services.common.numbered import newest_numbered
+from vaultd.services.gates import session_numbers
 from vaultd.services.gates.gated import GatedLink
 from vaultd.services.gates.registry import session_gates
 from vaultd.services.links.links import LINK_NOT_FOUND
@@ -28,21 +31,33 @@ SESSION_LIFETIME = timedelta(hours=24)
 SESSION_NOT_FOUND = "viewer session not found or ended: open a new one"
 
 
-async def count_open(db: Db, link: GatedLink, *, session: bool = False) -> None:
+async def count_open(db: Db, link: GatedLink, *, session: bool = False) -> int | None:
     """One more open of a link (a session opened, when `session`): against its `maxOpens`,
-    beyond which the link is spent (as if expired), and in its `sessionsOpened`."""
+    beyond which the link is spent (as if expired), and in its `sessionsOpened`. With
+    `session`, the link's `sessionsOpened` after it: the session's number (`sessions_json`),
+    returned by the same one command that raises it."""
     tally = {"sessionsOpened": 1} if session else {}
     limit = (link.policy or {}).get("maxOpens")
     records = db.raw(link.records)
     if limit is None:
-        if tally:
-            await records.update_one({"_id": link.id}, {"$inc": tally})
-        return
-    counted = await records.update_one({"_id": link.id, "opens": {"$lt": limit}},
-                                       {"$inc": {"opens": 1, **tally}})
-    if not counted.modified_count:
+        return await _opened(db, link) if session else None
+    counted = await records.find_one_and_update(
+        {"_id": link.id, "opens": {"$lt": limit}}, {"$inc": {"opens": 1, **tally}},
+        {"sessionsOpened": 1}, return_document=ReturnDocument.AFTER)
+    if counted is None:
         await records.update_one({"_id": link.id}, {"$set": {"exhausted": True}})
         raise NotFound(LINK_NOT_FOUND)
+    return int(counted["sessionsOpened"]) if session else None
+
+
+async def _opened(db: Db, link: GatedLink) -> int:
+    """The link's `sessionsOpened`, raised by one: the number of the session being opened."""
+    raised = await db.raw(link.records).find_one_and_update(
+        {"_id": link.id}, {"$inc": {"sessionsOpened": 1}}, {"sessionsOpened": 1},
+        return_document=ReturnDocument.AFTER)
+    if raised is None:  # deleted since it was read: its sessions would be read by no one
+        raise NotFound(LINK_NOT_FOUND)
+    return int(raised["sessionsOpened"])
 
 
 async def open_session(db: Db, link: GatedLink, ip: str | None
@@ -51,16 +66,15 @@ async def open_session(db: Db, link: GatedLink, ip: str | None
     maxOpens only when it has no gate to pass (it is then admitted at once); otherwise when
     its last gate is passed (`mark_passed`), so opening a link spends nothing."""
     gated = bool(session_gates(link.policy or {}))
-    if gated:
-        await db.raw(link.records).update_one({"_id": link.id}, {"$inc": {"sessionsOpened": 1}})
-    else:
-        await count_open(db, link, session=True)
+    number = await _opened(db, link) if gated else await count_open(db, link, session=True)
+    assert number is not None  # counted as a session
     now = utcnow()
     session_id = new_token()
     doc: ViewerSessionDoc = {
         "_id": str(uuid.uuid4()), "hash": digest(session_id), "linkId": link.id,
         "accountId": link.account_id, "createdAt": now,
         "expiresAt": min(now + SESSION_LIFETIME, link.expires_at), "passed": {},
+        "seq": number,
     }
     if ip:
         doc["ip"] = ip
@@ -129,16 +143,17 @@ def pending(gates: list[str], session: ViewerSessionDoc | None) -> list[str]:
     return [gate for gate in gates if gate not in passed]
 
 
-async def sessions_json(db: Db, link_id: str, created_at: datetime,
+async def sessions_json(db: Db, link: LinkDoc | RoomLinkDoc,
                         limit: int = 50) -> list[dict[str, Any]]:
     """A link's latest sessions as its owner sees them (those not yet pruned: a session's
-    record goes when it ends), never the session id. Read newest first by time windows on
-    `(linkId, createdAt)`, so the read is bounded by `limit`, not by the link's sessions."""
-    out = []
-    latest = await newest(db.viewer_sessions, {"linkId": link_id}, "createdAt",
-                          count=limit, oldest=created_at, latest=utcnow())
-    for doc in latest.docs:
-        out.append({"createdAt": iso_utc(doc["createdAt"]), "expiresAt": iso_utc(doc["expiresAt"]),
-                    "ip": doc.get("ip"),
-                    "passed": {gate: iso_utc(at) for gate, at in doc["passed"].items()}})
-    return out
+    record goes when it ends), never the session id. Read newest first by ranges of their
+    numbers (`seq`, from the link's `sessionsOpened` down, `common.numbered`), so the read is
+    bounded by `limit`, not by the link's sessions nor by how they arrived. `link` is the
+    record as read for this request: sessions opened since are not shown."""
+    top, floor = session_numbers.bounds(link)
+    latest = await newest_numbered(db.viewer_sessions, {"linkId": link["_id"]}, "seq",
+                                   count=limit, top=top, floor=floor)
+    return [{"createdAt": iso_utc(doc["createdAt"]), "expiresAt": iso_utc(doc["expiresAt"]),
+             "ip": doc.get("ip"),
+             "passed": {gate: iso_utc(at) for gate, at in doc["passed"].items()}}
+            for doc in latest]

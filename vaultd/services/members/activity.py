@@ -1,8 +1,9 @@
 """The account activity log: who did what to the account itself (members, keys, webhooks,
 branding, sign-in), newest first. File actions are the access log's (services.common.access_log).
 
-One writer (`record`) and one reader (`page`). Each event has a number in its account
-(`activity_numbers`), and pages are read by ranges of numbers on the index (accountId, seq)
+One writer (`record`) and one reader (`page`). Each event has a number in its account and one
+among its account's events of its action (`activity_numbers`), and pages are read by ranges of
+numbers on the index (accountId, seq), or (accountId, action, actionSeq) for one action,
 through `common.numbered`, because the embedded database does not push `limit` down: a page
 costs what it returns, however long the log and however its events arrived (time windows read
 a whole burst). A page ends with a cursor, the last entry's time and id: the next page is
@@ -62,7 +63,7 @@ async def record_for(db: Db, account_id: str, actor: ActorRecord, action: str, *
     """`record`, for an actor given as its stored form (a sign-in's member)."""
     if action not in ACTIONS:
         raise ValueError(f"unknown activity action {action!r}")
-    number = await activity_numbers.next_number(db, account_id)
+    number, action_number = await activity_numbers.next_numbers(db, account_id, action)
     entry: ActivityDoc = {
         "_id": uuid.uuid4().hex,
         "accountId": account_id,
@@ -70,6 +71,7 @@ async def record_for(db: Db, account_id: str, actor: ActorRecord, action: str, *
         "actor": {"kind": actor["kind"], "id": actor["id"], "label": actor["label"]},
         "action": action,  # type: ignore[typeddict-item]  # checked against ACTIONS above
         "seq": number,
+        "actionSeq": action_number,
     }
     if target is not None:
         entry["target"] = target
@@ -117,13 +119,16 @@ def parse_per_page(value: str | None) -> int:
 
 
 async def page(db: Db, account_id: str, *, per_page: int = PER_PAGE,
-               after: Cursor | None = None) -> Page:
-    """Up to `per_page` entries, newest first, older than `after` (a previous page's cursor)."""
-    top, floor = await activity_numbers.bounds(db, account_id)
+               after: Cursor | None = None, action: str | None = None) -> Page:
+    """Up to `per_page` entries, newest first, older than `after` (a previous page's cursor);
+    with `action`, that action's only, by their numbers among it (`actionSeq`)."""
+    top, floor = await activity_numbers.bounds(db, account_id, action)
     if after is not None:
         top = min(top, await activity_numbers.number_below(db, account_id, after.at, after.id,
-                                                           floor))
-    found = await newest_numbered(db.activity, {"accountId": account_id}, "seq",
+                                                           floor, action))
+    query, field = ({"accountId": account_id}, "seq") if action is None else (
+        {"accountId": account_id, "action": action}, "actionSeq")
+    found = await newest_numbered(db.activity, query, field,
                                   count=per_page + 1, top=top, floor=floor)
     more = len(found) > per_page
     found = found[:per_page]

@@ -23,4 +23,6 @@ INDEXES: tuple[Index, ...] = (
     index("activity", "accountId", "action", "-at"),
     # The activity log's pages: ranges of the events' numbers (activity_numbers).
     index("activity", "accountId", "seq"),
+    # One action's pages: ranges of the events' numbers among that action (activity_numbers).
+    index("activity", "accountId", "action", "actionSeq"),
 )

@@ -174,6 +174,7 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
         {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, FILE_NUMBER_MIGRATION,
                          link_numbers.LINK_NUMBER_MIGRATION,
                          activity_numbers.ACTIVITY_NUMBER_MIGRATION,
+                         activity_numbers.ACTION_NUMBER_MIGRATION,
                          delivery_numbers.DELIVERY_NUMBER_MIGRATION]}})
     return counts
 
