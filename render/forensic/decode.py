@@ -140,14 +140,12 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
         flat_paper = paper - ink.FLATNESS_REACH
     found = _search(grey, plan, least, flat_paper)
     if found is None:
-        if corners is not None:
-            # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
-            read = photo.read_photo(source, full, corners, plan, long_side)
-            if read is not None:
-                return Detection(read[0], read[1], 1.0, 0.0)
-            if not upright:
-                # The later readings model no perspective: seconds spent for nothing.
-                return None
+        # A photo: its perspective undone from the page's corners, or from its lines.
+        read, settled = photo.readings(source, full, corners, plan, long_side)
+        if read is not None:
+            return Detection(read[0], read[1], 1.0, 0.0)
+        if settled:
+            return None  # in perspective: the later readings model none
         # The paper may have been clipped to white (brightness or contrast raised): read the
         # visible pattern's ink instead (`render.forensic.ink`), at every scale.
         if paper is not None:
