@@ -46,13 +46,17 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
     """(render id, sync score) or None from a photo, and whether the reading settles the
     image: a photo in perspective is not read further (the decoder's later readings model no
     perspective: seconds spent for nothing). With the page's `corners`, a photo of a screen
-    (`read_photo`); without, a photo framed on the page, its perspective read off the page's
-    own lines (`render.forensic.framed`)."""
+    (`read_photo`); without them, or when corners in perspective read nothing (a dense text
+    block's outline can pass for a page's), a photo framed on the page, its perspective read
+    off the page's own lines (`render.forensic.framed`)."""
+    tilted = False
     if corners is not None:
         found = read_photo(image, grey, corners, plan, long_side)
-        return found, found is not None or rectify.needs_rectifying(corners)
+        tilted = rectify.needs_rectifying(corners)
+        if found is not None or not tilted:
+            return found, found is not None
     reading = framed.read_framed(grey, plan)
-    return reading.found, reading.found is not None or reading.tilted
+    return reading.found, tilted or reading.found is not None or reading.tilted
 
 
 def read_photo(image: Image.Image, grey: Image.Image, corners: rectify.Corners, plan: Layout,
