@@ -133,7 +133,8 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     counts = np.asarray(grey.histogram(), dtype=np.int64)
     paper = ink.paper_level(grey, counts)
     # The smallest scale the mark can have, when the image shows it is the page (`served`).
-    least = served.least_scale(grey, paper, long_side) or 0.0
+    shown = served.least_scale(grey, paper, long_side)
+    least = shown or 0.0
     # Flat paper carries no mark: the search reads only what lies off it, if enough does.
     flat_paper = None
     if paper is not None and ink.paper_flatness(counts, paper) >= _FLAT_PAPER:
@@ -141,7 +142,7 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     found = _search(grey, plan, least, flat_paper)
     if found is None:
         # A photo: its perspective undone from the page's corners, or from its lines.
-        read, settled = photo.readings(source, full, corners, plan, long_side)
+        read, settled = photo.readings(source, full, corners, plan, long_side, bool(shown))
         if read is not None:
             return Detection(read[0], read[1], 1.0, 0.0)
         if settled:

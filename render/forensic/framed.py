@@ -65,7 +65,7 @@ def read_framed(grey: Image.Image, plan: Layout) -> Reading:
         found = _read(trial.image, np.array(trial.lattice.across), rows, plan)
         if found is not None:
             return Reading(found, True)
-    return Reading(None, True)
+    return Reading(None, seen.certain)
 
 
 def _working_copy(grey: Image.Image) -> Image.Image:

@@ -49,6 +49,9 @@ _PEAKS = 12
 _HARMONIC = 0.3  # a lattice vector's second harmonic, at least this share of its peak
 _SQUARE = 0.15  # the two tile vectors' lengths within this share of each other
 _RIGHT = math.radians(15)  # and at right angles within this (aspect and shear leave them so)
+# The tile's horizontal vector within this of the horizontal: a roll of 10 degrees, and what a
+# tilt of 15 does to a direction near the frame's edges.
+_TURN = math.radians(22)
 
 
 class TileLattice(NamedTuple):
@@ -76,10 +79,14 @@ def centred(size: tuple[int, int]) -> Floats:
 
 
 class Horizons(NamedTuple):
-    """Where the pattern's rows meet in the image (homogeneous), and the flattened copies
-    worth reading, best lattice first."""
+    """Where the pattern's rows meet in the image (homogeneous), the flattened copies worth
+    reading, best lattice first, and whether the perspective is certain: the text's lines
+    show it, or the best lattice is clear (_CLEAR). An uncertain one may be chance (a page
+    raised in tone, its paper clipped, shows no mark's lattice): the decoder's other
+    readings are then still tried."""
     rows: Floats
     trials: list[Flattened]
+    certain: bool
 
 
 class _RowsLine(NamedTuple):
@@ -124,7 +131,8 @@ def horizons(grey: Image.Image) -> Horizons | None:
     if not refined or refined[0].lattice is None or math.hypot(
             *refined[0].horizon) < _MIN_TILT:
         return None  # no lattice; or upright in all but a trace of tilt: the search's to read
-    return Horizons(line.rows, refined)
+    return Horizons(line.rows, refined,
+                    line.seed is not None or _height(refined[0]) >= _CLEAR)
 
 
 def _rows_line(grey: Image.Image) -> _RowsLine | None:
@@ -219,6 +227,8 @@ def tile_lattice(flat: Image.Image) -> TileLattice | None:
             continue
         w, height = other
         lattice = _oriented(u, w, top + height)
+        if abs(math.atan2(lattice.across[1], lattice.across[0])) > _TURN:
+            continue  # the pattern's rows repeat along their own direction, -30 degrees
         if best is None or lattice.height > best.height:
             best = lattice
     return best

@@ -41,20 +41,23 @@ _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode read
 
 
 def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | None,
-             plan: Layout, long_side: int = served.LONG_SIDE,
+             plan: Layout, long_side: int = served.LONG_SIDE, page_shown: bool = False,
              ) -> tuple[tuple[int, float] | None, bool]:
     """(render id, sync score) or None from a photo, and whether the reading settles the
     image: a photo in perspective is not read further (the decoder's later readings model no
     perspective: seconds spent for nothing). With the page's `corners`, a photo of a screen
     (`read_photo`); without them, or when corners in perspective read nothing (a dense text
     block's outline can pass for a page's), a photo framed on the page, its perspective read
-    off the page's own lines (`render.forensic.framed`)."""
+    off the page's own lines (`render.forensic.framed`), unless the image is a served page
+    shown upright (`page_shown`: its strip across its bottom, `served`)."""
     tilted = False
     if corners is not None:
         found = read_photo(image, grey, corners, plan, long_side)
         tilted = rectify.needs_rectifying(corners)
         if found is not None or not tilted:
             return found, found is not None
+    if page_shown:
+        return None, tilted
     reading = framed.read_framed(grey, plan)
     return reading.found, tilted or reading.found is not None or reading.tilted
 
