@@ -142,7 +142,9 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     found = _search(grey, plan, least, flat_paper)
     if found is None:
         # A photo: its perspective undone from the page's corners, or from its lines.
-        read, settled = photo.readings(source, full, corners, plan, long_side, bool(shown))
+        # Paper flat to one level is no camera's (`_FLAT_PAPER`): no photo framed on it.
+        plain = bool(shown) or flat_paper is not None
+        read, settled = photo.readings(source, full, corners, plan, long_side, plain)
         if read is not None:
             return Detection(read[0], read[1], 1.0, 0.0)
         if settled:

@@ -48,8 +48,9 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
     perspective: seconds spent for nothing). With the page's `corners`, a photo of a screen
     (`read_photo`); without them, or when corners in perspective read nothing (a dense text
     block's outline can pass for a page's), a photo framed on the page, its perspective read
-    off the page's own lines (`render.forensic.framed`), unless the image is a served page
-    shown upright (`page_shown`: its strip across its bottom, `served`)."""
+    off the page's own lines (`render.forensic.framed`), unless the image is no camera's
+    (`page_shown`: a served page shown upright, its strip across its bottom, or paper flat
+    to one level)."""
     tilted = False
     if corners is not None:
         found = read_photo(image, grey, corners, plan, long_side)
