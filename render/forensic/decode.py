@@ -133,21 +133,22 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     counts = np.asarray(grey.histogram(), dtype=np.int64)
     paper = ink.paper_level(grey, counts)
     # The smallest scale the mark can have, when the image shows it is the page (`served`).
-    least = served.least_scale(grey, paper, long_side) or 0.0
+    shown = served.least_scale(grey, paper, long_side)
+    least = shown or 0.0
     # Flat paper carries no mark: the search reads only what lies off it, if enough does.
     flat_paper = None
     if paper is not None and ink.paper_flatness(counts, paper) >= _FLAT_PAPER:
         flat_paper = paper - ink.FLATNESS_REACH
     found = _search(grey, plan, least, flat_paper)
     if found is None:
-        if corners is not None:
-            # A photo of a screen: the page's perspective undone first (`render.forensic.photo`).
-            read = photo.read_photo(source, full, corners, plan, long_side)
-            if read is not None:
-                return Detection(read[0], read[1], 1.0, 0.0)
-            if not upright:
-                # The later readings model no perspective: seconds spent for nothing.
-                return None
+        # A photo: its perspective undone from the page's corners, or from its lines.
+        # Paper flat to one level is no camera's (`_FLAT_PAPER`): no photo framed on it.
+        plain = bool(shown) or flat_paper is not None
+        read, settled = photo.readings(source, full, corners, plan, long_side, plain)
+        if read is not None:
+            return Detection(read[0], read[1], 1.0, 0.0)
+        if settled:
+            return None  # in perspective: the later readings model none
         # The paper may have been clipped to white (brightness or contrast raised): read the
         # visible pattern's ink instead (`render.forensic.ink`), at every scale.
         if paper is not None:

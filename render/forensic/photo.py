@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, coarse, rectify, scan, served, sync
+from render.forensic import chips, coarse, framed, rectify, scan, served, sync
 from render.forensic.layout import CHIP, Layout
 from render.forensic.pattern_model import Points
 
@@ -38,6 +38,29 @@ _WORTH_REFINING = 4.0
 _DARKER_CHANNEL = 3  # grey levels under the luminance's paper for a channel to be read too
 _CLIPPED = 250  # a channel's paper this light is clipped in part (the mark is 3 levels, noise 2-4)
 _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode reads them all
+
+
+def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | None,
+             plan: Layout, long_side: int = served.LONG_SIDE, page_shown: bool = False,
+             ) -> tuple[tuple[int, float] | None, bool]:
+    """(render id, sync score) or None from a photo, and whether the reading settles the
+    image: a photo in perspective is not read further (the decoder's later readings model no
+    perspective: seconds spent for nothing). With the page's `corners`, a photo of a screen
+    (`read_photo`); without them, or when corners in perspective read nothing (a dense text
+    block's outline can pass for a page's), a photo framed on the page, its perspective read
+    off the page's own lines (`render.forensic.framed`), unless the image is no camera's
+    (`page_shown`: a served page shown upright, its strip across its bottom, or paper flat
+    to one level)."""
+    tilted = False
+    if corners is not None:
+        found = read_photo(image, grey, corners, plan, long_side)
+        tilted = rectify.needs_rectifying(corners)
+        if found is not None or not tilted:
+            return found, found is not None
+    if page_shown:
+        return None, tilted
+    reading = framed.read_framed(grey, plan)
+    return reading.found, tilted or reading.found is not None or reading.tilted
 
 
 def read_photo(image: Image.Image, grey: Image.Image, corners: rectify.Corners, plan: Layout,

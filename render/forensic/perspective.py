@@ -1,0 +1,279 @@
+"""The perspective of a photo framed on the page, from the page's own lines: where its
+vanishing line lies, found without any page edge (`render.forensic.framed` reads the mark).
+
+A homography from the photo to the page is an affine map after a purely projective one,
+x -> x / (1 + v . x) (x in the photo, centred, in units of its long side): `v` is the
+photo's vanishing line, two numbers. The affine part (scale, rotation, aspect, shear) the
+mark's own lattice shows once the projective part is undone: the autocorrelation of the
+residual then has sharp peaks at the two tile vectors (measured on the untuned bench's
+`filled` photos: 0.02-0.10 of the origin's height at the true `v`, gone 0.04 away from it).
+
+1. The visible pattern's rows meet in a vanishing point (`line_field`), on every page: `v`
+   lies on a line (a point p of the vanishing line satisfies v . p = -1).
+2. The document's text lines give a second point where a page has enough text: `v` is then
+   where the two lines cross (to about 0.04 on the bench's photos: a seed, not the answer).
+3. Along the pattern's line, every `v` 0.02 apart (the peak's reach), nearest that seed
+   first, is undone and scored by the residual's autocorrelation: the two highest peaks that
+   make a tile lattice (`tile_lattice`); the best few are refined 0.005 apart across and
+   along the line.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+from render.forensic import line_field, sync
+from render.forensic.pattern_model import local_maxima, sub_pixel
+
+Floats = npt.NDArray[np.float64]
+_REACH = 0.45  # |v| tried at most: a tilt of 15 degrees seen at a focal length of 0.7 x the
+# frame's diagonal (the bench's widest) is about 0.3
+_STEP = 0.02  # along the pattern's line: the autocorrelation's peak is about 0.03 wide in v
+_FINE = 0.005
+_REFINED = 2  # the best coarse trials refined
+_SEEDED_REACH = 0.12  # along the pattern's line either side of the text's seed (off by 0.04)
+# A lattice this clear (the heights of its two peaks added, on the coarse copy) is the mark's:
+# measured on the untuned bench's `filled` photos, 0.09-0.31 within 0.015 of the true v,
+# at most 0.096 further than 0.05 from it.
+_CLEAR = 0.11
+_COARSE_SHARE = 2 / 3  # the coarse trials' copy, of the working copy's size
+_NOT_ROWS = math.radians(12)  # text windows' lines at least this far from the pattern's rows
+_MIN_TILT = 0.015  # |v| under this: no perspective to undo (the search reads such an image)
+_MIN_LAG = 40  # px of the working copy: shorter lags are the letters and the text's lines
+_PEAKS = 12
+_HARMONIC = 0.3  # a lattice vector's second harmonic, at least this share of its peak
+_SQUARE = 0.15  # the two tile vectors' lengths within this share of each other
+_RIGHT = math.radians(15)  # and at right angles within this (aspect and shear leave them so)
+# The tile's horizontal vector within this of the horizontal: a roll of 10 degrees, and what a
+# tilt of 15 does to a direction near the frame's edges.
+_TURN = math.radians(22)
+
+
+class TileLattice(NamedTuple):
+    """The mark's tile vectors in a flattened image (columns dx, dy; the first the nearer
+    the horizontal, pointing right; the second down) and the lower of their peaks' heights."""
+    across: tuple[float, float]
+    down: tuple[float, float]
+    height: float
+
+
+class Flattened(NamedTuple):
+    """A trial's `v`, its flattened image, the map from the image's pixels to the flat
+    one's (3 x 3) and the tile lattice it shows, if any."""
+    horizon: tuple[float, float]
+    image: Image.Image
+    matrix: Floats
+    lattice: TileLattice | None
+
+
+def centred(size: tuple[int, int]) -> Floats:
+    """The map from an image's pixels to its centred coordinates in units of its long side."""
+    long_side = float(max(size))
+    return np.array([[1 / long_side, 0, -size[0] / 2 / long_side],
+                     [0, 1 / long_side, -size[1] / 2 / long_side], [0, 0, 1]])
+
+
+class Horizons(NamedTuple):
+    """Where the pattern's rows meet in the image (homogeneous), the flattened copies worth
+    reading, best lattice first, and whether the perspective is certain: the text's lines
+    show it, or the best lattice is clear (_CLEAR). An uncertain one may be chance (a page
+    raised in tone, its paper clipped, shows no mark's lattice): the decoder's other
+    readings are then still tried."""
+    rows: Floats
+    trials: list[Flattened]
+    certain: bool
+
+
+class _RowsLine(NamedTuple):
+    """The line of `v` the pattern's rows allow: its point nearest 0 and its direction, the
+    rows' vanishing point (homogeneous, in the image's pixels) and the text's seed on it."""
+    nearest: Floats
+    direction: Floats
+    rows: Floats
+    seed: Floats | None
+
+
+def horizons(grey: Image.Image) -> Horizons | None:
+    """The flattened copies of `grey` worth reading: None when the pattern's rows meet
+    nowhere or the page shows no perspective (|v| under _MIN_TILT: the search reads that)."""
+    line = _rows_line(grey)
+    if line is None or (line.seed is not None and float(np.hypot(*line.seed)) < _MIN_TILT):
+        return None  # no rows; or the text's lines and the rows agree: no perspective
+    nearest, direction = line.nearest, line.direction
+    span = math.sqrt(_REACH ** 2 - float(nearest @ nearest))
+    steps = np.arange(-span, span + 1e-9, _STEP)
+    # The coarse trials on a smaller copy (v is in units of the long side: the same there),
+    # those near the text's seed first: when one of them shows a clear lattice, the others
+    # are not tried.
+    small = grey.resize((round(grey.width * _COARSE_SHARE), round(grey.height * _COARSE_SHARE)),
+                        Image.Resampling.BOX)
+    near = np.zeros(len(steps), dtype=bool)
+    if line.seed is not None:
+        near = np.abs(steps - float((line.seed - nearest) @ direction)) <= _SEEDED_REACH
+    coarse = [flattened(small, nearest + step * direction) for step in steps[near]]
+    if max(map(_height, coarse), default=0.0) < _CLEAR:
+        coarse += [flattened(small, nearest + step * direction) for step in steps[~near]]
+    coarse = sorted((trial for trial in coarse if trial.lattice is not None), key=_height,
+                    reverse=True)
+    refined = []
+    across = np.array([direction[1], -direction[0]])
+    for trial in coarse[:_REFINED]:
+        centre = np.array(trial.horizon)
+        nearby = [flattened(grey, centre + a * direction + b * across)
+                  for a, b in ((0, 0), (-_FINE, 0), (_FINE, 0), (0, -_FINE), (0, _FINE))]
+        refined.append(max(nearby, key=_height))
+    refined.sort(key=_height, reverse=True)
+    if not refined or refined[0].lattice is None or math.hypot(
+            *refined[0].horizon) < _MIN_TILT:
+        return None  # no lattice; or upright in all but a trace of tilt: the search's to read
+    return Horizons(line.rows, refined,
+                    line.seed is not None or _height(refined[0]) >= _CLEAR)
+
+
+def _rows_line(grey: Image.Image) -> _RowsLine | None:
+    """Where the pattern's rows put `v` (v . p = -1 for their vanishing point p), or None
+    when they show no point within _REACH."""
+    pattern, text = line_field.families(grey)
+    rows = line_field.vanishing_point(
+        line_field.directions(pattern, line_field.PATTERN_DIRECTIONS),
+        line_field.PATTERN_CONTRAST)
+    if rows is None:
+        return None
+    to_centred = centred(grey.size)
+    along = to_centred @ rows
+    norm = math.hypot(along[0], along[1])
+    if norm < 1e-12:
+        return None
+    # v . (a, b) = -c: the line's point nearest the origin, and its direction.
+    nearest = -along[2] * along[:2] / norm ** 2
+    if float(np.hypot(*nearest)) > _REACH:
+        return None
+    return _RowsLine(nearest, np.array([-along[1], along[0]]) / norm, rows,
+                     _text_seed(text, rows, to_centred, along))
+
+
+def _height(trial: Flattened) -> float:
+    return trial.lattice.height if trial.lattice is not None else -1.0
+
+
+def _text_seed(text: npt.NDArray[np.bool_], rows: Floats, to_centred: Floats,
+               along: Floats) -> Floats | None:
+    """`v` where the text lines' vanishing line meets the pattern's (`along`, in centred
+    units), when the page shows enough text lines. A window whose lines run within
+    _NOT_ROWS of the pattern's rows there read the rows, not text (a page of little text)."""
+    found = [window for window in line_field.directions(text, line_field.TEXT_DIRECTIONS)
+             if _apart(window, rows) > _NOT_ROWS]
+    point = line_field.vanishing_point(found, line_field.TEXT_CONTRAST)
+    if point is None:
+        return None
+    lines = to_centred @ point
+    system = np.array([along[:2], lines[:2]])
+    if abs(float(np.linalg.det(system))) < 1e-9:
+        return None
+    seed: Floats = np.linalg.solve(system, -np.array([along[2], lines[2]]))
+    return seed if float(np.hypot(*seed)) <= _REACH else None
+
+
+def _apart(window: line_field.Direction, rows: Floats) -> float:
+    """The angle between a window's lines and the direction from it to the rows' point."""
+    towards = math.atan2(rows[1] - window.y * rows[2], rows[0] - window.x * rows[2])
+    return abs((towards - window.angle + math.pi / 2) % math.pi - math.pi / 2)
+
+
+def flattened(grey: Image.Image, horizon: Floats | tuple[float, float]) -> Flattened:
+    """`grey` with the projective part `horizon` undone, and the tile lattice it shows."""
+    v = (float(horizon[0]), float(horizon[1]))
+    to_centred = centred(grey.size)
+    projective = np.array([[1, 0, 0], [0, 1, 0], [v[0], v[1], 1]])
+    matrix = np.linalg.inv(to_centred) @ projective @ to_centred
+    width, height = grey.size
+    corners = np.array([[0, 0, 1], [width, 0, 1], [width, height, 1], [0, height, 1]],
+                       float) @ matrix.T
+    corners = corners[:, :2] / corners[:, 2:]
+    low, high = corners.min(axis=0), corners.max(axis=0)
+    matrix = np.array([[1, 0, -low[0]], [0, 1, -low[1]], [0, 0, 1]]) @ matrix
+    inverse = np.linalg.inv(matrix)
+    inverse /= inverse[2, 2]
+    size = (math.ceil(high[0] - low[0]), math.ceil(high[1] - low[1]))
+    flat = grey.transform(size, Image.Transform.PERSPECTIVE,
+                          tuple(float(c) for c in inverse.ravel()[:8]),
+                          Image.Resampling.BILINEAR)
+    return Flattened(v, flat, matrix, tile_lattice(flat))
+
+
+def tile_lattice(flat: Image.Image) -> TileLattice | None:
+    """The mark's tile lattice in `flat` (the projective part undone), or None: among the
+    highest autocorrelation peaks of its residual, those whose second harmonic shows too (a
+    lattice repeats; a page's text lines seldom repeat so exactly), each with the highest
+    point where a tile's other vector can lie (as long, at right angles, within _SQUARE and
+    _RIGHT: a dense text page keeps little of the vertical vector's peak, the text lines
+    cutting the residual into rows); the pair whose two heights add up most."""
+    acf = sync.autocorrelation(sync.residual(flat, 2))
+    longest = min(flat.size) / 2.5
+    best: TileLattice | None = None
+    for x, y, top in local_maxima(acf, _MIN_LAG, _PEAKS):
+        if math.hypot(x, y) > longest or (best is not None and 2 * top <= best.height):
+            continue
+        u = _refined(acf, np.array(sub_pixel(acf, x, y)), top)
+        if u is None:
+            continue
+        other = _other_vector(acf, u)
+        if other is None:
+            continue
+        w, height = other
+        lattice = _oriented(u, w, top + height)
+        if abs(math.atan2(lattice.across[1], lattice.across[0])) > _TURN:
+            continue  # the pattern's rows repeat along their own direction, -30 degrees
+        if best is None or lattice.height > best.height:
+            best = lattice
+    return best
+
+
+def _refined(acf: npt.NDArray[np.float32], u: Floats, top: float) -> Floats | None:
+    """`u` fitted through its peak and its second harmonic's (least squares through the
+    origin), or None when the harmonic, inside the plane, shows no peak of half its height."""
+    shape = acf.shape
+    if 2 * abs(u[0]) >= shape[1] / 2 - 3 or 2 * abs(u[1]) >= shape[0] / 2 - 3:
+        return u  # no room for the harmonic: the peak alone
+    x2, y2, value = sync.peak(acf, (2 * float(u[0]), 2 * float(u[1])), 2)
+    if value < _HARMONIC * top:
+        return None
+    fitted: Floats = (u + 2 * np.array([x2, y2])) / 5
+    return fitted
+
+
+def _other_vector(acf: npt.NDArray[np.float32], u: Floats) -> tuple[Floats, float] | None:
+    """The highest point of `acf` where the tile's other vector can lie given `u`, and its
+    height; None when that is no local maximum (a slope out of the window)."""
+    length = float(np.hypot(*u))
+    turned = np.array([-u[1], u[0]])
+    reach = math.ceil(length * max(_SQUARE, math.sin(_RIGHT))) + 1
+    height, width = acf.shape
+    xs = np.arange(math.floor(turned[0]) - reach, math.ceil(turned[0]) + reach + 1)
+    ys = np.arange(math.floor(turned[1]) - reach, math.ceil(turned[1]) + reach + 1)
+    window = acf[np.ix_(ys % height, xs % width)].astype(np.float64)
+    lengths = np.hypot(xs[None, :], ys[:, None])
+    cosine = (xs[None, :] * turned[0] + ys[:, None] * turned[1]) / np.maximum(
+        lengths * length, 1e-9)
+    window[(np.abs(lengths - length) > _SQUARE * length) | (cosine < math.cos(_RIGHT))] = -np.inf
+    iy, ix = np.unravel_index(int(np.argmax(window)), window.shape)
+    if not np.isfinite(window[iy, ix]) or iy in (0, len(ys) - 1) or ix in (0, len(xs) - 1):
+        return None
+    x, y, value = sync.peak(acf, (float(xs[ix]), float(ys[iy])), 1)
+    refined = _refined(acf, np.array([x, y]), value)
+    return (np.array([x, y]) if refined is None else refined), value
+
+
+def _oriented(u: Floats, w: Floats, height: float) -> TileLattice:
+    """The pair as a tile lattice: the vector nearer the horizontal across, pointing right,
+    the other down."""
+    across, down = (u, w) if abs(u[0]) >= abs(w[0]) else (w, u)
+    across = across if across[0] > 0 else -across
+    down = down if down[1] > 0 else -down
+    return TileLattice((float(across[0]), float(across[1])), (float(down[0]), float(down[1])),
+                       height)
