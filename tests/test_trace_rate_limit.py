@@ -32,8 +32,8 @@ def _png() -> bytes:
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     with inprocess_vault(tmp_path_factory.mktemp("trace-rate") / "data",
-                       VAULTD_RENDER_WORKERS="1",
-                       VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT=str(PER_HOUR)) as server:
+                         VAULTD_RENDER_WORKERS="1",
+                         VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT=str(PER_HOUR)) as server:
         yield server
 
 

@@ -23,7 +23,7 @@ TOO_LARGE = f"file larger than the {LIMIT} byte limit"
 @pytest.fixture(scope="module")
 def small_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     with inprocess_vault(tmp_path_factory.mktemp("small") / "data",
-                       VAULTD_UPLOAD_MAX_BYTES=str(LIMIT), VAULTD_RENDER_WORKERS="1") as server:
+                         VAULTD_UPLOAD_MAX_BYTES=str(LIMIT), VAULTD_RENDER_WORKERS="1") as server:
         yield server
 
 

@@ -35,7 +35,7 @@ CATEGORY_PATTERN = json.loads(OPENAPI.read_text())["components"]["schemas"][
 @pytest.fixture(scope="module")
 def open_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     with inprocess_vault(tmp_path_factory.mktemp("failures") / "data",
-                       **PRIVATE_ALLOWED) as server:
+                         **PRIVATE_ALLOWED) as server:
         yield server
 
 
