@@ -6,10 +6,10 @@ A thread, not the test's loop: the tests are synchronous httpx clients (and some
 `asyncio.run` for their set-up), so the app's loop must run while the test blocks on a request.
 It saves a Python interpreter and vaultd's imports per start, and is for tests that need no
 process boundary; a test that signals, kills or measures the server process keeps
-`tests.vault_process.VaultProcess`. One at a time per process: vaultd keeps some state per
-process (the revoke-alls' background steps, the umask, its log's routing: tests.inprocess_logs),
-so a second would share it; a module wanting a vaultd of its own beside the session's starts a
-process.
+`tests.vault_process.VaultProcess`. Several may run at once (the session's and a module's): each
+on a loop and threads of its own, named after its port, by which its log is kept apart
+(tests.inprocess_logs); what vaultd keeps per process is per loop (the background steps,
+vaultd.services.common.background) or the same for each (the umask).
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import asyncio
 import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from tests.inprocess_logs import ServerLog
+from tests.inprocess_logs import ServerLog, thread_name
 from tests.vault_process import (
     VaultProcess,
     assert_no_secrets_in_log,
@@ -47,23 +48,20 @@ class InProcessVault(VaultProcess):
     _stop: asyncio.Event | None = field(default=None, repr=False)
     _failure: BaseException | None = field(default=None, repr=False)
     _log: ServerLog | None = field(default=None, repr=False)
-    running: ClassVar[InProcessVault | None] = None
+    running: ClassVar[list[InProcessVault]] = []
 
     def start(self, timeout: float = 60.0) -> InProcessVault:
-        if InProcessVault.running is not None:
-            raise RuntimeError(f"an in-process vaultd already runs ({InProcessVault.running.url})"
-                               ": start this one as a process (tests.vault_process)")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.fixed_port or free_port()
         flags = {"host": "127.0.0.1", "port": self.port, "data_dir": str(self.data_dir)}
         env = {k: v for k, v in base_env(self.env).items() if k.startswith("VAULTD_")}
         settings = load_settings(env=env, flags=flags)
-        InProcessVault.running = self
+        InProcessVault.running.append(self)
         self._attach_log(settings.log_level)
         umask = _current_umask()
         self._failure = None
         self._thread = threading.Thread(target=self._serve, args=(settings,),
-                                        name=f"vaultd-{self.port}", daemon=True)
+                                        name=thread_name(self.port), daemon=True)
         self._thread.start()
         try:
             self._wait_healthy(timeout)
@@ -76,6 +74,9 @@ class InProcessVault(VaultProcess):
     def _serve(self, settings: Settings) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
+            # Its executor's threads named after it too: their log records are this vaultd's.
+            self._loop.set_default_executor(
+                ThreadPoolExecutor(thread_name_prefix=thread_name(self.port)))
             self._stop = asyncio.Event()
             await serve(settings, until=self._stop.wait)
 
@@ -85,7 +86,7 @@ class InProcessVault(VaultProcess):
             self._failure = exc
 
     def _attach_log(self, level: str) -> None:
-        self._log = ServerLog(self.log_path, level)
+        self._log = ServerLog(self.log_path, level, self.port)
         self._log.install()
 
     def _detach_log(self) -> None:
@@ -103,8 +104,7 @@ class InProcessVault(VaultProcess):
         """Stop as on SIGTERM (gracefully); 0 when the app stopped cleanly. A signal other than
         SIGTERM is not emulated: such a test needs a real process."""
         thread, loop, stop = self._thread, self._loop, self._stop
-        if InProcessVault.running is self:
-            InProcessVault.running = None
+        InProcessVault.running = [other for other in InProcessVault.running if other is not self]
         if thread is None:
             return 0
         if loop is not None and stop is not None and thread.is_alive():

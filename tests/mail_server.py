@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 
-from tests.vault_process import VaultProcess, running_vault
+from tests.inprocess import inprocess_vault
+from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 
 CODE = re.compile(r"\b(\d{6})\b")
@@ -90,5 +91,5 @@ class MailServer:
 @pytest.fixture(scope="module")
 def mailing_vault(tmp_path_factory: pytest.TempPathFactory,
                   mail: MailServer) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("mailing") / "data", **mail.env()) as server:
+    with inprocess_vault(tmp_path_factory.mktemp("mailing") / "data", **mail.env()) as server:
         yield server

@@ -42,7 +42,8 @@ from tests.fuzz_strategies import (
     raw_headers,
 )
 from tests.http_helpers import assert_json_error, create_link, upload_ok
-from tests.vault_process import VaultProcess, assert_no_secrets_in_log, running_vault
+from tests.inprocess import inprocess_vault
+from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from vaultd.services.files import uploads
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -53,7 +54,7 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 @pytest.fixture(scope="module")
 def fuzz_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("fuzz") / "data") as server:
+    with inprocess_vault(tmp_path_factory.mktemp("fuzz") / "data") as server:
         yield server
 
 

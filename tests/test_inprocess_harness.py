@@ -1,7 +1,8 @@
 """The in-process harness (`tests.inprocess`): the session's vaultd is served by this process,
 from the composition root vaultd.main uses (a page is rendered by its real workers, the CLI
 reaches its embedded database), its log file holds vaultd's lines and none of the test's, and a
-second one in the same process is refused."""
+second one beside it serves its own vault, logs to its own file, and stops leaving the first
+serving."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ import os
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests import documents
 from tests.http_helpers import create_link, upload_ok
-from tests.inprocess import InProcessVault
+from tests.inprocess import InProcessVault, inprocess_vault
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 
@@ -86,10 +86,24 @@ def test_the_log_file_holds_vaultds_lines_and_not_the_tests(
     assert "httpx" not in vault.log_text()
 
 
-def test_a_second_in_process_vault_is_refused(vault: VaultProcess, tmp_path: Path) -> None:
-    # vaultd keeps per-process state: a second one in this process would share it.
-    second = InProcessVault(tmp_path / "data")
-    with pytest.raises(RuntimeError, match=r"an in-process vaultd already runs \(http://"):
-        second.start()
-    assert not (tmp_path / "data").exists()
-    assert httpx.get(f"{vault.url}/healthz", timeout=10).status_code == 200
+def test_a_second_in_process_vault_serves_and_logs_apart_and_stops_alone(
+        vault: VaultProcess, api: httpx.Client, account: tuple[str, str],
+        tmp_path: Path) -> None:
+    with inprocess_vault(tmp_path / "data") as second:
+        assert second.port != vault.port and len(InProcessVault.running) == 2
+        second_account, second_key = second.new_account()
+        with second.client(second_key) as second_api:
+            assert second_api.get("/files/second-log-probe").status_code == 404
+            file_id = upload_ok(second_api, documents.pdf(1), name="one.pdf")["id"]
+            token = create_link(second_api, file_id)["token"]
+            assert second_api.get(f"/views/{token}/pages/1").status_code == 200
+        assert api.get("/files/first-log-probe").status_code == 404
+        for server, mine, other in ((second, "second", "first"), (vault, "first", "second")):
+            wait_until(lambda s=server, m=mine: f"/v1/files/{m}-log-probe" in s.log_text(),
+                       timeout=10, what=f"the {mine} vault's access log line")
+            assert f"{other}-log-probe" not in server.log_text()
+        # Each its own database: neither lists the other's account.
+        listed = {row["id"] for row in second.admin_json("accounts", "list")}
+        assert second_account in listed and account[0] not in listed
+    assert InProcessVault.running == [vault]
+    assert api.get("/account").status_code == 200

@@ -26,6 +26,7 @@ from tests.http_helpers import (
     create_link,
     upload_ok,
 )
+from tests.inprocess import inprocess_vault
 from tests.isolation_tenants import (
     ONE_SHOT,
     Tenant,
@@ -38,7 +39,7 @@ from tests.isolation_tenants import (
     not_tokens,
     snapshot,
 )
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import VaultProcess
 from vaultd import secrets as vault_secrets
 from vaultd.services.accounts import api_keys
 
@@ -48,7 +49,7 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     """This module's own vaultd, so its log holds only what these tests did."""
-    with running_vault(tmp_path_factory.mktemp("isolation") / "data") as server:
+    with inprocess_vault(tmp_path_factory.mktemp("isolation") / "data") as server:
         yield server
 
 

@@ -14,8 +14,9 @@ import pytest
 from tests import render_fixtures as fx
 from tests.access_log import file_record
 from tests.http_helpers import create_link, upload_ok
+from tests.inprocess import inprocess_vault
 from tests.raw_posts import finish_post, start_post
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
@@ -23,8 +24,8 @@ pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
 
 @pytest.fixture
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("rotation") / "data",
-                       VAULTD_RENDER_WORKERS="1") as vault:
+    with inprocess_vault(tmp_path_factory.mktemp("rotation") / "data",
+                         VAULTD_RENDER_WORKERS="1") as vault:
         yield vault
 
 

@@ -13,8 +13,9 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import assert_json_error
+from tests.inprocess import inprocess_vault
 from tests.raw_posts import finish_post, start_post
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
@@ -26,9 +27,9 @@ SENT = 100_000  # what a held trace sends of its body before it waits
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("trace-admission") / "data",
-                       VAULTD_RENDER_WORKERS="1",
-                       VAULTD_TRACE_MAX_CONCURRENT_PER_ACCOUNT=str(CONCURRENT)) as server:
+    with inprocess_vault(tmp_path_factory.mktemp("trace-admission") / "data",
+                         VAULTD_RENDER_WORKERS="1",
+                         VAULTD_TRACE_MAX_CONCURRENT_PER_ACCOUNT=str(CONCURRENT)) as server:
         yield server
 
 

@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 
 from tests.http_helpers import assert_json_error
-from tests.vault_process import VaultProcess, running_vault
+from tests.inprocess import inprocess_vault
+from tests.vault_process import VaultProcess
 
 pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
 
@@ -30,9 +31,9 @@ def _png() -> bytes:
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("trace-rate") / "data",
-                       VAULTD_RENDER_WORKERS="1",
-                       VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT=str(PER_HOUR)) as server:
+    with inprocess_vault(tmp_path_factory.mktemp("trace-rate") / "data",
+                         VAULTD_RENDER_WORKERS="1",
+                         VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT=str(PER_HOUR)) as server:
         yield server
 
 

@@ -13,8 +13,9 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import assert_json_error, upload
+from tests.inprocess import inprocess_vault
 from tests.raw_posts import finish_post, start_post
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -24,8 +25,8 @@ CONCURRENT = 2
 
 @pytest.fixture(scope="module")
 def vault2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("admission") / "data", VAULTD_RENDER_WORKERS="1",
-                       VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT=str(CONCURRENT)) as server:
+    with inprocess_vault(tmp_path_factory.mktemp("admission") / "data", VAULTD_RENDER_WORKERS="1",
+                         VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT=str(CONCURRENT)) as server:
         yield server
 
 

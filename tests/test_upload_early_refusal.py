@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from tests import documents as docs
+from tests.inprocess import inprocess_vault
 from tests.raw_posts import read_response, start_post
-from tests.vault_process import VaultProcess, running_vault
+from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
@@ -30,9 +31,9 @@ TOO_LARGE = f"file larger than the {LIMIT} byte limit"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("early") / "data", VAULTD_RENDER_WORKERS="1",
-                       VAULTD_UPLOAD_MAX_BYTES=str(LIMIT),
-                       VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="1") as vault:
+    with inprocess_vault(tmp_path_factory.mktemp("early") / "data", VAULTD_RENDER_WORKERS="1",
+                         VAULTD_UPLOAD_MAX_BYTES=str(LIMIT),
+                         VAULTD_UPLOAD_MAX_CONCURRENT_PER_ACCOUNT="1") as vault:
         yield vault
 
 

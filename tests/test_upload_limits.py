@@ -11,7 +11,8 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import assert_json_error, upload
-from tests.vault_process import VaultProcess, running_vault
+from tests.inprocess import inprocess_vault
+from tests.vault_process import VaultProcess
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -21,8 +22,8 @@ TOO_LARGE = f"file larger than the {LIMIT} byte limit"
 
 @pytest.fixture(scope="module")
 def small_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("small") / "data",
-                       VAULTD_UPLOAD_MAX_BYTES=str(LIMIT), VAULTD_RENDER_WORKERS="1") as server:
+    with inprocess_vault(tmp_path_factory.mktemp("small") / "data",
+                         VAULTD_UPLOAD_MAX_BYTES=str(LIMIT), VAULTD_RENDER_WORKERS="1") as server:
         yield server
 
 

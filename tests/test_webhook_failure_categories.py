@@ -16,7 +16,8 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import upload_ok
-from tests.vault_process import VaultProcess, free_port, running_vault
+from tests.inprocess import inprocess_vault
+from tests.vault_process import VaultProcess, free_port
 from tests.webhook_attempts import failure_logged, first_delivery, raw_server, self_signed_context
 from tests.webhook_receiver import Reply, running_receiver
 
@@ -33,8 +34,8 @@ CATEGORY_PATTERN = json.loads(OPENAPI.read_text())["components"]["schemas"][
 
 @pytest.fixture(scope="module")
 def open_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("failures") / "data",
-                       **PRIVATE_ALLOWED) as server:
+    with inprocess_vault(tmp_path_factory.mktemp("failures") / "data",
+                         **PRIVATE_ALLOWED) as server:
         yield server
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from tests import documents as docs
 from tests.http_helpers import create_link, upload_ok
-from tests.vault_process import VaultProcess, running_vault
+from tests.inprocess import inprocess_vault
+from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 from tests.webhook_receiver import Receiver, Reply, running_receiver
 from tests.webhook_subscriptions import ALL_EVENTS, FAST_RETRIES, subscribe
@@ -28,7 +29,7 @@ EVERY_EVENT = ALL_EVENTS + GATE_EVENTS + ROOM_EVENTS + AUDIT_EVENTS  # what one 
 
 @pytest.fixture(scope="module")
 def hooks_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    with running_vault(tmp_path_factory.mktemp("hooks") / "data", **FAST_RETRIES) as server:
+    with inprocess_vault(tmp_path_factory.mktemp("hooks") / "data", **FAST_RETRIES) as server:
         yield server
 
 

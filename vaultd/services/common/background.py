@@ -35,12 +35,19 @@ def _finished(task: asyncio.Task[Any], what: str) -> None:
 
 
 def stop() -> None:
-    """Cancel this process's background work (its records stay for recovery)."""
-    for task in list(_running):
+    """Cancel this process's background work (its records stay for recovery): the work of the
+    calling event loop, the one vaultd serves from (the in-process test harness runs several
+    vaultd in one process, each on a loop of its own)."""
+    for task in _of_this_loop():
         task.cancel()
 
 
 async def settled() -> None:
-    """Wait until this process's background work is done."""
-    while _running:
-        await asyncio.gather(*_running, return_exceptions=True)
+    """Wait until this process's background work (the calling loop's) is done."""
+    while waiting := _of_this_loop():
+        await asyncio.gather(*waiting, return_exceptions=True)
+
+
+def _of_this_loop() -> list[asyncio.Task[Any]]:
+    loop = asyncio.get_running_loop()
+    return [task for task in list(_running) if task.get_loop() is loop]
