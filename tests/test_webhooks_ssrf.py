@@ -18,6 +18,8 @@ from tests.http_helpers import upload_ok
 from tests.vault_process import VaultProcess
 from tests.webhook_attempts import failure_logged, first_delivery
 from tests.webhook_receiver import running_receiver
+from vaultd.db import Db
+from vaultd.services.webhooks import delivery_numbers
 from vaultd.services.webhooks.webhook_failures import Failure, tenant_error
 from vaultd.services.webhooks.webhook_http import (
     RefusedAddress,
@@ -143,7 +145,13 @@ def test_an_attempt_recorded_before_categories_shows_only_its_category(
            "accountId": "acct", "type": "file.deleted", "attempt": 1,
            "at": datetime.now(UTC), "status": None, "ok": False, "durationMs": 3,
            "error": old_detail}
-    vault.run_service(lambda db: db.webhook_deliveries.insert_one(row))
+
+    async def recorded_before(db: Db) -> None:
+        await db.webhook_deliveries.insert_one(row)  # type: ignore[arg-type]  # an old record
+        # An upgrade's start-up numbers the attempts recorded before numbers existed.
+        await delivery_numbers.number_endpoint_deliveries(db, created.json()["id"])
+
+    vault.run_service(recorded_before)
     response = api.get(f"/webhooks/{created.json()['id']}/deliveries")
     assert response.status_code == 200
     [shown] = response.json()["deliveries"]
