@@ -29,6 +29,7 @@ from backends.s3.options import S3Config, error_code
 from vaultd.db import Db
 from vaultd.records.audit import AuditCheckpointDoc
 from vaultd.services.audit import lease
+from vaultd.services.common.periodic import cancel_and_wait
 from vaultd.timefmt import utcnow
 
 log = logging.getLogger("vaultd.audit")
@@ -117,9 +118,7 @@ class LockCopier:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         if self._context is not None:
             with contextlib.suppress(Exception):
                 await self._context.__aexit__(None, None, None)

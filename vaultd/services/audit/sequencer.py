@@ -43,6 +43,7 @@ from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in, inse
 from vaultd.services.audit.keys import Signer
 from vaultd.services.audit.tree_store import node_id
 from vaultd.services.common import log_fence
+from vaultd.services.common.periodic import cancel_and_wait
 from vaultd.timefmt import utcnow
 
 if TYPE_CHECKING:  # its SDK is an optional install, imported only where the copy is set
@@ -349,9 +350,7 @@ class Sequencer:
             await self.copier.stop()
         if self._task is None:
             return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await cancel_and_wait(self._task)
         with contextlib.suppress(PyMongoError):
             await lease.release(self.db, self.holder)
 

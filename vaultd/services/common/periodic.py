@@ -9,6 +9,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from typing import Any
+
+RECANCEL_SECONDS = 1.0  # how long a cancelled task may run on before it is cancelled again
+
+
+async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    """Cancel `task` and wait until it has ended, cancelling it again while it runs on: Python
+    3.11's `asyncio.wait_for`, which the database driver awaits inside every command, can swallow
+    a cancellation that lands as its operation completes, and a loop that swallowed its one
+    cancellation would otherwise run on (and its stop wait) for ever. What the task raised
+    other than its cancellation is raised here."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=RECANCEL_SECONDS)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 class Periodic:
@@ -30,8 +46,8 @@ class Periodic:
             return True
         self._stopping.set()
         done, _ = await asyncio.wait({self._task}, timeout=max(flush_seconds, 0.0))
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        with contextlib.suppress(Exception):  # a round logs its own failures
+            await cancel_and_wait(self._task)
         return bool(done)
 
     async def _run(self) -> None:
