@@ -22,7 +22,7 @@ from vaultd.records import LinkDoc
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts
 from vaultd.services.analytics import link_listing
-from vaultd.services.common import access_log, feed
+from vaultd.services.common import access_log, feed, numbered_log
 from vaultd.services.files import files
 from vaultd.services.gates import sessions as viewer_sessions
 from vaultd.services.members import activity, activity_numbers, session_numbers, sessions
@@ -96,13 +96,21 @@ async def _links(db: Db, shape: Shape, times: list[datetime]) -> None:
 
 
 async def _log(db: Db, shape: Shape, times: list[datetime]) -> None:
-    """The file's log, in the room's log too (a room's document is read through the room)."""
+    """The file's log, in the room's log too (a room's document is read through the room),
+    numbered in the file, the account and the room as the audit round numbers them."""
     shape.room_id, shape.room_created = str(uuid.uuid4()), utcnow() - timedelta(days=60)
     await _insert(db, "access_log", [
         {"_id": str(uuid.uuid4()), "accountId": shape.account_id, "fileId": shape.file_id,
          "roomId": shape.room_id, "action": "page", "page": 1 + place % 3, "at": at,
-         "viewerEmail": "kim@example.com", "ip": "203.0.113.7"}
+         "viewerEmail": "kim@example.com", "ip": "203.0.113.7",
+         "fileSeq": place + 1, "accountSeq": place + 1, "roomSeq": place + 1}
         for place, at in enumerate(times)])
+    scopes = [(numbered_log.FILE, shape.file_id), (numbered_log.ACCOUNT, shape.account_id),
+              (numbered_log.ROOM, shape.room_id)]
+    await db.number_counters.insert_many([
+        *({"_id": scope.counter(value), "seq": len(times), "since": times[0]}
+          for scope, value in scopes),
+        {"_id": numbered_log.HORIZON, "horizon": utcnow()}])
 
 
 async def _viewer_sessions(db: Db, shape: Shape, times: list[datetime]) -> None:
@@ -194,8 +202,8 @@ READS: dict[str, tuple[Read, Callable[[Any], Sized]]] = {
         db, s.account_id, s.file_id, 1, 20, "active"), lambda page: page["views"]),
     "a file's access log (200)": (lambda db, s: access_log.latest_for_file(
         db, s.file_id, since=s.file_created), lambda entries: entries),
-    "the account's access log (console, 50)": (lambda db, s: feed.page(
-        db.raw(db.access_log.name), s.account_id, per_page=50), lambda page: page.entries),
+    "the account's access log (console, 50)": (lambda db, s: feed.log_page(
+        db, s.account_id, per_page=50), lambda page: page.entries),
     "a link's viewer sessions (50)": (lambda db, s: viewer_sessions.sessions_json(
         db, cast("LinkDoc", s.link)), lambda rows: rows),
     "the activity log (50)": (lambda db, s: activity.page(db, s.account_id),

@@ -232,6 +232,10 @@ class AccessLogDoc(TypedDict):
     # Who did it, when a key or a member's session did: not in the spec's entry (common.acting)
     actor: NotRequired[dict[str, str]]
     fenced: NotRequired[bool]  # written through services.common.log_fence: not in the entry
+    # Its numbers in its file, account and room, given after the insert (common.log_numbering)
+    fileSeq: NotRequired[int]
+    accountSeq: NotRequired[int]
+    roomSeq: NotRequired[int]
 
 
 class InstanceDoc(TypedDict):

@@ -63,6 +63,11 @@ class NumberCounterDoc(TypedDict):
     _id: str  # the scope: "activity:<account id>", "sessions:<address>"
     seq: NotRequired[int]  # absent until the scope's first new record
     floor: NotRequired[int]  # the lowest number of a record written before numbers existed
+    # The access log's scopes (services.common.numbered_log): the time of the scope's first
+    # numbered entry; and, on "access_log:horizon" alone, the time before which every entry
+    # is numbered.
+    since: NotRequired[datetime]
+    horizon: NotRequired[datetime]
 
 
 class SignInCodeDoc(TypedDict):

@@ -45,13 +45,12 @@ class ActivityPage(ConsolePage):
         raw = self.get_query_argument("after", "") or None
         after = feed.Cursor.decode(raw) if raw else None
         db = self.ctx.db
-        records = db.raw(db.activity.name if kind == "account" else db.access_log.name)
         with pymongo.timeout(DB_DEADLINE_SECONDS):
             if kind == "account":
                 found = await _account_actions(db, self.account.id, after, action)
             else:
-                found = await feed.page(records, self.account.id, per_page=PER_PAGE,
-                                        action=action, after=after)
+                found = await feed.log_page(db, self.account.id, per_page=PER_PAGE,
+                                            action=action, after=after)
             names = await self._file_names(found.entries) if kind == "files" else {}
         self.page("activity.html", "Activity", feed=kind, feeds=FEEDS, actions=actions,
                   action=action or "", rows=[_row(kind, doc, names) for doc in found.entries],

@@ -97,6 +97,7 @@ class Sequencer:
     dirty: bool = True
     copier: LockCopier | None = None  # the checkpoints' locked copy, its own task (S3's SDK)
     unfenced: set[str] = field(default_factory=set)  # sources whose fence could not be set
+    numbering: Callable[[datetime], Awaitable[int]] | None = None  # the log's (log_numbering)
     _task: asyncio.Task[None] | None = None
 
     async def round(self) -> int:
@@ -119,6 +120,8 @@ class Sequencer:
             sequenced, self.dirty = 0, True  # the next round checks and reads it again
         if not self.dirty:
             await lease.save_cursors(self.db, self.holder, self.epoch, cursors)
+        if self.numbering is not None and "access_log" not in self.unfenced:  # behind the fence
+            await self.numbering(cursors["access" + LOOKED])
         await self._checkpoints()
         return sequenced
 
@@ -276,8 +279,7 @@ class Sequencer:
             written = await asyncio.gather(
                 blocks.write(self.db, [(plan.tree, plan.pieces) for plan in plans], self.epoch),
                 self._write_nodes([(plan.tree["_id"], *node) for plan in plans
-                                   for node in plan.nodes]),
-                return_exceptions=True)
+                                   for node in plan.nodes]), return_exceptions=True)
             for outcome in written:
                 if isinstance(outcome, BaseException):
                     raise outcome

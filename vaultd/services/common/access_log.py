@@ -15,7 +15,7 @@ from typing import Any, get_args
 
 from vaultd.db import Db
 from vaultd.records import AccessLogDoc, Action
-from vaultd.services.common import log_fence
+from vaultd.services.common import log_fence, numbered_log
 from vaultd.services.common.acting import acting
 from vaultd.services.common.newest import FIRST_WINDOW, newest
 from vaultd.services.common.recent import RecentRecords
@@ -146,8 +146,20 @@ async def latest_for_file(
 
     `count`: the entries a page holds (the API's LATEST; the console shows fewer). The spans
     kept are those of LATEST entries, whatever the page that measured them: a page of `count`
-    starts with that span scaled to it, so pages of both sizes share one hint."""
+    starts with that span scaled to it, so pages of both sizes share one hint.
+
+    The whole log (no `action`) is read by the entries' numbers in the file where they have
+    them (`numbered_log`): a burst behind the page is not walked. The spans are for the time
+    windows of the rest."""
     query: dict[str, Any] = {"fileId": file_id}
+    if action is None:
+        log = db.raw(db.access_log.name)
+        numbered = await numbered_log.newest_entries(
+            db, numbered_log.FILE, file_id, count=count, oldest=since - UPLOAD_SLACK,
+            below=(before, "") if before is not None else None)
+        if numbered is not None:
+            page_docs = await numbered_log.with_ties(log, query, numbered, count)
+            return [entry_json(doc) for doc in page_docs]
     if action is not None:
         query["action"] = action  # on the (fileId, action, at) index: a range as well
     top = before or utcnow() + UPLOAD_SLACK

@@ -12,6 +12,10 @@ INDEXES: tuple[Index, ...] = (
     index("access_log", "accountId", "-at"),
     # The console's Activity page filtered by action: a time range too (feed).
     index("access_log", "accountId", "action", "-at"),
+    # The whole log of a file, an account, a room by the entries' numbers (numbered_log).
+    index("access_log", "fileId", "fileSeq"),
+    index("access_log", "accountId", "accountSeq"),
+    index("access_log", "roomId", "roomSeq", sparse=True),
     # A rolling window is dropped by the database when it is over (TTL: rolling_limits).
     index("rate_limits", "expiresAt", expireAfterSeconds=0),
 )

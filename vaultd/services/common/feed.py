@@ -1,6 +1,8 @@
 """An account's log read a page at a time, newest first, optionally one action only: the
-console's Activity page reads its files' actions (`access_log`) through it; the account's own
-actions, all or one action's, are read by their numbers (`members.activity.page`).
+console's Activity page reads its files' actions (`access_log`) through it (`log_page`: the
+whole log by the entries' numbers in the account, `common.numbered_log`, where they have them);
+the account's own actions, all or one action's, are read by their numbers
+(`members.activity.page`).
 
 Each page is time windows on an index of (accountId[, action], at) (`common.newest`), so it
 costs what it returns however long the log: 10^6 entries behind a page are never read. The
@@ -17,7 +19,9 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
+from vaultd.db import Db
 from vaultd.errors import InvalidRequest
+from vaultd.services.common import numbered_log
 from vaultd.services.common.newest import newest
 from vaultd.timefmt import utcnow
 
@@ -73,3 +77,19 @@ async def page(records: AsyncCollection[Any], account_id: str, *, per_page: int,
     found = found[:per_page]
     last = found[-1] if found and more else None
     return FeedPage(found, Cursor(last["at"], last["_id"]) if last else None)
+
+
+async def log_page(db: Db, account_id: str, *, per_page: int, action: str | None = None,
+                   after: Cursor | None = None) -> FeedPage:
+    """A page of the account's access log (its files' actions); the whole log by the entries'
+    numbers in the account where they have them, one action's by time windows (`page`)."""
+    if action is None:
+        found = await numbered_log.newest_entries(
+            db, numbered_log.ACCOUNT, account_id, count=per_page, oldest=EPOCH,
+            below=(after.at, after.id) if after is not None else None)
+        if found is not None:
+            shown = found[:per_page]
+            last = shown[-1] if len(found) > per_page else None
+            return FeedPage(shown, Cursor(last["at"], last["_id"]) if last else None)
+    return await page(db.raw(db.access_log.name), account_id, per_page=per_page, action=action,
+                      after=after)

@@ -1,0 +1,195 @@
+"""The access log's numbers (`services.common.log_numbering`, `numbered_log`): entries are
+numbered after their insert, behind the log fence, and the three whole-log reads (a file's, the
+account's in the console, a room's) read the numbered part by number, the newer tail and the
+older unnumbered part by time, each entry once and in the log's order wherever a page ends.
+
+Entries are written through `access_log.record` (the fenced one-command insert the page path
+uses); a numbering round is what the audit sequencer's round runs: the fence raised to the
+horizon, then `number_new_entries` up to it. Each test has a database of its own on the test
+worker's shared SecantusDB (`tests.worker_database`).
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from tests.db_reads import QueryRecorder, total_examined
+from tests.worker_database import DATABASE, URI, WORKER_DATABASE
+from vaultd.db import Db
+from vaultd.db_indexes import ensure_indexes
+from vaultd.services.common import access_log, feed, log_fence, log_numbering, numbered_log
+from vaultd.services.rooms import activity as room_activity
+from vaultd.timefmt import utcnow
+
+ACCOUNT, ROOM = "acct-numbers", "room-numbers"
+LONG_AGO = datetime(2024, 1, 1).astimezone()
+
+
+@pytest.fixture
+def recorder() -> QueryRecorder:
+    return QueryRecorder()
+
+
+@pytest.fixture
+async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
+    uri, name = WORKER_DATABASE.uri(), f"lognumbers_{secrets.token_hex(6)}"
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
+    database = Db(client, client[name])
+    await ensure_indexes(database)
+    try:
+        yield database
+    finally:
+        await database.close()
+        WORKER_DATABASE.release({URI: uri, DATABASE: name})
+
+
+async def write(db: Db, file_id: str, count: int) -> None:
+    """`count` downloads of `file_id` logged as the routes log them, read through a room."""
+    for _ in range(count):
+        await access_log.record(db, ACCOUNT, file_id, "download", ip="203.0.113.5",
+                                room_id=ROOM)
+
+
+async def numbering_round(db: Db, horizon: datetime | None = None) -> int:
+    """What the audit sequencer's round does for the log's numbers: the fence to the horizon
+    (now, unless given), then the numbers behind it."""
+    horizon = horizon or utcnow()
+    await log_fence.raise_horizon(db, "access_log", horizon)
+    return await log_numbering.number_new_entries(db, horizon)
+
+
+async def in_order(db: Db, query: dict[str, Any]) -> list[Any]:
+    """Every entry of `query`, newest first in the log's order (time, then id), from the
+    database itself."""
+    docs = await db.raw(db.access_log.name).find(query).to_list()
+    return sorted(docs, key=lambda doc: (doc["at"], doc["_id"]), reverse=True)
+
+
+async def api_pages(db: Db, file_id: str, count: int) -> list[dict[str, Any]]:
+    """The file's whole log through `latest_for_file`, page after page by `before`."""
+    shown: list[dict[str, Any]] = []
+    before: datetime | None = None
+    while True:
+        page = await access_log.latest_for_file(db, file_id, since=LONG_AGO, before=before,
+                                                count=count)
+        shown += page
+        if len(page) < count:
+            return shown
+        before = datetime.fromisoformat(page[-1]["at"])
+
+
+async def console_pages(db: Db, per_page: int) -> list[dict[str, Any]]:
+    """The account's whole log through the console's pages, cursor after cursor."""
+    shown: list[dict[str, Any]] = []
+    after: feed.Cursor | None = None
+    while True:
+        page = await feed.log_page(db, ACCOUNT, per_page=per_page, after=after)
+        shown += page.entries
+        if page.next is None:
+            return shown
+        after = page.next
+
+
+async def test_entries_arriving_faster_than_the_rounds_are_each_read_once_in_order(
+        db: Db) -> None:
+    file_id = str(uuid.uuid4())
+    assert await numbering_round(db) == 0  # the first round marks where numbers start
+    await write(db, file_id, 30)
+    assert await numbering_round(db) == 30
+    await write(db, file_id, 25)  # the tail: stamped after the last round's horizon
+    expected = await in_order(db, {"fileId": file_id})
+    numbered = [doc for doc in expected if "fileSeq" in doc]
+    assert len(numbered) == 30 and len(expected) == 55
+    # Dense, in the log's order, in each of the entry's scopes.
+    for field in ("fileSeq", "accountSeq", "roomSeq"):
+        assert [doc[field] for doc in numbered] == list(range(30, 0, -1))
+    as_api = [access_log.entry_json(doc) for doc in expected]
+    assert await access_log.latest_for_file(db, file_id, since=LONG_AGO) == as_api
+    assert await room_activity.latest_entries(db, ROOM, since=LONG_AGO) == as_api
+    assert [doc["_id"] for doc in await console_pages(db, 50)] == [
+        doc["_id"] for doc in expected]
+
+
+async def test_before_and_the_cursor_across_the_numbered_and_unnumbered_boundary(
+        db: Db) -> None:
+    """Every page size from 1 up: a page ends in the tail, on its last entry, inside the
+    numbered part, on its first entry, and in the part older than the first round."""
+    file_id = str(uuid.uuid4())
+    await write(db, file_id, 6)  # before the first round: the old part, read by time
+    await numbering_round(db)
+    await write(db, file_id, 9)
+    await numbering_round(db)
+    await write(db, file_id, 5)
+    expected = await in_order(db, {"fileId": file_id})
+    assert [("fileSeq" in doc) for doc in expected] == [False] * 5 + [True] * 9 + [False] * 6
+    counter = await db.number_counters.find_one({"_id": numbered_log.FILE.counter(file_id)})
+    assert counter is not None and counter["since"] == expected[13]["at"]
+    as_api = [access_log.entry_json(doc) for doc in expected]
+    for size in range(1, 22):
+        assert await api_pages(db, file_id, size) == as_api, f"pages of {size}"
+        shown = await console_pages(db, size)
+        assert [doc["_id"] for doc in shown] == [doc["_id"] for doc in expected], size
+
+
+async def test_a_round_killed_before_it_moved_the_horizon_leaves_no_entry_twice(
+        db: Db) -> None:
+    file_id = str(uuid.uuid4())
+    await numbering_round(db)
+    await write(db, file_id, 12)
+    await numbering_round(db)
+    await write(db, file_id, 8)
+    tail = (await in_order(db, {"fileId": file_id}))[:8]
+    # A round that raised the file's counter and numbered half of the tail, then died.
+    counters = db.number_counters
+    await counters.update_one({"_id": numbered_log.FILE.counter(file_id)}, {"$inc": {"seq": 8}})
+    for number, doc in enumerate(reversed(tail[4:]), start=13):
+        await db.access_log.update_one({"_id": doc["_id"]}, {"$set": {"fileSeq": number}})
+    expected = [access_log.entry_json(doc) for doc in await in_order(db, {"fileId": file_id})]
+    assert await access_log.latest_for_file(db, file_id, since=LONG_AGO) == expected
+    assert await api_pages(db, file_id, 5) == expected
+    # The next round numbers the stretch again, above the dead round's numbers.
+    assert await numbering_round(db) == 8
+    renumbered = await in_order(db, {"fileId": file_id})
+    assert [doc["fileSeq"] for doc in renumbered] == [*range(28, 20, -1), *range(12, 0, -1)]
+    assert await api_pages(db, file_id, 5) == expected
+
+
+async def test_a_hot_file_is_read_by_number_and_its_tail_by_time(
+        db: Db, recorder: QueryRecorder) -> None:
+    """2,000 entries within a second on one file, numbered, then a tail of 150 the round has
+    not reached: a page walks its numbered entries and the tail, not the burst."""
+    file_id = str(uuid.uuid4())
+    start = utcnow() - timedelta(seconds=2)
+    await numbering_round(db, start)
+    await db.raw(db.access_log.name).insert_many([
+        {"_id": str(uuid.uuid4()), "accountId": ACCOUNT, "fileId": file_id, "roomId": ROOM,
+         "action": "page", "page": 1, "at": start + timedelta(milliseconds=place // 3)}
+        for place in range(2_000)])  # three a millisecond
+    assert await numbering_round(db) == 2_000
+
+    async def walked(tail: int) -> int:
+        recorder.queries.clear()
+        recorder.recording = True
+        try:
+            page = await access_log.latest_for_file(db, file_id, since=LONG_AGO)
+        finally:
+            recorder.recording = False
+        assert len(page) >= access_log.LATEST
+        expected = await in_order(db, {"fileId": file_id})
+        assert page[:access_log.LATEST] == [access_log.entry_json(doc)
+                                            for doc in expected[:access_log.LATEST]]
+        assert len(expected) == 2_000 + tail
+        return await total_examined(db, list(recorder.queries))
+
+    # The page's 200, the one past it (is it tied?) and its millisecond, the counters.
+    assert await walked(0) <= 2 * access_log.LATEST + 10
+    await write(db, file_id, 150)
+    assert await walked(150) <= 150 + 2 * access_log.LATEST + 10

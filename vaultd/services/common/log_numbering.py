@@ -1,0 +1,115 @@
+"""Numbers the access log's entries in their file, account and room, after their insert.
+
+The page path's insert is one command and must stay so (`tests/test_page_commands.py`), so an
+entry cannot take a number from a counter as an activity event does. The audit sequencer's
+round has just set the log fence (`log_fence`) at its horizon: no entry written through
+`access_log.record` stamped before it can land any more. So a round numbers the closed
+stretch from the last numbering horizon up to the new one, in the log's order (time, then
+`_id`), and moves the horizon: every entry stamped before the horizon has its numbers, dense
+per scope and in the order the reads want (`numbered_log`). Per round, whatever the number of
+entries: one read of the stretch on the `at` index, one `$inc` per scope in one command and a
+read of the new tops, then the entries' numbers, UPDATE_BATCH per command.
+
+Killed between its writes, a round leaves counters raised and some entries numbered past the
+horizon it did not move: the next round numbers the whole stretch again with new numbers
+(the old ones become gaps, which the reads step over), and the reads ignore numbers past the
+horizon meanwhile. One holder at a time: the audit lease (a holder paused past its lease while
+another numbers the same stretch could interleave their numbers: the audit's epoch fences its
+own writes, this does not). The first round numbers nothing: it marks where numbers start, and
+what is older is read by time as before (each scope's counter keeps its first numbered entry's
+time, `since`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo import UpdateOne
+from pymongo.errors import PyMongoError
+
+from vaultd.db import Db
+from vaultd.services.common import log_fence
+from vaultd.services.common.numbered_log import HORIZON, SCOPES
+
+log = logging.getLogger("vaultd.audit")
+# At most this much of the log per round: after a pause (no round for a while) the numbering
+# catches up a stretch at a time, each round's read bounded by what the stretch holds.
+MAX_STRETCH = timedelta(seconds=60)
+UPDATE_BATCH = 20  # entries numbered per command: each entry carries several indexes
+IN_CHUNK = 200  # counters read back per command
+FIELDS = {"at": 1, **{scope.field: 1 for scope in SCOPES}}
+
+
+async def number_new_entries(db: Db, horizon: datetime) -> int:
+    """Numbers the entries stamped before `horizon` (the log fence stands there) that the last
+    round left; how many it numbered. A database error is logged, not raised: the audit
+    round that calls it goes on, and the next round numbers the same stretch."""
+    try:
+        return await _number(db, horizon)
+    except PyMongoError as error:
+        log.warning("access log numbering skipped this round: %s", error)
+        return 0
+
+
+async def _number(db: Db, horizon: datetime) -> int:
+    counters = db.number_counters
+    state = await counters.find_one({"_id": HORIZON})
+    start = state.get("horizon") if state is not None else None
+    if start is None:  # the first round: numbers start here
+        await counters.update_one({"_id": HORIZON}, {"$setOnInsert": {"horizon": horizon}},
+                                  upsert=True)
+        return 0
+    stop = min(horizon, start + MAX_STRETCH)
+    if stop <= start:
+        return 0
+    entries = db.raw(db.access_log.name)
+    docs = await entries.find({"at": {"$gte": start, "$lt": stop}}, FIELDS).to_list()
+    docs.sort(key=lambda doc: (doc["at"], doc["_id"]))
+    counts: Counter[str] = Counter()
+    first: dict[str, datetime] = {}
+    for doc in docs:
+        for key in _scopes(doc).values():
+            counts[key] += 1
+            first.setdefault(key, doc["at"])
+    if counts:
+        await counters.bulk_write([UpdateOne(
+            {"_id": key}, {"$inc": {"seq": count}, "$setOnInsert": {"since": first[key]}},
+            upsert=True) for key, count in counts.items()], ordered=False)
+        given = await _tops(db, list(counts))
+        following = {key: given[key] - counts[key] for key in counts}
+        # The fence's mark goes: it only ever mattered to the insert, and the fence's
+        # validator refuses any change to an entry behind it that still carries it.
+        updates = [UpdateOne({"_id": doc["_id"]}, {"$set": _numbers(doc, following),
+                                                   "$unset": {log_fence.FENCED: ""}})
+                   for doc in docs]
+        for at in range(0, len(updates), UPDATE_BATCH):
+            await entries.bulk_write(updates[at:at + UPDATE_BATCH], ordered=False)
+    # Only once every entry of the stretch has its numbers do the reads use them.
+    await counters.update_one({"_id": HORIZON}, {"$max": {"horizon": stop}})
+    return len(docs)
+
+
+def _scopes(doc: Any) -> dict[str, str]:
+    """The number field and counter of each scope the entry is in."""
+    return {scope.number: scope.counter(doc[scope.field])
+            for scope in SCOPES if doc.get(scope.field)}
+
+
+def _numbers(doc: Any, following: dict[str, int]) -> dict[str, int]:
+    numbers = {}
+    for field, key in _scopes(doc).items():
+        following[key] += 1
+        numbers[field] = following[key]
+    return numbers
+
+
+async def _tops(db: Db, keys: list[str]) -> dict[str, int]:
+    tops: dict[str, int] = {}
+    for at in range(0, len(keys), IN_CHUNK):
+        async for counter in db.number_counters.find({"_id": {"$in": keys[at:at + IN_CHUNK]}},
+                                                     {"seq": 1}):
+            tops[counter["_id"]] = int(counter.get("seq", 0))
+    return tops
