@@ -162,6 +162,27 @@ async def test_a_round_killed_before_it_moved_the_horizon_leaves_no_entry_twice(
     assert await api_pages(db, file_id, 5) == expected
 
 
+async def test_a_file_first_numbered_by_a_round_that_died_reads_each_entry_once(db: Db) -> None:
+    """The dead round made the file's counter (its `since` past the horizon it did not move)
+    and numbered two entries: the file's log is its tail and its older part, each entry once,
+    until the next round numbers the tail again."""
+    file_id = str(uuid.uuid4())
+    await write(db, file_id, 4)
+    await numbering_round(db)
+    await write(db, file_id, 5)
+    tail = (await in_order(db, {"fileId": file_id}))[:5]
+    await db.number_counters.insert_one({"_id": numbered_log.FILE.counter(file_id), "seq": 5,
+                                         "since": tail[-1]["at"]})
+    for number, doc in enumerate(reversed(tail[3:]), start=1):
+        await db.access_log.update_one({"_id": doc["_id"]}, {"$set": {"fileSeq": number}})
+    expected = [access_log.entry_json(doc) for doc in await in_order(db, {"fileId": file_id})]
+    assert len(expected) == 9
+    for size in (1, 2, 4, 200):
+        assert await api_pages(db, file_id, size) == expected, f"pages of {size}"
+    assert await numbering_round(db) == 5
+    assert await api_pages(db, file_id, 2) == expected
+
+
 async def test_a_hot_file_is_read_by_number_and_its_tail_by_time(
         db: Db, recorder: QueryRecorder) -> None:
     """2,000 entries within a second on one file, numbered, then a tail of 150 the round has

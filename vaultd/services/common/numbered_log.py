@@ -91,8 +91,10 @@ async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, old
         else:
             out += await _by_number(log, query, scope.number, wanted - len(out), upper,
                                     horizon, below)
-    if len(out) < wanted and oldest < since:
-        old_edge = min(below, (since, "")) if below is not None else (since, "")
+    # Below the scope's first number, or the horizon where a round that died first gave it.
+    first_numbered: Position = (min(since, horizon), "")
+    if len(out) < wanted and oldest < first_numbered[0]:
+        old_edge = min(below, first_numbered) if below is not None else first_numbered
         out += await by_time(log, query, wanted - len(out), old_edge, oldest)
     return out[:wanted]
 
