@@ -38,7 +38,7 @@ log = logging.getLogger("vaultd.audit")
 # At most this much of the log per round: after a pause (no round for a while) the numbering
 # catches up a stretch at a time, each round's read bounded by what the stretch holds.
 MAX_STRETCH = timedelta(seconds=60)
-UPDATE_BATCH = 20  # entries numbered per command: each entry carries several indexes
+UPDATE_BATCH = 10  # entries numbered per command, as the revoke marking: each carries many indexes
 IN_CHUNK = 200  # counters read back per command
 FIELDS = {"at": 1, **{scope.field: 1 for scope in SCOPES}}
 
