@@ -6,9 +6,9 @@ round has just set the log fence (`log_fence`) at its horizon: no entry written 
 `access_log.record` stamped before it can land any more. So a round numbers the closed
 stretch from the last numbering horizon up to the new one, in the log's order (time, then
 `_id`), and moves the horizon: every entry stamped before the horizon has its numbers, dense
-per scope and in the order the reads want (`numbered_log`). Per round, whatever the number of
-entries: one read of the stretch on the `at` index, one `$inc` per scope in one command and a
-read of the new tops, then the entries' numbers, UPDATE_BATCH per command.
+per scope and in the order the reads want (`numbered_log`). Per round: one read of the stretch
+on the `at` index, one `$inc` per scope in one command and a read of the new tops, then the
+entries' numbers, UPDATE_BATCH per command, at most MAX_PER_ROUND entries.
 
 Killed between its writes, a round leaves counters raised and some entries numbered past the
 horizon it did not move: the next round numbers the whole stretch again with new numbers
@@ -39,6 +39,10 @@ log = logging.getLogger("vaultd.audit")
 # catches up a stretch at a time, each round's read bounded by what the stretch holds.
 MAX_STRETCH = timedelta(seconds=60)
 UPDATE_BATCH = 10  # entries numbered per command, as the revoke marking: each carries many indexes
+# Entries numbered per round, at most: the audit's round waits for its numbering, so a burst is
+# numbered over several rounds rather than holding back the next round's sequencing (an update
+# costs about what an insert does: docs/performance.md, *The access log by number*).
+MAX_PER_ROUND = 500
 IN_CHUNK = 200  # counters read back per command
 FIELDS = {"at": 1, **{scope.field: 1 for scope in SCOPES}}
 
@@ -68,6 +72,7 @@ async def _number(db: Db, horizon: datetime) -> int:
     entries = db.raw(db.access_log.name)
     docs = await entries.find({"at": {"$gte": start, "$lt": stop}}, FIELDS).to_list()
     docs.sort(key=lambda doc: (doc["at"], doc["_id"]))
+    docs, stop = _capped(docs, stop)
     counts: Counter[str] = Counter()
     first: dict[str, datetime] = {}
     for doc in docs:
@@ -90,6 +95,18 @@ async def _number(db: Db, horizon: datetime) -> int:
     # Only once every entry of the stretch has its numbers do the reads use them.
     await counters.update_one({"_id": HORIZON}, {"$max": {"horizon": stop}})
     return len(docs)
+
+
+def _capped(docs: list[Any], stop: datetime) -> tuple[list[Any], datetime]:
+    """The first MAX_PER_ROUND entries of the stretch and where they end, cut between two
+    milliseconds (the stretch numbered is `[start, stop)`: an entry is in it whole or not);
+    one millisecond holding more goes whole."""
+    if len(docs) <= MAX_PER_ROUND:
+        return docs, stop
+    cut = docs[MAX_PER_ROUND]["at"]
+    if cut == docs[0]["at"]:
+        cut = next((doc["at"] for doc in docs if doc["at"] > cut), stop)
+    return [doc for doc in docs if doc["at"] < cut], cut
 
 
 def _scopes(doc: Any) -> dict[str, str]:
