@@ -76,7 +76,9 @@ def routes() -> list[Route]:
 @dataclass
 class Answer:
     seconds: float
-    returned: int
+    returned: int  # items in a 200's answer; 0 for another status
+    status: int = 200
+    error: str = ""  # the `error` of an answer other than 200
 
 
 class Session:
@@ -106,9 +108,9 @@ class Session:
             started = time.perf_counter()
             reply, body = self._get(path, route)
         seconds = time.perf_counter() - started
-        if reply.status != 200:
-            raise RuntimeError(f"{path} answered {reply.status}: {body[:300]!r}")
         text = body.decode()
+        if reply.status != 200:
+            return Answer(seconds, 0, reply.status, _error(text))
         return Answer(seconds, route.count(text if "html" in reply.getheader(
             "Content-Type", "") else json.loads(text)))
 
@@ -119,6 +121,13 @@ class Session:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _error(text: str) -> str:
+    try:
+        return f"`{json.loads(text)['error']}`"
+    except (ValueError, KeyError, TypeError):
+        return text[:100]
 
 
 def sign_in(vault: VaultProcess, seeded: Seeded) -> Session:

@@ -40,6 +40,7 @@ from vaultd.embedded_db import running_address
 from vaultd.timefmt import utcnow
 
 BAR = 2.0  # issue 46: every route's p95 within 2x its empty p95
+MAX_ERRORS = 3
 PROFILED_ROUNDS = 5
 DATABASE = "vaultd"
 VAULT_ENV = {"VAULTD_RENDER_WORKERS": "1"}  # no page is rendered here
@@ -61,6 +62,7 @@ class Row:
     returned_shaped: int
     longest_ms: int = -1
     longest_what: str = ""
+    failed: list[str] = field(default_factory=list)  # "<side> <status> <error>" per answer
 
     @property
     def ratio(self) -> float:
@@ -68,6 +70,9 @@ class Row:
 
     @property
     def verdict(self) -> str:
+        if self.failed:
+            samples = self.empty.samples + self.shaped.samples
+            return f"**no**: {self.failed[0]} ({len(self.failed)} of {samples})"
         if self.route.depth:
             return f"deep page: reads the {self.route.depth:,} before it (no 2x bar)"
         return "yes" if self.ratio <= BAR else "**no**"
@@ -107,20 +112,29 @@ def _percentiles(seconds: list[float]) -> Timing:
     return Timing(statistics.median(ordered) * 1000, p95 * 1000, len(ordered))
 
 
-def _interleaved(route: Route, empty: Session, shaped: Session, samples: int
-                 ) -> tuple[Timing, Timing, Answer, Answer]:
-    """Each side asked in turn (which goes first alternating): a p95 pair from one stretch."""
+def _interleaved(route: Route, empty: Session, shaped: Session, samples: int) -> Row:
+    """Each side asked in turn (which goes first alternating): a p95 pair from one stretch.
+    An answer other than 200 is timed too and counted; after MAX_ERRORS of them the route's
+    sampling stops (a read that times out would otherwise take minutes per route)."""
     for _ in range(2):
         empty.ask(route)
         shaped.ask(route)
     times: dict[int, list[float]] = {0: [], 1: []}
-    answers: dict[int, Answer] = {}
+    answers: dict[int, list[Answer]] = {0: [], 1: []}
     for sample in range(samples):
         for side in (sample % 2, 1 - sample % 2):
             answer = (empty, shaped)[side].ask(route)
             times[side].append(answer.seconds)
-            answers[side] = answer
-    return _percentiles(times[0]), _percentiles(times[1]), answers[0], answers[1]
+            answers[side].append(answer)
+        failed = [answer for side in (0, 1) for answer in answers[side] if answer.status != 200]
+        if len(failed) >= MAX_ERRORS:
+            break
+    row = Row(route, _percentiles(times[0]), _percentiles(times[1]),
+              max(answer.returned for answer in answers[0]),
+              max(answer.returned for answer in answers[1]))
+    row.failed = [f"{'empty' if side == 0 else 'shape'} {answer.status} {answer.error}"
+                  for side in (0, 1) for answer in answers[side] if answer.status != 200]
+    return row
 
 
 def _profiled(vault: VaultProcess, session: Session, rows: list[Row]) -> None:
@@ -164,8 +178,10 @@ def _started(root: Path, name: str) -> VaultProcess:
     return VaultProcess(root / name, env=dict(VAULT_ENV)).start(timeout=300)
 
 
-def measure(shapes: list[str], size: int, samples: int, work: Path) -> list[ShapeRun]:
-    """The empty vault and each shape's vault, one shape at a time beside the empty one."""
+def measure(shapes: list[str], size: int, samples: int, work: Path,
+            report: Callable[[ShapeRun], None] = lambda run: None) -> list[ShapeRun]:
+    """The empty vault and each shape's vault, one shape at a time beside the empty one;
+    `report` is given each shape's run as soon as it is measured."""
     empty_vault = _started(work, "empty")
     runs = []
     try:
@@ -174,6 +190,7 @@ def measure(shapes: list[str], size: int, samples: int, work: Path) -> list[Shap
         try:
             for shape in shapes:
                 runs.append(_measure_shape(work, shape, size, samples, empty))
+                report(runs[-1])
         finally:
             empty.close()
     finally:
@@ -192,10 +209,7 @@ def _measure_shape(work: Path, shape: str, size: int, samples: int, empty: Sessi
         session = sign_in(vault, seeded)
         try:
             for route in routes():
-                timed_empty, timed_shaped, answered_empty, answered_shaped = _interleaved(
-                    route, empty, session, samples)
-                run.rows.append(Row(route, timed_empty, timed_shaped, answered_empty.returned,
-                                    answered_shaped.returned))
+                run.rows.append(_interleaved(route, empty, session, samples))
             _profiled(vault, session, run.rows)
         finally:
             session.close()
@@ -227,9 +241,8 @@ def main(argv: list[str] | None = None) -> None:
     load = os.getloadavg()
     print(f"load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-shapes-") as work:
-        runs = measure(args.shapes, args.size, args.samples, Path(work))
-    for run in runs:
-        print(f"\n{table(run)}")
+        measure(args.shapes, args.size, args.samples, Path(work),
+                lambda run: print(f"\n{table(run)}\n", flush=True))
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
 

@@ -48,6 +48,7 @@ def test_every_shape_times_and_profiles_every_route_on_both_vaults(
     for run in runs.values():
         assert [row.route.name for row in run.rows] == [route.name for route in routes()]
         for row in run.rows:
+            assert not row.failed, row.failed
             assert row.empty.samples == row.shaped.samples == SAMPLES
             assert 0 < row.empty.p50 <= row.empty.p95
             assert 0 < row.shaped.p50 <= row.shaped.p95
