@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -124,10 +125,12 @@ class Session:
 
 
 def _error(text: str) -> str:
+    """The API's `error`, or the console's error page's message (a table cell's worth)."""
     try:
         return f"`{json.loads(text)['error']}`"
     except (ValueError, KeyError, TypeError):
-        return text[:100]
+        alert = re.search(r'role="alert">([^<]*)<', text)
+        return f"page `{alert[1].strip()}`" if alert else " ".join(text.split())[:60]
 
 
 def sign_in(vault: VaultProcess, seeded: Seeded) -> Session:
