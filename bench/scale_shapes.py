@@ -1,0 +1,263 @@
+"""Every listed route on real data shapes, against the empty vault in the same run:
+`python -m bench.scale_shapes --shapes import hot-file deleted link-bursts --size 100000`.
+
+`bench.scale` seeds a year of evenly spread records; data does not arrive evenly. Here a
+fresh vaultd on the embedded default gets one shape of `bench.scale_shape_seeds` (an import's
+burst, a hot file's log, half the files deleted, links in bursts), written straight into its
+database in bulk, while a second fresh vaultd holds the empty vault's account (the same
+account with nothing in it). Both run throughout; each route (`bench.scale_shape_routes`) is
+asked of the two in turn, `--samples` times after two warm-up calls each, so a burst of load
+on the shared machine falls on both. Then the shape's database profiles every operation
+(SecantusDB's `system.profile`, level 2, whole milliseconds) while each route is asked
+PROFILED_ROUNDS times more: the longest single operation of its window is the route's (a
+background loop's operation in that window would count too: the table names the command).
+
+Prints, per shape, a Markdown table: p50 / p95 of each side, the p95 ratio, what each
+answered (items returned), the longest operation, and the bar of issue 46 (p95 within 2x of
+the empty vault's; a deep page reads the records before it, so it is labelled, not judged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.console import with_long_socket_timeout
+from bench.scale_shape_routes import Answer, Route, Session, routes, sign_in
+from bench.scale_shape_seeds import SHAPES, Seeded, seed_base, seed_shape
+from tests.vault_process import VaultProcess
+from vaultd.db import Db, connect
+from vaultd.embedded_db import running_address
+from vaultd.timefmt import utcnow
+
+BAR = 2.0  # issue 46: every route's p95 within 2x its empty p95
+MAX_ERRORS = 3
+PROFILED_ROUNDS = 5
+# An operation is the window's if it began in it (`ts` is its end): one a route left running
+# (its client gone at vaultd's timeout) ends in the next window but is the route's. The slack
+# covers the profile's whole milliseconds.
+PROFILE_CLOCK = timedelta(milliseconds=5)
+DATABASE = "vaultd"
+VAULT_ENV = {"VAULTD_RENDER_WORKERS": "1"}  # no page is rendered here
+
+
+@dataclass
+class Timing:
+    p50: float
+    p95: float
+    samples: int
+
+
+@dataclass
+class Row:
+    route: Route
+    empty: Timing
+    shaped: Timing
+    returned_empty: int
+    returned_shaped: int
+    longest_ms: int = -1
+    longest_what: str = ""
+    failed: list[str] = field(default_factory=list)  # "<side> <status> <error>" per answer
+
+    @property
+    def ratio(self) -> float:
+        return self.shaped.p95 / self.empty.p95
+
+    @property
+    def verdict(self) -> str:
+        if self.failed:
+            samples = self.empty.samples + self.shaped.samples
+            return f"**no**: {self.failed[0]} ({len(self.failed)} of {samples})"
+        if self.route.depth:
+            return f"deep page: reads the {self.route.depth:,} before it (no 2x bar)"
+        return "yes" if self.ratio <= BAR else "**no**"
+
+
+@dataclass
+class ShapeRun:
+    shape: str
+    size: int
+    seeding_seconds: float
+    seeded: Seeded
+    rows: list[Row] = field(default_factory=list)
+
+
+def _database(vault: VaultProcess) -> Db:
+    uri = running_address(vault.data_dir / "db")
+    if uri is None:
+        raise RuntimeError("vaultd's embedded database is not running")
+    return connect(with_long_socket_timeout(uri), DATABASE)
+
+
+def _seed(vault: VaultProcess, fill: Callable[[Db], Awaitable[Seeded]]) -> Seeded:
+    async def run() -> Seeded:
+        db = _database(vault)
+        try:
+            return await fill(db)
+        finally:
+            await db.close()
+    seeded = asyncio.run(run())
+    vault.secrets.append(seeded.key)
+    return seeded
+
+
+def _percentiles(seconds: list[float]) -> Timing:
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return Timing(statistics.median(ordered) * 1000, p95 * 1000, len(ordered))
+
+
+def _interleaved(route: Route, empty: Session, shaped: Session, samples: int) -> Row:
+    """Each side asked in turn (which goes first alternating): a p95 pair from one stretch.
+    An answer other than 200 is timed too and counted; after MAX_ERRORS of them the route's
+    sampling stops (a read that times out would otherwise take minutes per route)."""
+    for _ in range(2):
+        empty.ask(route)
+        shaped.ask(route)
+    times: dict[int, list[float]] = {0: [], 1: []}
+    answers: dict[int, list[Answer]] = {0: [], 1: []}
+    for sample in range(samples):
+        for side in (sample % 2, 1 - sample % 2):
+            answer = (empty, shaped)[side].ask(route)
+            times[side].append(answer.seconds)
+            answers[side].append(answer)
+        failed = [answer for side in (0, 1) for answer in answers[side] if answer.status != 200]
+        if len(failed) >= MAX_ERRORS:
+            break
+    row = Row(route, _percentiles(times[0]), _percentiles(times[1]),
+              max(answer.returned for answer in answers[0]),
+              max(answer.returned for answer in answers[1]))
+    row.failed = [f"{'empty' if side == 0 else 'shape'} {answer.status} {answer.error}"
+                  for side in (0, 1) for answer in answers[side] if answer.status != 200]
+    return row
+
+
+def _profiled(vault: VaultProcess, session: Session, rows: list[Row]) -> None:
+    """Each route's longest single database operation, from the database's own profile."""
+    async def run() -> None:
+        db = _database(vault)
+        try:
+            windows: list[tuple[Row, datetime, datetime]] = []
+            await db.database.command({"profile": 2, "slowms": 0})
+            try:
+                for row in rows:
+                    began = utcnow()
+                    for _ in range(PROFILED_ROUNDS):
+                        await asyncio.to_thread(session.ask, row.route)
+                    windows.append((row, began, utcnow()))
+            finally:
+                await db.database.command({"profile": 0})
+            profile = db.database["system.profile"]
+            for row, began, ended in windows:
+                found = [entry for entry in await profile.find(
+                    {"ts": {"$gte": began}}).to_list(None)
+                    if began - PROFILE_CLOCK <= _began(entry) <= ended]
+                if found:
+                    worst = max(found, key=lambda entry: int(entry.get("millis", 0)))
+                    row.longest_ms = int(worst.get("millis", 0))
+                    row.longest_what = _named(worst)
+                else:
+                    row.longest_ms = 0
+        finally:
+            await db.close()
+    asyncio.run(run())
+
+
+def _began(entry: dict[str, Any]) -> datetime:
+    ended: datetime = entry["ts"]
+    return ended - timedelta(milliseconds=int(entry.get("millis", 0)))
+
+
+def _named(entry: dict[str, Any]) -> str:
+    """A profiled operation as `find files` (the command and its collection)."""
+    command = entry.get("command") or {}
+    name = next(iter(command), entry.get("op", "?"))
+    target = command.get(name)
+    return f"{name} {target}" if isinstance(target, str) else str(name)
+
+
+def _started(root: Path, name: str) -> VaultProcess:
+    return VaultProcess(root / name, env=dict(VAULT_ENV)).start(timeout=300)
+
+
+def measure(shapes: list[str], size: int, samples: int, work: Path,
+            report: Callable[[ShapeRun], None] = lambda run: None) -> list[ShapeRun]:
+    """The empty vault and each shape's vault, one shape at a time beside the empty one;
+    `report` is given each shape's run as soon as it is measured."""
+    empty_vault = _started(work, "empty")
+    runs = []
+    try:
+        empty_seeded = _seed(empty_vault, seed_base)
+        empty = sign_in(empty_vault, empty_seeded)
+        try:
+            for shape in shapes:
+                runs.append(_measure_shape(work, shape, size, samples, empty))
+                report(runs[-1])
+        finally:
+            empty.close()
+    finally:
+        empty_vault.stop()
+    return runs
+
+
+def _measure_shape(work: Path, shape: str, size: int, samples: int, empty: Session
+                   ) -> ShapeRun:
+    vault = _started(work, f"shape-{shape}")
+    try:
+        started = time.perf_counter()
+        seeded = _seed(vault, lambda db: seed_shape(db, shape, size))
+        run = ShapeRun(shape, size, time.perf_counter() - started, seeded)
+        print(f"{shape} at {size:,}: seeded in {run.seeding_seconds:.0f} s", flush=True)
+        session = sign_in(vault, seeded)
+        try:
+            for route in routes():
+                run.rows.append(_interleaved(route, empty, session, samples))
+            _profiled(vault, session, run.rows)
+        finally:
+            session.close()
+        return run
+    finally:
+        vault.stop()
+
+
+def table(run: ShapeRun) -> str:
+    written = ", ".join(f"{kind} {count:,}" for kind, count in sorted(run.seeded.records.items()))
+    head = [f"Shape `{run.shape}`, N = {run.size:,} (seeded in {run.seeding_seconds:.0f} s: "
+            f"{written}; {run.seeded.live_files:,} live files)", "",
+            "| route | empty p50 / p95 ms | shape p50 / p95 ms | p95 ratio | returned (empty /"
+            " shape) | longest db operation ms | p95 within 2x empty |",
+            "|---|---|---|---|---|---|---|"]
+    rows = [f"| `{row.route.name}` | {row.empty.p50:.1f} / {row.empty.p95:.1f} | "
+            f"{row.shaped.p50:.1f} / {row.shaped.p95:.1f} | {row.ratio:.2f}x | "
+            f"{row.returned_empty} / {row.returned_shaped} | {row.longest_ms} "
+            f"({row.longest_what or 'none'}) | {row.verdict} |" for row in run.rows]
+    return "\n".join([*head, *rows])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--samples", type=int, default=40)
+    args = parser.parse_args(argv)
+    load = os.getloadavg()
+    print(f"load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-shapes-") as work:
+        measure(args.shapes, args.size, args.samples, Path(work),
+                lambda run: print(f"\n{table(run)}\n", flush=True))
+    load = os.getloadavg()
+    print(f"\nload average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
+

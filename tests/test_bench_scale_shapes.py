@@ -1,0 +1,126 @@
+"""`python -m bench.scale_shapes` end to end at a tiny size: every shape seeded into a real
+vaultd beside an empty one, every route timed over HTTP on both and profiled in the database,
+and the tables printed. The checks hold the table to real measurements (each side's samples,
+the ratio of the two p95s the table shows) and each shape to what it seeded, read back through
+the routes: a shape that seeded nothing, or records a route cannot read, fails here.
+
+Five vaultd processes (the empty vault and one per shape), so `slow`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.scale_shape_routes import routes
+from bench.scale_shape_seeds import SESSIONS, SHAPES
+from bench.scale_shapes import Row, ShapeRun, measure, table
+
+pytestmark = pytest.mark.slow
+
+SIZE = 200  # ORDINARY_SHARE makes it 10 records of every other kind
+ORDINARY = 10
+SAMPLES = 3
+CELL = re.compile(r"[\d.]+ / ([\d.]+)")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ShapeRun]:
+    work: Path = tmp_path_factory.mktemp("shapes")
+    return {run.shape: run for run in measure(list(SHAPES), SIZE, SAMPLES, work)}
+
+
+def _row(run: ShapeRun, prefix: str) -> Row:
+    [row] = [row for row in run.rows if row.route.name.startswith(prefix)]
+    return row
+
+
+def _p95(cell: str) -> float:
+    found = CELL.fullmatch(cell)
+    assert found is not None, cell
+    return float(found[1])
+
+
+def test_every_shape_times_and_profiles_every_route_on_both_vaults(
+        runs: dict[str, ShapeRun]) -> None:
+    assert list(runs) == list(SHAPES)
+    for run in runs.values():
+        assert [row.route.name for row in run.rows] == [route.name for route in routes()]
+        for row in run.rows:
+            assert not row.failed, row.failed
+            assert row.empty.samples == row.shaped.samples == SAMPLES
+            assert 0 < row.empty.p50 <= row.empty.p95
+            assert 0 < row.shaped.p50 <= row.shaped.p95
+            # the database profiled the route's own operations in its window
+            assert row.longest_ms >= 0 and row.longest_what, row.route.name
+
+
+def test_the_table_shows_the_ratio_of_the_two_measured_p95s(runs: dict[str, ShapeRun]) -> None:
+    for run in runs.values():
+        lines = table(run).splitlines()
+        assert lines[0].startswith(f"Shape `{run.shape}`, N = {SIZE}")
+        body = [line for line in lines if line.startswith("| `")]
+        assert len(body) == len(run.rows)
+        for line, row in zip(body, run.rows, strict=True):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            empty_p95, shaped_p95 = (_p95(cells[1]), _p95(cells[2]))
+            assert cells[3] == f"{row.ratio:.2f}x"
+            assert abs(row.ratio - shaped_p95 / empty_p95) <= 0.02 * row.ratio + 0.01
+            assert cells[4] == f"{row.returned_empty} / {row.returned_shaped}"
+            if row.route.depth:
+                assert cells[6].startswith("deep page: reads the 975 before it")
+            else:
+                assert cells[6] == ("yes" if row.ratio <= 2 else "**no**")
+
+
+def test_the_empty_vault_returns_almost_nothing_and_every_shape_its_ordinary_records(
+        runs: dict[str, ShapeRun]) -> None:
+    for run in runs.values():
+        sessions = _row(run, "GET /console/auth/sessions")
+        assert (sessions.returned_empty, sessions.returned_shaped) == (1, 50)
+        assert run.seeded.records["member_sessions"] == SESSIONS
+        activity = _row(run, "GET /v1/activity")  # the sign-in's event, then the seeded ones
+        assert (activity.returned_empty, activity.returned_shaped) == (1, 1 + ORDINARY)
+        assert _row(run, "GET /v1/account").returned_shaped == 1
+
+
+def test_the_import_is_listed(runs: dict[str, ShapeRun]) -> None:
+    run = runs["import"]
+    assert run.seeded.records["files"] == SIZE + ORDINARY
+    assert run.seeded.live_files == 1 + ORDINARY + SIZE
+    first = _row(run, "GET /v1/files (page 1")
+    assert (first.returned_empty, first.returned_shaped) == (1, 25)
+    account_log = _row(run, "GET /console/activity")  # the imports' upload entries
+    assert account_log.returned_shaped == 50
+
+
+def test_the_hot_files_log_is_read(runs: dict[str, ShapeRun]) -> None:
+    run = runs["hot-file"]
+    assert run.seeded.records["access_log"] == SIZE + 2 * ORDINARY
+    log = _row(run, "GET /v1/files/:id/access-log")
+    assert (log.returned_empty, log.returned_shaped) == (1, 200)
+    room = _row(run, "GET /v1/rooms/:id/access-log")  # a quarter came through the room
+    assert room.returned_empty == 0
+    assert room.returned_shaped == SIZE // 4 + (ORDINARY + 3) // 4
+
+
+def test_the_deleted_files_are_gone_and_their_deletions_logged(
+        runs: dict[str, ShapeRun]) -> None:
+    run = runs["deleted"]
+    assert run.seeded.live_files == 1 + ORDINARY + SIZE // 2
+    assert run.seeded.records["files"] == ORDINARY + SIZE // 2
+    first = _row(run, "GET /v1/files (page 1")
+    assert first.returned_shaped == 25
+    deliveries = _row(run, "GET /v1/webhooks/:id/deliveries")  # `file.deleted`, newest 50
+    assert (deliveries.returned_empty, deliveries.returned_shaped) == (0, 50)
+    assert run.seeded.records["webhook_deliveries"] == ORDINARY + SIZE // 2
+
+
+def test_the_link_bursts_are_listed_by_state(runs: dict[str, ShapeRun]) -> None:
+    run = runs["link-bursts"]
+    assert run.seeded.records["links"] == SIZE + ORDINARY
+    links = _row(run, "GET /v1/files/:id/views (page 1")
+    assert (links.returned_empty, links.returned_shaped) == (0, 20)
+    active = _row(run, "GET /v1/files/:id/views?state=active")
+    assert active.returned_empty == 0 and active.returned_shaped > 0
