@@ -1,6 +1,6 @@
 """The routes `bench.scale_shapes` times, and a signed-in client of one vaultd.
 
-Every listed newest-first read of issue 46 as a caller asks it: the file listing's first page
+Every listed newest-first read as a caller asks it: the file listing's first page
 and a deep one, the busiest file's links (all, and by state), its access log, the account's
 access log (the console's Activity page of file actions: no `/v1` route lists it), a room's
 log, the activity log, an endpoint's deliveries, the signed-in person's sessions, the

@@ -13,7 +13,7 @@ PROFILED_ROUNDS times more: the longest single operation of its window is the ro
 background loop's operation in that window would count too: the table names the command).
 
 Prints, per shape, a Markdown table: p50 / p95 of each side, the p95 ratio, what each
-answered (items returned), the longest operation, and the bar of issue 46 (p95 within 2x of
+answered (items returned), the longest operation, and the bar (p95 within 2x of
 the empty vault's; a deep page reads the records before it, so it is labelled, not judged).
 """
 
@@ -39,7 +39,7 @@ from vaultd.db import Db, connect
 from vaultd.embedded_db import running_address
 from vaultd.timefmt import utcnow
 
-BAR = 2.0  # issue 46: every route's p95 within 2x its empty p95
+BAR = 2.0  # the target: every route's p95 within 2x its empty p95
 MAX_ERRORS = 3
 PROFILED_ROUNDS = 5
 # An operation is the window's if it began in it (`ts` is its end): one a route left running
