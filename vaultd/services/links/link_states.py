@@ -1,0 +1,202 @@
+"""A file's links by state (`GET /v1/files/:id/views?state=`), newest first by number, each
+page read by ranges whatever the links' count, with totals exact.
+
+A link's state moves without a write to it: a revoke-all is one write of its file (the
+generation, `services.accounts.link_generations`), and expiry is the clock. So:
+
+- **The revoke-all's links by number.** The write that raises the generation
+  (`revoke_jobs._raise_generation`) also notes the last number given to a link then
+  (`linkRevokedTo`) and the file's link records then (`linkRevokedCount`). A link's number
+  and its generation are read from the file in one write (`link_numbers.reserve`), and the
+  raise is one write of that record, only if no number was given since it was read: so every
+  link numbered up to `linkRevokedTo` is revoked, whatever its record still says, and every
+  link numbered after it is of the current generation.
+- **After it, each link says what it was last written as** (`listed`): `active` when made,
+  `revoked` by its own revoke (or the revoke-all's marking), `expired` when spent (maxOpens).
+  A state is then a range of numbers on `(fileId, listed, seq)`.
+- **The clock.** Links listed active whose expiry passed (`lapsed`) are a range of
+  `(fileId, listed, expiresAt)`: those that expired since they were last marked. A read shows
+  them as expired, and marks them (`listed: expired`) in the background in short steps, so the
+  next read walks only those that expired since. A read costs its page (a deep page its
+  depth) and the links lapsed since the last marking, as a live count costs the links expired
+  since its last sweep (`link_counts`).
+
+Totals: active is the file's live count (`link_counts.file_live`, exact as links expire: a
+spent link leaves it, `spent`); revoked is `linkRevokedCount` plus the links revoked one by one
+since (`linkRevokedSince`, raised by that revoke, `counted_revoke`); expired is what remains of
+the file's link records (`linkTotal`). Links written before `listed` existed are listed once at
+start-up (`link_listed_once`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from vaultd.db import Db
+from vaultd.records import FileDoc, LinkDoc
+from vaultd.services.accounts import link_counts, link_generations
+from vaultd.services.accounts.link_generations import is_generation
+from vaultd.services.common import background
+from vaultd.services.common.numbered import newest_numbered
+from vaultd.services.links import link_numbers
+from vaultd.timefmt import utcnow
+
+State = Literal["active", "expired", "revoked"]
+WRITE_BATCH = 10  # links per marking update, as a revoke-all's marking (`revoke_jobs`)
+_marking: set[str] = set()  # files whose lapsed links this process is marking
+
+
+def revoked_to(file: FileDoc) -> int:
+    """The last number of a link revoked with its file's last revoke-all (below the file's
+    lowest number when there was none)."""
+    _, _, floor = link_numbers.listing_bounds(file)
+    return int(file.get("linkRevokedTo", floor - 1))
+
+
+async def totals(db: Db, file: FileDoc) -> dict[State, int]:
+    """The file's links in each state, now."""
+    total, _, _ = link_numbers.listing_bounds(file)
+    live = (await link_counts.files_live(db, [dict(file)]))[file["_id"]]
+    revoked = int(file.get("linkRevokedCount", 0)) + int(file.get("linkRevokedSince", 0))
+    return {"active": live, "revoked": revoked, "expired": max(total - live - revoked, 0)}
+
+
+async def page_of(db: Db, file: FileDoc, state: State, page: int, per_page: int
+                  ) -> tuple[list[LinkDoc], int]:
+    """The page's links of `state`, newest first, and the file's total of them."""
+    total = (await totals(db, file))[state]
+    wanted = min(page * per_page, total)
+    if not wanted:
+        return [], total
+    if state == "revoked":
+        docs = await _revoked(db, file, wanted)
+    elif state == "active":
+        docs = await _active(db, file, wanted)
+    else:
+        docs = await _expired(db, file, wanted)
+    return docs[(page - 1) * per_page:wanted], total
+
+
+async def _listed(db: Db, file: FileDoc, listed: State, count: int) -> list[LinkDoc]:
+    """The newest `count` links listed as `listed` numbered after the last revoke-all."""
+    _, top, _ = link_numbers.listing_bounds(file)
+    return await newest_numbered(db.links, {"fileId": file["_id"], "listed": listed}, "seq",
+                                 count=count, top=top, floor=revoked_to(file) + 1)
+
+
+async def _revoked(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
+    """Those revoked one by one since the last revoke-all (all numbered above it), then the
+    links it revoked, every number up to it."""
+    since = await _listed(db, file, "revoked", min(wanted, int(file.get("linkRevokedSince", 0))))
+    if len(since) >= wanted:
+        return since
+    _, _, floor = link_numbers.listing_bounds(file)
+    before = await newest_numbered(db.links, {"fileId": file["_id"]}, "seq",
+                                   count=wanted - len(since), top=revoked_to(file), floor=floor)
+    return since + before
+
+
+async def _active(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
+    """Listed active and not lapsed: read in rounds, each asking for what is still missing
+    below the last one (the lapsed among them are what a round read more)."""
+    _, top, _ = link_numbers.listing_bounds(file)
+    found: list[LinkDoc] = []
+    now = utcnow()
+    floor = revoked_to(file) + 1
+    while len(found) < wanted and top >= floor:
+        docs = await newest_numbered(db.links, {"fileId": file["_id"], "listed": "active"},
+                                     "seq", count=wanted - len(found), top=top, floor=floor)
+        if not docs:
+            break
+        found += [doc for doc in docs if _still_active(doc, now)]
+        top = int(docs[-1]["seq"]) - 1
+    return found[:wanted]
+
+
+def _still_active(link: LinkDoc, now: datetime) -> bool:
+    return link["expiresAt"] > now and not link.get("exhausted")
+
+
+async def _expired(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
+    """Listed expired, and the lapsed (listed active, expiry passed), merged by number."""
+    lapsed = await _lapsed(db, file)
+    floor = revoked_to(file) + 1
+    current = [link for link in lapsed if int(link.get("seq", floor - 1)) >= floor]
+    marked = await _listed(db, file, "expired", wanted)
+    # By id: the marking may have listed some of the lapsed as expired in between.
+    merged = {link["_id"]: link for link in [*current, *marked]}
+    return sorted(merged.values(), key=lambda link: int(link["seq"]), reverse=True)[:wanted]
+
+
+async def _lapsed(db: Db, file: FileDoc) -> list[LinkDoc]:
+    """The file's links listed active whose expiry passed; marked in the background."""
+    lapsed = await db.links.find({"fileId": file["_id"], "listed": "active",
+                                  "expiresAt": {"$lte": utcnow()}}).to_list()
+    if lapsed and file["_id"] not in _marking:
+        _marking.add(file["_id"])
+        background.spawn(_mark_lapsed(db, file["_id"], revoked_to(file), lapsed),
+                         "marking a file's lapsed links")
+    return lapsed
+
+
+async def _mark_lapsed(db: Db, file_id: str, revoked_to: int, lapsed: list[LinkDoc]) -> None:
+    """`listed: expired` on the lapsed links (`revoked` on those of a revoke-all not yet marked
+    by its own steps), WRITE_BATCH at a time, each step followed by a rest as long as it took.
+    Only links not revoked meanwhile: by `_id` and `revoked`, on the `(revoked, _id)` index. Not
+    recorded: a process that stops leaves them lapsed, and the next read finds them again."""
+    try:
+        for value, ids in (("expired", [link["_id"] for link in lapsed
+                                        if int(link.get("seq", revoked_to)) > revoked_to]),
+                           ("revoked", [link["_id"] for link in lapsed
+                                        if int(link.get("seq", revoked_to)) <= revoked_to])):
+            for first in range(0, len(ids), WRITE_BATCH):
+                started = time.monotonic()
+                await db.links.update_many(
+                    {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
+                    {"$set": {"listed": value}})
+                await asyncio.sleep(time.monotonic() - started)
+    finally:
+        _marking.discard(file_id)
+
+
+async def counted_revoke(db: Db, link: LinkDoc) -> None:
+    """One link was revoked by itself: counted among the file's revoked, unless a revoke-all
+    raised the file's generation since the link was read (its count took the link)."""
+    await db.files.update_one(
+        {"_id": link["fileId"],
+         "linkGeneration": is_generation(link_generations.generation(link, "generation"))},
+        {"$inc": {"linkRevokedSince": 1}})
+
+
+async def spent(db: Db, link_id: str) -> None:
+    """A file link's open beyond its maxOpens was refused: the link answers as expired from
+    now on. Listed as expired, and out of the live counts if it was counted live (as a revoke
+    of a live link is: `countedOut`)."""
+    now = utcnow()
+    live = await db.links.find_one_and_update(
+        {"_id": link_id, "revoked": False, "exhausted": {"$ne": True},
+         "expiresAt": {"$gt": now}},
+        {"$set": {"exhausted": True, "listed": "expired", "countedOut": True}},
+        {"fileId": 1, "accountId": 1, "generation": 1, "countedOut": 1})
+    if live is not None and not live.get("countedOut"):
+        await link_counts.revoked_in_generation(db, live, 1)
+        return
+    await db.links.update_one({"_id": link_id}, {"$set": {"exhausted": True}})
+
+
+def listed_as(link: dict[str, Any], now: datetime) -> State:
+    """What a link written before `listed` existed is listed as (its record's state)."""
+    if link.get("revoked") is not False:
+        return "revoked"
+    return "expired" if link.get("exhausted") or link["expiresAt"] <= now else "active"
+
+
+def ids_by_value(links: Iterable[dict[str, Any]], now: datetime) -> dict[State, list[str]]:
+    grouped: dict[State, list[str]] = {}
+    for link in links:
+        grouped.setdefault(listed_as(link, now), []).append(link["_id"])
+    return grouped
