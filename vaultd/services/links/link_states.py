@@ -41,12 +41,13 @@ from vaultd.records import FileDoc, LinkDoc
 from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.link_generations import is_generation
 from vaultd.services.common import background
-from vaultd.services.common.numbered import newest_numbered
+from vaultd.services.common.numbered import GROWTH, MAX_READ, newest_numbered
 from vaultd.services.links import link_numbers
 from vaultd.timefmt import utcnow
 
 State = Literal["active", "expired", "revoked"]
 WRITE_BATCH = 10  # links per marking update, as a revoke-all's marking (`revoke_jobs`)
+SPAN = MAX_READ  # the widest range of numbers one read of a state's links covers
 _marking: set[str] = set()  # files whose lapsed links this process is marking
 
 
@@ -81,11 +82,30 @@ async def page_of(db: Db, file: FileDoc, state: State, page: int, per_page: int
     return docs[(page - 1) * per_page:wanted], total
 
 
-async def _listed(db: Db, file: FileDoc, listed: State, count: int) -> list[LinkDoc]:
-    """The newest `count` links listed as `listed` numbered after the last revoke-all."""
-    _, top, _ = link_numbers.listing_bounds(file)
-    return await newest_numbered(db.links, {"fileId": file["_id"], "listed": listed}, "seq",
-                                 count=count, top=top, floor=revoked_to(file) + 1)
+async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | None = None
+                  ) -> list[LinkDoc]:
+    """The newest `count` links listed as `listed` numbered after the last revoke-all (and up
+    to `top`), by ranges of numbers on `(fileId, listed, seq)`.
+
+    The file's numbers are shared by every state, so a state's links may lie below many of
+    the others' (the expired below thousands of live ones): a range that comes back short is
+    followed by a wider one, as `numbered.newest_numbered` widens across deleted records, but
+    never wider than SPAN numbers, so that the range which reaches the state's links walks at
+    most SPAN more than the page, and no single read is long. What the others' links cost is
+    then a read of nothing per SPAN numbers."""
+    if top is None:
+        _, top, _ = link_numbers.listing_bounds(file)
+    floor = revoked_to(file) + 1
+    query = {"fileId": file["_id"], "listed": listed}
+    found: list[LinkDoc] = []
+    upper, width = top, max(min(count, SPAN), 1)
+    while len(found) < count and upper >= floor:
+        lower = max(upper - width + 1, floor)
+        docs = await db.links.find({**query, "seq": {"$gte": lower, "$lte": upper}}).to_list()
+        found += sorted(docs, key=lambda doc: int(doc["seq"]), reverse=True)
+        width = min(width * GROWTH if len(found) < count else width, SPAN)
+        upper = lower - 1
+    return found[:count]
 
 
 async def _revoked(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
@@ -106,10 +126,8 @@ async def _active(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
     _, top, _ = link_numbers.listing_bounds(file)
     found: list[LinkDoc] = []
     now = utcnow()
-    floor = revoked_to(file) + 1
-    while len(found) < wanted and top >= floor:
-        docs = await newest_numbered(db.links, {"fileId": file["_id"], "listed": "active"},
-                                     "seq", count=wanted - len(found), top=top, floor=floor)
+    while len(found) < wanted:
+        docs = await _listed(db, file, "active", wanted - len(found), top)
         if not docs:
             break
         found += [doc for doc in docs if _still_active(doc, now)]

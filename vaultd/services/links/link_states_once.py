@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vaultd.db import Db
-from vaultd.services.accounts import link_generations
+from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.link_generations import is_generation
 from vaultd.services.common import id_ranges
 from vaultd.services.links import link_states
@@ -55,7 +55,7 @@ async def link_listed_once(db: Db) -> None:
         await _list(db, [link for link in batch if "listed" not in link], now)
         for link in batch:
             if _spent_live(link, now):
-                await link_states.spent(db, link["_id"])
+                await _count_out(db, link)
     for file_id, tally in sorted(tallies.items()):
         await _note_file(db, file_id, tally)
     await marks.update_one({"_id": LINK_STATES_MIGRATION}, {"$set": {"at": now}}, upsert=True)
@@ -64,6 +64,15 @@ async def link_listed_once(db: Db) -> None:
 def _spent_live(link: dict[str, Any], now: datetime) -> bool:
     return bool(link.get("exhausted") and link.get("revoked") is False
                 and not link.get("countedOut") and link["expiresAt"] > now)
+
+
+async def _count_out(db: Db, link: dict[str, Any]) -> None:
+    """A spent link still counted live leaves the live counts (once: `countedOut`)."""
+    result = await db.links.update_one({"_id": link["_id"], "revoked": False,
+                                        "countedOut": {"$ne": True}},
+                                       {"$set": {"countedOut": True}})
+    if result.modified_count:
+        await link_counts.revoked_in_generation(db, link, 1)
 
 
 async def _list(db: Db, links: list[dict[str, Any]], now: datetime) -> None:
