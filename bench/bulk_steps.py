@@ -35,6 +35,9 @@ of its own) repeats a page's database work as a page sends it: its link read wit
 generation joined (`links.read_link`), then its file by id. The bystander's times (the two
 commands, end to end) are printed at rest (`--rest` seconds before the revoke) and during the
 call and the marking: p50, p95 and max (`--links 200000`: a revoke-all of 100,001 live links).
+The call's own figures are printed as soon as it answers; `--mark-for S` times the marking for
+S seconds only (its steps are the same batches by the same indexes however many links remain:
+`tests/test_background_steps.py`), then stops it and counts the links it marked.
 Prints a Markdown table: operations, p50, p99 and max in ms, and how many took over 50 ms.
 """
 
@@ -130,8 +133,8 @@ class Bystander:
             await asyncio.sleep(0)  # another connection's commands, between two pages
 
 
-async def _revoke_only(db: Db, other: Db, steps: StepTimes, links: int, rest: float
-                       ) -> tuple[dict[str, Work], Bystander]:
+async def _revoke_only(db: Db, other: Db, steps: StepTimes, links: int, rest: float,
+                       mark_for: float | None) -> tuple[dict[str, Work], Bystander]:
     big = await seed_account(db, "Big Co", files=1, entries=0, links=links)
     small = await seed_account(db, "Small Co", files=1, entries=0, links=10)
     bystander, stop = Bystander(), asyncio.Event()
@@ -142,12 +145,27 @@ async def _revoke_only(db: Db, other: Db, steps: StepTimes, links: int, rest: fl
         bystander.phase = "during the call and the marking"
         took["revoke-all"] = await _timed(steps, "revoke-all", lambda: (
             revoke_jobs.revoke_all(db, big.account_id, big.busy_file, "bench")))
+        print(table({"revoke-all": steps.times["revoke-all"]}, took), flush=True)
         took["revoke marking"] = await _timed(steps, "revoke marking", lambda: (
-            _marked(took["revoke-all"].records)))
+            _marked_for(took["revoke-all"].records, mark_for)))
     finally:
         stop.set()
         await reading
+    if mark_for is not None:  # read once the bystander stopped, by the (fileId, revoked) index
+        marked = db.links.find({"fileId": big.busy_file, "revoked": True}, {"_id": 1})
+        took["revoke marking"].records = len(await marked.to_list())
     return took, bystander
+
+
+async def _marked_for(revoked: int, seconds: float | None) -> int:
+    """The marking, for `seconds` at most (None: to its end)."""
+    if seconds is None:
+        return await _marked(revoked)
+    try:
+        await asyncio.wait_for(revoke_jobs.all_marked(), seconds)
+    except TimeoutError:
+        revoke_jobs.stop_marking()
+    return 0  # counted once the bystander stopped
 
 
 def bystander_table(bystander: Bystander) -> str:
@@ -177,12 +195,12 @@ async def _load(db: Db, stop: asyncio.Event, account_id: str) -> None:
         await db.files.find_one({"_id": link["fileId"]})
 
 
-async def run_revoke_only(links: int, rest: float, storage: Path
+async def run_revoke_only(links: int, rest: float, storage: Path, mark_for: float | None
                           ) -> tuple[dict[str, list[float]], dict[str, Work], Bystander]:
     steps = StepTimes()
     with running_database(storage) as server:
         async with recorded_db(server, steps) as db, vault_db(server) as other:
-            took, bystander = await _revoke_only(db, other, steps, links, rest)
+            took, bystander = await _revoke_only(db, other, steps, links, rest, mark_for)
             return steps.times, took, bystander
 
 
@@ -262,11 +280,12 @@ def main() -> None:
     parser.add_argument("--revoke-call-only", action="store_true")
     parser.add_argument("--revoke-only", action="store_true")
     parser.add_argument("--rest", type=float, default=10.0)
+    parser.add_argument("--mark-for", type=float, default=None)
     args = parser.parse_args()
     if args.revoke_only:
         with tempfile.TemporaryDirectory(prefix="bench-bulk-") as work:
-            times, took, bystander = asyncio.run(run_revoke_only(args.links, args.rest,
-                                                                 Path(work) / "db"))
+            times, took, bystander = asyncio.run(run_revoke_only(
+                args.links, args.rest, Path(work) / "db", args.mark_for))
         print(table(times, took))
         print()
         print(bystander_table(bystander))
