@@ -31,6 +31,7 @@ start-up (`link_listed_once`).
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Iterable
 from datetime import datetime
@@ -41,7 +42,7 @@ from vaultd.records import FileDoc, LinkDoc
 from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.link_generations import is_generation
 from vaultd.services.common import background
-from vaultd.services.common.numbered import GROWTH, MAX_READ, newest_numbered
+from vaultd.services.common.numbered import AIM, GROWTH, MAX_READ, newest_numbered
 from vaultd.services.links import link_numbers
 from vaultd.timefmt import utcnow
 
@@ -78,12 +79,12 @@ async def page_of(db: Db, file: FileDoc, state: State, page: int, per_page: int
     elif state == "active":
         docs = await _active(db, file, wanted)
     else:
-        docs = await _expired(db, file, wanted)
+        docs = await _expired(db, file, wanted, total)
     return docs[(page - 1) * per_page:wanted], total
 
 
-async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | None = None
-                  ) -> list[LinkDoc]:
+async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | None = None,
+                  *, known: int | None = None) -> list[LinkDoc]:
     """The newest `count` links listed as `listed` numbered after the last revoke-all (and up
     to `top`), by ranges of numbers on `(fileId, listed, seq)`.
 
@@ -92,26 +93,39 @@ async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | N
     followed by a wider one, as `numbered.newest_numbered` widens across deleted records, but
     never wider than SPAN numbers, so that the range which reaches the state's links walks at
     most SPAN more than the page, and no single read is long. What the others' links cost is
-    then a read of nothing per SPAN numbers."""
+    then a read of nothing per SPAN numbers, unless they are `known` to be few: at most SPAN
+    links listed so (the count read from the file's counters) are read in one range."""
     if top is None:
         _, top, _ = link_numbers.listing_bounds(file)
     floor = revoked_to(file) + 1
     query = {"fileId": file["_id"], "listed": listed}
     found: list[LinkDoc] = []
     upper, width = top, max(min(count, SPAN), 1)
+    if known is not None and known <= SPAN:
+        width = upper - floor + 1
     while len(found) < count and upper >= floor:
         lower = max(upper - width + 1, floor)
         docs = await db.links.find({**query, "seq": {"$gte": lower, "$lte": upper}}).to_list()
         found += sorted(docs, key=lambda doc: int(doc["seq"]), reverse=True)
-        width = min(width * GROWTH if len(found) < count else width, SPAN)
+        width = _next_width(width, len(found), top - lower + 1, count - len(found))
         upper = lower - 1
     return found[:count]
+
+
+def _next_width(width: int, found: int, spanned: int, wanted: int) -> int:
+    """A range aimed at `wanted` more links at the density seen over the `spanned` numbers
+    read so far, at most GROWTH times the last one and SPAN numbers."""
+    if not found:
+        return min(width * GROWTH, SPAN)
+    aimed = math.ceil(wanted * spanned / found * AIM)
+    return max(min(aimed, width * GROWTH, SPAN), 1)
 
 
 async def _revoked(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
     """Those revoked one by one since the last revoke-all (all numbered above it), then the
     links it revoked, every number up to it."""
-    since = await _listed(db, file, "revoked", min(wanted, int(file.get("linkRevokedSince", 0))))
+    revoked_since = int(file.get("linkRevokedSince", 0))
+    since = await _listed(db, file, "revoked", min(wanted, revoked_since), known=revoked_since)
     if len(since) >= wanted:
         return since
     _, _, floor = link_numbers.listing_bounds(file)
@@ -139,12 +153,12 @@ def _still_active(link: LinkDoc, now: datetime) -> bool:
     return link["expiresAt"] > now and not link.get("exhausted")
 
 
-async def _expired(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
+async def _expired(db: Db, file: FileDoc, wanted: int, total: int) -> list[LinkDoc]:
     """Listed expired, and the lapsed (listed active, expiry passed), merged by number."""
     lapsed = await _lapsed(db, file)
     floor = revoked_to(file) + 1
     current = [link for link in lapsed if int(link.get("seq", floor - 1)) >= floor]
-    marked = await _listed(db, file, "expired", wanted)
+    marked = await _listed(db, file, "expired", wanted, known=total - len(current))
     # By id: the marking may have listed some of the lapsed as expired in between.
     merged = {link["_id"]: link for link in [*current, *marked]}
     return sorted(merged.values(), key=lambda link: int(link["seq"]), reverse=True)[:wanted]
