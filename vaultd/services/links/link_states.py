@@ -155,9 +155,7 @@ def _still_active(link: LinkDoc, now: datetime) -> bool:
 
 async def _expired(db: Db, file: FileDoc, wanted: int, total: int) -> list[LinkDoc]:
     """Listed expired, and the lapsed (listed active, expiry passed), merged by number."""
-    lapsed = await _lapsed(db, file)
-    floor = revoked_to(file) + 1
-    current = [link for link in lapsed if int(link.get("seq", floor - 1)) >= floor]
+    current = await _lapsed(db, file)
     marked = await _listed(db, file, "expired", wanted, known=total - len(current))
     # By id: the marking may have listed some of the lapsed as expired in between.
     merged = {link["_id"]: link for link in [*current, *marked]}
@@ -165,32 +163,32 @@ async def _expired(db: Db, file: FileDoc, wanted: int, total: int) -> list[LinkD
 
 
 async def _lapsed(db: Db, file: FileDoc) -> list[LinkDoc]:
-    """The file's links listed active whose expiry passed; marked in the background."""
-    lapsed = await db.links.find({"fileId": file["_id"], "listed": "active",
-                                  "expiresAt": {"$lte": utcnow()}}).to_list()
+    """The file's links listed active whose expiry passed, numbered after its last revoke-all
+    (those before it are revoked, and its own marking lists them so); marked in the
+    background."""
+    floor = revoked_to(file) + 1
+    lapsed = [link async for link in db.links.find({"fileId": file["_id"], "listed": "active",
+                                                    "expiresAt": {"$lte": utcnow()}})
+              if int(link.get("seq", floor - 1)) >= floor]
     if lapsed and file["_id"] not in _marking:
         _marking.add(file["_id"])
-        background.spawn(_mark_lapsed(db, file["_id"], revoked_to(file), lapsed),
+        background.spawn(_mark_lapsed(db, file["_id"], [link["_id"] for link in lapsed]),
                          "marking a file's lapsed links")
     return lapsed
 
 
-async def _mark_lapsed(db: Db, file_id: str, revoked_to: int, lapsed: list[LinkDoc]) -> None:
-    """`listed: expired` on the lapsed links (`revoked` on those of a revoke-all not yet marked
-    by its own steps), WRITE_BATCH at a time, each step followed by a rest as long as it took.
-    Only links not revoked meanwhile: by `_id` and `revoked`, on the `(revoked, _id)` index. Not
-    recorded: a process that stops leaves them lapsed, and the next read finds them again."""
+async def _mark_lapsed(db: Db, file_id: str, ids: list[str]) -> None:
+    """`listed: expired` on the lapsed links, WRITE_BATCH at a time, each step followed by a
+    rest as long as it took. Only links not revoked meanwhile: by `_id` and `revoked`, on the
+    `(revoked, _id)` index. Not recorded: a process that stops leaves them lapsed, and the next
+    read finds them again."""
     try:
-        for value, ids in (("expired", [link["_id"] for link in lapsed
-                                        if int(link.get("seq", revoked_to)) > revoked_to]),
-                           ("revoked", [link["_id"] for link in lapsed
-                                        if int(link.get("seq", revoked_to)) <= revoked_to])):
-            for first in range(0, len(ids), WRITE_BATCH):
-                started = time.monotonic()
-                await db.links.update_many(
-                    {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
-                    {"$set": {"listed": value}})
-                await asyncio.sleep(time.monotonic() - started)
+        for first in range(0, len(ids), WRITE_BATCH):
+            started = time.monotonic()
+            await db.links.update_many(
+                {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
+                {"$set": {"listed": "expired"}})
+            await asyncio.sleep(time.monotonic() - started)
     finally:
         _marking.discard(file_id)
 
