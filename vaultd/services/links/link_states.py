@@ -47,7 +47,7 @@ from vaultd.services.links import link_numbers
 from vaultd.timefmt import utcnow
 
 State = Literal["active", "expired", "revoked"]
-WRITE_BATCH = 10  # links per marking update, as a revoke-all's marking (`revoke_jobs`)
+WRITE_BATCH = 5  # links per marking update, as a revoke-all's marking (`revoke_jobs`)
 SPAN = MAX_READ  # the widest range of numbers one read of a state's links covers
 _marking: set[str] = set()  # files whose lapsed links this process is marking
 

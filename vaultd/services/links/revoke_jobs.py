@@ -54,12 +54,13 @@ from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
 # Links per read of the background steps. An update rewrites each link's entries in the links'
-# indexes holding `revoked` or `revokedBatch`: about 0.8 ms a link on SecantusDB, whose one lock
-# the update holds (50 links: 36-42 ms, 10: 8 ms, measured 2026-11-26 with load 1). So links
-# are updated WRITE_BATCH at a time: the longest another tenant's query waits behind one is
-# about 8 ms.
+# indexes holding `revoked`, `revokedBatch` or `listed`: about 0.8 ms a link on SecantusDB,
+# whose one lock the update holds (50 links: 36-42 ms, 10: 8 ms, measured 2026-11-26 with load
+# 1, before `listed`). So links are updated WRITE_BATCH at a time: with the by-state indexes,
+# 10 a step took 26.5 ms p50 and 89 ms p99 on the loaded machine, 5 a step 14.2 and 42 ms, and
+# marked as many links a minute (docs/performance.md).
 BATCH = 50
-WRITE_BATCH = 10
+WRITE_BATCH = 5
 JOBS = "revoke_jobs"
 # What the raise reads of the holder first: its count, its generation, its links' numbers.
 HOLDER_FIELDS = {"linkCount": 1, "linkSeq": 1, "linkTotal": 1, **FILE_FIELDS}
