@@ -28,6 +28,16 @@ size of a revoke-all of 100,000 live links, `--links 200000`, without minutes of
 With `--load N`, N clients of their own connection (not timed) meanwhile read one small
 account's records in a loop (a page's database work: a link by hash, a file by id), so the
 steps run against the lock's other users.
+
+With `--revoke-only`, the account gets only its links (no log, one file), and the revoke-all's
+call and its background marking are timed while a bystander (another account, on a connection
+of its own) repeats a page's database work as a page sends it: its link read with the file's
+generation joined (`links.read_link`), then its file by id. The bystander's times (the two
+commands, end to end) are printed at rest (`--rest` seconds before the revoke) and during the
+call and the marking: p50, p95 and max (`--links 200000`: a revoke-all of 100,001 live links).
+The call's own figures are printed as soon as it answers; `--mark-for S` times the marking for
+S seconds only (its steps are the same batches by the same indexes however many links remain:
+`tests/test_background_steps.py`), then stops it and counts the links it marked.
 Prints a Markdown table: operations, p50, p99 and max in ms, and how many took over 50 ms.
 """
 
@@ -54,6 +64,7 @@ from vaultd.db import Db
 from vaultd.services.common import background, id_ranges, outbox
 from vaultd.services.files import deletions
 from vaultd.services.files.blobs import BlobStore
+from vaultd.services.links import links as view_links
 from vaultd.services.links import revoke_jobs
 from vaultd.timefmt import utcnow
 
@@ -103,6 +114,70 @@ async def _revoke_call_only(db: Db, steps: StepTimes, links: int) -> dict[str, W
     return took
 
 
+@dataclass
+class Bystander:
+    """Another account's page work, timed (ms) under the phase named in `phase`."""
+
+    phase: str = "at rest"
+    times: dict[str, list[float]] = field(default_factory=dict)
+
+    async def run(self, db: Db, stop: asyncio.Event, account_id: str) -> None:
+        link = await db.links.find_one({"accountId": account_id})
+        assert link is not None
+        while not stop.is_set():
+            started = time.perf_counter()
+            await view_links.read_link(db, {"hash": link["hash"]})
+            await db.files.find_one({"_id": link["fileId"]})
+            self.times.setdefault(self.phase, []).append(
+                (time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0)  # another connection's commands, between two pages
+
+
+async def _revoke_only(db: Db, other: Db, steps: StepTimes, links: int, rest: float,
+                       mark_for: float | None) -> tuple[dict[str, Work], Bystander]:
+    big = await seed_account(db, "Big Co", files=1, entries=0, links=links)
+    small = await seed_account(db, "Small Co", files=1, entries=0, links=10)
+    bystander, stop = Bystander(), asyncio.Event()
+    reading = asyncio.create_task(bystander.run(other, stop, small.account_id))
+    took: dict[str, Work] = {}
+    try:
+        await asyncio.sleep(rest)
+        bystander.phase = "during the call and the marking"
+        took["revoke-all"] = await _timed(steps, "revoke-all", lambda: (
+            revoke_jobs.revoke_all(db, big.account_id, big.busy_file, "bench")))
+        print(table({"revoke-all": steps.times["revoke-all"]}, took), flush=True)
+        took["revoke marking"] = await _timed(steps, "revoke marking", lambda: (
+            _marked_for(took["revoke-all"].records, mark_for)))
+    finally:
+        stop.set()
+        await reading
+    if mark_for is not None:  # read once the bystander stopped, by the (fileId, revoked) index
+        marked = db.links.find({"fileId": big.busy_file, "revoked": True}, {"_id": 1})
+        took["revoke marking"].records = len(await marked.to_list())
+    return took, bystander
+
+
+async def _marked_for(revoked: int, seconds: float | None) -> int:
+    """The marking, for `seconds` at most (None: to its end)."""
+    if seconds is None:
+        return await _marked(revoked)
+    try:
+        await asyncio.wait_for(revoke_jobs.all_marked(), seconds)
+    except TimeoutError:
+        revoke_jobs.stop_marking()
+    return 0  # counted once the bystander stopped
+
+
+def bystander_table(bystander: Bystander) -> str:
+    rows = ["| bystander's page work | pages | p50 ms | p95 ms | max ms |", "|---|---|---|---|---|"]
+    for phase, durations in bystander.times.items():
+        ordered = sorted(durations)
+        p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+        rows.append(f"| {phase} | {len(ordered):,} | {statistics.median(ordered):.1f} | "
+                    f"{p95:.1f} | {ordered[-1]:.1f} |")
+    return "\n".join(rows)
+
+
 async def _marked(revoked: int) -> int:
     await revoke_jobs.all_marked()
     return revoked
@@ -118,6 +193,15 @@ async def _load(db: Db, stop: asyncio.Event, account_id: str) -> None:
     while not stop.is_set():
         await db.links.find_one({"hash": link["hash"]})
         await db.files.find_one({"_id": link["fileId"]})
+
+
+async def run_revoke_only(links: int, rest: float, storage: Path, mark_for: float | None
+                          ) -> tuple[dict[str, list[float]], dict[str, Work], Bystander]:
+    steps = StepTimes()
+    with running_database(storage) as server:
+        async with recorded_db(server, steps) as db, vault_db(server) as other:
+            took, bystander = await _revoke_only(db, other, steps, links, rest, mark_for)
+            return steps.times, took, bystander
 
 
 async def run(links: int, load: int, storage: Path, call_only: bool = False
@@ -194,7 +278,18 @@ def main() -> None:
     parser.add_argument("--links", type=int, default=20_000)
     parser.add_argument("--load", type=int, default=0)
     parser.add_argument("--revoke-call-only", action="store_true")
+    parser.add_argument("--revoke-only", action="store_true")
+    parser.add_argument("--rest", type=float, default=10.0)
+    parser.add_argument("--mark-for", type=float, default=None)
     args = parser.parse_args()
+    if args.revoke_only:
+        with tempfile.TemporaryDirectory(prefix="bench-bulk-") as work:
+            times, took, bystander = asyncio.run(run_revoke_only(
+                args.links, args.rest, Path(work) / "db", args.mark_for))
+        print(table(times, took))
+        print()
+        print(bystander_table(bystander))
+        return
     with tempfile.TemporaryDirectory(prefix="bench-bulk-") as work:
         times, took = asyncio.run(run(args.links, args.load, Path(work) / "db",
                                       args.revoke_call_only))

@@ -75,7 +75,8 @@ def _link(account_id: str, file_id: str, created: datetime, expires: datetime,
           token: str | None = None) -> dict[str, Any]:
     return {"_id": str(uuid.uuid4()), "hash": digest(token or new_token()),
             "accountId": account_id, "fileId": file_id, "viewerEmail": "kim@example.com",
-            "viewerName": "Kim", "createdAt": created, "expiresAt": expires, "revoked": False}
+            "viewerName": "Kim", "createdAt": created, "expiresAt": expires, "revoked": False,
+            "listed": "active"}  # the expired ones not yet marked (services.links.link_states)
 
 
 async def _seed_links(db: Db, account_id: str, file_id: str, expired: int, live: int,

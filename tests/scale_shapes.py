@@ -87,10 +87,10 @@ async def _links(db: Db, shape: Shape, times: list[datetime]) -> None:
     docs = [{"_id": str(uuid.uuid4()), "hash": digest(new_token()), "accountId": shape.account_id,
              "fileId": shape.file_id, "viewerEmail": "kim@example.com", "viewerName": "Kim",
              "createdAt": at, "expiresAt": at + timedelta(days=365), "revoked": False,
-             "seq": place + 1} for place, at in enumerate(times)]
+             "seq": place + 1, "listed": "active"} for place, at in enumerate(times)]
     await _insert(db, "links", docs)
     await db.files.update_one({"_id": shape.file_id}, {"$set": {
-        "linkSeq": len(docs), "linkTotal": len(docs)}})
+        "linkSeq": len(docs), "linkTotal": len(docs), "linkCount.live": len(docs)}})
     shape.link_id, shape.link_created = docs[0]["_id"], docs[0]["createdAt"]
     shape.link = docs[0]
 

@@ -26,7 +26,6 @@ from vaultd.db import Db
 from vaultd.records import LinkDoc, RoomDoc
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts, link_counts
-from vaultd.services.accounts.link_generations import FILE_FIELDS
 from vaultd.services.common import background
 from vaultd.services.common.batches import DELETE_BATCH, WINDOW
 from vaultd.services.files import deletions
@@ -124,7 +123,7 @@ async def test_a_link_born_of_a_revoked_generation_is_replaced_and_never_marked_
         db: Db) -> None:
     account, file_id = await account_with_file(db)
     tokens = await new_links(db, account, file_id, 5)
-    file = await db.files.find_one({"_id": file_id}, {"linkCount": 1, **FILE_FIELDS})
+    file = await db.files.find_one({"_id": file_id}, revoke_jobs.HOLDER_FIELDS)
     assert file is not None
     job = await revoke_jobs._start(db, dict(file), account.id, 5, utcnow(), "vaultd-test")
     # A creation that read the file before the raise inserts its link under the old generation.

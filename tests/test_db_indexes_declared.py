@@ -72,6 +72,8 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('links (_id, fileId)', '{}'),
     ('links (accountId, expiresAt)', '{}'),
     ('links (fileId, expiresAt)', '{}'),
+    ('links (fileId, listed, expiresAt)', '{}'),
+    ('links (fileId, listed, seq)', '{}'),
     ('links (fileId, revoked)', '{}'),
     ('links (fileId, revoked, _id)', '{}'),
     ('links (fileId, revoked, expiresAt)', '{}'),

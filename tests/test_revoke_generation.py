@@ -155,7 +155,7 @@ async def test_a_job_cut_after_its_write_is_finished_and_one_cut_before_is_dropp
         db: Db) -> None:
     account, file_id = await account_with_file(db)
     tokens = await new_links(db, account, file_id, 7)
-    file = await db.files.find_one({"_id": file_id}, {"linkCount": 1, "linkGeneration": 1})
+    file = await db.files.find_one({"_id": file_id}, revoke_jobs.HOLDER_FIELDS)
     assert file is not None
     # Cut before its write: recorded, never raised the generation.
     early = await revoke_jobs._start(db, dict(file), account.id, 7, utcnow(), "vaultd-gone")
@@ -165,7 +165,7 @@ async def test_a_job_cut_after_its_write_is_finished_and_one_cut_before_is_dropp
     assert await db.raw(revoke_jobs.JOBS).find_one({"_id": early["_id"]}) is None
     # Cut after it: the generation raised, nothing else done. Two processes recover at once:
     # one of them claims the job, and the counts are taken once.
-    file = await db.files.find_one({"_id": file_id}, {"linkCount": 1, "linkGeneration": 1})
+    file = await db.files.find_one({"_id": file_id}, revoke_jobs.HOLDER_FIELDS)
     assert file is not None  # as the count reads above swept it
     job = await revoke_jobs._start(db, dict(file), account.id, 7, utcnow(), "vaultd-gone")
     assert await revoke_jobs._raise_generation(db, dict(file), job)

@@ -20,7 +20,6 @@ from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 from vaultd.db import Db
 from vaultd.services.accounts import link_counts
 from vaultd.services.accounts.accounts import get_account
-from vaultd.services.accounts.link_generations import FILE_FIELDS
 from vaultd.services.links import revoke_jobs
 from vaultd.services.links.links import LinkRequest, create_link
 from vaultd.timefmt import utcnow
@@ -46,7 +45,7 @@ def test_a_revoke_all_cut_after_its_write_is_finished_and_announced_once(
             for _ in range(LINKS):
                 await create_link(db, account, request)
             # The job of an instance that dies right after its write.
-            file = await db.files.find_one({"_id": file_id}, {"linkCount": 1, **FILE_FIELDS})
+            file = await db.files.find_one({"_id": file_id}, revoke_jobs.HOLDER_FIELDS)
             assert file is not None
             job = await revoke_jobs._start(db, dict(file), account_id, LINKS, utcnow(),
                                            owner="vaultd-killed")

@@ -33,7 +33,7 @@ from vaultd.services.files import db_indexes as files
 from vaultd.services.gates import db_indexes as gates
 from vaultd.services.gates import session_numbers as viewer_session_numbers
 from vaultd.services.links import db_indexes as links
-from vaultd.services.links import link_numbers
+from vaultd.services.links import link_numbers, link_states_once
 from vaultd.services.members import activity_numbers, session_numbers
 from vaultd.services.members import db_indexes as members
 from vaultd.services.pages import db_indexes as pages
@@ -98,6 +98,7 @@ async def ensure_indexes(db: Db) -> None:
     await room_activity.tag_room_stats_once(db)
     await number_files_once(db)
     await link_numbers.number_links_once(db)
+    await link_states_once.link_listed_once(db)
     await activity_numbers.number_activity_once(db)
     await session_numbers.number_sessions_once(db)
     await delivery_numbers.number_deliveries_once(db)

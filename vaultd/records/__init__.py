@@ -136,6 +136,11 @@ class FileDoc(TypedDict):
     linkSeq: NotRequired[int]  # the last number given to a link (services.links.link_numbers)
     linkSeqFloor: NotRequired[int]  # the lowest (links numbered at start-up count down from 0)
     linkTotal: NotRequired[int]  # its link records: the links listing's total
+    # Its last revoke-all: every link numbered up to linkRevokedTo revoked, linkRevokedCount of
+    # them; linkRevokedSince: revoked one by one since (services.links.link_states).
+    linkRevokedTo: NotRequired[int]
+    linkRevokedCount: NotRequired[int]
+    linkRevokedSince: NotRequired[int]
     deleteOwner: NotRequired[str]  # the instance cleaning up after its deletion, till it dies
 
 
@@ -160,6 +165,8 @@ class LinkDoc(TypedDict):
     generation: NotRequired[int]  # its file's linkGeneration when counted (absent: 0)
     createdBy: NotRequired[str]  # the member who made it in the console (absent: an API key)
     seq: NotRequired[int]  # its number in its file, newest highest (services.common.numbered)
+    # The state last written on it: active, expired or revoked (services.links.link_states).
+    listed: NotRequired[str]
 
 
 class AgreementRefDoc(TypedDict):

@@ -4,7 +4,7 @@ the file list, by state; per link its id (never the token), viewer, times, state
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest
@@ -13,10 +13,10 @@ from vaultd.services.accounts import link_generations
 from vaultd.services.common.numbered import newest_numbered
 from vaultd.services.files.files import get_file
 from vaultd.services.gates.policy import policy_json
-from vaultd.services.links import link_numbers
+from vaultd.services.links import link_numbers, link_states
 from vaultd.timefmt import iso_utc, utcnow
 
-State = Literal["active", "expired", "revoked"]
+State = link_states.State
 STATES: tuple[State, ...] = ("active", "expired", "revoked")
 
 
@@ -27,24 +27,6 @@ def parse_state(value: str | None) -> State | None:
         if value == state:
             return state
     raise InvalidRequest("state must be one of active, expired, revoked")
-
-
-def _state_query(state: State | None, generation: int) -> dict[str, Any]:
-    """A link of an older generation than its file's is revoked (`link_generations`), whatever
-    its record says until the revoke-all's steps reach it."""
-    now = utcnow()
-    current = {"generation": generation} if generation else {}
-    if state == "revoked":
-        if generation:
-            return {"$or": [{"revoked": True}, {"generation": {"$ne": generation}}]}
-        return {"revoked": True}
-    if state == "active":
-        return {"revoked": False, "expiresAt": {"$gt": now}, "exhausted": {"$ne": True},
-                **current}
-    if state == "expired":  # a link spent by maxOpens answers like an expired one
-        return {"revoked": False, "$or": [{"expiresAt": {"$lte": now}}, {"exhausted": True}],
-                **current}
-    return {}
 
 
 def state_of(link: LinkDoc, file: FileDoc) -> State:
@@ -60,12 +42,12 @@ async def list_file_links(db: Db, account_id: str, file_id: str, page: int, per_
     """Newest first. Without a state, `total` is the file's count of link records and the page
     is read by the links' numbers in their file (`link_numbers`, `services.common.numbered`):
     page 1 costs the same at 10 links as at 10^5, a deep page what precedes it. By state, the
-    links are counted and skipped by query (no per-state counter is kept yet)."""
+    same by the numbers of the links of that state (`services.links.link_states`)."""
     file = await get_file(db, account_id, file_id)
     if state is None:
         links, total = await _newest(db, file, page, per_page)
     else:
-        links, total = await _by_state(db, file, page, per_page, state)
+        links, total = await link_states.page_of(db, file, state, page, per_page)
     ids = [link["_id"] for link in links]
     sessions = await _sessions_opened(db, links)
     stats = {doc["_id"]: doc async for doc in db.link_stats.find(
@@ -83,16 +65,6 @@ async def _newest(db: Db, file: FileDoc, page: int, per_page: int
     docs = await newest_numbered(db.links, {"fileId": file["_id"]}, "seq", count=wanted,
                                  top=top, floor=floor)
     return docs[(page - 1) * per_page:], total
-
-
-async def _by_state(db: Db, file: FileDoc, page: int, per_page: int, state: State
-                    ) -> tuple[list[LinkDoc], int]:
-    query = {"accountId": file["accountId"], "fileId": file["_id"],
-             **_state_query(state, link_generations.generation(file))}
-    total = await db.links.count_documents(query)
-    cursor = db.links.find(query).sort([("seq", -1), ("createdAt", -1), ("_id", -1)]).skip(
-        (page - 1) * per_page).limit(per_page)
-    return [doc async for doc in cursor], total
 
 
 async def _sessions_opened(db: Db, links: list[LinkDoc]) -> dict[str, int]:

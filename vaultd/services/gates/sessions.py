@@ -24,6 +24,7 @@ from vaultd.services.common.numbered import newest_numbered
 from vaultd.services.gates import session_numbers
 from vaultd.services.gates.gated import GatedLink
 from vaultd.services.gates.registry import session_gates
+from vaultd.services.links import link_states
 from vaultd.services.links.links import LINK_NOT_FOUND
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -45,7 +46,10 @@ async def count_open(db: Db, link: GatedLink, *, session: bool = False) -> int |
         {"_id": link.id, "opens": {"$lt": limit}}, {"$inc": {"opens": 1, **tally}},
         {"sessionsOpened": 1}, return_document=ReturnDocument.AFTER)
     if counted is None:
-        await records.update_one({"_id": link.id}, {"$set": {"exhausted": True}})
+        if link.records == db.links.name:  # a file link: listed expired, out of the live counts
+            await link_states.spent(db, link.id)
+        else:
+            await records.update_one({"_id": link.id}, {"$set": {"exhausted": True}})
         raise NotFound(LINK_NOT_FOUND)
     return int(counted["sessionsOpened"]) if session else None
 

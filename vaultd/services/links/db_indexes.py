@@ -16,4 +16,8 @@ INDEXES: tuple[Index, ...] = (
     index("links", "revokedBatch", "_id"),
     # A file's links read by number ranges (services.analytics.link_listing).
     index("links", "fileId", "-seq"),
+    # A file's links of one listed state by number, and its links listed active whose expiry
+    # passed (services.links.link_states).
+    index("links", "fileId", "listed", "seq"),
+    index("links", "fileId", "listed", "expiresAt"),
 )

@@ -26,6 +26,7 @@ from vaultd.services.files.files import is_uuid
 
 LINK_NUMBER_MIGRATION = "linkSeq"
 NUMBERING_BATCH = 20  # updates per command: a link carries several indexes
+UNRESERVE_ATTEMPTS = 8  # each failed one means a revoke-all was raised meanwhile
 
 
 async def reserve(db: Db, account_id: str, file_id: str) -> FileDoc:
@@ -43,11 +44,24 @@ async def reserve(db: Db, account_id: str, file_id: str) -> FileDoc:
     return doc
 
 
-async def unreserve(db: Db, file_id: str) -> None:
-    """The reserved link was not written: out of the count again (its number stays a gap). Best
-    effort: the database that refused the insert may refuse this too."""
+async def unreserve(db: Db, file_id: str, number: int) -> None:
+    """The reserved link numbered `number` was not written: out of the count again (its number
+    stays a gap), and out of the revoked links' count if a revoke-all since took it
+    (`link_states`: every number up to its `linkRevokedTo`). Best effort: the database that
+    refused the insert may refuse this too."""
     with contextlib.suppress(PyMongoError):
-        await db.files.update_one({"_id": file_id}, {"$inc": {"linkTotal": -1}})
+        for _ in range(UNRESERVE_ATTEMPTS):  # each retry: a revoke-all came between
+            file = await db.files.find_one({"_id": file_id}, {"linkRevokedTo": 1})
+            if file is None:
+                return
+            revoked_to = file.get("linkRevokedTo")
+            taken = revoked_to is not None and number <= int(revoked_to)
+            result = await db.files.update_one(
+                {"_id": file_id,
+                 "linkRevokedTo": revoked_to if revoked_to is not None else {"$exists": False}},
+                {"$inc": {"linkTotal": -1, **({"linkRevokedCount": -1} if taken else {})}})
+            if result.matched_count:
+                return
 
 
 def listing_bounds(file: FileDoc) -> tuple[int, int, int]:

@@ -30,7 +30,7 @@ from vaultd.services.common import outbox
 from vaultd.services.common.acting import acting
 from vaultd.services.common.fair_share import UNPACED, Pace
 from vaultd.services.files.files import is_uuid
-from vaultd.services.links import link_numbers, revoke_jobs
+from vaultd.services.links import link_numbers, link_states, revoke_jobs
 from vaultd.services.members.callers import CALLER, require_caller
 from vaultd.services.members.roles import Permission
 from vaultd.services.notifications import owners
@@ -153,6 +153,7 @@ async def _insert_link(db: Db, account: Account,
             "revoked": False,
             "sessionsOpened": 0,  # kept on write: the sessions themselves are pruned (TTL)
             "seq": int(file["linkSeq"]),
+            "listed": "active",
         }
         if generation:
             doc["generation"] = generation
@@ -170,10 +171,10 @@ async def _insert_link(db: Db, account: Account,
             await outbox.discard(db, held)
             continue
         except BaseException:
-            await link_numbers.unreserve(db, request.file_id)
+            await link_numbers.unreserve(db, request.file_id, doc["seq"])
             raise
         if not await _counted(db, doc):  # of a generation revoked as it was made
-            await link_numbers.unreserve(db, request.file_id)  # its record is gone: uncounted
+            await link_numbers.unreserve(db, request.file_id, doc["seq"])  # its record is gone
             await outbox.discard(db, held)
             file = await link_numbers.reserve(db, account.id, request.file_id)  # the next one
             continue
@@ -265,10 +266,12 @@ async def _revoke_found(db: Db, link: LinkDoc | None) -> None:
     # Held before the revoke: shared by racing callers (one id), released by the one that won.
     held = await webhook_events.view_revoked(db, link)
     live = is_live(link)  # an expired link already left the count (`services.accounts.link_counts`)
-    result = await db.links.update_one({"_id": link["_id"], "revoked": False},
-                                       {"$set": {"revoked": True, "countedOut": live}})
+    result = await db.links.update_one(
+        {"_id": link["_id"], "revoked": False},
+        {"$set": {"revoked": True, "countedOut": live, "listed": "revoked"}})
     if result.modified_count:
         await outbox.release(db, held)
+        await link_states.counted_revoke(db, link)
         if live:
             await link_counts.revoked_in_generation(db, link, 1)
 

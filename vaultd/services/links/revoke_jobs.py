@@ -54,13 +54,16 @@ from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
 # Links per read of the background steps. An update rewrites each link's entries in the links'
-# indexes holding `revoked` or `revokedBatch`: about 0.8 ms a link on SecantusDB, whose one lock
-# the update holds (50 links: 36-42 ms, 10: 8 ms, measured 2026-11-26 with load 1). So links
-# are updated WRITE_BATCH at a time: the longest another tenant's query waits behind one is
-# about 8 ms.
+# indexes holding `revoked`, `revokedBatch` or `listed`: about 0.8 ms a link on SecantusDB,
+# whose one lock the update holds (50 links: 36-42 ms, 10: 8 ms, measured 2026-11-26 with load
+# 1, before `listed`). So links are updated WRITE_BATCH at a time: with the by-state indexes,
+# 10 a step took 26.5 ms p50 and 89 ms p99 on the loaded machine, 5 a step 14.2 and 42 ms, and
+# marked as many links a minute (docs/performance.md).
 BATCH = 50
-WRITE_BATCH = 10
+WRITE_BATCH = 5
 JOBS = "revoke_jobs"
+# What the raise reads of the holder first: its count, its generation, its links' numbers.
+HOLDER_FIELDS = {"linkCount": 1, "linkSeq": 1, "linkTotal": 1, **FILE_FIELDS}
 # Reads of the holder's count before its update: each retry means one of its links was created
 # or revoked in between, so more than a few means a storm of them.
 ATTEMPTS = 8
@@ -114,8 +117,7 @@ async def revoke_generation(db: Db, holder: Holder, account_id: str, holder_id: 
     releases."""
     for _ in range(ATTEMPTS):
         found = await db.raw(holder.records).find_one(
-            {"_id": holder_id, "accountId": account_id, **holder.alive},
-            {"linkCount": 1, **FILE_FIELDS})
+            {"_id": holder_id, "accountId": account_id, **holder.alive}, HOLDER_FIELDS)
         if found is None:
             return 0
         now = utcnow()
@@ -153,13 +155,22 @@ async def _raise_generation(db: Db, found: dict[str, Any], job: dict[str, Any]) 
     holder = holder_of(job)
     counted = found.get("linkCount") or {}
     swept = counted.get("sweptAt")
+    numbered: dict[str, Any] = {}
+    noted: dict[str, Any] = {}
+    if holder is FILE:
+        # Every link numbered up to now is revoked, so no number may be given in between
+        # (`link_states`: the listing by state reads the revoked by number).
+        numbered = {field: found.get(field, {"$exists": False})
+                    for field in ("linkSeq", "linkTotal")}
+        noted = {"linkRevokedTo": int(found.get("linkSeq", 0)),
+                 "linkRevokedCount": int(found.get("linkTotal", 0)), "linkRevokedSince": 0}
     result = await db.raw(holder.records).update_one(
         {"_id": found["_id"], **holder.alive,
          "linkGeneration": is_generation(job["generation"]),
          "linkCount.live": int(counted.get("live", 0)),
-         "linkCount.sweptAt": swept if swept is not None else {"$exists": False}},
+         "linkCount.sweptAt": swept if swept is not None else {"$exists": False}, **numbered},
         {"$set": {"linkGeneration": job["generation"] + 1, "linkCount.live": 0,
-                  "linkCount.sweptAt": job["startedAt"],
+                  "linkCount.sweptAt": job["startedAt"], **noted,
                   f"linkRevokes.{job['generation']}": {"at": job["startedAt"],
                                                        "batch": job["_id"]}}})
     return bool(result.modified_count)
@@ -203,6 +214,7 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
     records = db.raw(holder.links)
     steps = PacedSteps(pace, job["accountId"])
     fields = {"generation": 1, "expiresAt": 1}
+    listed = {"listed": "revoked"} if holder is FILE else {}  # `link_states`
     marked = 0
     async for links in id_ranges.batches(records, fields, size=BATCH,
                                          query={holder.key: job[holder.key], "revoked": False}):
@@ -220,7 +232,8 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
                 started = time.monotonic()
                 result = await records.update_many(
                     {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
-                    {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": live}})
+                    {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": live,
+                              **listed}})
                 marked += int(result.modified_count)
                 # Nobody waits for these steps, every other tenant's query may wait behind
                 # one: rest as long as each took, so they never queue back to back.
