@@ -221,3 +221,31 @@ async def test_a_hot_file_is_read_by_number_and_its_tail_by_time(
     assert await walked(0) <= 2 * access_log.LATEST + 10
     await write(db, file_id, 150)
     assert await walked(150) <= 150 + 2 * access_log.LATEST + 10
+
+
+async def test_a_burst_is_numbered_reading_about_one_rounds_worth_each_round(
+        db: Db, recorder: QueryRecorder) -> None:
+    """The read of a round walks its whole stretch: after a round that found more than it
+    could number, the next stretch is only as long as what it numbered, so a burst of 3,000
+    costs each later round about MAX_PER_ROUND entries read, not the burst's rest again."""
+    file_id, start = str(uuid.uuid4()), utcnow() - timedelta(seconds=3)
+    await numbering_round(db, start)
+    burst = 3_000
+    await db.raw(db.access_log.name).insert_many([
+        {"_id": str(uuid.uuid4()), "accountId": ACCOUNT, "fileId": file_id, "action": "page",
+         "page": 1, "at": start + timedelta(milliseconds=place // 2)} for place in range(burst)])
+    walked_per_round: list[int] = []
+    numbered = 0
+    while numbered < burst:
+        recorder.queries.clear()
+        recorder.recording = True
+        try:
+            numbered += await numbering_round(db)
+        finally:
+            recorder.recording = False
+        reads = [query for query in recorder.queries if query.collection == "access_log"]
+        walked_per_round.append(await total_examined(db, reads))
+    assert walked_per_round[0] == burst  # the first round cannot know the density yet
+    assert max(walked_per_round[1:]) <= 2 * log_numbering.MAX_PER_ROUND + 10, walked_per_round
+    numbers = sorted(doc["fileSeq"] for doc in await in_order(db, {"fileId": file_id}))
+    assert numbers == list(range(1, burst + 1))

@@ -68,6 +68,7 @@ class NumberCounterDoc(TypedDict):
     # is numbered.
     since: NotRequired[datetime]
     horizon: NotRequired[datetime]
+    stretchMs: NotRequired[float]  # "access_log:horizon": the next round's stretch to read
 
 
 class SignInCodeDoc(TypedDict):

@@ -43,6 +43,12 @@ UPDATE_BATCH = 10  # entries numbered per command, as the revoke marking: each c
 # numbered over several rounds rather than holding back the next round's sequencing (an update
 # costs about what an insert does: docs/performance.md, *The access log by number*).
 MAX_PER_ROUND = 500
+# The stretch a round reads adapts to the log's density: the read walks the whole stretch (the
+# embedded database does not push a limit down), so after a round that found more than it could
+# number, the next reads only as long a stretch as held what it numbered; after one that found
+# less than half of it, twice as long (up to MAX_STRETCH). A burst then costs each round about
+# MAX_PER_ROUND entries read, not the burst's rest again and again.
+MIN_STRETCH = timedelta(milliseconds=10)
 IN_CHUNK = 200  # counters read back per command
 FIELDS = {"at": 1, **{scope.field: 1 for scope in SCOPES}}
 
@@ -61,18 +67,21 @@ async def number_new_entries(db: Db, horizon: datetime) -> int:
 async def _number(db: Db, horizon: datetime) -> int:
     counters = db.number_counters
     state = await counters.find_one({"_id": HORIZON})
-    start = state.get("horizon") if state is not None else None
-    if start is None:  # the first round: numbers start here
+    if state is None or "horizon" not in state:  # the first round: numbers start here
         await counters.update_one({"_id": HORIZON}, {"$setOnInsert": {"horizon": horizon}},
                                   upsert=True)
         return 0
-    stop = min(horizon, start + MAX_STRETCH)
+    start = state["horizon"]
+    stretch = _MS * float(state.get("stretchMs", MAX_STRETCH / _MS))
+    stop = min(horizon, start + stretch)
     if stop <= start:
         return 0
     entries = db.raw(db.access_log.name)
     docs = await entries.find({"at": {"$gte": start, "$lt": stop}}, FIELDS).to_list()
     docs.sort(key=lambda doc: (doc["at"], doc["_id"]))
+    found = len(docs)
     docs, stop = _capped(docs, stop)
+    stretch = _next_stretch(stretch, found, stop - start)
     counts: Counter[str] = Counter()
     first: dict[str, datetime] = {}
     for doc in docs:
@@ -93,8 +102,20 @@ async def _number(db: Db, horizon: datetime) -> int:
         for at in range(0, len(updates), UPDATE_BATCH):
             await entries.bulk_write(updates[at:at + UPDATE_BATCH], ordered=False)
     # Only once every entry of the stretch has its numbers do the reads use them.
-    await counters.update_one({"_id": HORIZON}, {"$max": {"horizon": stop}})
+    await counters.update_one({"_id": HORIZON}, {"$max": {"horizon": stop},
+                                                 "$set": {"stretchMs": stretch / _MS}})
     return len(docs)
+
+
+_MS = timedelta(milliseconds=1)
+
+
+def _next_stretch(stretch: timedelta, found: int, numbered_span: timedelta) -> timedelta:
+    if found > MAX_PER_ROUND:
+        return max(MIN_STRETCH, numbered_span)
+    if found < MAX_PER_ROUND // 2:
+        return min(MAX_STRETCH, stretch * 2)
+    return stretch
 
 
 def _capped(docs: list[Any], stop: datetime) -> tuple[list[Any], datetime]:
