@@ -137,7 +137,8 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     paper = ink.paper_level(grey, counts)
     # The smallest scale the mark can have, when the image shows it is the page (`served`).
     shown = served.least_scale(grey, paper, long_side)
-    least = shown or 0.0
+    # Scales under 0.3 are read only at full size (`sync.SMALL_SCALE`).
+    least = shown or (0.0 if sync.read_at_full_size(grey) else sync.MIN_SCALE)
     # Flat paper carries no mark: the search reads only what lies off it, if enough does.
     flat_paper = None
     if paper is not None and ink.paper_flatness(counts, paper) >= _FLAT_PAPER:

@@ -78,6 +78,12 @@ def _dilated(mask: npt.NDArray[np.bool_], reach: int) -> npt.NDArray[np.bool_]:
     return grown
 
 
+def read_at_full_size(grey: Image.Image) -> bool:
+    """Whether `grey`'s autocorrelation is made at its own size (not halved), where scales
+    under MIN_SCALE, down to SMALL_SCALE, are read too."""
+    return max(grey.size) <= _MAX_ACF_SIDE
+
+
 def _smooth_size(n: int) -> int:
     """The smallest 2^a 3^b 5^c at or above n (fast FFT lengths)."""
     best = 1 << max(0, (n - 1).bit_length())
@@ -157,7 +163,7 @@ def tile_vectors(grey: Image.Image, count: int = 2, flat_paper: int | None = Non
     acf = autocorrelation(detail)
     low = TILE * MIN_SCALE / factor
     found = _peaks(acf, low, TILE * MAX_SCALE / factor, count)
-    if small and factor == 1:
+    if small and factor == 1:  # `read_at_full_size`
         found += _peaks(acf, TILE * SMALL_SCALE, low, small, found)
     return [(x * factor, y * factor) for x, y in found]
 
