@@ -47,6 +47,14 @@ def _photo() -> tuple[Image.Image, float]:
     return noisy, float(np.hypot(*(ends[1] - ends[0])))
 
 
+@functools.cache
+def _found() -> perspective.Horizons:
+    """`horizons` of the photo as a reduced photo's are read (no extra trials)."""
+    found = perspective.horizons(_photo()[0])
+    assert found is not None
+    return found
+
+
 def _smaller(photo: Image.Image) -> Image.Image:
     """The coarse copy `perspective.horizons` makes."""
     return photo.resize((round(photo.width * 2 / 3), round(photo.height * 2 / 3)),
@@ -69,8 +77,7 @@ def _times(trial: perspective.Flattened, factor: float) -> perspective.Flattened
 def test_noises_lattice_at_a_right_horizon_gets_the_smaller_copys() -> None:
     photo, tile = _photo()
     assert framed._working_copy(photo).size == photo.size  # read at its own size
-    found = perspective.horizons(photo)
-    assert found is not None
+    found = _found()
     noise = found.trials[0]
     assert abs(_length(noise.lattice) / tile - 1) > 0.3  # the tile's peak hidden
     small = _smaller(photo)
@@ -91,8 +98,7 @@ def test_noises_lattice_at_a_right_horizon_gets_the_smaller_copys() -> None:
 
 def test_the_smaller_copys_own_lattice_or_a_harmonic_of_it_adds_nothing() -> None:
     photo, _ = _photo()
-    found = perspective.horizons(photo)
-    assert found is not None
+    found = _found()
     small = _smaller(photo)
     ratio = max(photo.size) / max(small.size)
     seen = perspective._as_coarse_sees(small, [found.trials[0]], ratio)
