@@ -2,7 +2,7 @@
 not tuned on").
 
     python -m bench.leakmark_untuned [--pages 6] [--leaks 2] [--unmarked 12] [--seed 41]
-        [--families margin,filled,crop,screen-grab]
+        [--families margin,filled,crop,screen-grab] [--read crop,screen-grab]
 
 A generator of its own, written before any of the reader's tuning against it and frozen with
 it (the settings below are the record; changing one makes a new generator, not a retuned
@@ -256,16 +256,21 @@ class Tally:
 
 
 def run(pages: list[Page], families: list[str], per_page: int, unmarked: int,
-        rng: random.Random, read: Callable[[Image.Image], int | None]) -> dict[str, Tally]:
+        rng: random.Random, read: Callable[[Image.Image], int | None],
+        shown: set[str] | None = None) -> dict[str, Tally]:
     """Each family's leaks of every page (a new id each), then `unmarked` leaks of the pages
-    served unmarked: named right, wrong, missed, false matches."""
-    tallies = {name: Tally() for name in families}
+    served unmarked: named right, wrong, missed, false matches. `shown`: the families read
+    (all when None); the others' leaks are still made, so every family read gets the leaks
+    it gets in a run that reads them all."""
+    tallies = {name: Tally() for name in families if shown is None or name in shown}
     for name in families:
         make = FAMILIES[name]
         for page in pages:
             for _ in range(per_page):
                 render_id = trace_codes.new_render_id(rng.getrandbits)
                 leak = make(jpeg(mark_page(page, render_id), SERVED_QUALITY), rng)
+                if name not in tallies:
+                    continue
                 start = time.perf_counter()
                 found = read(leak)
                 tally = tallies[name]
@@ -278,6 +283,8 @@ def run(pages: list[Page], families: list[str], per_page: int, unmarked: int,
         for n in range(unmarked):
             page = pages[n % len(pages)]
             leak = make(jpeg(page.image, SERVED_QUALITY), rng)
+            if name not in tallies:
+                continue
             tallies[name].false += read(leak) is not None
             tallies[name].unmarked += 1
     return tallies
@@ -290,6 +297,8 @@ def main() -> None:
     parser.add_argument("--unmarked", type=int, default=12, help="unmarked leaks a family")
     parser.add_argument("--seed", type=int, default=41)
     parser.add_argument("--families", default=",".join(FAMILIES))
+    parser.add_argument("--read", default=None,
+                        help="only these families read (their leaks as in a full run)")
     args = parser.parse_args()
     families = args.families.split(",")
     pages = corpus_pages(args.pages)
@@ -301,7 +310,9 @@ def main() -> None:
         times.append(time.perf_counter() - start)
         return found
 
-    tallies = run(pages, families, args.leaks, args.unmarked, random.Random(args.seed), read)
+    shown = set(args.read.split(",")) if args.read else None
+    tallies = run(pages, families, args.leaks, args.unmarked, random.Random(args.seed), read,
+                  shown)
     print("\n| Family | named | wrong | missed | false matches on unmarked |"
           "\n|---|---|---|---|---|")
     for name, tally in tallies.items():

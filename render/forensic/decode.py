@@ -71,6 +71,9 @@ _UPRIGHT = 0.25  # degrees: a lattice this near its served angle is read upright
 # grid puts peaks at multiples of 8 px (144, 200 at 640 px wide) above the tile's own (99):
 # 640 px + q50 read 37/48 with the best 2, 47/48 with the best 4 (unmarked images: 0 found).
 _CANDIDATES = 4
+# Then as many under the scale of 0.3, down to 0.2, where the image is read at full size
+# (`sync.SMALL_SCALE`): a page shown that small is a few hundred px wide.
+_SMALL_CANDIDATES = 2
 # Paper this flat carries no mark for the search (steps 1-4) to read: of its paper-like pixels
 # this share or more are exactly the paper's level. Marked pages: 0.13-0.54 after every leak
 # of `bench.leakmark` without a raised tone (half the chips are 3 levels darker); with one, the
@@ -134,7 +137,8 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     paper = ink.paper_level(grey, counts)
     # The smallest scale the mark can have, when the image shows it is the page (`served`).
     shown = served.least_scale(grey, paper, long_side)
-    least = shown or 0.0
+    # Scales under 0.3 are read only at full size (`sync.SMALL_SCALE`).
+    least = shown or (0.0 if sync.read_at_full_size(grey) else sync.MIN_SCALE)
     # Flat paper carries no mark: the search reads only what lies off it, if enough does.
     flat_paper = None
     if paper is not None and ink.paper_flatness(counts, paper) >= _FLAT_PAPER:
@@ -258,7 +262,7 @@ def _search(grey: Image.Image, plan: Layout, least: float, flat_paper: int | Non
     suggests, at a scale of `least` or more; none when too little of it lies off the
     `flat_paper`, `sync.tile_vectors`) that decodes."""
     kept = _kept()
-    for vector in sync.tile_vectors(grey, _CANDIDATES, flat_paper):
+    for vector in sync.tile_vectors(grey, _CANDIDATES, flat_paper, _SMALL_CANDIDATES):
         if math.hypot(*vector) < least * TILE:
             continue  # smaller than the page can be shown (`served`)
         for nudge in _SCALE_NUDGES:

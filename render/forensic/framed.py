@@ -55,7 +55,7 @@ def read_framed(grey: Image.Image, plan: Layout) -> Reading:
     """The mark in `grey` (a photo's luminance) read as a photo of a page that fills the
     frame, when the page's lines show a perspective."""
     work = _working_copy(grey)
-    seen = perspective.horizons(work)
+    seen = perspective.horizons(work, unreduced=work.size == grey.size)
     if seen is None:
         return Reading(None, False)
     for trial in seen.trials:

@@ -52,6 +52,10 @@ _RIGHT = math.radians(15)  # and at right angles within this (aspect and shear l
 # The tile's horizontal vector within this of the horizontal: a roll of 10 degrees, and what a
 # tilt of 15 does to a direction near the frame's edges.
 _TURN = math.radians(22)
+# The smaller copy's lattice is the trial's when its length is within this share of the
+# trial's, or of one of these multiples (a lattice's harmonic is found as often as not).
+_SAME_LATTICE = 0.04
+_HARMONICS = (1 / 3, 1 / 2, 1.0, 2.0, 3.0)
 
 
 class TileLattice(NamedTuple):
@@ -98,9 +102,11 @@ class _RowsLine(NamedTuple):
     seed: Floats | None
 
 
-def horizons(grey: Image.Image) -> Horizons | None:
+def horizons(grey: Image.Image, unreduced: bool = False) -> Horizons | None:
     """The flattened copies of `grey` worth reading: None when the pattern's rows meet
-    nowhere or the page shows no perspective (|v| under _MIN_TILT: the search reads that)."""
+    nowhere or the page shows no perspective (|v| under _MIN_TILT: the search reads that).
+    `unreduced`: `grey` is the photo at its own size, its noise not averaged (then the
+    lattices its smaller copy shows are tried too, `_as_coarse_sees`)."""
     line = _rows_line(grey)
     if line is None or (line.seed is not None and float(np.hypot(*line.seed)) < _MIN_TILT):
         return None  # no rows; or the text's lines and the rows agree: no perspective
@@ -131,8 +137,35 @@ def horizons(grey: Image.Image) -> Horizons | None:
     if not refined or refined[0].lattice is None or math.hypot(
             *refined[0].horizon) < _MIN_TILT:
         return None  # no lattice; or upright in all but a trace of tilt: the search's to read
+    if unreduced:
+        refined += _as_coarse_sees(small, refined, max(grey.size) / max(small.size))
     return Horizons(line.rows, refined,
                     line.seed is not None or _height(refined[0]) >= _CLEAR)
+
+
+def _as_coarse_sees(small: Image.Image, refined: list[Flattened], ratio: float,
+                    ) -> list[Flattened]:
+    """Each refined trial again, after them, with the lattice the `small` copy shows at its
+    `v` (its vectors times `ratio`), where that is neither the trial's own lattice nor a
+    harmonic of it. The box average of the smaller copy takes out a photo's noise, which in a
+    small photo (its working copy not reduced) can hide the tile's peak: a 477 x 564 crop
+    whose tile is 80 px showed a lattice of 191 px at the right `v`, its smaller copy the
+    tile's. Tried on photos at their own size only: on two unmarked crops reduced for their
+    working copy it cost 0.4 s more each."""
+    extra = []
+    for trial in refined:
+        seen = flattened(small, trial.horizon).lattice
+        if seen is None or trial.lattice is None:
+            continue
+        across = np.array(seen.across) * ratio
+        ratio_seen = float(np.hypot(*across) / np.hypot(*trial.lattice.across))
+        if any(abs(ratio_seen / harmonic - 1) < _SAME_LATTICE for harmonic in _HARMONICS):
+            continue
+        down = np.array(seen.down) * ratio
+        extra.append(trial._replace(lattice=TileLattice(
+            (float(across[0]), float(across[1])), (float(down[0]), float(down[1])),
+            seen.height)))
+    return extra
 
 
 def _rows_line(grey: Image.Image) -> _RowsLine | None:

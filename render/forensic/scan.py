@@ -3,10 +3,11 @@
 After brightness +20 % the mark lives only on the visible pattern's ink, a few per cent of the
 pixels: the autocorrelation's peak at the tile vector is then buried (two ink pixels a tile
 apart are rare), while a fold at the right scale still adds up every ink pixel's share. So the
-scales 0.3-1.8 are tried in steps of 0.4 % (about 450, at one angle), each by a cheap fold of
-the ink pixels alone (a histogram of their positions modulo the tile) and its correlation with
-the sync template; the best few are refined in steps of 0.05 % with a bilinear fold, and the
-best of those decoded. Each trial costs about half a millisecond.
+scales 0.3-1.8 (from 0.2 in an image read at full size) are tried in steps of 0.4 % (about
+450, at one angle; 100 more under 0.3), each by a cheap fold of the ink pixels alone (a
+histogram of their positions modulo the tile) and its correlation with the sync template;
+the best few are refined in steps of 0.05 % with a bilinear fold, and the best of those
+decoded. Each trial costs about half a millisecond.
 """
 
 from __future__ import annotations
@@ -16,14 +17,19 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from render.forensic import chips, coarse, layout
+from render.forensic import chips, coarse, layout, sync
 from render.forensic.layout import TILE, Layout
 from render.forensic.pattern_model import Points
 
 Floats = npt.NDArray[np.float32]
 MIN_POINTS = 500
 STEP = 0.004  # ln(scale) between coarse trials: the peak is about 1 % wide on a page
-_SCALES = np.exp(np.arange(math.log(0.3), math.log(1.8), STEP))
+_USUAL = np.exp(np.arange(math.log(sync.MIN_SCALE), math.log(sync.MAX_SCALE), STEP))
+# Under 0.3 down to sync.SMALL_SCALE on the same grid (the usual trials unmoved), tried where
+# the caller's `least` allows them: an image read at full size (`sync.read_at_full_size`).
+_SMALL = np.exp(math.log(sync.MIN_SCALE) - STEP * np.arange(
+    math.floor(math.log(sync.MIN_SCALE / sync.SMALL_SCALE) / STEP), 0, -1))
+_SCALES = np.concatenate([_SMALL, _USUAL])
 _FINE = 8  # fine trials either side of a coarse one, STEP / _FINE apart
 _REFINED = 3  # coarse candidates refined
 _KEPT = 2  # fine trials decoded per refined candidate

@@ -10,6 +10,7 @@ vector adds up over the dozen tiles the decoder folds together.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,11 @@ from render.forensic.layout import TILE
 Floats = npt.NDArray[np.float32]
 LEVELS = 16  # steps a grey level in `residual_levels`
 MIN_SCALE, MAX_SCALE = 0.3, 1.8
+# Scales under MIN_SCALE down to this are searched too, after the others' candidates and only
+# where the image's autocorrelation is made at full size (its long side _MAX_ACF_SIDE or less):
+# chips of 1.6-2.4 px still show there, halved they would not (docs/leak-tracing.md, "Small
+# leaks").
+SMALL_SCALE = 0.2
 MAX_ANGLE = math.radians(8)
 BUSY = 6.0  # grey levels of detail above which a pixel is page content, not mark
 _BUSY_REACH = 2  # and its neighbours within 2 px too
@@ -70,6 +76,12 @@ def _dilated(mask: npt.NDArray[np.bool_], reach: int) -> npt.NDArray[np.bool_]:
         grown[shift:] |= rows[:-shift]
         grown[:-shift] |= rows[shift:]
     return grown
+
+
+def read_at_full_size(grey: Image.Image) -> bool:
+    """Whether `grey`'s autocorrelation is made at its own size (not halved), where scales
+    under MIN_SCALE, down to SMALL_SCALE, are read too."""
+    return max(grey.size) <= _MAX_ACF_SIDE
 
 
 def _smooth_size(n: int) -> int:
@@ -130,12 +142,14 @@ def _is_peak(acf: Floats, guess: tuple[float, float], reach: int) -> bool:
 
 
 def tile_vectors(grey: Image.Image, count: int = 2, flat_paper: int | None = None,
-                 ) -> list[tuple[float, float]]:
+                 small: int = 0) -> list[tuple[float, float]]:
     """Up to `count` candidate horizontal tile vectors (dx, dy) in `grey`'s pixels, best first,
     from the autocorrelation of its residual; none when the residual is too sparse to hold
     the mark (MIN_RESIDUAL_SHARE). `flat_paper`: a level the pixels at or over which are flat
     paper, with no mark to read: only the residual under it counts (JPEG's noise around
-    letters on paper clipped to white is no mark)."""
+    letters on paper clipped to white is no mark). `small`: up to this many more, at scales
+    from SMALL_SCALE to MIN_SCALE, after the others (they never displace one of them), when
+    the image is read at full size."""
     factor = 1
     while max(grey.size) > _MAX_ACF_SIDE:
         grey = grey.reduce(2)
@@ -147,8 +161,20 @@ def tile_vectors(grey: Image.Image, count: int = 2, flat_paper: int | None = Non
     if np.count_nonzero(speaking) < MIN_RESIDUAL_SHARE * detail.size:
         return []
     acf = autocorrelation(detail)
+    low = TILE * MIN_SCALE / factor
+    found = _peaks(acf, low, TILE * MAX_SCALE / factor, count)
+    if small and factor == 1:  # `read_at_full_size`
+        found += _peaks(acf, TILE * SMALL_SCALE, low, small, found)
+    return [(x * factor, y * factor) for x, y in found]
+
+
+def _peaks(acf: Floats, low: float, high: float, count: int,
+           taken: Sequence[tuple[float, float]] = ()) -> list[tuple[float, float]]:
+    """The `count` highest peaks of `acf` whose lags are `low` to `high` long and within
+    MAX_ANGLE of the horizontal, away from the peaks `taken` already, each refined
+    (`_refine`), best first."""
     height, width = acf.shape
-    low, high = TILE * MIN_SCALE / factor, min(TILE * MAX_SCALE / factor, width / 2.5)
+    high = min(high, width / 2.5)
     xs = np.arange(math.floor(low * math.cos(MAX_ANGLE)), math.ceil(high) + 1)
     reach_y = math.ceil(high * math.sin(MAX_ANGLE))
     ys = np.arange(-reach_y, reach_y + 1)
@@ -156,13 +182,14 @@ def tile_vectors(grey: Image.Image, count: int = 2, flat_paper: int | None = Non
     radius = np.hypot(xs[None, :], ys[:, None])
     angle = np.abs(np.arctan2(ys[:, None], xs[None, :]))
     region[(radius < low) | (radius > high) | (angle > MAX_ANGLE)] = -np.inf
+    for x, y in taken:
+        region[np.hypot(xs[None, :] - x, ys[:, None] - y) < 4] = -np.inf
     found: list[tuple[float, float]] = []
     for _ in range(count):
         iy, ix = np.unravel_index(int(np.argmax(region)), region.shape)
         if not np.isfinite(region[iy, ix]):
             break
-        vector = _refine(acf, (float(xs[ix]), float(ys[iy])))
-        found.append((vector[0] * factor, vector[1] * factor))
+        found.append(_refine(acf, (float(xs[ix]), float(ys[iy]))))
         # Blank this peak and its neighbourhood before looking for the next candidate.
         near = np.hypot(xs[None, :] - xs[ix], ys[:, None] - ys[iy]) < 4
         region[near] = -np.inf
@@ -178,12 +205,18 @@ def _refine(acf: Floats, coarse: tuple[float, float]) -> tuple[float, float]:
     for k in (2, 3):
         if k * abs(x1) > width / 2 - 3 or k * abs(y1) > height / 2 - 3:
             break
-        if not _is_peak(acf, (k * x1, k * y1), 2):
+        reach = 2
+        if not _is_peak(acf, (k * x1, k * y1), reach):
+            # The first peak may lie a pixel or two off the tile's, merged with a peak of the
+            # page's beside it (a screen-grab at 0.38: 72.4 px where the tile is 73.8), and
+            # its harmonics k times as far: looked for again within k px of the fundamental.
+            reach = 2 * k
+        if not _is_peak(acf, (k * x1, k * y1), reach):
             # A slope, no peak: a parabola through it put the text cover's 3rd harmonic
             # 14,000 px off after a 60 % downscale and JPEG q60, its tile vector at -3,059 px
             # instead of 115.2, and the leak was missed (docs/leak-tracing.md).
             break
-        xk, yk, value = peak(acf, (k * x1, k * y1), 2)
+        xk, yk, value = peak(acf, (k * x1, k * y1), reach)
         if value < 0.4 * top:
             break
         sum_x, sum_y, weight = sum_x + k * xk, sum_y + k * yk, weight + k * k
