@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFilter
 
-from bench.leakmark_attacks import SERVED_QUALITY, corpus_pages, jpeg, marked
 from render.forensic import coarse, layout, pattern_model, sync
 from render.forensic.layout import keyed
 from render.forensic.pattern_plane import pattern_plane
+from tests.forensic_pages import marked_cover
 
 
 def _plain_model(values: np.ndarray, weight: np.ndarray, lattice: np.ndarray,
@@ -87,7 +87,7 @@ def _plain_residual(grey: Image.Image, radius: float) -> np.ndarray:
 
 @pytest.mark.parametrize("radius", [1.0, 2.0, 3.7, 6.1])
 def test_the_residual_in_16_bit_integers_is_the_float_one(radius: float) -> None:
-    grey = jpeg(marked(corpus_pages(1)[0], 0x15A2B3C4D5E), SERVED_QUALITY).convert("L")
+    grey = marked_cover(0x15A2B3C4D5E).convert("L")
     expected = _plain_residual(grey, radius)
     assert np.array_equal(sync.residual(grey, radius), expected)
     assert sync.residual(grey, radius).dtype == np.float32

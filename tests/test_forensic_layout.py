@@ -4,25 +4,23 @@ deployment's layout only, and the subkey a worker gets does not give the mark ke
 
 from __future__ import annotations
 
-import functools
 import random
 
 import numpy as np
 from PIL import Image
 
-from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, jpeg, marked
+from bench.leakmark_attacks import ATTACKS
 from render.forensic import decode, layout
 from render.forensic.layout import PUBLIC, keyed
-from tests.forensic_pages import text_cover
+from tests.forensic_pages import marked_cover, text_cover
 from vaultd.services.pages.mark_key import MarkCipher
 
 VALUE = 0x0BA9_8765_4321
 KEY_A, KEY_B = bytes(range(32)), bytes(range(1, 33))
 
 
-@functools.cache
 def _served(layout_key: bytes | None) -> Image.Image:
-    return jpeg(marked(text_cover(), VALUE, layout_key), SERVED_QUALITY)
+    return marked_cover(VALUE, layout_key)
 
 
 def test_each_key_lays_the_tile_out_differently_and_once_per_process() -> None:

@@ -3,22 +3,17 @@ back exactly after the leaks of issue 16, stays invisible, and is never found wh
 
 from __future__ import annotations
 
+import functools
 import importlib
 import random
+from collections.abc import Callable
 
 import numpy as np
 import pypdfium2 as pdfium
 import pytest
 from PIL import Image, ImageEnhance
 
-from bench.leakmark_attacks import (
-    ATTACKS,
-    SERVED_QUALITY,
-    jpeg,
-    marked,
-    photo_page,
-    render_page,
-)
+from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, jpeg, marked, render_page
 from render.forensic import (
     decode,
     detect,
@@ -31,17 +26,17 @@ from render.forensic import (
 )
 from render.forensic.decode import NEAR_PAPER, SYNC_THRESHOLD
 from tests import documents
-from tests.forensic_pages import text_cover
+from tests.forensic_pages import marked_cover, photograph_page, served_cover, text_cover
 
 decode_module = importlib.import_module("render.forensic.decode")
 
 RENDER_ID = 0x15A2B3C4D5E
 
 
-def _marked(render_id: int = RENDER_ID) -> Image.Image:
+def _marked() -> Image.Image:
     """Served as the worker marks a page: the pattern's letters darker on the darkened chips,
     then every chip of the page area (`watermark.apply`)."""
-    return jpeg(marked(text_cover(), render_id), SERVED_QUALITY)
+    return marked_cover(RENDER_ID)
 
 
 def _psnr(a: Image.Image, b: Image.Image) -> float:
@@ -86,20 +81,31 @@ def test_exact_id_survives(attack: str) -> None:
     assert found.sync_score >= SYNC_THRESHOLD
 
 
+@pytest.fixture(scope="module")
+def turned_photograph() -> Callable[[int], Image.Image]:
+    """The photograph page marked with a render id, served and turned 2 degrees: made once
+    for both tones (and let go with the module)."""
+
+    @functools.cache
+    def turned(render_id: int) -> Image.Image:
+        served = jpeg(marked(photograph_page(), render_id), SERVED_QUALITY)
+        return served.rotate(2.0, Image.Resampling.BICUBIC, expand=True,
+                             fillcolor=(255, 255, 255))
+
+    return turned
+
+
 @pytest.mark.parametrize("tone", ["brightness", "contrast"])
-def test_a_photograph_page_turned_and_raised_in_tone_reads(tone: str) -> None:
+def test_a_photograph_page_turned_and_raised_in_tone_reads(
+        tone: str, turned_photograph: Callable[[int], Image.Image]) -> None:
     """Turned 2 degrees counter-clockwise, the pattern's letters along one line (26 px apart)
     showed a lattice whose model fitted a few per cent of the ink: raised in contrast, 9 of
     these 10 leaks were missed until the lattice was looked for again at longer lags
     (`pattern_model.ink_points`)."""
-    page = photo_page()
     enhance = ImageEnhance.Brightness if tone == "brightness" else ImageEnhance.Contrast
     ids = random.Random(2)
     for render_id in [ids.getrandbits(45) for _ in range(10)]:
-        served = jpeg(marked(page, render_id), SERVED_QUALITY)
-        turned = served.rotate(2.0, Image.Resampling.BICUBIC, expand=True,
-                               fillcolor=(255, 255, 255))
-        assert decode(enhance(turned).enhance(1.2)) == render_id
+        assert decode(enhance(turned_photograph(render_id)).enhance(1.2)) == render_id
 
 
 def test_clipped_paper_is_not_searched_yet_a_small_crop_is() -> None:
@@ -148,7 +154,7 @@ def test_the_patterns_lattice_is_found_once_per_image(monkeypatch: pytest.Monkey
         return real_acf(ink_pixels)
 
     monkeypatch.setattr(pattern_model, "ink_autocorrelation", autocorrelation)
-    leak = ATTACKS["brightness +20% + jpeg q50"](jpeg(text_cover().image, SERVED_QUALITY),
+    leak = ATTACKS["brightness +20% + jpeg q50"](served_cover(),
                                                  text_cover().page_height, random.Random(7))
     assert decode(leak) is None
     assert len(made) == 1, made
@@ -162,7 +168,7 @@ def test_jpeg_noise_beside_the_paper_is_not_scanned(monkeypatch: pytest.MonkeyPa
     paper: it is not scanned (`decode.NEAR_PAPER`), a scan less for an unmarked page; the
     levels the pattern's lattice shows are (they read the marked page: test_exact_id_survives)."""
     scanned, _ = _scans(monkeypatch)
-    served = jpeg(text_cover().image, SERVED_QUALITY)
+    served = served_cover()
     leaked = ATTACKS["brightness +20% + jpeg q50"](served, text_cover().page_height,
                                                     random.Random(4)).convert("L")
     noise, paper = ink.ink_level(leaked), ink.paper_level(leaked)
@@ -179,7 +185,7 @@ def test_a_whole_page_is_scanned_at_its_histogram_level_only(
     histogram may show the letters' edges: there the lattice's levels are still read when the
     histogram's finds nothing, and the page marked reads."""
     scanned, asked = _scans(monkeypatch)
-    served = jpeg(text_cover().image, SERVED_QUALITY)
+    served = served_cover()
     raised = ATTACKS["contrast +20%"](served, text_cover().page_height, random.Random(5))
     level = ink.ink_level(raised.convert("L"))
     assert decode(raised) is None
@@ -203,7 +209,7 @@ def test_a_screenshot_whose_histogram_shows_the_cores_is_scanned_once(
     letters' cores, already scanned), its lighter edges' level is not scanned (0.2 s of an
     unmarked screenshot). The screenshot marked still reads."""
     scanned, asked = _scans(monkeypatch)
-    served = jpeg(text_cover().image, SERVED_QUALITY)
+    served = served_cover()
     shot = ATTACKS["screenshot"](served, text_cover().page_height, random.Random(2))
     assert rectify.page_corners(shot.convert("L")) is not None  # read as a screenshot
     assert decode(shot) is None
@@ -227,7 +233,7 @@ def test_flat_paper_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_read(grey, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(decode_module, "_read", reading)
-    assert decode(jpeg(text_cover().image, SERVED_QUALITY)) is None
+    assert decode(served_cover()) is None
     clipped = ATTACKS["brightness +20% + jpeg q50"](_marked(), text_cover().page_height,
                                                      random.Random(6))
     assert sync.tile_vectors(clipped.convert("L"), 4) != []  # a residual to search, once
@@ -250,7 +256,7 @@ def test_flat_paper_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unmarked_pages_and_images_give_nothing() -> None:
     page = text_cover()
     rng = random.Random(1)
-    served = jpeg(page.image, SERVED_QUALITY)
+    served = served_cover()
     candidates = [served, ATTACKS["downscale 50%"](served, page.page_height, rng),
                   ATTACKS["screenshot"](served, page.page_height, rng),
                   # Clipped paper: the second reading, of the pattern's ink, runs on these.

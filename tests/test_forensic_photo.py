@@ -7,44 +7,55 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_attacks import SERVED_QUALITY, jpeg, marked
-from bench.leakmark_phone import photographed
+from bench.leakmark_phone import Corners, photographed
 from render.forensic import decode, rectify
-from tests.forensic_pages import text_cover
+from tests import forensic_store
+from tests.forensic_pages import marked_cover, served_cover, text_cover
 
 RENDER_ID = 0x15A2B3C4D5E
 SEEDS = (1, 2, 3)  # seed 2: the paper at 253-254 in luminance, read in its blue channel
 
+fixture_store = forensic_store.fixture_store  # this module's fixture
+Photo = Callable[[int, bool], tuple[Image.Image, Corners]]
 
-@functools.cache
-def _photo(seed: int, mark: bool) -> tuple[Image.Image, list[tuple[float, float]]]:
-    page = text_cover()
-    served = jpeg(marked(page, RENDER_ID) if mark else page.image, SERVED_QUALITY)
-    return photographed(served, random.Random(seed))
+
+@pytest.fixture(scope="module")
+def photo(fixture_store: forensic_store.FixtureStore) -> Photo:
+    """The served page (marked or not) photographed at `seed`, and the page's corners in the
+    photo: 6 to 9 s of CPU each, kept from one run to the next (`tests.forensic_store`)."""
+
+    @functools.cache
+    def photographed_at(seed: int, mark: bool) -> tuple[Image.Image, Corners]:
+        served = marked_cover(RENDER_ID) if mark else served_cover()
+        return fixture_store.kept("phone-photo", [served, seed],
+                                  lambda: photographed(served, random.Random(seed)))
+
+    return photographed_at
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_page_quadrilateral_is_found(seed: int) -> None:
-    photo, truth = _photo(seed, True)
-    found = rectify.page_corners(photo.convert("L"))
+def test_the_page_quadrilateral_is_found(seed: int, photo: Photo) -> None:
+    photo_of_page, truth = photo(seed, True)
+    found = rectify.page_corners(photo_of_page.convert("L"))
     assert found is not None
     assert np.abs(np.array(found) - np.array(truth)).max() < 5.0  # px, in a 12 MP frame
     assert rectify.needs_rectifying(found) == rectify.needs_rectifying(truth)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_a_phone_photo_names_its_view(seed: int) -> None:
-    assert decode(_photo(seed, True)[0]) == RENDER_ID
+def test_a_phone_photo_names_its_view(seed: int, photo: Photo) -> None:
+    assert decode(photo(seed, True)[0]) == RENDER_ID
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_an_unmarked_phone_photo_names_none(seed: int) -> None:
-    assert decode(_photo(seed, False)[0]) is None
+def test_an_unmarked_phone_photo_names_none(seed: int, photo: Photo) -> None:
+    assert decode(photo(seed, False)[0]) is None
 
 
 def test_no_quadrilateral_in_a_served_page_or_a_flat_image() -> None:

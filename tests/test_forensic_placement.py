@@ -6,7 +6,6 @@ moved half-way back to its place, the page still readable (PSNR >= 35 dB)."""
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 
@@ -14,12 +13,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_attacks import ATTACKS, SERVED_QUALITY, jpeg, marked, psnr
+from bench.leakmark_attacks import ATTACKS, jpeg, psnr
 from bench.leakmark_wash import WASHES, blended, moved_back
 from render.forensic import decode, placement, placement_read
 from render.forensic.layout import keyed
 from render.forensic_wire.evidence import CELLS, COLUMNS, ROWS, SEED_BYTES, BadEvidence, Evidence
-from tests.forensic_pages import text_cover
+from tests import forensic_store
+from tests.forensic_pages import marked_cover, text_cover
 from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.services.tracing.placement import named_view, parse_standings
 
@@ -29,10 +29,11 @@ VALUE = 0x15A2_B3C4_D5E  # what the invisible mark carries (its sealed form, in 
 READABLE_DB = 35.0
 WASH = "observed chips, no key"
 
+fixture_store = forensic_store.fixture_store  # this module's fixture
 
-@functools.cache
+
 def _served(seed: bytes | None) -> Image.Image:
-    return jpeg(marked(text_cover(), VALUE, MARK.layout_key, seed), SERVED_QUALITY)
+    return marked_cover(VALUE, MARK.layout_key, seed)
 
 
 def _candidates(count: int = 300) -> list[int]:
@@ -77,16 +78,20 @@ def test_a_page_without_the_placement_mark_names_no_view() -> None:
     assert _named(_served(None)) is None
 
 
-@functools.cache
-def _best_wash() -> tuple[Image.Image, float]:
-    """The words moved back as far as the page stays readable, the chips levelled."""
-    return moved_back(_served(MARK.placement_seed(RENDER)), _served(None), text_cover().page_height,
-                      READABLE_DB)
+@pytest.fixture(scope="module")
+def best_wash(fixture_store: forensic_store.FixtureStore) -> tuple[Image.Image, float]:
+    """The words moved back as far as the page stays readable, the chips levelled: twelve
+    washes tried, about 10 s of CPU, kept from one run to the next (`tests.forensic_store`)."""
+    served, home = _served(MARK.placement_seed(RENDER)), _served(None)
+    page_height = text_cover().page_height
+    return fixture_store.kept("best-wash", [served, home, page_height, READABLE_DB],
+                              lambda: moved_back(served, home, page_height, READABLE_DB))
 
 
-def test_the_best_wash_of_the_code_leaves_the_placement_mark() -> None:
+def test_the_best_wash_of_the_code_leaves_the_placement_mark(
+        best_wash: tuple[Image.Image, float]) -> None:
     served = _served(MARK.placement_seed(RENDER))
-    washed, share = _best_wash()
+    washed, share = best_wash
     assert share >= 0.3 and psnr(served, washed) >= READABLE_DB
     assert decode(washed, keyed(MARK.layout_key)) is None  # the invisible mark is gone
     assert _named(washed) == RENDER
@@ -100,10 +105,10 @@ def test_moving_every_word_home_removes_it_and_the_page_pays() -> None:
     assert _named(washed) is None
 
 
-def test_the_best_wash_halved_still_names_the_view() -> None:
+def test_the_best_wash_halved_still_names_the_view(best_wash: tuple[Image.Image, float]) -> None:
     """A leak half the served size is measured in windows overlapping by half and its words
     grown less (side by side and grown as served, this page's halves read z 0)."""
-    washed = _best_wash()[0]
+    washed = best_wash[0]
     shrunk = ATTACKS["downscale 50%"](washed, text_cover().page_height, random.Random(4))
     assert _named(shrunk) == RENDER
 

@@ -20,7 +20,7 @@ from bench.leakmark_attacks import SERVED_QUALITY, jpeg
 from bench.leakmark_untuned import Camera
 from render.forensic import decode, framed, perspective
 from render.forensic.layout import TILE
-from tests.forensic_pages import text_cover
+from tests.forensic_pages import served_cover, text_cover
 
 RENDER_ID = 0x0B5C3A79D21
 # Tilted 12 and -9 degrees, turned by 6, seen from 1.3 times the page's width at a focal
@@ -107,7 +107,7 @@ def test_the_same_photo_unmarked_names_none(pose: str) -> None:
 
 
 def test_an_upright_page_shows_no_perspective() -> None:
-    served = jpeg(text_cover().image, SERVED_QUALITY).convert("L")
+    served = served_cover().convert("L")
     shown = served.resize((round(served.width * 0.7), round(served.height * 0.7)),
                           Image.Resampling.BICUBIC)
     assert perspective.horizons(framed._working_copy(shown)) is None

@@ -35,8 +35,10 @@ def _page(long_side: int = served.LONG_SIDE) -> Page:
         document.close()
 
 
+@functools.cache
 def _served(long_side: int = served.LONG_SIDE, render_id: int | None = RENDER_ID,
             ) -> Image.Image:
+    """The page as served (never drawn on: every attack returns a new image)."""
     page = _page(long_side)
     return jpeg(page.image if render_id is None else marked(page, render_id), SERVED_QUALITY)
 

@@ -4,27 +4,24 @@ wash with it. Every washed page stays readable (PSNR >= 35 dB against the page a
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_attacks import SERVED_QUALITY, jpeg, marked
 from bench.leakmark_wash import WASHES
 from render.forensic import decode
 from render.forensic.layout import keyed
-from tests.forensic_pages import text_cover
+from tests.forensic_pages import marked_cover, text_cover
 
 LAYOUT_KEY = bytes(range(7, 39))  # the deployment's layout subkey
 VALUE = 0x15A2_B3C4_D5E
 READABLE_DB = 35.0
 
 
-@functools.cache
 def _served() -> Image.Image:
-    return jpeg(marked(text_cover(), VALUE, LAYOUT_KEY), SERVED_QUALITY)
+    return marked_cover(VALUE, LAYOUT_KEY)
 
 
 def _washed(name: str) -> Image.Image:

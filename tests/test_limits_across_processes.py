@@ -12,7 +12,6 @@ another's)."""
 from __future__ import annotations
 
 import asyncio
-import io
 import re
 import uuid
 from collections.abc import Iterator
@@ -21,11 +20,11 @@ from typing import Any
 
 import httpx
 import pytest
-from PIL import Image
 
 from tests import documents as docs
 from tests.db_commands import CommandCounter, sent
 from tests.http_helpers import LINK_GONE, assert_json_error, create_link, upload_ok
+from tests.trace_helpers import blank_png, post_png
 from tests.vault_process import VaultProcess, vault_pair
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.errors import TooManyRequests
@@ -49,15 +48,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VaultProces
         yield pair
 
 
-def _png() -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (300, 300), "white").save(out, "PNG")
-    return out.getvalue()
-
-
 def _trace(api: httpx.Client) -> httpx.Response:
-    return api.post("/trace", content=_png(), headers={"Content-Type": "image/png"},
-                    timeout=120)
+    return post_png(api, blank_png())
 
 
 def test_the_hourly_trace_rate_holds_across_both_processes(

@@ -6,13 +6,11 @@ account's newest views do not reach back that far); and the trace's reads are bo
 
 from __future__ import annotations
 
-import io
 import random
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import httpx
 import pytest
 from PIL import Image
 
@@ -25,6 +23,7 @@ from render.forensic_wire.page_print import BANDS
 from tests.access_log import access_log_entries
 from tests.db_commands import CommandCounter
 from tests.http_helpers import create_link, page_images, upload_ok
+from tests.trace_helpers import png, traced
 from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 from vaultd.services.tracing.candidates import CHUNK, NEWEST
@@ -90,17 +89,7 @@ def _seed_a_year(vault: VaultProcess, account_id: str, leaked: dict[str, Any]) -
 def _washed(vault: VaultProcess, page: Image.Image) -> bytes:
     washed = WASHES[WASH](page, LONG_SIDE, keyed(None))
     assert decode(washed, keyed(vault.mark_cipher().layout_key)) is None  # the mark is gone
-    out = io.BytesIO()
-    washed.save(out, "PNG")
-    return out.getvalue()
-
-
-def _trace(client: httpx.Client, body: bytes) -> dict[str, Any]:
-    response = client.post("/trace", content=body, headers={"Content-Type": "image/png"},
-                           timeout=300)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
+    return png(washed)
 
 
 def test_a_washed_leak_of_a_view_from_eleven_months_ago_is_named(year_vault: VaultProcess
@@ -127,7 +116,7 @@ def test_a_washed_leak_of_a_view_from_eleven_months_ago_is_named(year_vault: Vau
         counter = CommandCounter.of_vault(vault)
         try:
             before = counter.snapshot()
-            answer = _trace(client, leak)
+            answer = traced(client, leak)
             spent = counter.snapshot() - before
         finally:
             counter.close()
@@ -142,7 +131,7 @@ def test_a_washed_leak_of_a_view_from_eleven_months_ago_is_named(year_vault: Vau
         # reach back eleven months: the narrowing is what names the view.
         assert NEWER_VIEWS_OF_THE_PAGE + OTHER_VIEWS > NEWEST
         vault.run_service(lambda db: db.page_prints.delete_many({"fileId": file["id"]}))
-        assert _trace(client, leak) == {"found": False}
+        assert traced(client, leak) == {"found": False}
 
 
 def test_the_page_s_year_is_read_by_an_index_range(year_vault: VaultProcess) -> None:

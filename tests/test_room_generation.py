@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests import recorded_database
+from tests import link_generation_helpers, recorded_database
 from tests.link_generation_helpers import CommandTally, add_file
 from tests.room_link_seed import seed_room_items, seed_room_links
 from vaultd.db import Db
@@ -43,17 +43,8 @@ pytestmark = pytest.mark.slow  # starts its own embedded database
 
 # One embedded database for the module, its commands told to the module's own listener.
 server, db = recorded_database.server, recorded_database.db
+tally, recorder = link_generation_helpers.tally, link_generation_helpers.recorder
 OWNER = "vaultd-test"
-
-
-@pytest.fixture(scope="module")
-def tally() -> CommandTally:
-    return CommandTally()
-
-
-@pytest.fixture(scope="module")
-def recorder(tally: CommandTally) -> CommandTally:
-    return tally  # what recorded_database's `db` listens through
 
 
 async def _room(db: Db, links: int = 0, name: str = "Rooms Co") -> tuple[Account, RoomDoc]:

@@ -18,13 +18,8 @@ from bench.leakmark_attacks import ATTACKS
 from tests import documents as docs
 from tests.access_log import access_log_entries
 from tests.http_helpers import assert_json_error, create_link, upload_ok
+from tests.trace_helpers import blank_png, png
 from tests.vault_process import VaultProcess
-
-
-def _png(image: Image.Image) -> bytes:
-    out = io.BytesIO()
-    image.save(out, "PNG")
-    return out.getvalue()
 
 
 def _jpeg(image: Image.Image, quality: int = 90) -> bytes:
@@ -62,8 +57,8 @@ def test_pages_of_one_leak_add_up_to_their_viewer(
     unmarked = _photo_jpeg(7, (900, 700), 80)
     parts = [("p1.jpg", _jpeg(ATTACKS["jpeg q50"](first, 0, rng)), "image/jpeg"),
              ("holiday.jpg", unmarked, "image/jpeg"),
-             ("p2.png", _png(ATTACKS["downscale 50%"](second, 0, rng)), "image/png"),
-             ("p1-again.png", _png(ATTACKS["screenshot"](first, 0, rng)), "image/png")]
+             ("p2.png", png(ATTACKS["downscale 50%"](second, 0, rng)), "image/png"),
+             ("p1-again.png", png(ATTACKS["screenshot"](first, 0, rng)), "image/png")]
     response = _batch(api, parts)
     assert response.status_code == 200, response.text
     body = response.json()
@@ -86,9 +81,9 @@ def test_pages_of_one_leak_add_up_to_their_viewer(
 
 @pytest.mark.slow  # one decode
 def test_nothing_found_and_a_damaged_image_answer_per_image(api: httpx.Client) -> None:
-    png = _png(Image.new("RGB", (400, 500), "white"))
-    response = _batch(api, [("blank.png", png, "image/png"),
-                            ("broken.png", png[:300], "image/png")])
+    blank = png(Image.new("RGB", (400, 500), "white"))
+    response = _batch(api, [("blank.png", blank, "image/png"),
+                            ("broken.png", blank[:300], "image/png")])
     assert response.status_code == 200, response.text
     body = response.json()
     assert (body["found"], body["viewers"]) == (False, [])
@@ -98,15 +93,15 @@ def test_nothing_found_and_a_damaged_image_answer_per_image(api: httpx.Client) -
 
 
 def test_bad_forms_are_refused(vault: VaultProcess, api: httpx.Client) -> None:
-    png = _png(Image.new("RGB", (300, 300), "white"))
-    too_many = _batch(api, [(f"{n}.png", png, "image/png") for n in range(21)])
+    blank = blank_png()
+    too_many = _batch(api, [(f"{n}.png", blank, "image/png") for n in range(21)])
     assert_json_error(too_many, 400, "at most 20 images in one trace (21 sent)")
-    wrong_type = _batch(api, [("a.png", png, "image/png"), ("b.txt", b"hello", "text/plain")])
+    wrong_type = _batch(api, [("a.png", blank, "image/png"), ("b.txt", b"hello", "text/plain")])
     assert_json_error(wrong_type, 415,
                       "image 2: send the leaked image as image/jpeg or image/png")
-    lying = _batch(api, [("a.jpg", png, "image/jpeg")])
+    lying = _batch(api, [("a.jpg", blank, "image/jpeg")])
     assert_json_error(lying, 415, "image 1: the body is not a image/jpeg image")
-    field = _batch(api, [("a.png", png, "image/png")], data={"note": "hi"})
+    field = _batch(api, [("a.png", blank, "image/png")], data={"note": "hi"})
     assert_json_error(field, 400, "only image parts (files) belong in a multipart trace")
     none = api.post("/trace", content=b"--b--\r\n",
                     headers={"Content-Type": "multipart/form-data; boundary=b"})
@@ -117,12 +112,12 @@ def test_bad_forms_are_refused(vault: VaultProcess, api: httpx.Client) -> None:
     no_boundary = api.post("/trace", content=b"x",
                            headers={"Content-Type": "multipart/form-data"})
     assert_json_error(no_boundary, 400, "the multipart/form-data body has no boundary")
-    code = _batch(api, [("a.png", png, "image/png")], query="?traceCode=K7QF-2MXA-9P")
+    code = _batch(api, [("a.png", blank, "image/png")], query="?traceCode=K7QF-2MXA-9P")
     assert_json_error(code, 400, "traceCode goes with a single image sent as the raw body")
     big = _batch(api, [("big.png", b"\x89PNG\r\n\x1a\n" + bytes(26 * 1024 * 1024), "image/png")])
     assert_json_error(big, 413, "image 1 larger than the 26214400 byte limit")
     _, free_key = vault.new_account("Free Batch Co", plan="free")
     with vault.client(free_key) as free:
-        refused = _batch(free, [("a.png", png, "image/png")])
+        refused = _batch(free, [("a.png", blank, "image/png")])
     assert_json_error(refused, 403,
                       re.compile(r"leak tracing needs the Pro or Business plan .*"))

@@ -24,6 +24,7 @@ from render.forensic.layout import keyed
 from render.forensic.served import LONG_SIDE
 from tests.access_log import access_log_entries
 from tests.http_helpers import create_link, page_images, upload_ok
+from tests.trace_helpers import png, traced
 from tests.vault_process import VaultProcess, running_vault
 
 READABLE_DB = 35.0
@@ -55,17 +56,7 @@ def _washed(vault: VaultProcess, page: Image.Image) -> bytes:
     assert 10 * math.log10(255 ** 2 / float((difference ** 2).mean())) >= READABLE_DB
     # The attack works on the invisible mark: the deployment's own layout reads nothing.
     assert decode(washed, keyed(vault.mark_cipher().layout_key)) is None
-    out = io.BytesIO()
-    washed.save(out, "PNG")
-    return out.getvalue()
-
-
-def _trace(client: httpx.Client, body: bytes) -> dict[str, Any]:
-    response = client.post("/trace", content=body, headers={"Content-Type": "image/png"},
-                           timeout=300)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
+    return png(washed)
 
 
 @pytest.mark.slow  # a few reads of whole pages
@@ -77,10 +68,10 @@ def test_a_washed_page_still_names_its_view(vault: VaultProcess) -> None:
         served = io.BytesIO()
         pages[1].save(served, "PNG")
         # Unwashed, the invisible mark names the view, as before: moved words cost it nothing.
-        answer = _trace(client, served.getvalue())
+        answer = traced(client, served.getvalue())
         assert [m["renderId"] for m in answer["matches"]] == [entries[1]["renderId"]]
         assert answer["matches"][0]["evidence"] == "invisible"
-        answer = _trace(client, _washed(vault, pages[0]))
+        answer = traced(client, _washed(vault, pages[0]))
         assert answer["found"] is True, answer
         match, = answer["matches"]
         assert match["renderId"] == entries[0]["renderId"]  # page 1's view, not page 2's
@@ -104,8 +95,8 @@ def test_a_washed_page_of_another_account_names_nothing(vault: VaultProcess) -> 
         pages, _ = _served_pages(vault, owner, "bo@example.com", pages=1)
         _served_pages(vault, other, "cy@example.com", pages=1)  # views of its own
         washed = _washed(vault, pages[0])
-        assert _trace(other, washed) == {"found": False}
-        assert _trace(owner, washed)["matches"][0]["evidence"] == "placement"
+        assert traced(other, washed) == {"found": False}
+        assert traced(owner, washed)["matches"][0]["evidence"] == "placement"
 
 
 @pytest.mark.slow
@@ -114,7 +105,7 @@ def test_with_the_setting_off_the_same_wash_leaves_nothing(unplaced_vault: Vault
     with unplaced_vault.client(key) as client:
         pages, entries = _served_pages(unplaced_vault, client, "di@example.com", pages=1)
         assert len(entries) == 1
-        assert _trace(client, _washed(unplaced_vault, pages[0])) == {"found": False}
+        assert traced(client, _washed(unplaced_vault, pages[0])) == {"found": False}
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +127,7 @@ def test_vault_admin_trace_reads_the_placement_mark_as_the_api_does(
         _served_pages(vault, other, "fy@example.com", pages=1)
         leak = tmp_path / "washed.png"
         leak.write_bytes(_washed(vault, pages[0]))
-        by_api = _trace(owner, leak.read_bytes())
+        by_api = traced(owner, leak.read_bytes())
     anywhere = vault.admin_json("trace", str(leak))
     match, = anywhere["matches"]
     assert match["renderId"] == entries[0]["renderId"] == by_api["matches"][0]["renderId"]

@@ -5,12 +5,10 @@ the published layout at all (`test_trace_api`'s forgery test)."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from PIL import Image, ImageDraw
 
@@ -19,6 +17,7 @@ from render.forensic_wire import trace_codes
 from tests import documents as docs
 from tests.access_log import access_log_entries
 from tests.http_helpers import create_link, upload_ok
+from tests.trace_helpers import png, traced
 from tests.vault_process import VaultProcess
 
 pytestmark = pytest.mark.slow  # starts (and restarts) its own vaultd
@@ -34,31 +33,18 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
         server.stop()
 
 
-def _png(image: Image.Image) -> bytes:
-    out = io.BytesIO()
-    image.save(out, "PNG")
-    return out.getvalue()
-
-
 def _page_marked_before_the_upgrade(vault: VaultProcess, render_id: int) -> bytes:
     """A page as a deployment of the published layout served it: the sealed id in that layout."""
     clean = Image.new("RGB", (1237, 1600), "white")
     draw = ImageDraw.Draw(clean)
     for row in range(40):
         draw.text((100, 80 + row * 36), "Quarterly figures, confidential " * 3, fill=(30, 30, 30))
-    return _png(embed(clean, vault.mark_cipher().seal(render_id)))
+    return png(embed(clean, vault.mark_cipher().seal(render_id)))
 
 
 def _forget_the_layout(db: Any) -> Any:
     return db.deployment_keys.update_one({"_id": "trace-mark"},
                                          {"$unset": {"layout": "", "publishedLayoutUntil": ""}})
-
-
-def _trace(api: httpx.Client, png: bytes) -> dict[str, Any]:
-    response = api.post("/trace", content=png, headers={"Content-Type": "image/png"}, timeout=120)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def test_pages_marked_in_the_published_layout_trace_after_the_upgrade(
@@ -75,7 +61,7 @@ def test_pages_marked_in_the_published_layout_trace_after_the_upgrade(
     leaked = _page_marked_before_the_upgrade(
         vault, trace_codes.parse_render_id_hex(entry["renderId"]))
     with vault.client(key) as api:  # a deployment made with the keyed layout: not read
-        assert _trace(api, leaked) == {"found": False}
+        assert traced(api, leaked) == {"found": False}
 
     vault.run_service(_forget_the_layout)  # as a key record written before the keyed layout
     vault.stop()
@@ -84,7 +70,7 @@ def test_pages_marked_in_the_published_layout_trace_after_the_upgrade(
     assert stamped["layout"] == "keyed-v1" and stamped["publishedLayoutUntil"] is not None
 
     with vault.client(key) as api:
-        [match] = _trace(api, leaked)["matches"]
+        [match] = traced(api, leaked)["matches"]
     assert match["renderId"] == entry["renderId"] and match["viewerEmail"] == "erin@example.com"
     image = tmp_path / "leak.png"
     image.write_bytes(leaked)

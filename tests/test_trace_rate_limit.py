@@ -4,16 +4,15 @@ account only (issue 30, part 4)."""
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from PIL import Image
 
 from tests.http_helpers import assert_json_error
 from tests.inprocess import inprocess_vault
+from tests.trace_helpers import blank_png, post_png
 from tests.vault_process import VaultProcess
 
 pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
@@ -21,12 +20,6 @@ pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
 PER_HOUR = 3
 LIMITED = re.compile(r"too many images traced for this account \(at most 3 an hour\); "
                      r"retry in \d+ s")
-
-
-def _png() -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", (300, 300), "white").save(out, "PNG")
-    return out.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +31,11 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
 
 
 def _single(api: httpx.Client) -> httpx.Response:
-    return api.post("/trace", content=_png(), headers={"Content-Type": "image/png"},
-                    timeout=60)
+    return post_png(api, blank_png())
 
 
 def _batch(api: httpx.Client, count: int) -> httpx.Response:
-    files = [("image", (f"{n}.png", _png(), "image/png")) for n in range(count)]
+    files = [("image", (f"{n}.png", blank_png(), "image/png")) for n in range(count)]
     return api.post("/trace", files=files, timeout=120)
 
 
