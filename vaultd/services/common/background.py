@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 log = logging.getLogger("vaultd.background")
@@ -25,6 +25,27 @@ def spawn(work: Coroutine[Any, Any, Any], what: str) -> None:
     task = asyncio.ensure_future(work)
     _running.add(task)
     task.add_done_callback(lambda done: _finished(done, what))
+
+
+async def settle_then_clean_up(key: str, cleaning: set[str], settle: Awaitable[None],
+                               clean_up: Callable[[], Coroutine[Any, Any, Any]],
+                               what: str) -> None:
+    """A claimed deletion's answer: await `settle`, then run `clean_up()` in the background.
+    `key` (already added by the claimer) stays in `cleaning`, the set recovery skips, until
+    either stops: recovery never cleans up what this process is still cleaning."""
+    try:
+        await settle
+    except BaseException:
+        cleaning.discard(key)
+        raise
+
+    async def run() -> None:
+        try:
+            await clean_up()
+        finally:
+            cleaning.discard(key)
+
+    spawn(run(), what)
 
 
 def _finished(task: asyncio.Task[Any], what: str) -> None:

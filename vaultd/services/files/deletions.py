@@ -135,21 +135,8 @@ async def _leave_rooms(db: Db, file_id: str) -> None:
 
 
 async def _settle_then_clean_up(db: Db, store: BlobStore, doc: FileDoc) -> None:
-    """`settle`, then `clean_up` in the background; the file is in `_cleaning` until either
-    stops."""
-    try:
-        await settle(db, store, doc)
-    except BaseException:
-        _cleaning.discard(doc["_id"])
-        raise
-
-    async def run() -> None:
-        try:
-            await clean_up(db, doc)
-        finally:
-            _cleaning.discard(doc["_id"])
-
-    background.spawn(run(), "cleaning up a deleted file")
+    await background.settle_then_clean_up(doc["_id"], _cleaning, settle(db, store, doc),
+                                          lambda: clean_up(db, doc), "cleaning up a deleted file")
 
 
 async def clean_up(db: Db, doc: FileDoc) -> None:

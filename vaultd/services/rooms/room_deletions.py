@@ -106,21 +106,8 @@ async def settle(db: Db, room: dict[str, Any]) -> None:
 
 
 async def _settle_then_clean_up(db: Db, room: dict[str, Any]) -> None:
-    """`settle`, then `clean_up` in the background; the room is in `_cleaning` until either
-    stops."""
-    try:
-        await settle(db, room)
-    except BaseException:
-        _cleaning.discard(room["_id"])
-        raise
-
-    async def run() -> None:
-        try:
-            await clean_up(db, room)
-        finally:
-            _cleaning.discard(room["_id"])
-
-    background.spawn(run(), "cleaning up a deleted room")
+    await background.settle_then_clean_up(room["_id"], _cleaning, settle(db, room),
+                                          lambda: clean_up(db, room), "cleaning up a deleted room")
 
 
 async def clean_up(db: Db, room: dict[str, Any]) -> None:
