@@ -18,9 +18,18 @@ spread over a year (ORDINARY_SHARE of the shape's size), then the shape itself:
 - `link-bursts`: N links created in bursts (a mailing to a list) on the busiest file and a few
   others, most of the older ones expired.
 
-Log entries are written without the `fenced` mark, as any tool's records with old times
-(`services.common.log_fence`): seeded after vaultd started, they land behind the audit
-sequencer's horizon and are not sequenced, so no background work follows the seeding.
+The access log is written last, whole, and numbered as the audit sequencer's rounds number
+what vaultd writes (`services.common.log_numbering`): every entry of a file, the account and a
+room takes its number in that scope in the log's order (time to the millisecond, then `_id`),
+1 up, and each scope's counter its last number and its first entry's time (`since`). Numbers
+are vaultd's only for what lies behind the numbering horizon, so the entries are written once
+the live horizon has passed the newest of them (it has: they are hours old at least), and
+never before vaultd writes an entry of the account itself (the seeding checks; the bench signs
+in afterwards). They carry no `fenced` mark, as any tool's records with old times
+(`services.common.log_fence`): behind the sequencer's horizon, they are not sequenced again,
+so no background work follows the seeding. Links are written `listed: active`, as a link's
+creation writes it (those whose expiry passed are marked when a read of the expired lists
+them, as vaultd marks its own); no file had a revoke-all, so none has `linkRevokedTo`.
 """
 
 from __future__ import annotations
@@ -33,9 +42,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tests.member_records import insert_member
+from tests.waiting import wait_until_async
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts, api_keys
+from vaultd.services.common import numbered_log
 from vaultd.services.members import activity_numbers, session_numbers
 from vaultd.services.webhooks import delivery_numbers
 from vaultd.timefmt import utcnow
@@ -50,6 +61,7 @@ BURSTS = 20  # the hot file's log and the link bursts arrive in this many bursts
 BURST_SPAN = timedelta(minutes=5)
 LINK_FILES = 5  # the link bursts land on the busiest file and on this many files in all
 EVENTS = ["file.uploaded", "file.deleted", "view.created"]
+HORIZON_WAIT = 120.0  # seconds for the live numbering horizon to pass the seeded log
 
 
 @dataclass
@@ -64,9 +76,17 @@ class Seeded:
     key_id: str = ""
     live_files: int = 0
     records: dict[str, int] = field(default_factory=dict)  # kind -> records written
+    # The access log, numbered and written last (`_write_log`); the counted ones in `records`.
+    log: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     def count(self, kind: str, added: int) -> None:
         self.records[kind] = self.records.get(kind, 0) + added
+
+    def add_log(self, entries: Iterable[dict[str, Any]], *, counted: bool = True) -> None:
+        before = len(self.log)
+        self.log.extend(entries)
+        if counted:
+            self.count("access_log", len(self.log) - before)
 
 
 async def _insert(db: Db, name: str, docs: Iterable[dict[str, Any]]) -> int:
@@ -119,11 +139,17 @@ def _link(seeded: Seeded, file_id: str, at: datetime, seq: int, ttl: timedelta
             "accountId": seeded.account_id, "fileId": file_id,
             "viewerEmail": f"viewer{seq % 50}@client.example", "viewerName": "Viewer",
             "createdAt": at, "expiresAt": at + ttl, "revoked": False, "sessionsOpened": 0,
-            "seq": seq}
+            "seq": seq, "listed": "active"}
 
 
 async def seed_base(db: Db) -> Seeded:
     """The empty vault's account: what every route needs to answer 200, and nothing more."""
+    seeded = await _base(db)
+    await _write_log(db, seeded)
+    return seeded
+
+
+async def _base(db: Db) -> Seeded:
     account = await accounts.create_account(db, "Shapes Co", "business")
     info, key = await api_keys.create_key(db, account.id)
     year_ago = utcnow() - YEAR - timedelta(days=2)
@@ -131,7 +157,7 @@ async def seed_base(db: Db) -> Seeded:
     seeded = Seeded(account.id, key, busy["_id"], str(uuid.uuid4()),
                     f"ep_{secrets.token_hex(16)}", info.id, live_files=1)
     await _insert(db, "files", [busy])
-    await _insert(db, "access_log", [_upload(seeded, busy)])
+    seeded.add_log([_upload(seeded, busy)], counted=False)
     await insert_member(db, account.id, ADMIN, role="admin")
     await db.raw("webhook_endpoints").insert_one(
         {"_id": seeded.endpoint_id, "accountId": account.id, "url": "https://hooks.example.com/in",
@@ -152,7 +178,7 @@ async def seed_shape(db: Db, shape: str, size: int) -> Seeded:
     """The empty vault's account with ordinary records of every kind, then `shape` at `size`."""
     if shape not in SHAPES:
         raise ValueError(f"shape must be one of {', '.join(SHAPES)}")
-    seeded = await seed_base(db)
+    seeded = await _base(db)
     ordinary = max(10, size // ORDINARY_SHARE)
     top = await _ordinary(db, seeded, ordinary)
     if shape == "import":
@@ -163,7 +189,51 @@ async def seed_shape(db: Db, shape: str, size: int) -> Seeded:
         await _deleted(db, seeded, size, top)
     else:
         await _link_bursts(db, seeded, size)
+    await _write_log(db, seeded)
     return seeded
+
+
+async def _write_log(db: Db, seeded: Seeded) -> None:
+    """The account's whole log, numbered in each scope, and the scopes' counters."""
+    if await db.raw("access_log").find_one({"accountId": seeded.account_id}, {"_id": 1}):
+        raise RuntimeError("the account's log already has entries: its numbers would not be "
+                           "vaultd's (seed before anything writes to it)")
+    counters = numbered(seeded.log)
+    if seeded.log:
+        await _horizon_past(db, seeded.log[-1]["at"])
+    await _insert(db, "access_log", seeded.log)
+    await _insert(db, "number_counters", ({"_id": key, "seq": seq, "since": since}
+                                          for key, (seq, since) in counters.items()))
+    seeded.log = []
+
+
+def numbered(entries: list[dict[str, Any]]) -> dict[str, tuple[int, datetime]]:
+    """Puts `entries` in the log's order (times cut to the database's milliseconds) and gives
+    each its numbers in its file, account and room; each scope's counter: (last number, first
+    entry's time)."""
+    for entry in entries:
+        entry["at"] = entry["at"].replace(microsecond=entry["at"].microsecond // 1000 * 1000)
+    entries.sort(key=lambda entry: (entry["at"], entry["_id"]))
+    counters: dict[str, tuple[int, datetime]] = {}
+    for entry in entries:
+        for scope in numbered_log.SCOPES:
+            if entry.get(scope.field):
+                key = scope.counter(entry[scope.field])
+                last, since = counters.get(key, (0, entry["at"]))
+                entry[scope.number] = last + 1
+                counters[key] = (last + 1, since)
+    return counters
+
+
+async def _horizon_past(db: Db, newest: datetime) -> None:
+    """Waits for the numbering horizon (moved by the audit sequencer's rounds) to pass `newest`:
+    a round numbers what lies past its horizon, and would number those entries again."""
+    async def passed() -> bool:
+        state = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
+        return state is not None and state.get("horizon") is not None \
+            and state["horizon"] > newest
+    await wait_until_async(passed, timeout=HORIZON_WAIT, interval=0.5,
+                           what="the numbering horizon past the seeded log")
 
 
 async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:
@@ -178,11 +248,11 @@ async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:
                    timedelta(days=30 if place % 2 else 400))
              for place, at in enumerate(_spread(count, start, YEAR - timedelta(hours=1)))]
     await _finish_links(db, seeded, {seeded.busy_file: links})
-    seeded.count("access_log", await _insert(db, "access_log", (
+    seeded.add_log(
         _entry(seeded, seeded.busy_file, "page", at, viewerEmail="kim@client.example",
                ip="203.0.113.7", page=1 + place % 3,
                **({"roomId": seeded.room_id} if place % 4 == 0 else {}))
-        for place, at in enumerate(_spread(count, start, YEAR - timedelta(hours=1))))))
+        for place, at in enumerate(_spread(count, start, YEAR - timedelta(hours=1))))
     seeded.count("activity", await _insert(db, "activity", (
         {"_id": uuid.uuid4().hex, "accountId": seeded.account_id, "at": at,
          "actor": {"kind": "key", "id": seeded.key_id, "label": ""}, "action": "key.created",
@@ -200,8 +270,7 @@ async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:
 
 async def _files_with_uploads(db: Db, seeded: Seeded, files: list[dict[str, Any]]) -> None:
     seeded.count("files", await _insert(db, "files", files))
-    seeded.count("access_log", await _insert(db, "access_log",
-                                             (_upload(seeded, doc) for doc in files)))
+    seeded.add_log(_upload(seeded, doc) for doc in files)
     seeded.live_files += len(files)
 
 
@@ -244,12 +313,12 @@ async def _import(db: Db, seeded: Seeded, size: int, top: int) -> None:
 
 async def _hot_file(db: Db, seeded: Seeded, size: int) -> None:
     first = utcnow() - timedelta(days=60)
-    seeded.count("access_log", await _insert(db, "access_log", (
+    seeded.add_log(
         _entry(seeded, seeded.busy_file, "page" if place % 5 else "view", at,
                viewerEmail=f"reader{place % 7}@client.example", ip="203.0.113.8",
                **({"page": 1 + place % 3} if place % 5 else {}),
                **({"roomId": seeded.room_id} if place % 4 == 0 else {}))
-        for place, at in enumerate(_bursts(size, first, timedelta(days=3))))))
+        for place, at in enumerate(_bursts(size, first, timedelta(days=3))))
 
 
 async def _deleted(db: Db, seeded: Seeded, size: int, top: int) -> None:
@@ -259,13 +328,12 @@ async def _deleted(db: Db, seeded: Seeded, size: int, top: int) -> None:
              enumerate(_spread(size, now - YEAR, YEAR - timedelta(days=10)))]
     gone, kept = files[::2], files[1::2]
     await _files_with_uploads(db, seeded, kept)
-    seeded.count("access_log", await _insert(db, "access_log",
-                                             (_upload(seeded, doc) for doc in gone)))
+    seeded.add_log(_upload(seeded, doc) for doc in gone)
     deleted_at = _spread(len(gone), now - timedelta(days=7), timedelta(minutes=10))
-    seeded.count("access_log", await _insert(db, "access_log", (
+    seeded.add_log(
         {**_entry(seeded, doc["_id"], "delete", at,
                   actor={"kind": "key", "id": seeded.key_id, "label": ""}),
-         "_id": f"delete-{doc['_id']}"} for doc, at in zip(gone, deleted_at, strict=True))))
+         "_id": f"delete-{doc['_id']}"} for doc, at in zip(gone, deleted_at, strict=True))
     numbered = await db.number_counters.find_one(
         {"_id": delivery_numbers.scope(seeded.endpoint_id)})
     await _deliveries(db, seeded, "file.deleted", deleted_at,

@@ -67,6 +67,9 @@ class Row:
     longest_ms: int = -1
     longest_what: str = ""
     failed: list[str] = field(default_factory=list)  # "<side> <status> <error>" per answer
+    # "<collection>.<field>" of every field the window's `find`s filtered on: a log read by
+    # number filters on its scope's number (`access_log.fileSeq`), one by time on `at` alone.
+    filtered: set[str] = field(default_factory=set)
 
     @property
     def ratio(self) -> float:
@@ -161,6 +164,7 @@ def _profiled(vault: VaultProcess, session: Session, rows: list[Row]) -> None:
                 found = [entry for entry in await profile.find(
                     {"ts": {"$gte": began}}).to_list(None)
                     if began - PROFILE_CLOCK <= _began(entry) <= ended]
+                row.filtered = {name for entry in found for name in _filtered(entry)}
                 if found:
                     worst = max(found, key=lambda entry: int(entry.get("millis", 0)))
                     row.longest_ms = int(worst.get("millis", 0))
@@ -183,6 +187,25 @@ def _named(entry: dict[str, Any]) -> str:
     name = next(iter(command), entry.get("op", "?"))
     target = command.get(name)
     return f"{name} {target}" if isinstance(target, str) else str(name)
+
+
+def _filtered(entry: dict[str, Any]) -> set[str]:
+    """The fields a profiled `find` filtered on, as `<collection>.<field>`."""
+    command = entry.get("command") or {}
+    target = command.get("find")
+    if not isinstance(target, str):
+        return set()
+    return {f"{target}.{name}" for name in _fields(command.get("filter") or {})}
+
+
+def _fields(query: dict[str, Any]) -> set[str]:
+    found: set[str] = set()
+    for key, value in query.items():
+        if key in ("$and", "$or") and isinstance(value, list):
+            found |= {name for part in value for name in _fields(part)}
+        else:
+            found.add(key)
+    return found
 
 
 def _started(root: Path, name: str) -> VaultProcess:

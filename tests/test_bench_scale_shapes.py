@@ -2,19 +2,22 @@
 vaultd beside an empty one, every route timed over HTTP on both and profiled in the database,
 and the tables printed. The checks hold the table to real measurements (each side's samples,
 the ratio of the two p95s the table shows) and each shape to what it seeded, read back through
-the routes: a shape that seeded nothing, or records a route cannot read, fails here.
+the routes: a shape that seeded nothing, or records a route cannot read, fails here. The
+access log is seeded numbered, as vaultd numbers its own: the three log routes must read it by
+those numbers (their profiled `find`s filter on them), not fall back to time windows.
 
 Five vaultd processes (the empty vault and one per shape), so `slow`."""
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from bench.scale_shape_routes import routes
-from bench.scale_shape_seeds import SESSIONS, SHAPES
+from bench.scale_shape_seeds import SESSIONS, SHAPES, numbered
 from bench.scale_shapes import Row, ShapeRun, measure, table
 
 pytestmark = pytest.mark.slow
@@ -23,6 +26,10 @@ SIZE = 200  # ORDINARY_SHARE makes it 10 records of every other kind
 ORDINARY = 10
 SAMPLES = 3
 CELL = re.compile(r"[\d.]+ / ([\d.]+)")
+# Each log route and the number it reads by (`services.common.numbered_log`'s scopes).
+LOG_NUMBERS = {"GET /v1/files/:id/access-log": "access_log.fileSeq",
+               "GET /console/activity": "access_log.accountSeq",
+               "GET /v1/rooms/:id/access-log": "access_log.roomSeq"}
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +131,31 @@ def test_the_link_bursts_are_listed_by_state(runs: dict[str, ShapeRun]) -> None:
     assert (links.returned_empty, links.returned_shaped) == (0, 20)
     active = _row(run, "GET /v1/files/:id/views?state=active")
     assert active.returned_empty == 0 and active.returned_shaped > 0
+
+
+def test_every_shapes_log_is_read_by_its_numbers(runs: dict[str, ShapeRun]) -> None:
+    for run in runs.values():
+        for prefix, number in LOG_NUMBERS.items():
+            row = _row(run, prefix)
+            assert row.returned_shaped > 0, (run.shape, prefix)
+            assert number in row.filtered, (run.shape, prefix, sorted(row.filtered))
+
+
+def test_the_log_is_numbered_in_its_order_in_every_scope() -> None:
+    """Numbers follow time to the millisecond, then `_id`, dense from 1 in each scope; each
+    counter holds its scope's last number and first entry's time, as the sequencer's round
+    leaves them."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    entries = [{"_id": "b", "accountId": "acct", "fileId": "f1", "at": start
+                + timedelta(microseconds=2500)},
+               {"_id": "a", "accountId": "acct", "fileId": "f2", "roomId": "r",
+                "at": start + timedelta(microseconds=2900)},  # the same millisecond: by `_id`
+               {"_id": "c", "accountId": "acct", "fileId": "f1", "roomId": "r", "at": start}]
+    counters = numbered(entries)
+    assert [entry["_id"] for entry in entries] == ["c", "a", "b"]
+    assert entries[1]["at"] == start + timedelta(milliseconds=2)
+    assert [(entry.get("fileSeq"), entry["accountSeq"], entry.get("roomSeq"))
+            for entry in entries] == [(1, 1, 1), (1, 2, 2), (2, 3, None)]
+    assert counters == {"access_log:file:f1": (2, start),
+                        "access_log:file:f2": (1, entries[1]["at"]),
+                        "access_log:account:acct": (3, start), "access_log:room:r": (2, start)}
