@@ -4,6 +4,7 @@ stopped after; and a `Db` on it with vaultd's indexes, as vaultd opens it (`reco
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 from pymongo import AsyncMongoClient, monitoring
 
+from tests.worker_database import DATABASE, URI, WORKER_DATABASE
 from vaultd import embedded_db
 from vaultd.db import Db, connect
 from vaultd.db_indexes import ensure_indexes
@@ -38,9 +40,29 @@ async def vault_db(server: embedded_db.EmbeddedServer) -> AsyncIterator[Db]:
 @asynccontextmanager
 async def recorded_db(server: embedded_db.EmbeddedServer,
                       recorder: monitoring.CommandListener) -> AsyncIterator[Db]:
+    async with _recorded(server.uri, "vaultd", recorder) as database:
+        yield database
+
+
+@asynccontextmanager
+async def recorded_worker_db(prefix: str,
+                             recorder: monitoring.CommandListener) -> AsyncIterator[Db]:
+    """As `recorded_db`, on a database of its own (`<prefix>_<random>`) on the test worker's
+    shared SecantusDB (`tests.worker_database`): no server of the module's own to start."""
+    uri, name = WORKER_DATABASE.uri(), f"{prefix}_{secrets.token_hex(6)}"
+    try:
+        async with _recorded(uri, name, recorder) as database:
+            yield database
+    finally:
+        WORKER_DATABASE.release({URI: uri, DATABASE: name})
+
+
+@asynccontextmanager
+async def _recorded(uri: str, name: str,
+                    recorder: monitoring.CommandListener) -> AsyncIterator[Db]:
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        server.uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
-    database = Db(client, client["vaultd"])
+        uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
+    database = Db(client, client[name])
     await ensure_indexes(database)
     try:
         yield database

@@ -11,19 +11,15 @@ spent is expired; the rest are active. Newest first is highest number first.
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from tests.db_reads import QueryRecorder, total_examined
-from tests.worker_database import DATABASE, URI, WORKER_DATABASE
+from tests.embedded_database import recorded_worker_db
 from vaultd.db import Db
-from vaultd.db_indexes import ensure_indexes
 from vaultd.services.accounts import accounts
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.analytics import link_listing
@@ -40,17 +36,11 @@ def recorder() -> QueryRecorder:
 
 @pytest.fixture(scope="module")
 async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    uri, name = WORKER_DATABASE.uri(), f"states_{secrets.token_hex(6)}"
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
-    database = Db(client, client[name])
-    await ensure_indexes(database)
-    try:
-        yield database
-    finally:
-        await background.settled()
-        await database.close()
-        WORKER_DATABASE.release({URI: uri, DATABASE: name})
+    async with recorded_worker_db("states", recorder) as database:
+        try:
+            yield database
+        finally:
+            await background.settled()
 
 
 async def account_with_file(db: Db, name: str) -> tuple[Account, str]:
@@ -87,7 +77,7 @@ async def expected(db: Db, file_id: str) -> dict[link_listing.State, list[str]]:
 
 
 async def listed(db: Db, recorder: QueryRecorder, account_id: str, file_id: str,
-                 state: link_listing.State, page: int, per_page: int
+                 state: link_listing.State | None, page: int, per_page: int
                  ) -> tuple[list[str], int, int]:
     """The ids a page of `state` returns, its total, and the documents its queries made the
     database walk."""
@@ -98,7 +88,7 @@ async def listed(db: Db, recorder: QueryRecorder, account_id: str, file_id: str,
                                                      state)
     finally:
         recorder.recording = False
-    assert all(view["state"] == state for view in listing["views"])
+    assert state is None or all(view["state"] == state for view in listing["views"])
     return ([view["id"] for view in listing["views"]], listing["total"],
             await total_examined(db, list(recorder.queries)))
 

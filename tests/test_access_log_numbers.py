@@ -11,19 +11,16 @@ worker's shared SecantusDB (`tests.worker_database`).
 
 from __future__ import annotations
 
-import secrets
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from tests.db_reads import QueryRecorder, total_examined
-from tests.worker_database import DATABASE, URI, WORKER_DATABASE
+from tests.embedded_database import recorded_worker_db
 from vaultd.db import Db
-from vaultd.db_indexes import ensure_indexes
 from vaultd.services.common import access_log, feed, log_fence, log_numbering, numbered_log
 from vaultd.services.rooms import activity as room_activity
 from vaultd.timefmt import utcnow
@@ -39,16 +36,8 @@ def recorder() -> QueryRecorder:
 
 @pytest.fixture
 async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    uri, name = WORKER_DATABASE.uri(), f"lognumbers_{secrets.token_hex(6)}"
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
-    database = Db(client, client[name])
-    await ensure_indexes(database)
-    try:
+    async with recorded_worker_db("lognumbers", recorder) as database:
         yield database
-    finally:
-        await database.close()
-        WORKER_DATABASE.release({URI: uri, DATABASE: name})
 
 
 async def write(db: Db, file_id: str, count: int) -> None:

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from tests import recorded_database
-from tests.db_reads import QueryRecorder, total_examined
+from tests.db_reads import QueryRecorder
+from tests.link_states_helpers import listed
 from vaultd.db import Db
 from vaultd.services.accounts import accounts
 from vaultd.services.accounts.accounts import Account
-from vaultd.services.analytics import link_listing
 from vaultd.services.links import link_numbers, links
 from vaultd.timefmt import utcnow
 
@@ -76,22 +76,6 @@ async def _newest_ids(db: Db, file_id: str) -> list[str]:
     return [doc["_id"] for doc in found]
 
 
-async def _listing(db: Db, recorder: QueryRecorder, account_id: str, file_id: str, page: int,
-                   per_page: int, state: link_listing.State | None = None
-                   ) -> tuple[list[str], int, int]:
-    """The ids a page returns, its total, and the documents its queries made the database
-    read."""
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
-        listing = await link_listing.list_file_links(db, account_id, file_id, page, per_page,
-                                                     state)
-    finally:
-        recorder.recording = False
-    return ([view["id"] for view in listing["views"]], listing["total"],
-            await total_examined(db, list(recorder.queries)))
-
-
 def _burst(count: int, ended: datetime, span: timedelta) -> list[datetime]:
     return [ended - span + span * (place / count) for place in range(count)]
 
@@ -105,16 +89,16 @@ async def test_a_hot_files_links_are_read_twice_the_page_at_most(
     await _seed_links(db, account.id, file_id, times)
     expected = await _newest_ids(db, file_id)
     for per_page in (20, 100):
-        ids, total, read = await _listing(db, recorder, account.id, file_id, 1, per_page)
+        ids, total, read = await listed(db, recorder, account.id, file_id, None, 1, per_page)
         assert (ids, total) == (expected[:per_page], BURST + 40)
         assert read <= 2 * per_page + FILE_RECORD, f"perPage {per_page}: {read} read"
-    ids, total, read = await _listing(db, recorder, account.id, file_id, 3, 25)
+    ids, total, read = await listed(db, recorder, account.id, file_id, None, 3, 25)
     assert (ids, total) == (expected[50:75], BURST + 40)
     assert read <= 2 * 3 * 25 + FILE_RECORD, f"page 3: {read} read"
     last = (BURST + 40 + 99) // 100
-    ids, _, _ = await _listing(db, recorder, account.id, file_id, last, 100)
+    ids, _, _ = await listed(db, recorder, account.id, file_id, None, last, 100)
     assert ids == expected[(last - 1) * 100:]  # the oldest, the floor reached
-    ids, _, _ = await _listing(db, recorder, account.id, file_id, last + 1, 100)
+    ids, _, _ = await listed(db, recorder, account.id, file_id, None, last + 1, 100)
     assert ids == []
 
 
@@ -135,10 +119,10 @@ async def test_links_made_and_revoked_through_the_service_are_numbered_and_liste
         {"fileId": file_id}, {"seq": 1}).to_list()}
     assert [numbers[link_id] for link_id in expected] == list(range(60, 0, -1))
     for page in (1, 2, 3):
-        ids, total, read = await _listing(db, recorder, account.id, file_id, page, 20)
+        ids, total, read = await listed(db, recorder, account.id, file_id, None, page, 20)
         assert (ids, total) == (expected[(page - 1) * 20:page * 20], 60)
         assert read <= 2 * page * 20 + FILE_RECORD, f"page {page}: {read} read"
-    revoked = await _listing(db, recorder, account.id, file_id, 1, 100, "revoked")
+    revoked = await listed(db, recorder, account.id, file_id, "revoked", 1, 100)
     assert revoked[:2] == ([link_id for link_id in expected if link_id in made[::3]], 15)
     # Another account's create on this file is refused and takes no number from it.
     with pytest.raises(links.NotFound):
@@ -161,13 +145,13 @@ async def test_links_written_before_numbers_are_numbered_once_and_listed_in_orde
         {"fileId": file_id}, {"seq": 1}).to_list()}
     assert [numbers[link_id] for link_id in expected] == list(range(0, -600, -1))
     for page in (1, 6):
-        ids, total, read = await _listing(db, recorder, account.id, file_id, page, 100)
+        ids, total, read = await listed(db, recorder, account.id, file_id, None, page, 100)
         assert (ids, total) == (expected[(page - 1) * 100:page * 100], 600)
         assert read <= 2 * page * 100 + FILE_RECORD, f"page {page}: {read} read"
     # A link made now takes the next number above them, and is listed first.
     await links.create_link(db, account, links.LinkRequest(file_id, "bo@example.com", "Bo",
                                                            3600))
-    ids, total, _ = await _listing(db, recorder, account.id, file_id, 1, 2)
+    ids, total, _ = await listed(db, recorder, account.id, file_id, None, 1, 2)
     assert total == 601 and ids[1] == expected[0]
     newest = await db.links.find_one({"_id": ids[0]}, {"seq": 1, "viewerEmail": 1})
     assert newest is not None and (newest["seq"], newest["viewerEmail"]) == (1, "bo@example.com")

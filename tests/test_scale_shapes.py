@@ -16,20 +16,17 @@ dropped when the module is done.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sized
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from tests.db_reads import QueryRecorder, total_examined
+from tests.embedded_database import recorded_worker_db
 from tests.scale_shapes import READS, Shape, seed_shape
-from tests.worker_database import DATABASE, URI, WORKER_DATABASE
 from vaultd.db import Db
-from vaultd.db_indexes import ensure_indexes
 from vaultd.services.common import access_log, feed
 from vaultd.services.files import files
 from vaultd.services.members import activity, sessions
@@ -48,16 +45,8 @@ def recorder() -> QueryRecorder:
 
 @pytest.fixture(scope="module")
 async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    uri, name = WORKER_DATABASE.uri(), f"shapes_{secrets.token_hex(6)}"
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
-    database = Db(client, client[name])
-    await ensure_indexes(database)
-    try:
+    async with recorded_worker_db("shapes", recorder) as database:
         yield database
-    finally:
-        await database.close()
-        WORKER_DATABASE.release({URI: uri, DATABASE: name})
 
 
 @pytest.fixture(scope="module")
