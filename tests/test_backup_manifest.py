@@ -40,6 +40,14 @@ def test_files_and_accounts_are_exported_last_and_system_collections_never() -> 
     assert export_order(names) == ["access_log", "api_keys", "links", "files", "accounts"]
 
 
+def test_the_log_numbers_counters_are_exported_before_the_log() -> None:
+    # The counters trail the entries' numbers: exported first, they never claim a number that
+    # the exported log does not hold (backup.py, fact 4).
+    names = ["access_log", "number_counters", "files", "accounts", "activity"]
+    assert export_order(names) == ["number_counters", "access_log", "activity", "files",
+                                   "accounts"]
+
+
 def test_documents_keep_their_types_through_extended_json(tmp_path: Path) -> None:
     doc: dict[str, Any] = {"_id": "f1", "at": datetime(2026, 11, 26, 9, 0, 1, 5000, tzinfo=UTC),
                            "key": {"nonce": bson.Binary(b"\x00\xff" * 6)}, "big": bson.Int64(7),

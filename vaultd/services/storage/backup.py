@@ -5,11 +5,16 @@ Consistency without a database snapshot rests on three facts of how vaultd write
 1. A blob is committed before its file record is inserted, and never changes afterwards.
 2. An access-log entry, link, key or statistic is written only after its file or account exists.
 3. Accounts are never deleted; a file is deleted by removing its links and blob, then its record.
+4. The access log's numbers trail its entries (`services.common.log_numbering`): a round
+   numbers entries, then raises its counters and its horizon. So the counters go first: every
+   number up to the exported horizon is on an exported entry, and an entry numbered after
+   them lies past that horizon, where reads take entries by time and the next round numbers
+   them again, in the same order, as after a crash.
 
-So the collections are exported one after another, every other collection first, then
-`files`, then `accounts` (each record's file and account are then in the backup), and the
-blobs are read last: every file record exported has its blob committed already. A file
-deleted between its export and its blob's copy is named in the manifest
+So the collections are exported one after another, `number_counters` first, then every other
+collection, then `files`, then `accounts` (each record's file and account are then in the
+backup), and the blobs are read last: every file record exported has its blob committed
+already. A file deleted between its export and its blob's copy is named in the manifest
 (`deletedDuringBackup`) and left out by restore. Usage counters read at different moments
 from the files cannot be exact, so restore recounts them from the restored files.
 
@@ -54,14 +59,18 @@ BATCH_DOCUMENTS = 200
 # for each such batch (docs/operations.md, "Backup and restore").
 ID_INDEX = [("_id", 1)]
 COPY_PIECE = 4 << 20  # bytes per ranged read of a blob
+FIRST = ("number_counters",)  # exported before every other collection
 LAST = ("files", "accounts")  # exported in this order, after every other collection
-ORDERING = ("collections other than files and accounts, then files, then accounts, then the "
-            "blobs of the exported file records (a blob is committed before its record)")
+ORDERING = ("number_counters, then collections other than files and accounts, then files, "
+            "then accounts, then the blobs of the exported file records (a blob is committed "
+            "before its record)")
 
 
 def export_order(names: list[str]) -> list[str]:
-    rest = sorted(n for n in names if n not in LAST and not n.startswith("system."))
-    return rest + [name for name in LAST if name in names]
+    rest = sorted(n for n in names
+                  if n not in FIRST + LAST and not n.startswith("system."))
+    return ([name for name in FIRST if name in names] + rest
+            + [name for name in LAST if name in names])
 
 
 async def document_batches(collection: AsyncCollection[RawDoc],
