@@ -15,7 +15,8 @@ vaultd process holds the lease (`lease`), reads what arrived since its last roun
    in the blocks (`blocks`) and drops those already committed: nothing is sequenced twice;
 3. per account, in (time, source key) order: appends the new leaves to the account's blocks
    (one command for all), writes the nodes of level 8 and up they complete (another), then
-   commits size, root and compact range in one conditional write on the size it started from;
+   commits size, root and compact range in one conditional write on the size it started from
+   (`tree_writes` plans and writes them);
 4. makes the checkpoints that are due.
 
 Killed at any instant, a round leaves either the previous committed tree or the new one; its
@@ -33,15 +34,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pymongo import UpdateOne
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
 
 from vaultd.db import Db
-from vaultd.records.audit import AuditNodeDoc, AuditTreeDoc, SourceKind
-from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle
-from vaultd.services.audit.blocks import BLOCK_LEVEL, BlockFenced, find_in, insert_fenced
+from vaultd.records.audit import AuditTreeDoc, SourceKind
+from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle, tree_writes
+from vaultd.services.audit.blocks import BlockFenced, find_in
 from vaultd.services.audit.keys import Signer
-from vaultd.services.audit.tree_store import node_id
+from vaultd.services.audit.tree_writes import LeaseLost, NewEntry, Plan, by_account
 from vaultd.services.common import log_fence
 from vaultd.services.common.periodic import cancel_and_wait
 from vaultd.timefmt import utcnow
@@ -57,10 +57,6 @@ READ_BATCH = 2_000  # records a round takes from the database at a time
 LOOKED = ".looked"  # a cursor's companion: how far behind it the last look has reached
 
 
-class LeaseLost(Exception):
-    """A newer holder has written: this round stops, and commits nothing."""
-
-
 @dataclass(frozen=True)
 class SequencerConfig:
     merge_delay_seconds: float
@@ -73,14 +69,6 @@ class SequencerConfig:
     # Without the fence (a database user that may not run collMod), how far behind its last
     # look each round reads again for entries that landed late (`Sequencer._unfenced`).
     unfenced_look_back_seconds: float = 30.0
-
-
-@dataclass(frozen=True)
-class NewEntry:
-    at: datetime
-    key: str
-    account_id: str
-    leaf: bytes
 
 
 @dataclass
@@ -115,7 +103,7 @@ class Sequencer:
         cursors = dict(held.get("cursors", {}))
         entries = await self._read(cursors)
         try:
-            sequenced = await self._extend(_by_account(entries))
+            sequenced = await self._extend(by_account(entries))
         except (LeaseLost, BlockFenced, DuplicateKeyError, BulkWriteError):
             sequenced, self.dirty = 0, True  # the next round checks and reads it again
         if not self.dirty:
@@ -143,7 +131,8 @@ class Sequencer:
                 newest = doc["at"] if newest is None else max(newest, doc["at"])
                 key = leaves.source_key(kind, doc["_id"])
                 if key not in self.seen:
-                    found.append(NewEntry(doc["at"], key, doc["accountId"], _leaf(kind, doc)))
+                    found.append(NewEntry(doc["at"], key, doc["accountId"],
+                                          tree_writes.leaf(kind, doc)))
             cursors[kind + LOOKED] = horizon
             if newest is not None:
                 cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
@@ -272,7 +261,7 @@ class Sequencer:
                     self.seen[entry.key] = entry.at
             batch = [entry for entry in entries if entry.key not in committed_elsewhere]
             if batch:
-                plans.append(_plan(trees[account_id], batch))
+                plans.append(tree_writes.plan(trees[account_id], batch))
         if plans:
             # Both written before any commit (the commit is the fence), so their order does
             # not matter: sent together, one's encoding overlaps the database's work on the other.
@@ -292,30 +281,13 @@ class Sequencer:
         return sum(len(plan.batch) for plan in plans)
 
     async def _commit(self, plans: list[Plan]) -> None:
-        """Every account's new size, root and compact range, each conditional on the size it
-        started from and the epoch, in one command (one round trip, not one per account).
-        Each statement stands alone: where any missed, some may have landed, so the round
-        ends as failed and the next one looks its entries up (`dirty`)."""
+        """Every account's tree moved in one conditional command (`tree_writes.commit`); a
+        miss raises LeaseLost, and the next round looks its entries up (`dirty`)."""
         self.pending.update(plan.tree["_id"] for plan in plans)  # checked before signing
-        committed = await self.db.audit_trees.bulk_write([UpdateOne(
-            {"_id": plan.tree["_id"], "size": plan.tree["size"], "epoch": self.epoch},
-            {"$set": {"size": plan.tree["size"] + len(plan.batch),
-                      "root": merkle.frontier_root(plan.frontier),
-                      "frontier": [[level, digest] for level, digest in plan.frontier],
-                      "pieces": blocks.starts_after(plan.tree, plan.pieces)}})
-            for plan in plans], ordered=False)
-        if committed.modified_count != len(plans):
-            raise LeaseLost(f"{len(plans) - committed.modified_count} of {len(plans)} trees")
+        await tree_writes.commit(self.db, plans, self.epoch)
 
     async def _write_nodes(self, closed: list[tuple[str, int, int, bytes]]) -> None:
-        if not closed:
-            return
-        docs: list[AuditNodeDoc] = [{"_id": node_id(account_id, level, index), "hash": digest,
-                                     "epoch": self.epoch}
-                                    for account_id, level, index, digest in closed]
-        # Nodes a killed round left past the committed size are overwritten, unless a newer
-        # holder wrote them (its epoch is above ours): then BlockFenced ends the round.
-        await insert_fenced(self.db.audit_nodes, docs, self.epoch)
+        await tree_writes.write_nodes(self.db, closed, self.epoch)
 
     async def _checkpoints(self) -> None:
         if not self.pending:
@@ -357,43 +329,7 @@ class Sequencer:
             await lease.release(self.db, self.holder)
 
 
-def _leaf(kind: SourceKind, doc: Any) -> bytes:
-    entry = leaves.access_entry(doc) if kind == "access" else leaves.activity_entry(doc)
-    return leaves.encode(kind, doc["_id"], doc["accountId"], entry)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """One account's part of a round: its new leaves after `tree`, what they write."""
-
-    tree: AuditTreeDoc  # as committed before
-    batch: list[NewEntry]
-    frontier: list[tuple[int, bytes]]  # the compact range after them
-    nodes: list[tuple[int, int, bytes]]  # the stored nodes they complete (level 8 and up)
-    pieces: list[blocks.Segment]
-
-
-def _plan(tree: AuditTreeDoc, batch: list[NewEntry]) -> Plan:
-    size = tree["size"]
-    frontier = [(int(level), bytes(digest)) for level, digest in tree["frontier"]]
-    closed: list[tuple[int, int, bytes]] = []
-    hashes = []
-    for offset, entry in enumerate(batch):
-        hashes.append(merkle.leaf_hash(entry.leaf))
-        merkle.append(frontier, size + offset, hashes[-1], closed)
-    return Plan(tree, batch, frontier,
-                [node for node in closed if node[0] >= BLOCK_LEVEL],
-                blocks.segments(tree["_id"], size, [entry.key for entry in batch], hashes))
-
-
 def _lower_bound(horizon: datetime, cursor: datetime | None) -> datetime:
     """Where the next round's read of a source starts at the earliest: what was sequenced
     before it cannot come back, and need not be remembered."""
     return horizon if cursor is None else min(horizon, cursor)
-
-
-def _by_account(entries: list[NewEntry]) -> dict[str, list[NewEntry]]:
-    grouped: dict[str, list[NewEntry]] = {}
-    for entry in entries:
-        grouped.setdefault(entry.account_id, []).append(entry)
-    return grouped
