@@ -69,6 +69,14 @@ class NumberCounterDoc(TypedDict):
     since: NotRequired[datetime]
     horizon: NotRequired[datetime]
     stretchMs: NotRequired[float]  # "access_log:horizon": the next round's stretch to read
+    # The access log's entries written before numbering (services.common.older_log_numbering):
+    # on a scope, how many numbers it has below 1 (its lowest is `1 - older`); on
+    # "access_log:horizon", where the rounds started numbering per action (`actionsFrom`), how
+    # far back the walk has numbered every entry (`back`) and its next window (`backMs`).
+    older: NotRequired[int]
+    actionsFrom: NotRequired[datetime]
+    back: NotRequired[datetime]
+    backMs: NotRequired[float]
 
 
 class SignInCodeDoc(TypedDict):

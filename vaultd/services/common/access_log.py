@@ -148,20 +148,19 @@ async def latest_for_file(
     kept are those of LATEST entries, whatever the page that measured them: a page of `count`
     starts with that span scaled to it, so pages of both sizes share one hint.
 
-    The whole log (no `action`) is read by the entries' numbers in the file where they have
-    them (`numbered_log`): a burst behind the page is not walked. The spans are for the time
-    windows of the rest."""
+    The log (whole, or of one `action`) is read by the entries' numbers in the file where they
+    have them (`numbered_log`): a burst behind the page is not walked. The spans are for the
+    time windows of a log not numbered (`audit.enabled` off everywhere)."""
     query: dict[str, Any] = {"fileId": file_id}
-    if action is None:
-        log = db.raw(db.access_log.name)
-        numbered = await numbered_log.newest_entries(
-            db, numbered_log.FILE, file_id, count=count, oldest=since - UPLOAD_SLACK,
-            below=(before, "") if before is not None else None)
-        if numbered is not None:
-            page_docs = await numbered_log.with_ties(log, query, numbered, count)
-            return [entry_json(doc) for doc in page_docs]
+    numbered = await numbered_log.newest_entries(
+        db, numbered_log.FILE, file_id, count=count, oldest=since - UPLOAD_SLACK,
+        below=(before, "") if before is not None else None, action=action)
     if action is not None:
         query["action"] = action  # on the (fileId, action, at) index: a range as well
+    if numbered is not None:
+        page_docs = await numbered_log.with_ties(db.raw(db.access_log.name), query, numbered,
+                                                 count)
+        return [entry_json(doc) for doc in page_docs]
     top = before or utcnow() + UPLOAD_SLACK
     hint_key = f"{file_id} {action or ''}"
     span_key = action or "all"

@@ -16,6 +16,10 @@ INDEXES: tuple[Index, ...] = (
     index("access_log", "fileId", "fileSeq"),
     index("access_log", "accountId", "accountSeq"),
     index("access_log", "roomId", "roomSeq", sparse=True),
+    # Their logs of one action by the entries' numbers per action (numbered_log.ACTION_SCOPES).
+    index("access_log", "fileId", "action", "fileActionSeq"),
+    index("access_log", "accountId", "action", "accountActionSeq"),
+    index("access_log", "roomId", "action", "roomActionSeq", sparse=True),
     # A rolling window is dropped by the database when it is over (TTL: rolling_limits).
     index("rate_limits", "expiresAt", expireAfterSeconds=0),
 )

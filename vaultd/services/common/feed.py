@@ -1,6 +1,7 @@
 """An account's log read a page at a time, newest first, optionally one action only: the
 console's Activity page reads its files' actions (`access_log`) through it (`log_page`: the
-whole log by the entries' numbers in the account, `common.numbered_log`, where they have them);
+log, whole or of one action, by the entries' numbers in the account, `common.numbered_log`,
+where they have them);
 the account's own actions, all or one action's, are read by their numbers
 (`members.activity.page`).
 
@@ -81,15 +82,14 @@ async def page(records: AsyncCollection[Any], account_id: str, *, per_page: int,
 
 async def log_page(db: Db, account_id: str, *, per_page: int, action: str | None = None,
                    after: Cursor | None = None) -> FeedPage:
-    """A page of the account's access log (its files' actions); the whole log by the entries'
-    numbers in the account where they have them, one action's by time windows (`page`)."""
-    if action is None:
-        found = await numbered_log.newest_entries(
-            db, numbered_log.ACCOUNT, account_id, count=per_page, oldest=EPOCH,
-            below=(after.at, after.id) if after is not None else None)
-        if found is not None:
-            shown = found[:per_page]
-            last = shown[-1] if len(found) > per_page else None
-            return FeedPage(shown, Cursor(last["at"], last["_id"]) if last else None)
+    """A page of the account's access log (its files' actions), whole or of one action, by the
+    entries' numbers in the account where they have them, else by time windows (`page`)."""
+    found = await numbered_log.newest_entries(
+        db, numbered_log.ACCOUNT, account_id, count=per_page, oldest=EPOCH,
+        below=(after.at, after.id) if after is not None else None, action=action)
+    if found is not None:
+        shown = found[:per_page]
+        last = shown[-1] if len(found) > per_page else None
+        return FeedPage(shown, Cursor(last["at"], last["_id"]) if last else None)
     return await page(db.raw(db.access_log.name), account_id, per_page=per_page, action=action,
                       after=after)

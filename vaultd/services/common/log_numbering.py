@@ -1,4 +1,5 @@
-"""Numbers the access log's entries in their file, account and room, after their insert.
+"""Numbers the access log's entries in their file, account and room, and in each one's log of
+the entry's action (`numbered_log.ALL_SCOPES`: one `$set` gives all six), after their insert.
 
 The page path's insert is one command and must stay so (`tests/test_page_commands.py`), so an
 entry cannot take a number from a counter as an activity event does. The audit sequencer's
@@ -15,9 +16,11 @@ horizon it did not move: the next round numbers the whole stretch again with new
 (the old ones become gaps, which the reads step over), and the reads ignore numbers past the
 horizon meanwhile. One holder at a time: the audit lease (a holder paused past its lease while
 another numbers the same stretch could interleave their numbers: the audit's epoch fences its
-own writes, this does not). The first round numbers nothing: it marks where numbers start, and
-what is older is read by time as before (each scope's counter keeps its first numbered entry's
-time, `since`).
+own writes, this does not). The first round numbers nothing: it marks where numbers start
+(each scope's counter keeps its first numbered entry's time, `since`), and what is older is
+read by time until the walk of the older entries (`older_log_numbering`) has numbered it below
+1. A log numbered before the numbers per action existed gets them from the next round on
+(`actionsFrom`, where that walk starts).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pymongo.errors import PyMongoError
 
 from vaultd.db import Db
 from vaultd.services.common import log_fence
-from vaultd.services.common.numbered_log import HORIZON, SCOPES
+from vaultd.services.common.numbered_log import ALL_SCOPES, HORIZON
 
 log = logging.getLogger("vaultd.audit")
 # At most this much of the log per round: after a pause (no round for a while) the numbering
@@ -50,7 +53,7 @@ MAX_PER_ROUND = 500
 # MAX_PER_ROUND entries read, not the burst's rest again and again.
 MIN_STRETCH = timedelta(milliseconds=10)
 IN_CHUNK = 200  # counters read back per command
-FIELDS = {"at": 1, **{scope.field: 1 for scope in SCOPES}}
+FIELDS = {"at": 1, "action": 1, **{scope.field: 1 for scope in ALL_SCOPES}}
 
 
 async def number_new_entries(db: Db, horizon: datetime) -> int:
@@ -68,8 +71,8 @@ async def _number(db: Db, horizon: datetime) -> int:
     counters = db.number_counters
     state = await counters.find_one({"_id": HORIZON})
     if state is None or "horizon" not in state:  # the first round: numbers start here
-        await counters.update_one({"_id": HORIZON}, {"$setOnInsert": {"horizon": horizon}},
-                                  upsert=True)
+        await counters.update_one({"_id": HORIZON}, {"$setOnInsert": {
+            "horizon": horizon, "actionsFrom": horizon}}, upsert=True)
         return 0
     start = state["horizon"]
     stretch = _MS * float(state.get("stretchMs", MAX_STRETCH / _MS))
@@ -85,12 +88,12 @@ async def _number(db: Db, horizon: datetime) -> int:
     counts: Counter[str] = Counter()
     first: dict[str, datetime] = {}
     for doc in docs:
-        for key in _scopes(doc).values():
+        for key in scope_keys(doc).values():
             counts[key] += 1
             first.setdefault(key, doc["at"])
     if counts:
         await counters.bulk_write([UpdateOne(
-            {"_id": key}, {"$inc": {"seq": count}, "$setOnInsert": {"since": first[key]}},
+            {"_id": key}, {"$inc": {"seq": count}, "$min": {"since": first[key]}},
             upsert=True) for key, count in counts.items()], ordered=False)
         given = await _tops(db, list(counts))
         following = {key: given[key] - counts[key] for key in counts}
@@ -102,7 +105,10 @@ async def _number(db: Db, horizon: datetime) -> int:
         for at in range(0, len(updates), UPDATE_BATCH):
             await entries.bulk_write(updates[at:at + UPDATE_BATCH], ordered=False)
     # Only once every entry of the stretch has its numbers do the reads use them.
+    # Where the numbers per action started (the older entries' walk starts there): a log
+    # numbered before them has its entries from then on numbered per action by this round on.
     await counters.update_one({"_id": HORIZON}, {"$max": {"horizon": stop},
+                                                 "$min": {"actionsFrom": start},
                                                  "$set": {"stretchMs": stretch / _MS}})
     return len(docs)
 
@@ -130,15 +136,16 @@ def _capped(docs: list[Any], stop: datetime) -> tuple[list[Any], datetime]:
     return [doc for doc in docs if doc["at"] < cut], cut
 
 
-def _scopes(doc: Any) -> dict[str, str]:
-    """The number field and counter of each scope the entry is in."""
-    return {scope.number: scope.counter(doc[scope.field])
-            for scope in SCOPES if doc.get(scope.field)}
+def scope_keys(doc: Any) -> dict[str, str]:
+    """The number field and counter of each scope the entry is in (its file's, account's and
+    room's log, and each one's log of the entry's action)."""
+    keys = {scope.number: scope.key_of(doc) for scope in ALL_SCOPES}
+    return {field: key for field, key in keys.items() if key is not None}
 
 
 def _numbers(doc: Any, following: dict[str, int]) -> dict[str, int]:
     numbers = {}
-    for field, key in _scopes(doc).items():
+    for field, key in scope_keys(doc).items():
         following[key] += 1
         numbers[field] = following[key]
     return numbers

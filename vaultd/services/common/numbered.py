@@ -20,6 +20,7 @@ they arrived. So the newest `count` are read range by range from the scope's las
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -41,17 +42,19 @@ Doc = TypeVar("Doc", bound=Any)
 
 
 async def newest_numbered(collection: AsyncCollection[Doc], query: dict[str, Any], field: str,
-                          *, count: int, top: int, floor: int) -> list[Doc]:
+                          *, count: int, top: int, floor: int,
+                          keep: Callable[[Doc], bool] | None = None) -> list[Doc]:
     """Up to `count` documents matching `query`, highest `field` first, from `top` down to
     `floor` (both inclusive). `collection` needs an index of `query`'s equalities then `field`;
-    numbers are unique within the scope `query` names."""
+    numbers are unique within the scope `query` names among the documents `keep` keeps (a
+    filter applied here: a field outside the index would make SecantusDB scan)."""
     found: list[Doc] = []
     upper, width = top, max(min(count, MAX_READ), 1)
     while len(found) < count and upper >= floor:
         lower = max(upper - width + 1, floor)
         docs = await collection.find({**query, field: {"$gte": lower, "$lte": upper}}).to_list()
         docs.sort(key=lambda doc: doc[field], reverse=True)
-        found += docs
+        found += docs if keep is None else [doc for doc in docs if keep(doc)]
         width = _next_width(width, len(found), top - lower + 1, count - len(found))
         upper = lower - 1
     return found[:count]

@@ -11,16 +11,26 @@ then three parts, newest first, each in the log's order:
 1. the *tail*, entries stamped at or after the numbering horizon (those of the last merge
    delay, and any stamped ahead by a clock): time windows (`common.newest`), bounded by what
    a merge delay holds, not by a burst older than it;
-2. the *numbered* part, from the scope's first numbered entry (its counter's `since`) up to
-   the horizon: ranges of numbers on (scope, number) (`common.numbered`), which hold at most
-   as many entries as they are wide however the entries arrived;
-3. the *old* part, entries older than the scope's first numbered one (written before numbers
-   existed): time windows again.
+2. the *numbered* part, from where the scope's numbers start up to the horizon: ranges of
+   numbers on (scope, number) (`common.numbered`), which hold at most as many entries as they
+   are wide however the entries arrived;
+3. the *old* part, entries older than the scope's oldest numbered entry (its counter's
+   `since`): time windows again. The rounds number from their first horizon on; the walk of
+   the entries written before (`older_log_numbering`) numbers them below 1 going back in time
+   (the counter's `older` says how many: the scope's numbers reach `1 - older`) and lowers
+   `since` to the oldest it numbered, so once it is done the old part holds nothing (an entry
+   inserted later with an older time, by a tool, is still read there).
+
+A scope read with `action` is that action's entries in it, numbered per (scope, action) by the
+same rounds and walk (`fileActionSeq`...: `ACTION_SCOPES`), and read the same way on indexes of
+(scope, action, number) and (scope, action, at).
 
 A position `below` is exclusive in that order: `(at, "")` is the API's `before` (every entry
 stamped before `at`), `(at, id)` the console's cursor (the entries after that one). Where the
 log is not numbered at all (no numbering round has run: `audit.enabled` off everywhere) or the
-scope has no numbered entry, the caller's time windows read it, as before numbers.
+scope has no numbered entry, the caller's time windows read it, as before numbers. A number on
+an entry outside `[since, horizon)` is one a round or a step of the walk gave before it died
+(the next gives it again): the reads skip it.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from typing import Any
 from pymongo.asynchronous.collection import AsyncCollection
 
 from vaultd.db import Db
+from vaultd.records.members import NumberCounterDoc
 from vaultd.services.common.newest import FIRST_WINDOW, newest
 from vaultd.services.common.numbered import newest_numbered
 from vaultd.timefmt import utcnow
@@ -50,51 +61,84 @@ Position = tuple[datetime, str]
 class LogScope:
     field: str  # the entry's field naming the scope
     number: str  # the entry's number in it
-    kind: str  # its counter's name: access_log:<kind>:<value>
+    kind: str  # its counter's name: access_log:<kind>:<value>[:<action>]
+    by_action: bool = False  # numbered per (scope, action): the log of one action
 
-    def counter(self, value: str) -> str:
-        return f"access_log:{self.kind}:{value}"
+    def counter(self, value: str, action: str | None = None) -> str:
+        return f"access_log:{self.kind}:{value}" + (f":{action}" if self.by_action else "")
+
+    def query(self, value: str, action: str | None = None) -> dict[str, Any]:
+        return {self.field: value, "action": action} if self.by_action else {self.field: value}
+
+    def key_of(self, entry: Any) -> str | None:
+        """The counter of the entry's scope (None: the entry is in no such scope)."""
+        value = entry.get(self.field)
+        if not value or (self.by_action and not entry.get("action")):
+            return None
+        return self.counter(value, entry.get("action"))
 
 
 FILE = LogScope("fileId", "fileSeq", "file")
 ACCOUNT = LogScope("accountId", "accountSeq", "account")
 ROOM = LogScope("roomId", "roomSeq", "room")
 SCOPES = (FILE, ACCOUNT, ROOM)
+# The same scopes' logs of one action (`?action=`), numbered by the same round in the same
+# `$set`: a rare action under a burst of another is a range of its own numbers.
+FILE_ACTION = LogScope("fileId", "fileActionSeq", "file-action", by_action=True)
+ACCOUNT_ACTION = LogScope("accountId", "accountActionSeq", "account-action", by_action=True)
+ROOM_ACTION = LogScope("roomId", "roomActionSeq", "room-action", by_action=True)
+ACTION_SCOPES = {FILE: FILE_ACTION, ACCOUNT: ACCOUNT_ACTION, ROOM: ROOM_ACTION}
+ALL_SCOPES = (*SCOPES, *ACTION_SCOPES.values())
+
+
+def numbered_from(state: NumberCounterDoc | None,
+                  counter: NumberCounterDoc | None) -> datetime | None:
+    """Where the scope's numbered part starts (every entry of the scope from there to the
+    horizon has its number): its oldest numbered entry (the counter's `since`: the first a
+    round numbered, lowered by the older entries' walk). None: nothing numbered."""
+    if state is None or "horizon" not in state or counter is None or "since" not in counter:
+        return None
+    return min(counter["since"], state["horizon"])
 
 
 async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, oldest: datetime,
-                         below: Position | None = None) -> list[Any] | None:
-    """Up to `count + 1` entries of the scope, newest first (the one past `count` tells the
-    caller what follows), below `below` and at or after `oldest`; None where the scope is not
-    numbered, for the caller's time windows."""
-    key = scope.counter(value)
+                         below: Position | None = None,
+                         action: str | None = None) -> list[Any] | None:
+    """Up to `count + 1` entries of the scope (of one `action`: by its numbers in the scope),
+    newest first (the one past `count` tells the caller what follows), below `below` and at or
+    after `oldest`; None where the scope is not numbered, for the caller's time windows."""
+    if action is not None:
+        scope = ACTION_SCOPES[scope]
+    key = scope.counter(value, action)
     found = {doc["_id"]: doc async for doc in
              db.number_counters.find({"_id": {"$in": [HORIZON, key]}})}
     state, counter = found.get(HORIZON), found.get(key)
-    if state is None or counter is None or "since" not in counter:
+    edge = numbered_from(state, counter)
+    if state is None or edge is None:
         return None
-    horizon, since = state.get("horizon"), counter["since"]
-    if horizon is None:
-        return None
+    horizon = state["horizon"]
+    top, floor = (counter.get("seq", 0), 1 - counter.get("older", 0)) if counter else (0, 1)
     log = db.raw(db.access_log.name)
-    query = {scope.field: value}
+    query = scope.query(value, action)
     wanted = count + 1
     out: list[Any] = []
     if below is None or below[0] >= horizon:
         out += await by_time(log, query, wanted, below, max(horizon, oldest))
-    if len(out) < wanted and since < horizon and (below is None or below[0] >= since):
-        edge = below if below is not None and below[0] < horizon else None
-        upper = (int(counter.get("seq", 0)) if edge is None
-                 else await _number_below(log, query, scope.number, edge, since))
+    if len(out) < wanted and edge < horizon and (below is None or below[0] >= edge):
+        inside = below if below is not None and below[0] < horizon else None
+        upper = (top if inside is None
+                 else await _number_below(log, query, scope.number, inside, edge, floor))
         if upper is None:  # no number to start from (an entry written around the fence)
-            out += await by_time(log, query, wanted - len(out), edge, max(since, oldest))
+            out += await by_time(log, query, wanted - len(out), inside, max(edge, oldest))
         else:
-            out += await _by_number(log, query, scope.number, wanted - len(out), upper,
-                                    horizon, below)
-    # Below the scope's first number, or the horizon where a round that died first gave it.
-    first_numbered: Position = (min(since, horizon), "")
-    if len(out) < wanted and oldest < first_numbered[0]:
-        old_edge = min(below, first_numbered) if below is not None else first_numbered
+            def numbered(doc: Any) -> bool:  # a number past the horizon or below the edge:
+                return (edge <= doc["at"] < horizon  # a round's or a walk's that died
+                        and (below is None or (doc["at"], doc["_id"]) < below))
+            out += await newest_numbered(log, query, scope.number, count=wanted - len(out),
+                                         top=upper, floor=floor, keep=numbered)
+    # Below where the numbers start: by time.
+    if len(out) < wanted and oldest < edge:
+        old_edge = min(below, (edge, "")) if below is not None else (edge, "")
         out += await by_time(log, query, wanted - len(out), old_edge, oldest)
     return out[:wanted]
 
@@ -119,10 +163,11 @@ async def by_time(log: AsyncCollection[Any], query: dict[str, Any], count: int,
 
 
 async def _number_below(log: AsyncCollection[Any], query: dict[str, Any], number: str,
-                        below: Position, since: datetime) -> int | None:
-    """The highest number among the entries below `below` (0: none), from the entries of its
-    millisecond (a page's last entry and its ties: read by equality, few), else from the
-    newest entry before it (a time typed by hand: time windows back from it)."""
+                        below: Position, edge: datetime, floor: int) -> int | None:
+    """The highest number among the entries below `below` (floor - 1: none), from the entries
+    of its millisecond (a page's last entry and its ties: read by equality, few), else from
+    the newest entry before it back to `edge` (a time typed by hand: time windows back from
+    it)."""
     at, entry_id = below
     tied = await log.find({**query, "at": at}).to_list()
     above = [doc[number] for doc in tied if doc["_id"] >= entry_id and number in doc]
@@ -130,27 +175,11 @@ async def _number_below(log: AsyncCollection[Any], query: dict[str, Any], number
         return int(min(above)) - 1
     under = [doc for doc in tied if doc["_id"] < entry_id]
     if not under:
-        under = (await newest(log, query, "at", count=1, before=at, oldest=since)).docs
+        under = (await newest(log, query, "at", count=1, before=at, oldest=edge)).docs
     if not under:
-        return 0
+        return floor - 1
     newest_under = max(under, key=lambda doc: doc["_id"])
     return int(newest_under[number]) if number in newest_under else None
-
-
-async def _by_number(log: AsyncCollection[Any], query: dict[str, Any], number: str, count: int,
-                     upper: int, horizon: datetime, below: Position | None) -> list[Any]:
-    """Up to `count` numbered entries from `upper` down, stamped before the horizon (a round
-    that has not moved it yet, or died before, numbered some after it: the tail has them)."""
-    out: list[Any] = []
-    while len(out) < count and upper >= 1:
-        docs = await newest_numbered(log, query, number, count=count - len(out), top=upper,
-                                     floor=1)
-        if not docs:
-            break
-        upper = int(docs[-1][number]) - 1
-        out += [doc for doc in docs if doc["at"] < horizon
-                and (below is None or (doc["at"], doc["_id"]) < below)]
-    return out
 
 
 async def with_ties(log: AsyncCollection[Any], query: dict[str, Any], docs: list[Any],

@@ -80,22 +80,21 @@ async def latest_entries(db: Db, room_id: str, *, before: datetime | None = None
     """The room's latest LATEST entries, newest first (ties at the last `at` kept, as in
     `access_log.latest_for_file`). Read by time windows on (roomId[, action], at)
     (`services.common.newest`), back to `since` (the room's creation), so a page costs what it
-    returns, not the room's whole log; the whole log (no `action`) by the entries' numbers in
-    the room where they have them (`common.numbered_log`), so a burst behind the page is not
-    walked either."""
+    returns, not the room's whole log; the log (whole or of one `action`) by the entries'
+    numbers in the room where they have them (`common.numbered_log`), so a burst behind the
+    page is not walked either."""
     query: dict[str, Any] = {"roomId": room_id}
     limit = access_log.LATEST
     oldest = (since or EPOCH) - access_log.UPLOAD_SLACK
-    if action is None:
-        numbered = await numbered_log.newest_entries(
-            db, numbered_log.ROOM, room_id, count=limit, oldest=oldest,
-            below=(before, "") if before is not None else None)
-        if numbered is not None:
-            log = db.raw(db.access_log.name)
-            return [entry_json(doc) for doc in
-                    await numbered_log.with_ties(log, query, numbered, limit)]
-    else:
+    numbered = await numbered_log.newest_entries(
+        db, numbered_log.ROOM, room_id, count=limit, oldest=oldest,
+        below=(before, "") if before is not None else None, action=action)
+    if action is not None:
         query["action"] = action
+    if numbered is not None:
+        log = db.raw(db.access_log.name)
+        return [entry_json(doc) for doc in
+                await numbered_log.with_ties(log, query, numbered, limit)]
     page = await newest(db.access_log, query, "at", count=limit, before=before,
                         oldest=oldest,
                         latest=before or utcnow() + access_log.UPLOAD_SLACK)

@@ -6,10 +6,13 @@ Consistency without a database snapshot rests on three facts of how vaultd write
 2. An access-log entry, link, key or statistic is written only after its file or account exists.
 3. Accounts are never deleted; a file is deleted by removing its links and blob, then its record.
 4. The access log's numbers trail its entries (`services.common.log_numbering`): a round
-   numbers entries, then raises its counters and its horizon. So the counters go first: every
-   number up to the exported horizon is on an exported entry, and an entry numbered after
-   them lies past that horizon, where reads take entries by time and the next round numbers
-   them again, in the same order, as after a crash.
+   raises its counters, numbers entries, then moves its horizon; the walk of the older entries
+   (`older_log_numbering`) lowers its counters, numbers entries, then moves its place below
+   them. So the numbering's state (the horizon's record) is read first, then the counters,
+   then the log: every entry between the exported place and horizon has its number within the
+   exported counters, and an entry numbered after them lies past that horizon or below that
+   place, where reads take entries by time and the next round or step numbers them again, in
+   the same order, as after a crash.
 
 So the collections are exported one after another, `number_counters` first, then every other
 collection, then `files`, then `accounts` (each record's file and account are then in the
@@ -37,7 +40,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from backends.base import BlobBackend
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import WALKS, Db, RawDoc
-from vaultd.services.common import id_ranges
+from vaultd.services.common import id_ranges, numbered_log
 from vaultd.services.storage import health
 from vaultd.services.storage.backup_manifest import (
     BLOB_DIR,
@@ -60,6 +63,8 @@ BATCH_DOCUMENTS = 200
 ID_INDEX = [("_id", 1)]
 COPY_PIECE = 4 << 20  # bytes per ranged read of a blob
 FIRST = ("number_counters",)  # exported before every other collection
+# Records read before the rest of their collection: the access log's numbering state (fact 4).
+FIRST_RECORDS = {"number_counters": (numbered_log.HORIZON,)}
 LAST = ("files", "accounts")  # exported in this order, after every other collection
 ORDERING = ("number_counters, then collections other than files and accounts, then files, "
             "then accounts, then the blobs of the exported file records (a blob is committed "
@@ -98,10 +103,16 @@ def collection_batches(collection: AsyncCollection[RawDoc]) -> AsyncIterator[lis
 
 async def export_collection(collection: AsyncCollection[RawDoc], path: Path) -> int:
     count = 0
+    first = FIRST_RECORDS.get(collection.name, ())
     with open(path, "x", encoding="utf-8") as out:
+        if first:
+            docs = await collection.find({"_id": {"$in": list(first)}}).to_list()
+            out.write("".join(encode_doc(doc) + "\n" for doc in docs))
+            count += len(docs)
         async for batch in collection_batches(collection):
-            out.write("".join(encode_doc(doc) + "\n" for doc in batch))
-            count += len(batch)
+            kept = [doc for doc in batch if doc["_id"] not in first]
+            out.write("".join(encode_doc(doc) + "\n" for doc in kept))
+            count += len(kept)
         out.flush()
         os.fsync(out.fileno())
     return count
