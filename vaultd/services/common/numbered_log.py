@@ -89,6 +89,9 @@ ACCOUNT_ACTION = LogScope("accountId", "accountActionSeq", "account-action", by_
 ROOM_ACTION = LogScope("roomId", "roomActionSeq", "room-action", by_action=True)
 ACTION_SCOPES = {FILE: FILE_ACTION, ACCOUNT: ACCOUNT_ACTION, ROOM: ROOM_ACTION}
 ALL_SCOPES = (*SCOPES, *ACTION_SCOPES.values())
+# What a numbered entry's number matches (the walk's go below 1): the partial filter of the
+# indexes per action, which every range of numbers implies (so the planner takes them).
+NUMBERED = {"$gte": -(2**62)}
 
 
 def numbered_from(state: NumberCounterDoc | None,
