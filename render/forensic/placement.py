@@ -27,9 +27,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import ThreadpoolController
 
 from render.forensic_wire.evidence import COLUMNS, ROWS, Evidence
 
@@ -66,56 +68,142 @@ def cells(xs: Floats, ys: Floats, width: float) -> npt.NDArray[np.intp]:
     return flat
 
 
-def scores(evidence: Evidence, drawn: npt.NDArray[np.int8]) -> Floats:
-    """Each field's (N, rows, COLUMNS, 2; at least `evidence.rows` rows) correlation with the
-    measured offsets, each axis's mean taken off, times the square root of the values
-    correlated (as a z-score; windows overlap, so compare it with other fields' scores, not
-    with a normal table)."""
-    n = evidence.windows
-    if n < 4:
-        return np.zeros(len(drawn))
-    used = drawn.shape[1] * COLUMNS  # cells past the field's rows hold no window
-    # Each axis's plane as float32 rows: matrix-vector products over every field at once.
-    planes = np.ascontiguousarray(np.moveaxis(drawn.reshape(len(drawn), used, 2), 2, 0),
-                                  dtype=np.float32)
-    counts = evidence.counts[:used].astype(np.float32)
-    covariance = np.zeros(len(drawn))
-    field_spread = np.zeros(len(drawn))
-    measured_spread = 0.0
-    for axis in (0, 1):
-        e = planes[axis]
-        sum_m = float(evidence.sums[:, axis].sum())
-        sum_e = (e @ counts).astype(np.float64)
-        cross = (e @ evidence.sums[:used, axis].astype(np.float32)).astype(np.float64)
-        covariance += cross - sum_m * sum_e / n
-        field_spread += (np.abs(e) @ counts).astype(np.float64) - sum_e ** 2 / n  # e*e = |e|
-        measured_spread += float(evidence.squares[:, axis].sum()) - sum_m ** 2 / n
-    denominator = np.sqrt(np.maximum(field_spread, 0.0) * max(measured_spread, 0.0))
-    safe = np.where(denominator > 0, denominator, 1.0)
-    found: Floats = np.where(denominator > 0, covariance / safe, 0.0) * math.sqrt(2 * n)
-    return found
-
-
 REFERENCES = 200  # fields no page view has: what a wrong view scores is their spread
-_CHUNK = 500  # fields scored at once: about 20 MB of temporaries
+# Fields scored at once, into buffers made once per call: fresh temporaries of a few MB a
+# chunk cost more in the kernel's page faults than the arithmetic (4 faults a field, twice
+# the scores' CPU, measured), and these stay in the caches.
+_CHUNK = 256
+# OpenBLAS wakes a thread per core for a product this thin and lets it spin after: more CPU
+# than the product's own (a miss's scoring cost 4-12 times its SHAKE streams with it, 1.5
+# without), so the products run on one thread.
+_BLAS = ThreadpoolController()
+
+
+@dataclass(frozen=True)
+class _Weights:
+    """One evidence as weights on the bytes of a field's stream (docs/leak-tracing.md, "A year
+    of views": what a miss costs). A byte's offset is its residue r mod 3, less 1, and the
+    offset's size |r - 1| is (r - 1)^2: every sum a score needs is a product of the residues,
+    or of their squares, with a weight per byte, plus a constant of the weights."""
+
+    positions: npt.NDArray[np.intp]  # (P,) bytes of a seed's stream in measured cells
+    by_residue: npt.NDArray[np.float32]  # (P, 4): per axis the field's sum, its cross sum
+    by_square: npt.NDArray[np.float32]  # (P, 2): per axis the sum of its squares
+    constants: Floats  # (6,): what the -1 and the +1 above add to the six sums
+    windows: int
+    measured_sums: Floats  # (2,): the offsets measured, summed per axis
+    measured_spread: float
+
+    @classmethod
+    def of(cls, evidence: Evidence) -> _Weights:
+        """The bytes that can count (a cell without a window adds nothing to any sum: its sums
+        are zero too, `Evidence.from_bytes`), and what each adds."""
+        measured = np.nonzero(evidence.counts)[0]
+        axes = np.tile(np.arange(2), len(measured))
+        at = np.repeat(measured, 2)
+        rows = np.arange(len(at))
+        by_residue = np.zeros((len(at), 4))
+        by_residue[rows, axes] = evidence.counts[at]
+        by_residue[rows, 2 + axes] = evidence.sums[at, axes]
+        by_square = by_residue[:, :2].copy()
+        # sum(w (r - 1)) = r.w - sum(w); sum(w (r - 1)^2) = r^2.w - 2 r.w + sum(w).
+        constants = np.concatenate([-by_residue.sum(axis=0), by_square.sum(axis=0)])
+        n = evidence.windows
+        sums = evidence.sums.sum(axis=0)
+        spread = float((evidence.squares.sum(axis=0) - sums ** 2 / max(n, 1)).sum())
+        return cls(at * 2 + axes, by_residue.astype(np.float32), by_square.astype(np.float32),
+                   constants, n, sums, spread)
+
+    @property
+    def length(self) -> int:
+        """The bytes of each seed's stream the scores read (up to the last measured cell's)."""
+        return int(self.positions[-1]) + 1 if len(self.positions) else 0
+
+    def scores(self, streams: npt.NDArray[np.uint8], scratch: _Scratch) -> Floats:
+        """Each stream's field (N <= the scratch's, at least `length` bytes) correlated with
+        the measured offsets, each axis's mean taken off, times the square root of the values
+        correlated (as a z-score; windows overlap, so compare it with other fields' scores,
+        not with a normal table)."""
+        n = self.windows
+        if n < 4:
+            return np.zeros(len(streams))
+        residues, squares = scratch.residues(streams, self.positions)
+        with _BLAS.limit(limits=1, user_api="blas"):
+            linear = (residues @ self.by_residue).astype(np.float64)
+            quadratic = (squares @ self.by_square).astype(np.float64)
+        field_sums = linear[:, 0:2] + self.constants[0:2]
+        cross = linear[:, 2:4] + self.constants[2:4]
+        sizes = quadratic - 2 * linear[:, 0:2] + self.constants[4:6]
+        covariance = (cross - self.measured_sums * field_sums / n).sum(axis=1)
+        field_spread = (sizes - field_sums ** 2 / n).sum(axis=1)
+        denominator = np.sqrt(np.maximum(field_spread, 0.0) * max(self.measured_spread, 0.0))
+        safe = np.where(denominator > 0, denominator, 1.0)
+        found: Floats = np.where(denominator > 0, covariance / safe, 0.0) * math.sqrt(2 * n)
+        return found
+
+
+class _Scratch:
+    """The buffers a chunk of fields is scored in, made once per `standings`."""
+
+    def __init__(self, fields: int, length: int, positions: int) -> None:
+        self.length = length
+        self.stream = bytearray(fields * length)
+        self.measured = np.empty((fields, positions), dtype=np.uint8)
+        self.wide = np.empty((fields, positions), dtype=np.uint16)
+        self.quotient = np.empty((fields, positions), dtype=np.uint16)
+        self.floats = np.empty((2, fields, positions), dtype=np.float32)
+
+    def streams(self, seeds: list[bytes]) -> npt.NDArray[np.uint8]:
+        """Each seed's first `length` bytes of SHAKE-128, the bytes `fields` draws offsets
+        from (SHAKE's output is the same prefix however much is drawn), (seeds, length)."""
+        length = self.length
+        for row, seed in enumerate(seeds):
+            self.stream[row * length: (row + 1) * length] = hashlib.shake_128(seed).digest(length)
+        drawn = np.frombuffer(self.stream, dtype=np.uint8, count=len(seeds) * length)
+        return drawn.reshape(len(seeds), length)
+
+    def residues(self, streams: npt.NDArray[np.uint8], positions: npt.NDArray[np.intp],
+                 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """The bytes at `positions` of each stream mod 3, and their squares, as float32:
+        b - 3 floor(b / 3), the quotient as (b * 171) >> 9 (exact for every byte), in 16-bit
+        integers (numpy's division of bytes, or a table lookup by them, costs twice as much)."""
+        count = len(streams)
+        measured, wide, quotient = (self.measured[:count], self.wide[:count],
+                                    self.quotient[:count])
+        residues, squares = self.floats[0, :count], self.floats[1, :count]
+        np.take(streams, positions, axis=1, out=measured)
+        np.copyto(wide, measured)
+        np.multiply(wide, 171, out=quotient)
+        np.right_shift(quotient, 9, out=quotient)
+        np.multiply(quotient, 3, out=quotient)
+        np.subtract(wide, quotient, out=wide)
+        np.copyto(residues, wide)
+        np.multiply(residues, residues, out=squares)
+        return residues, squares
 
 
 def standings(evidence: Evidence, seeds: list[bytes]) -> Floats:
-    """Each seed's field's score, in the references' spreads above their mean."""
-    reference = scores(evidence, _reference_fields())
+    """Each seed's field's score, in the references' spreads above their mean. Only the bytes
+    of each seed's stream up to the last cell the leak measured are drawn, and only the
+    measured cells' are looked at."""
+    weights = _Weights.of(evidence)
+    scratch = _Scratch(max(_CHUNK, REFERENCES), weights.length, len(weights.positions))
+    reference = weights.scores(_reference_streams()[:, :weights.length], scratch)
     mean, spread = float(reference.mean()), float(reference.std())
     found = np.zeros(len(seeds))
     if spread == 0:
         return found
-    rows = max(evidence.rows, 1)  # only the rows the leak shows are drawn
     for start in range(0, len(seeds), _CHUNK):
         chunk = seeds[start: start + _CHUNK]
-        found[start: start + len(chunk)] = (scores(evidence, fields(chunk, rows)) - mean) / spread
-    return found
+        found[start: start + len(chunk)] = weights.scores(scratch.streams(chunk), scratch)
+    return (found - mean) / spread
 
 
 @functools.cache
-def _reference_fields() -> npt.NDArray[np.int8]:
-    """Fields no page view has (seeds no key gives): the same for every trace, so a verdict
-    does not depend on a draw."""
-    return fields([b"reference" + index.to_bytes(7, "big") for index in range(REFERENCES)])
+def _reference_streams() -> npt.NDArray[np.uint8]:
+    """The streams of fields no page view has (seeds no key gives), whole: the same for every
+    trace, so a verdict does not depend on a draw."""
+    seeds = [b"reference" + index.to_bytes(7, "big") for index in range(REFERENCES)]
+    whole = ROWS * COLUMNS * 2
+    return np.frombuffer(b"".join(hashlib.shake_128(seed).digest(whole) for seed in seeds),
+                         dtype=np.uint8).reshape(REFERENCES, whole)
