@@ -52,9 +52,7 @@ def fields(seeds: list[bytes], rows: int = ROWS) -> npt.NDArray[np.int8]:
     (numpy does not promise its generators' streams across versions); and an extendable
     output, so a field's first rows are the same bytes however many are drawn (a trace draws
     only the rows its leak shows, for 5,000 candidates)."""
-    size = rows * COLUMNS * 2
-    stream = b"".join(hashlib.shake_128(seed).digest(size) for seed in seeds)
-    drawn = (np.frombuffer(stream, dtype=np.uint8) % 3).astype(np.int8) - 1
+    drawn = (_streams(seeds, rows * COLUMNS * 2) % 3).astype(np.int8) - 1
     return drawn.reshape(len(seeds), rows, COLUMNS, 2)
 
 
@@ -145,23 +143,11 @@ class _Weights:
 class _Scratch:
     """The buffers a chunk of fields is scored in, made once per `standings`."""
 
-    def __init__(self, fields: int, length: int, positions: int) -> None:
-        self.length = length
-        self.stream = bytearray(fields * length)
+    def __init__(self, fields: int, positions: int) -> None:
         self.measured = np.empty((fields, positions), dtype=np.uint8)
         self.wide = np.empty((fields, positions), dtype=np.uint16)
         self.quotient = np.empty((fields, positions), dtype=np.uint16)
         self.floats = np.empty((2, fields, positions), dtype=np.float32)
-
-    def streams(self, seeds: list[bytes]) -> npt.NDArray[np.uint8]:
-        """Each seed's first `length` bytes of SHAKE-128, the bytes `fields` draws offsets
-        from (SHAKE's output is the same prefix however much is drawn), (seeds, length)."""
-        length = self.length
-        for row, seed in enumerate(seeds):
-            self.stream[row * length: (row + 1) * length] = hashlib.shake_128(seed).digest(length)
-        drawn = np.frombuffer(self.stream, dtype=np.uint8, count=len(seeds) * length)
-        return drawn.reshape(len(seeds), length)
-
     def residues(self, streams: npt.NDArray[np.uint8], positions: npt.NDArray[np.intp],
                  ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
         """The bytes at `positions` of each stream mod 3, and their squares, as float32:
@@ -183,20 +169,67 @@ class _Scratch:
 
 
 def standings(evidence: Evidence, seeds: list[bytes]) -> Floats:
-    """Each seed's field's score, in the references' spreads above their mean. Only the bytes
-    of each seed's stream up to the last cell the leak measured are drawn, and only the
-    measured cells' are looked at."""
+    """Each seed's field's score, in the references' spreads above their mean (zeros when
+    the references do not spread). Only the bytes of each seed's stream up to the last cell
+    the leak measured are drawn, and only the measured cells' are looked at."""
+    found = _standings(evidence, seeds)
+    return np.zeros(len(seeds)) if found is None else found
+
+
+def _standings(evidence: Evidence, seeds: list[bytes]) -> Floats | None:
     weights = _Weights.of(evidence)
-    scratch = _Scratch(max(_CHUNK, REFERENCES), weights.length, len(weights.positions))
+    scratch = _Scratch(max(_CHUNK, REFERENCES), len(weights.positions))
     reference = weights.scores(_reference_streams()[:, :weights.length], scratch)
     mean, spread = float(reference.mean()), float(reference.std())
-    found = np.zeros(len(seeds))
     if spread == 0:
-        return found
+        return None
+    found = np.zeros(len(seeds))
     for start in range(0, len(seeds), _CHUNK):
         chunk = seeds[start: start + _CHUNK]
-        found[start: start + len(chunk)] = weights.scores(scratch.streams(chunk), scratch)
+        found[start: start + len(chunk)] = weights.scores(_streams(chunk, weights.length),
+                                                          scratch)
     return (found - mean) / spread
+
+
+def _streams(seeds: list[bytes], length: int) -> npt.NDArray[np.uint8]:
+    """Each seed's first `length` bytes of SHAKE-128, the bytes `fields` draws offsets from
+    (SHAKE's output is the same prefix however much is drawn), (seeds, length)."""
+    drawn = b"".join([hashlib.shake_128(seed).digest(length) for seed in seeds])
+    return np.frombuffer(drawn, dtype=np.uint8).reshape(len(seeds), length)
+
+
+# A screen before the whole evidence (`screened`): the cells holding the first FIRST_SHARE of
+# the leak's windows, from the top of the page, and a standing of FIRST_BAR on them to go on.
+FIRST_SHARE = 0.5
+FIRST_BAR = 1.0
+
+
+def screened(evidence: Evidence, seeds: list[bytes]) -> Floats:
+    """Each seed's standing where it could name a view (what a trace's worker answers): every
+    field scored first on the top of the page only, the cells holding FIRST_SHARE of the
+    windows (about half its stream's bytes), and only those standing FIRST_BAR or more there
+    scored on the whole evidence; the others keep their first standing, under FIRST_BAR and so
+    under any threshold. It names no view `standings` would not: a view's whole standing is
+    the same either way (docs/leak-tracing.md, "A year of views": the screen)."""
+    top = _top(evidence, FIRST_SHARE)
+    first = None if top.windows == evidence.windows else _standings(top, seeds)
+    if first is None:  # the top holds every window, or says nothing: one pass
+        return standings(evidence, seeds)
+    found = first.copy()
+    passed = np.nonzero(first >= FIRST_BAR)[0]
+    if len(passed):
+        found[passed] = standings(evidence, [seeds[index] for index in passed])
+    return found
+
+
+def _top(evidence: Evidence, share: float) -> Evidence:
+    """The evidence of the first cells (row by row from the top) holding `share` of its
+    windows, the later cells' emptied."""
+    held = np.cumsum(evidence.counts)
+    cut = int(np.searchsorted(held, share * held[-1])) + 1
+    kept = (np.arange(len(evidence.counts)) < cut).astype(np.float64)
+    return Evidence(evidence.counts * kept, evidence.sums * kept[:, None],
+                    evidence.squares * kept[:, None])
 
 
 @functools.cache
@@ -204,6 +237,4 @@ def _reference_streams() -> npt.NDArray[np.uint8]:
     """The streams of fields no page view has (seeds no key gives), whole: the same for every
     trace, so a verdict does not depend on a draw."""
     seeds = [b"reference" + index.to_bytes(7, "big") for index in range(REFERENCES)]
-    whole = ROWS * COLUMNS * 2
-    return np.frombuffer(b"".join(hashlib.shake_128(seed).digest(whole) for seed in seeds),
-                         dtype=np.uint8).reshape(REFERENCES, whole)
+    return _streams(seeds, ROWS * COLUMNS * 2)
