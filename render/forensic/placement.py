@@ -14,11 +14,11 @@ What crosses between processes:
 - a trace's `Evidence` (`render.forensic_wire.evidence`, with the cells and the seed's size,
   which the server shares): the offsets a worker measured on a leak (`placement_read`), summed
   per cell, as bytes the service parses by fixed rules (`Evidence.from_bytes`); they are scored
-  against the fields of the account's page views (`scores`). A worker that lies can only
+  against the fields of the account's page views (`standings`). A worker that lies can only
   fail to name a view: it cannot draw another view's field without that view's seed.
 - the candidates' seeds, sent back to the worker that read the evidence so that it scores them
-  (`standings`, run by `render.forensic.trace_task.score_placement`): the fields and their
-  temporaries (about 20 MB a chunk) are made where NumPy's arrays already are, not in the
+  (`screened`, run by `render.forensic.trace_task.score_placement`): the fields and their
+  temporaries (a few MB a task) are made where NumPy's arrays already are, not in the
   server. Its standings are parsed by the service like any worker's answer.
 """
 
@@ -50,8 +50,8 @@ def fields(seeds: list[bytes], rows: int = ROWS) -> npt.NDArray[np.int8]:
     seed, each byte taken mod 3 (-1 a 256th likelier than 0 or 1: the scores take each axis's
     mean off). A standard function, so the same field whatever numpy a deployment later runs
     (numpy does not promise its generators' streams across versions); and an extendable
-    output, so a field's first rows are the same bytes however many are drawn (a trace draws
-    only the rows its leak shows, for 5,000 candidates)."""
+    output, so a field's first bytes are the same however many are drawn (a trace draws only
+    those up to the last cell its leak measured, `standings`)."""
     drawn = (_streams(seeds, rows * COLUMNS * 2) % 3).astype(np.int8) - 1
     return drawn.reshape(len(seeds), rows, COLUMNS, 2)
 
@@ -71,9 +71,8 @@ REFERENCES = 200  # fields no page view has: what a wrong view scores is their s
 # chunk cost more in the kernel's page faults than the arithmetic (4 faults a field, twice
 # the scores' CPU, measured), and these stay in the caches.
 _CHUNK = 256
-# OpenBLAS wakes a thread per core for a product this thin and lets it spin after: more CPU
-# than the product's own (a miss's scoring cost 4-12 times its SHAKE streams with it, 1.5
-# without), so the products run on one thread.
+# OpenBLAS wakes a thread per core for a product this thin and lets it spin after: 10-30 times
+# the product's own CPU (measured on 2 cores), so the products run on one thread.
 _BLAS = ThreadpoolController()
 
 
@@ -148,6 +147,7 @@ class _Scratch:
         self.wide = np.empty((fields, positions), dtype=np.uint16)
         self.quotient = np.empty((fields, positions), dtype=np.uint16)
         self.floats = np.empty((2, fields, positions), dtype=np.float32)
+
     def residues(self, streams: npt.NDArray[np.uint8], positions: npt.NDArray[np.intp],
                  ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
         """The bytes at `positions` of each stream mod 3, and their squares, as float32:
