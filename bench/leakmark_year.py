@@ -3,7 +3,7 @@ views": the target is 10^6 views, any view of the year named within 2 s of worke
 miss 0.5 s p95).
 
     python -m bench.leakmark_year [--views 1000000] [--hot 20000] [--pages 6] [--leaks 2]
-                                  [--seed 50] [--work DIR]
+                                  [--misses 1] [--seed 50] [--work DIR]
 
 An embedded SecantusDB of its own with vaultd's indexes, one account seeded directly: `--pages`
 pages of the bench corpus (each page 1 of a file of its own) viewed `--hot` times each over the
@@ -13,9 +13,10 @@ unrelated pages' are). Then, for each corpus page, `--leaks` views drawn from an
 year, each served with its view's placement field, washed of its invisible mark without the key
 (`bench.leakmark_wash`, "observed chips, no key") and traced through the service
 (`services.tracing.placement.placement_match`) with its tasks run in this process: the CPU time
-they take is what a worker spends. Misses: each corpus page served to nobody of the account
-(its print matches, no view does: every view of its year is scored) and pages of documents
-the account never had (no print matches: the account's newest views only).
+they take is what a worker spends. Misses (`--misses` of each): each corpus page served to nobody
+of the account (its print matches, no view does: every view of its year is scored) and pages
+of documents the account never had (no print matches: the account's newest views only); each
+miss's line splits the worker's time into the reading and the scoring.
 
 Seeding is the slow part (2-4 ms a view on a loaded machine: an hour or more at 10^6); the
 database directory is kept (`--work`, in the system's temporary directory unless said), and a
@@ -46,6 +47,7 @@ from bench.leakmark_wash import WASHES
 from render.forensic.layout import keyed
 from render.forensic.placement_page import page_print
 from render.forensic_wire.page_print import bands
+from render.worker.entry_points import score_placement
 from tests.embedded_database import running_database
 from vaultd.db import Db, connect
 from vaultd.db_indexes import ensure_indexes
@@ -60,10 +62,12 @@ WASH = "observed chips, no key"
 
 
 class InProcessPool:
-    """The render pool's `submit`, run here: each task's CPU time is added up (a worker's)."""
+    """The render pool's `submit`, run here: each task's CPU time is added up (a worker's),
+    the reading's apart, and the candidates scored are counted."""
 
     def __init__(self) -> None:
-        self.cpu = 0.0
+        self.cpu = self.reading = 0.0
+        self.scored = 0
 
     def submit(self, fn: Callable[..., Any], *args: Any, **_: Any) -> asyncio.Future[Any]:
         done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -72,7 +76,12 @@ class InProcessPool:
             done.set_result(fn(*args))
         except Exception as exc:  # noqa: BLE001 - handed to the caller as a worker's would be
             done.set_exception(exc)
-        self.cpu += time.process_time() - start
+        spent = time.process_time() - start
+        self.cpu += spent
+        if fn is score_placement:
+            self.scored += len(args[1])
+        else:
+            self.reading += spent
         return done
 
 
@@ -146,13 +155,16 @@ def _quantile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-async def trace(db: Db, mark: MarkCipher, leak: bytes) -> tuple[int | None, float, float]:
-    """(the view named, the worker's CPU seconds, the wall seconds of the whole trace)."""
+async def trace(db: Db, mark: MarkCipher, leak: bytes) -> tuple[int | None, float, float, str]:
+    """(the view named, the worker's CPU seconds, the wall seconds of the whole trace, where
+    the worker's time went)."""
     pool = InProcessPool()
     start = time.perf_counter()
     found = await placement_match(db, pool, mark, ACCOUNT, leak,  # type: ignore[arg-type]
                                   1600)
-    return found, pool.cpu, time.perf_counter() - start
+    spent = (f"reading {pool.reading:.2f} s, {pool.scored} views scored in "
+             f"{pool.cpu - pool.reading:.2f} s")
+    return found, pool.cpu, time.perf_counter() - start, spent
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -187,7 +199,7 @@ async def run(args: argparse.Namespace) -> None:
                 served = jpeg(marked(page, rng.getrandbits(45), mark.layout_key,
                                      mark.placement_seed(value)), SERVED_QUALITY)
                 washed = WASHES[WASH](served, page.page_height, keyed(None))
-                found, cpu, wall = await trace(db, mark, _png(washed))
+                found, cpu, wall, _ = await trace(db, mark, _png(washed))
                 named += found == value
                 wrong += found is not None and found != value
                 costs.append(cpu)
@@ -199,11 +211,14 @@ async def run(args: argparse.Namespace) -> None:
                                                                "another document": []}
         for kind, sources in (("own page, no view", pages), ("another document", strangers)):
             for page in sources:
-                unserved = WASHES[WASH](jpeg(marked(page, 5, mark.layout_key,
-                                                    rng.randbytes(16)), SERVED_QUALITY),
-                                        page.page_height, keyed(None))
-                found, cpu, wall = await trace(db, mark, _png(unserved))
-                misses[kind].append((cpu, wall, found is not None))
+                for _ in range(args.misses):
+                    unserved = WASHES[WASH](jpeg(marked(page, 5, mark.layout_key,
+                                                        rng.randbytes(16)), SERVED_QUALITY),
+                                            page.page_height, keyed(None))
+                    found, cpu, wall, spent = await trace(db, mark, _png(unserved))
+                    misses[kind].append((cpu, wall, found is not None))
+                    print(f"  a miss ({kind}), {page.name}: worker {cpu:.2f} s ({spent}), "
+                          f"trace {wall:.2f} s", flush=True)
         await db.close()
     print(f"\n{args.views} views, {args.hot} of each of {len(pages)} pages; "
           f"traces: {named}/{len(costs)} named, {wrong} wrong; worker p50 "
@@ -222,6 +237,8 @@ def main() -> None:
     parser.add_argument("--hot", type=int, default=20_000, help="views of each corpus page")
     parser.add_argument("--pages", type=int, default=6)
     parser.add_argument("--leaks", type=int, default=2, help="per corpus page")
+    parser.add_argument("--misses", type=int, default=1,
+                        help="leaks of no view, per corpus page and per page never served")
     parser.add_argument("--seed", type=int, default=50)
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "vaultd-leakmark-year"),
                         help="the seeded database's directory, kept for the next run")

@@ -111,7 +111,7 @@ async def test_no_task_imports_anything_after_confinement(pool: RenderPool,
     # Scored in the worker, against the page's own seed and two others: as in this process.
     seeds = [bytes(16), bytes(range(16)), bytes(range(1, 17))]
     scored = await pool.run(score_placement, evidence, seeds, account="acct")
-    here = placement.standings(Evidence.from_bytes(evidence), seeds)
+    here = placement.screened(Evidence.from_bytes(evidence), seeds)
     assert scored == here.astype("<f8").tobytes()
     assert int(here.argmax()) == 0
     assert [await pool.run(read_placement, _encoded(image, "JPEG"), account="acct")

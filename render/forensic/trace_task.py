@@ -63,9 +63,9 @@ def page_print(data: bytes, print_key: bytes) -> bytes | None:
 
 
 def score_placement(evidence: bytes, seeds: list[bytes]) -> bytes:
-    """Each seed's standing against the evidence (`render.forensic.placement.standings`), as
-    little-endian float64s, one per seed."""
-    found = placement.standings(Evidence.from_bytes(evidence), seeds)
+    """Each seed's standing against the evidence where it could name a view
+    (`render.forensic.placement.screened`), as little-endian float64s, one per seed."""
+    found = placement.screened(Evidence.from_bytes(evidence), seeds)
     return found.astype("<f8").tobytes()
 
 

@@ -37,10 +37,11 @@ from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.services.tracing import candidates
 from vaultd.services.tracing.page_prints import pages_shown
 
-# The views of the leak's pages a trace scores at most: 0.5-1.3 s of a worker's CPU (10-26 us a
-# view, measured on two machines), so that with the reading (0.2-0.3 s) and the newest views
-# (0.05-0.13 s) a trace stays within 2 s. A page viewed more often than this in a year is
-# searched back as far as these views reach.
+# The views of the leak's pages a trace scores at most: about 0.25 s of a worker's CPU (4-6 us a
+# view, docs/leak-tracing.md "A year of views"), so that with the reading (0.2-0.3 s) and the
+# newest views a miss stays near 0.5 s; what bounds it is the database, which reads the
+# page's year at 165-250 us a view (8-12 s of a trace's wall time at the cap). A page viewed
+# more often than this in a year is searched back as far as these views reach.
 YEAR_CAP = 50_000
 # In the references' spreads. Measured (bench.leakmark --family wash): a page washed of the
 # invisible mark and of its words' offsets as far as 35 dB scores 8.5 or more; wrong views
