@@ -14,8 +14,8 @@ the pattern's rows.
    is the one that puts the pattern's rows at their served 30 degrees. So the aspects within
    _ASPECT_REACH are folded coarsely (`coarse`, as the photo reading does), each at its shear
    and those _SHEAR_STEP either side; the best few folded finely and refined.
-3. The checks of every other reading: sync >= 6 standard deviations, then the CRC with at
-   most 3 flips among the 6 least reliable bits.
+3. The checks of every other reading (`scan.first_decoded`): sync >= 6 standard deviations,
+   then the CRC with at most 3 flips among the 6 least reliable bits.
 """
 
 from __future__ import annotations
@@ -27,12 +27,11 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, coarse, perspective, scan, sync
+from render.forensic import coarse, perspective, scan, sync
 from render.forensic.layout import CHIP, Layout
 from render.forensic.pattern_model import Points
 
 Floats = npt.NDArray[np.float64]
-SYNC_THRESHOLD = 6.0
 _WORK_SIDE = 900
 _ROWS = math.radians(-30.0)  # the pattern's rows on a served page (`render.watermark.pattern`)
 _ASPECT_REACH = 0.1  # ln(aspect) either side of 1
@@ -93,15 +92,8 @@ def _read(flat: Image.Image, across: Floats, rows: float, plan: Layout,
     turn = math.atan2(across[1], across[0])
     scale = length / 192.0
     points = _upright(_points(flat, scale), turn)
-    for aspect, shear in _candidates(points, scale, rows - turn, plan):
-        tile = chips.aligned(scan.fine_fold(_sheared(points, shear, aspect), scale, 0.0), plan)
-        score = chips.sync_score(tile, plan)
-        if score < SYNC_THRESHOLD:
-            continue
-        render_id = scan.chase(chips.votes(tile, plan), scan.CHASE_BITS)
-        if render_id is not None:
-            return render_id, score
-    return None
+    return scan.first_decoded((_folded(points, aspect, shear, scale) for aspect, shear
+                               in _candidates(points, scale, rows - turn, plan)), plan)
 
 
 def _points(flat: Image.Image, scale: float) -> Points:
@@ -168,7 +160,7 @@ def _candidates(points: Points, scale: float, rows: float, plan: Layout,
                for a, s in tried):
             continue
         tried.append((aspect, shear))
-        probe = _fold_score(dense, aspect, shear, scale, plan)
+        probe = scan.fold_score(_folded(dense, aspect, shear, scale), plan)
         if probe < scan.PROBE:
             continue
         found.append((probe, aspect, shear))
@@ -177,13 +169,13 @@ def _candidates(points: Points, scale: float, rows: float, plan: Layout,
                 if i or j:
                     fine_aspect = aspect * math.exp(i * _ASPECT_STEP / _FINE)
                     fine_shear = shear + j * 0.0025
-                    found.append((_fold_score(dense, fine_aspect, fine_shear, scale, plan),
+                    found.append((scan.fold_score(_folded(dense, fine_aspect, fine_shear,
+                                                          scale), plan),
                                   fine_aspect, fine_shear))
     found.sort(reverse=True)
     return [(aspect, shear) for _, aspect, shear in found[: 2 * _CANDIDATES]]
 
 
-def _fold_score(points: Points, aspect: float, shear: float, scale: float,
-                plan: Layout) -> float:
-    folded = scan.fine_fold(_sheared(points, shear, aspect), scale, 0.0)
-    return chips.sync_score(chips.aligned(folded, plan), plan)
+def _folded(points: Points, aspect: float, shear: float, scale: float) -> npt.NDArray[np.float32]:
+    """The upright `points` folded at `scale` across, `aspect` and `shear` undone."""
+    return scan.fine_fold(_sheared(points, shear, aspect), scale, 0.0)

@@ -36,6 +36,9 @@ _REACH = 0.45  # |v| tried at most: a tilt of 15 degrees seen at a focal length 
 _STEP = 0.02  # along the pattern's line: the autocorrelation's peak is about 0.03 wide in v
 _FINE = 0.005
 _REFINED = 2  # the best coarse trials refined
+# The text's seed's own neighbourhood: its error on the bench's photos (the coarse trials are
+# _STEP apart, so two or three of them lie this near it).
+_NEAR_SEED = 0.04
 _SEEDED_REACH = 0.12  # along the pattern's line either side of the text's seed (off by 0.04)
 # A lattice this clear (the heights of its two peaks added, on the coarse copy) is the mark's:
 # measured on the untuned bench's `filled` photos, 0.09-0.31 within 0.015 of the true v,
@@ -128,7 +131,7 @@ def horizons(grey: Image.Image, unreduced: bool = False) -> Horizons | None:
                     reverse=True)
     refined = []
     across = np.array([direction[1], -direction[0]])
-    for trial in coarse[:_REFINED]:
+    for trial in _worth_refining(coarse, line.seed):
         centre = np.array(trial.horizon)
         nearby = [flattened(grey, centre + a * direction + b * across)
                   for a, b in ((0, 0), (-_FINE, 0), (_FINE, 0), (0, -_FINE), (0, _FINE))]
@@ -141,6 +144,24 @@ def horizons(grey: Image.Image, unreduced: bool = False) -> Horizons | None:
         refined += _as_coarse_sees(small, refined, max(grey.size) / max(small.size))
     return Horizons(line.rows, refined,
                     line.seed is not None or _height(refined[0]) >= _CLEAR)
+
+
+def _worth_refining(coarse: list[Flattened], seed: Floats | None) -> list[Flattened]:
+    """The coarse trials to refine (`coarse`: best lattice first): the _REFINED best, the
+    last of them given up for the best trial within _NEAR_SEED of the text's `seed` when none
+    of them lies that near it. A chance lattice far along the pattern's line can outscore the
+    tile's own near the seed (a crop whose seed lay 0.02 from the camera's `v`: the tile's
+    lattice there read at sync 9.4, the two best trials, 0.09 and 0.2 away, read nothing);
+    given up rather than added, so a photo that reads nothing costs what it did."""
+    chosen = coarse[:_REFINED]
+    if seed is None or any(_apart_from(trial, seed) <= _NEAR_SEED for trial in chosen):
+        return chosen
+    near = [trial for trial in coarse if _apart_from(trial, seed) <= _NEAR_SEED]
+    return [*chosen[: _REFINED - 1], near[0]] if near else chosen
+
+
+def _apart_from(trial: Flattened, seed: Floats) -> float:
+    return float(np.hypot(trial.horizon[0] - seed[0], trial.horizon[1] - seed[1]))
 
 
 def _as_coarse_sees(small: Image.Image, refined: list[Flattened], ratio: float,

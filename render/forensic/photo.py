@@ -18,15 +18,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import chips, coarse, framed, rectify, scan, served, sync
+from render.forensic import coarse, framed, rectify, scan, served, sync
 from render.forensic.layout import CHIP, Layout
 from render.forensic.pattern_model import Points
 
-Floats = npt.NDArray[np.float32]
-SYNC_THRESHOLD = 6.0
 _WORK_WIDTH = 550  # px: the rectified page's width (chips of 3.5 px: still read)
 _SCALE_REACH = 0.06  # ln(scale) searched either side of that estimate
 # Height / width corrections tried: at 20 degrees of tilt the mean sides were off by up to 5 %.
@@ -103,16 +100,9 @@ def _read(grey: Image.Image, corners: rectify.Corners, plan: Layout, long_side: 
     points = _points(flat, estimate)
     if len(points[2]) < scan.MIN_POINTS:
         return None
-    for scale_x, scale_y in _candidates(points, estimate, tall, plan):
-        folded = scan.fine_fold(_stretched(points, scale_y / scale_x), scale_x, 0.0)
-        tile = chips.aligned(folded, plan)
-        score = chips.sync_score(tile, plan)
-        if score < SYNC_THRESHOLD:
-            continue
-        render_id = scan.chase(chips.votes(tile, plan), scan.CHASE_BITS)
-        if render_id is not None:
-            return render_id, score
-    return None
+    return scan.first_decoded((scan.fine_fold(_stretched(points, scale_y / scale_x), scale_x, 0.0)
+                               for scale_x, scale_y in _candidates(points, estimate, tall, plan)),
+                              plan)
 
 
 def _points(flat: Image.Image, scale: float) -> Points:
@@ -153,18 +143,14 @@ def _candidates(points: Points, estimate: float, tall: bool, plan: Layout,
         tried.append((scale, aspect))
         stretched = _stretched(scan.thinned(points, scan.MAX_POINTS), aspect)
         # As in `scan.best_scales`: a peak of chance falls back under PROBE once folded finely.
-        probe = _fold_score(scan.fine_fold(stretched, scale, 0.0), plan)
+        probe = scan.fold_score(scan.fine_fold(stretched, scale, 0.0), plan)
         if probe < scan.PROBE:
             continue
         found.append((probe, scale, aspect))
         for k in range(-_FINE, _FINE + 1):
             if k:
                 fine = scale * math.exp(k * _STEP / _FINE)
-                found.append((_fold_score(scan.fine_fold(stretched, fine, 0.0), plan), fine,
+                found.append((scan.fold_score(scan.fine_fold(stretched, fine, 0.0), plan), fine,
                               aspect))
     found.sort(reverse=True)
     return [(scale, scale * aspect) for _, scale, aspect in found[: 2 * _CANDIDATES]]
-
-
-def _fold_score(folded: Floats, plan: Layout) -> float:
-    return chips.sync_score(chips.aligned(folded, plan), plan)

@@ -13,6 +13,7 @@ decoded. Each trial costs about half a millisecond.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +48,7 @@ MAX_POINTS = 60_000
 # id); 2 flips miss a 640 px page that 3 read.
 CHASE_BITS = 6
 MAX_FLIPS = 3
+SYNC_THRESHOLD = 6.0  # standard deviations: the sync chips' agreement before any CRC trial
 
 
 def _positions(points: Points, scale: float, angle: float,
@@ -123,15 +125,31 @@ def best_scales(points: Points, angle: float, plan: Layout, least: float = 0.0,
         tried.append(scale)
         # The coarse trial's own scale folded finely first: a peak of chance (every unmarked
         # image has a few near 4-5 among 450 trials) falls back under PROBE, a mark's stays.
-        probe = _score(fine_fold(points, scale, angle), plan)
+        probe = fold_score(fine_fold(points, scale, angle), plan)
         if probe < PROBE:
             continue
         nearby = [scale * math.exp(k * STEP / _FINE) for k in range(-_FINE, _FINE + 1) if k]
-        fine = sorted([(probe, scale)] + [(_score(fine_fold(points, s, angle), plan), s)
+        fine = sorted([(probe, scale)] + [(fold_score(fine_fold(points, s, angle), plan), s)
                                           for s in nearby], reverse=True)
         refined.extend(fine[:_KEPT])
     return sorted(refined, reverse=True)
 
 
-def _score(folded: Floats, plan: Layout) -> float:
+def fold_score(folded: Floats, plan: Layout) -> float:
+    """The sync score of a folded tile (aligned on the template first)."""
     return chips.sync_score(chips.aligned(folded, plan), plan)
+
+
+def first_decoded(folds: Iterable[Floats], plan: Layout) -> tuple[int, float] | None:
+    """(render id, sync score) of the first of `folds` (folded tiles, made as they are asked
+    for) whose sync chips score SYNC_THRESHOLD and whose payload passes the CRC (`chase`), or
+    None: the checks every reading of a fold ends with."""
+    for folded in folds:
+        tile = chips.aligned(folded, plan)
+        score = chips.sync_score(tile, plan)
+        if score < SYNC_THRESHOLD:
+            continue
+        render_id = chase(chips.votes(tile, plan), CHASE_BITS)
+        if render_id is not None:
+            return render_id, score
+    return None
