@@ -9,8 +9,9 @@ SIGKILL is safe once its journal buffer has reached the file, within 0.2 s of a 
 (measured); an orphan has had no client since its vaultd died, over a second before it is
 killed (docs/architecture.md, "The embedded database").
 
-Only a process whose /proc cmdline is `python -m secantus ... --storage-path <this store>` is
-ever signalled; anything else is left alone.
+Only a process whose /proc cmdline is `python -m vaultd.secantus_server ... --storage-path <this
+store>` (or `python -m secantus`, as an older vaultd started it) is ever signalled; anything else
+is left alone.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ log = logging.getLogger("vaultd")
 
 GRACE_SECONDS = 1.0  # for its own clean stop, which usually takes 0.1-2.5 s
 ORPHAN_WAIT_SECONDS = 10.0  # for one that is not ours to kill
+SERVER_MODULE = "vaultd.secantus_server"
+SERVERS = {SERVER_MODULE, "secantus"}
 
 
 class OrphanDbError(Exception):
@@ -52,7 +55,7 @@ def _alive(pid: int) -> bool:
 
 def _serves(pid: int, storage: Path) -> bool:
     args = _cmdline(pid)
-    if "secantus" not in args or "--storage-path" not in args:
+    if not SERVERS & set(args) or "--storage-path" not in args:
         return False
     index = args.index("--storage-path") + 1
     if index >= len(args):

@@ -27,6 +27,8 @@ ADDRESS_FILE = "address.json"
 START_TIMEOUT_SECONDS = 30.0
 STOP_POLL_SECONDS = 0.05  # between knocks on the port of a server that is stopping
 PORT_ATTEMPTS = 3
+# SecantusDB's own server with vaultd's fix to its index choice (`vaultd.secantus_server`).
+SERVER_MODULE = db_orphans.SERVER_MODULE
 
 
 class EmbeddedDbError(Exception):
@@ -201,7 +203,7 @@ def spawn(storage: Path, log_path: Path | None, credentials: DbCredentials | Non
     cmd = [
         sys.executable,
         "-m",
-        "secantus",
+        SERVER_MODULE,
         "--host",
         host,
         "--port",
