@@ -11,6 +11,7 @@ the whole collection. MongoDB walks no more than that.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +30,22 @@ class Query:
 
 @dataclass
 class QueryRecorder(monitoring.CommandListener):
-    """Records the queries sent while `recording` is on (pass it as the client's listener)."""
+    """Records the queries sent while `recording` is on (pass it as the client's listener;
+    `recorded()` turns it on for a block)."""
 
     recording: bool = False
     queries: list[Query] = field(default_factory=list)
+
+    @contextmanager
+    def recorded(self) -> Iterator[list[Query]]:
+        """Records the queries sent inside the `with` block, and only those: the list it gives
+        (`queries`) is emptied first, and recording stops however the block ends."""
+        self.queries.clear()
+        self.recording = True
+        try:
+            yield self.queries
+        finally:
+            self.recording = False
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if self.recording and event.command_name in QUERIES:

@@ -1,7 +1,7 @@
-"""What the tests of a file's links by state share (`tests/test_links_by_state*.py`): a
-database of their own on the test worker's shared SecantusDB with the driver's query recorder
-(`recorder`, `db`: a module imports both by name), an account with a file, the listing as the
-route calls it, and what it must answer, worked out from the records alone.
+"""What the tests of a file's links by state share (`tests/test_links_by_state*.py`, their
+database and recorder from `tests.recorded_database`: `recorder`, `worker_db`): an account with
+a file, the listing as the route calls it, and what it must answer, worked out from the records
+alone.
 
 The expected states are read as a page request reads one link (`links.read_link`: its record,
 its file's generation), not from what the listing keeps (`listed`, the file's notes): a link of
@@ -12,35 +12,16 @@ spent is expired; the rest are active. Newest first is highest number first.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
-import pytest
-
 from tests.db_reads import QueryRecorder, total_examined
-from tests.embedded_database import recorded_worker_db
 from vaultd.db import Db
 from vaultd.services.accounts import accounts
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.analytics import link_listing
-from vaultd.services.common import background
 from vaultd.timefmt import utcnow
 
 STATES: tuple[link_listing.State, ...] = ("active", "expired", "revoked")
-
-
-@pytest.fixture(scope="module")
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture(scope="module")
-async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_worker_db("states", recorder) as database:
-        try:
-            yield database
-        finally:
-            await background.settled()
 
 
 async def account_with_file(db: Db, name: str) -> tuple[Account, str]:
@@ -81,13 +62,9 @@ async def listed(db: Db, recorder: QueryRecorder, account_id: str, file_id: str,
                  ) -> tuple[list[str], int, int]:
     """The ids a page of `state` returns, its total, and the documents its queries made the
     database walk."""
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         listing = await link_listing.list_file_links(db, account_id, file_id, page, per_page,
                                                      state)
-    finally:
-        recorder.recording = False
     assert state is None or all(view["state"] == state for view in listing["views"])
     return ([view["id"] for view in listing["views"]], listing["total"],
             await total_examined(db, list(recorder.queries)))

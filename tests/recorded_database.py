@@ -1,6 +1,8 @@
 """The fixtures of a module that counts what the embedded database reads: one real embedded
 SecantusDB for the module (`server`), the driver's query recorder (`recorder`) and a `Db` with
-vaultd's indexes listening through it (`db`). A module imports the three by name."""
+vaultd's indexes listening through it (`db`). A module imports the three by name; or, for a
+database of its own on the test worker's shared SecantusDB rather than a server of its own,
+`recorder` and `worker_db` (a fixture named `db` too, so the tests read the same)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.db_reads import QueryRecorder
-from tests.embedded_database import recorded_db, running_database
+from tests.embedded_database import recorded_db, recorded_worker_db, running_database
 from vaultd import embedded_db
 from vaultd.db import Db
+from vaultd.services.common import background
 
 
 @pytest.fixture(scope="module")
@@ -29,3 +32,17 @@ def recorder() -> QueryRecorder:
 async def db(server: embedded_db.EmbeddedServer, recorder: QueryRecorder) -> AsyncIterator[Db]:
     async with recorded_db(server, recorder) as database:
         yield database
+
+
+@pytest.fixture(scope="module", name="db")
+async def worker_db(request: pytest.FixtureRequest,
+                    recorder: QueryRecorder) -> AsyncIterator[Db]:
+    """`db` on a database named after the module on the worker's shared server
+    (`tests.embedded_database.recorded_worker_db`), dropped when the module is done; the
+    background steps its tests started (a revoke-all's marking) end before it closes."""
+    prefix = request.module.__name__.rpartition(".")[2][:40]
+    async with recorded_worker_db(prefix, recorder) as database:
+        try:
+            yield database
+        finally:
+            await background.settled()

@@ -193,12 +193,8 @@ async def test_a_hot_file_is_read_by_number_and_its_tail_by_time(
         first_round += numbered
 
     async def walked(tail: int) -> int:
-        recorder.queries.clear()
-        recorder.recording = True
-        try:
+        with recorder.recorded():
             page = await access_log.latest_for_file(db, file_id, since=LONG_AGO)
-        finally:
-            recorder.recording = False
         assert len(page) >= access_log.LATEST
         expected = await in_order(db, {"fileId": file_id})
         assert page[:access_log.LATEST] == [access_log.entry_json(doc)
@@ -226,12 +222,8 @@ async def test_a_burst_is_numbered_reading_about_one_rounds_worth_each_round(
     walked_per_round: list[int] = []
     numbered = 0
     while numbered < burst:
-        recorder.queries.clear()
-        recorder.recording = True
-        try:
+        with recorder.recorded():
             numbered += await numbering_round(db)
-        finally:
-            recorder.recording = False
         reads = [query for query in recorder.queries if query.collection == "access_log"]
         walked_per_round.append(await total_examined(db, reads))
     assert walked_per_round[0] == burst  # the first round cannot know the density yet

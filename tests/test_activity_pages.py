@@ -73,12 +73,8 @@ async def seeded(db: Db) -> list[str]:
 
 async def read_page(db: Db, recorder: QueryRecorder, account_id: str, per_page: int,
                     after: activity.Cursor | None) -> tuple[activity.Page, int]:
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         page = await activity.page(db, account_id, per_page=per_page, after=after)
-    finally:
-        recorder.recording = False
     return page, await total_examined(db, list(recorder.queries))
 
 

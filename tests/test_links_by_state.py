@@ -4,8 +4,8 @@ exact, through what moves a link's state without a write to it (a revoke-all's g
 clock) and what does with one (a revoke, a spent link, a number given back).
 
 Links are made and revoked through the services, on a database of this module's own on the test
-worker's shared SecantusDB (`tests.link_states_helpers`); the clock is stood in for by setting
-a link's expiry in the past, as an operator could.
+worker's shared SecantusDB (`tests.recorded_database.worker_db`); the clock is stood in for by
+setting a link's expiry in the past, as an operator could.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests import link_states_helpers
+from tests import recorded_database
 from tests.db_reads import QueryRecorder
 from tests.link_states_helpers import STATES, account_with_file, every_page, expected, listed
 from vaultd.db import Db
@@ -25,7 +25,7 @@ from vaultd.services.common import background
 from vaultd.services.links import link_numbers, link_states, links, revoke_jobs
 from vaultd.timefmt import utcnow
 
-recorder, db = link_states_helpers.recorder, link_states_helpers.db  # this module's fixtures
+recorder, db = recorded_database.recorder, recorded_database.worker_db  # this module's fixtures
 
 PER_PAGE = 4
 

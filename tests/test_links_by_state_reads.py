@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests import link_states_helpers
+from tests import link_states_helpers, recorded_database
 from tests.db_reads import QueryRecorder
 from tests.link_states_helpers import STATES, account_with_file, every_page, expected, listed
 from vaultd.db import Db
@@ -29,7 +29,7 @@ from vaultd.services.gates.gated import GatedLink
 from vaultd.services.links import link_states, link_states_once, links
 from vaultd.timefmt import utcnow
 
-recorder, db = link_states_helpers.recorder, link_states_helpers.db  # this module's fixtures
+recorder, db = recorded_database.recorder, recorded_database.worker_db  # this module's fixtures
 
 SLACK = 10  # the file's record, the live count's range (the links expired since its sweep)
 # The range that reaches a state's links below the others' may hold this many more than the

@@ -68,12 +68,8 @@ async def test_a_session_is_resolved_in_one_read_and_ends_with_its_members_epoch
     member = await insert_member(db, account.id, "e@epoch.example")
     session = await sign_in(db, "e@epoch.example")
     assert session is not None
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         assert await sessions.resolve(db, SETTINGS, session.session_id) is not None
-    finally:
-        recorder.recording = False
     assert [q.collection for q in recorder.queries] == ["member_sessions"]
     await change_member(db, member, role="auditor")
     assert await sessions.resolve(db, SETTINGS, session.session_id) is None

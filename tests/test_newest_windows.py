@@ -65,13 +65,9 @@ async def test_a_burst_larger_than_the_window_foresaw_is_read_sorted_by_the_data
     over_full = max(SPILL * (wanted + 1), SPILL_FLOOR) + 20
     burst = [entry(file_id, now - timedelta(milliseconds=n)) for n in range(over_full)]
     await db.access_log.insert_many(burst)
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         page = await newest(db.access_log, {"fileId": file_id}, "at", count=wanted,
                                  oldest=now - timedelta(days=1), latest=now)
-    finally:
-        recorder.recording = False
     order = expected_order(burst)
     assert [doc["_id"] for doc in page.docs] == order[:wanted]
     assert page.following is not None and page.following["_id"] == order[wanted]
@@ -89,12 +85,8 @@ async def test_a_poll_of_the_same_log_starts_with_one_window_of_the_right_size(
     access_log.PAGE_SPANS.forget(f"{file_id} ")
 
     async def read() -> tuple[list[dict[str, Any]], int]:
-        recorder.queries.clear()
-        recorder.recording = True
-        try:
+        with recorder.recorded():
             entries = await access_log.latest_for_file(db, file_id, since=since)
-        finally:
-            recorder.recording = False
         # The log's own windows (its numbers' counter, read first, is not a window).
         return entries, len([q for q in recorder.queries if q.collection == "access_log"])
 

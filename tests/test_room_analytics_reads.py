@@ -33,12 +33,8 @@ UNOPENED = 2_000
 async def _read(db: Db, recorder: QueryRecorder, room: RoomDoc,
                 names: dict[str, str]) -> tuple[dict[str, Any], int]:
     """(the analytics, documents the database read for them)."""
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         body = await activity.analytics(db, room["_id"], names)
-    finally:
-        recorder.recording = False
     return body, await total_examined(db, list(recorder.queries))
 
 

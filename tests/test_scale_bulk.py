@@ -69,12 +69,8 @@ async def largest_read(db: Db, recorder: QueryRecorder, work: Callable[[], Await
                        ) -> tuple[Any, int, int]:
     """What `work` returns, the most documents one of its queries made the database read, and
     how many queries it sent. A point read by `_id` reads one and is not replayed."""
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         result = await work()
-    finally:
-        recorder.recording = False
     ranges = [query for query in recorder.queries if not _by_id(query)]
     reads = [await examined(db, query) for query in ranges]
     return result, max(reads, default=0), len(recorder.queries)

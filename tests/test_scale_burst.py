@@ -63,12 +63,8 @@ async def _account(db: Db, name: str, times: list[datetime], *, numbered: bool =
 async def _listing(db: Db, recorder: QueryRecorder, account_id: str, page: int,
                    per_page: int) -> tuple[list[str], int]:
     """The ids a listing page returns, and the documents its queries made the database read."""
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         listing = await files.list_files(db, account_id, page, per_page)
-    finally:
-        recorder.recording = False
     return ([file["id"] for file in listing["files"]],
             await total_examined(db, list(recorder.queries)))
 

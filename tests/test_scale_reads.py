@@ -43,12 +43,8 @@ async def big(db: Db) -> Seeded:
 async def reads(db: Db, recorder: QueryRecorder, route: Callable[[], Awaitable[Any]]
                 ) -> tuple[Any, int]:
     """What `route` returns, and the documents its queries made the database read."""
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         result = await route()
-    finally:
-        recorder.recording = False
     return result, await total_examined(db, list(recorder.queries))
 
 

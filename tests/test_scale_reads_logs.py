@@ -35,12 +35,8 @@ CONSTANT = 40  # window edges and the endpoint's own record
 
 
 async def _examined(db: Db, recorder: QueryRecorder, work: Any) -> tuple[Any, int]:
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         result = await work()
-    finally:
-        recorder.recording = False
     return result, await total_examined(db, list(recorder.queries))
 
 

@@ -31,12 +31,8 @@ CONSTANT = 40  # as tests/test_scale_reads.py: the account's own records, window
 async def account_reads(db: Db, recorder: QueryRecorder, account_id: str) -> tuple[int, int]:
     """(activeLinks, documents the account read made the database read)."""
     account = await accounts.get_account(db, account_id)
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         body = await accounts.account_json(db, account)
-    finally:
-        recorder.recording = False
     return body["usage"]["activeLinks"], await total_examined(db, list(recorder.queries))
 
 

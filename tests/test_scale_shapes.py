@@ -16,15 +16,15 @@ dropped when the module is done.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sized
+from collections.abc import Awaitable, Callable, Sized
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
-from tests.embedded_database import recorded_worker_db
 from tests.scale_shapes import READS, Shape, seed_shape
 from vaultd.db import Db
 from vaultd.services.common import access_log, feed
@@ -36,17 +36,7 @@ READ_SLACK = 10
 # A room's links: its analytics sends a query per link, each replayed as two explains here; a
 # hundred show the scan as plainly as a thousand, in a tenth of the time.
 ROOM_LINKS = 100
-
-
-@pytest.fixture(scope="module")
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture(scope="module")
-async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_worker_db("shapes", recorder) as database:
-        yield database
+recorder, db = recorded_database.recorder, recorded_database.worker_db  # this module's fixtures
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +47,8 @@ async def seeded(db: Db) -> Shape:
 async def _walked(db: Db, recorder: QueryRecorder, read: Callable[[], Awaitable[Any]]
                   ) -> tuple[Any, int]:
     """What `read` returns, and the documents its queries made the database walk."""
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         result = await read()
-    finally:
-        recorder.recording = False
     return result, await total_examined(db, list(recorder.queries))
 
 

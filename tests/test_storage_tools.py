@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -20,6 +19,7 @@ from backends.base import BlobBackend
 from backends.local import LocalBackend
 from backends.s3 import S3Backend, S3Config
 from tests import documents as docs
+from tests.admin_zygote import run_admin
 from tests.azurite import ACCOUNT_KEY, Azurite
 from tests.cli_errors import one_line_error
 from tests.http_helpers import upload_ok
@@ -74,9 +74,8 @@ def api(vault: VaultProcess) -> Iterator[httpx.Client]:
 def admin(vault: VaultProcess, *args: str, env: dict[str, str] | None = None
           ) -> subprocess.CompletedProcess[str]:
     """vault-admin with the server's settings, plus `env`; any exit code."""
-    cmd = [sys.executable, "-m", "admin_cli.main", "--data-dir", str(vault.data_dir), *args]
-    return subprocess.run(cmd, cwd=ROOT, env=base_env({**vault.env, **(env or {})}),
-                          capture_output=True, text=True, check=False, timeout=120)
+    return run_admin(["--data-dir", str(vault.data_dir), *args],
+                     base_env({**vault.env, **(env or {})}), ROOT, timeout=120)
 
 
 def admin_json(vault: VaultProcess, *args: str, code: int = 0,

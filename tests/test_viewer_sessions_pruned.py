@@ -78,12 +78,8 @@ async def test_a_links_latest_sessions_are_read_in_bounded_form(
          "expiresAt": utcnow() + timedelta(hours=1), "passed": {}, "ip": f"198.51.100.{i % 250}",
          "seq": i + 1} for i in range(MANY)])
     link["sessionsOpened"] = MANY  # as the opens that numbered them left it
-    recorder.queries.clear()
-    recorder.recording = True
-    try:
+    with recorder.recorded():
         shown = await sessions.sessions_json(db, link, limit=50)
-    finally:
-        recorder.recording = False
     assert len(shown) == 50
     assert shown[0]["createdAt"] > shown[-1]["createdAt"]
     read = await total_examined(db, list(recorder.queries))

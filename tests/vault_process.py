@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from tests.admin_zygote import run_admin
 from tests.waiting import NotReached, wait_until
 from tests.worker_database import WORKER_DATABASE
 
@@ -102,9 +103,9 @@ class VaultProcess:
     # --- administration through the real CLI --------------------------------------------------
 
     def admin(self, *args: str, expect_ok: bool = True) -> subprocess.CompletedProcess[str]:
-        cmd = [sys.executable, "-m", "admin_cli.main", "--data-dir", str(self.data_dir), *args]
-        result = subprocess.run(cmd, cwd=ROOT, env=base_env(self.env), capture_output=True,
-                                text=True, check=False, timeout=120)
+        # A process of its own, forked from one that imported the CLI (tests.admin_zygote).
+        result = run_admin(["--data-dir", str(self.data_dir), *args], base_env(self.env), ROOT,
+                           timeout=120)
         if expect_ok and result.returncode != 0:
             raise AssertionError(f"vault-admin {' '.join(args)} failed: {result.stderr}")
         return result
