@@ -70,6 +70,8 @@ class Seeded:
     room_id: str
     endpoint_id: str
     key_id: str = ""
+    # A shape's admin session (its cookie), written last as a sign-in writes one (`signed_in`)
+    session: str = field(default="", repr=False)
     live_files: int = 0
     records: dict[str, int] = field(default_factory=dict)  # kind -> records written
     # The access log, numbered and written last (`write_log`); the counted ones in `records`.
@@ -134,7 +136,26 @@ async def seed_base(db: Db) -> Seeded:
     seeded = await _base(db)
     await write_log(db, seeded.loader, seeded.account_id, seeded.log)
     seeded.log = []
+    await _signed_in(db, seeded)
     return seeded
+
+
+async def _signed_in(db: Db, seeded: Seeded) -> None:
+    """The admin's session of the bench, as a sign-in opens it (`members.sessions`), numbered
+    after the earlier ones: a shape's vaultd is not signed into through the link, whose
+    session number is a findAndModify on `number_counters`, which SecantusDB answers by
+    walking the collection (2.3 s at the import's 100,000 counters, past the request's 2 s)."""
+    member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
+    assert member is not None
+    seeded.session, now = new_token(), utcnow()
+    await db.member_sessions.insert_one(
+        {"_id": digest(seeded.session), "publicId": secrets.token_hex(8), "email": ADMIN,
+         "method": "link", "accountId": seeded.account_id, "memberId": member["_id"],
+         "epoch": int(member["sessionEpoch"]), "ip": "127.0.0.1", "userAgent": "bench",
+         "createdAt": now, "lastSeenAt": now, "expiresAt": now + timedelta(hours=12),
+         "seq": SESSIONS + 1})
+    await db.number_counters.update_one({"_id": session_numbers.scope(ADMIN)},
+                                        {"$set": {"seq": SESSIONS + 1}})
 
 
 async def _base(db: Db) -> Seeded:
@@ -191,7 +212,26 @@ async def fill_shape(db: Db, seeded: Seeded, shape: str, size: int) -> Seeded:
         await _link_bursts(db, seeded, size)
     await write_log(db, seeded.loader, seeded.account_id, seeded.log)
     seeded.log = []
+    await _signed_in(db, seeded)
     return seeded
+
+
+async def _signed_in(db: Db, seeded: Seeded) -> None:
+    """The admin's session of the bench, as a sign-in opens it (`members.sessions`), numbered
+    after the earlier ones: a shape's vaultd is not signed into through the link, whose
+    session number is a findAndModify on `number_counters`, which SecantusDB answers by
+    walking the collection (2.3 s at the import's 100,000 counters, past the request's 2 s)."""
+    member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
+    assert member is not None
+    seeded.session, now = new_token(), utcnow()
+    await db.member_sessions.insert_one(
+        {"_id": digest(seeded.session), "publicId": secrets.token_hex(8), "email": ADMIN,
+         "method": "link", "accountId": seeded.account_id, "memberId": member["_id"],
+         "epoch": int(member["sessionEpoch"]), "ip": "127.0.0.1", "userAgent": "bench",
+         "createdAt": now, "lastSeenAt": now, "expiresAt": now + timedelta(hours=12),
+         "seq": SESSIONS + 1})
+    await db.number_counters.update_one({"_id": session_numbers.scope(ADMIN)},
+                                        {"$set": {"seq": SESSIONS + 1}})
 
 
 async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:

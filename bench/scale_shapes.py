@@ -33,7 +33,7 @@ from typing import Any
 
 from bench.console import with_long_socket_timeout
 from bench.scale_shape_loading import stopped_vault
-from bench.scale_shape_routes import Answer, Route, Session, routes, sign_in
+from bench.scale_shape_routes import Answer, Route, Session, routes, sign_in, signed_in
 from bench.scale_shape_seeds import SHAPES, Seeded, begin_shape, fill_shape, seed_base
 from tests.vault_process import VaultProcess
 from vaultd.db import Db, connect
@@ -261,7 +261,7 @@ def _measure_shape(work: Path, shape: str, size: int, samples: int, empty: Sessi
         stopped_vault(vault, lambda db: fill_shape(db, seeded, shape, size))
         run = ShapeRun(shape, size, time.perf_counter() - started, seeded)
         print(f"{shape} at {size:,}: seeded in {run.seeding_seconds:.0f} s", flush=True)
-        session = sign_in(vault, seeded)
+        session = signed_in(vault, seeded)
         try:
             for route in routes():
                 run.rows.append(_interleaved(route, empty, session, samples))
