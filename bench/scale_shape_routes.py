@@ -134,6 +134,14 @@ def _error(text: str) -> str:
         return f"page `{alert[1].strip()}`" if alert else " ".join(text.split())[:60]
 
 
+def signed_in(vault: VaultProcess, seeded: Seeded) -> Session:
+    """A session on the admin's seeded session (a shape's), else one signed in by the link."""
+    if not seeded.session:
+        return sign_in(vault, seeded)
+    vault.secrets.append(seeded.session)
+    return Session(vault.port, seeded, seeded.session)
+
+
 def sign_in(vault: VaultProcess, seeded: Seeded) -> Session:
     """The seeded admin signed in by the operator's one-time link; a new link while vaultd
     answers 503 (its database still busy with the bulk seeding's writes, SIGN_IN_ATTEMPTS at

@@ -19,17 +19,15 @@ spread over a year (ORDINARY_SHARE of the shape's size), then the shape itself:
   others, most of the older ones expired.
 
 The access log is written last, whole, and numbered as the audit sequencer's rounds number
-what vaultd writes (`services.common.log_numbering`): every entry of a file, the account and a
-room takes its number in that scope in the log's order (time to the millisecond, then `_id`),
-1 up, and each scope's counter its last number and its first entry's time (`since`). Numbers
-are vaultd's only for what lies behind the numbering horizon, so the entries are written once
-the live horizon has passed the newest of them (it has: they are hours old at least), and
-never before vaultd writes an entry of the account itself (the seeding checks; the bench signs
-in afterwards). They carry no `fenced` mark, as any tool's records with old times
-(`services.common.log_fence`): behind the sequencer's horizon, they are not sequenced again,
-so no background work follows the seeding. Links are written `listed: active`, as a link's
-creation writes it (those whose expiry passed are marked when a read of the expired lists
-them, as vaultd marks its own); no file had a revoke-all, so none has `linkRevokedTo`.
+what vaultd writes (`bench.scale_shape_log`). The entries carry no `fenced` mark, as any
+tool's records with old times (`services.common.log_fence`): behind the sequencer's horizon,
+they are not sequenced again, so no background work follows the seeding. A shape's account is
+created with its vaultd running (`begin_shape`), its records written with vaultd stopped
+(`fill_shape`, `bench.scale_shape_loading`: the big collections with their indexes built after
+the insert), the empty vault's all with it running (`seed_base`). Links are written
+`listed: active`, as a link's creation writes it (those whose expiry passed are marked when a
+read of the expired lists them, as vaultd marks its own); no file had a revoke-all, so none
+has `linkRevokedTo`.
 """
 
 from __future__ import annotations
@@ -41,18 +39,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from bench.scale_shape_loading import Loader
+from bench.scale_shape_log import horizon_past, write_log
 from tests.member_records import insert_member
-from tests.waiting import wait_until_async
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts, api_keys
-from vaultd.services.common import numbered_log
 from vaultd.services.members import activity_numbers, session_numbers
 from vaultd.services.webhooks import delivery_numbers
 from vaultd.timefmt import utcnow
 
 SHAPES = ("import", "hot-file", "deleted", "link-bursts")
-BATCH = 2000  # documents per insert_many: each well under a second on the embedded database
 ORDINARY_SHARE = 100  # a shape of N brings N / 100 records of every other kind (at least 10)
 SESSIONS = 60  # the admin's console sessions: more than the 50 listed
 ADMIN = "bench-admin@shapes.example"
@@ -61,7 +58,6 @@ BURSTS = 20  # the hot file's log and the link bursts arrive in this many bursts
 BURST_SPAN = timedelta(minutes=5)
 LINK_FILES = 5  # the link bursts land on the busiest file and on this many files in all
 EVENTS = ["file.uploaded", "file.deleted", "view.created"]
-HORIZON_WAIT = 120.0  # seconds for the live numbering horizon to pass the seeded log
 
 
 @dataclass
@@ -74,10 +70,15 @@ class Seeded:
     room_id: str
     endpoint_id: str
     key_id: str = ""
+    # A shape's admin session (its cookie), written last as a sign-in writes one (`signed_in`)
+    session: str = field(default="", repr=False)
     live_files: int = 0
     records: dict[str, int] = field(default_factory=dict)  # kind -> records written
-    # The access log, numbered and written last (`_write_log`); the counted ones in `records`.
+    # The access log, numbered and written last (`write_log`); the counted ones in `records`.
     log: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # How the records are written: a shape's, once vaultd is stopped, loads its big
+    # collections with their indexes built after the insert (`Loader.loaded` names them).
+    loader: Loader = field(default_factory=lambda: Loader(bulk=False), repr=False)
 
     def count(self, kind: str, added: int) -> None:
         self.records[kind] = self.records.get(kind, 0) + added
@@ -87,18 +88,6 @@ class Seeded:
         self.log.extend(entries)
         if counted:
             self.count("access_log", len(self.log) - before)
-
-
-async def _insert(db: Db, name: str, docs: Iterable[dict[str, Any]]) -> int:
-    written, batch = 0, []
-    for doc in docs:
-        batch.append(doc)
-        if len(batch) == BATCH:
-            await db.raw(name).insert_many(batch, ordered=False)
-            written, batch = written + len(batch), []
-    if batch:
-        await db.raw(name).insert_many(batch, ordered=False)
-    return written + len(batch)
 
 
 def _spread(count: int, start: datetime, span: timedelta) -> list[datetime]:
@@ -145,8 +134,28 @@ def _link(seeded: Seeded, file_id: str, at: datetime, seq: int, ttl: timedelta
 async def seed_base(db: Db) -> Seeded:
     """The empty vault's account: what every route needs to answer 200, and nothing more."""
     seeded = await _base(db)
-    await _write_log(db, seeded)
+    await write_log(db, seeded.loader, seeded.account_id, seeded.log)
+    seeded.log = []
+    await _signed_in(db, seeded)
     return seeded
+
+
+async def _signed_in(db: Db, seeded: Seeded) -> None:
+    """The admin's session of the bench, as a sign-in opens it (`members.sessions`), numbered
+    after the earlier ones: a shape's vaultd is not signed into through the link, whose
+    session number is a findAndModify on `number_counters`, which SecantusDB answers by
+    walking the collection (2.3 s at the import's 100,000 counters, past the request's 2 s)."""
+    member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
+    assert member is not None
+    seeded.session, now = new_token(), utcnow()
+    await db.member_sessions.insert_one(
+        {"_id": digest(seeded.session), "publicId": secrets.token_hex(8), "email": ADMIN,
+         "method": "link", "accountId": seeded.account_id, "memberId": member["_id"],
+         "epoch": int(member["sessionEpoch"]), "ip": "127.0.0.1", "userAgent": "bench",
+         "createdAt": now, "lastSeenAt": now, "expiresAt": now + timedelta(hours=12),
+         "seq": SESSIONS + 1})
+    await db.number_counters.update_one({"_id": session_numbers.scope(ADMIN)},
+                                        {"$set": {"seq": SESSIONS + 1}})
 
 
 async def _base(db: Db) -> Seeded:
@@ -156,7 +165,7 @@ async def _base(db: Db) -> Seeded:
     busy = _file(account.id, year_ago, 1)
     seeded = Seeded(account.id, key, busy["_id"], str(uuid.uuid4()),
                     f"ep_{secrets.token_hex(16)}", info.id, live_files=1)
-    await _insert(db, "files", [busy])
+    await seeded.loader.insert(db, "files", [busy])
     seeded.add_log([_upload(seeded, busy)], counted=False)
     await insert_member(db, account.id, ADMIN, role="admin")
     await db.raw("webhook_endpoints").insert_one(
@@ -174,11 +183,23 @@ async def _base(db: Db) -> Seeded:
     return seeded
 
 
-async def seed_shape(db: Db, shape: str, size: int) -> Seeded:
-    """The empty vault's account with ordinary records of every kind, then `shape` at `size`."""
+async def begin_shape(db: Db) -> Seeded:
+    """The shape's account as the empty vault's, with vaultd running: the services create it,
+    and the numbering horizon, which only vaultd's rounds move, passes the seeding's start
+    (every seeded entry is older: the newest, the ordinary log's, is an hour old)."""
+    started = utcnow()
+    seeded = await _base(db)
+    await horizon_past(db, started)
+    return seeded
+
+
+async def fill_shape(db: Db, seeded: Seeded, shape: str, size: int) -> Seeded:
+    """Ordinary records of every kind in `seeded`'s account, then `shape` at `size`, then the
+    whole log: written with vaultd stopped (`scale_shape_loading.stopped_vault`), the big
+    collections loaded with their indexes built after the insert."""
     if shape not in SHAPES:
         raise ValueError(f"shape must be one of {', '.join(SHAPES)}")
-    seeded = await _base(db)
+    seeded.loader = Loader(bulk=True)
     ordinary = max(10, size // ORDINARY_SHARE)
     top = await _ordinary(db, seeded, ordinary)
     if shape == "import":
@@ -189,51 +210,28 @@ async def seed_shape(db: Db, shape: str, size: int) -> Seeded:
         await _deleted(db, seeded, size, top)
     else:
         await _link_bursts(db, seeded, size)
-    await _write_log(db, seeded)
+    await write_log(db, seeded.loader, seeded.account_id, seeded.log)
+    seeded.log = []
+    await _signed_in(db, seeded)
     return seeded
 
 
-async def _write_log(db: Db, seeded: Seeded) -> None:
-    """The account's whole log, numbered in each scope, and the scopes' counters."""
-    if await db.raw("access_log").find_one({"accountId": seeded.account_id}, {"_id": 1}):
-        raise RuntimeError("the account's log already has entries: its numbers would not be "
-                           "vaultd's (seed before anything writes to it)")
-    counters = numbered(seeded.log)
-    if seeded.log:
-        await _horizon_past(db, seeded.log[-1]["at"])
-    await _insert(db, "access_log", seeded.log)
-    await _insert(db, "number_counters", ({"_id": key, "seq": seq, "since": since}
-                                          for key, (seq, since) in counters.items()))
-    seeded.log = []
-
-
-def numbered(entries: list[dict[str, Any]]) -> dict[str, tuple[int, datetime]]:
-    """Puts `entries` in the log's order (times cut to the database's milliseconds) and gives
-    each its numbers in its file, account and room; each scope's counter: (last number, first
-    entry's time)."""
-    for entry in entries:
-        entry["at"] = entry["at"].replace(microsecond=entry["at"].microsecond // 1000 * 1000)
-    entries.sort(key=lambda entry: (entry["at"], entry["_id"]))
-    counters: dict[str, tuple[int, datetime]] = {}
-    for entry in entries:
-        for scope in numbered_log.SCOPES:
-            if entry.get(scope.field):
-                key = scope.counter(entry[scope.field])
-                last, since = counters.get(key, (0, entry["at"]))
-                entry[scope.number] = last + 1
-                counters[key] = (last + 1, since)
-    return counters
-
-
-async def _horizon_past(db: Db, newest: datetime) -> None:
-    """Waits for the numbering horizon (moved by the audit sequencer's rounds) to pass `newest`:
-    a round numbers what lies past its horizon, and would number those entries again."""
-    async def passed() -> bool:
-        state = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
-        return state is not None and state.get("horizon") is not None \
-            and state["horizon"] > newest
-    await wait_until_async(passed, timeout=HORIZON_WAIT, interval=0.5,
-                           what="the numbering horizon past the seeded log")
+async def _signed_in(db: Db, seeded: Seeded) -> None:
+    """The admin's session of the bench, as a sign-in opens it (`members.sessions`), numbered
+    after the earlier ones: a shape's vaultd is not signed into through the link, whose
+    session number is a findAndModify on `number_counters`, which SecantusDB answers by
+    walking the collection (2.3 s at the import's 100,000 counters, past the request's 2 s)."""
+    member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
+    assert member is not None
+    seeded.session, now = new_token(), utcnow()
+    await db.member_sessions.insert_one(
+        {"_id": digest(seeded.session), "publicId": secrets.token_hex(8), "email": ADMIN,
+         "method": "link", "accountId": seeded.account_id, "memberId": member["_id"],
+         "epoch": int(member["sessionEpoch"]), "ip": "127.0.0.1", "userAgent": "bench",
+         "createdAt": now, "lastSeenAt": now, "expiresAt": now + timedelta(hours=12),
+         "seq": SESSIONS + 1})
+    await db.number_counters.update_one({"_id": session_numbers.scope(ADMIN)},
+                                        {"$set": {"seq": SESSIONS + 1}})
 
 
 async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:
@@ -253,7 +251,7 @@ async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:
                ip="203.0.113.7", page=1 + place % 3,
                **({"roomId": seeded.room_id} if place % 4 == 0 else {}))
         for place, at in enumerate(_spread(count, start, YEAR - timedelta(hours=1))))
-    seeded.count("activity", await _insert(db, "activity", (
+    seeded.count("activity", await seeded.loader.insert(db, "activity", (
         {"_id": uuid.uuid4().hex, "accountId": seeded.account_id, "at": at,
          "actor": {"kind": "key", "id": seeded.key_id, "label": ""}, "action": "key.created",
          "target": "key_x", "seq": place + 1, "actionSeq": place + 1}
@@ -269,7 +267,7 @@ async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:
 
 
 async def _files_with_uploads(db: Db, seeded: Seeded, files: list[dict[str, Any]]) -> None:
-    seeded.count("files", await _insert(db, "files", files))
+    seeded.count("files", await seeded.loader.insert(db, "files", files))
     seeded.add_log(_upload(seeded, doc) for doc in files)
     seeded.live_files += len(files)
 
@@ -277,7 +275,7 @@ async def _files_with_uploads(db: Db, seeded: Seeded, files: list[dict[str, Any]
 async def _deliveries(db: Db, seeded: Seeded, event: str, times: list[datetime],
                       numbered: int) -> int:
     """One delivered attempt per time, numbered in the endpoint after `numbered`."""
-    written = await _insert(db, "webhook_deliveries", (
+    written = await seeded.loader.insert(db, "webhook_deliveries", (
         {"_id": uuid.uuid4().hex, "messageId": f"msg_{uuid.uuid4().hex}",
          "endpointId": seeded.endpoint_id, "accountId": seeded.account_id, "type": event,
          "attempt": 1, "at": at, "status": 200, "ok": True, "durationMs": 12, "error": None,
@@ -293,7 +291,7 @@ async def _sessions(db: Db, seeded: Seeded) -> None:
     member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
     assert member is not None
     now = utcnow()
-    seeded.count("member_sessions", await _insert(db, "member_sessions", (
+    seeded.count("member_sessions", await seeded.loader.insert(db, "member_sessions", (
         {"_id": digest(new_token()), "publicId": secrets.token_hex(8), "email": ADMIN,
          "method": "code", "accountId": seeded.account_id, "memberId": member["_id"],
          "epoch": 0, "ip": "203.0.113.9", "userAgent": "bench", "createdAt": at,
@@ -368,7 +366,7 @@ async def _finish_links(db: Db, seeded: Seeded, by_file: dict[str, list[dict[str
     link of the account."""
     now = utcnow()
     for file_id, links in by_file.items():
-        seeded.count("links", await _insert(db, "links", links))
+        seeded.count("links", await seeded.loader.insert(db, "links", links))
         total = await db.raw("links").count_documents({"fileId": file_id})
         live = await db.raw("links").count_documents(
             {"fileId": file_id, "revoked": False, "expiresAt": {"$gt": now}})

@@ -33,6 +33,10 @@ GROWTH = 8  # a range that came back short is followed by one at most this many 
 AIM = 1.1  # the next range aims at a tenth more than the density seen predicts
 MAX_READ = 200  # records one range is expected to hold, as `id_ranges.BATCH` (a read of 550
 # files took up to 229 ms on the loaded 2-core machine: docs/performance.md)
+# The first range also holds the record past a page of MAX_READ, which tells the reader whether
+# another page follows or ties the page's last millisecond (an access log's page of 200): a
+# range of 200 left that one record to a second round trip.
+FIRST_RANGE = MAX_READ + 1
 
 NUMBERING_WINDOW = 200  # records read per step of `number_unnumbered`, newest first
 NUMBERING_BATCH = 20  # updates per command: the records carry several indexes
@@ -49,7 +53,7 @@ async def newest_numbered(collection: AsyncCollection[Doc], query: dict[str, Any
     numbers are unique within the scope `query` names among the documents `keep` keeps (a
     filter applied here: a field outside the index would make SecantusDB scan)."""
     found: list[Doc] = []
-    upper, width = top, max(min(count, MAX_READ), 1)
+    upper, width = top, max(min(count, FIRST_RANGE), 1)
     while len(found) < count and upper >= floor:
         lower = max(upper - width + 1, floor)
         docs = await collection.find({**query, field: {"$gte": lower, "$lte": upper}}).to_list()
