@@ -1,7 +1,9 @@
 """The access log of a `bench.scale_shapes` shape, numbered as vaultd numbers its own.
 
-vaultd numbers an entry in its file, account and room after the insert, in the audit
-sequencer's round (`services.common.log_numbering`): every entry takes its number in each scope
+vaultd numbers an entry in its file, account and room, and in each one's log of the entry's
+action, after the insert, in the audit sequencer's round (`services.common.log_numbering`);
+entries older than the rounds are numbered by a walk back in time (`older_log_numbering`), which
+the seeding marks done, having numbered them all: every entry takes its number in each scope
 in the log's order (time to the millisecond, then `_id`), 1 up, and each scope's counter its
 last number and its first entry's time (`since`). Numbers are vaultd's only for what lies
 behind the numbering horizon, so the entries are written once the live horizon has passed the
@@ -18,7 +20,7 @@ from typing import Any
 from bench.scale_shape_loading import Loader
 from tests.waiting import wait_until_async
 from vaultd.db import Db
-from vaultd.services.common import numbered_log
+from vaultd.services.common import numbered_log, older_log_numbering
 
 HORIZON_WAIT = 120.0  # seconds for the live numbering horizon to pass the seeded log
 
@@ -34,6 +36,9 @@ async def write_log(db: Db, loader: Loader, account_id: str, log: list[dict[str,
     await loader.insert(db, "access_log", log, bulk_from=1)
     await loader.insert(db, "number_counters", ({"_id": key, "seq": seq, "since": since}
                                                 for key, (seq, since) in counters.items()))
+    if log:  # numbered whole, per action too: the walk of older entries has nothing to do
+        await db.number_counters.update_one({"_id": numbered_log.HORIZON}, {
+            "$min": {"actionsFrom": log[0]["at"]}, "$set": {"back": older_log_numbering.EPOCH}})
 
 
 def numbered(entries: list[dict[str, Any]]) -> dict[str, tuple[int, datetime]]:
@@ -45,9 +50,9 @@ def numbered(entries: list[dict[str, Any]]) -> dict[str, tuple[int, datetime]]:
     entries.sort(key=lambda entry: (entry["at"], entry["_id"]))
     counters: dict[str, tuple[int, datetime]] = {}
     for entry in entries:
-        for scope in numbered_log.SCOPES:
-            if entry.get(scope.field):
-                key = scope.counter(entry[scope.field])
+        for scope in numbered_log.ALL_SCOPES:
+            key = scope.key_of(entry)
+            if key is not None:
                 last, since = counters.get(key, (0, entry["at"]))
                 entry[scope.number] = last + 1
                 counters[key] = (last + 1, since)
