@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow  # starts its own server (see docs/testing.md)
 CONCURRENT = 2
 IMAGE = docs.png_of_size(300_000)
 SENT = 100_000  # what a held trace sends of its body before it waits
+CONTINUE = b"HTTP/1.1 100 (Continue)\r\n\r\n"
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,19 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
 
 
 def start_trace(vault: VaultProcess, key: str) -> socket.socket:
-    """A raw trace that declares the whole image and sends only its first SENT bytes for now."""
-    return start_post(vault.port, "/v1/trace", key, "image/png", IMAGE, SENT)
+    """A raw trace that declares the whole image and sends only its first SENT bytes for now,
+    returned once vaultd has admitted it: Tornado answers `Expect: 100-continue` after the
+    handler's `prepare`, where the slot is taken. (Without waiting, a trace asked next could
+    be admitted first under load and take a held trace's slot: the cap would never show.)"""
+    sock = start_post(vault.port, "/v1/trace", key, "image/png", IMAGE, SENT,
+                      headers={"Expect": "100-continue"})
+    answer = b""
+    while len(answer) < len(CONTINUE):
+        chunk = sock.recv(len(CONTINUE) - len(answer))
+        assert chunk, f"connection closed after {answer!r}"
+        answer += chunk
+    assert answer == CONTINUE, answer
+    return sock
 
 
 def finish_trace(sock: socket.socket) -> tuple[int, dict[str, Any]]:
