@@ -140,24 +140,6 @@ async def seed_base(db: Db) -> Seeded:
     return seeded
 
 
-async def _signed_in(db: Db, seeded: Seeded) -> None:
-    """The admin's session of the bench, as a sign-in opens it (`members.sessions`), numbered
-    after the earlier ones: a shape's vaultd is not signed into through the link, whose
-    session number is a findAndModify on `number_counters`, which SecantusDB answers by
-    walking the collection (2.3 s at the import's 100,000 counters, past the request's 2 s)."""
-    member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
-    assert member is not None
-    seeded.session, now = new_token(), utcnow()
-    await db.member_sessions.insert_one(
-        {"_id": digest(seeded.session), "publicId": secrets.token_hex(8), "email": ADMIN,
-         "method": "link", "accountId": seeded.account_id, "memberId": member["_id"],
-         "epoch": int(member["sessionEpoch"]), "ip": "127.0.0.1", "userAgent": "bench",
-         "createdAt": now, "lastSeenAt": now, "expiresAt": now + timedelta(hours=12),
-         "seq": SESSIONS + 1})
-    await db.number_counters.update_one({"_id": session_numbers.scope(ADMIN)},
-                                        {"$set": {"seq": SESSIONS + 1}})
-
-
 async def _base(db: Db) -> Seeded:
     account = await accounts.create_account(db, "Shapes Co", "business")
     info, key = await api_keys.create_key(db, account.id)
@@ -218,9 +200,7 @@ async def fill_shape(db: Db, seeded: Seeded, shape: str, size: int) -> Seeded:
 
 async def _signed_in(db: Db, seeded: Seeded) -> None:
     """The admin's session of the bench, as a sign-in opens it (`members.sessions`), numbered
-    after the earlier ones: a shape's vaultd is not signed into through the link, whose
-    session number is a findAndModify on `number_counters`, which SecantusDB answers by
-    walking the collection (2.3 s at the import's 100,000 counters, past the request's 2 s)."""
+    after the earlier ones: written straight into the database, as the rest of the shape is."""
     member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
     assert member is not None
     seeded.session, now = new_token(), utcnow()
