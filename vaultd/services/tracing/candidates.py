@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from vaultd.db import Db
 from vaultd.services.common.batches import EPOCH
-from vaultd.services.common.newest import newest
+from vaultd.services.common.newest import FIRST_WINDOW, newest
 from vaultd.timefmt import utcnow
 
 YEAR = timedelta(days=365)
@@ -38,13 +38,15 @@ async def page_views(db: Db, account_id: str, file_id: str, page: int,
     time, inclusive, to its second, exclusive), newest first, CHUNK at a time (one view whose
     time it shares with the chunk before may come again: callers skip what they scored)."""
     latest = now or utcnow()
-    oldest, before = latest - YEAR, None
-    if window is not None:
+    oldest, before, first = latest - YEAR, None, FIRST_WINDOW
+    if window is not None:  # a day: read whole in one query unless it holds a burst
         (oldest, latest), before = window, window[1]
+        first = latest - oldest
     query = {"accountId": account_id, "fileId": file_id, "page": page, "action": "page"}
     while True:
         found = await newest(db.access_log, query, "at", count=CHUNK, oldest=oldest,
-                             before=before, latest=latest, fields=("renderId",))
+                             before=before, latest=latest, first_window=first,
+                             fields=("renderId",))
         ids = [int(entry["renderId"], 16) for entry in found.docs if "renderId" in entry]
         if ids:
             yield ids

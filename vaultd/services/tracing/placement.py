@@ -95,7 +95,7 @@ async def read_evidence(pool: RenderPool, mark: MarkCipher, data: bytes, long_si
     except BadEvidence as exc:  # a worker sent what no reading makes: it names no view
         log.warning("placement evidence refused: %s", exc)
         return None
-    scored, rest = _dated(raw[EVIDENCE_BYTES:], len(dates))
+    scored, rest = parse_days(raw[EVIDENCE_BYTES:], len(dates))
     try:
         shown = parsed(rest or None)
     except BadPrint as exc:  # the evidence stands; the newest views are its candidates
@@ -106,7 +106,7 @@ async def read_evidence(pool: RenderPool, mark: MarkCipher, data: bytes, long_si
     return Leak(evidence, shown, tuple(days.best_days(scored, dates)), zone)
 
 
-def _dated(raw: bytes, count: int) -> tuple[list[float], bytes]:
+def parse_days(raw: bytes, count: int) -> tuple[list[float], bytes]:
     """The `count` dates' scores at the head of `raw` and what follows them; no scores (and
     no print) when `raw` is neither the scores nor the scores and a print."""
     if len(raw) not in (4 * count, 4 * count + PRINT_BYTES):
