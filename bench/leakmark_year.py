@@ -2,25 +2,29 @@
 views": the target is 10^6 views, any view of the year named within 2 s of worker time, a
 miss 0.5 s p95).
 
-    python -m bench.leakmark_year [--views 1000000] [--hot 20000] [--pages 6] [--leaks 2]
+    python -m bench.leakmark_year [--views 1000000] [--pages 6] [--ages 365,182,0]
                                   [--misses 1] [--seed 50] [--work DIR]
 
-An embedded SecantusDB of its own with vaultd's indexes, one account seeded directly: `--pages`
-pages of the bench corpus (each page 1 of a file of its own) viewed `--hot` times each over the
-last 365 days, the rest of `--views` spread over 2,000 other files of 10 pages each; every page
-has its print (the corpus pages' made from them as served; the others' random bits, as
-unrelated pages' are). Then, for each corpus page, `--leaks` views drawn from any day of the
-year, each served with its view's placement field, washed of its invisible mark without the key
-(`bench.leakmark_wash`, "observed chips, no key") and traced through the service
+An embedded SecantusDB of its own with vaultd's indexes, one account seeded directly: 2,000
+files of 10 pages and `--pages` pages of the bench corpus (each page 1 of a file of its own),
+every view's page drawn by Zipf's law (the page of rank r takes 1/r of the views) with the
+corpus pages at ranks 1, 2, 10, 100, 1,000 and 10,000 (at 10^6 views about 95,000, 48,000,
+9,500, 950, 95 and 10 views), the others' ranks at random; a view's time any moment of the
+last 365 days (fewer at night and at weekends), or, for 30 % of them, in one of its page's
+0-3 bursts (a few hours). Every page has its print (the corpus pages' made from them as served;
+the others' random bits, as unrelated pages' are). Then, for each corpus page, its views
+nearest `--ages` days ago, each served with its view's placement field and its pattern
+printing its time, washed of its invisible mark without the key (`bench.leakmark_wash`,
+"observed chips, no key") and traced through the service
 (`services.tracing.placement.placement_match`) with its tasks run in this process: the CPU time
-they take is what a worker spends. Misses (`--misses` of each): each corpus page served to nobody
-of the account (its print matches, no view does: every view of its year is scored) and pages
-of documents the account never had (no print matches: the account's newest views only); each
-miss's line splits the worker's time into the reading and the scoring.
+they take is what a worker spends. Misses (`--misses` of each): each corpus page served to
+nobody of the account on a day of the year (its print matches, no view does) and pages of
+documents the account never had (no print matches: the account's newest views only); each
+line splits the worker's time into the reading and the scoring.
 
-Seeding is the slow part (2-4 ms a view on a loaded machine: an hour or more at 10^6); the
-database directory is kept (`--work`, in the system's temporary directory unless said), and a
-seeding cut short goes on where it stopped when the same command runs again.
+Seeding loads the log with its indexes dropped and built after (`bench.scale_shape_loading.
+Loader`); the database directory is kept (`--work`, in the system's temporary directory unless
+said) and a complete seeding is used again by the same command; one cut short is started over.
 """
 
 from __future__ import annotations
