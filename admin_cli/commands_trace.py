@@ -43,7 +43,7 @@ async def _read_confined(settings: Settings, db: Db, data: bytes,
     try:
         await pool.wait_ready()
         reader = LeakReader(db, pool, mark, settings.render_long_side,
-                            settings.trace_placement_mark)
+                            settings.trace_placement_mark, settings.watermark_timezone)
         return await (reader.read(data, account) if account else reader.read_anywhere(data))
     finally:
         await pool.close()

@@ -59,6 +59,14 @@ def read(image: Image.Image, long_side: int = served.LONG_SIDE) -> Evidence | No
     """The offsets the leak's words show, per cell; None when no pattern lattice shows.
     `long_side`: the deployment's `render.long_side` (a leak much smaller than the pages
     served is measured in windows overlapping by half, `_step`)."""
+    found = read_with_model(image, long_side)
+    return None if found is None else found[0]
+
+
+def read_with_model(image: Image.Image, long_side: int = served.LONG_SIDE
+                    ) -> tuple[Evidence, Floats, float] | None:
+    """`read`'s evidence, with the copies' average it measured against and the leak's scale
+    against the served canvas (`placement_date` reads the pattern's date off that average)."""
     if image.width * image.height > _MAX_PIXELS or min(image.size) < 8 * WINDOW:
         return None
     grey = image.convert("L")
@@ -80,8 +88,9 @@ def read(image: Image.Image, long_side: int = served.LONG_SIDE) -> Evidence | No
     offsets, centres = measured(255.0 - values, 255.0 - model, _step(image.size, long_side))
     if len(offsets) < MIN_WINDOWS:
         return None
-    at = _word_centres(model, paper, centres, _scale(image.size, long_side))
-    return Evidence.of(offsets, cells(at[:, 1], at[:, 0], float(image.width)))
+    scale = _scale(image.size, long_side)
+    at = _word_centres(model, paper, centres, scale)
+    return Evidence.of(offsets, cells(at[:, 1], at[:, 0], float(image.width))), model, scale
 
 
 def _word_centres(model: Floats, paper: int, centres: npt.NDArray[np.float64], scale: float

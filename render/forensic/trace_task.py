@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import io
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import placement, placement_page, placement_read
+from render.forensic import placement, placement_date, placement_page, placement_read
 from render.forensic.decode import detect
 from render.forensic.layout import keyed
 from render.forensic.served import LONG_SIDE
@@ -24,6 +26,7 @@ from render.wire.model import JPEG, PNG, Unreadable
 MAX_TRACE_PIXELS = 40_000_000
 _FORMATS = {JPEG: "JPEG", PNG: "PNG"}
 T = TypeVar("T")
+Floats = npt.NDArray[np.float32]
 
 
 def trace_image(data: bytes, layout_key: bytes | None = None, long_side: int = LONG_SIDE,
@@ -44,17 +47,28 @@ def read_placement(data: bytes, long_side: int = LONG_SIDE) -> bytes | None:
     return None if evidence is None else evidence.to_bytes()
 
 
-def read_leak(data: bytes, long_side: int, print_key: bytes) -> bytes | None:
-    """`read_placement`'s evidence followed by the page's print when it has one
-    (`placement_page`, under the deployment's `print_key`), or None: what a placement trace
-    names a view by and narrows its candidates by, from one decode of the image (a worker
-    answers in bytes; `vaultd.services.tracing.placement.read_evidence` splits them)."""
-    def both(image: Image.Image) -> bytes | None:
-        evidence = placement_read.read(image, long_side)
-        if evidence is None:
+def read_leak(data: bytes, long_side: int, print_key: bytes, dates: Sequence[str] = (),
+              drawn: Callable[[tuple[str, ...], int], Floats] | None = None) -> bytes | None:
+    """`read_placement`'s evidence, then a little-endian float32 score for each of `dates`
+    as the day the pattern prints (`placement_date`; NaN for every date when none shows),
+    then the page's print when it has one (`placement_page`, under the deployment's
+    `print_key`), or None: what a placement trace names a view by and narrows its candidates
+    by, from one decode of the image (a worker answers in bytes;
+    `vaultd.services.tracing.placement.read_evidence` splits them)."""
+    def all_three(image: Image.Image) -> bytes | None:
+        found = placement_read.read_with_model(image, long_side)
+        if found is None:
             return None
-        return evidence.to_bytes() + (placement_page.page_print(image, print_key) or b"")
-    return _read(data, both)
+        evidence, model, scale = found
+        days = b""
+        if dates:
+            scores = None if drawn is None else placement_date.day_scores(
+                model, scale, drawn(tuple(dates), round(image.width / scale)))
+            days = (np.full(len(dates), np.nan) if scores is None else scores
+                    ).astype("<f4").tobytes()
+        return (evidence.to_bytes() + days
+                + (placement_page.page_print(image, print_key) or b""))
+    return _read(data, all_three)
 
 
 def page_print(data: bytes, print_key: bytes) -> bytes | None:

@@ -13,6 +13,7 @@ no drawing module, and `serve` imports what these functions import.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
 from render.wire.model import (
@@ -91,11 +92,14 @@ def score_placement(evidence: bytes, seeds: list[bytes]) -> bytes:
     return score(evidence, seeds)
 
 
-def read_leak(data: bytes, long_side: int, print_key: bytes) -> bytes | None:
-    """A leaked image's placement evidence and page print: `render.forensic.trace_task`."""
+def read_leak(data: bytes, long_side: int, print_key: bytes, dates: Sequence[str] = ()
+              ) -> bytes | None:
+    """A leaked image's placement evidence, the scores of `dates` as the day its pattern
+    prints, and its page print: `render.forensic.trace_task`."""
     from render.forensic.trace_task import read_leak as read
+    from render.watermark.date_words import date_templates
 
-    return read(data, long_side, print_key)
+    return read(data, long_side, print_key, dates, date_templates)
 
 
 def page_print(data: bytes, print_key: bytes) -> bytes | None:

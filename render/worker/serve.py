@@ -24,7 +24,7 @@ from render.forensic import trace_task  # noqa: F401  (POST /v1/trace decodes in
 from render.office import formats  # noqa: F401  (an Office upload's index)
 from render.page import rasterise
 from render.sandbox.confine import confine
-from render.watermark import fonts
+from render.watermark import date_words, fonts  # noqa: F401  (date_words: a trace's dates)
 from render.wire.channel import (
     MAX_READ_BYTES,
     READ_REQUEST,

@@ -93,7 +93,8 @@ class TracePage(ConsolePage):
             await self.ctx.trace_rate.spend(self.account.id, 1)
             settings = self.ctx.settings
             reader = LeakReader(self.ctx.db, self.ctx.pool, self.ctx.pages.mark,
-                                settings.render_long_side, settings.trace_placement_mark)
+                                settings.render_long_side, settings.trace_placement_mark,
+                                settings.watermark_timezone)
             result = await trace.trace(self.ctx.db, reader, self.account, image.body,
                                        image.content_type,
                                        fields.get("traceCode"))

@@ -117,7 +117,8 @@ class TraceHandler(BaseHandler):
     def _reader(self) -> LeakReader:
         settings = self.ctx.settings
         return LeakReader(self.ctx.db, self.ctx.pool, self.ctx.pages.mark,
-                          settings.render_long_side, settings.trace_placement_mark)
+                          settings.render_long_side, settings.trace_placement_mark,
+                          settings.watermark_timezone)
 
     async def _spend(self, images: int) -> None:
         assert self.account is not None and self.ctx.trace_rate is not None

@@ -4,6 +4,7 @@ of views"): reads that cost what they return.
 - `page_views`: one page's views of the last YEAR, newest first, CHUNK at a time, by an index
   range on the page (`access_log (accountId, fileId, page, -at)`, page entries only): a
   chunk is read when the one before named nobody, so a trace of a recent view reads one chunk.
+  A `window` reads one day's (`services.tracing.days`: the day the leak's pattern prints).
 - `newest_views`: the account's NEWEST page views whatever the page, the candidates of a leak
   whose page has no print (a page served before the prints, and not since).
 
@@ -20,7 +21,7 @@ from datetime import datetime, timedelta
 
 from vaultd.db import Db
 from vaultd.services.common.batches import EPOCH
-from vaultd.services.common.newest import newest
+from vaultd.services.common.newest import FIRST_WINDOW, newest
 from vaultd.timefmt import utcnow
 
 YEAR = timedelta(days=365)
@@ -30,16 +31,22 @@ _TIE = timedelta(milliseconds=1)  # the log's times are milliseconds: a chunk re
 
 
 async def page_views(db: Db, account_id: str, file_id: str, page: int,
-                     now: datetime | None = None) -> AsyncIterator[list[int]]:
-    """The render ids of the page's views of the last YEAR, newest first, CHUNK at a time
-    (one view whose time it shares with the chunk before may come again: callers skip what
-    they scored)."""
+                     now: datetime | None = None,
+                     window: tuple[datetime, datetime] | None = None
+                     ) -> AsyncIterator[list[int]]:
+    """The render ids of the page's views of the last YEAR (or of `window`: from its first
+    time, inclusive, to its second, exclusive), newest first, CHUNK at a time (one view whose
+    time it shares with the chunk before may come again: callers skip what they scored)."""
     latest = now or utcnow()
+    oldest, before, first = latest - YEAR, None, FIRST_WINDOW
+    if window is not None:  # a day: read whole in one query unless it holds a burst
+        (oldest, latest), before = window, window[1]
+        first = latest - oldest
     query = {"accountId": account_id, "fileId": file_id, "page": page, "action": "page"}
-    before: datetime | None = None
     while True:
-        found = await newest(db.access_log, query, "at", count=CHUNK, oldest=latest - YEAR,
-                             before=before, latest=latest, fields=("renderId",))
+        found = await newest(db.access_log, query, "at", count=CHUNK, oldest=oldest,
+                             before=before, latest=latest, first_window=first,
+                             fields=("renderId",))
         ids = [int(entry["renderId"], 16) for entry in found.docs if "renderId" in entry]
         if ids:
             yield ids

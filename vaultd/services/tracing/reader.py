@@ -15,6 +15,7 @@ A further stage (another mark) goes after these, as one more method returning a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 from render.pool.render_pool import RenderPool
 from render.worker.entry_points import trace_image
@@ -37,6 +38,7 @@ class LeakReader:
     mark: MarkCipher
     long_side: int  # `render.long_side`: the size pages were served at
     placement: bool = False  # `trace.placement_mark`
+    zone: str = "Europe/Paris"  # `watermark.timezone`: the pattern prints the view's time in it
 
     async def read(self, data: bytes, account_id: str) -> Reading | None:
         """The view the image names, by the first stage that reads one. The image may hold
@@ -46,7 +48,7 @@ class LeakReader:
             return Reading(self.mark.open(sealed), "invisible")  # the pixels carry it sealed
         if self.placement:
             found = await placement_match(self.db, self.pool, self.mark, account_id, data,
-                                          self.long_side)
+                                          self.long_side, ZoneInfo(self.zone))
             if found is not None:
                 return Reading(found, "placement")
         return None
@@ -59,7 +61,8 @@ class LeakReader:
             return Reading(self.mark.open(sealed), "invisible")
         if not self.placement:
             return None
-        leak = await read_evidence(self.pool, self.mark, data, self.long_side, None)
+        leak = await read_evidence(self.pool, self.mark, data, self.long_side, None,
+                                   ZoneInfo(self.zone))
         if leak is None:
             return None
         async for account in self.db.accounts.find({}, projection={"_id": 1}):
