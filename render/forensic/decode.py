@@ -55,6 +55,7 @@ _SCALE_NUDGES = (1.0, 0.997, 1.003)  # tried in turn when the first estimate doe
 # 7.0 at its true scale, named).
 _FINER_BELOW = 0.5
 _FINER_STEPS = tuple(1.0 + 0.004 * k for k in range(-6, 7))
+_FINER_TILES = 8  # ...in an image whose short side is under this many tiles
 _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked images: about 3)
 # A candidate is folded in full only when its fold at chip resolution scores this (unmarked
 # images: 4.2 at p95; a candidate the full fold read at 6 or more: 5.6 and more).
@@ -292,11 +293,16 @@ def _finer(grey: Image.Image, vector: tuple[float, float], detail: Levels, plan:
            ) -> tuple[float, float]:
     """A small tile's `vector` rescaled by whichever of _FINER_STEPS screens best (`_screen`):
     the autocorrelation's peak is good to about a pixel, 1-2 % of a tile under 100 px, and a
-    fold across the image's 5-10 tiles needs its scale to 0.3 %. Larger tiles as they are."""
-    if math.hypot(*vector) >= _FINER_BELOW * TILE:
+    fold across an image under _FINER_TILES tiles needs its scale to 0.3 %. Larger tiles, and
+    images of more tiles (their autocorrelation's peaks are sharper and the search's nudges
+    reach them; 13 screens of a large image would cost seconds), as they are."""
+    length = math.hypot(*vector)
+    if length >= _FINER_BELOW * TILE or min(grey.size) >= _FINER_TILES * length:
         return vector
-    screened = [(_screen(grey, (vector[0] * step, vector[1] * step), detail, plan), step)
-                for step in _FINER_STEPS]
+    # Every step at the vector's own blur radius: the image's reading is made once.
+    radius = _radius(length / TILE)
+    screened = [(_screen(grey, (vector[0] * step, vector[1] * step), detail, plan, radius),
+                 step) for step in _FINER_STEPS]
     step = max(screened)[1]
     return vector[0] * step, vector[1] * step
 
@@ -347,7 +353,7 @@ def _fold(grey: Image.Image, vector: tuple[float, float], levels: Levels) -> Flo
     a, d = vector[0] / TILE, vector[1] / TILE
     width, height = grey.size
     size = (math.ceil(width / scale) + TILE, math.ceil(height / scale) + TILE)
-    upright = levels(grey, max(1.0, CHIP * scale / 2), 1).transform(
+    upright = levels(grey, _radius(scale), 1).transform(
         size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
         fillcolor=128)
     plane = np.asarray(upright, dtype=np.float32) - 128.0
@@ -358,9 +364,10 @@ def _fold(grey: Image.Image, vector: tuple[float, float], levels: Levels) -> Flo
 
 
 def _screen(grey: Image.Image, vector: tuple[float, float], levels: Levels,
-            plan: Layout) -> float:
+            plan: Layout, radius: float | None = None) -> float:
     """The sync score of a fold at chip resolution (`coarse`: cells of 2 px, a quarter of the
-    resampling), which tells a candidate worth the full fold from one with no mark."""
+    resampling), which tells a candidate worth the full fold from one with no mark; the
+    residual's blur `radius` the scale's (`_radius`) unless given."""
     scale = math.hypot(*vector) / TILE
     grey = _within_fold_budget(grey, scale)
     # Box-averaged by 2 first when the image is denser than the cells (each cell then reads
@@ -370,7 +377,7 @@ def _screen(grey: Image.Image, vector: tuple[float, float], levels: Levels,
     a, d = vector[0] / TILE * step, vector[1] / TILE * step
     size = (math.ceil(grey.width / scale / coarse.CELL) + coarse.GRID,
             math.ceil(grey.height / scale / coarse.CELL) + coarse.GRID)
-    upright = levels(grey, max(1.0, CHIP * scale / 2), reduced).transform(
+    upright = levels(grey, radius or _radius(scale), reduced).transform(
         size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
         fillcolor=128)
     plane = np.asarray(upright, dtype=np.float64) - 128.0
@@ -378,6 +385,11 @@ def _screen(grey: Image.Image, vector: tuple[float, float], levels: Levels,
     tiles = plane[: rows * coarse.GRID, : cols * coarse.GRID].reshape(
         rows, coarse.GRID, cols, coarse.GRID)
     return float(coarse.folded_scores(-tiles.sum(axis=(0, 2))[None], plan)[0])
+
+
+def _radius(scale: float) -> float:
+    """The residual's blur radius for a mark at `scale`: half a chip, a pixel at least."""
+    return max(1.0, CHIP * scale / 2)
 
 
 def _within_fold_budget(grey: Image.Image, scale: float) -> Image.Image:
