@@ -1,7 +1,7 @@
 """Small screen-grabs saved as WebP (docs/leak-tracing.md, "Small leaks"): WebP smooths the mark
 off flat paper and keeps it around the text, which the weighted residual reads
 (`sync.weighted_residual`), and a small tile's candidate is brought to its scale by the screen
-(`decode._finer`)."""
+(`folding.finer`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from scipy import ndimage
 
 from bench.leakmark import LAYOUT, mark_page
 from bench.leakmark_attacks import SERVED_QUALITY, jpeg
-from render.forensic import chips, sync
+from render.forensic import chips, folding, sync
 from render.forensic.layout import TILE
 from tests.forensic_pages import text_cover
 
@@ -56,7 +56,7 @@ def test_the_weighted_residual_reads_the_mark_webp_left_around_the_text() -> Non
     # before) folds at chance there.
     leak = _grab(jpeg(mark_page(text_cover(), GRAB_ID), SERVED_QUALITY)).convert("L")
     vector = _true_vector(leak)
-    found, score, _ = decoding._read(leak, vector, decoding._kept(), LAYOUT)
+    found, score, _ = decoding._read(leak, vector, folding.kept(), LAYOUT)
     assert found is not None and found.render_id == GRAB_ID
     assert score >= decoding.SYNC_THRESHOLD
     radius = max(1.0, 8 * vector[0] / TILE / 2)
@@ -101,7 +101,7 @@ def test_a_small_tile_vector_a_percent_off_is_brought_to_its_scale() -> None:
     leak = _grab(jpeg(mark_page(text_cover(), GRAB_ID), SERVED_QUALITY)).convert("L")
     true = _true_vector(leak)
     for off in (0.991, 1.012):
-        found = decoding._finer(leak, (true[0] * off, 0.0), decoding._kept(), LAYOUT)
+        found = folding.finer(leak, (true[0] * off, 0.0), folding.kept(), LAYOUT)
         assert abs(found[0] / true[0] - 1) <= 0.004, (off, found)
         assert found[1] == 0.0
 
@@ -109,4 +109,4 @@ def test_a_small_tile_vector_a_percent_off_is_brought_to_its_scale() -> None:
 def test_a_large_tile_vector_is_left_as_it_is() -> None:
     leak = jpeg(mark_page(text_cover(), GRAB_ID), SERVED_QUALITY).convert("L")
     vector = (TILE * 0.9 * 1.01, 0.3)
-    assert decoding._finer(leak, vector, decoding._kept(), LAYOUT) == vector
+    assert folding.finer(leak, vector, folding.kept(), LAYOUT) == vector
