@@ -91,8 +91,6 @@ def test_the_residual_in_16_bit_integers_is_the_float_one(radius: float) -> None
     expected = _plain_residual(grey, radius)
     assert np.array_equal(sync.residual(grey, radius), expected)
     assert sync.residual(grey, radius).dtype == np.float32
-    levels = np.clip(expected * 16.0 + 128.0, 0, 255).astype(np.uint8)
-    assert np.array_equal(np.asarray(sync.residual_levels(grey, radius)), levels)
     assert (expected != 0).mean() > 0.1  # the marked paper speaks: the test compares something
 
 

@@ -19,6 +19,7 @@ from render.forensic import (
     detect,
     embed,
     embed_into,
+    folding,
     ink,
     pattern_model,
     rectify,
@@ -117,7 +118,7 @@ def test_clipped_paper_is_not_searched_yet_a_small_crop_is() -> None:
     assert sync.tile_vectors(brightened, 4) == []
     assert decode(brightened) == RENDER_ID
     small = ATTACKS["640 px wide"](_marked(), text_cover().page_height, rng).convert("L")
-    cropped = decode_module._central_part(small, 0.2)
+    cropped = folding.central_part(small, 0.2)
     assert sync.tile_vectors(cropped, 4) != []
     assert decode(cropped) == RENDER_ID
 

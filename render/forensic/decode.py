@@ -25,7 +25,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -35,7 +34,7 @@ from PIL import Image
 
 from render.forensic import (
     chips,
-    coarse,
+    folding,
     ink,
     layout,
     pattern_model,
@@ -45,7 +44,7 @@ from render.forensic import (
     served,
     sync,
 )
-from render.forensic.layout import CHIP, PUBLIC, TILE, Layout
+from render.forensic.layout import PUBLIC, TILE, Layout
 
 SYNC_THRESHOLD = 6.0
 CHASE_BITS = 5  # 32 CRC trials at most per alignment; the sync threshold guards the rest
@@ -55,9 +54,6 @@ _NUDGE_WORTHY = 4.5  # ...and only when the template shows faintly (unmarked ima
 # images: 4.2 at p95; a candidate the full fold read at 6 or more: 5.6 and more).
 _SCREEN = 4.5
 _MAX_PIXELS = 12_000_000
-# Upright pixels folded at most (about 160 tiles): a small scale candidate on a large image
-# would otherwise resample it to (1/0.3)^2 = 11 times its area (seconds, and gigabytes).
-_MAX_FOLD_PIXELS = 6_000_000
 _MAX_SCAN_PIXELS = 4_000_000  # read by the scan: a few per cent of them are ink
 _HALVED_PAGE = 1.1  # a screenshot's page this much larger than served is read at half size
 # An image whose long side is this share of the served canvas's or more, and no screenshot,
@@ -184,7 +180,7 @@ def _scan_ink(grey: Image.Image, level: int | None, plan: Layout, whole: bool, l
     histogram level was scanned: there that level is the letters' cores (_SERVED_SIZE); nor
     when the lattice's darkest level agrees with the histogram's, which then was the cores."""
     # Its central part at most (halving instead blurs 3-px chips out: measured worse).
-    grey = _central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
+    grey = folding.central_part(grey, _MAX_SCAN_PIXELS / (grey.width * grey.height))
     flat = pattern_model.flat_areas(grey)  # the same for every level read
     tried: list[int] = []
     known = _Known(None, None)
@@ -261,10 +257,11 @@ def _search(grey: Image.Image, plan: Layout, least: float, flat_paper: int | Non
     """The first candidate tile vector (those the autocorrelation of the image's residual
     suggests, at a scale of `least` or more; none when too little of it lies off the
     `flat_paper`, `sync.tile_vectors`) that decodes."""
-    kept = _kept()
-    for vector in sync.tile_vectors(grey, _CANDIDATES, flat_paper, _SMALL_CANDIDATES):
-        if math.hypot(*vector) < least * TILE:
+    kept = folding.kept()
+    for found_vector in sync.tile_vectors(grey, _CANDIDATES, flat_paper, _SMALL_CANDIDATES):
+        if math.hypot(*found_vector) < least * TILE:
             continue  # smaller than the page can be shown (`served`)
+        vector = folding.finer(grey, found_vector, kept, plan)
         for nudge in _SCALE_NUDGES:
             found, score, folded = _read(grey, (vector[0] * nudge, vector[1] * nudge), kept,
                                          plan)
@@ -279,37 +276,15 @@ def _search(grey: Image.Image, plan: Layout, least: float, flat_paper: int | Non
     return None
 
 
-Levels = Callable[[Image.Image, float, int], Image.Image]
-
-
-def _kept() -> Levels:
-    """The residual of an image (its central part, at a blur radius) as 8-bit levels
-    (`sync.residual_levels`) reduced by a whole factor, each kept for the search's later
-    candidates: the screen, then the fold, then candidates of the same size and radius."""
-    readings: dict[tuple[int, int, float, int], Image.Image] = {}
-
-    def levels(grey: Image.Image, radius: float, reduced: int) -> Image.Image:
-        # One search reads one image: its central part of a given size is one crop.
-        key = (grey.width, grey.height, radius, reduced)
-        if key not in readings:
-            if reduced > 1:
-                readings[key] = levels(grey, radius, 1).reduce(reduced)
-            else:
-                readings[key] = sync.residual_levels(grey, radius)
-        return readings[key]
-
-    return levels
-
-
-def _read(grey: Image.Image, vector: tuple[float, float], detail: Levels, plan: Layout,
+def _read(grey: Image.Image, vector: tuple[float, float], detail: folding.Levels, plan: Layout,
           ) -> tuple[Detection | None, float, bool]:
     """The detection along one candidate tile vector (or None), its sync score, and whether
     that is the full fold's (else the screen's)."""
     scale = math.hypot(*vector) / TILE
-    screened = _screen(grey, vector, detail, plan)
+    screened = folding.screen(grey, vector, detail, plan)
     if screened < _SCREEN:
         return None, screened, False
-    folded = _fold(grey, vector, detail)
+    folded = folding.fold(grey, vector, detail)
     tile = chips.aligned(folded, plan)
     score = chips.sync_score(tile, plan)
     if score < SYNC_THRESHOLD:
@@ -319,62 +294,6 @@ def _read(grey: Image.Image, vector: tuple[float, float], detail: Levels, plan: 
         return None, score, True
     angle = math.degrees(math.atan2(vector[1], vector[0]))
     return Detection(render_id, score, scale, angle), score, True
-
-
-def _fold(grey: Image.Image, vector: tuple[float, float], levels: Levels) -> Floats:
-    """The residual in the mark's frame (scale 1, upright), summed over every tile."""
-    scale = math.hypot(*vector) / TILE
-    grey = _within_fold_budget(grey, scale)
-    a, d = vector[0] / TILE, vector[1] / TILE
-    width, height = grey.size
-    size = (math.ceil(width / scale) + TILE, math.ceil(height / scale) + TILE)
-    upright = levels(grey, max(1.0, CHIP * scale / 2), 1).transform(
-        size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
-        fillcolor=128)
-    plane = np.asarray(upright, dtype=np.float32) - 128.0
-    rows, cols = plane.shape[0] // TILE, plane.shape[1] // TILE
-    tiles = plane[: rows * TILE, : cols * TILE].reshape(rows, TILE, cols, TILE)
-    folded: Floats = tiles.sum(axis=(0, 2), dtype=np.float32)
-    return folded
-
-
-def _screen(grey: Image.Image, vector: tuple[float, float], levels: Levels,
-            plan: Layout) -> float:
-    """The sync score of a fold at chip resolution (`coarse`: cells of 2 px, a quarter of the
-    resampling), which tells a candidate worth the full fold from one with no mark."""
-    scale = math.hypot(*vector) / TILE
-    grey = _within_fold_budget(grey, scale)
-    # Box-averaged by 2 first when the image is denser than the cells (each cell then reads
-    # every pixel, as the full fold does).
-    reduced = 2 if scale >= 2 / coarse.CELL else 1
-    step = coarse.CELL / reduced
-    a, d = vector[0] / TILE * step, vector[1] / TILE * step
-    size = (math.ceil(grey.width / scale / coarse.CELL) + coarse.GRID,
-            math.ceil(grey.height / scale / coarse.CELL) + coarse.GRID)
-    upright = levels(grey, max(1.0, CHIP * scale / 2), reduced).transform(
-        size, Image.Transform.AFFINE, (a, -d, 0.0, d, a, 0.0), Image.Resampling.BILINEAR,
-        fillcolor=128)
-    plane = np.asarray(upright, dtype=np.float64) - 128.0
-    rows, cols = plane.shape[0] // coarse.GRID, plane.shape[1] // coarse.GRID
-    tiles = plane[: rows * coarse.GRID, : cols * coarse.GRID].reshape(
-        rows, coarse.GRID, cols, coarse.GRID)
-    return float(coarse.folded_scores(-tiles.sum(axis=(0, 2))[None], plan)[0])
-
-
-def _within_fold_budget(grey: Image.Image, scale: float) -> Image.Image:
-    """`grey`, or its central part whose upright copy at `scale` fits _MAX_FOLD_PIXELS: a
-    mark's tiles repeat everywhere, so a part of a large image holds enough of them."""
-    return _central_part(grey, _MAX_FOLD_PIXELS * scale * scale / (grey.width * grey.height))
-
-
-def _central_part(grey: Image.Image, share: float) -> Image.Image:
-    """`grey`, or its central part of `share` of its area when that is under 1."""
-    if share >= 1.0:
-        return grey
-    side = math.sqrt(share)
-    width, height = max(1, round(grey.width * side)), max(1, round(grey.height * side))
-    left, top = (grey.width - width) // 2, (grey.height - height) // 2
-    return grey.crop((left, top, left + width, top + height))
 
 
 def _chase(votes: npt.NDArray[np.float64]) -> int | None:

@@ -15,12 +15,19 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 from PIL import Image, ImageFilter
+from scipy import ndimage
 
 from render.forensic import fft
 from render.forensic.layout import TILE
 
 Floats = npt.NDArray[np.float32]
-LEVELS = 16  # steps a grey level in `residual_levels`
+LEVELS = 48  # steps a unit of `weighted_residual` in `residual_levels`
+# `weighted_residual`: the residual's energy summed over this window (px a side) and this floor
+# (grey levels squared, about the energy of JPEG's and WebP's noise on paper) under it. A pixel
+# then weighs 5 / (2 sqrt(2)) = 1.8 at most (where its residual is 5 sqrt(2) and its
+# neighbours' nothing): 85 steps of LEVELS.
+_ENERGY_WINDOW = 5
+_ENERGY_FLOOR = 2.0
 MIN_SCALE, MAX_SCALE = 0.3, 1.8
 # Scales under MIN_SCALE down to this are searched too, after the others' candidates and only
 # where the image's autocorrelation is made at full size (its long side _MAX_ACF_SIDE or less):
@@ -47,11 +54,28 @@ def residual(grey: Image.Image, radius: float) -> Floats:
 
 
 def residual_levels(grey: Image.Image, radius: float) -> Image.Image:
-    """The residual as 8-bit levels, LEVELS steps a grey level around 128: what the decoder
-    resamples (Pillow's 8-bit affine transform is several times faster than its float one, and
-    the residual is within +-BUSY, so 16 steps a grey level lose nothing that matters)."""
-    levels = np.clip(_detail(grey, radius) * np.int16(LEVELS) + np.int16(128), 0, 255)
-    return Image.fromarray(levels.astype(np.uint8), mode="L")
+    """The weighted residual (`weighted_residual`) as 8-bit levels, LEVELS steps a unit
+    around 128: what the decoder resamples (Pillow's 8-bit affine transform is several times
+    faster than its float one, and the weighted residual is within +-1.8)."""
+    levels = np.rint(weighted_residual(grey, radius) * np.float32(LEVELS)) + np.float32(128)
+    return Image.fromarray(np.clip(levels, 0, 255).astype(np.uint8), mode="L")
+
+
+def weighted_residual(grey: Image.Image, radius: float) -> Floats:
+    """The image minus its local mean (a Gaussian of `radius`, in floats), each pixel divided
+    by the residual's energy around it plus a floor (a matched filter for a faint mark under
+    noise that changes from place to place): flat paper speaks in full, a letter's edge a
+    hundredth as loud, and no pixel is silenced outright. WebP smooths the mark off flat paper
+    and keeps it on the pixels around the text (`residual` zeroes those): a screen-grab at 0.41
+    saved at WebP q66 folds at 2.5 standard deviations through `residual` at its true
+    geometry and offset, 6.6 through this (docs/leak-tracing.md, "Small leaks"). The local
+    mean in floats because WebP leaves the mark at half a grey level on paper, which a mean
+    rounded to whole levels loses."""
+    values = np.asarray(grey, dtype=np.float32)
+    detail = values - ndimage.gaussian_filter(values, radius, truncate=2.5)
+    energy = ndimage.uniform_filter(detail * detail, _ENERGY_WINDOW)
+    weighted: Floats = detail / (energy + _ENERGY_FLOOR)
+    return weighted
 
 
 def _detail(grey: Image.Image, radius: float) -> npt.NDArray[np.int16]:
@@ -154,13 +178,12 @@ def tile_vectors(grey: Image.Image, count: int = 2, flat_paper: int | None = Non
     while max(grey.size) > _MAX_ACF_SIDE:
         grey = grey.reduce(2)
         factor *= 2
-    detail = residual(grey, 2)
-    speaking = detail != 0
+    speaking = residual(grey, 2) != 0
     if flat_paper is not None:
         speaking &= np.asarray(grey) < flat_paper
-    if np.count_nonzero(speaking) < MIN_RESIDUAL_SHARE * detail.size:
+    if np.count_nonzero(speaking) < MIN_RESIDUAL_SHARE * speaking.size:
         return []
-    acf = autocorrelation(detail)
+    acf = autocorrelation(weighted_residual(grey, 2))
     low = TILE * MIN_SCALE / factor
     found = _peaks(acf, low, TILE * MAX_SCALE / factor, count)
     if small and factor == 1:  # `read_at_full_size`
