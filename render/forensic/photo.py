@@ -38,10 +38,11 @@ _CLIPPED = 250  # a channel's paper this light is clipped in part (the mark is 3
 _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode reads them all
 # A page's edge seen: the levels just outside each side (this share of the image's long side
 # out, at _ALONG of its length), _IN_FRAME of them inside the frame, their median this much
-# under the paper just inside. Measured: phone photos' surrounds 100-200 levels under the
-# paper, the untuned bench's desks 90-190; a text block's outline taken for a page's (a
-# photo framed on the page) lies within 20 px of the frame's border.
-_SURROUND = 0.015
+# under the paper just inside. Measured (the side least so): phone photos 109-202 levels
+# under the paper, the untuned bench's pages on a desk 97-187; quadrilaterals found in
+# photos framed on the page (a text block's outline) 21 at most, paper just outside them.
+# Near, not far: a page that nearly fills the frame leaves a surround of 15-75 px in 4,032.
+_SURROUND = 0.004
 _ALONG = np.linspace(0.1, 0.9, 33)
 _IN_FRAME = 0.9
 _EDGE_CONTRAST = 30
@@ -93,7 +94,11 @@ def edges_seen(grey: Image.Image, corners: rectify.Corners) -> bool:
         along = start + _ALONG[:, None] * side
         outside.append(_levels(grey, along + reach * normal))
         inside.append(_levels(grey, along - reach * normal))
-    paper = float(np.percentile(np.concatenate(inside), 90))
+    within = np.concatenate(inside)
+    within = within[np.isfinite(within)]
+    if len(within) == 0:
+        return False
+    paper = float(np.percentile(within, 90))
     return all(bool(np.isfinite(levels).mean() >= _IN_FRAME)
                and float(np.median(levels)) <= paper - _EDGE_CONTRAST for levels in outside)
 
