@@ -23,7 +23,7 @@ from tests import forensic_store
 from tests.forensic_pages import marked_cover, served_cover
 
 RENDER_ID = 0x2B4D6F8A1C3
-SEED = 4  # tilted: the photo reading, then (before the edges settled it) the framed one
+SEED = 4  # the page in perspective: the case the framed reading would follow
 
 fixture_store = forensic_store.fixture_store  # this module's fixture
 Photo = Callable[[bool], tuple[Image.Image, Corners]]

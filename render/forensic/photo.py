@@ -54,8 +54,9 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
     """(render id, sync score) or None from a photo, and whether the reading settles the
     image: a photo in perspective is not read further (the decoder's later readings model no
     perspective: seconds spent for nothing). With the page's `corners`, a photo of a screen
-    (`read_photo`); without them, or when corners in perspective read nothing (a dense text
-    block's outline can pass for a page's), a photo framed on the page, its perspective read
+    (`read_photo`); without them, or when corners in perspective read nothing and are no
+    page's edges seen (`edges_seen`: a dense text block's outline can pass for a page's
+    corners), a photo framed on the page, its perspective read
     off the page's own lines (`render.forensic.framed`), unless the image is no camera's
     (`page_shown`: a served page shown upright, its strip across its bottom, or paper flat
     to one level)."""
