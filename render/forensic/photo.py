@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 from PIL import Image
 
 from render.forensic import coarse, framed, rectify, scan, served, sync
@@ -35,6 +36,16 @@ _WORTH_REFINING = 4.0
 _DARKER_CHANNEL = 3  # grey levels under the luminance's paper for a channel to be read too
 _CLIPPED = 250  # a channel's paper this light is clipped in part (the mark is 3 levels, noise 2-4)
 _COARSE_POINTS = 30_000  # points in each coarse trial (0.5 ms); the decode reads them all
+# A page's edge seen: the levels just outside each side (this share of the image's long side
+# out, at _ALONG of its length), _IN_FRAME of them inside the frame, their median this much
+# under the paper just inside. Measured (the side least so): phone photos 109-202 levels
+# under the paper, the untuned bench's pages on a desk 97-187; quadrilaterals found in
+# photos framed on the page (a text block's outline) 21 at most, paper just outside them.
+# Near, not far: a page that nearly fills the frame leaves a surround of 15-75 px in 4,032.
+_SURROUND = 0.004
+_ALONG = np.linspace(0.1, 0.9, 33)
+_IN_FRAME = 0.9
+_EDGE_CONTRAST = 30
 
 
 def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | None,
@@ -43,8 +54,9 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
     """(render id, sync score) or None from a photo, and whether the reading settles the
     image: a photo in perspective is not read further (the decoder's later readings model no
     perspective: seconds spent for nothing). With the page's `corners`, a photo of a screen
-    (`read_photo`); without them, or when corners in perspective read nothing (a dense text
-    block's outline can pass for a page's), a photo framed on the page, its perspective read
+    (`read_photo`); without them, or when corners in perspective read nothing and are no
+    page's edges seen (`edges_seen`: a dense text block's outline can pass for a page's
+    corners), a photo framed on the page, its perspective read
     off the page's own lines (`render.forensic.framed`), unless the image is no camera's
     (`page_shown`: a served page shown upright, its strip across its bottom, or paper flat
     to one level)."""
@@ -54,10 +66,53 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
         tilted = rectify.needs_rectifying(corners)
         if found is not None or not tilted:
             return found, found is not None
+        if edges_seen(grey, corners):
+            # The page's own edges: the perspective they gave is the page's, and the framed
+            # reading would read the same page through looser estimates (seconds, for none of
+            # the photos the corners' reading missed, docs/leak-tracing.md).
+            return None, True
     if page_shown:
         return None, tilted
     reading = framed.read_framed(grey, plan)
     return reading.found, tilted or reading.found is not None or reading.tilted
+
+
+def edges_seen(grey: Image.Image, corners: rectify.Corners) -> bool:
+    """Whether every side of the quadrilateral `corners` is a page's edge seen in `grey`:
+    just outside it (_SURROUND of the image's long side), inside the frame, a surround
+    _EDGE_CONTRAST darker than the paper just inside. A page on a screen, or on a desk, has
+    one; the outline of a dense text block that passed for a page's in a photo framed on the
+    page has paper or the frame's border there."""
+    points = np.array(corners)
+    centre = points.mean(axis=0)
+    reach = _SURROUND * max(grey.size)
+    outside, inside = [], []
+    for start, end in zip(points, np.roll(points, -1, axis=0), strict=True):
+        side = end - start
+        normal = np.array([side[1], -side[0]]) / max(float(np.hypot(*side)), 1e-9)
+        if normal @ (start - centre) < 0:
+            normal = -normal  # pointing away from the page
+        along = start + _ALONG[:, None] * side
+        outside.append(_levels(grey, along + reach * normal))
+        inside.append(_levels(grey, along - reach * normal))
+    within = np.concatenate(inside)
+    within = within[np.isfinite(within)]
+    if len(within) == 0:
+        return False
+    paper = float(np.percentile(within, 90))
+    return all(bool(np.isfinite(levels).mean() >= _IN_FRAME)
+               and float(np.median(levels)) <= paper - _EDGE_CONTRAST for levels in outside)
+
+
+def _levels(grey: Image.Image, points: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """`grey`'s levels at `points` (x, y), infinite outside the frame."""
+    levels = np.full(len(points), np.inf)
+    for n, (x, y) in enumerate(points):
+        if 0 <= x < grey.width and 0 <= y < grey.height:
+            level = grey.getpixel((int(x), int(y)))
+            assert isinstance(level, (int, float))
+            levels[n] = level
+    return levels
 
 
 def read_photo(image: Image.Image, grey: Image.Image, corners: rectify.Corners, plan: Layout,
