@@ -31,12 +31,16 @@ CELL = re.compile(r"[\d.]+ / ([\d.]+)")
 LOG_NUMBERS = {"GET /v1/files/:id/access-log": "access_log.fileSeq",
                "GET /console/activity": "access_log.accountSeq",
                "GET /v1/rooms/:id/access-log": "access_log.roomSeq"}
+# Each shape's table as printed once its routes were timed, before its profile was read.
+TIMED_TABLES: list[str] = []
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ShapeRun]:
     work: Path = tmp_path_factory.mktemp("shapes")
-    return {run.shape: run for run in measure(list(SHAPES), SIZE, SAMPLES, work)}
+    measured = measure(list(SHAPES), SIZE, SAMPLES, work,
+                       timed=lambda run: TIMED_TABLES.append(table(run)))
+    return {run.shape: run for run in measured}
 
 
 def _row(run: ShapeRun, prefix: str) -> Row:
@@ -62,6 +66,16 @@ def test_every_shape_times_and_profiles_every_route_on_both_vaults(
             assert 0 < row.shaped.p50 <= row.shaped.p95
             # the database profiled the route's own operations in its window
             assert row.longest_ms >= 0 and row.longest_what, row.route.name
+
+
+def test_each_table_is_printed_once_timed_before_the_profile_is_read(
+        runs: dict[str, ShapeRun]) -> None:
+    assert len(TIMED_TABLES) == len(runs)
+    for printed, run in zip(TIMED_TABLES, runs.values(), strict=True):
+        body = [line for line in printed.splitlines() if line.startswith("| `")]
+        assert len(body) == len(run.rows)
+        assert all("| not profiled |" in line for line in body), printed
+        assert "not profiled" not in table(run)
 
 
 def test_the_table_shows_the_ratio_of_the_two_measured_p95s(runs: dict[str, ShapeRun]) -> None:
