@@ -42,7 +42,7 @@ from vaultd.records import FileDoc, LinkDoc
 from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.link_generations import is_generation
 from vaultd.services.common import background
-from vaultd.services.common.numbered import AIM, GROWTH, MAX_READ, newest_numbered
+from vaultd.services.common.numbered import AIM, GROWTH, MAX_READ, in_one_batch, newest_numbered
 from vaultd.services.links import link_numbers
 from vaultd.timefmt import utcnow
 
@@ -105,7 +105,8 @@ async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | N
         width = upper - floor + 1
     while len(found) < count and upper >= floor:
         lower = max(upper - width + 1, floor)
-        docs = await db.links.find({**query, "seq": {"$gte": lower, "$lte": upper}}).to_list()
+        ranged = {**query, "seq": {"$gte": lower, "$lte": upper}}
+        docs = await in_one_batch(db.links.find(ranged), upper - lower + 1)
         found += sorted(docs, key=lambda doc: int(doc["seq"]), reverse=True)
         width = _next_width(width, len(found), top - lower + 1, count - len(found))
         upper = lower - 1
