@@ -1,21 +1,25 @@
-"""Every listed route on real data shapes, against the empty vault in the same run:
+"""Every listed route on real data shapes, against a full page and the empty vault in the same run:
 `python -m bench.scale_shapes --shapes import hot-file deleted link-bursts --size 100000`.
 
 `bench.scale` seeds a year of evenly spread records; data does not arrive evenly. Here a
 fresh vaultd on the embedded default gets one shape of `bench.scale_shape_seeds` (an import's
 burst, a hot file's log, half the files deleted, links in bursts), written straight into its
-database in bulk, while a second fresh vaultd holds the empty vault's account (the same
-account with nothing in it). Both run throughout; each route (`bench.scale_shape_routes`) is
-asked of the two in turn, `--samples` times after two warm-up calls each, so a burst of load
-on the shared machine falls on both. Then the shape's database profiles every operation
+database in bulk, while two more fresh vaultd hold the empty vault's account (the same
+account with nothing in it) and the full-page vault's (the same with enough records of every
+kind that each route's page is full, as on a shape: `seed_full_page`). The three run
+throughout; each route (`bench.scale_shape_routes`) is asked of the three in turn,
+`--samples` times after two warm-up calls each, so a burst of load on the shared machine falls
+on all. The bar is held against the full page: a shape's page of 200 log entries beside the
+empty vault's one measures the page, not the shape (the ratio to the empty vault is shown
+too). Then the shape's database profiles every operation
 (SecantusDB's `system.profile`, level 2, whole milliseconds) while each route is asked
 PROFILED_ROUNDS times more: the longest single operation of its window is the route's (a
 background loop's operation in that window would count too: the table names the command).
 The profile is on for one route's window at a time, read and dropped after it.
 
-Prints, per shape, a Markdown table: p50 / p95 of each side, the p95 ratio, what each
-answered (items returned), the longest operation, and the bar (p95 within 2x of
-the empty vault's; a deep page reads the records before it, so it is labelled, not judged).
+Prints, per shape, a Markdown table: p50 / p95 of each side, the p95 ratios, what each
+answered (items returned), the longest operation, and the bar (p95 within 2x of the full
+page's; a deep page reads the records before it, so it is labelled, not judged).
 The table is printed once the routes are timed ("not profiled" in the operation's column),
 then again once they are profiled: a profile that cannot be read leaves the timings printed.
 """
@@ -36,12 +40,20 @@ from typing import Any
 from bench.console import with_long_socket_timeout
 from bench.scale_shape_loading import stopped_vault
 from bench.scale_shape_routes import Answer, Route, Session, routes, sign_in, signed_in
-from bench.scale_shape_seeds import SHAPES, Seeded, begin_shape, fill_shape, seed_base
+from bench.scale_shape_seeds import (
+    SHAPES,
+    Seeded,
+    begin_shape,
+    fill_shape,
+    seed_base,
+    seed_full_page,
+)
 from tests.vault_process import VaultProcess
 from vaultd.db import Db, connect
 from vaultd.embedded_db import running_address
 
-BAR = 2.0  # the target: every route's p95 within 2x its empty p95
+BAR = 2.0  # the target: every route's p95 within 2x its p95 on a full page
+SIDES = ("empty", "full page", "shape")
 MAX_ERRORS = 3
 PROFILED_ROUNDS = 5
 # A shape's vaultd is started again over a store written while it was stopped: its first
@@ -70,8 +82,10 @@ class Timing:
 class Row:
     route: Route
     empty: Timing
+    page: Timing  # the full-page vault's
     shaped: Timing
     returned_empty: int
+    returned_page: int
     returned_shaped: int
     longest_ms: int = -1  # -1: not profiled
     longest_what: str = ""
@@ -82,12 +96,17 @@ class Row:
 
     @property
     def ratio(self) -> float:
+        """The shape's p95 over the full page's: the bar."""
+        return self.shaped.p95 / self.page.p95
+
+    @property
+    def empty_ratio(self) -> float:
         return self.shaped.p95 / self.empty.p95
 
     @property
     def verdict(self) -> str:
         if self.failed:
-            samples = self.empty.samples + self.shaped.samples
+            samples = self.empty.samples + self.page.samples + self.shaped.samples
             return f"**no**: {self.failed[0]} ({len(self.failed)} of {samples})"
         if self.route.depth:
             return f"deep page: reads the {self.route.depth:,} before it (no 2x bar)"
@@ -132,28 +151,26 @@ def _percentiles(seconds: list[float]) -> Timing:
     return Timing(statistics.median(ordered) * 1000, p95 * 1000, len(ordered))
 
 
-def _interleaved(route: Route, empty: Session, shaped: Session, samples: int) -> Row:
-    """Each side asked in turn (which goes first alternating): a p95 pair from one stretch.
-    An answer other than 200 is timed too and counted; after MAX_ERRORS of them the route's
-    sampling stops (a read that times out would otherwise take minutes per route)."""
+def _interleaved(route: Route, sides: tuple[Session, Session, Session], samples: int) -> Row:
+    """Each side asked in turn (which goes first rotating): p95s from one stretch. An answer
+    other than 200 is timed too and counted; after MAX_ERRORS of them the route's sampling
+    stops (a read that times out would otherwise take minutes per route)."""
     for _ in range(2):
-        empty.ask(route)
-        shaped.ask(route)
-    times: dict[int, list[float]] = {0: [], 1: []}
-    answers: dict[int, list[Answer]] = {0: [], 1: []}
+        for session in sides:
+            session.ask(route)
+    answers: list[list[Answer]] = [[] for _ in sides]
     for sample in range(samples):
-        for side in (sample % 2, 1 - sample % 2):
-            answer = (empty, shaped)[side].ask(route)
-            times[side].append(answer.seconds)
-            answers[side].append(answer)
-        failed = [answer for side in (0, 1) for answer in answers[side] if answer.status != 200]
-        if len(failed) >= MAX_ERRORS:
+        for place in range(len(sides)):
+            side = (sample + place) % len(sides)
+            answers[side].append(sides[side].ask(route))
+        if sum(answer.status != 200 for side in answers for answer in side) >= MAX_ERRORS:
             break
-    row = Row(route, _percentiles(times[0]), _percentiles(times[1]),
-              max(answer.returned for answer in answers[0]),
-              max(answer.returned for answer in answers[1]))
-    row.failed = [f"{'empty' if side == 0 else 'shape'} {answer.status} {answer.error}"
-                  for side in (0, 1) for answer in answers[side] if answer.status != 200]
+    empty, page, shaped = (_percentiles([answer.seconds for answer in side]) for side in answers)
+    returned = [max(answer.returned for answer in side) for side in answers]
+    row = Row(route, empty, page, shaped, *returned)
+    row.failed = [f"{name} {answer.status} {answer.error}"
+                  for name, side in zip(SIDES, answers, strict=True) for answer in side
+                  if answer.status != 200]
     return row
 
 
@@ -250,29 +267,36 @@ def _started(root: Path, name: str) -> VaultProcess:
 def measure(shapes: list[str], size: int, samples: int, work: Path,
             report: Callable[[ShapeRun], None] = lambda run: None,
             timed: Callable[[ShapeRun], None] = lambda run: None) -> list[ShapeRun]:
-    """The empty vault and each shape's vault, one shape at a time beside the empty one;
-    `timed` is given each shape's run as soon as its routes are timed (before the database's
-    profile, which may be long at 10^6), `report` once it is profiled too."""
+    """The empty and the full-page vaults, and each shape's vault, one shape at a time beside
+    them; `timed` is given each shape's run as soon as its routes are timed (before the
+    database's profile, which may be long at 10^6), `report` once it is profiled too."""
     empty_vault = _started(work, "empty")
     runs = []
     try:
-        empty_seeded = _seed(empty_vault, seed_base)
-        empty = sign_in(empty_vault, empty_seeded)
+        page_vault = _started(work, "full-page")
         try:
-            empty_indexes = _indexes(empty_vault)
-            for shape in shapes:
-                runs.append(_measure_shape(work, shape, size, samples, empty, timed))
-                runs[-1].empty_indexes = empty_indexes
-                report(runs[-1])
+            empty = sign_in(empty_vault, _seed(empty_vault, seed_base))
+            page = signed_in(page_vault, _seed(page_vault, seed_full_page))
+            try:
+                empty_indexes = _indexes(empty_vault)
+                for shape in shapes:
+                    runs.append(_measure_shape(work, shape, size, samples, (empty, page),
+                                               timed))
+                    runs[-1].empty_indexes = empty_indexes
+                    report(runs[-1])
+            finally:
+                empty.close()
+                page.close()
         finally:
-            empty.close()
+            page_vault.stop()
     finally:
         empty_vault.stop()
     return runs
 
 
-def _measure_shape(work: Path, shape: str, size: int, samples: int, empty: Session,
-                   timed: Callable[[ShapeRun], None]) -> ShapeRun:
+def _measure_shape(work: Path, shape: str, size: int, samples: int,
+                   references: tuple[Session, Session], timed: Callable[[ShapeRun], None]
+                   ) -> ShapeRun:
     vault = _started(work, f"shape-{shape}")
     try:
         started = time.perf_counter()
@@ -286,7 +310,7 @@ def _measure_shape(work: Path, shape: str, size: int, samples: int, empty: Sessi
                 for route in routes():
                     session.ask(route)
             for route in routes():
-                run.rows.append(_interleaved(route, empty, session, samples))
+                run.rows.append(_interleaved(route, (*references, session), samples))
             timed(run)
             _profiled(vault, session, run.rows)
             run.indexes = _indexes(vault)
@@ -304,14 +328,19 @@ def table(run: ShapeRun) -> str:
     head = [f"Shape `{run.shape}`, N = {run.size:,} (seeded in {run.seeding_seconds:.0f} s: "
             f"{written}; {run.seeded.live_files:,} live files; indexes built after the insert: "
             f"{loaded})", "",
-            "| route | empty p50 / p95 ms | shape p50 / p95 ms | p95 ratio | returned (empty /"
-            " shape) | longest db operation ms | p95 within 2x empty |",
-            "|---|---|---|---|---|---|---|"]
-    rows = [f"| `{row.route.name}` | {row.empty.p50:.1f} / {row.empty.p95:.1f} | "
-            f"{row.shaped.p50:.1f} / {row.shaped.p95:.1f} | {row.ratio:.2f}x | "
-            f"{row.returned_empty} / {row.returned_shaped} | {_longest_cell(row)} | "
-            f"{row.verdict} |" for row in run.rows]
+            "| route | empty p50 / p95 ms | full page p50 / p95 ms | shape p50 / p95 ms | "
+            "p95 ratio to the full page | to empty | returned (empty / full page / shape) | "
+            "longest db operation ms | p95 within 2x the full page |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [f"| `{row.route.name}` | {_times(row.empty)} | {_times(row.page)} | "
+            f"{_times(row.shaped)} | {row.ratio:.2f}x | {row.empty_ratio:.2f}x | "
+            f"{row.returned_empty} / {row.returned_page} / {row.returned_shaped} | "
+            f"{_longest_cell(row)} | {row.verdict} |" for row in run.rows]
     return "\n".join([*head, *rows])
+
+
+def _times(timing: Timing) -> str:
+    return f"{timing.p50:.1f} / {timing.p95:.1f}"
 
 
 def _longest_cell(row: Row) -> str:
