@@ -48,6 +48,7 @@ from bench.scale_shape_seeds import (
     seed_base,
     seed_full_page,
 )
+from bench.scale_shape_settle import settled
 from tests.vault_process import VaultProcess
 from vaultd.db import Db, connect
 from vaultd.embedded_db import running_address
@@ -124,6 +125,10 @@ class ShapeRun:
     # vault's (whose records were all inserted with vaultd's indexes in place).
     indexes: dict[str, Any] = field(default_factory=dict)
     empty_indexes: dict[str, Any] = field(default_factory=dict)
+    # How long the shape's vaultd took to write no more than the full page's after its
+    # restart (`bench.scale_shape_settle`), and whether it did before the wait's end.
+    settled_seconds: float = 0.0
+    quiet: bool = True
 
 
 def _database(vault: VaultProcess) -> Db:
@@ -281,7 +286,7 @@ def measure(shapes: list[str], size: int, samples: int, work: Path,
                 empty_indexes = _indexes(empty_vault)
                 for shape in shapes:
                     runs.append(_measure_shape(work, shape, size, samples, (empty, page),
-                                               timed))
+                                               page_vault, timed))
                     runs[-1].empty_indexes = empty_indexes
                     report(runs[-1])
             finally:
@@ -295,8 +300,8 @@ def measure(shapes: list[str], size: int, samples: int, work: Path,
 
 
 def _measure_shape(work: Path, shape: str, size: int, samples: int,
-                   references: tuple[Session, Session], timed: Callable[[ShapeRun], None]
-                   ) -> ShapeRun:
+                   references: tuple[Session, Session], at_rest: VaultProcess,
+                   timed: Callable[[ShapeRun], None]) -> ShapeRun:
     vault = _started(work, f"shape-{shape}")
     try:
         started = time.perf_counter()
@@ -304,6 +309,10 @@ def _measure_shape(work: Path, shape: str, size: int, samples: int,
         stopped_vault(vault, lambda db: fill_shape(db, seeded, shape, size))
         run = ShapeRun(shape, size, time.perf_counter() - started, seeded)
         print(f"{shape} at {size:,}: seeded in {run.seeding_seconds:.0f} s", flush=True)
+        run.settled_seconds, run.quiet = settled(lambda: _database(vault),
+                                                 lambda: _database(at_rest))
+        print(f"{shape} at {size:,}: {'quiet' if run.quiet else 'still busy'} after "
+              f"{run.settled_seconds:.0f} s", flush=True)
         session = signed_in(vault, seeded)
         try:
             for _ in range(SETTLING_ROUNDS):
@@ -325,9 +334,10 @@ def table(run: ShapeRun) -> str:
     written = ", ".join(f"{kind} {count:,}" for kind, count in sorted(run.seeded.records.items()))
     loaded = ", ".join(f"{kind} {count:,}" for kind, count in
                        sorted(run.seeded.loader.loaded.items())) or "none"
+    quiet = "quiet" if run.quiet else "**still busy**"
     head = [f"Shape `{run.shape}`, N = {run.size:,} (seeded in {run.seeding_seconds:.0f} s: "
             f"{written}; {run.seeded.live_files:,} live files; indexes built after the insert: "
-            f"{loaded})", "",
+            f"{loaded}; {quiet} {run.settled_seconds:.0f} s after its restart)", "",
             "| route | empty p50 / p95 ms | full page p50 / p95 ms | shape p50 / p95 ms | "
             "p95 ratio to the full page | to empty | returned (empty / full page / shape) | "
             "longest db operation ms | p95 within 2x the full page |",

@@ -20,6 +20,7 @@ import pytest
 from bench.scale_shape_log import numbered
 from bench.scale_shape_routes import routes
 from bench.scale_shape_seeds import SESSIONS, SHAPES
+from bench.scale_shape_settle import QUIET_WINDOWS, WINDOW_SECONDS
 from bench.scale_shapes import LOADED, Row, ShapeRun, measure, table
 
 pytestmark = pytest.mark.slow
@@ -61,6 +62,9 @@ def test_every_shape_times_and_profiles_every_route_on_both_vaults(
         runs: dict[str, ShapeRun]) -> None:
     assert list(runs) == list(SHAPES)
     for run in runs.values():
+        # timed once its restarted vaultd wrote about as little as the full page's
+        assert run.quiet and run.settled_seconds >= QUIET_WINDOWS * WINDOW_SECONDS
+        assert f"quiet {run.settled_seconds:.0f} s after its restart)" in table(run)
         assert [row.route.name for row in run.rows] == [route.name for route in routes()]
         for row in run.rows:
             assert not row.failed, row.failed
