@@ -125,7 +125,7 @@ class ShapeRun:
     # vault's (whose records were all inserted with vaultd's indexes in place).
     indexes: dict[str, Any] = field(default_factory=dict)
     empty_indexes: dict[str, Any] = field(default_factory=dict)
-    # How long the shape's vaultd took to write no more than the full page's after its
+    # How long the shape's database took to be asked no more than the full page's after its
     # restart (`bench.scale_shape_settle`), and whether it did before the wait's end.
     settled_seconds: float = 0.0
     quiet: bool = True
