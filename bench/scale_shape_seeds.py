@@ -4,8 +4,10 @@ Every shape is one Business account with the records each route reads, in the sh
 and counters included) the services write, so that a read cannot tell them from a history of
 real calls: `tests.scale_seed` and `tests.scale_shapes` write the same records. `seed_base` is
 the empty vault's account (one file, a room holding it, a webhook endpoint, a
-console admin); a shape's account is the same with `ordinary` records of every other kind
-spread over a year (ORDINARY_SHARE of the shape's size), then the shape itself:
+console admin); `seed_full_page` the full-page vault's (the same with FULL_PAGE ordinary
+records of every kind: every route's page full); a shape's account is the same as the empty
+one with `ordinary` records of every other kind spread over a year (ORDINARY_SHARE of the
+shape's size), then the shape itself:
 
 - `import`: N files uploaded within one minute a month ago, each with its `upload` entry,
   then nothing (their `file.uploaded` deliveries are past `webhooks.keep_days` by then);
@@ -58,6 +60,9 @@ BURSTS = 20  # the hot file's log and the link bursts arrive in this many bursts
 BURST_SPAN = timedelta(minutes=5)
 LINK_FILES = 5  # the link bursts land on the busiest file and on this many files in all
 EVENTS = ["file.uploaded", "file.deleted", "view.created"]
+# The full-page vault's records of every kind: a quarter of the busy file's log comes through
+# the room, whose page is 200 entries (access_log.LATEST), as the file's.
+FULL_PAGE = 4 * 200
 
 
 @dataclass
@@ -134,6 +139,19 @@ def _link(seeded: Seeded, file_id: str, at: datetime, seq: int, ttl: timedelta
 async def seed_base(db: Db) -> Seeded:
     """The empty vault's account: what every route needs to answer 200, and nothing more."""
     seeded = await _base(db)
+    await write_log(db, seeded.loader, seeded.account_id, seeded.log)
+    seeded.log = []
+    await _signed_in(db, seeded)
+    return seeded
+
+
+async def seed_full_page(db: Db) -> Seeded:
+    """The full-page vault's account: the empty vault's with FULL_PAGE ordinary records of
+    every kind, so that every route's page is as full as on a shape (the file's log 200, the
+    room's a quarter of it 200, 50 deliveries...): beside it a shape costs what its shape
+    adds, not what a fuller page costs. Written with vaultd running, as the empty vault's."""
+    seeded = await _base(db)
+    await _ordinary(db, seeded, FULL_PAGE)
     await write_log(db, seeded.loader, seeded.account_id, seeded.log)
     seeded.log = []
     await _signed_in(db, seeded)

@@ -35,12 +35,15 @@ class QueryRecorder(monitoring.CommandListener):
 
     recording: bool = False
     queries: list[Query] = field(default_factory=list)
+    # The `getMore`s sent meanwhile: a query's documents past its first batch, a round trip each.
+    more_batches: int = 0
 
     @contextmanager
     def recorded(self) -> Iterator[list[Query]]:
         """Records the queries sent inside the `with` block, and only those: the list it gives
         (`queries`) is emptied first, and recording stops however the block ends."""
         self.queries.clear()
+        self.more_batches = 0
         self.recording = True
         try:
             yield self.queries
@@ -50,6 +53,8 @@ class QueryRecorder(monitoring.CommandListener):
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if self.recording and event.command_name in QUERIES:
             self.queries.append(_query(event.command_name, event.command))
+        elif self.recording and event.command_name == "getMore":
+            self.more_batches += 1
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
         pass

@@ -163,3 +163,35 @@ async def test_a_link_spent_by_its_max_opens_is_listed_expired_at_once(
                                      ([doc["_id"]], 1), ([], 0)]
     assert await link_counts.file_live(db, file_id) == 1
     assert await link_counts.account_live(db, account.id) == 1
+
+
+async def test_an_active_page_among_lapsed_links_asks_at_their_share_and_marks_them(
+        db: Db, recorder: QueryRecorder) -> None:
+    """Every other link's expiry passed since the last read (still listed active): page 1 of
+    the active reads ranges sized for the share still active (two, where asking each round for
+    only what was missing took six, halving), and marks the lapsed it walked expired in the
+    background, so that the next page 1 does not walk them."""
+    account, file_id = await account_with_file(db, "Lapsed Co")
+    now = utcnow()
+    docs = [_link(account.id, file_id, n, now - timedelta(hours=1) if n % 2
+                  else now + timedelta(days=30), listed="active") for n in range(1, 401)]
+    await db.raw(db.links.name).insert_many(docs)
+    await db.files.update_one({"_id": file_id}, {"$set": {
+        "linkSeq": 400, "linkTotal": 400, "linkCount": {"live": 200, "sweptAt": now}}})
+    want = (await expected(db, file_id))["active"]
+
+    def ranges() -> int:
+        return sum(query.collection == "links" and "listed" in query.filter
+                   for query in recorder.queries)
+
+    ids, total, _ = await listed(db, recorder, account.id, file_id, "active", 1, 20)
+    assert (ids, total) == (want[:20], 200)
+    assert ranges() == 2
+    await background.settled()
+    last = max(doc["seq"] for doc in docs if doc["_id"] == ids[-1])
+    above = [doc["_id"] for doc in docs if doc["seq"] > last and doc["seq"] % 2]
+    marked = await db.links.find({"_id": {"$in": above}}, {"listed": 1}).to_list()
+    assert len(marked) == len(above) and {doc["listed"] for doc in marked} == {"expired"}
+    ids, total, walked = await listed(db, recorder, account.id, file_id, "active", 1, 20)
+    assert (ids, total) == (want[:20], 200)
+    assert walked <= 20 + SLACK

@@ -155,6 +155,18 @@ async def test_webhook_messages(db: Db, recorder: QueryRecorder, seeded: Shape) 
     await _read(db, recorder, seeded, "an endpoint's deliveries (50)")
 
 
+async def test_no_listed_read_asks_for_a_second_batch(
+        db: Db, recorder: QueryRecorder, seeded: Shape) -> None:
+    """A range of numbers comes back in one round trip: the server's first batch of 101
+    documents made a log's page of 200 ask a `getMore` more."""
+    asked = {}
+    for name, (read, _) in READS.items():
+        with recorder.recorded():
+            await read(db, seeded)
+        asked[name] = recorder.more_batches
+    assert {name: more for name, more in asked.items() if more} == {}
+
+
 def test_every_listed_read_is_tested_here() -> None:
     """A read added to `READS` (and so to the bench's table) gets its test in this module."""
     source = Path(__file__).read_text()

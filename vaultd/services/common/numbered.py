@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.cursor import AsyncCursor
 
 from vaultd.services.common.newest import newest
 
@@ -56,12 +57,21 @@ async def newest_numbered(collection: AsyncCollection[Doc], query: dict[str, Any
     upper, width = top, max(min(count, FIRST_RANGE), 1)
     while len(found) < count and upper >= floor:
         lower = max(upper - width + 1, floor)
-        docs = await collection.find({**query, field: {"$gte": lower, "$lte": upper}}).to_list()
+        ranged = {**query, field: {"$gte": lower, "$lte": upper}}
+        docs = await in_one_batch(collection.find(ranged), upper - lower + 1)
         docs.sort(key=lambda doc: doc[field], reverse=True)
         found += docs if keep is None else [doc for doc in docs if keep(doc)]
         width = _next_width(width, len(found), top - lower + 1, count - len(found))
         upper = lower - 1
     return found[:count]
+
+
+async def in_one_batch(cursor: AsyncCursor[Doc], most: int) -> list[Doc]:
+    """A range's documents in one round trip where they are at most `most` (a range of numbers
+    holds at most as many as it is wide): the server's first batch is otherwise 101 documents,
+    and an access log's page of 200 cost a `getMore` more. One more than `most`: a first batch
+    exactly full leaves SecantusDB's cursor open, and the driver asks a `getMore` for nothing."""
+    return await cursor.batch_size(max(most, 0) + 1).to_list()
 
 
 def _next_width(width: int, found: int, spanned: int, wanted: int) -> int:

@@ -17,7 +17,9 @@ generation, `services.accounts.link_generations`), and expiry is the clock. So:
 - **The clock.** Links listed active whose expiry passed (`lapsed`) are a range of
   `(fileId, listed, expiresAt)`: those that expired since they were last marked. A read shows
   them as expired, and marks them (`listed: expired`) in the background in short steps, so the
-  next read walks only those that expired since. A read costs its page (a deep page its
+  next read walks only those that expired since. A page of the active walks the lapsed among
+  the newest listed active: it asks for them at the share it found still active, and marks
+  those it walked the same way. A read costs its page (a deep page its
   depth) and the links lapsed since the last marking, as a live count costs the links expired
   since its last sweep (`link_counts`).
 
@@ -42,7 +44,7 @@ from vaultd.records import FileDoc, LinkDoc
 from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.link_generations import is_generation
 from vaultd.services.common import background
-from vaultd.services.common.numbered import AIM, GROWTH, MAX_READ, newest_numbered
+from vaultd.services.common.numbered import AIM, GROWTH, MAX_READ, in_one_batch, newest_numbered
 from vaultd.services.links import link_numbers
 from vaultd.timefmt import utcnow
 
@@ -105,7 +107,8 @@ async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | N
         width = upper - floor + 1
     while len(found) < count and upper >= floor:
         lower = max(upper - width + 1, floor)
-        docs = await db.links.find({**query, "seq": {"$gte": lower, "$lte": upper}}).to_list()
+        ranged = {**query, "seq": {"$gte": lower, "$lte": upper}}
+        docs = await in_one_batch(db.links.find(ranged), upper - lower + 1)
         found += sorted(docs, key=lambda doc: int(doc["seq"]), reverse=True)
         width = _next_width(width, len(found), top - lower + 1, count - len(found))
         upper = lower - 1
@@ -135,18 +138,35 @@ async def _revoked(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
 
 
 async def _active(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
-    """Listed active and not lapsed: read in rounds, each asking for what is still missing
-    below the last one (the lapsed among them are what a round read more)."""
+    """Listed active and not lapsed: read in rounds below the last one, each asking for what
+    is still missing at the share of the listed that were still active so far (half of them
+    lapsed: twice the missing), at most SPAN. The lapsed it walked are marked expired in the
+    background, as an expired page marks them: the next read does not walk them again."""
     _, top, _ = link_numbers.listing_bounds(file)
     found: list[LinkDoc] = []
+    lapsed: list[LinkDoc] = []
     now = utcnow()
+    asked = wanted
     while len(found) < wanted:
-        docs = await _listed(db, file, "active", wanted - len(found), top)
+        docs = await _listed(db, file, "active", asked, top)
         if not docs:
             break
         found += [doc for doc in docs if _still_active(doc, now)]
+        lapsed += [doc for doc in docs if not _still_active(doc, now)]
         top = int(docs[-1]["seq"]) - 1
+        asked = _next_ask(wanted - len(found), len(found), len(found) + len(lapsed), asked)
+    _mark_in_background(db, file["_id"], [link["_id"] for link in lapsed])
     return found[:wanted]
+
+
+def _next_ask(missing: int, active: int, read: int, asked: int) -> int:
+    """The listed links to read for `missing` more active ones, at the share of the `read`
+    so far that were `active` (none yet: GROWTH times the last ask), at most SPAN."""
+    if missing <= 0:
+        return asked
+    if not active:
+        return min(asked * GROWTH, SPAN)
+    return max(min(math.ceil(missing * read / active * AIM), SPAN), 1)
 
 
 def _still_active(link: LinkDoc, now: datetime) -> bool:
@@ -170,11 +190,15 @@ async def _lapsed(db: Db, file: FileDoc) -> list[LinkDoc]:
     lapsed = [link async for link in db.links.find({"fileId": file["_id"], "listed": "active",
                                                     "expiresAt": {"$lte": utcnow()}})
               if int(link.get("seq", floor - 1)) >= floor]
-    if lapsed and file["_id"] not in _marking:
-        _marking.add(file["_id"])
-        background.spawn(_mark_lapsed(db, file["_id"], [link["_id"] for link in lapsed]),
-                         "marking a file's lapsed links")
+    _mark_in_background(db, file["_id"], [link["_id"] for link in lapsed])
     return lapsed
+
+
+def _mark_in_background(db: Db, file_id: str, ids: list[str]) -> None:
+    """`_mark_lapsed` of `ids`, unless this process is marking the file's already."""
+    if ids and file_id not in _marking:
+        _marking.add(file_id)
+        background.spawn(_mark_lapsed(db, file_id, ids), "marking a file's lapsed links")
 
 
 async def _mark_lapsed(db: Db, file_id: str, ids: list[str]) -> None:
