@@ -2,7 +2,9 @@
 SecantusDB for the module (`server`), the driver's query recorder (`recorder`) and a `Db` with
 vaultd's indexes listening through it (`db`). A module imports the three by name; or, for a
 database of its own on the test worker's shared SecantusDB rather than a server of its own,
-`recorder` and `worker_db` (a fixture named `db` too, so the tests read the same)."""
+`recorder` and `worker_db` (a fixture named `db` too, so the tests read the same); or, for each
+test a database of its own there (a test that counts what it reads from an empty log),
+`recorder_per_test` and `db_per_test` (named `recorder` and `db`)."""
 
 from __future__ import annotations
 
@@ -46,3 +48,19 @@ async def worker_db(request: pytest.FixtureRequest,
             yield database
         finally:
             await background.settled()
+
+
+@pytest.fixture(name="recorder")
+def recorder_per_test() -> QueryRecorder:
+    """`recorder` for one test, with `db_per_test`."""
+    return QueryRecorder()
+
+
+@pytest.fixture(name="db")
+async def db_per_test(request: pytest.FixtureRequest,
+                      recorder: QueryRecorder) -> AsyncIterator[Db]:
+    """`db` for one test: a database of its own on the worker's shared server, named after the
+    module, dropped when the module is done (`tests.embedded_database.recorded_worker_db`)."""
+    prefix = request.module.__name__.rpartition(".")[2][:40]
+    async with recorded_worker_db(prefix, recorder) as database:
+        yield database

@@ -10,14 +10,11 @@ Each test has a database of its own on the test worker's shared SecantusDB
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
-import pytest
-
+from tests import recorded_database
 from tests.db_reads import QueryRecorder
-from tests.embedded_database import recorded_worker_db
 from tests.log_numbers import (
     ACCOUNT,
     LONG_AGO,
@@ -37,6 +34,9 @@ from vaultd.services.common import access_log, feed, numbered_log
 from vaultd.services.rooms import activity as room_activity
 from vaultd.timefmt import utcnow
 
+recorder, db = (recorded_database.recorder_per_test,
+                recorded_database.db_per_test)  # this module's fixtures: a database per test
+
 BURST = 1_500
 RARE = 40
 SLACK = 10  # the counters, the horizon, the one entry past the page and its millisecond
@@ -47,17 +47,6 @@ def assert_first_page(page: list[dict[str, Any]], expected: list[dict[str, Any]]
     in the burst: the next page asks for entries strictly before it)."""
     assert access_log.LATEST <= len(page) < access_log.LATEST + 3
     assert page == expected[:len(page)]
-
-
-@pytest.fixture
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture
-async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_worker_db("actionnumbers", recorder) as database:
-        yield database
 
 
 async def test_a_rare_action_under_a_burst_is_read_by_its_numbers(

@@ -12,32 +12,21 @@ worker's shared SecantusDB (`tests.worker_database`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Any
 
-import pytest
-
+from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
-from tests.embedded_database import recorded_worker_db
 from vaultd.db import Db
 from vaultd.services.common import access_log, feed, log_fence, log_numbering, numbered_log
 from vaultd.services.rooms import activity as room_activity
 from vaultd.timefmt import utcnow
 
+recorder, db = (recorded_database.recorder_per_test,
+                recorded_database.db_per_test)  # this module's fixtures: a database per test
+
 ACCOUNT, ROOM = "acct-numbers", "room-numbers"
 LONG_AGO = datetime(2024, 1, 1).astimezone()
-
-
-@pytest.fixture
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture
-async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_worker_db("lognumbers", recorder) as database:
-        yield database
 
 
 async def write(db: Db, file_id: str, count: int) -> None:

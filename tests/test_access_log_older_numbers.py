@@ -11,15 +11,12 @@ test has a database of its own on the test worker's shared SecantusDB
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests import recorded_database
 from tests.db_reads import QueryRecorder
-from tests.embedded_database import recorded_worker_db
 from tests.log_numbers import (
     ACCOUNT,
     LONG_AGO,
@@ -41,20 +38,12 @@ from vaultd.services.storage import backup
 from vaultd.services.storage.backup_manifest import read_docs
 from vaultd.timefmt import utcnow
 
+recorder, db = (recorded_database.recorder_per_test,
+                recorded_database.db_per_test)  # this module's fixtures: a database per test
+
 BURST = 1_200
 STEP = 300  # entries a step numbers, at most (a round's budget)
 SLACK = 10
-
-
-@pytest.fixture
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture
-async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_worker_db("oldernumbers", recorder) as database:
-        yield database
 
 
 async def older_log(db: Db) -> tuple[str, str]:

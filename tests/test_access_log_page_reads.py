@@ -11,33 +11,22 @@ test worker's SecantusDB (`tests.worker_database`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-import pytest
-
+from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
-from tests.embedded_database import recorded_worker_db
 from vaultd.db import Db
 from vaultd.services.common import access_log, log_fence, log_numbering
 from vaultd.timefmt import iso_utc, utcnow
+
+recorder, db = (recorded_database.recorder_per_test,
+                recorded_database.db_per_test)  # this module's fixtures: a database per test
 
 ACCOUNT, ROOM = "acct-page-reads", "room-page-reads"
 LONG_AGO = datetime(2024, 1, 1).astimezone()
 WRITTEN = 260  # more than a page of access_log.LATEST
 PAGE = access_log.LATEST
-
-
-@pytest.fixture
-def recorder() -> QueryRecorder:
-    return QueryRecorder()
-
-
-@pytest.fixture
-async def db(recorder: QueryRecorder) -> AsyncIterator[Db]:
-    async with recorded_worker_db("logpage", recorder) as database:
-        yield database
 
 
 async def written_and_numbered(db: Db) -> str:

@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 import httpx
 
 from tests.admin_zygote import run_admin
+from tests.vaultd_zygote import VaultdProcess, run_vaultd_to_end, start_vaultd
 from tests.waiting import NotReached, wait_until
 from tests.worker_database import WORKER_DATABASE
 
@@ -42,7 +42,7 @@ class VaultProcess:
     data_dir: Path
     env: dict[str, str] = field(default_factory=dict)
     port: int = 0
-    process: subprocess.Popen[bytes] | None = None
+    process: VaultdProcess | None = None  # forked from tests.vaultd_zygote, or a Popen
     secrets: list[str] = field(default_factory=list)  # every key/token handed out, for log scans
     fixed_port: int = 0  # a port chosen before the start (for settings that name it); 0: any
     entry_module: str = "vaultd.main"  # a module run as vaultd (one that adds routes first)
@@ -58,12 +58,10 @@ class VaultProcess:
     def start(self, timeout: float = 60.0) -> VaultProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.fixed_port or free_port()
-        cmd = [sys.executable, "-m", self.entry_module, "--host", "127.0.0.1",
-               "--port", str(self.port), "--data-dir", str(self.data_dir)]
-        log = open(self.log_path, "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(cmd, cwd=ROOT, env=base_env(self.env), stdout=log,
-                                        stderr=subprocess.STDOUT)
-        log.close()
+        args = ["--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]
+        with open(self.log_path, "ab") as log:  # a process of its own, as a fresh one would be
+            self.process = start_vaultd(self.entry_module, args, base_env(self.env), ROOT,
+                                        stdout=log.fileno(), stderr=log.fileno())
         self._wait_healthy(timeout)
         return self
 
@@ -214,6 +212,4 @@ def vault_pair(root: Path, env: dict[str, str]) -> Iterator[tuple[VaultProcess, 
 def run_vaultd(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """vaultd run to its end with `args` and the test environment plus `env` (a start that is
     refused, a `--help`): its exit code and output."""
-    return subprocess.run([sys.executable, "-m", "vaultd.main", *args], cwd=ROOT,
-                          env=base_env(env), capture_output=True, text=True, check=False,
-                          timeout=60)
+    return run_vaultd_to_end("vaultd.main", args, base_env(env), ROOT, timeout=60)
