@@ -89,11 +89,17 @@ def _holds_port(pid: int, port: int) -> bool:
     """Whether process `pid` has the socket listening on `port` (Linux: /proc; true elsewhere)."""
     if not sys.platform.startswith("linux"):
         return True
+    fd_dir = f"/proc/{pid}/fd"
     try:
-        fd_dir = f"/proc/{pid}/fd"
-        sockets = {os.readlink(f"{fd_dir}/{fd}") for fd in os.listdir(fd_dir)}
-    except OSError:  # it exited, or an fd closed while it was read: asked again next time
+        descriptors = os.listdir(fd_dir)
+    except OSError:  # it exited: asked again next time
         return False
+    sockets = set()
+    for fd in descriptors:
+        # One closed between the listing and its read (a busy server opens and closes files
+        # all the time) is not the listening socket, which lives as long as the server.
+        with contextlib.suppress(OSError):
+            sockets.add(os.readlink(f"{fd_dir}/{fd}"))
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError), open(table) as rows:
             for row in list(rows)[1:]:
