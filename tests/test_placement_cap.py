@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import io
 import random
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +19,8 @@ from render.forensic.layout import keyed
 from render.forensic.placement_page import page_print
 from render.forensic_wire.page_print import bands
 from render.pool.render_pool import RenderPool
-from tests.embedded_database import running_database, vault_db
+from tests import placement_harness
 from tests.forensic_pages import text_cover
-from vaultd import embedded_db
 from vaultd.db import Db
 from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.services.tracing import candidates, placement
@@ -37,24 +34,8 @@ LEAKED = 0x1_2345_6789
 NEWER = 600  # views of the leaked page newer than the leaked one
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(Path(tmp_path_factory.mktemp("cap")) / "db") as running:
-        yield running
-
-
-@pytest.fixture
-async def db(server: embedded_db.EmbeddedServer) -> AsyncIterator[Db]:
-    async with vault_db(server) as database:
-        yield database
-
-
-@pytest.fixture
-async def pool() -> AsyncIterator[RenderPool]:
-    single = RenderPool(workers=1, queue_size=4, timeout_seconds=120,
-                        memory_limit_bytes=2 << 30)
-    yield single
-    await single.close()
+server, db, pool = (placement_harness.server, placement_harness.db,
+                    placement_harness.pool)  # this module's fixtures
 
 
 def _leak() -> bytes:

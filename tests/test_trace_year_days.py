@@ -11,9 +11,7 @@ from __future__ import annotations
 import io
 import math
 import random
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -31,9 +29,8 @@ from render.forensic_wire.evidence import EVIDENCE_BYTES
 from render.forensic_wire.page_print import PRINT_BYTES, bands
 from render.pool.render_pool import RenderPool
 from render.watermark.date_words import date_templates
-from tests.embedded_database import running_database, vault_db
+from tests import placement_harness
 from tests.forensic_pages import text_cover
-from vaultd import embedded_db
 from vaultd.db import Db
 from vaultd.services.tracing import candidates, days, placement
 from vaultd.timefmt import PARIS, utcnow
@@ -47,24 +44,8 @@ LEAKED_DAYS_AGO = 200.3
 NEWER = 400  # views of the leaked page newer than the leaked one: more than the cap
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[embedded_db.EmbeddedServer]:
-    with running_database(Path(tmp_path_factory.mktemp("days")) / "db") as running:
-        yield running
-
-
-@pytest.fixture
-async def db(server: embedded_db.EmbeddedServer) -> AsyncIterator[Db]:
-    async with vault_db(server) as database:
-        yield database
-
-
-@pytest.fixture
-async def pool() -> AsyncIterator[RenderPool]:
-    single = RenderPool(workers=1, queue_size=4, timeout_seconds=120,
-                        memory_limit_bytes=2 << 30)
-    yield single
-    await single.close()
+server, db, pool = (placement_harness.server, placement_harness.db,
+                    placement_harness.pool)  # this module's fixtures
 
 
 def _png(image: Image.Image) -> bytes:
