@@ -195,3 +195,23 @@ async def test_an_active_page_among_lapsed_links_asks_at_their_share_and_marks_t
     ids, total, walked = await listed(db, recorder, account.id, file_id, "active", 1, 20)
     assert (ids, total) == (want[:20], 200)
     assert walked <= 20 + SLACK
+
+
+async def test_lapsed_links_found_while_the_file_is_being_marked_are_marked_too(
+        db: Db, recorder: QueryRecorder) -> None:
+    """An active page marks the lapsed it walked (a few); the expired page, read before that
+    marking ends, finds every lapsed link of the file: the marking under way takes those too,
+    so none is left listed active once the background work has settled."""
+    account, file_id = await account_with_file(db, "Marked Co")
+    now = utcnow()
+    docs = [_link(account.id, file_id, n, now - timedelta(hours=1) if n % 2
+                  else now + timedelta(days=30), listed="active") for n in range(1, 201)]
+    await db.raw(db.links.name).insert_many(docs)
+    await db.files.update_one({"_id": file_id}, {"$set": {
+        "linkSeq": 200, "linkTotal": 200, "linkCount": {"live": 100, "sweptAt": now}}})
+    await listed(db, recorder, account.id, file_id, "active", 1, 20)  # starts the marking
+    await listed(db, recorder, account.id, file_id, "expired", 1, 20)  # while it runs
+    await background.settled()
+    lapsed = [doc["_id"] for doc in docs if doc["seq"] % 2]
+    marked = await db.links.find({"_id": {"$in": lapsed}}, {"listed": 1}).to_list()
+    assert len(marked) == 100 and {doc["listed"] for doc in marked} == {"expired"}

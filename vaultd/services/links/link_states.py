@@ -51,7 +51,9 @@ from vaultd.timefmt import utcnow
 State = Literal["active", "expired", "revoked"]
 WRITE_BATCH = 5  # links per marking update, as a revoke-all's marking (`revoke_jobs`)
 SPAN = MAX_READ  # the widest range of numbers one read of a state's links covers
-_marking: set[str] = set()  # files whose lapsed links this process is marking
+# Files whose lapsed links this process is marking -> the links still to mark: a read while
+# one is marking adds to its links, so none it found waits for a later read.
+_marking: dict[str, set[str]] = {}
 
 
 def revoked_to(file: FileDoc) -> int:
@@ -195,26 +197,33 @@ async def _lapsed(db: Db, file: FileDoc) -> list[LinkDoc]:
 
 
 def _mark_in_background(db: Db, file_id: str, ids: list[str]) -> None:
-    """`_mark_lapsed` of `ids`, unless this process is marking the file's already."""
-    if ids and file_id not in _marking:
-        _marking.add(file_id)
-        background.spawn(_mark_lapsed(db, file_id, ids), "marking a file's lapsed links")
+    """`_mark_lapsed` of `ids`: by the file's marking if this process is marking it already."""
+    if not ids:
+        return
+    pending = _marking.get(file_id)
+    if pending is not None:
+        pending.update(ids)
+        return
+    _marking[file_id] = set(ids)
+    background.spawn(_mark_lapsed(db, file_id), "marking a file's lapsed links")
 
 
-async def _mark_lapsed(db: Db, file_id: str, ids: list[str]) -> None:
-    """`listed: expired` on the lapsed links, WRITE_BATCH at a time, each step followed by a
-    rest as long as it took. Only links not revoked meanwhile: by `_id` and `revoked`, on the
-    `(revoked, _id)` index. Not recorded: a process that stops leaves them lapsed, and the next
-    read finds them again."""
+async def _mark_lapsed(db: Db, file_id: str) -> None:
+    """`listed: expired` on the file's lapsed links to mark (`_marking`), WRITE_BATCH at a
+    time, each step followed by a rest as long as it took, until none is left. Only links not
+    revoked meanwhile: by `_id` and `revoked`, on the `(revoked, _id)` index. Not recorded: a
+    process that stops leaves them lapsed, and the next read finds them again."""
+    pending = _marking[file_id]
     try:
-        for first in range(0, len(ids), WRITE_BATCH):
+        while pending:
+            ids = sorted(pending)[:WRITE_BATCH]
+            pending.difference_update(ids)
             started = time.monotonic()
-            await db.links.update_many(
-                {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
-                {"$set": {"listed": "expired"}})
+            await db.links.update_many({"revoked": False, "_id": {"$in": ids}},
+                                       {"$set": {"listed": "expired"}})
             await asyncio.sleep(time.monotonic() - started)
     finally:
-        _marking.discard(file_id)
+        del _marking[file_id]
 
 
 async def counted_revoke(db: Db, link: LinkDoc) -> None:
