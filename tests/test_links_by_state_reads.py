@@ -71,6 +71,20 @@ async def _seed_hot_file(db: Db, account_id: str, file_id: str) -> None:
         "linkCount": {"live": 2 * BLOCK - BLOCK // 10, "sweptAt": now}}})
 
 
+async def _half_lapsed(db: Db, account_id: str, file_id: str, count: int
+                       ) -> list[dict[str, Any]]:
+    """`count` links listed active, every other one's expiry passed an hour ago, and the
+    file's counters as the services keep them."""
+    now = utcnow()
+    docs = [_link(account_id, file_id, n, now - timedelta(hours=1) if n % 2
+                  else now + timedelta(days=30), listed="active") for n in range(1, count + 1)]
+    await db.raw(db.links.name).insert_many(docs)
+    await db.files.update_one({"_id": file_id}, {"$set": {
+        "linkSeq": count, "linkTotal": count,
+        "linkCount": {"live": count // 2, "sweptAt": now}}})
+    return docs
+
+
 async def _walks(db: Db, recorder: QueryRecorder, account_id: str, file_id: str,
                  want: dict[link_states_helpers.link_listing.State, list[str]], extra: int
                  ) -> None:
@@ -172,12 +186,7 @@ async def test_an_active_page_among_lapsed_links_asks_at_their_share_and_marks_t
     only what was missing took six, halving), and marks the lapsed it walked expired in the
     background, so that the next page 1 does not walk them."""
     account, file_id = await account_with_file(db, "Lapsed Co")
-    now = utcnow()
-    docs = [_link(account.id, file_id, n, now - timedelta(hours=1) if n % 2
-                  else now + timedelta(days=30), listed="active") for n in range(1, 401)]
-    await db.raw(db.links.name).insert_many(docs)
-    await db.files.update_one({"_id": file_id}, {"$set": {
-        "linkSeq": 400, "linkTotal": 400, "linkCount": {"live": 200, "sweptAt": now}}})
+    docs = await _half_lapsed(db, account.id, file_id, 400)
     want = (await expected(db, file_id))["active"]
 
     def ranges() -> int:
@@ -203,12 +212,7 @@ async def test_lapsed_links_found_while_the_file_is_being_marked_are_marked_too(
     marking ends, finds every lapsed link of the file: the marking under way takes those too,
     so none is left listed active once the background work has settled."""
     account, file_id = await account_with_file(db, "Marked Co")
-    now = utcnow()
-    docs = [_link(account.id, file_id, n, now - timedelta(hours=1) if n % 2
-                  else now + timedelta(days=30), listed="active") for n in range(1, 201)]
-    await db.raw(db.links.name).insert_many(docs)
-    await db.files.update_one({"_id": file_id}, {"$set": {
-        "linkSeq": 200, "linkTotal": 200, "linkCount": {"live": 100, "sweptAt": now}}})
+    docs = await _half_lapsed(db, account.id, file_id, 200)
     await listed(db, recorder, account.id, file_id, "active", 1, 20)  # starts the marking
     await listed(db, recorder, account.id, file_id, "expired", 1, 20)  # while it runs
     await background.settled()
