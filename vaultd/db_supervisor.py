@@ -59,13 +59,15 @@ class DbSupervisor:
             # The same port first (the driver finds it again); another if that one is taken.
             port = old.port if attempt == 0 else None
             try:
-                self.server = embedded_db.spawn(old.storage, None, old.credentials, port)
+                self.server = embedded_db.spawn(old.storage, None, old.credentials, port,
+                                                old.start_seconds)
             except OSError as exc:  # no process at all (out of pids or files): retry later
                 log.warning("embedded database did not restart: %s", exc.strerror or exc)
             else:
-                if await _came_up(self.server):
+                failure = await _failure_to_come_up(self.server)
+                if failure is None:
                     break
-                log.warning("embedded database did not restart: %s", _why(self.server))
+                log.warning("embedded database did not restart: %s", failure)
             await asyncio.sleep(RETRY_DELAYS_SECONDS[min(attempt, len(RETRY_DELAYS_SECONDS) - 1)])
         embedded_db.record(self.server)
         if self.server.port != old.port:
@@ -74,26 +76,21 @@ class DbSupervisor:
                     self.server.process.pid, self.server.port)
 
 
-async def _came_up(server: EmbeddedServer) -> bool:
-    """Whether the new server accepts connections; one that exits or hangs is given up."""
-    deadline = asyncio.get_running_loop().time() + embedded_db.START_TIMEOUT_SECONDS
+async def _failure_to_come_up(server: EmbeddedServer) -> str | None:
+    """None once the new server answers a command; why not, once it exits or stays silent
+    past its start limit (then it is killed: nothing was written through it)."""
+    deadline = asyncio.get_running_loop().time() + server.start_seconds
     while asyncio.get_running_loop().time() < deadline:
         if server.process.poll() is not None:
-            return False
+            return embedded_db.exit_message(server)
         if await _answers(server):
-            return True
+            return None
         await asyncio.sleep(0.05)
-    server.process.kill()  # it never answered: nothing was written through it
+    server.process.kill()
     await asyncio.to_thread(server.process.wait)
-    return False
+    return embedded_db.not_started_message(server)
 
 
 async def _answers(server: EmbeddedServer) -> bool:
     # A command, not a connection: a stop must not reach a server still inside its start.
     return await asyncio.to_thread(embedded_db.answering, server)
-
-
-def _why(server: EmbeddedServer) -> str:
-    if server.process.returncode is None:
-        return f"no answer within {embedded_db.START_TIMEOUT_SECONDS:g} s"
-    return embedded_db.exit_message(server)

@@ -24,7 +24,12 @@ from vaultd import db_credentials, db_orphans
 from vaultd.db_credentials import DbCredentials
 
 ADDRESS_FILE = "address.json"
-START_TIMEOUT_SECONDS = 30.0
+# How long a start waits for the server's first answer, unless the caller gives its own
+# (`mongodb.embedded_start_seconds`): a store of 10^6 records under load was measured to take
+# over 30 s to open (WiredTiger's recovery and the index catalog), so the limit is generous; a
+# server that exits fails the start at once, whatever the limit.
+START_TIMEOUT_SECONDS = 120.0
+START_SETTING = "mongodb.embedded_start_seconds / VAULTD_EMBEDDED_DB_START_SECONDS"
 STOP_POLL_SECONDS = 0.05  # between knocks on the port of a server that is stopping
 PORT_ATTEMPTS = 3
 # SecantusDB's own server with vaultd's fix to its index choice (`vaultd.secantus_server`).
@@ -117,6 +122,7 @@ class EmbeddedServer:
     port: int
     storage: Path
     credentials: DbCredentials | None = None
+    start_seconds: float = START_TIMEOUT_SECONDS  # what a start (or restart) waits at most
 
     @property
     def uri(self) -> str:
@@ -156,10 +162,12 @@ def _terminate_main_thread(process: subprocess.Popen[bytes]) -> None:
 
 
 def start(
-    storage: Path, log_path: Path | None = None, record_address: bool = True
+    storage: Path, log_path: Path | None = None, record_address: bool = True,
+    start_seconds: float = START_TIMEOUT_SECONDS,
 ) -> EmbeddedServer:
     """Start SecantusDB with authentication on a free loopback port (creating its user at
-    first start: vaultd.db_credentials) and wait until it accepts connections."""
+    first start: vaultd.db_credentials) and wait until it accepts connections: at most
+    `start_seconds`, and no longer than it lives."""
     storage.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:  # the caller holds the data directory: a server already on this store is an orphan
         db_orphans.stop_orphans(storage)
@@ -167,14 +175,15 @@ def start(
         raise EmbeddedDbError(str(exc)) from None
     credentials = db_credentials.load_or_create(storage)
     if not credentials.provisioned:
-        credentials = _provision(storage, log_path, credentials)
-    return _launch(storage, log_path, record_address, credentials)
+        credentials = _provision(storage, log_path, credentials, start_seconds)
+    return _launch(storage, log_path, record_address, credentials, start_seconds)
 
 
-def _provision(storage: Path, log_path: Path | None, credentials: DbCredentials) -> DbCredentials:
+def _provision(storage: Path, log_path: Path | None, credentials: DbCredentials,
+               start_seconds: float) -> DbCredentials:
     from vaultd.db_users import create_only_user  # pymongo is imported only when needed
 
-    server = _launch(storage, log_path, False, None)
+    server = _launch(storage, log_path, False, None, start_seconds)
     try:
         create_only_user(server.uri, credentials)
     finally:
@@ -185,10 +194,11 @@ def _provision(storage: Path, log_path: Path | None, credentials: DbCredentials)
 
 
 def _launch(
-    storage: Path, log_path: Path | None, record_address: bool, credentials: DbCredentials | None
+    storage: Path, log_path: Path | None, record_address: bool, credentials: DbCredentials | None,
+    start_seconds: float,
 ) -> EmbeddedServer:
     for _ in range(PORT_ATTEMPTS):
-        server = spawn(storage, log_path, credentials)
+        server = spawn(storage, log_path, credentials, start_seconds=start_seconds)
         try:
             _wait_until_up(server)
             break
@@ -202,7 +212,8 @@ def _launch(
 
 
 def spawn(storage: Path, log_path: Path | None, credentials: DbCredentials | None,
-          port: int | None = None) -> EmbeddedServer:
+          port: int | None = None, start_seconds: float = START_TIMEOUT_SECONDS
+          ) -> EmbeddedServer:
     """Start the server process (on `port`, or a free one) without waiting for it."""
     host, port = "127.0.0.1", port or free_port()
     log = open(log_path or log_file(storage), "ab")  # noqa: SIM115
@@ -233,7 +244,7 @@ def spawn(storage: Path, log_path: Path | None, credentials: DbCredentials | Non
         preexec_fn=_die_with_parent,  # noqa: PLW1509 the hook only calls prctl
     )
     log.close()
-    return EmbeddedServer(process, host, port, storage, credentials)
+    return EmbeddedServer(process, host, port, storage, credentials, start_seconds)
 
 
 def record(server: EmbeddedServer) -> None:
@@ -260,7 +271,7 @@ class _PortTaken(Exception):
 
 
 def _wait_until_up(server: EmbeddedServer) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    deadline = time.monotonic() + server.start_seconds
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             message = exit_message(server)
@@ -271,8 +282,13 @@ def _wait_until_up(server: EmbeddedServer) -> None:
             return
         time.sleep(0.05)
     server.stop()
-    raise EmbeddedDbError(f"embedded database in {server.storage} did not start within 30 s; "
-                          f"see {log_file(server.storage)}")
+    raise EmbeddedDbError(not_started_message(server))
+
+
+def not_started_message(server: EmbeddedServer) -> str:
+    """Why a server that is still running was given up: the limit, where to raise it, its log."""
+    return (f"embedded database in {server.storage} did not start within "
+            f"{server.start_seconds:g} s ({START_SETTING}); see {log_file(server.storage)}")
 
 
 def exit_message(server: EmbeddedServer) -> str:

@@ -95,7 +95,8 @@ async def open_database(settings: Settings, reuse_running: bool = False) -> Data
         storage = settings.data_path / "db"
         uri = embedded_db.running_address(storage) if reuse_running else None
         if uri is None:
-            server = embedded_db.start(storage, record_address=not reuse_running)
+            server = embedded_db.start(storage, record_address=not reuse_running,
+                                       start_seconds=settings.mongodb_embedded_start_seconds)
             uri = server.uri
     db = _connect(settings, uri)
     try:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from backends import BACKENDS
 from vaultd.settings.declare import setting
-from vaultd.settings.parsers import choice, path, text, url
+from vaultd.settings.parsers import choice, number, path, text, url
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,11 @@ class StorageSettings:
     mongodb_database: str = setting(
         "mongodb.database", text, "vaultd", "VAULTD_MONGODB_DATABASE",
         "Database name.")
+    mongodb_embedded_start_seconds: float = setting(
+        "mongodb.embedded_start_seconds", number(1, 86400), 120.0,
+        "VAULTD_EMBEDDED_DB_START_SECONDS",
+        "Seconds the embedded SecantusDB may take to answer at a start or restart (a big store "
+        "opens slowly); one that exits fails the start at once.")
     storage_backend: str = setting(
         "storage.backend", choice(*BACKENDS), "local", "VAULTD_STORAGE_BACKEND",
         f"Blob backend: {' or '.join(BACKENDS)}.")
