@@ -92,6 +92,7 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('member_sessions (expiresAt)', '{"expireAfterSeconds": 0}'),
     ('members (accountId, email)', '{"unique": true}'),
     ('members (email)', '{}'),
+    ('number_counters (_id, seq)', '{}'),
     ('page_prints (_id, accountId)', '{}'),
     ('page_prints (accountId, bands)', '{}'),
     ('rate_limits (expiresAt)', '{"expireAfterSeconds": 0}'),

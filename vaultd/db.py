@@ -269,6 +269,19 @@ WALKS: dict[str, tuple[str, str]] = {
     "viewer_sessions": ("linkId", ""), "agreements": ("accountId", ""),
     "rooms": ("accountId", ""), "room_items": ("roomId", ""), "room_links": ("roomId", ""),
     "page_prints": ("accountId", ""),
+    "number_counters": ("seq", ""),
+}
+HEX = "0123456789abcdef"
+ADDRESS = "+-.0123456789@_abcdefghijklmnopqrstuvwxyz"  # a lower-cased address's characters
+# Collections whose ids name their kind before their hex digits (or an address): walked kind
+# by kind (`id_ranges.KeySpace`), in this order (each prefix sorts after the last one's ids).
+# What lies outside them (`access_log:horizon`, a kind not named here) is read between two.
+WALK_SPACES: dict[str, tuple[tuple[str, str], ...]] = {
+    "number_counters": (
+        ("access_log:account-action:", HEX), ("access_log:account:", HEX),
+        ("access_log:file-action:", HEX), ("access_log:file:", HEX),
+        ("access_log:room-action:", HEX), ("access_log:room:", HEX), ("activity:", HEX),
+        ("deliveries:ep_", HEX), ("sessions:", ADDRESS)),
 }
 
 

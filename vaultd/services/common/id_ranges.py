@@ -15,14 +15,23 @@ compares them), whatever the ids look like; only the cost depends on the shape. 
 are read in two guard ranges around it (one read each, so a collection of such ids is read in
 one query), numbers and ObjectIds in one range each (vaultd writes neither: a document inserted
 without `_id` gets an ObjectId). Ids of other types are not read: vaultd writes none.
+
+A collection whose ids name their kind first (`number_counters`: `access_log:file:<uuid>`,
+`sessions:<address>` ...) is walked as several key spaces (`KeySpace`), one per kind: each its
+prefix, then characters of its alphabet (hexadecimal digits, or those of an address), stepped
+through as above; the strings between two spaces, before the first and after the last are read
+in one range each, as the guards of one. Within one space the ids must be spread evenly enough
+for a window's density to predict the next one's: the alphabet is the characters they use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from bson import ObjectId
@@ -34,12 +43,48 @@ SPACE = 16**DIGITS
 FIRST_WIDTH = SPACE >> 16
 GROWTH = 8
 
+HEX = "0123456789abcdef"
+
 Doc = TypeVar("Doc", bound=Mapping[str, Any])
 
 
 def bound(prefix: str, at: int) -> str:
     """The id at position `at` of the key space: strictly increasing with `at`."""
     return f"{prefix}{at:0{DIGITS}x}"
+
+
+@dataclass(frozen=True)
+class KeySpace:
+    """The ids `prefix` + characters of `alphabet` (in code point order): positions 0 to
+    `size`, each `DIGITS` characters of it, strictly increasing; `end` sorts after them all."""
+
+    prefix: str = ""
+    alphabet: str = HEX
+
+    def __post_init__(self) -> None:
+        if list(self.alphabet) != sorted(set(self.alphabet)) or len(self.alphabet) < 2:
+            raise ValueError(f"alphabet {self.alphabet!r}: distinct characters, in order")
+
+    @property
+    def size(self) -> int:
+        return int(len(self.alphabet) ** DIGITS)
+
+    @property
+    def first_width(self) -> int:
+        return self.size // len(self.alphabet) ** 4  # FIRST_WIDTH in hexadecimal
+
+    @property
+    def end(self) -> str:
+        return self.prefix + chr(ord(self.alphabet[-1]) + 1)
+
+    def bound(self, at: int) -> str:
+        if self.alphabet == HEX:
+            return bound(self.prefix, at)
+        digits = []
+        for _ in range(DIGITS):
+            at, digit = divmod(at, len(self.alphabet))
+            digits.append(self.alphabet[digit])
+        return self.prefix + "".join(reversed(digits))
 
 
 def windows_around(prefix: str) -> tuple[dict[str, Any], ...]:
@@ -52,30 +97,45 @@ def windows_around(prefix: str) -> tuple[dict[str, Any], ...]:
 
 async def batches(collection: AsyncCollection[Doc], projection: Mapping[str, Any] | None = None,
                   *, query: Mapping[str, Any] | None = None, prefix: str = "",
-                  size: int = BATCH) -> AsyncIterator[list[Doc]]:
+                  size: int = BATCH, spaces: Sequence[KeySpace] = ()) -> AsyncIterator[list[Doc]]:
     """Every document of `collection` (matching the equalities of `query`), in `_id` order, as
     lists of about `size` (never empty). `collection` needs an index of `query`'s fields then
     `_id` (`db_indexes.ensure_indexes`); `prefix` is what its ids start with before their hex
-    digits. Yields to the event loop after every read."""
-    low_guard, high_guard, *others = windows_around(prefix)
+    digits, or `spaces` the key spaces of its ids' kinds (in order, none overlapping another).
+    Yields to the event loop after every read."""
+    spaces = tuple(spaces) or (KeySpace(prefix),)
+    for before, after in itertools.pairwise(spaces):
+        if after.bound(0) < before.end:
+            raise ValueError(f"key spaces {before.prefix!r} and {after.prefix!r} overlap")
     read = functools.partial(_read, collection, dict(query or {}), projection)
-    found = await read(low_guard)
-    if found:
-        yield found
-    lower, width = 0, FIRST_WIDTH
-    while lower < SPACE:
-        upper = min(lower + width, SPACE)
-        window = {"$gte": bound(prefix, lower),
-                  "$lt": bound(prefix, upper) if upper < SPACE else prefix + "g"}
+    below = ""
+    for space in spaces:
+        found = await read({"$gte": below, "$lt": space.bound(0)})
+        if found:
+            yield found
+        async for found in _space(read, space, size):
+            yield found
+        below = space.end
+    _, _, *others = windows_around(prefix)
+    for window in ({"$gte": below}, *others):
+        found = await read(window)
+        if found:
+            yield found
+
+
+async def _space(read: Callable[[dict[str, Any]], Awaitable[list[Doc]]], space: KeySpace,
+                 size: int) -> AsyncIterator[list[Doc]]:
+    """The documents of one key space, window by window."""
+    lower, width = 0, space.first_width
+    while lower < space.size:
+        upper = min(lower + width, space.size)
+        window = {"$gte": space.bound(lower),
+                  "$lt": space.bound(upper) if upper < space.size else space.end}
         found = await read(window)
         if found:
             yield found
         width = _next_width(width, len(found), size)
         lower = upper
-    for window in (high_guard, *others):
-        found = await read(window)
-        if found:
-            yield found
 
 
 async def _read(collection: AsyncCollection[Doc], query: dict[str, Any],

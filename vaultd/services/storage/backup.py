@@ -22,7 +22,8 @@ already. A file deleted between its export and its blob's copy is named in the m
 from the files cannot be exact, so restore recounts them from the restored files.
 
 Each collection is read in bounded batches: the collections that grow with use (`db.WALKS`)
-in closed `_id` windows of about 200 documents (`services.common.id_ranges`), the few small others
+in closed `_id` windows of about 200 documents (`services.common.id_ranges`; `number_counters`
+kind by kind, `db.WALK_SPACES`), the few small others
 by `_id > last` (sorted, limited), so no single query holds the embedded database for long.
 """
 
@@ -39,7 +40,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 
 from backends.base import BlobBackend
 from vaultd.crypto.keyring import MasterKeyring
-from vaultd.db import WALKS, Db, RawDoc
+from vaultd.db import WALK_SPACES, WALKS, Db, RawDoc
 from vaultd.services.common import id_ranges, numbered_log
 from vaultd.services.storage import health
 from vaultd.services.storage.backup_manifest import (
@@ -98,7 +99,9 @@ def collection_batches(collection: AsyncCollection[RawDoc]) -> AsyncIterator[lis
     walk = WALKS.get(collection.name)
     if walk is None:
         return document_batches(collection)
-    return id_ranges.batches(collection, prefix=walk[1], size=BATCH_DOCUMENTS)
+    spaces = [id_ranges.KeySpace(prefix, alphabet)
+              for prefix, alphabet in WALK_SPACES.get(collection.name, ())]
+    return id_ranges.batches(collection, prefix=walk[1], size=BATCH_DOCUMENTS, spaces=spaces)
 
 
 async def export_collection(collection: AsyncCollection[RawDoc], path: Path) -> int:
