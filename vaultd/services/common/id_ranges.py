@@ -38,9 +38,7 @@ from bson import ObjectId
 from pymongo.asynchronous.collection import AsyncCollection
 
 BATCH = 200  # documents a window aims at: each read well under 50 ms on the embedded database
-DIGITS = 12  # hexadecimal digits of an id that place it in the key space
-SPACE = 16**DIGITS
-FIRST_WIDTH = SPACE >> 16
+DIGITS = 12  # characters of an id (after its prefix) that place it in the key space
 GROWTH = 8
 
 HEX = "0123456789abcdef"
@@ -71,7 +69,7 @@ class KeySpace:
 
     @property
     def first_width(self) -> int:
-        return self.size // len(self.alphabet) ** 4  # FIRST_WIDTH in hexadecimal
+        return self.size // len(self.alphabet) ** 4  # in hexadecimal, 16^8 of 16^12
 
     @property
     def end(self) -> str:
