@@ -194,3 +194,57 @@ async def test_a_rooms_deletions_clean_up_deletes_and_reads_by_index(
     rooms = ("room_links", "room_items")
     assert await _most_examined_by_link_writes(db, writes, rooms) <= DELETE_BATCH
     assert await _most_examined_by_link_writes(db, writes, rooms, writes.reads) <= WINDOW
+
+
+def test_the_step_size_halves_after_a_slow_step_and_grows_back_one_at_a_time() -> None:
+    slow, quick = background.SLOW_STEP_SECONDS * 1.5, background.SLOW_STEP_SECONDS / 4
+    size = background.StepSize(8)
+    sizes = []
+    for seconds in [quick, slow, slow, slow, slow, quick]:
+        size.took(seconds)
+        sizes.append(size.size)
+    assert sizes == [8, 4, 2, 1, 1, 1]  # never below one
+    for _ in range(background.QUICK_STEPS_TO_GROW - 1):
+        size.took(quick)
+    assert size.size == 2
+    size.took(background.SLOW_STEP_SECONDS * 0.75)  # neither slow nor quick: no growth yet
+    for _ in range(background.QUICK_STEPS_TO_GROW * 20):
+        size.took(quick)
+    assert size.size == 8  # never above its most
+
+
+async def _marked_step_sizes(db: Db, writes: WriteFilters, name: str) -> tuple[list[int], int]:
+    """A revoke-all of a file's 120 links, then its marking: the links each update wrote, and
+    how many reads of links the marking sent."""
+    seeded = await seed_account(db, name, files=1, entries=0, links=120)
+    assert await revoke_jobs.revoke_all(db, seeded.account_id, seeded.busy_file,
+                                        owner="vaultd-test") == seeded.live_links
+    writes.sent.clear()
+    writes.reads.clear()
+    writes.recording = True
+    try:
+        await revoke_jobs.all_marked()
+    finally:
+        writes.recording = False
+    assert await db.links.count_documents({"fileId": seeded.busy_file, "revoked": False}) == 0
+    sizes = [len(query.filter["_id"]["$in"]) for query in writes.sent
+             if query.collection == "links"]
+    return sizes, len([query for query in writes.reads if query.collection == "links"])
+
+
+async def test_a_marking_writes_one_link_a_step_once_its_steps_are_slow(
+        db: Db, writes: WriteFilters, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "SLOW_STEP_SECONDS", 0.0)  # every step is slow
+    sizes, _ = await _marked_step_sizes(db, writes, "Slow Co")
+    assert sizes[0] <= revoke_jobs.WRITE_BATCH and sizes[1] <= revoke_jobs.WRITE_BATCH // 2
+    assert sizes[2:] == [1] * (len(sizes) - 2)
+    assert len(sizes) > 100
+
+
+async def test_a_marking_of_quick_steps_writes_its_most_a_step(
+        db: Db, writes: WriteFilters, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "SLOW_STEP_SECONDS", 60.0)  # no step is slow
+    sizes, reads = await _marked_step_sizes(db, writes, "Quick Co")
+    assert max(sizes) == revoke_jobs.WRITE_BATCH
+    # Fewer only at the end of a read's live or expired links: two per read at most.
+    assert len([size for size in sizes if size < revoke_jobs.WRITE_BATCH]) <= 2 * reads

@@ -229,6 +229,10 @@ def spawn(storage: Path, log_path: Path | None, credentials: DbCredentials | Non
         str(storage),
         "--log-level",
         "WARNING",
+        # No replica-set advertisement, so no oplog: vaultd uses neither change streams nor
+        # transactions, and the oplog cost every write an entry (its diff computed, its pre-image
+        # encoded) and SecantusDB's trimming of it meanwhile.
+        "--standalone",
         *(["--auth"] if credentials is not None else []),
     ]
     # A new session keeps a Ctrl-C in the terminal from killing the database before vaultd

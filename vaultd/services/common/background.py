@@ -13,11 +13,41 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("vaultd.background")
 
+# A step that took longer than this is near the 50 ms bar no database operation may pass
+# (other tenants' requests wait behind it): the next ones are made smaller.
+SLOW_STEP_SECONDS = 0.025
+QUICK_STEPS_TO_GROW = 10  # steps in a row under half of it before the size grows by one again
+
 _running: set[asyncio.Task[Any]] = set()
+
+
+@dataclass
+class StepSize:
+    """How many records the next step writes: `most` at first, halved after a step slower than
+    `SLOW_STEP_SECONDS` (a checkpoint, a burst of other work: what slows one step slows the
+    next), one more again after `QUICK_STEPS_TO_GROW` steps in a row under half of it; never
+    below 1 nor above `most`."""
+
+    most: int
+    size: int = 0
+    quick: int = 0  # steps in a row under half the slow mark
+
+    def __post_init__(self) -> None:
+        self.most = max(1, self.most)
+        self.size = min(self.size or self.most, self.most)
+
+    def took(self, seconds: float) -> None:
+        if seconds > SLOW_STEP_SECONDS:
+            self.size, self.quick = max(1, self.size // 2), 0
+            return
+        self.quick = self.quick + 1 if seconds < SLOW_STEP_SECONDS / 2 else 0
+        if self.quick >= QUICK_STEPS_TO_GROW and self.size < self.most:
+            self.size, self.quick = self.size + 1, 0
 
 
 def spawn(work: Coroutine[Any, Any, Any], what: str) -> None:

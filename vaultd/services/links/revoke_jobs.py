@@ -54,11 +54,10 @@ from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
 # Links per read of the background steps. An update rewrites each link's entries in the links'
-# indexes holding `revoked`, `revokedBatch` or `listed`: about 0.8 ms a link on SecantusDB,
-# whose one lock the update holds (50 links: 36-42 ms, 10: 8 ms, measured 2026-11-26 with load
-# 1, before `listed`). So links are updated WRITE_BATCH at a time: with the by-state indexes,
-# 10 a step took 26.5 ms p50 and 89 ms p99 on the loaded machine, 5 a step 14.2 and 42 ms, and
-# marked as many links a minute (docs/performance.md).
+# indexes holding `revoked`, `revokedBatch` or `listed` (6 of its 11), on SecantusDB under its
+# one lock. So links are updated at most WRITE_BATCH at a time, fewer while steps are slow
+# (`background.StepSize`: a checkpoint or a loaded machine slows a run of steps; measured in
+# docs/performance.md).
 BATCH = 50
 WRITE_BATCH = 5
 JOBS = "revoke_jobs"
@@ -215,6 +214,7 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
     steps = PacedSteps(pace, job["accountId"])
     fields = {"generation": 1, "expiresAt": 1}
     listed = {"listed": "revoked"} if holder is FILE else {}  # `link_states`
+    step = background.StepSize(WRITE_BATCH)
     marked = 0
     async for links in id_ranges.batches(records, fields, size=BATCH,
                                          query={holder.key: job[holder.key], "revoked": False}):
@@ -224,20 +224,23 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
         # expiry sweep, as every expired link does.
         for live in (True, False):
             ids = [link["_id"] for link in old if (link["expiresAt"] > revoked_at) is live]
-            for first in range(0, len(ids), WRITE_BATCH):
+            while ids:
+                taken, ids = ids[:step.size], ids[step.size:]
                 # By `_id` and `revoked` alone, on the (revoked, _id) index: a link's generation
                 # never changes once written (`links.create_link` deletes one born of a revoked
                 # generation and makes another), so those read as old stay old. A condition on
                 # `generation` (in no index) made SecantusDB scan every link, each step.
                 started = time.monotonic()
                 result = await records.update_many(
-                    {"revoked": False, "_id": {"$in": ids[first:first + WRITE_BATCH]}},
+                    {"revoked": False, "_id": {"$in": taken}},
                     {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": live,
                               **listed}})
                 marked += int(result.modified_count)
+                took = time.monotonic() - started
+                step.took(took)
                 # Nobody waits for these steps, every other tenant's query may wait behind
                 # one: rest as long as each took, so they never queue back to back.
-                await asyncio.sleep(time.monotonic() - started)
+                await asyncio.sleep(took)
                 await steps.next()
     await db.raw(JOBS).delete_one({"_id": job["_id"]})
     # Notes no longer needed: every link of the generation now says what the note said.
