@@ -197,7 +197,7 @@ async def test_a_rooms_deletions_clean_up_deletes_and_reads_by_index(
 
 
 def test_the_step_size_halves_after_a_slow_step_and_grows_back_one_at_a_time() -> None:
-    slow, quick = background.SLOW_STEP_SECONDS * 1.5, background.SLOW_STEP_SECONDS / 4
+    slow, quick = background.SLOW_STEP_SECONDS * 1.5, background.SLOW_STEP_SECONDS * 0.9
     size = background.StepSize(8)
     sizes = []
     for seconds in [quick, slow, slow, slow, slow, quick]:
@@ -207,7 +207,12 @@ def test_the_step_size_halves_after_a_slow_step_and_grows_back_one_at_a_time() -
     for _ in range(background.QUICK_STEPS_TO_GROW - 1):
         size.took(quick)
     assert size.size == 2
-    size.took(background.SLOW_STEP_SECONDS * 0.75)  # neither slow nor quick: no growth yet
+    for _ in range(background.QUICK_STEPS_TO_GROW - 1):
+        size.took(quick)
+    size.took(slow)  # halves it, and starts the count again
+    for _ in range(background.QUICK_STEPS_TO_GROW - 1):
+        size.took(quick)
+    assert size.size == 1
     for _ in range(background.QUICK_STEPS_TO_GROW * 20):
         size.took(quick)
     assert size.size == 8  # never above its most

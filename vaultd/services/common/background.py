@@ -21,7 +21,7 @@ log = logging.getLogger("vaultd.background")
 # A step that took longer than this is near the 50 ms bar no database operation may pass
 # (other tenants' requests wait behind it): the next ones are made smaller.
 SLOW_STEP_SECONDS = 0.025
-QUICK_STEPS_TO_GROW = 10  # steps in a row under half of it before the size grows by one again
+QUICK_STEPS_TO_GROW = 5  # steps in a row under it before the size grows by one again
 
 _running: set[asyncio.Task[Any]] = set()
 
@@ -30,12 +30,12 @@ _running: set[asyncio.Task[Any]] = set()
 class StepSize:
     """How many records the next step writes: `most` at first, halved after a step slower than
     `SLOW_STEP_SECONDS` (a checkpoint, a burst of other work: what slows one step slows the
-    next), one more again after `QUICK_STEPS_TO_GROW` steps in a row under half of it; never
-    below 1 nor above `most`."""
+    next), one more again after `QUICK_STEPS_TO_GROW` steps in a row under it; never below 1
+    nor above `most`."""
 
     most: int
     size: int = 0
-    quick: int = 0  # steps in a row under half the slow mark
+    quick: int = 0  # steps in a row under the slow mark
 
     def __post_init__(self) -> None:
         self.most = max(1, self.most)
@@ -45,7 +45,7 @@ class StepSize:
         if seconds > SLOW_STEP_SECONDS:
             self.size, self.quick = max(1, self.size // 2), 0
             return
-        self.quick = self.quick + 1 if seconds < SLOW_STEP_SECONDS / 2 else 0
+        self.quick += 1
         if self.quick >= QUICK_STEPS_TO_GROW and self.size < self.most:
             self.size, self.quick = self.size + 1, 0
 
