@@ -1,8 +1,8 @@
 """How long each database operation of vaultd's bulk work takes: `python -m bench.bulk_steps`.
 
-Issue 25 asks that work touching many records (a revoke-all, a file's deletion, the bulk walks
-of verify, rotation, migration and backup) run in steps, none above about 50 ms on the embedded
-database, since its one lock makes every other request wait behind the step in progress.
+Work touching many records (a revoke-all, a file's deletion, the bulk walks of verify,
+rotation, migration and backup) runs in steps, none above about 50 ms on the embedded database,
+since its one lock makes every other request wait behind the step in progress.
 
 A fresh embedded SecantusDB with vaultd's indexes gets one account (`tests.scale_seed`) with
 `--links` links on its busiest file (half expired), as many access-log entries and a tenth as
