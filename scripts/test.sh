@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the tests need, lint and type-check, then run the tests. Extra arguments
-# go to pytest (e.g. -m "not slow" for the fast loop, see docs/testing.md). Without arguments
+# go to pytest (e.g. -m "not slow" --hypothesis-profile=fast-loop for the fast loop, see
+# docs/testing.md). Without arguments
 # (the whole suite, as CI runs it) the container image is built and smoke-tested
 # (scripts/container-test.sh) while pytest runs on three workers, then pytest runs the `alone`
 # modules by themselves.

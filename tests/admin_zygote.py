@@ -10,6 +10,8 @@ zygote: one process per test process that imports `admin_cli.main` once and then
 per command, which starts at `admin_cli.main.main()`. The zygote runs no command itself, so
 what a command changes (its settings, the database it opens or starts, the umask, the CLI's
 state) ends with its child. Commands may run at once: the zygote forks on each connection.
+What it shares with vaultd's zygote (its start, its socket, a request's framing) is
+`tests.zygote_base`.
 
 A command whose environment sets a `PYTHON*` variable differently from the zygote's (a
 PYTHONPATH with a plugin's distribution, whose entry points are read at start) runs in a fresh
@@ -20,22 +22,25 @@ and every command when the environment of the tests sets ADMIN_ZYGOTE=off (to co
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import traceback
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-ROOT = Path(__file__).resolve().parents[1]
-HEADER = struct.Struct("!I")  # the request's length, sent with the two output descriptors
+from tests.zygote_base import ROOT as ROOT  # where the commands run: tests import it from here
+from tests.zygote_base import (
+    ZygoteProcess,
+    listening,
+    output_text,
+    receive_request,
+    send_request,
+)
 
 
 def run_admin(args: list[str], env: dict[str, str], cwd: Path,
@@ -48,75 +53,33 @@ def run_admin(args: list[str], env: dict[str, str], cwd: Path,
                               check=False, timeout=timeout)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         code = zygote.run(args, env, cwd, out, err, cmd, timeout)
-        return subprocess.CompletedProcess(cmd, code, _text(out), _text(err))
-
-
-def _text(file: BinaryIO) -> str:
-    file.seek(0)
-    return file.read().decode("utf-8", errors="replace")
+        return subprocess.CompletedProcess(cmd, code, output_text(out), output_text(err))
 
 
 def _python_settings(env: dict[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if name.startswith("PYTHON")}
 
 
-class _Zygote:
+class _Zygote(ZygoteProcess):
     """The zygote of this test process, started at its first command."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._socket = ""
-        self._env: dict[str, str] = {}
+    server_module = "tests.admin_zygote"
+    switch = "ADMIN_ZYGOTE"
 
-    def serving(self, env: dict[str, str]) -> _Zygote | None:
-        """This zygote when it can run a command with `env`, started if need be; else None."""
-        if not hasattr(os, "fork") or os.environ.get("ADMIN_ZYGOTE") == "off":
-            return None
-        with self._lock:
-            if self._process is not None and self._process.poll() is not None:
-                self._process = None  # it died: a new one
-            if self._process is None:
-                self._start()
-            if _python_settings(env) != _python_settings(self._env):
-                return None
-        return self
+    def forkable(self, env: dict[str, str]) -> bool:
+        return _python_settings(env) == _python_settings(self.env)
 
-    def _start(self) -> None:
-        folder = tempfile.mkdtemp(prefix="vault-admin-zygote-")
-        self._socket = os.path.join(folder, "socket")
-        # What `tests.vault_process.base_env` gives a command, without its settings (a master
-        # key among them): those are each command's.
-        self._env = {name: value for name, value in os.environ.items()
-                     if not name.startswith("VAULTD_")}
-        self._env["PYTHONPATH"] = str(ROOT)
-        # Its stdin is a pipe this process holds: at its end (the worker's, even a killed
-        # one) the zygote reads EOF and exits.
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.admin_zygote", self._socket], cwd=ROOT,
-            env=self._env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self._process.stdout is not None
-        ready = self._process.stdout.readline()
-        if ready != b"ready\n":
-            raise RuntimeError(f"the vault-admin zygote did not start: {ready!r}")
-        atexit.register(self.stop)
-
-    def stop(self) -> None:
-        with self._lock:
-            if self._process is not None and self._process.poll() is None:
-                assert self._process.stdin is not None
-                self._process.stdin.close()
-                self._process.wait(10)
-            self._process = None
+    def started(self, line: bytes) -> None:
+        if line != b"ready\n":
+            raise RuntimeError(f"the vault-admin zygote did not start: {line!r}")
 
     def run(self, args: list[str], env: dict[str, str], cwd: Path, out: BinaryIO,
             err: BinaryIO, cmd: list[str], timeout: float) -> int:
-        body = json.dumps({"args": args, "env": env, "cwd": str(cwd)}).encode()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(timeout)
-            conn.connect(self._socket)
-            socket.send_fds(conn, [HEADER.pack(len(body))], [out.fileno(), err.fileno()])
-            conn.sendall(body)
+            conn.connect(self.socket)
+            send_request(conn, {"args": args, "env": env, "cwd": str(cwd)},
+                         [out.fileno(), err.fileno()])
             answer = b""
             try:
                 while answer.count(b"\n") < 2:
@@ -128,7 +91,8 @@ class _Zygote:
                 pid = answer.split(b"\n")[0]
                 if pid.isdigit():
                     os.kill(int(pid), signal.SIGKILL)
-                raise subprocess.TimeoutExpired(cmd, timeout, _text(out), _text(err)) from None
+                raise subprocess.TimeoutExpired(cmd, timeout, output_text(out),
+                                               output_text(err)) from None
         lines = answer.split(b"\n")
         if len(lines) < 3 or not lines[1].lstrip(b"-").isdigit():
             # Killed before it could say (a signal, a crash): as a process killed by SIGKILL.
@@ -145,9 +109,7 @@ _ZYGOTE = _Zygote()
 def _serve(path: str) -> None:
     import admin_cli.main  # noqa: F401 - the imports every command would make again
 
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(64)
+    listener = listening(path)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # commands reaped as they end
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -169,12 +131,7 @@ def _command(conn: socket.socket) -> None:
     """In the forked child: become the command and run it, then report its exit status."""
     code = 1
     try:
-        head, fds, _, _ = socket.recv_fds(conn, HEADER.size, 2)
-        (size,) = HEADER.unpack(head)
-        body = b""
-        while len(body) < size:
-            body += conn.recv(size - len(body))
-        request: dict[str, Any] = json.loads(body)
+        request, fds = receive_request(conn, 2)
         conn.sendall(f"{os.getpid()}\n".encode())
         os.dup2(fds[0], 1)
         os.dup2(fds[1], 2)

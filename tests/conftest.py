@@ -2,7 +2,9 @@
 session, in the test process (`tests.inprocess`: no test of it signals or measures the server's
 process), a fresh account and key per test, and a check that no secret reached the server log;
 the session's Azurite and moto server for the modules that use them; the worker's shared
-database server (`tests.worker_database`) emptied after each module and stopped at the end."""
+database server (`tests.worker_database`) emptied after each module and stopped at the end.
+The `forensic` modules count as `slow` (out of the fast loop), and the fast loop's Hypothesis
+profile draws fewer examples (docs/testing.md, "The fast loop")."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from tests import hypothesis_profiles  # noqa: F401 - registers the fast loop's profile
 from tests.blob_helpers import encrypt, pattern
 from tests.inprocess import inprocess_vault
 from tests.mail_server import MailServer
@@ -22,6 +25,15 @@ from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
 if TYPE_CHECKING:
     from tests.azurite import Azurite
     from tests.moto_server import MotoServer
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A forensic module's CPU is the leak reading's (numpy, Pillow, PDFium in the test
+    # process): it belongs in the whole suite, and `-m "not slow"` (the fast loop) leaves it out.
+    for item in items:
+        if item.get_closest_marker("forensic") is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -12,15 +12,17 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from tests.http_helpers import assert_json_error
+from tests.hypothesis_profiles import examples
 
 
-def http(examples: int) -> settings:
+def http(count: int) -> settings:
     """Over HTTP: few examples (each is a request or two), no per-example deadline."""
-    return settings(deadline=None, max_examples=examples,
+    return settings(deadline=None, max_examples=examples(count),
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-UNIT = settings(deadline=None, max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+UNIT = settings(deadline=None, max_examples=examples(600),
+                suppress_health_check=[HealthCheck.too_slow])
 
 # --- strategies ---------------------------------------------------------------------------------
 

@@ -13,6 +13,8 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from tests import recorded_database
 from tests.db_reads import QueryRecorder
 from tests.log_numbers import (
@@ -33,6 +35,8 @@ from vaultd.db import Db
 from vaultd.services.common import access_log, feed, numbered_log
 from vaultd.services.rooms import activity as room_activity
 from vaultd.timefmt import utcnow
+
+pytestmark = pytest.mark.slow  # each test seeds and walks a log of its own: tens of seconds
 
 recorder, db = (recorded_database.recorder_per_test,
                 recorded_database.db_per_test)  # this module's fixtures: a database per test

@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests import recorded_database
 from tests.db_reads import QueryRecorder
 from tests.log_numbers import (
@@ -37,6 +39,8 @@ from vaultd.services.common.numbered_log import ALL_SCOPES
 from vaultd.services.storage import backup
 from vaultd.services.storage.backup_manifest import read_docs
 from vaultd.timefmt import utcnow
+
+pytestmark = pytest.mark.slow  # each test seeds and walks a log of its own: tens of seconds
 
 recorder, db = (recorded_database.recorder_per_test,
                 recorded_database.db_per_test)  # this module's fixtures: a database per test

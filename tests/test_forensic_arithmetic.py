@@ -14,6 +14,8 @@ from render.forensic.layout import keyed
 from render.forensic.pattern_plane import pattern_plane
 from tests.forensic_pages import marked_cover
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 
 def _plain_model(values: np.ndarray, weight: np.ndarray, lattice: np.ndarray,
                  wanted: np.ndarray) -> np.ndarray:

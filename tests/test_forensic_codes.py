@@ -10,6 +10,8 @@ import pytest
 
 from render.forensic_wire import trace_codes
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 
 def test_new_ids_are_45_bit_random_and_distinct() -> None:
     ids = [trace_codes.new_render_id() for _ in range(2000)]

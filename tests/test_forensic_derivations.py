@@ -22,6 +22,8 @@ from render.forensic.layout_stream import Pcg64, seed_state
 from render.forensic.placement import field
 from vaultd.services.pages.mark_key import MarkCipher
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 KEY = bytes(range(32))
 SEALED = 3975971203495
 

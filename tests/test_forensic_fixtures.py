@@ -13,6 +13,8 @@ from bench.leakmark_attacks import corpus_pages
 from tests import forensic_store
 from tests.forensic_pages import text_cover
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 
 def test_the_text_cover_is_the_benchmarks_first_page() -> None:
     expected, cover = corpus_pages(1)[0], text_cover()

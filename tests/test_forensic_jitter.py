@@ -11,6 +11,7 @@ import random
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 from PIL import Image
 
 from bench.leakmark_attacks import MARK, SERVED_QUALITY, Page, jpeg, psnr
@@ -25,6 +26,8 @@ from bench.leakmark_jitter import (
     z_score,
 )
 from tests.forensic_pages import text_cover
+
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 
 KEY = bytes(range(3, 35))
 RENDER = 0x0ABC_DEF0_1234

@@ -21,6 +21,8 @@ from render.forensic.layout import keyed
 from tests import documents
 from vaultd.services.pages.mark_key import MarkCipher
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 RENDER_ID = 0x0ABCDEF12345
 # Two moments whose watermark text (the time, in Europe/Paris) let the pattern's lines outrank
 # its lattice on `tests/test_trace_api.py`'s first page in `bench.leakmark_keys`; with the keys

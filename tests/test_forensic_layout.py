@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from bench.leakmark_attacks import ATTACKS
@@ -14,6 +15,8 @@ from render.forensic import decode, layout
 from render.forensic.layout import PUBLIC, keyed
 from tests.forensic_pages import marked_cover, text_cover
 from vaultd.services.pages.mark_key import MarkCipher
+
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 
 VALUE = 0x0BA9_8765_4321
 KEY_A, KEY_B = bytes(range(32)), bytes(range(1, 33))

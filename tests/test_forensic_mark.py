@@ -29,6 +29,8 @@ from render.forensic.decode import NEAR_PAPER, SYNC_THRESHOLD
 from tests import documents
 from tests.forensic_pages import marked_cover, photograph_page, served_cover, text_cover
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 decode_module = importlib.import_module("render.forensic.decode")
 
 RENDER_ID = 0x15A2B3C4D5E

@@ -18,6 +18,8 @@ from render.forensic import decode, rectify
 from tests import forensic_store
 from tests.forensic_pages import marked_cover, served_cover, text_cover
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 RENDER_ID = 0x15A2B3C4D5E
 SEEDS = (1, 2, 3)  # seed 2: the paper at 253-254 in luminance, read in its blue channel
 

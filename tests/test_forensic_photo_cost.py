@@ -22,6 +22,8 @@ from render.forensic import decode, photo, rectify
 from tests import forensic_store
 from tests.forensic_pages import marked_cover, served_cover
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 RENDER_ID = 0x2B4D6F8A1C3
 SEED = 4  # the page in perspective: the case the framed reading would follow
 

@@ -23,6 +23,8 @@ from tests.forensic_pages import marked_cover, text_cover
 from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.services.tracing.placement import named_view, parse_standings
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 MARK = MarkCipher.from_key(bytes(range(40, 72)))
 RENDER = 0x0123_4567_89A
 VALUE = 0x15A2_B3C4_D5E  # what the invisible mark carries (its sealed form, in vaultd)

@@ -22,6 +22,8 @@ from render.forensic import decode, framed, perspective
 from render.forensic.layout import TILE
 from tests.forensic_pages import served_cover, text_cover
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 RENDER_ID = 0x0B5C3A79D21
 # Tilted 12 and -9 degrees, turned by 6, seen from 1.3 times the page's width at a focal
 # length of 0.9 times the frame's diagonal: the frame shows a part of the page, no edge.

@@ -20,7 +20,7 @@ from render.forensic.trace_task import trace_image
 from tests.forensic_pages import text_cover
 
 # The page's render, the camera's and the read: about 10 s of CPU, minutes on a loaded machine.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.forensic]
 RENDER_ID = 0x0B5C3A79D21
 SEED = 2  # the generator's draws for this leak: yaw, pitch, roll, framing, light, saves
 

@@ -9,6 +9,7 @@ import random
 
 import numpy as np
 import pypdfium2 as pdfium
+import pytest
 from PIL import Image
 
 from bench import corpus
@@ -21,6 +22,8 @@ from render.page.sizing import fit_scale, scaled_size
 from render.watermark import viewer_mark
 from render.wire.model import PixelBudget
 from vaultd.services.pages.mark_key import MarkCipher
+
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 
 
 def _served(seed: int) -> tuple[Image.Image, int, bytes]:

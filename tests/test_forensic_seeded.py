@@ -7,9 +7,12 @@ chance lattice far along the line can outscore the tile's own there."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from render.forensic import perspective
+
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 
 _IMAGE = Image.new("L", (8, 8), 200)
 

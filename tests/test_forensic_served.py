@@ -21,6 +21,8 @@ from render.forensic.layout import TILE
 from render.forensic.trace_task import trace_image
 from render.wire.model import PixelBudget
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 decode_module = importlib.import_module("render.forensic.decode")
 RENDER_ID = 0x0D15EA5E0F1
 WIDE_SIDE = 2200  # a deployment's render.long_side that serves portrait pages 1701 px wide

@@ -4,12 +4,15 @@ the candidates it reads at 0.3 and over."""
 
 from __future__ import annotations
 
+import pytest
 from PIL import Image
 
 from bench.leakmark import LAYOUT, mark_page
 from bench.leakmark_attacks import SERVED_QUALITY, jpeg
 from render.forensic import decode, sync
 from tests.forensic_pages import text_cover
+
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 
 RENDER_ID = 0x2F3A_5C7E_91B  # any 45-bit id
 

@@ -13,6 +13,7 @@ import functools
 import math
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from bench.leakmark import mark_page
@@ -21,6 +22,8 @@ from bench.leakmark_untuned import Camera
 from render.forensic import framed, perspective
 from render.forensic.layout import TILE
 from tests.forensic_pages import text_cover
+
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 
 RENDER_ID = 0x1D4E_6A8C_0F3
 FRAME = (450, 600)

@@ -15,6 +15,8 @@ from render.forensic import decode
 from render.forensic.layout import keyed
 from tests.forensic_pages import marked_cover, text_cover
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 LAYOUT_KEY = bytes(range(7, 39))  # the deployment's layout subkey
 VALUE = 0x15A2_B3C4_D5E
 READABLE_DB = 35.0

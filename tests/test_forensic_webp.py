@@ -10,6 +10,7 @@ import io
 import math
 
 import numpy as np
+import pytest
 from PIL import Image
 from scipy import ndimage
 
@@ -18,6 +19,8 @@ from bench.leakmark_attacks import SERVED_QUALITY, jpeg
 from render.forensic import chips, folding, sync
 from render.forensic.layout import TILE
 from tests.forensic_pages import text_cover
+
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 
 decoding = importlib.import_module("render.forensic.decode")  # the package exports `decode`
 

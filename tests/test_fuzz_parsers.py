@@ -17,6 +17,7 @@ from tests.fuzz_strategies import (
     numberish,
     percent_junk,
 )
+from tests.hypothesis_profiles import examples
 from vaultd.errors import VaultError
 from vaultd.plans import get_plan
 from vaultd.services.accounts.accounts import Account
@@ -96,7 +97,8 @@ def link_request_bodies(draw: st.DrawFn) -> dict[str, Any]:
     return link_body(draw, "5f0c1b1e-8d4e-4c8e-9a55-2f1f6f2b9a10")
 
 
-@settings(deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=examples(300),
+          suppress_health_check=[HealthCheck.too_slow])
 @given(body=link_request_bodies())
 def test_parse_link_request_returns_a_valid_request_or_raises_a_vault_error(
     body: dict[str, Any],

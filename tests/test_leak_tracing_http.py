@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 from PIL import Image
 
 from bench.leakmark_attacks import ATTACKS
@@ -20,6 +21,8 @@ from tests.access_log import access_log_entries
 from tests.http_helpers import create_link, upload_ok
 from tests.ocr import edit_distance, read_text
 from tests.vault_process import VaultProcess
+
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 
 
 def test_pages_from_both_routes_trace_back_to_their_log_entry(

@@ -35,6 +35,8 @@ from vaultd.services.pages.mark_key import MarkCipher
 from vaultd.services.tracing.candidates import NEWEST, threshold
 from vaultd.services.tracing.placement import THRESHOLD
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 KEY = MarkCipher.from_key(bytes(range(40, 72))).page_print_key
 OTHER_VIEWER = WatermarkSpec("Bo Otherperson", "bo.other@example.org", "198.51.100.99",
                              "Acme Corp", "2025-12-24 14:30:00 UTC")

@@ -27,6 +27,8 @@ from tests.access_log import access_log_entries
 from tests.http_helpers import MISSING_KEY, assert_json_error, create_link, upload_ok
 from tests.vault_process import VaultProcess
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
+
 # The leaks of the issue (docs/leak-tracing.md), each traced back every time. Brightness or
 # contrast raised by 20 % clips the paper to white: the mark is then read from the visible
 # pattern's ink, the pattern itself modelled and subtracted.

@@ -10,23 +10,18 @@ from __future__ import annotations
 
 import io
 import math
-import random
 from datetime import UTC, datetime, timedelta
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_attacks import SERVED_QUALITY, jpeg, marked
-from bench.leakmark_wash import WASHES
+from bench.leakmark_attacks import jpeg
 from bench.leakmark_year import dated
-from render.forensic.layout import keyed
-from render.forensic.placement_page import page_print
 from render.forensic.trace_task import read_leak
 from render.forensic_wire.evidence import EVIDENCE_BYTES
-from render.forensic_wire.page_print import PRINT_BYTES, bands
+from render.forensic_wire.page_print import PRINT_BYTES
 from render.pool.render_pool import RenderPool
 from render.watermark.date_words import date_templates
 from tests import placement_harness
@@ -41,7 +36,11 @@ MARK = placement.MarkCipher.from_key(bytes(range(11, 43)))
 ACCOUNT = "acct-days"
 LEAKED = 0x1_3579_2468
 LEAKED_DAYS_AGO = 200.3
-NEWER = 400  # views of the leaked page newer than the leaked one: more than the cap
+# The leaked view, 400 of its page since (more than the cap; none on the leaked view's day),
+# and as many of another page this week.
+YEAR = placement_harness.YearOfViews(
+    name="days", account=ACCOUNT, leaked=LEAKED, leaked_days_ago=LEAKED_DAYS_AGO, newer=400,
+    newer_within_days=190, other_within_days=7, seed=4)
 
 
 server, db, pool = (placement_harness.server, placement_harness.db,
@@ -57,10 +56,7 @@ def _png(image: Image.Image) -> bytes:
 def _washed(shown_at: datetime, scale: float = 1.0) -> Image.Image:
     """The text cover as the leaked view was served, its pattern printing `shown_at`, washed
     of its invisible mark (then rescaled and saved at JPEG q60 when `scale` is not 1)."""
-    page = dated(text_cover(), shown_at)
-    served = jpeg(marked(page, 0x55, MARK.layout_key, MARK.placement_seed(LEAKED)),
-                  SERVED_QUALITY)
-    washed = WASHES["observed chips, no key"](served, page.page_height, keyed(None))
+    washed = placement_harness.washed_leak(dated(text_cover(), shown_at), 0x55, MARK, LEAKED)
     if scale == 1.0:
         return washed
     small = washed.resize((round(washed.width * scale), round(washed.height * scale)),
@@ -68,36 +64,10 @@ def _washed(shown_at: datetime, scale: float = 1.0) -> Image.Image:
     return jpeg(small, 60)
 
 
-async def _seed(db: Db, now: datetime) -> None:
-    """The page's print, the leaked view LEAKED_DAYS_AGO back, NEWER views of the page since
-    (none on the leaked view's day), and as many of another page this week."""
-    if await db.page_prints.find_one({"_id": "days-file:1"}) is not None:
-        return
-    made = page_print(jpeg(marked(text_cover(), 1, MARK.layout_key, b"another view 000"),
-                           SERVED_QUALITY), MARK.page_print_key)
-    assert made is not None
-    rng = random.Random(4)
-    await db.page_prints.insert_one({"_id": "days-file:1", "accountId": ACCOUNT,
-                                     "fileId": "days-file", "page": 1, "bits": made.hex(),
-                                     "bands": bands(made), "at": now})
-
-    def view(number: int, file_id: str, render_id: int, days_ago: float) -> dict[str, Any]:
-        return {"_id": f"days-{number}", "accountId": ACCOUNT, "fileId": file_id,
-                "action": "page", "page": 1, "at": now - timedelta(days=days_ago),
-                "renderId": f"{render_id:012x}", "viewerEmail": "v@example.com"}
-
-    views = [view(0, "days-file", LEAKED, LEAKED_DAYS_AGO)]
-    views += [view(n, "days-file", rng.getrandbits(44) + (1 << 44), rng.uniform(0, 190))
-              for n in range(1, NEWER + 1)]
-    views += [view(NEWER + n, "days-other", rng.getrandbits(44) + (1 << 44), rng.uniform(0, 7))
-              for n in range(1, NEWER + 1)]
-    await db.raw("access_log").insert_many(views)
-
-
 async def test_a_view_beyond_the_cap_is_named_by_the_day_its_pattern_prints(
         db: Db, pool: RenderPool, monkeypatch: pytest.MonkeyPatch) -> None:
     now = utcnow()
-    await _seed(db, now)
+    await placement_harness.seed_year_of_views(db, MARK, YEAR, now)
     monkeypatch.setattr(candidates, "CHUNK", 100)
     monkeypatch.setattr(candidates, "NEWEST", 300)  # all of them the other page's
     monkeypatch.setattr(placement, "YEAR_CAP", 300)  # the page's 300 newest: not the leaked

@@ -9,7 +9,9 @@ is), with the start's arguments, environment, working directory, umask, resource
 and output files, running `runpy` on the module as `-m` does, so it exits, is signalled and is
 killed as a fresh one, and its exit status is the one the zygote reaps. The zygote is one
 process per test process that imported `vaultd.main` once, runs nothing itself and forks a
-child per start; it exits when its test process does (its stdin is a pipe from it).
+child per start; it exits when its test process does (its stdin is a pipe from it). What
+it shares with the vault-admin zygote (its start, its socket, a request's framing) is
+`tests.zygote_base`.
 
 What a fork shares with the zygote and a fresh process would not:
 - **What was read at import.** The zygote imports with the test process's environment less
@@ -39,7 +41,6 @@ a machine without fork or pidfds.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -50,13 +51,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from tests.vaultd_zygote_server import HEADER
+from tests.zygote_base import ZygoteProcess, output_text, send_request
 
-ROOT = Path(__file__).resolve().parents[1]
 # Read by the interpreter, the C library or a native library as a process starts or loads
 # one: a start that sets one differently from the zygote's runs fresh.
 STARTUP_NAMES = ("PYTHON", "LC_", "LANG", "TZ", "LD_", "GLIBC_", "MALLOC_", "OPENBLAS_",
@@ -100,12 +99,7 @@ def run_vaultd_to_end(module: str, args: list[str], env: dict[str, str], cwd: Pa
             process.kill()
             process.wait()
             raise
-        return subprocess.CompletedProcess(cmd, code, _text(out), _text(err))
-
-
-def _text(file: Any) -> str:
-    file.seek(0)
-    return str(file.read().decode("utf-8", errors="replace"))
+        return subprocess.CompletedProcess(cmd, code, output_text(out), output_text(err))
 
 
 class ForkedVaultd:
@@ -169,29 +163,20 @@ def _umask() -> int:
     raise LookupError("no Umask in /proc/self/status")
 
 
-class _Zygote:
+class _Zygote(ZygoteProcess):
     """The zygote of this test process, started at its first vaultd."""
 
+    server_module = "tests.vaultd_zygote_server"
+    switch = "VAULTD_ZYGOTE"
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._socket = ""
-        self.env: dict[str, str] = {}
+        super().__init__()
         self.reads: frozenset[str] = frozenset()  # what its imports read of `env` by name
         self.copiers: frozenset[str] = frozenset()  # the modules that copied all of it
         self._limits: dict[str, tuple[int, int]] = {}
 
-    def serving(self, env: dict[str, str]) -> _Zygote | None:
-        """This zygote when a start with `env` may be forked from it, started if need be."""
-        if (os.environ.get("VAULTD_ZYGOTE") == "off" or not hasattr(os, "pidfd_open")
-                or not hasattr(os, "fork")):
-            return None
-        with self._lock:
-            if self._process is not None and self._process.poll() is not None:
-                self._process = None  # it died: a new one
-            if self._process is None:
-                self._start()
-        return self if self.forkable(env) else None
+    def supported(self) -> bool:
+        return hasattr(os, "pidfd_open") and hasattr(os, "fork")
 
     def forkable(self, env: dict[str, str]) -> bool:
         changed = {name for name in env.keys() | self.env.keys()
@@ -202,49 +187,28 @@ class _Zygote:
         return all(_within(hard, self._limits[name][1]) for name, (_, hard) in _limits().items())
 
     def _start(self) -> None:
-        folder = tempfile.mkdtemp(prefix="vaultd-zygote-")
-        self._socket = os.path.join(folder, "socket")
-        self.env = {name: value for name, value in os.environ.items()
-                    if not name.startswith("VAULTD_")}
-        self.env["PYTHONPATH"] = str(ROOT)
-        self._limits = _limits()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.vaultd_zygote_server", self._socket], cwd=ROOT,
-            env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline()
+        self._limits = _limits()  # the zygote's, which its children can lower, never raise
+        super()._start()
+
+    def started(self, line: bytes) -> None:
         try:
             ready = json.loads(line)
         except ValueError:
             ready = {"hazards": [f"it said {line!r}"]}
         if ready["hazards"]:
-            self._stop()
             raise RuntimeError(f"the vaultd zygote is not safe to fork from: {ready['hazards']} "
                                "(VAULTD_ZYGOTE=off starts every vaultd fresh)")
         self.reads = frozenset(ready["reads"])
         self.copiers = frozenset(ready["copiers"])
-        atexit.register(self.stop)
-
-    def stop(self) -> None:
-        with self._lock:
-            self._stop()
-
-    def _stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            assert self._process.stdin is not None
-            self._process.stdin.close()
-            self._process.wait(10)
-        self._process = None
 
     def fork(self, module: str, args: list[str], env: dict[str, str], cwd: Path, stdout: int,
              stderr: int) -> ForkedVaultd:
-        body = json.dumps({"module": module, "args": args, "env": env, "cwd": str(cwd),
-                           "umask": _umask(), "limits": _limits()}).encode()
+        request = {"module": module, "args": args, "env": env, "cwd": str(cwd),
+                   "umask": _umask(), "limits": _limits()}
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            conn.connect(self._socket)
-            socket.send_fds(conn, [HEADER.pack(len(body))], [0, stdout, stderr])
-            conn.sendall(body)
+            conn.connect(self.socket)
+            send_request(conn, request, [0, stdout, stderr])
             line, fds, _, _ = socket.recv_fds(conn, 64, 1)
         except BaseException:
             conn.close()

@@ -15,14 +15,13 @@ import resource
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-HEADER = struct.Struct("!I")  # the request's length, sent with stdin, stdout and stderr
+from tests.zygote_base import listening, receive_request
 
 
 def fork_hazards(own_fds: set[int]) -> list[str]:
@@ -102,9 +101,7 @@ def _serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
     """Serve starts until the test process is gone; in a forked child, return its start."""
     interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C is the test process's
     reads, copiers = _import_recording_reads("vaultd.main")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(64)
+    listener = listening(path)
     hazards = fork_hazards({0, 1, 2, listener.fileno()})
     ready = {"reads": sorted(reads), "copiers": sorted(copiers), "hazards": hazards}
     sys.stdout.write(json.dumps(ready) + "\n")
@@ -124,7 +121,7 @@ def _serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
         if listener not in readable:
             continue
         conn, _ = listener.accept()
-        request, fds = _receive(conn)
+        request, fds = receive_request(conn, 3)  # stdin, stdout and stderr
         pid = os.fork()
         if pid == 0:
             listener.close()
@@ -139,15 +136,6 @@ def _serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
         for fd in fds:
             os.close(fd)
         running[pidfd] = (pid, conn)
-
-
-def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    head, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
-    (size,) = HEADER.unpack(head)
-    body = b""
-    while len(body) < size:
-        body += conn.recv(size - len(body))
-    return json.loads(body), fds
 
 
 def _become(request: dict[str, Any], fds: list[int]) -> None:
