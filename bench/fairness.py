@@ -9,7 +9,7 @@ corpus cover) one request at a time, first on an idle server (its idle p50), the
 3 s) back to back, over one link ("one link") and then over 4 links ("one account", each
 case with a fresh attacker account). A victim request that gets 503 or 429 backs off briefly
 and asks again, as a polite client would: its latency is the time until its page arrives. The
-target (issue 15): the victim's p50 under the burst within 2x its idle p50. With one global
+target: the victim's p50 under the burst within 2x its idle p50. With one global
 FIFO it is not; with the fair queue (render/pool/scheduler.py) it is.
 """
 

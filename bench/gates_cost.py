@@ -1,4 +1,4 @@
-"""Issue 26's cost criterion in one run: what link gates cost a page of a link without a
+"""The gates' cost criterion in one run: what link gates cost a page of a link without a
 policy, against a reference that differs by the gate check alone.
 
 Two vaultd as deployed, fresh and alike, both with `bench/ungated_site` first on their path
@@ -160,7 +160,7 @@ def lines(cost: GatesCost | None) -> list[str]:
         rows.append(f"| {label} | {p50(cost.cases[name].times) * 1000:.1f} | {commands:.2f} | "
                     f"{server:.2f} / {database:.2f} |")
     plain, gated = p50(cost.cases["plain"].times), p50(cost.cases["gated"].times)
-    return ["### Link gates (issue 26)", "",
+    return ["### Link gates", "",
             "Two fresh vaultd: one as deployed, one whose authorise stage is the one before "
             "gates (`bench/ungated_site`: the link's reads alone). The same pages of the same "
             "document, the cases asked for in a rotating order, with a second plain link on the "

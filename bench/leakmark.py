@@ -6,9 +6,10 @@
     python -m bench.leakmark --family wash [--pages 12] [--candidates 2000]
 
 Renders real corpus pages as vaultd serves them, marks each with a random render id, serves it
-(JPEG q80), applies every leak transformation of issue 16 and reports the exact-id recovery rate
-per transformation, PSNR against the same render unmarked, embed and decode times, and false
-positives on unmarked images (the same pages served unmarked and transformed, and photographs).
+(JPEG q80), applies every leak transformation of `bench.leakmark_attacks` and reports the
+exact-id recovery rate per transformation, PSNR against the same render unmarked, embed and
+decode times, and false positives on unmarked images (the same pages served unmarked and
+transformed, and photographs).
 `--family phone`: phone photos of the page shown on a screen (`bench.leakmark_phone`), `--photos`
 a page, and false matches over `--unmarked` photos of the same pages unmarked made the same way.
 `--family wash`: each page marked in a random deployment's layout with the placement mark on,

@@ -1,4 +1,4 @@
-"""What a trace of an unmarked page-like image costs (issue 30: <= 0.5 s of worker time, p95).
+"""What a trace of an unmarked page-like image costs (the budget: <= 0.5 s of worker time, p95).
 
     python -m bench.leakmark_misses [--pages 6] [--photos 0] [--seed 7] [--placement]
 

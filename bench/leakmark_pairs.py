@@ -1,4 +1,4 @@
-"""Every pair of issue 16's single leaks, applied one after the other, on the bench's pages.
+"""Every pair of `bench.leakmark`'s single leaks, applied one after the other, on the bench's pages.
 
 `python -m bench.leakmark_pairs [--pages 12] [--seed 5]`: each page is marked with a new random
 id and served (JPEG q80) as in `bench.leakmark`; each pair of leaks is applied in the order a

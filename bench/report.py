@@ -25,7 +25,7 @@ DOWNLOAD_MB_S = 200.0
 UPLOAD_RSS_MB = 32.0
 WARM_OVER_BARE = 0.5
 ANY_PAGE_P95_MS = 150.0
-MARK_ADDS = 0.15  # the invisible mark's share of the page p50, at most (issue 16)
+MARK_ADDS = 0.15  # the invisible mark's share of the page p50, at most
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Data rooms' cost (issue 27): a room of 1,000 files in 50 folders, its index three ways, and a
+"""Data rooms' cost: a room of 1,000 files in 50 folders, its index three ways, and a
 page read through a room link against the same page through a file link. Part of `bench.run`;
 alone:
 
@@ -140,7 +140,7 @@ def p50_ms(samples: list[float]) -> float:
 def lines(cost: RoomCost | None) -> list[str]:
     if cost is None:
         return []
-    out = [f"### Data rooms (issue 27): {cost.files} files in {cost.folders} folders", "",
+    out = [f"### Data rooms: {cost.files} files in {cost.folders} folders", "",
            f"Filled over HTTP in {cost.build_seconds:.0f} s (one PDF uploaded, the other files "
            "copies of its record). The index "
            "three ways, then the same page through a file link and a room link (the whole "

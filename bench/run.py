@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     results = run(plan, command)
     results.elapsed = time.monotonic() - started
     text = report.markdown(results)
-    if plan.office:  # issue 29's figures: conversion time, converter memory, first page
+    if plan.office:  # Office figures: conversion time, converter memory, first page
         text += "\n### Office conversion\n\n" + office.markdown(results.office, 1)
     print(text)
     out = args.out or RESULTS / ("quick.md" if args.quick else "latest.md")

@@ -1,5 +1,6 @@
 """The invisible mark (render.forensic) on a real page rendered as vaultd serves it: it comes
-back exactly after the leaks of issue 16, stays invisible, and is never found where it is not."""
+back exactly after the leaks of `bench.leakmark`, stays invisible, and is never found where it
+is not."""
 
 from __future__ import annotations
 

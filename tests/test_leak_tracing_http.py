@@ -1,5 +1,5 @@
 """Pages served by a real vaultd carry a render id: stored on their `page` log entry, printed as
-a trace code in the strip, and decoded back from the JPEG after a leak (issue 16, part 1-3)."""
+a trace code in the strip, and decoded back from the JPEG after a leak."""
 
 from __future__ import annotations
 

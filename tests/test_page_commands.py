@@ -1,6 +1,6 @@
 """What a page costs the database, in commands counted by the database (`tests.db_commands`):
-issue 26's cost criterion (gates are judged in the authorise stage from the link check's own
-round trip: a link without a policy sends what it sent before gates) and issue 27's (a room
+the gates' cost criterion (gates are judged in the authorise stage from the link check's own
+round trip: a link without a policy sends what it sent before gates) and the rooms' (a room
 link's page reads its link, the file's place and the key in one round trip, as a file link's
 page does).
 

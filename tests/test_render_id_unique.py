@@ -1,4 +1,4 @@
-"""Render ids are unique within an account (issue 16, item 1): a vaultd made to draw an id a
+"""Render ids are unique within an account: a vaultd made to draw an id a
 second time for one account serves that page under a fresh id, logged once; another account may
 hold the same id. The ids are scripted by `tests/scripted_ids_site` (sitecustomize)."""
 

@@ -1,4 +1,4 @@
-"""The account read does not grow with room links (issue 27): room links join the maintained
+"""The account read does not grow with room links: room links join the maintained
 live-link count (`services.accounts.link_counts`), so `GET /v1/account` reads its counters and the
 room links that expired since its last read, not every room link. Measured on the server's side as
 in tests/test_scale_reads.py (`tests.db_reads`), against a real embedded SecantusDB, with the

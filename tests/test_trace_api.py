@@ -1,6 +1,6 @@
 """POST /v1/trace and `vault-admin trace` against a real vaultd: leaked pages (served through
 both routes, then transformed with Pillow) lead back to their view; unmarked images, other
-accounts' pages and Free accounts never get a match (issue 16, parts 4-5)."""
+accounts' pages and Free accounts never get a match."""
 
 from __future__ import annotations
 

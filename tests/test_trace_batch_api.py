@@ -1,6 +1,6 @@
 """POST /v1/trace with several images of one leak (multipart/form-data) against a real vaultd:
 an answer per image, and a combined verdict per viewer; bad forms are refused with the
-documented status and message (issue 30, part 3)."""
+documented status and message."""
 
 from __future__ import annotations
 

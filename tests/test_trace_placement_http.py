@@ -1,4 +1,4 @@
-"""The placement mark over HTTP (docs/leak-tracing.md, "The placement mark"; issue 30 part 2):
+"""The placement mark over HTTP (docs/leak-tracing.md, "The placement mark"):
 with `trace.placement_mark` on (the default), a page washed of its invisible mark without the
 key (the best wash the code allows) still names its view through POST /v1/trace, single and
 multipart; it names no view of another account; and with the setting off the same wash leaves

@@ -1,6 +1,6 @@
 """The per-account rate of leak traces (trace.max_images_per_hour_per_account): images traced
 in any hour, each image of a multipart trace counted; past it 429 with Retry-After, for that
-account only (issue 30, part 4)."""
+account only."""
 
 from __future__ import annotations
 
