@@ -45,7 +45,7 @@ from vaultd.services.common.log_numbering import (
     UPDATE_BATCH,
     scope_keys,
 )
-from vaultd.services.common.numbered_log import ALL_SCOPES, HORIZON
+from vaultd.services.common.numbered_log import ALL_SCOPES, HORIZON, older_walk_done
 
 log = logging.getLogger("vaultd.audit")
 # Nothing vaultd wrote is older (`numbered.EPOCH`): the walk is done once its window reaches it.
@@ -91,7 +91,7 @@ async def number_older_entries(db: Db, budget: int) -> int:
 
 def done(state: Any) -> bool:
     """Whether the walk has numbered every entry below where the rounds started."""
-    return state is not None and state.get("back") is not None and state["back"] <= EPOCH
+    return older_walk_done(state)
 
 
 async def _step(db: Db, budget: int) -> int:
