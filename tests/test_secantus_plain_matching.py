@@ -1,7 +1,8 @@
 """The embedded database as vaultd starts it (`vaultd.secantus_server`) decides a plain filter's
-match (fields equal to a string, in a range of integers) without SecantusDB's general matcher,
-and returns exactly what that matcher would: for every document of an access-log page of 200,
-and for filters and values of every other kind, which it leaves to that matcher whole.
+match (fields equal to a string or one of some strings, in a range of integers) without
+SecantusDB's general matcher, and returns exactly what that matcher would: for every document of
+an access-log page of 200 and a page of links' stats, and for filters and values of every other
+kind, which it leaves to that matcher whole.
 
 The finds run on a database of its own on the test worker's SecantusDB (`tests.worker_database`),
 which vaultd's server module started; SecantusDB's own `query.matches` is the oracle.
@@ -38,6 +39,8 @@ FILTERS: list[dict[str, Any]] = [
     {"n": {"$gte": Int64(7)}}, {"n": {"$lte": True}}, {"n": {"$gte": 7.0}},
     {"kind": "a", "n": {"$gte": 5, "$lte": 12}}, {"n": 7}, {"n": {"$ne": 7}},
     {"n": {"$in": [7, 12]}}, {"n": {"$gte": 5, "$exists": True}}, {"n": {}},
+    {"kind": {"$in": ["a", "b"]}}, {"kind": {"$in": []}}, {"kind": {"$in": ["a", 5]}},
+    {"kind": {"$in": ["$x"]}}, {"kind": {"$in": ["a"], "$ne": "b"}}, {"n": {"$in": [7]}},
     {"kind.sub": "a"}, {"kind": {"$regex": "^a"}}, {"$or": [{"kind": "a"}, {"n": 7}]}]
 
 
@@ -68,7 +71,9 @@ def test_an_access_log_page_is_matched_without_the_general_matcher() -> None:
     assert all(matches(doc, ranged, vars=now) for doc in page)
     assert not any(matches(doc, {"fileId": FILE, "fileSeq": {"$gt": 1200}}) for doc in page)
     assert not any(matches(doc, {"fileId": "another", "fileSeq": {"$gte": 0}}) for doc in page)
-    assert calls == []  # none of the 603 went to SecantusDB's matcher
+    ids = [doc["_id"] for doc in page[:20]]  # a page of links' stats, by their ids
+    assert [doc["_id"] for doc in page if matches(doc, {"_id": {"$in": ids}})] == ids
+    assert calls == []  # none of the 804 went to SecantusDB's matcher
     assert matches(page[0], {"fileId": FILE}, collation=object())  # a collation: left to it
     assert calls == [1]
 

@@ -29,12 +29,13 @@ A third: SecantusDB matches every document an index range gave against the whole
 (`query.matches`, through its general clause matcher: path resolution, type brackets, numeric
 coercion), about a third of its time per document returned (a page of 200 access-log entries,
 `fileId` and a range of `fileSeq`: docs/performance.md). A filter whose every clause is a plain
-field (no dot, no operator) equal to a string (not one starting with `$`), or in a range of
-integers (`$gt`, `$gte`, `$lt`, `$lte`), on a document whose value there is a string, or an
-integer, is decided here by Python's own comparison, which is MongoDB's for those types (binary
-string equality without a collation; integers compared as numbers). Anything else (another type
-on either side, an array, a missing field, a collation, any other clause) goes to SecantusDB's
-matcher whole, so what a query returns or changes is the same.
+field (no dot, no operator) equal to a string (not one starting with `$`), in a list of such
+strings (`$in`), or in a range of integers (`$gt`, `$gte`, `$lt`, `$lte`), on a document whose
+value there is a string, or an integer, is decided here by Python's own comparison, which is
+MongoDB's for those types (binary string equality without a collation; integers compared as
+numbers). Anything else (another type on either side, an array, a missing field, a collation,
+any other clause) goes to SecantusDB's matcher whole, so what a query returns or changes is the
+same.
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def _forgetting_new_multikeys(mark: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-# The range operators a plain clause may hold, each as Python's comparison of two integers.
+# The range operators a plain clause on an integer may hold, each as Python's comparison.
 RANGES: dict[str, Callable[[int, int], bool]] = {
     "$gt": lambda value, bound: value > bound, "$gte": lambda value, bound: value >= bound,
     "$lt": lambda value, bound: value < bound, "$lte": lambda value, bound: value <= bound}
@@ -185,22 +186,39 @@ def _integer(value: Any) -> bool:
 
 
 def _plain_clause(doc: Any, key: Any, condition: Any) -> bool | None:
-    """Whether `doc` meets one clause that is a plain field equal to a string or in a range of
-    integers, where the document's value there is of that type; UNDECIDED otherwise."""
+    """Whether `doc` meets one clause that is a plain field equal to a string, in a list of
+    strings (`$in`) or in a range of integers, where the document's value there is of that type;
+    UNDECIDED otherwise."""
     if type(key) is not str or not key or key[0] == "$" or "." in key:
         return UNDECIDED
     value = doc.get(key, UNDECIDED)
     if type(condition) is str:  # (one like "$$NOW" is left to SecantusDB, literal or not)
         return value == condition if type(value) is str and condition[:1] != "$" else UNDECIDED
-    if type(condition) is not dict or not condition or not _integer(value):
+    if type(condition) is not dict or not condition:
         return UNDECIDED
+    if type(value) is str:
+        return _among_strings(value, condition)
+    return _in_range(value, condition) if _integer(value) else UNDECIDED
+
+
+def _among_strings(value: str, condition: dict[str, Any]) -> bool | None:
+    """`{$in: [strings]}` (a page's links' stats by their ids), else UNDECIDED."""
+    among = condition.get("$in")
+    if len(condition) != 1 or type(among) is not list or not all(
+            type(other) is str and other[:1] != "$" for other in among):
+        return UNDECIDED
+    return value in among
+
+
+def _in_range(value: int, condition: dict[str, Any]) -> bool | None:
+    """Range operators with integer bounds, else UNDECIDED."""
+    met = True
     for operator, bound in condition.items():
         compare = RANGES.get(operator)
         if compare is None or not _integer(bound):
             return UNDECIDED
-        if not compare(value, bound):
-            return False
-    return True
+        met = met and compare(value, bound)
+    return met
 
 
 def plain_match(doc: Any, filter: Any) -> bool | None:
