@@ -54,22 +54,31 @@ MAX_PER_ROUND = 500
 MIN_STRETCH = timedelta(milliseconds=10)
 IN_CHUNK = 200  # counters read back per command
 FIELDS = {"at": 1, "action": 1, **{scope.field: 1 for scope in ALL_SCOPES}}
+READ_IT = object()  # `number_new_entries`' default: the numbering's record is read there
 
 
-async def number_new_entries(db: Db, horizon: datetime) -> int:
+async def number_new_entries(db: Db, horizon: datetime, state: Any = READ_IT) -> int:
     """Numbers the entries stamped before `horizon` (the log fence stands there) that the last
-    round left; how many it numbered. A database error is logged, not raised: the audit
-    round that calls it goes on, and the next round numbers the same stretch."""
+    round left; how many it numbered. `state`: the numbering's record (HORIZON) as the caller
+    read it this round, or None where there is none; read here by default. A database error is
+    logged, not raised: the audit round that calls it goes on, and the next round numbers the
+    same stretch."""
     try:
-        return await _number(db, horizon)
+        if state is READ_IT:
+            state = await read_state(db)
+        return await _number(db, horizon, state)
     except PyMongoError as error:
         log.warning("access log numbering skipped this round: %s", error)
         return 0
 
 
-async def _number(db: Db, horizon: datetime) -> int:
+async def read_state(db: Db) -> Any:
+    """The numbering's record: its horizon, its stretch, the older entries' walk's place."""
+    return await db.number_counters.find_one({"_id": HORIZON})
+
+
+async def _number(db: Db, horizon: datetime, state: Any) -> int:
     counters = db.number_counters
-    state = await counters.find_one({"_id": HORIZON})
     if state is None or "horizon" not in state:  # the first round: numbers start here
         await counters.update_one({"_id": HORIZON}, {"$setOnInsert": {
             "horizon": horizon, "actionsFrom": horizon}}, upsert=True)

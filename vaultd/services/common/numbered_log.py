@@ -44,7 +44,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from vaultd.db import Db
 from vaultd.records.members import NumberCounterDoc
 from vaultd.services.common.newest import FIRST_WINDOW, newest
-from vaultd.services.common.numbered import newest_numbered
+from vaultd.services.common.numbered import EPOCH, newest_numbered
 from vaultd.timefmt import utcnow
 
 HORIZON = "access_log:horizon"  # number_counters: every entry stamped before it is numbered
@@ -98,10 +98,25 @@ def numbered_from(state: NumberCounterDoc | None,
                   counter: NumberCounterDoc | None) -> datetime | None:
     """Where the scope's numbered part starts (every entry of the scope from there to the
     horizon has its number): its oldest numbered entry (the counter's `since`: the first a
-    round numbered, lowered by the older entries' walk). None: nothing numbered."""
-    if state is None or "horizon" not in state or counter is None or "since" not in counter:
+    round numbered, lowered by the older entries' walk). A scope without a counter once the
+    walk is done has no entry before the horizon that vaultd wrote: nothing is numbered, and
+    its part before the horizon is read as the old part (nearly always empty). None: nothing
+    numbered, and the scope may hold entries before the walk's place."""
+    if state is None or "horizon" not in state:
+        return None
+    if counter is None and older_walk_done(state):
+        return state["horizon"]
+    if counter is None or "since" not in counter:
         return None
     return min(counter["since"], state["horizon"])
+
+
+def older_walk_done(state: NumberCounterDoc | None) -> bool:
+    """Whether the older entries' walk (`older_log_numbering`) has numbered every entry below
+    where the rounds started: below a scope's numbers lie then only entries a tool wrote since
+    with older times (a test's, a script's)."""
+    back = None if state is None else state.get("back")
+    return back is not None and back <= EPOCH
 
 
 async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, oldest: datetime,
@@ -139,17 +154,22 @@ async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, old
                         and (below is None or (doc["at"], doc["_id"]) < below))
             out += await newest_numbered(log, query, scope.number, count=wanted - len(out),
                                          top=upper, floor=floor, keep=numbered)
-    # Below where the numbers start: by time.
+    # Below where the numbers start: by time. Once the older entries' walk is done that part
+    # holds only what a tool wrote with older times, nothing in a vault that wrote its own
+    # log: one range of it, rather than windows growing back to `oldest` (the account's log
+    # goes back to EPOCH: eight round trips to find nothing, most of an empty log's read).
     if len(out) < wanted and oldest < edge:
         old_edge = min(below, (edge, "")) if below is not None else (edge, "")
-        out += await by_time(log, query, wanted - len(out), old_edge, oldest)
+        out += await by_time(log, query, wanted - len(out), old_edge, oldest,
+                             whole=older_walk_done(state))
     return out[:wanted]
 
 
 async def by_time(log: AsyncCollection[Any], query: dict[str, Any], count: int,
-                  below: Position | None, oldest: datetime) -> list[Any]:
+                  below: Position | None, oldest: datetime, *, whole: bool = False) -> list[Any]:
     """Up to `count` entries of `query` below `below`, at or after `oldest`, newest first, by
-    time windows: the rest of `below`'s millisecond (few entries), then strictly before it."""
+    time windows: the rest of `below`'s millisecond (few entries), then strictly before it.
+    `whole`: the stretch is expected empty, and its first window is all of it."""
     docs: list[Any] = []
     before = below[0] if below is not None else None
     if below is not None and below[1]:
@@ -158,9 +178,9 @@ async def by_time(log: AsyncCollection[Any], query: dict[str, Any], count: int,
                       key=lambda doc: doc["_id"], reverse=True)[:count]
     if len(docs) < count and (before is None or before > oldest):
         latest = before or utcnow() + CLOCK_SLACK
+        first = latest - oldest if whole else min(latest - oldest, TAIL_WINDOW)
         page = await newest(log, query, "at", count=count - len(docs), before=before,
-                            oldest=oldest, latest=latest,
-                            first_window=max(min(latest - oldest, TAIL_WINDOW), FIRST_WINDOW))
+                            oldest=oldest, latest=latest, first_window=max(first, FIRST_WINDOW))
         docs += page.docs
     return docs
 

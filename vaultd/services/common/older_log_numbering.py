@@ -45,7 +45,7 @@ from vaultd.services.common.log_numbering import (
     UPDATE_BATCH,
     scope_keys,
 )
-from vaultd.services.common.numbered_log import ALL_SCOPES, HORIZON
+from vaultd.services.common.numbered_log import ALL_SCOPES, HORIZON, older_walk_done
 
 log = logging.getLogger("vaultd.audit")
 # Nothing vaultd wrote is older (`numbered.EPOCH`): the walk is done once its window reaches it.
@@ -63,9 +63,17 @@ _MS = timedelta(milliseconds=1)
 
 async def number_log(db: Db, horizon: datetime) -> int:
     """What the audit round runs behind its fence: the new entries up to `horizon`, then a step
-    of the older ones with what is left of the round's budget; how many entries it numbered."""
-    new = await log_numbering.number_new_entries(db, horizon)
-    if MAX_PER_ROUND - new < MIN_STEP:
+    of the older ones with what is left of the round's budget; how many entries it numbered.
+    The numbering's record is read once for both: a round whose walk is done (every round, once
+    the older entries are numbered) reads it no more; a step of a walk still going reads it
+    again (the new entries' numbering has just moved its horizon)."""
+    try:
+        state = await log_numbering.read_state(db)
+    except PyMongoError as error:
+        log.warning("access log numbering skipped this round: %s", error)
+        return 0
+    new = await log_numbering.number_new_entries(db, horizon, state)
+    if MAX_PER_ROUND - new < MIN_STEP or done(state):
         return new
     return new + await number_older_entries(db, MAX_PER_ROUND - new)
 
@@ -83,7 +91,7 @@ async def number_older_entries(db: Db, budget: int) -> int:
 
 def done(state: Any) -> bool:
     """Whether the walk has numbered every entry below where the rounds started."""
-    return state is not None and state.get("back") is not None and state["back"] <= EPOCH
+    return older_walk_done(state)
 
 
 async def _step(db: Db, budget: int) -> int:
