@@ -73,6 +73,15 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
             return None, True
     if page_shown:
         return None, tilted
+    if corners is None:
+        # A page on a desk that covers under a quarter of the frame (`rectify.SMALL_PAGE_AREA`):
+        # its corners, when its edges are seen, read as any page's. They settle nothing: a
+        # glare spot on the desk beside the page can pass for a part of it.
+        small = rectify.page_corners(grey, rectify.SMALL_PAGE_AREA)
+        if small is not None and rectify.needs_rectifying(small) and edges_seen(grey, small):
+            found = read_photo(image, grey, small, plan, long_side)
+            if found is not None:
+                return found, True
     reading = framed.read_framed(grey, plan)
     return reading.found, tilted or reading.found is not None or reading.tilted
 
