@@ -1,7 +1,8 @@
 """A page photographed on a desk from far enough that it covers under a quarter of the frame
 (the `margin` family of `bench.leakmark_untuned`, docs/leak-tracing.md, "Families the reader was
 not tuned on"): its corners are found at the smaller area (`rectify.SMALL_PAGE_AREA`) and the
-photo reading names its view; the same photo of the page served unmarked names none."""
+photo reading names its view; the same photo of the page served unmarked names none; a glare
+spot on the desk joined to the page's bright region is no edge of it."""
 
 from __future__ import annotations
 
@@ -26,10 +27,7 @@ CAMERA = Camera(frame=(1934, 2579), focal=3161.142325241923, yaw=-0.014540200820
                 pitch=0.15679799645783235, roll=-0.15785596343022196, aim=(618.5, 855.5),
                 distance=4166.715773690894)
 SEED = 3
-
-
-# At this seed a glare spot on the desk below the page joins its bright region.
-GLARE_SEED = 2
+GLARE_SEED = 2  # a glare spot on the desk below the page joins its bright region
 
 
 @functools.cache
