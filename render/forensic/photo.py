@@ -73,16 +73,26 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
             return None, True
     if page_shown:
         return None, tilted
+    if corners is None:
+        # A page on a desk that covers under a quarter of the frame (`rectify.SMALL_PAGE_AREA`):
+        # its corners, when each side is an edge seen (a glare spot on the desk beside the
+        # page can join its bright region), read and settle it as any page's.
+        small = rectify.page_corners(grey, rectify.SMALL_PAGE_AREA)
+        if small is not None and rectify.needs_rectifying(small) and edges_seen(
+                grey, small, each_side=True):
+            return read_photo(image, grey, small, plan, long_side), True
     reading = framed.read_framed(grey, plan)
     return reading.found, tilted or reading.found is not None or reading.tilted
 
 
-def edges_seen(grey: Image.Image, corners: rectify.Corners) -> bool:
+def edges_seen(grey: Image.Image, corners: rectify.Corners, each_side: bool = False) -> bool:
     """Whether every side of the quadrilateral `corners` is a page's edge seen in `grey`:
     just outside it (_SURROUND of the image's long side), inside the frame, a surround
     _EDGE_CONTRAST darker than the paper just inside. A page on a screen, or on a desk, has
     one; the outline of a dense text block that passed for a page's in a photo framed on the
-    page has paper or the frame's border there."""
+    page has paper or the frame's border there. `each_side`: darker than what lies just inside
+    that very side too (a glare spot on the desk that joined the page's bright region has the
+    desk on both sides of its outline: 141-162 levels each side; a page's edges 101-180 apart)."""
     points = np.array(corners)
     centre = points.mean(axis=0)
     reach = _SURROUND * max(grey.size)
@@ -101,7 +111,16 @@ def edges_seen(grey: Image.Image, corners: rectify.Corners) -> bool:
         return False
     paper = float(np.percentile(within, 90))
     return all(bool(np.isfinite(levels).mean() >= _IN_FRAME)
-               and float(np.median(levels)) <= paper - _EDGE_CONTRAST for levels in outside)
+               and float(np.median(levels)) <= paper - _EDGE_CONTRAST
+               and (not each_side or _stepped(levels, own))
+               for levels, own in zip(outside, inside, strict=True))
+
+
+def _stepped(outside: npt.NDArray[np.float64], inside: npt.NDArray[np.float64]) -> bool:
+    """Whether a side's levels just inside are _EDGE_CONTRAST over those just outside."""
+    within = inside[np.isfinite(inside)]
+    return len(within) > 0 and float(np.median(within)) - float(
+        np.median(outside[np.isfinite(outside)])) >= _EDGE_CONTRAST
 
 
 def _levels(grey: Image.Image, points: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -29,6 +29,11 @@ from PIL import Image, ImageFilter
 _WORK_SIDE = 1000  # px: the outline is found on a copy this large
 _MIN_CONTRAST = 60  # grey levels between paper and surround: less is not a page on a screen
 _MIN_AREA = 0.25  # of the frame: a smaller bright region is not a page shown large
+# ...but may be a page photographed on a desk from further away (`render.forensic.photo`, which
+# asks for it only where its edges are seen against a darker surround): the untuned bench's
+# `margin` family puts the page on 45-85 % of the frame's width, 24 % of its area and less.
+# The paper's level is the image's 90th percentile, so the page must cover more than a tenth.
+SMALL_PAGE_AREA = 0.12
 _MIN_SKEW = 0.01  # corners this near a similarity of a rectangle need no rectifying
 _MIDDLE = (0.2, 0.8)  # the share of each edge's span whose crossings fit the line
 
@@ -36,9 +41,9 @@ Floats = npt.NDArray[np.float64]
 Corners = list[tuple[float, float]]  # top-left, top-right, bottom-right, bottom-left
 
 
-def page_corners(grey: Image.Image) -> Corners | None:
+def page_corners(grey: Image.Image, least_area: float = _MIN_AREA) -> Corners | None:
     """The page's four corners in `grey`'s pixels, or None when no bright quadrilateral
-    covering a good share of the image stands out from a darker surround."""
+    covering `least_area` of the image or more stands out from a darker surround."""
     factor = max(1, math.ceil(max(grey.size) / _WORK_SIDE))
     small = grey.reduce(factor).filter(ImageFilter.BoxBlur(1))
     values = np.asarray(small, dtype=np.float64)
@@ -47,7 +52,7 @@ def page_corners(grey: Image.Image) -> Corners | None:
         return None
     middle = (dark + paper) / 2
     bright = values > middle
-    if bright.mean() < _MIN_AREA:
+    if bright.mean() < least_area:
         return None
     edges = [_edge_line(values, bright, middle, side) for side in range(4)]
     if any(edge is None for edge in edges):
@@ -59,7 +64,7 @@ def page_corners(grey: Image.Image) -> Corners | None:
         if point is None:
             return None
         corners.append(((point[0] + 0.5) * factor - 0.5, (point[1] + 0.5) * factor - 0.5))
-    return corners if _plausible(corners, grey.size) else None
+    return corners if _plausible(corners, grey.size, least_area) else None
 
 
 def _edge_line(values: Floats, bright: npt.NDArray[np.bool_], middle: float,
@@ -122,7 +127,7 @@ def _intersection(first: tuple[float, float, float], second: tuple[float, float,
     return (c1 * b2 - c2 * b1) / det, (a1 * c2 - a2 * c1) / det
 
 
-def _plausible(corners: Corners, size: tuple[int, int]) -> bool:
+def _plausible(corners: Corners, size: tuple[int, int], least_area: float) -> bool:
     """A convex quadrilateral within the image (a little beyond allowed) covering a good
     share of it."""
     points = np.array(corners)
@@ -137,7 +142,7 @@ def _plausible(corners: Corners, size: tuple[int, int]) -> bool:
         return False
     area = 0.5 * abs(float(np.dot(points[:, 0], np.roll(points[:, 1], 1))
                            - np.dot(points[:, 1], np.roll(points[:, 0], 1))))
-    return area >= _MIN_AREA * size[0] * size[1]
+    return area >= least_area * size[0] * size[1]
 
 
 def needs_rectifying(corners: Corners) -> bool:
