@@ -19,6 +19,7 @@ from bench.leakmark_untuned import Camera, lit, photographed, saved, sensed
 from render.forensic import decode, photo, rectify
 from tests.forensic_pages import text_cover
 
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 RENDER_ID = 0x0C4E5A1B2D3
 # The camera of the seed-41 `margin` leak of `manual.pdf#1` (1,140 x 1,521) that the reader
 # missed: the page on 24 % of the frame. Its light, sensor and saves drawn from SEED (the
