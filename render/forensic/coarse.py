@@ -90,6 +90,37 @@ def scores(points: Points, scales: npt.NDArray[np.float64], angle: float, plan: 
     return result
 
 
+def sheared_scores(points: Points, scale: float, aspects: Floats, shears: Floats,
+                   plan: Layout) -> Floats:
+    """The coarse sync score of upright `points` at every aspect of `aspects` with each of
+    its shears (`shears`: a row of one shear an aspect per group of trials, a column an
+    aspect), flattened: x less the shear times y, folded at `scale` across and `scale` x
+    aspect down (a photo framed on the page, `render.forensic.framed`). Every trial at full
+    cell resolution, as `scores` gives a trial scored alone, the same numbers (the batched
+    FFT's last bits aside). A group of trials is one bincount, every trial one batched FFT,
+    and each aspect's row cells are made once for all its shears (a call to `scores` a
+    trial: 0.2 s for the 205 trials of a lattice, 0.13 s so)."""
+    ys, xs, values = points
+    rows = ys - ys.min()
+    row_cells = _wrapped((rows[:, None] / (CELL * (scale * aspects[None, :]))).astype(
+        np.int32)) * GRID
+    row_cells += (np.arange(len(aspects), dtype=np.int32) * GRID * GRID)[None, :]
+    weights = np.repeat(values, len(aspects))
+    folds = np.empty((shears.size, GRID, GRID), dtype=np.float32)
+    for group, shear in enumerate(shears):
+        # x - s y, as x + (-s) y: the same bits, one temporary fewer.
+        along = ys[:, None] * -shear[None, :]
+        along += xs[:, None]
+        along -= along.min(axis=0)
+        along /= CELL * scale
+        index = _wrapped(along.astype(np.int32))
+        index += row_cells
+        sums = np.bincount(index.ravel(), weights, len(aspects) * GRID * GRID)
+        folds[group * len(aspects): (group + 1) * len(aspects)] = -sums.reshape(
+            len(aspects), GRID, GRID)
+    return folded_scores(folds.astype(np.float64), plan)
+
+
 def _cells(length: int, scales: Floats) -> npt.NDArray[np.int32]:
     """Per pixel position 0..length-1 (rows) and scale (columns): the cell it folds into
     (32-bit: the lookups of every point at every scale are the bulk of the work)."""

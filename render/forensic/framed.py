@@ -135,21 +135,12 @@ def _candidates(points: Points, scale: float, rows: float, plan: Layout,
     _SHEARS about it folded coarsely, the best few probed and refined."""
     sample = scan.thinned(points, _COARSE_POINTS)
     aspects = np.exp(np.arange(-_ASPECT_REACH, _ASPECT_REACH + 1e-9, _ASPECT_STEP))
-    trials: list[tuple[float, float, float]] = []
-    for offset in _SHEARS:
-        shears = [_shear_for(float(aspect), rows) + offset for aspect in aspects]
-        # Each shear is a fold of its own; the aspect is the vertical scale.
-        for aspect, shear in zip(aspects.tolist(), shears, strict=True):
-            trials.append((0.0, aspect, shear))
-    scored = []
-    for start in range(0, len(trials), len(aspects)):
-        batch = trials[start: start + len(aspects)]
-        for (_, aspect, shear) in batch:
-            moved = _sheared(sample, shear, 1.0)
-            value = float(coarse.scores(moved, np.array([[scale, scale * aspect]]), 0.0,
-                                        plan)[0])
-            scored.append((value, aspect, shear))
-    scored.sort(reverse=True)
+    # Each shear is a fold of its own; the aspect is the vertical scale.
+    shears = np.array([[_shear_for(aspect, rows) + offset for aspect in aspects.tolist()]
+                       for offset in _SHEARS])
+    values = coarse.sheared_scores(sample, scale, aspects, shears, plan)
+    scored = sorted(zip(values.tolist(), np.tile(aspects, len(_SHEARS)).tolist(),
+                        shears.ravel().tolist(), strict=True), reverse=True)
     found: list[tuple[float, float, float]] = []
     tried: list[tuple[float, float]] = []
     dense = scan.thinned(points, scan.MAX_POINTS)

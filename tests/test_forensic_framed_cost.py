@@ -1,0 +1,103 @@
+"""What a photo framed on the page costs when it names no view (docs/leak-tracing.md, "Limits":
+"Unmarked page-like images cost more"). Such a photo shows no page edge, so the framed
+reading (`render.forensic.framed`: the perspective from the page's own lines, then the
+mark's lattice) runs to its end on it: its vanishing-line trials and the folds of the
+lattices they show. The cost is held to a yardstick measured in the same test
+(`bench.leakmark_misses.yardstick`: the decoder's kinds of work, fixed), so that a loaded
+machine weighs on both; and the same photo marked still names its view. The photo is made by
+the frozen generator of the untuned families (`bench.leakmark_untuned.filled`). The framed
+reading's coarse folds, batched (`coarse.sheared_scores`), score every trial as a fold of
+that trial alone does (`coarse.scores`)."""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from bench.leakmark_misses import yardstick
+from bench.leakmark_untuned import filled
+from render.forensic import coarse, decode, photo, rectify
+from render.forensic.layout import PUBLIC
+from tests import forensic_store
+from tests.forensic_pages import marked_cover, served_cover
+
+# The camera's draws and four decodes: about 10 s of CPU, a minute on a loaded machine.
+slow = pytest.mark.slow
+RENDER_ID = 0x3C1D5E7F0A2
+SEED = 2  # the generator's draws for this leak: yaw, pitch, roll, framing, light, saves
+
+fixture_store = forensic_store.fixture_store  # this module's fixture
+Photo = Callable[[bool], Image.Image]
+
+
+@pytest.fixture(scope="module")
+def framed_photo(fixture_store: forensic_store.FixtureStore) -> Photo:
+    """The text cover served (marked or not), photographed by `filled` at SEED."""
+
+    @functools.cache
+    def photographed_as(mark: bool) -> Image.Image:
+        served = marked_cover(RENDER_ID) if mark else served_cover()
+        return fixture_store.kept("framed-photo-cost", [served, SEED],
+                                  lambda: filled(served, random.Random(SEED)))
+
+    return photographed_as
+
+
+def _cpu(work: Callable[[], object]) -> float:
+    start = time.process_time()
+    work()
+    return time.process_time() - start
+
+
+@slow
+def test_the_photo_shows_no_page_edge(framed_photo: Photo) -> None:
+    grey = framed_photo(False).convert("L")
+    corners = rectify.page_corners(grey)
+    assert corners is None or not photo.edges_seen(grey, corners)
+
+
+@slow
+def test_an_unmarked_photo_framed_on_the_page_costs_a_few_yardsticks(
+        framed_photo: Photo) -> None:
+    image = framed_photo(False)
+    assert decode(image) is None  # the first decode pays for imports and FFT plans
+    costs, yardsticks = [], []
+    for _ in range(2):
+        costs.append(_cpu(lambda: decode(image)))
+        yardsticks.append(yardstick())
+    # Measured at a load of 15-22: 19-20 yardsticks (2.0 s of CPU, yardstick 0.1 s), where a
+    # miss's target of 0.5 s is 5: the vanishing-line trials about half, the folds a fifth.
+    assert min(costs) < 28.0 * min(yardsticks), (costs, yardsticks)
+
+
+@slow
+def test_the_same_photo_marked_names_its_view(framed_photo: Photo) -> None:
+    assert decode(framed_photo(True)) == RENDER_ID
+
+
+def test_the_batched_coarse_folds_score_each_trial_as_it_scores_alone() -> None:
+    """Points spread over a tile-sized field, a sync tile's chips faintly in them (so the
+    scores are a mark's, not only chance's), at the framed reading's grid of aspects and
+    shears (`render.forensic.framed._candidates`)."""
+    rng = np.random.default_rng(3)
+    count, scale = 20_000, 0.55
+    ys, xs = rng.uniform(-500, 500, count), rng.uniform(-400, 400, count)
+    chip = (np.floor(ys / (8 * scale * 1.02)).astype(int) * 7
+            + np.floor((xs - 0.004 * ys) / (8 * scale)).astype(int) * 3) % 5 == 0
+    values = rng.normal(0.0, 3.0, count) - 1.5 * chip
+    aspects = np.exp(np.arange(-0.1, 0.1 + 1e-9, 0.005))
+    shears = np.array([0.004 + offset + 0.01 * (aspects - 1) for offset in
+                       (-0.01, -0.005, 0.0, 0.005, 0.01)])
+    batched = coarse.sheared_scores((ys, xs, values), scale, aspects, shears, PUBLIC)
+    alone = [float(coarse.scores((ys, xs - shear * ys, values),
+                                 np.array([[scale, scale * aspect]]), 0.0, PUBLIC)[0])
+             for shear_row in shears for aspect, shear in zip(aspects, shear_row, strict=True)]
+    assert batched.shape == (shears.size,)
+    np.testing.assert_allclose(batched, alone, rtol=0, atol=1e-9)
+    assert len(set(np.round(alone, 6))) > shears.size // 2  # distinct trials, not one score
