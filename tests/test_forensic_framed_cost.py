@@ -29,6 +29,7 @@ from tests.forensic_pages import marked_cover, served_cover
 
 # The camera's draws and four decodes: about 10 s of CPU, a minute on a loaded machine.
 slow = pytest.mark.slow
+pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 RENDER_ID = 0x3C1D5E7F0A2
 SEED = 2  # the generator's draws for this leak: yaw, pitch, roll, framing, light, saves
 
