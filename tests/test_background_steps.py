@@ -9,8 +9,10 @@ alone. Against a real embedded SecantusDB, through the services."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pymongo import monitoring
@@ -62,6 +64,16 @@ class WriteFilters(monitoring.CommandListener):
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         pass
 
+    async def record(self, work: Awaitable[Any]) -> None:
+        """Forgets what was recorded, then records what `work` sends."""
+        self.sent.clear()
+        self.reads.clear()
+        self.recording = True
+        try:
+            await work
+        finally:
+            self.recording = False
+
 
 # One embedded database for the module, its commands told to the module's own listener.
 server, db = recorded_database.server, recorded_database.db
@@ -92,12 +104,7 @@ async def test_a_revoke_alls_marking_writes_links_by_index(db: Db, writes: Write
     seeded = await seed_account(db, "Marked Co", files=1, entries=0, links=LINKS)
     assert await revoke_jobs.revoke_all(db, seeded.account_id, seeded.busy_file,
                                         owner="vaultd-test") == seeded.live_links
-    writes.sent.clear()
-    writes.recording = True
-    try:
-        await revoke_jobs.all_marked()
-    finally:
-        writes.recording = False
+    await writes.record(revoke_jobs.all_marked())
     assert await db.links.count_documents({"fileId": seeded.busy_file, "revoked": False}) == 0
     assert await _most_examined_by_link_writes(db, writes) <= revoke_jobs.WRITE_BATCH
 
@@ -109,12 +116,7 @@ async def test_a_deletions_clean_up_deletes_links_by_index(
         [{"_id": f"{seeded.busy_file}-{n}", "fileId": seeded.busy_file} for n in range(50)])
     store = BlobStore(LocalBackend(tmp_path / "blobs"), MasterKeyring.generate())
     await deletions.delete_file(db, store, seeded.account_id, seeded.busy_file, owner="vaultd-t")
-    writes.sent.clear()
-    writes.recording = True
-    try:
-        await background.settled()
-    finally:
-        writes.recording = False
+    await writes.record(background.settled())
     assert await db.links.count_documents({"fileId": seeded.busy_file}) == 0
     assert await _most_examined_by_link_writes(db, writes) <= DELETE_BATCH
 
@@ -164,13 +166,7 @@ async def test_a_rooms_revoke_all_marks_and_reads_its_links_by_index(
         db: Db, writes: WriteFilters) -> None:
     _, room = await _room_with_bystander(db, "Marked Room Co")
     assert await room_links.revoke_all(db, room, "vaultd-test") == LINKS
-    writes.sent.clear()
-    writes.reads.clear()
-    writes.recording = True
-    try:
-        await revoke_jobs.all_marked()
-    finally:
-        writes.recording = False
+    await writes.record(revoke_jobs.all_marked())
     assert await db.room_links.count_documents({"roomId": room["_id"], "revoked": False}) == 0
     assert await _most_examined_by_link_writes(db, writes, ("room_links",)
                                                ) <= revoke_jobs.WRITE_BATCH
@@ -182,13 +178,7 @@ async def test_a_rooms_deletions_clean_up_deletes_and_reads_by_index(
         db: Db, writes: WriteFilters) -> None:
     account_id, room = await _room_with_bystander(db, "Cleaned Room Co")
     await room_deletions.delete_room(db, account_id, room["_id"], "vaultd-test")
-    writes.sent.clear()
-    writes.reads.clear()
-    writes.recording = True
-    try:
-        await background.settled()
-    finally:
-        writes.recording = False
+    await writes.record(background.settled())
     assert await db.room_links.count_documents({"roomId": room["_id"]}) == 0
     assert await db.room_items.count_documents({"roomId": room["_id"]}) == 0
     rooms = ("room_links", "room_items")
@@ -224,13 +214,7 @@ async def _marked_step_sizes(db: Db, writes: WriteFilters, name: str) -> tuple[l
     seeded = await seed_account(db, name, files=1, entries=0, links=120)
     assert await revoke_jobs.revoke_all(db, seeded.account_id, seeded.busy_file,
                                         owner="vaultd-test") == seeded.live_links
-    writes.sent.clear()
-    writes.reads.clear()
-    writes.recording = True
-    try:
-        await revoke_jobs.all_marked()
-    finally:
-        writes.recording = False
+    await writes.record(revoke_jobs.all_marked())
     assert await db.links.count_documents({"fileId": seeded.busy_file, "revoked": False}) == 0
     sizes = [len(query.filter["_id"]["$in"]) for query in writes.sent
              if query.collection == "links"]
