@@ -219,3 +219,13 @@ async def test_lapsed_links_found_while_the_file_is_being_marked_are_marked_too(
     lapsed = [doc["_id"] for doc in docs if doc["seq"] % 2]
     marked = await db.links.find({"_id": {"$in": lapsed}}, {"listed": 1}).to_list()
     assert len(marked) == 100 and {doc["listed"] for doc in marked} == {"expired"}
+
+
+@pytest.mark.parametrize("state", [None, *STATES])
+async def test_a_page_of_no_links_asks_for_no_stats(db: Db, recorder: QueryRecorder,
+                                                    state: Any) -> None:
+    account, file_id = await account_with_file(db, f"Linkless Co {state}")
+    ids, total, _ = await listed(db, recorder, account.id, file_id, state, 1, 20)
+    assert (ids, total) == ([], 0)
+    asked = {query.collection for query in recorder.queries}
+    assert "link_stats" not in asked, asked

@@ -50,8 +50,9 @@ async def list_file_links(db: Db, account_id: str, file_id: str, page: int, per_
         links, total = await link_states.page_of(db, file, state, page, per_page)
     ids = [link["_id"] for link in links]
     sessions = await _sessions_opened(db, links)
+    # A page without links asks for no stats (an `$in` of nothing is a round trip for nothing).
     stats = {doc["_id"]: doc async for doc in db.link_stats.find(
-        {"_id": {"$in": ids}}, {"pages": 1, "lastSeenAt": 1})}
+        {"_id": {"$in": ids}}, {"pages": 1, "lastSeenAt": 1})} if ids else {}
     return {"views": [_link_json(link, file, sessions.get(link["_id"], 0),
                                  stats.get(link["_id"])) for link in links], "total": total}
 
