@@ -37,11 +37,11 @@ from typing import Any, TypeVar
 from bson import ObjectId
 from pymongo.asynchronous.collection import AsyncCollection
 
+from vaultd.db import HEX  # the alphabet of most ids' digits, declared with the walks
+
 BATCH = 200  # documents a window aims at: each read well under 50 ms on the embedded database
 DIGITS = 12  # characters of an id (after its prefix) that place it in the key space
 GROWTH = 8
-
-HEX = "0123456789abcdef"
 
 Doc = TypeVar("Doc", bound=Mapping[str, Any])
 
