@@ -23,6 +23,7 @@ import argparse
 import random
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 from PIL import Image, ImageFilter
@@ -34,6 +35,13 @@ from render.forensic import decode, placement_read
 LEAKS = ("none", "brightness +20%", "contrast +20%", "screenshot",
          "screenshot + brightness +20%", "640 px + brightness +20%",
          "brightness +20% + jpeg q50", "downscale 50% + jpeg q50")
+
+
+def cpu_seconds(work: Callable[[], object]) -> float:
+    """The CPU seconds of this process that `work` took (`time.process_time`)."""
+    start = time.process_time()
+    work()
+    return time.process_time() - start
 
 
 def _quantile(values: list[float], share: float) -> float:

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import functools
 import random
-import time
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark_misses import yardstick
+from bench.leakmark_misses import cpu_seconds, yardstick
 from bench.leakmark_untuned import filled
 from render.forensic import coarse, decode, photo, rectify
 from render.forensic.layout import PUBLIC
@@ -50,12 +49,6 @@ def framed_photo(fixture_store: forensic_store.FixtureStore) -> Photo:
     return photographed_as
 
 
-def _cpu(work: Callable[[], object]) -> float:
-    start = time.process_time()
-    work()
-    return time.process_time() - start
-
-
 @slow
 def test_the_photo_shows_no_page_edge(framed_photo: Photo) -> None:
     grey = framed_photo(False).convert("L")
@@ -70,7 +63,7 @@ def test_an_unmarked_photo_framed_on_the_page_costs_a_few_yardsticks(
     assert decode(image) is None  # the first decode pays for imports and FFT plans
     costs, yardsticks = [], []
     for _ in range(2):
-        costs.append(_cpu(lambda: decode(image)))
+        costs.append(cpu_seconds(lambda: decode(image)))
         yardsticks.append(yardstick())
     # Measured at a load of 15-22: 19-20 yardsticks (2.0 s of CPU, yardstick 0.1 s), where a
     # miss's target of 0.5 s is 5: the vanishing-line trials about half, the folds a fifth.

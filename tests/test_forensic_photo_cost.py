@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import functools
 import random
-import time
 from collections.abc import Callable
 
 import pytest
 from PIL import Image
 
-from bench.leakmark_misses import yardstick
+from bench.leakmark_misses import cpu_seconds, yardstick
 from bench.leakmark_phone import Corners, photographed
 from render.forensic import decode, photo, rectify
 from tests import forensic_store
@@ -44,19 +43,13 @@ def phone_photo(fixture_store: forensic_store.FixtureStore) -> Photo:
     return photographed_as
 
 
-def _cpu(work: Callable[[], object]) -> float:
-    start = time.process_time()
-    work()
-    return time.process_time() - start
-
-
 def test_an_unmarked_phone_photo_costs_a_few_yardsticks(phone_photo: Photo) -> None:
     image, truth = phone_photo(False)
     assert rectify.needs_rectifying(truth)  # in perspective: the framed reading's case
     assert decode(image) is None  # the first decode pays for imports and FFT plans
     costs, yardsticks = [], []
     for _ in range(2):
-        costs.append(_cpu(lambda: decode(image)))
+        costs.append(cpu_seconds(lambda: decode(image)))
         yardsticks.append(yardstick())
     # Measured at a load of 7-20: 6.3 yardsticks; with the framed reading after the corners'
     # one, 22-23.

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-import time
-from collections.abc import Callable
 
 import numpy as np
 
+from bench.leakmark_misses import cpu_seconds
 from render.forensic import placement
 from render.forensic_wire.evidence import CELLS, COLUMNS, Evidence
 from vaultd.services.pages.mark_key import MarkCipher
@@ -91,12 +90,6 @@ def test_the_screen_scores_on_the_whole_evidence_only_what_could_stand_out() -> 
         assert named_view(found, list(range(2000))) == expected
 
 
-def _cpu(work: Callable[[], object]) -> float:
-    start = time.process_time()
-    work()
-    return time.process_time() - start
-
-
 def test_scoring_a_page_s_year_costs_about_its_seeds_streams() -> None:
     """20,000 views scored as a miss's worker scores them (`screened`, a chunk of 5,000 per
     task, the evidence of a washed leak of none of them), against the same seeds' whole SHAKE
@@ -118,8 +111,8 @@ def test_scoring_a_page_s_year_costs_about_its_seeds_streams() -> None:
     scored()  # the references' streams, drawn once per process
     yardsticks, costs = [], []
     for _ in range(3):
-        yardsticks.append(_cpu(streams_alone))
-        costs.append(_cpu(scored))
+        yardsticks.append(cpu_seconds(streams_alone))
+        costs.append(cpu_seconds(scored))
     assert max(np.concatenate(scored())) < THRESHOLD  # a miss: no view named
     # Measured: 1.3 yardsticks (1.5-1.7 without the screen); fields made whole and scored in
     # products on BLAS's threads, as before, 4.2.
