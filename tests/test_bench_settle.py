@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pymongo import MongoClient
@@ -31,8 +32,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory
     # Each in a directory of its own: the credentials are kept beside the storage.
     with running_database(base / "shape" / "db") as shape, \
             running_database(base / "rest" / "db") as rest:
-        with MongoClient(shape.uri) as client:
-            client.vaultd.things.insert_many(
+        with MongoClient(shape.uri) as filling:
+            filling.vaultd.things.insert_many(
                 [{"_id": n, "pad": "x" * 2000} for n in range(RECORDS)])
         yield shape, rest
 
@@ -55,6 +56,7 @@ def _held(servers: tuple[embedded_db.EmbeddedServer, ...]) -> tuple[float, bool,
     stop, counts = threading.Event(), [0]
 
     def hold() -> None:
+        client: MongoClient[dict[str, Any]]
         with MongoClient(servers[0].uri) as client:
             while not stop.is_set():
                 client.vaultd.command("count", "things")

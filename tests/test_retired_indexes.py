@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ def _default_name(keys: Any) -> str:
     return "_".join(f"{field}_{way}" for field, way in keys)
 
 
-def _moved(indexes: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def _moved(indexes: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any]
+           ) -> list[str]:
     """The indexes whose entry for a link differs between two of its versions (links' indexes
     are plain: no arrays, no partial filters)."""
     return sorted(name for name, spec in indexes.items()
