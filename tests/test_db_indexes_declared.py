@@ -85,7 +85,6 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('links (fileId, revoked, expiresAt)', '{}'),
     ('links (fileId, -seq)', '{}'),
     ('links (hash)', '{"unique": true}'),
-    ('links (revokedBatch, _id)', '{}'),
     ('links (revoked, _id)', '{}'),
     ('member_sessions (email, seq)', '{}'),
     ('member_sessions (email, publicId)', '{}'),

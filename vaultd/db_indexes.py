@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 
 from pymongo import ASCENDING
+from pymongo.errors import OperationFailure
 
 from vaultd.db import (
     FILE_NUMBER_MIGRATION,
@@ -54,6 +55,20 @@ DOMAINS: Mapping[str, Sequence[Index]] = {
     "analytics": analytics.INDEXES, "audit": audit.INDEXES,
     "tracing": tracing.INDEXES,
 }
+# Indexes vaultd made once and no longer declares, dropped at start-up by name (the default
+# name of their keys) where a database still has them: each still costs its entries on every
+# write of what it covers.
+RETIRED: tuple[tuple[str, str], ...] = (
+    # Render ids' plain index: the unique one of `pages.db_indexes` has the same keys and cannot
+    # be made beside it.
+    ("access_log", "accountId_1_renderId_1"),
+    # A revoke-all's batch on each link it marked, which nothing read (a held webhook waits for
+    # the holder's `linkRevokes` note): one more entry moved per link the marking writes.
+    ("links", "revokedBatch_1__id_1"),
+)
+# The server's answers to dropping what is not there: another vaultd starting at once dropped it
+# first (IndexNotFound), or the collection was never made (NamespaceNotFound).
+ALREADY_GONE = frozenset({26, 27})
 # The collections an index may be declared on: each typed one of `Db`, and those read raw.
 COLLECTIONS = frozenset({name for name, member in vars(Db).items() if isinstance(member, property)}
                         | {GATE_COUNTERS, rolling_limits.COLLECTION})
@@ -87,7 +102,7 @@ def declared_indexes(domains: Mapping[str, Sequence[Index]] = DOMAINS,
 async def ensure_indexes(db: Db) -> None:
     """Idempotent; run at start-up by vaultd and by vault-admin. The fixes a unique index needs
     first, the declared indexes, then the counts and numbers that read through them."""
-    await _drop_render_ids_index_before_unique(db)
+    await drop_retired(db)
     await _number_endpoints_without_slot(db)
     await one_place_per_room(db)
     for one in declared_indexes():
@@ -176,12 +191,20 @@ async def _number_account_files(db: Db, account_id: str) -> int | None:
                                             "createdAt", "seq")
 
 
-async def _drop_render_ids_index_before_unique(db: Db) -> None:
-    """Render ids were indexed without `unique` before they were unique (same keys, so the
-    unique index of `pages.db_indexes` could not be made beside it)."""
-    indexes = await db.access_log.index_information()
-    if "accountId_1_renderId_1" in indexes:
-        await db.access_log.drop_index("accountId_1_renderId_1")
+async def drop_retired(db: Db, retired: Sequence[tuple[str, str]] = RETIRED) -> None:
+    """Drops each retired index a database still has, before the declared ones are made (one
+    of them may need its keys). Idempotent, and safe with several processes starting at once:
+    one finding the index gone when it drops it has nothing left to do."""
+    for collection, name in retired:
+        if name not in await db.raw(collection).index_information():
+            continue
+        try:
+            await db.raw(collection).drop_index(name)
+        except OperationFailure as error:
+            if error.code not in ALREADY_GONE:
+                raise
+        else:
+            log.info("dropped the retired index %s of %s", name, collection)
 
 
 async def _number_endpoints_without_slot(db: Db) -> None:

@@ -156,7 +156,6 @@ class LinkDoc(TypedDict):
     createdAt: datetime
     expiresAt: datetime
     revoked: bool
-    revokedBatch: NotRequired[str]  # set by revoke-views: what its held webhook waits for
     countedOut: NotRequired[bool]  # revoked while live: left the live counts then
     policy: NotRequired[PolicyDoc]  # the link's gates (services.gates); absent: none
     opens: NotRequired[int]  # opens counted against policy.maxOpens

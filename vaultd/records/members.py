@@ -77,6 +77,9 @@ class NumberCounterDoc(TypedDict):
     actionsFrom: NotRequired[datetime]
     back: NotRequired[datetime]
     backMs: NotRequired[float]
+    # "access_log:horizon": when a read first found a page of entries below a scope's numbers
+    # once the walk was done (a tool's, with older times): old parts are read by windows since.
+    oldEntriesAt: NotRequired[datetime]
 
 
 class SignInCodeDoc(TypedDict):

@@ -18,8 +18,10 @@ then three parts, newest first, each in the log's order:
    `since`): time windows again. The rounds number from their first horizon on; the walk of
    the entries written before (`older_log_numbering`) numbers them below 1 going back in time
    (the counter's `older` says how many: the scope's numbers reach `1 - older`) and lowers
-   `since` to the oldest it numbered, so once it is done the old part holds nothing (an entry
-   inserted later with an older time, by a tool, is still read there).
+   `since` to the oldest it numbered, so once it is done the old part holds nothing and is
+   read in one range. An entry inserted later with an older time, by a tool, is still read
+   there; once a read finds a page of them, the old parts are read by windows again
+   (`OLD_ENTRIES`), so that no read walks a tool's import whole but that one.
 
 A scope read with `action` is that action's entries in it, numbered per (scope, action) by the
 same rounds and walk (`fileActionSeq`...: `ACTION_SCOPES`), and read the same way on indexes of
@@ -48,6 +50,9 @@ from vaultd.services.common.numbered import EPOCH, newest_numbered
 from vaultd.timefmt import utcnow
 
 HORIZON = "access_log:horizon"  # number_counters: every entry stamped before it is numbered
+# On HORIZON: when a read first found a page of entries below a scope's numbers after the
+# older entries' walk was done (written since by a tool, with older times).
+OLD_ENTRIES = "oldEntriesAt"
 CLOCK_SLACK = timedelta(minutes=1)  # entries stamped by a clock ahead of this process's
 # The tail's first window: what lies between the horizon and now plus the slack, at once, when
 # the horizon is fresh (a merge delay and the slack); one stale far behind (no round for a
@@ -158,10 +163,16 @@ async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, old
     # holds only what a tool wrote with older times, nothing in a vault that wrote its own
     # log: one range of it, rather than windows growing back to `oldest` (the account's log
     # goes back to EPOCH: eight round trips to find nothing, most of an empty log's read).
+    # SecantusDB walks a range whole, so once a read finds a page there (a tool's import of
+    # older entries), every scope's old part is read by windows sized by what they find.
     if len(out) < wanted and oldest < edge:
         old_edge = min(below, (edge, "")) if below is not None else (edge, "")
-        out += await by_time(log, query, wanted - len(out), old_edge, oldest,
-                             whole=older_walk_done(state))
+        whole, left = older_walk_done(state) and OLD_ENTRIES not in state, wanted - len(out)
+        old = await by_time(log, query, left, old_edge, oldest, whole=whole)
+        if whole and len(old) >= left:
+            await db.number_counters.update_one({"_id": HORIZON, OLD_ENTRIES: {"$exists": False}},
+                                                {"$set": {OLD_ENTRIES: utcnow()}})
+        out += old
     return out[:wanted]
 
 

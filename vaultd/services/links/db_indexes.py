@@ -13,7 +13,6 @@ INDEXES: tuple[Index, ...] = (
     index("links", "revoked", "_id"),
     # A revoke-all walks the file's unrevoked links, then counts its own, by `_id` windows.
     index("links", "fileId", "revoked", "_id"),
-    index("links", "revokedBatch", "_id"),
     # A file's links read by number ranges (services.analytics.link_listing).
     index("links", "fileId", "-seq"),
     # A file's links of one listed state by number, and its links listed active whose expiry

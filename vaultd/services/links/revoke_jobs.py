@@ -54,7 +54,7 @@ from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
 # Links per read of the background steps. An update rewrites each link's entries in the links'
-# indexes holding `revoked`, `revokedBatch` or `listed` (7 of its 12), on SecantusDB under its
+# indexes holding `revoked` or `listed` (6 of its 11), on SecantusDB under its
 # one lock. So links are updated at most WRITE_BATCH at a time, fewer while steps are slow
 # (`background.StepSize`: a checkpoint or a loaded machine slows a run of steps; measured in
 # docs/performance.md).
@@ -233,8 +233,7 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
                 started = time.monotonic()
                 result = await records.update_many(
                     {"revoked": False, "_id": {"$in": taken}},
-                    {"$set": {"revoked": True, "revokedBatch": job["_id"], "countedOut": live,
-                              **listed}})
+                    {"$set": {"revoked": True, "countedOut": live, **listed}})
                 marked += int(result.modified_count)
                 took = time.monotonic() - started
                 step.took(took)

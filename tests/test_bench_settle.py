@@ -1,0 +1,95 @@
+"""`bench.scale_shape_settle`: a shape's database is timed only once it is as quiet as the
+reference's, by its operation counts and by a timed read of one record. A database held by
+long operations, each adding one to the counts, is not settled (the counts alone would call
+it quiet); an idle one is, after two quiet windows. Two real embedded SecantusDB servers,
+with windows of 1 s."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import MongoClient
+
+from bench import scale_shape_settle
+from tests.embedded_database import running_database
+from vaultd import embedded_db
+from vaultd.db import connect
+
+pytestmark = pytest.mark.slow  # starts two database servers
+
+RECORDS = 5000  # of 2 KB: an unfiltered count of them holds the database about 0.2 s
+MOST = 6.0
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[tuple[embedded_db.EmbeddedServer, embedded_db.EmbeddedServer]]:
+    base: Path = tmp_path_factory.mktemp("settle")
+    # Each in a directory of its own: the credentials are kept beside the storage.
+    with running_database(base / "shape" / "db") as shape, \
+            running_database(base / "rest" / "db") as rest:
+        with MongoClient(shape.uri) as filling:
+            filling.vaultd.things.insert_many(
+                [{"_id": n, "pad": "x" * 2000} for n in range(RECORDS)])
+        yield shape, rest
+
+
+@pytest.fixture(autouse=True)
+def short_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scale_shape_settle, "WINDOW_SECONDS", 1.0)
+    monkeypatch.setattr(scale_shape_settle, "MOST_SECONDS", MOST)
+
+
+def _settled(servers: tuple[embedded_db.EmbeddedServer, ...]) -> tuple[float, bool]:
+    shape, rest = servers
+    return scale_shape_settle.settled(lambda: connect(shape.uri, "vaultd"),
+                                      lambda: connect(rest.uri, "vaultd"))
+
+
+def _held(servers: tuple[embedded_db.EmbeddedServer, ...]) -> tuple[float, bool, int]:
+    """`settled` while another client counts the shape's records back to back: each count one
+    operation, scanning them under the database's one lock. Also how many counts ran."""
+    stop, counts = threading.Event(), [0]
+
+    def hold() -> None:
+        client: MongoClient[dict[str, Any]]
+        with MongoClient(servers[0].uri) as client:
+            while not stop.is_set():
+                client.vaultd.command("count", "things")
+                counts[0] += 1
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        waited, quiet = _settled(servers)
+    finally:
+        stop.set()
+        holder.join()
+    return waited, quiet, counts[0]
+
+
+def test_an_idle_database_is_settled_after_two_quiet_windows(
+        servers: tuple[embedded_db.EmbeddedServer, ...]) -> None:
+    waited, quiet = _settled(servers)
+    assert quiet
+    assert scale_shape_settle.QUIET_WINDOWS * 1.0 <= waited < MOST
+
+
+def test_a_database_held_by_long_operations_is_not_settled(
+        servers: tuple[embedded_db.EmbeddedServer, ...]) -> None:
+    waited, quiet, counts = _held(servers)
+    assert not quiet
+    assert waited >= MOST
+    # Fewer operations a second than the counts' slack lets pass: they alone would not see it.
+    assert counts < scale_shape_settle.QUIET_SLACK * waited, counts
+
+
+def test_without_the_probe_the_held_database_would_pass_for_settled(
+        servers: tuple[embedded_db.EmbeddedServer, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scale_shape_settle, "PROBE_SLACK", scale_shape_settle.PROBE_SECONDS)
+    waited, quiet, _ = _held(servers)
+    assert quiet and waited < MOST

@@ -1,0 +1,110 @@
+"""Once the older entries' walk is done, a scope's old part (entries older than its oldest
+numbered one) holds only what a tool wrote since with older times, and is read in one range
+(`numbered_log.newest_entries`). A tool that inserts many entries there would make every read
+of that range walk them all (SecantusDB walks a range whole, whatever the limit): the first
+read that finds a page of them marks the log (`numbered_log.OLD_ENTRIES`), and from then on
+the old parts are read by windows sized by what they find, so each read walks about what its
+page returns. Each read's queries are recorded by the driver's monitoring and replayed as
+`explain`s (`tests.db_reads`), on a database of its own per test on the worker's SecantusDB."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from tests import recorded_database
+from tests.db_reads import QueryRecorder, examined
+from tests.waiting import wait_until_async
+from vaultd.db import Db
+from vaultd.services.common import access_log, feed, log_fence, numbered_log, older_log_numbering
+from vaultd.services.common.feed import Cursor
+from vaultd.timefmt import utcnow
+
+recorder, db = (recorded_database.recorder_per_test,
+                recorded_database.db_per_test)  # this module's fixtures: a database per test
+
+ACCOUNT, FILE = "acct-old-part", "file-old-part"
+IMPORTED = 1500  # a tool's import: one entry a minute, going back a day from the numbers
+PER_PAGE = 50
+
+
+async def _walked_and_numbered(db: Db) -> dict[str, Any]:
+    """The rounds started and the older entries' walk done, then the account's upload entry
+    numbered, as a running vaultd leaves its log. That entry."""
+    async def round_done() -> bool:
+        horizon = utcnow()
+        await log_fence.raise_horizon(db, "access_log", horizon)
+        await older_log_numbering.number_log(db, horizon)
+        state: Any = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
+        entry = await db.access_log.find_one({"accountId": ACCOUNT})
+        return older_log_numbering.done(state) and entry is not None and "accountSeq" in entry
+
+    await access_log.record(db, ACCOUNT, FILE, "upload")
+    assert await wait_until_async(round_done, timeout=30, what="the walk done, the upload numbered")
+    entry: Any = await db.raw(db.access_log.name).find_one({"accountId": ACCOUNT})
+    return dict(entry)
+
+
+async def _import_older(db: Db, before: Any) -> list[dict[str, Any]]:
+    """IMPORTED entries straight into the database, older than every numbered one, no numbers
+    (as a tool writes them); newest first."""
+    docs = [{"_id": str(uuid.uuid4()), "accountId": ACCOUNT, "fileId": FILE, "action": "view",
+             "at": before - timedelta(minutes=n + 1)} for n in range(IMPORTED)]
+    await db.raw(db.access_log.name).insert_many([dict(doc) for doc in docs])
+    return docs
+
+
+async def _page(db: Db, recorder: QueryRecorder, after: Cursor | None
+                ) -> tuple[feed.FeedPage, list[int]]:
+    """A page of the account's log and what each of its queries of the log walked."""
+    with recorder.recorded() as queries:
+        page = await feed.log_page(db, ACCOUNT, per_page=PER_PAGE, after=after)
+    walked = [await examined(db, query) for query in list(queries)
+              if query.collection == db.access_log.name]
+    return page, walked
+
+
+async def test_a_tools_import_below_the_numbers_is_walked_whole_once_then_by_windows(
+        db: Db, recorder: QueryRecorder) -> None:
+    upload = await _walked_and_numbered(db)
+    imported = await _import_older(db, upload["at"])
+    expected = [upload["_id"], *(doc["_id"] for doc in imported)]
+
+    first, walked = await _page(db, recorder, None)
+    assert [entry["_id"] for entry in first.entries] == expected[:PER_PAGE]
+    # The one range below the numbers found a page there: that read walked the import whole
+    # (the only one that does), and the log is marked.
+    assert max(walked) == IMPORTED, walked
+    state: Any = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
+    assert numbered_log.OLD_ENTRIES in state
+
+    read, after, most = [entry["_id"] for entry in first.entries], first.next, []
+    for _ in range(6):
+        page, walked = await _page(db, recorder, after)
+        read += [entry["_id"] for entry in page.entries]
+        most.append(max(walked))
+        after = page.next
+    assert read == expected[:7 * PER_PAGE]
+    # Each page's reads walk about what it returns, never the import.
+    assert max(most) <= 2 * PER_PAGE, most
+
+    # A page read again from the top takes windows too.
+    again, walked = await _page(db, recorder, None)
+    assert [entry["_id"] for entry in again.entries] == expected[:PER_PAGE]
+    assert max(walked) <= 2 * PER_PAGE, walked
+
+
+async def test_an_old_entry_or_two_leave_the_one_range_read(
+        db: Db, recorder: QueryRecorder) -> None:
+    upload = await _walked_and_numbered(db)
+    stray = {"_id": str(uuid.uuid4()), "accountId": ACCOUNT, "fileId": FILE, "action": "view",
+             "at": upload["at"] - timedelta(days=400)}
+    await db.raw(db.access_log.name).insert_one(dict(stray))
+    for _ in range(2):
+        page, walked = await _page(db, recorder, None)
+        assert [entry["_id"] for entry in page.entries] == [upload["_id"], stray["_id"]]
+        # the tail, the upload's number, then back to EPOCH in one range
+        assert len(walked) == 3, walked
+    state: Any = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
+    assert numbered_log.OLD_ENTRIES not in state
