@@ -8,6 +8,10 @@
 # pytest's summary stays the last line; the exit code covers all three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Bytecode caches kept: without them every test process compiles vaultd and the tests again and
+# pytest rewrites its plugins' modules (Hypothesis whole) again, about half of a worker's
+# collection (docs/testing.md, "Where the time goes"); __pycache__ is ignored by git.
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh --test
 .venv/bin/python -m ruff check .
 .venv/bin/python -m mypy   # settings and the checked packages: [tool.mypy] in pyproject.toml

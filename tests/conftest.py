@@ -2,7 +2,8 @@
 session, in the test process (`tests.inprocess`: no test of it signals or measures the server's
 process), a fresh account and key per test, and a check that no secret reached the server log;
 the session's Azurite and moto server for the modules that use them; the worker's shared
-database server (`tests.worker_database`) emptied after each module and stopped at the end.
+database server (`tests.worker_database`) emptied after each module and stopped at the end;
+one TLS context per process for the tests' httpx clients (`tests.tls_context`).
 The `forensic` modules count as `slow` (out of the fast loop), and the fast loop's Hypothesis
 profile draws fewer examples (docs/testing.md, "The fast loop")."""
 
@@ -18,6 +19,7 @@ from tests import hypothesis_profiles  # noqa: F401 - registers the fast loop's 
 from tests.blob_helpers import encrypt, pattern
 from tests.inprocess import inprocess_vault
 from tests.mail_server import MailServer
+from tests.tls_context import share_default_context
 from tests.vault_process import VaultProcess
 from tests.worker_database import WORKER_DATABASE
 from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
@@ -25,6 +27,8 @@ from vaultd.crypto.blob_format import CHUNK_SIZE, blob_context, new_data_key
 if TYPE_CHECKING:
     from tests.azurite import Azurite
     from tests.moto_server import MotoServer
+
+share_default_context()  # one TLS context per process for the tests' httpx clients
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers

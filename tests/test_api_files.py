@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import unquote
 
 import httpx
@@ -146,13 +147,25 @@ def test_the_delete_entry_stays_in_the_account_log(vault: VaultProcess,
     assert vault.run_service(entries) == ["upload", "delete"]
 
 
-def test_the_access_log_is_newest_first_and_capped_at_200(api: httpx.Client) -> None:
+def test_the_access_log_is_newest_first_and_capped_at_200(
+        vault: VaultProcess, account: tuple[str, str], api: httpx.Client) -> None:
     created = upload_ok(api, docs.png(), kind="delivery")
-    for _ in range(205):
+    # 200 older downloads written as the download route writes its entry (through the service),
+    # marked apart; then three over HTTP, which must come first while the oldest fall off.
+    from vaultd.services.common import access_log
+
+    async def older_downloads(db: Any) -> None:
+        for _ in range(200):
+            await access_log.record(db, account[0], created["id"], "download",
+                                    viewer_email="older@example.com")
+
+    vault.run_service(older_downloads)
+    for _ in range(3):
         assert api.get(f"/files/{created['id']}/download").status_code == 200
     log = api.get(f"/files/{created['id']}/access-log").json()
     assert len(log) == 200
     assert all(e["action"] == "download" for e in log)
+    assert ["viewerEmail" in e for e in log] == [False] * 3 + [True] * 197
     stamps = [e["at"] for e in log]
     assert all(ISO.match(s) for s in stamps) and stamps == sorted(stamps, reverse=True)
     assert all(e["fileId"] == created["id"] for e in log)

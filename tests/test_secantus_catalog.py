@@ -75,6 +75,7 @@ async def _insert_ms(uri: str, round_: int) -> float:
         await db.close()
 
 
+@pytest.mark.slow  # two database servers of its own and 6,000 timed inserts: 12 CPU-seconds
 def test_a_write_of_many_documents_reads_the_catalog_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """1,000 documents into a collection of 11 indexes, in turns on vaultd's server and on one
