@@ -31,7 +31,7 @@ as after any take-over. The walk renews the lease as it goes: a long one is not 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -70,10 +70,6 @@ class Backlog:
     counts: list[int]
     next: int = 0  # the first window no round has sequenced
     taking: int = 0  # where the round under way ends (`advance` moves `next` there)
-    planned: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.planned = sum(self.counts)
 
     @property
     def horizon(self) -> datetime:
