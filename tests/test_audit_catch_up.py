@@ -34,6 +34,8 @@ from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common import log_fence
 from vaultd.timefmt import utcnow
 
+pytestmark = pytest.mark.slow  # logs of 10,000 to 23,000 entries, sequenced and verified
+
 RING = MasterKeyring.generate()
 ORIGIN = "test.example/audit"
 ACCOUNTS = ("acct-catch-a", "acct-catch-b", "acct-catch-c")
