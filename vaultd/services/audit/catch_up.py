@@ -30,6 +30,7 @@ as after any take-over. The walk renews the lease as it goes: a long one is not 
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -42,6 +43,7 @@ from vaultd.services.audit import lease
 from vaultd.services.audit.tree_writes import LeaseLost
 from vaultd.services.common import id_ranges
 
+log = logging.getLogger("vaultd.audit")
 READ_BATCH = 2_000  # entries a window holds at most (one millisecond holding more goes whole)
 WALK_BATCH = READ_BATCH // 2  # what a walk's `_id` window aims at: its spread stays under 2,000
 ROUND_CAP = 20_000  # entries a catch-up round sequences at most
@@ -132,7 +134,7 @@ async def plan(db: Db, sources: list[tuple[str, str, datetime | None]], horizon:
     stamped before it having landed (the fence stands there)."""
     upper = _ms_after(horizon)
     found: list[np.ndarray[Any, np.dtype[np.int64]]] = []
-    renewed = time.monotonic()
+    began = renewed = time.monotonic()
     for _, collection, start in sources:
         lower = _ms_after(start) if start is not None else None
         async for batch in id_ranges.batches(db.raw(collection), {"at": 1}, size=WALK_BATCH):
@@ -146,6 +148,8 @@ async def plan(db: Db, sources: list[tuple[str, str, datetime | None]], horizon:
     stamps = np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)
     bounds, counts = cut(stamps)
     cuts = [EPOCH + MS * int(ms) for ms in bounds] + [horizon]
+    log.info("audit catch-up planned: %d entries before %s in %d windows (walked in %.1f s)",
+             len(stamps), horizon.isoformat(), len(counts), time.monotonic() - began)
     return Backlog({kind: start for kind, _, start in sources}, cuts, counts)
 
 
