@@ -218,7 +218,7 @@ async def test_a_round_sequences_at_most_the_cap_and_saves_where_it_reached(
     saved = await db.audit_sequencer.find_one({"_id": lease.LEASE_ID})
     assert saved is not None and running.backlog is not None
     reached = saved["cursors"]["access.looked"]
-    assert saved["cursors"]["access"] == reached
+    assert saved["cursors"]["access"] < reached  # the newest entry read, in the last window
     assert await db.access_log.count_documents({"at": {"$lt": reached}}) == sum(sequenced)
     await rounds_until_done(running)
     assert await assert_sequenced_once_in_order(db) == len(times)

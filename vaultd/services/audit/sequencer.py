@@ -164,19 +164,20 @@ class Sequencer:
                 ranges = backlog.queries(kind, windows)
             if backlog is None or backlog.finishing():
                 ranges += self._ranges(start, horizon, cursor)
-            newest = cursor
+            newest = newer  # the cursor: the newest entry read (a later read starts there)
             async for doc in self._arrived(collection, ranges):
                 newest = doc["at"] if newest is None else max(newest, doc["at"])
                 key = leaves.source_key(kind, doc["_id"])
                 if key not in self.seen:
                     found.append(NewEntry(doc["at"], key, doc["accountId"],
                                           tree_writes.leaf(kind, doc)))
-            if backlog is not None and not backlog.finishing():  # to the end of its last window
-                cursors[kind] = cursors[kind + LOOKED] = backlog.looked(kind)
-            else:
-                cursors[kind + LOOKED] = horizon
-                if newest is not None:
-                    cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
+            cursors[kind + LOOKED] = horizon
+            if backlog is not None:  # read whole up to the end of its last window (at least)
+                newest = newest or backlog.looked(kind)
+                if not backlog.finishing():
+                    cursors[kind + LOOKED] = backlog.looked(kind)
+            if newest is not None:
+                cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
             bound = _lower_bound(cursors[kind + LOOKED], cursors.get(kind))
             if collection in self.unfenced:
                 bound -= timedelta(seconds=self.config.unfenced_look_back_seconds)
