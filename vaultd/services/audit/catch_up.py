@@ -18,7 +18,7 @@ stamped before it can land any more: `log_fence`):
    millisecond holding more goes whole);
 2. reads the windows in order, in this round and the next, a closed range on `at` per source
    and window, `ROUND_CAP` entries a round at most (`Backlog.take`); they are sequenced as
-   any round's, and the cursors saved at the end of the last window read (`Backlog.looked`).
+   any round's, and the last look saved at the end of the last window read (`Backlog.looked`).
 
 The round that reads the last windows then reads from the plan's horizon on, as any round
 does: what arrived meanwhile (a first round over a small log sequences it all at once).
