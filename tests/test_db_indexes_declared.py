@@ -47,6 +47,7 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('access_log (roomId, action, roomActionSeq)',
      '{"partialFilterExpression": {"roomActionSeq": {"$gte": -4611686018427387904}}}'),
     ('accounts (_id, linkCount.sweptAt)', '{}'),
+    ('activity (_id, at)', '{}'),
     ('activity (accountId, action, -at)', '{}'),
     ('activity (accountId, action, actionSeq)', '{}'),
     ('activity (accountId, -at, -_id)', '{}'),

@@ -10,6 +10,9 @@ INDEXES: tuple[Index, ...] = (
     # records are read by index, never scanned.
     index("access_log", "at"),
     index("activity", "at"),
+    # A catch-up's plan walks the events by `_id` windows (services.audit.catch_up; the access
+    # log's walk has its pair from `db.WALKS`).
+    index("activity", "_id", "at"),
     # Which index an entry has (its proof by id, the sequencer's check after a take-over).
     index("audit_pieces", "keys"),
     index("audit_checkpoints", "accountId", "size"),

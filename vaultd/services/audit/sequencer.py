@@ -9,7 +9,12 @@ vaultd process holds the lease (`lease`), reads what arrived since its last roun
    horizon on is the last look at what is stamped before the new one, and also finds the new
    entries, sequenced at once; only those stamped after the horizon are read again next round
    (an entry stamped by a process's clock may land after a later one). What it already
-   sequenced is dropped (kept in memory until the horizon passes it);
+   sequenced is dropped (kept in memory until the horizon passes it). Where that stretch is
+   not known to be small (a first round, a last look more than ten minutes back), the round
+   catches up instead (`catch_up`): it plans the stretch up to the horizon as time windows of
+   at most `READ_BATCH` entries, and this round and the next read them in order, a bounded
+   number a round, the cursors saved where each stopped; the log's numbering still follows
+   the fence's horizon;
 2. claims the trees of the accounts it found for its lease epoch; where an earlier holder may
    have committed meanwhile (a tree claimed now, or after a failed round), looks the entries up
    in the blocks (`blocks`) and drops those already committed: nothing is sequenced twice;
@@ -22,6 +27,10 @@ vaultd process holds the lease (`lease`), reads what arrived since its last roun
 Killed at any instant, a round leaves either the previous committed tree or the new one; its
 leftovers past the committed size are overwritten by the next round before it commits, so no
 index is skipped, repeated or reordered.
+
+Extending it: a new source is a (kind, collection) of `SOURCES`, with an index on `at`, one on
+(`_id`, `at`) for the catch-up's walk, and random hex ids; every read of a round stays a closed
+range on an index, or a read of what arrived since the last look.
 """
 
 from __future__ import annotations
@@ -38,8 +47,9 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, 
 
 from vaultd.db import Db
 from vaultd.records.audit import AuditTreeDoc, SourceKind
-from vaultd.services.audit import blocks, checkpoints, lease, leaves, merkle, tree_writes
+from vaultd.services.audit import blocks, catch_up, checkpoints, lease, leaves, merkle, tree_writes
 from vaultd.services.audit.blocks import BlockFenced, find_in
+from vaultd.services.audit.catch_up import READ_BATCH, Backlog
 from vaultd.services.audit.keys import Signer
 from vaultd.services.audit.tree_writes import LeaseLost, NewEntry, Plan, by_account
 from vaultd.services.common import log_fence
@@ -53,8 +63,9 @@ log = logging.getLogger("vaultd.audit")
 DUPLICATE_KEY = 11000
 UNAUTHORIZED = 13
 SOURCES: tuple[tuple[SourceKind, str], ...] = (("access", "access_log"), ("activity", "activity"))
-READ_BATCH = 2_000  # records a round takes from the database at a time
 LOOKED = ".looked"  # a cursor's companion: how far behind it the last look has reached
+# What a round reads of a source: kind, collection, start, horizon, cursor (`Sequencer._read`).
+Stretch = tuple[SourceKind, str, datetime | None, datetime, datetime | None]
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,11 @@ class Sequencer:
     copier: LockCopier | None = None  # the checkpoints' locked copy, its own task (S3's SDK)
     unfenced: set[str] = field(default_factory=set)  # sources whose fence could not be set
     numbering: Callable[[datetime], Awaitable[int]] | None = None  # the log's (log_numbering)
+    backlog: Backlog | None = None  # a catch-up under way (`catch_up`)
+    # A catch-up planned after a take-over or a failure: its entries, and those of the round
+    # after it, are looked up in the blocks before they are written, as `dirty` ones are.
+    unsure: bool = False
+    horizons: dict[str, datetime] = field(default_factory=dict)  # each source's fence, this round
     _task: asyncio.Task[None] | None = None
 
     async def round(self) -> int:
@@ -101,24 +117,33 @@ class Sequencer:
                 {}, {"_id": 1, "size": 1, "checkpointSize": 1})
                 if tree["size"] > tree["checkpointSize"]}
         cursors = dict(held.get("cursors", {}))
-        entries = await self._read(cursors)
+        try:
+            entries = await self._read(cursors)
+        except LeaseLost:  # taken over while planning a catch-up
+            self.dirty = True
+            return 0
         try:
             sequenced = await self._extend(by_account(entries))
         except (LeaseLost, BlockFenced, DuplicateKeyError, BulkWriteError):
             sequenced, self.dirty = 0, True  # the next round checks and reads it again
         if not self.dirty:
             await lease.save_cursors(self.db, self.holder, self.epoch, cursors)
-        if self.numbering is not None and "access_log" not in self.unfenced:  # behind the fence
-            await self.numbering(cursors["access" + LOOKED])
+            if self.backlog is not None:
+                self.backlog.advance()
+            else:
+                self.unsure = False
+        # Behind the fence's horizon, not the cursors': in a catch-up they trail it by as much
+        # as is left to catch up, and every entry stamped before the fence has landed.
+        if self.numbering is not None and "access_log" not in self.unfenced:
+            await self.numbering(self.horizons["access"])
         await self._checkpoints()
         return sequenced
 
     async def _read(self, cursors: dict[str, datetime]) -> list[NewEntry]:
         now = utcnow()
         late = timedelta(seconds=self.config.late_arrival_seconds)
-        found: list[NewEntry] = []
         fences = await log_fence.horizons(self.db, [collection for _, collection in SOURCES])
-        keep_from = now
+        stretches: list[Stretch] = []
         for kind, collection in SOURCES:
             cursor = cursors.get(kind)
             looked = cursors.get(kind + LOOKED, cursor - late if cursor is not None else None)
@@ -126,22 +151,54 @@ class Sequencer:
             # (a late writer stamps again, ahead of it), so this round's read is its last look.
             horizon = max(now - late, looked) if looked is not None else now - late
             start = await self._fence(collection, fences.get(collection), looked, horizon)
-            newest = cursor
-            async for doc in self._arrived(collection, self._ranges(start, horizon, cursor)):
+            self.horizons[kind] = horizon
+            stretches.append((kind, collection, start, horizon, cursor))
+        backlog = await self._planned(stretches)
+        windows = backlog.take(catch_up.ROUND_CAP) if backlog is not None else []
+        found: list[NewEntry] = []
+        keep_from = now
+        for kind, collection, looked, horizon, newer in stretches:
+            start, cursor, ranges = looked, newer, []
+            if backlog is not None:  # its windows, then (once they are all read) what is newer
+                start = cursor = backlog.looked(kind)
+                ranges = backlog.queries(kind, windows)
+            if backlog is None or backlog.finishing():
+                ranges += self._ranges(start, horizon, cursor)
+            newest = newer  # the cursor: the newest entry read (a later read starts there)
+            async for doc in self._arrived(collection, ranges):
                 newest = doc["at"] if newest is None else max(newest, doc["at"])
                 key = leaves.source_key(kind, doc["_id"])
                 if key not in self.seen:
                     found.append(NewEntry(doc["at"], key, doc["accountId"],
                                           tree_writes.leaf(kind, doc)))
             cursors[kind + LOOKED] = horizon
+            if backlog is not None:  # read whole up to the end of its last window (at least)
+                newest = newest or backlog.looked(kind)
+                if not backlog.finishing():
+                    cursors[kind + LOOKED] = backlog.looked(kind)
             if newest is not None:
                 cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
-            bound = _lower_bound(horizon, cursors.get(kind))
+            bound = _lower_bound(cursors[kind + LOOKED], cursors.get(kind))
             if collection in self.unfenced:
                 bound -= timedelta(seconds=self.config.unfenced_look_back_seconds)
             keep_from = min(keep_from, bound)
         self._forget_before(keep_from)
         return sorted(found, key=lambda entry: (entry.at, entry.key))
+
+    async def _planned(self, stretches: list[Stretch]) -> Backlog | None:
+        """The catch-up this round reads (`catch_up`): the one under way; or one planned now,
+        where a stretch is long or a failure cut one short (from the saved cursors)."""
+        going = self.backlog is not None and not self.backlog.used_up()
+        if self.dirty or not going:
+            self.backlog = None
+        if self.backlog is None and (
+                (going and self.dirty) or catch_up.needed([(s[2], s[3]) for s in stretches])):
+            self.backlog = await catch_up.plan(
+                self.db, [(kind, collection, start) for kind, collection, start, *_ in stretches],
+                min(stretch[3] for stretch in stretches),
+                catch_up.Renewal(self.holder, self.epoch, self.config.lease_seconds))
+            self.unsure = self.unsure or self.dirty
+        return self.backlog
 
     async def _fence(self, collection: str, fenced: datetime | None, looked: datetime | None,
                      horizon: datetime) -> datetime | None:
@@ -243,7 +300,7 @@ class Sequencer:
         unsure: list[str] = []
         for account_id, entries in by_account.items():
             trees[account_id], claimed = await self._claim(account_id, found.get(account_id))
-            if claimed or self.dirty:
+            if claimed or self.dirty or self.unsure:
                 unsure.extend(entry.key for entry in entries)
         if not unsure:
             return trees, set()
