@@ -21,7 +21,7 @@ the pattern's rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -63,14 +63,22 @@ def read_framed(grey: Image.Image, plan: Layout) -> Reading:
         return Reading(None, False)
     for number, trial in enumerate(seen.trials):
         rows = perspective.rows_direction(trial.matrix, trial.image.size, seen.rows)
-        acrosses = [] if trial.lattice is None else [np.array(trial.lattice.across)]
-        if number == 0:
-            acrosses += _scanned(trial.image, rows, shortest, acrosses, plan)
-        for across in acrosses:
+        for across in _acrosses(trial, rows, shortest if number == 0 else None, plan):
             found = _read(trial.image, across, rows, plan)
             if found is not None:
                 return Reading(found, True)
     return Reading(None, seen.certain)
+
+
+def _acrosses(trial: perspective.Flattened, rows: float, shortest: float | None,
+              plan: Layout) -> Iterator[Floats]:
+    """The tile's horizontal vectors to read `trial` at, as they are asked for: its
+    lattice's, then (given the tile's `shortest` length: the best trial only) the one a scan
+    of folds finds (`_scanned`): the lattice may be a harmonic's or the text's."""
+    tried = [] if trial.lattice is None else [np.array(trial.lattice.across)]
+    yield from tried
+    if shortest is not None:
+        yield from _scanned(trial.image, rows, shortest, tried, plan)
 
 
 def _scanned(flat: Image.Image, rows: float, shortest: float, tried: list[Floats],
@@ -78,7 +86,7 @@ def _scanned(flat: Image.Image, rows: float, shortest: float, tried: list[Floats
     """The tile's horizontal vector in `flat` found by folds, where the autocorrelation may
     show none: along the direction the pattern's `rows` give it (ROWS from them, aspect and
     shear taken as none), every length from `shortest` folded coarsely (`coarse.scores`, as
-    the scan tries scales); the best one, unless it scores under _WORTH_REFINING or is a
+    the scan tries scales); the best one, unless it scores under `scan.PROBE` (chance) or is a
     vector of `tried` (within _SAME_LENGTH)."""
     turn = rows - perspective.ROWS
     longest = min(shortest * sync.MAX_SCALE / sync.MIN_SCALE, min(flat.size) / 2.5)
@@ -89,7 +97,7 @@ def _scanned(flat: Image.Image, rows: float, shortest: float, tried: list[Floats
     values = coarse.scores(sample, np.stack([scales, scales], axis=1), turn, plan)
     best = int(np.argmax(values))
     length = float(scales[best]) * TILE
-    if values[best] < _WORTH_REFINING or any(
+    if values[best] < scan.PROBE or any(
             abs(float(np.hypot(*across)) / length - 1) < _SAME_LENGTH for across in tried):
         return []
     return [np.array([length * math.cos(turn), length * math.sin(turn)])]
