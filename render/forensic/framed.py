@@ -15,7 +15,11 @@ the pattern's rows.
    _ASPECT_REACH are folded coarsely (`coarse`, as the photo reading does), each at its shear
    and those _SHEAR_STEP either side; the best few folded finely and refined.
 3. The checks of every other reading (`scan.first_decoded`): sync >= 6 standard deviations,
-   then the CRC with at most 3 flips among the 6 least reliable bits.
+   then the CRC with at most 3 flips among the 6 least reliable bits; a fold whose sync passes
+   and whose CRC fails is folded again from the weighted residual.
+4. When the best trial's lattice reads nothing, the tile's length found by folds along the
+   direction the pattern's rows give it (`_scanned`): the autocorrelation can show a
+   harmonic's or the text's lattice and none at the tile.
 """
 
 from __future__ import annotations
