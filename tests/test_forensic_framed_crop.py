@@ -84,12 +84,22 @@ def test_a_scan_of_folds_finds_the_tile_along_the_rows() -> None:
 
 def test_the_weighted_residual_reads_what_the_silenced_one_cannot(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    flat, rows, across, _ = _at_the_camera()
-    found = framed._read(flat.image, across, rows, LAYOUT)
+    """At the trial `decode` reads it at (0.01 from the camera's vanishing line, its lattice
+    the tile's): named, and not from the silenced residual alone (the commit before missed
+    the crop with this very lattice)."""
+    flat, _, across, shortest = _at_the_camera()
+    grey = _leak(True).convert("L")
+    seen = perspective.horizons(framed._working_copy(grey), False, shortest)
+    assert seen is not None
+    trial = min(seen.trials, key=lambda trial: math.dist(trial.horizon, flat.horizon))
+    assert math.dist(trial.horizon, flat.horizon) < 0.02 and trial.lattice is not None
+    assert abs(math.hypot(*trial.lattice.across) / math.hypot(*across) - 1) < 0.01
+    rows = perspective.rows_direction(trial.matrix, trial.image.size, seen.rows)
+    lattice = np.array(trial.lattice.across)
+    found = framed._read(trial.image, lattice, rows, LAYOUT)
     assert found is not None and found[0] == RENDER_ID
-    # The same folds from the silenced residual alone: the sync chips pass, the CRC fails.
     monkeypatch.setattr(sync, "weighted_residual", sync.residual)
-    assert framed._read(flat.image, across, rows, LAYOUT) is None
+    assert framed._read(trial.image, lattice, rows, LAYOUT) is None
 
 
 def test_the_autocorrelation_shows_no_tile_at_the_camera() -> None:
