@@ -55,6 +55,13 @@ _RIGHT = math.radians(15)  # and at right angles within this (aspect and shear l
 # The tile's horizontal vector within this of the horizontal: a roll of 10 degrees, and what a
 # tilt of 15 does to a direction near the frame's edges.
 _TURN = math.radians(22)
+# Given the pattern's rows in the flattened copy, the tile's horizontal vector lies 30 degrees
+# from them (the served angle between them) to within what aspect and shear leave (under a
+# degree at the trials nearest the camera's `v` on the bench's crops): a lattice of the text's
+# lines, or of the letters, lies elsewhere. The peaks looked at to find one in that wedge.
+_WEDGE = math.radians(3)
+_WEDGE_PEAKS = 48
+ROWS = math.radians(-30.0)  # the pattern's rows on a served page (`render.watermark.pattern`)
 # The smaller copy's lattice is the trial's when its length is within this share of the
 # trial's, or of one of these multiples (a lattice's harmonic is found as often as not).
 _SAME_LATTICE = 0.04
@@ -76,6 +83,24 @@ class Flattened(NamedTuple):
     image: Image.Image
     matrix: Floats
     lattice: TileLattice | None
+
+
+class Expected(NamedTuple):
+    """What the tile's lattice must look like in an image: the pattern's rows' vanishing
+    point there (homogeneous, the image's pixels: the tile's horizontal vector lies ROWS from
+    them) and the tile's shortest length (px)."""
+    rows: Floats
+    shortest: float
+
+
+def rows_direction(matrix: Floats, size: tuple[int, int], rows: Floats) -> float:
+    """The pattern's rows' direction (radians, mod pi) in an image of `size` that `matrix`
+    maps the image where they meet at `rows` into: their vanishing point mapped there, seen
+    from its centre."""
+    point = matrix @ rows
+    centre = (size[0] / 2, size[1] / 2)
+    angle = math.atan2(point[1] - centre[1] * point[2], point[0] - centre[0] * point[2])
+    return (angle + math.pi / 2) % math.pi - math.pi / 2  # a line's direction: mod 180
 
 
 def centred(size: tuple[int, int]) -> Floats:
@@ -105,11 +130,13 @@ class _RowsLine(NamedTuple):
     seed: Floats | None
 
 
-def horizons(grey: Image.Image, unreduced: bool = False) -> Horizons | None:
+def horizons(grey: Image.Image, unreduced: bool = False, shortest: float = _MIN_LAG,
+             ) -> Horizons | None:
     """The flattened copies of `grey` worth reading: None when the pattern's rows meet
     nowhere or the page shows no perspective (|v| under _MIN_TILT: the search reads that).
     `unreduced`: `grey` is the photo at its own size, its noise not averaged (then the
-    lattices its smaller copy shows are tried too, `_as_coarse_sees`)."""
+    lattices its smaller copy shows are tried too, `_as_coarse_sees`). `shortest`: the
+    tile's shortest length in `grey` (px) at the smallest scale the reader searches."""
     line = _rows_line(grey)
     if line is None or (line.seed is not None and float(np.hypot(*line.seed)) < _MIN_TILT):
         return None  # no rows; or the text's lines and the rows agree: no perspective
@@ -121,19 +148,23 @@ def horizons(grey: Image.Image, unreduced: bool = False) -> Horizons | None:
     # are not tried.
     small = grey.resize((round(grey.width * _COARSE_SHARE), round(grey.height * _COARSE_SHARE)),
                         Image.Resampling.BOX)
+    share = max(small.size) / max(grey.size)
+    in_small = Expected(line.rows * np.array([share, share, 1.0]), shortest * share)
     near = np.zeros(len(steps), dtype=bool)
     if line.seed is not None:
         near = np.abs(steps - float((line.seed - nearest) @ direction)) <= _SEEDED_REACH
-    coarse = [flattened(small, nearest + step * direction) for step in steps[near]]
+    coarse = [flattened(small, nearest + step * direction, in_small) for step in steps[near]]
     if max(map(_height, coarse), default=0.0) < _CLEAR:
-        coarse += [flattened(small, nearest + step * direction) for step in steps[~near]]
+        coarse += [flattened(small, nearest + step * direction, in_small)
+                   for step in steps[~near]]
     coarse = sorted((trial for trial in coarse if trial.lattice is not None), key=_height,
                     reverse=True)
     refined = []
     across = np.array([direction[1], -direction[0]])
     for trial in _worth_refining(coarse, line.seed):
         centre = np.array(trial.horizon)
-        nearby = [flattened(grey, centre + a * direction + b * across)
+        nearby = [flattened(grey, centre + a * direction + b * across,
+                            Expected(line.rows, shortest))
                   for a, b in ((0, 0), (-_FINE, 0), (_FINE, 0), (0, -_FINE), (0, _FINE))]
         refined.append(max(nearby, key=_height))
     refined.sort(key=_height, reverse=True)
@@ -141,7 +172,7 @@ def horizons(grey: Image.Image, unreduced: bool = False) -> Horizons | None:
             *refined[0].horizon) < _MIN_TILT:
         return None  # no lattice; or upright in all but a trace of tilt: the search's to read
     if unreduced:
-        refined += _as_coarse_sees(small, refined, max(grey.size) / max(small.size))
+        refined += _as_coarse_sees(small, refined, 1 / share, in_small)
     return Horizons(line.rows, refined,
                     line.seed is not None or _height(refined[0]) >= _CLEAR)
 
@@ -165,7 +196,7 @@ def _apart_from(trial: Flattened, seed: Floats) -> float:
 
 
 def _as_coarse_sees(small: Image.Image, refined: list[Flattened], ratio: float,
-                    ) -> list[Flattened]:
+                    expected: Expected | None = None) -> list[Flattened]:
     """Each refined trial again, after them, with the lattice the `small` copy shows at its
     `v` (its vectors times `ratio`), where that is neither the trial's own lattice nor a
     harmonic of it. The box average of the smaller copy takes out a photo's noise, which in a
@@ -175,7 +206,7 @@ def _as_coarse_sees(small: Image.Image, refined: list[Flattened], ratio: float,
     working copy it cost 0.4 s more each."""
     extra = []
     for trial in refined:
-        seen = flattened(small, trial.horizon).lattice
+        seen = flattened(small, trial.horizon, expected).lattice
         if seen is None or trial.lattice is None:
             continue
         across = np.array(seen.across) * ratio
@@ -239,8 +270,10 @@ def _apart(window: line_field.Direction, rows: Floats) -> float:
     return abs((towards - window.angle + math.pi / 2) % math.pi - math.pi / 2)
 
 
-def flattened(grey: Image.Image, horizon: Floats | tuple[float, float]) -> Flattened:
-    """`grey` with the projective part `horizon` undone, and the tile lattice it shows."""
+def flattened(grey: Image.Image, horizon: Floats | tuple[float, float],
+              expected: Expected | None = None) -> Flattened:
+    """`grey` with the projective part `horizon` undone, and the tile lattice it shows (as
+    `expected` has it, when given)."""
     v = (float(horizon[0]), float(horizon[1]))
     to_centred = centred(grey.size)
     projective = np.array([[1, 0, 0], [0, 1, 0], [v[0], v[1], 1]])
@@ -257,20 +290,31 @@ def flattened(grey: Image.Image, horizon: Floats | tuple[float, float]) -> Flatt
     flat = grey.transform(size, Image.Transform.PERSPECTIVE,
                           tuple(float(c) for c in inverse.ravel()[:8]),
                           Image.Resampling.BILINEAR)
-    return Flattened(v, flat, matrix, tile_lattice(flat))
+    if expected is None:
+        return Flattened(v, flat, matrix, tile_lattice(flat))
+    along = rows_direction(matrix, flat.size, expected.rows) - ROWS
+    return Flattened(v, flat, matrix, tile_lattice(flat, along, expected.shortest))
 
 
-def tile_lattice(flat: Image.Image) -> TileLattice | None:
+def tile_lattice(flat: Image.Image, along: float | None = None, shortest: float = _MIN_LAG,
+                 ) -> TileLattice | None:
     """The mark's tile lattice in `flat` (the projective part undone), or None: among the
     highest autocorrelation peaks of its residual, those whose second harmonic shows too (a
     lattice repeats; a page's text lines seldom repeat so exactly), each with the highest
     point where a tile's other vector can lie (as long, at right angles, within _SQUARE and
     _RIGHT: a dense text page keeps little of the vertical vector's peak, the text lines
-    cutting the residual into rows); the pair whose two heights add up most."""
+    cutting the residual into rows); the pair whose two heights add up most. `along`: the
+    direction (radians) the pattern's rows put the horizontal vector in (then only peaks
+    within _WEDGE of it, or of its perpendicular, and at least `shortest` long, are
+    candidates: a text page's line and letter repeats outrank the tile's peak elsewhere)."""
     acf = sync.autocorrelation(sync.residual(flat, 2))
     longest = min(flat.size) / 2.5
     best: TileLattice | None = None
-    for x, y, top in local_maxima(acf, _MIN_LAG, _PEAKS):
+    peaks = local_maxima(acf, max(_MIN_LAG, math.floor(shortest)),
+                         _PEAKS if along is None else _WEDGE_PEAKS)
+    if along is not None:
+        peaks = [peak for peak in peaks if _in_wedge(peak[0], peak[1], along)][:_PEAKS]
+    for x, y, top in peaks:
         if math.hypot(x, y) > longest or (best is not None and 2 * top <= best.height):
             continue
         u = _refined(acf, np.array(sub_pixel(acf, x, y)), top)
@@ -281,11 +325,23 @@ def tile_lattice(flat: Image.Image) -> TileLattice | None:
             continue
         w, height = other
         lattice = _oriented(u, w, top + height)
-        if abs(math.atan2(lattice.across[1], lattice.across[0])) > _TURN:
+        turn = math.atan2(lattice.across[1], lattice.across[0])
+        if abs(turn) > _TURN or (along is not None and abs(_apart_by(turn, along)) > _WEDGE):
             continue  # the pattern's rows repeat along their own direction, -30 degrees
         if best is None or lattice.height > best.height:
             best = lattice
     return best
+
+
+def _apart_by(angle: float, other: float) -> float:
+    """`angle` less `other` as lines' directions (radians, within +-pi/2)."""
+    return (angle - other + math.pi / 2) % math.pi - math.pi / 2
+
+
+def _in_wedge(x: float, y: float, along: float) -> bool:
+    """Whether the lag (x, y) lies within _WEDGE of `along` or of its perpendicular."""
+    apart = abs(_apart_by(math.atan2(y, x), along))
+    return min(apart, math.pi / 2 - apart) <= _WEDGE
 
 
 def _refined(acf: npt.NDArray[np.float32], u: Floats, top: float) -> Floats | None:
