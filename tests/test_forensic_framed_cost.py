@@ -80,7 +80,7 @@ def test_the_same_photo_marked_names_its_view(framed_photo: Photo) -> None:
 def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
         framed_photo: Photo, mark: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The coarse trials along the pattern's line lie within `_SEEDED_REACH` of the text's
-    seed, marked or not (the rest of the line, 45 trials in all on this photo, was an
+    seed, marked or not (the whole line, 43 trials on the unmarked photo, was an
     unmarked photo's largest cost); the marked photo is named from them."""
     grey = framed_photo(mark).convert("L")
     work = framed._working_copy(grey)
