@@ -21,7 +21,7 @@ from PIL import Image
 
 from bench.leakmark_misses import cpu_seconds, yardstick
 from bench.leakmark_untuned import filled
-from render.forensic import coarse, decode, photo, rectify
+from render.forensic import coarse, decode, framed, perspective, photo, rectify
 from render.forensic.layout import PUBLIC
 from tests import forensic_store
 from tests.forensic_pages import marked_cover, served_cover
@@ -73,6 +73,36 @@ def test_an_unmarked_photo_framed_on_the_page_costs_a_few_yardsticks(
 @slow
 def test_the_same_photo_marked_names_its_view(framed_photo: Photo) -> None:
     assert decode(framed_photo(True)) == RENDER_ID
+
+
+@slow
+@pytest.mark.parametrize("mark", [False, True], ids=["unmarked", "marked"])
+def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
+        framed_photo: Photo, mark: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The coarse trials along the pattern's line lie within `_SEEDED_REACH` of the text's
+    seed, marked or not (the whole line, 43 trials on the unmarked photo, was an
+    unmarked photo's largest cost); the marked photo is named from them."""
+    grey = framed_photo(mark).convert("L")
+    work = framed._working_copy(grey)
+    line = perspective._rows_line(work)
+    assert line is not None and line.seed is not None
+    seed_at = float((line.seed - line.nearest) @ line.direction)
+    coarse_size = (round(work.width * perspective._COARSE_SHARE),
+                   round(work.height * perspective._COARSE_SHARE))
+    tried: list[float] = []
+    flattened = perspective.flattened
+
+    def recorded(grey: Image.Image, horizon: np.ndarray,
+                 expected: perspective.Expected | None = None) -> perspective.Flattened:
+        if grey.size == coarse_size:
+            tried.append(float((np.asarray(horizon) - line.nearest) @ line.direction))
+        return flattened(grey, horizon, expected)
+
+    monkeypatch.setattr(perspective, "flattened", recorded)
+    reading = framed.read_framed(grey, PUBLIC)
+    assert (reading.found is not None and reading.found[0] == RENDER_ID) == mark
+    assert 0 < len(tried) <= 13, tried
+    assert max(abs(along - seed_at) for along in tried) <= perspective._SEEDED_REACH + 1e-9
 
 
 def test_the_batched_coarse_folds_score_each_trial_as_it_scores_alone() -> None:

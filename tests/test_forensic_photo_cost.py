@@ -9,6 +9,7 @@ machine weighs on both; and the same photo marked still names its view."""
 from __future__ import annotations
 
 import functools
+import importlib
 import random
 from collections.abc import Callable
 
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of th
 RENDER_ID = 0x2B4D6F8A1C3
 SEED = 4  # the page in perspective: the case the framed reading would follow
 
+decode_module = importlib.import_module("render.forensic.decode")  # the package exports `decode`
 fixture_store = forensic_store.fixture_store  # this module's fixture
 Photo = Callable[[bool], tuple[Image.Image, Corners]]
 
@@ -58,6 +60,17 @@ def test_an_unmarked_phone_photo_costs_a_few_yardsticks(phone_photo: Photo) -> N
 
 def test_the_same_photo_marked_names_its_view(phone_photo: Photo) -> None:
     assert decode(phone_photo(True)[0]) == RENDER_ID
+
+
+@pytest.mark.parametrize("mark", [False, True], ids=["unmarked", "marked"])
+def test_a_page_whose_edges_are_seen_in_perspective_is_not_searched(
+        phone_photo: Photo, mark: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search (steps 1-4, no perspective) is left out for the photo reading, marked or
+    not; the marked photo is named by the photo reading."""
+    searched: list[object] = []
+    monkeypatch.setattr(decode_module, "_search", lambda *args: searched.append(args))
+    assert decode(phone_photo(mark)[0]) == (RENDER_ID if mark else None)
+    assert searched == []
 
 
 def test_a_page_on_a_screen_shows_its_edges(phone_photo: Photo) -> None:

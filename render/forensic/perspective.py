@@ -12,10 +12,10 @@ residual then has sharp peaks at the two tile vectors (measured on the untuned b
    lies on a line (a point p of the vanishing line satisfies v . p = -1).
 2. The document's text lines give a second point where a page has enough text: `v` is then
    where the two lines cross (to about 0.04 on the bench's photos: a seed, not the answer).
-3. Along the pattern's line, every `v` 0.02 apart (the peak's reach), nearest that seed
-   first, is undone and scored by the residual's autocorrelation: the two highest peaks that
-   make a tile lattice (`tile_lattice`); the best few are refined 0.005 apart across and
-   along the line.
+3. Along the pattern's line, every `v` 0.02 apart (the peak's reach), within _SEEDED_REACH
+   of that seed when there is one, is undone and scored by the residual's autocorrelation:
+   the two highest peaks that make a tile lattice (`tile_lattice`); the best few are refined
+   0.005 apart across and along the line.
 """
 
 from __future__ import annotations
@@ -39,10 +39,14 @@ _REFINED = 2  # the best coarse trials refined
 # The text's seed's own neighbourhood: its error on the bench's photos (the coarse trials are
 # _STEP apart, so two or three of them lie this near it).
 _NEAR_SEED = 0.04
-_SEEDED_REACH = 0.12  # along the pattern's line either side of the text's seed (off by 0.04)
-# A lattice this clear (the heights of its two peaks added, on the coarse copy) is the mark's:
-# measured on the untuned bench's `filled` photos, 0.09-0.31 within 0.015 of the true v,
-# at most 0.096 further than 0.05 from it.
+# Along the pattern's line either side of the text's seed, the only trials made when there is
+# one: the 31 photos this reading named among the `filled` and `crop` leaks of
+# `bench.leakmark_untuned` (seeds 41 and 47) were each read at a trial within 0.08 of the
+# seed; the rest of the line (about 33 trials more, as many on an unmarked photo) named none.
+_SEEDED_REACH = 0.12
+# A lattice this clear (the heights of its two peaks added, on the coarse copy) is the mark's,
+# and shows a perspective without the text's lines: measured on the untuned bench's `filled`
+# photos, 0.09-0.31 within 0.015 of the true v, at most 0.096 further than 0.05 from it.
 _CLEAR = 0.11
 _COARSE_SHARE = 2 / 3  # the coarse trials' copy, of the working copy's size
 _NOT_ROWS = math.radians(12)  # text windows' lines at least this far from the pattern's rows
@@ -144,19 +148,14 @@ def horizons(grey: Image.Image, unreduced: bool = False, shortest: float = _MIN_
     span = math.sqrt(_REACH ** 2 - float(nearest @ nearest))
     steps = np.arange(-span, span + 1e-9, _STEP)
     # The coarse trials on a smaller copy (v is in units of the long side: the same there),
-    # those near the text's seed first: when one of them shows a clear lattice, the others
-    # are not tried.
+    # only those near the text's seed when the page's text gives one (`_SEEDED_REACH`).
     small = grey.resize((round(grey.width * _COARSE_SHARE), round(grey.height * _COARSE_SHARE)),
                         Image.Resampling.BOX)
     share = max(small.size) / max(grey.size)
     in_small = Expected(line.rows * np.array([share, share, 1.0]), shortest * share)
-    near = np.zeros(len(steps), dtype=bool)
     if line.seed is not None:
-        near = np.abs(steps - float((line.seed - nearest) @ direction)) <= _SEEDED_REACH
-    coarse = [flattened(small, nearest + step * direction, in_small) for step in steps[near]]
-    if max(map(_height, coarse), default=0.0) < _CLEAR:
-        coarse += [flattened(small, nearest + step * direction, in_small)
-                   for step in steps[~near]]
+        steps = steps[np.abs(steps - float((line.seed - nearest) @ direction)) <= _SEEDED_REACH]
+    coarse = [flattened(small, nearest + step * direction, in_small) for step in steps]
     coarse = sorted((trial for trial in coarse if trial.lattice is not None), key=_height,
                     reverse=True)
     refined = []
