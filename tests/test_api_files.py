@@ -20,6 +20,7 @@ from tests.http_helpers import (
     upload_ok,
 )
 from tests.vault_process import VaultProcess
+from vaultd.services.common import access_log
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -152,8 +153,6 @@ def test_the_access_log_is_newest_first_and_capped_at_200(
     created = upload_ok(api, docs.png(), kind="delivery")
     # 200 older downloads written as the download route writes its entry (through the service),
     # marked apart; then three over HTTP, which must come first while the oldest fall off.
-    from vaultd.services.common import access_log
-
     async def older_downloads(db: Any) -> None:
         for _ in range(200):
             await access_log.record(db, account[0], created["id"], "download",
