@@ -1,5 +1,5 @@
 """The audit sequencer's catch-up (services.audit.catch_up) over a log written before it ran:
-whatever the log's shape (one burst of 20,000 entries in a second, a quiet year, a year in
+whatever the log's shape (one burst of 2,000 entries in a second, a quiet year, a year in
 bursts with a millisecond holding more than a window), no read of a round returns more than
 `READ_BATCH` entries (or one millisecond's), every entry is sequenced once, in its account in
 (time, key) order, and each account's root is the one computed here from the entries. Also the
@@ -9,6 +9,9 @@ the fence's horizon while the cursors trail it.
 
 A real sequencer on a database of its own on the test worker's SecantusDB; what every `find`
 on the logs returns (its first batch and every `getMore`) is counted by the driver's monitoring.
+The windows, the walk's batch and the round's cap are a tenth of the defaults here, and so are
+the logs (a 20,000-entry burst against windows of 2,000 took 30 CPU-seconds a shape): every
+bound is the same multiple of a window as at the defaults.
 """
 
 from __future__ import annotations
@@ -28,13 +31,12 @@ from tests.embedded_database import recorded_worker_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
 from vaultd.services.audit import blocks, catch_up, lease, leaves, tree_writes
-from vaultd.services.audit.catch_up import READ_BATCH
 from vaultd.services.audit.keys import current_signer
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common import log_fence
 from vaultd.timefmt import utcnow
 
-pytestmark = pytest.mark.slow  # logs of 10,000 to 23,000 entries, sequenced and verified
+pytestmark = pytest.mark.slow  # logs of 1,000 to 2,300 entries, sequenced and verified
 
 RING = MasterKeyring.generate()
 ORIGIN = "test.example/audit"
@@ -78,6 +80,13 @@ class Returned(monitoring.CommandListener):
         self._sent.pop(event.request_id, None)
 
 
+@pytest.fixture(autouse=True)
+def tenth_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(catch_up, "READ_BATCH", 200)
+    monkeypatch.setattr(catch_up, "WALK_BATCH", 100)
+    monkeypatch.setattr(catch_up, "ROUND_CAP", 2_000)
+
+
 @pytest.fixture
 def returned() -> Returned:
     return Returned()
@@ -108,7 +117,7 @@ def event(at: datetime, n: int) -> dict[str, Any]:
             "action": "member.role_changed", "target": f"member-{n}"}
 
 
-def burst(end: datetime, count: int = 20_000) -> list[datetime]:
+def burst(end: datetime, count: int = 2_000) -> list[datetime]:
     """`count` entries in one second."""
     return [end - timedelta(milliseconds=random.randrange(1000)) for _ in range(count)]
 
@@ -118,18 +127,17 @@ def quiet_year(end: datetime) -> list[datetime]:
 
 
 def year_in_bursts(end: datetime) -> list[datetime]:
-    """Twelve bursts of 800 entries over a year, and one millisecond holding 2,500."""
+    """Twelve bursts of 80 entries over a year, and one millisecond holding 250."""
     times = [end - YEAR * (month / 12) - timedelta(seconds=5 * random.random())
-             for month in range(1, 13) for _ in range(800)]
+             for month in range(1, 13) for _ in range(80)]
     one = end - timedelta(days=100)
-    return times + [one.replace(microsecond=one.microsecond // 1000 * 1000)] * 2_500
+    return times + [one.replace(microsecond=one.microsecond // 1000 * 1000)] * 250
 
 
 async def seed(db: Db, times: list[datetime], events: int = 0) -> list[datetime]:
     """The entries at `times` and `events` activity events among them; every stamp written."""
     docs = [entry(at, n) for n, at in enumerate(times)]
-    for start in range(0, len(docs), 5_000):
-        await db.raw("access_log").insert_many(docs[start:start + 5_000])
+    await db.raw("access_log").insert_many(docs)
     stamps = [times[n * 7 % len(times)] for n in range(events)]
     if events:
         await db.raw("activity").insert_many([event(at, n) for n, at in enumerate(stamps)])
@@ -191,7 +199,7 @@ def assert_bounded(reads: list[Read], times: list[datetime]) -> None:
     """No read returned more than a window may hold, and each read by time was a closed range
     but those of what arrived since the newest entry read: nothing arrives here, so they find
     that entry's millisecond again at most."""
-    most = max(READ_BATCH, milliseconds(times))
+    most = max(catch_up.READ_BATCH, milliseconds(times))
     assert reads and max(read.returned for read in reads) <= most, sorted(
         read.returned for read in reads)[-5:]
     for read in reads:
@@ -212,13 +220,13 @@ async def test_a_first_round_over_a_log_reads_it_in_bounded_windows(
 
 async def test_a_round_sequences_at_most_the_cap_and_saves_where_it_reached(
         db: Db, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catch_up, "ROUND_CAP", 5_000)
-    times = burst(utcnow() - timedelta(seconds=1), 10_000)
+    monkeypatch.setattr(catch_up, "ROUND_CAP", 500)
+    times = burst(utcnow() - timedelta(seconds=1), 1_000)
     await seed(db, times)
     running = sequencer(db, "holder-1")
     sequenced = [await running.round() for _ in range(2)]
-    # Two windows of up to 2,000 (cut between two milliseconds): a third would pass the cap.
-    assert all(3_000 < count <= 4_000 for count in sequenced), sequenced
+    # Two windows of up to 200 (cut between two milliseconds): a third would pass the cap.
+    assert all(300 < count <= 400 for count in sequenced), sequenced
     saved = await db.audit_sequencer.find_one({"_id": lease.LEASE_ID})
     assert saved is not None and running.backlog is not None
     reached = saved["cursors"]["access.looked"]
@@ -230,7 +238,7 @@ async def test_a_round_sequences_at_most_the_cap_and_saves_where_it_reached(
 
 async def test_a_take_over_in_a_catch_up_sequences_nothing_twice(
         db: Db, returned: Returned, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catch_up, "ROUND_CAP", 4_000)
+    monkeypatch.setattr(catch_up, "ROUND_CAP", 400)
     times = year_in_bursts(utcnow() - timedelta(seconds=1))
     stamps = await seed(db, times, events=50)
     first = sequencer(db, "holder-1")
@@ -258,9 +266,9 @@ async def test_a_take_over_in_a_catch_up_sequences_nothing_twice(
 
 async def test_a_sequencer_a_day_behind_catches_up_and_numbers_behind_the_fence(
         db: Db, returned: Returned, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(catch_up, "ROUND_CAP", 4_000)
+    monkeypatch.setattr(catch_up, "ROUND_CAP", 400)
     now = utcnow()
-    before = [now - timedelta(days=2, seconds=n) for n in range(300)]
+    before = [now - timedelta(days=2, seconds=n) for n in range(30)]
     await seed(db, before)
     running = sequencer(db, "holder-1")
     await rounds_until_done(running)
@@ -269,7 +277,7 @@ async def test_a_sequencer_a_day_behind_catches_up_and_numbers_behind_the_fence(
     await db.audit_sequencer.update_one({"_id": lease.LEASE_ID}, {"$set": {"cursors": {
         "access": day_ago, "access.looked": day_ago, "activity": day_ago,
         "activity.looked": day_ago}}})  # back after a day's outage
-    during = [now - timedelta(hours=23) + timedelta(seconds=n * 3) for n in range(9_000)]
+    during = [now - timedelta(hours=23) + timedelta(seconds=n * 30) for n in range(900)]
     await seed(db, during)
     returned.reads.clear()
     back = sequencer(db, "holder-2")

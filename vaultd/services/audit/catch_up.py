@@ -146,15 +146,14 @@ async def plan(db: Db, sources: list[tuple[str, str, datetime | None]], horizon:
                 await renewal.renew(db)
                 renewed = time.monotonic()
     stamps = np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)
-    bounds, counts = cut(stamps)
+    bounds, counts = cut(stamps, READ_BATCH)
     cuts = [EPOCH + MS * int(ms) for ms in bounds] + [horizon]
     log.info("audit catch-up planned: %d entries before %s in %d windows (walked in %.1f s)",
              len(stamps), horizon.isoformat(), len(counts), time.monotonic() - began)
     return Backlog({kind: start for kind, _, start in sources}, cuts, counts)
 
 
-def cut(stamps: np.ndarray[Any, np.dtype[np.int64]],
-        size: int = READ_BATCH) -> tuple[list[int], list[int]]:
+def cut(stamps: np.ndarray[Any, np.dtype[np.int64]], size: int) -> tuple[list[int], list[int]]:
     """Sorted milliseconds cut into consecutive windows of at most `size` (one millisecond
     holding more whole): each window's first millisecond, and how many it holds."""
     bounds: list[int] = []
