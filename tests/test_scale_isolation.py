@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.isolation_run import PROXY, Run, measure, p95
+from tests.machine_speed import slowdown
 from tests.vault_process import VaultProcess
 
 # Its own vaultd seeded with 2 x 10^4 records; `alone`: its time bounds want the machine
@@ -42,8 +43,11 @@ def run(vault: VaultProcess) -> Run:
 
 
 def test_no_page_of_another_tenant_waits_a_second(run: Run) -> None:
+    """A second on the machine the bound was set on, stretched on a slower one by its own
+    yardstick (`tests.machine_speed`): on a host three times slower one page waited 1.31 s."""
     assert run.revoked == [run.expected_revoked]
-    assert max(run.busy) < 1.0, f"a page waited {max(run.busy):.2f} s"
+    bound = 1.0 * slowdown()
+    assert max(run.busy) < bound, f"a page waited {max(run.busy):.2f} s (bound {bound:.2f} s)"
 
 
 def test_another_tenants_page_p95_at_most_doubles(run: Run) -> None:

@@ -76,6 +76,7 @@ async def _insert_ms(uri: str, round_: int) -> float:
 
 
 @pytest.mark.slow  # two database servers of its own and 6,000 timed inserts: 12 CPU-seconds
+@pytest.mark.alone  # a ratio of two servers' times: other workers' load moves it
 def test_a_write_of_many_documents_reads_the_catalog_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """1,000 documents into a collection of 11 indexes, in turns on vaultd's server and on one
