@@ -2,9 +2,10 @@
 # Install everything the tests need, lint and type-check, then run the tests. Extra arguments
 # go to pytest (e.g. -m "not slow" --hypothesis-profile=fast-loop for the fast loop, see
 # docs/testing.md). Without arguments
-# (the whole suite, as CI runs it) the container image is built and smoke-tested
-# (scripts/container-test.sh) while pytest runs on three workers, then pytest runs the `alone`
-# modules by themselves.
+# (the landing run, as CI runs it: every test but the `long` tier of tests/suite_tiers.py) the
+# container image is built and smoke-tested (scripts/container-test.sh) while pytest runs on
+# three workers, then pytest runs the `alone` modules by themselves. `--long` runs the long
+# tier the same way (on three workers, then its `alone` modules), without the container test.
 # pytest's summary stays the last line; the exit code covers all three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,22 +18,29 @@ bash scripts/setup.sh --test
 .venv/bin/python -m mypy   # settings and the checked packages: [tool.mypy] in pyproject.toml
 container=0
 status=0
-if [ $# -eq 0 ]; then
-  # The container test beside the run on three workers (both mostly wait on processes they
-  # started), its output kept and shown once it is done; it is over before the `alone` modules.
-  container_log=$(mktemp)
-  bash scripts/container-test.sh >"$container_log" 2>&1 &
-  container_pid=$!
+if [ $# -eq 0 ] || { [ $# -eq 1 ] && [ "$1" = "--long" ]; }; then
+  tier="not long"
+  [ $# -eq 0 ] || tier="long"
+  container_pid=""
+  if [ "$tier" = "not long" ]; then
+    # The container test beside the run on three workers (both mostly wait on processes they
+    # started), its output kept and shown once it is done; it is over before the `alone` modules.
+    container_log=$(mktemp)
+    bash scripts/container-test.sh >"$container_log" 2>&1 &
+    container_pid=$!
+  fi
   # Three workers on two cores, a module to each at a time (module fixtures start once): the
   # tests mostly wait on the processes they drive, so a third worker fills the cores' idle
   # time (docs/testing.md, "Workers"); then the modules that bound a time another worker's
   # load would move (marker `alone`), by themselves.
-  .venv/bin/python -m pytest -n 3 --dist loadfile -m "not alone" || status=$?
-  wait "$container_pid" || container=$?
-  cat "$container_log"
-  rm -f "$container_log"
+  .venv/bin/python -m pytest -n 3 --dist loadfile -m "$tier and not alone" || status=$?
+  if [ -n "$container_pid" ]; then
+    wait "$container_pid" || container=$?
+    cat "$container_log"
+    rm -f "$container_log"
+  fi
   alone=0
-  .venv/bin/python -m pytest -m alone || alone=$?
+  .venv/bin/python -m pytest -m "$tier and alone" || alone=$?
   if [ "$status" -ne 0 ]; then
     echo "the run on three workers failed (exit $status): see its summary above" >&2
   else

@@ -4,8 +4,9 @@ process), a fresh account and key per test, and a check that no secret reached t
 the session's Azurite and moto server for the modules that use them; the worker's shared
 database server (`tests.worker_database`) emptied after each module and stopped at the end;
 one TLS context per process for the tests' httpx clients (`tests.tls_context`).
-The `forensic` modules count as `slow` (out of the fast loop), and the fast loop's Hypothesis
-profile draws fewer examples (docs/testing.md, "The fast loop")."""
+The `forensic` and `long` modules count as `slow` (out of the fast loop), the costliest modules
+start first (tests/suite_tiers.py), and the fast loop's Hypothesis profile draws fewer examples
+(docs/testing.md, "The fast loop")."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests import hypothesis_profiles  # noqa: F401 - registers the fast loop's 
 from tests.blob_helpers import encrypt, pattern
 from tests.inprocess import inprocess_vault
 from tests.mail_server import MailServer
+from tests.suite_tiers import LONG, module_of, start_rank
 from tests.tls_context import share_default_context
 from tests.vault_process import VaultProcess
 from tests.worker_database import WORKER_DATABASE
@@ -35,9 +37,14 @@ share_default_context()  # one TLS context per process for the tests' httpx clie
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # A forensic module's CPU is the leak reading's (numpy, Pillow, PDFium in the test
     # process): it belongs in the whole suite, and `-m "not slow"` (the fast loop) leaves it out.
+    # A `long` module (tests/suite_tiers.py) is left out of CI's run, so out of the fast loop too.
     for item in items:
         if item.get_closest_marker("forensic") is not None:
             item.add_marker(pytest.mark.slow)
+        if module_of(item.nodeid) in LONG:
+            item.add_marker(pytest.mark.long)
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: start_rank(item.nodeid))  # stable: a module's tests keep order
 
 
 @pytest.fixture(scope="session")

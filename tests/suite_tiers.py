@@ -1,0 +1,80 @@
+"""Which modules CI's run leaves to the long tier, and the order the rest start in.
+
+CI has 30 minutes on a 2-core host whose speed varies threefold (docs/testing.md, "Tiers"): the
+whole suite took 47 minutes of pytest on three workers on the slow host of 2026-11-30. The
+landing run (`bash scripts/test.sh`, what CI runs) leaves out the `long` modules below: each
+checks a size or a harness, and the logic it drives is checked at a small size by a landing
+module named beside it. `bash scripts/test.sh --long` runs them (with their own `alone` ones
+by themselves, after the rest), nightly and before a change to what they cover lands.
+
+`HEAVIEST_FIRST`: xdist hands out whole modules in collection order, so the run's tail is
+whatever costly module comes last alphabetically (the last 7 minutes of that run were two
+`test_scale_*` modules on one worker while the others idled). The costliest landing modules,
+by `tests.cpu_by_module` on that run, start first; every other module keeps its order after
+them. Re-measure when a module's cost changes by much (the order is a schedule, never a
+selection: a stale entry only costs time).
+"""
+
+from __future__ import annotations
+
+LONG: dict[str, str] = {
+    # module: what it checks at size, and where its logic is checked small
+    "tests/test_scale_bulk.py": "bulk steps over 5,000 records each; small: test_storage_tools, "
+                                "test_revoke_generation, test_backup",
+    "tests/test_scale_reads.py": "routes' reads at 10^4 records; small: test_scale_reads_logs, "
+                                 "test_scale_links, test_activity_pages",
+    "tests/test_scale_room_links.py": "the account read at thousands of room links; small: "
+                                      "test_room_generation, test_scale_links",
+    "tests/test_scale_isolation.py": "another tenant's pages beside 2 x 10^4 records; small: "
+                                     "test_fair_share_http, test_fair_render",
+    "tests/test_scale_delete_crash.py": "a deletion of 5,000 links killed; small: "
+                                        "test_scale_revoke_crash, test_delete_generation",
+    "tests/test_scale_room_crash.py": "rooms' revoke-all and deletion of 5,000 links killed; "
+                                      "small: test_room_generation, test_scale_revoke_crash",
+    "tests/test_bench_scale_shapes.py": "the bench harness's shapes end to end; small: "
+                                        "test_scale_shapes",
+    "tests/test_bench_settle.py": "the bench harness's settling probe; small: none needed (a "
+                                  "harness, not the product)",
+    "tests/test_install_without_compiler.py": "a fresh virtualenv install with no C compiler; "
+                                              "small: test_pattern_blend (the Pillow blend)",
+}
+
+HEAVIEST_FIRST: tuple[str, ...] = (
+    "tests/test_revoke_marking_stopped.py",
+    "tests/test_trace_api.py",
+    "tests/test_access_log_older_numbers.py",
+    "tests/test_forensic_photo.py",
+    "tests/test_first_hour.py",
+    "tests/test_storage_tools.py",
+    "tests/test_office_upload.py",
+    "tests/test_audit_crash.py",
+    "tests/test_forensic_mark.py",
+    "tests/test_access_log_numbers.py",
+    "tests/test_webhooks_durability.py",
+    "tests/test_storage_plugin.py",
+    "tests/test_multi_process.py",
+    "tests/test_forensic_framed_cost.py",
+    "tests/test_trace_placement_http.py",
+    "tests/test_access_log_older_numbers_crash.py",
+    "tests/test_db_restart.py",
+    "tests/test_fuzz_inputs.py",
+    "tests/test_console_browser.py",
+    "tests/test_faults.py",
+    "tests/test_vaultd_zygote.py",
+    "tests/test_backup.py",
+    "tests/test_access_log_action_numbers.py",
+    "tests/test_load.py",
+    "tests/test_forensic_photo_cost.py",
+    "tests/test_placement_year.py",
+    "tests/test_viewer_browser.py",
+)
+
+
+def module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def start_rank(nodeid: str) -> int:
+    """Where a test's module starts: its place in `HEAVIEST_FIRST`, or after all of them."""
+    module = module_of(nodeid)
+    return HEAVIEST_FIRST.index(module) if module in HEAVIEST_FIRST else len(HEAVIEST_FIRST)

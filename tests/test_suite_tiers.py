@@ -1,0 +1,49 @@
+"""CI's run and the long tier (tests/suite_tiers.py, docs/testing.md "Tiers"): a `long` module
+is collected by `-m long` and by nothing that leaves it out (`not long`, the fast loop's `not
+slow`); the costliest modules are collected first; every module the tiers name exists."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.suite_tiers import HEAVIEST_FIRST, LONG
+from tests.vault_process import base_env
+from tests.zygote_base import ROOT
+
+LONG_ONE = "tests/test_bench_settle.py"
+HEAVY = "tests/test_load.py"  # early in HEAVIEST_FIRST, after test_keyring.py by name
+PLAIN = "tests/test_keyring.py"
+
+pytestmark = pytest.mark.slow  # a pytest collection per selection: seconds each
+
+
+def collected(marks: str) -> list[str]:
+    """The modules collected under `marks`, in collection order."""
+    env = {name: value for name, value in base_env({}).items() if not name.startswith("PYTEST_")}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         "-m", marks, PLAIN, LONG_ONE, HEAVY],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    modules: list[str] = []
+    for line in run.stdout.splitlines():
+        module = line.split("::")[0]
+        if "::" in line and module not in modules:
+            modules.append(module)
+    return modules
+
+
+def test_ci_leaves_the_long_tier_out_and_starts_with_the_costliest() -> None:
+    assert collected("not long") == [HEAVY, PLAIN]
+    assert collected("long") == [LONG_ONE]
+    assert LONG_ONE not in collected("not slow")
+
+
+def test_every_module_the_tiers_name_exists_and_none_is_in_both() -> None:
+    named = [*LONG, *HEAVIEST_FIRST]
+    assert [module for module in named if not (ROOT / module).is_file()] == []
+    assert set(LONG).isdisjoint(HEAVIEST_FIRST)
+    assert len(set(HEAVIEST_FIRST)) == len(HEAVIEST_FIRST)
