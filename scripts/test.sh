@@ -14,13 +14,20 @@ cd "$(dirname "$0")/.."
 # collection (docs/testing.md, "Where the time goes"); __pycache__ is ignored by git.
 unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh --test
-.venv/bin/python -m ruff check .
-.venv/bin/python -m mypy   # settings and the checked packages: [tool.mypy] in pyproject.toml
+lint() {
+  .venv/bin/python -m ruff check . &&
+    .venv/bin/python -m mypy   # settings and the checked packages: [tool.mypy] in pyproject.toml
+}
 container=0
 status=0
 if [ $# -eq 0 ] || { [ $# -eq 1 ] && [ "$1" = "--long" ]; }; then
   tier="not long"
   [ $# -eq 0 ] || tier="long"
+  # Lint and types beside the tests too (a minute or two of one core on the slow host), their
+  # output shown and their result counted once the run on three workers is over.
+  lint_log=$(mktemp)
+  lint >"$lint_log" 2>&1 &
+  lint_pid=$!
   container_pid=""
   if [ "$tier" = "not long" ]; then
     # The container test beside the run on three workers (both mostly wait on processes they
@@ -34,6 +41,10 @@ if [ $# -eq 0 ] || { [ $# -eq 1 ] && [ "$1" = "--long" ]; }; then
   # time (docs/testing.md, "Workers"); then the modules that bound a time another worker's
   # load would move (marker `alone`), by themselves.
   .venv/bin/python -m pytest -n 3 --dist loadfile -m "$tier and not alone" || status=$?
+  linted=0
+  wait "$lint_pid" || linted=$?
+  cat "$lint_log"
+  rm -f "$lint_log"
   if [ -n "$container_pid" ]; then
     wait "$container_pid" || container=$?
     cat "$container_log"
@@ -47,7 +58,12 @@ if [ $# -eq 0 ] || { [ $# -eq 1 ] && [ "$1" = "--long" ]; }; then
     status=$alone
   fi
 else
+  lint
   .venv/bin/python -m pytest "$@" || status=$?
+fi
+if [ "${linted:-0}" -ne 0 ]; then
+  echo "ruff or mypy failed (exit $linted): see their output above" >&2
+  [ "$status" -ne 0 ] || status=$linted
 fi
 if [ "$container" -ne 0 ]; then
   echo "scripts/container-test.sh failed (exit $container): see its output above" >&2
