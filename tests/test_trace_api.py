@@ -155,10 +155,19 @@ def _unmarked_images(count: int) -> list[tuple[Image.Image, str]]:
     return images
 
 
+# The nine pages, then each other kind (photographs, noise, flat, gradients) about eight
+# times at its random sizes. Each is read by a worker to its end, every reading tried; the
+# account holds no view, so what is asserted is that every kind of image is answered, not
+# found and never an error (a false match needs a view to name: the bench's 200 unmarked
+# images count the decoder's, `bench.leakmark`; another account's view is never named:
+# test_another_accounts_page_is_not_found).
+UNMARKED = 40
+
+
 @pytest.mark.slow  # several seconds: kept out of the fast loop
 def test_unmarked_images_are_never_found(api: httpx.Client) -> None:
-    images = _unmarked_images(200)
-    assert len(images) >= 200
+    images = _unmarked_images(UNMARKED)
+    assert len(images) >= UNMARKED
     answers = [_trace(api, image, fmt) for image, fmt in images]
     assert [a.status_code for a in answers] == [200] * len(images)
     assert [a.json() for a in answers] == [{"found": False}] * len(images)
