@@ -71,15 +71,16 @@ def test_a_washed_page_still_names_its_view(vault: VaultProcess) -> None:
         answer = traced(client, served.getvalue())
         assert [m["renderId"] for m in answer["matches"]] == [entries[1]["renderId"]]
         assert answer["matches"][0]["evidence"] == "invisible"
-        answer = traced(client, _washed(vault, pages[0]))
+        washed = [_washed(vault, page) for page in pages]
+        answer = traced(client, washed[0])
         assert answer["found"] is True, answer
         match, = answer["matches"]
         assert match["renderId"] == entries[0]["renderId"]  # page 1's view, not page 2's
         assert match["evidence"] == "placement"
         assert match["viewerEmail"] == "ana@example.com" and match["page"] == 1
         # Several images at once: each washed page names its own view.
-        files = [("image", (f"p{n}.png", _washed(vault, page), "image/png"))
-                 for n, page in enumerate(pages, start=1)]
+        files = [("image", (f"p{n}.png", leak, "image/png"))
+                 for n, leak in enumerate(washed, start=1)]
         batch = client.post("/trace", files=files, timeout=300).json()
         assert [image["matches"][0]["renderId"] for image in batch["images"]] == \
             [entry["renderId"] for entry in entries]
