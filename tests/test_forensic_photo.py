@@ -1,6 +1,6 @@
-"""Phone photos of a page shown on a screen (issue 30): the page's quadrilateral is found to
-within a few pixels, the photo reading names the right id, and unmarked photos made the same
-way name none. Real pixels throughout: the served page, the simulated screen and camera of
+"""Phone photos of a page shown on a screen: the page's quadrilateral is found to within a
+few pixels, the photo reading names the right id, and an unmarked photo made the same way
+names none. Real pixels throughout: the served page, the simulated screen and camera of
 `bench.leakmark_phone` (perspective, pixel grid, blur, tone, noise, JPEG)."""
 
 from __future__ import annotations
