@@ -104,11 +104,12 @@ def test_a_photograph_page_turned_and_raised_in_tone_reads(
         tone: str, turned_photograph: Callable[[int], Image.Image]) -> None:
     """Turned 2 degrees counter-clockwise, the pattern's letters along one line (26 px apart)
     showed a lattice whose model fitted a few per cent of the ink: raised in contrast, 9 of
-    these 10 leaks were missed until the lattice was looked for again at longer lags
-    (`pattern_model.ink_points`)."""
+    10 such leaks (ten render ids) were missed until the lattice was looked for again at
+    longer lags (`pattern_model.ink_points`). Three ids here: a reading that missed 9 in 10
+    would pass all three one time in a thousand."""
     enhance = ImageEnhance.Brightness if tone == "brightness" else ImageEnhance.Contrast
     ids = random.Random(2)
-    for render_id in [ids.getrandbits(45) for _ in range(10)]:
+    for render_id in [ids.getrandbits(45) for _ in range(3)]:
         assert decode(enhance(turned_photograph(render_id)).enhance(1.2)) == render_id
 
 

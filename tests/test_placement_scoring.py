@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import hashlib
 import random
+import statistics
 
 import numpy as np
+import pytest
 
 from bench.leakmark_misses import cpu_seconds
 from render.forensic import placement
 from render.forensic_wire.evidence import CELLS, COLUMNS, Evidence
 from vaultd.services.pages.mark_key import MarkCipher
+from vaultd.services.tracing.candidates import CHUNK
 from vaultd.services.tracing.placement import THRESHOLD, named_view
 
 MARK = MarkCipher.from_key(bytes(range(90, 122)))
 ROWS_SHOWN = 34  # a letter page served 1,237 px wide: 34 rows of cells
-VIEWS = 20_000  # a page viewed this often in a year, every view scored on a miss
+ROUNDS = 15  # pairs of a yardstick and a scoring, one after the other
 
 
 def _windows(seed: bytes, strength: float, rng: np.random.Generator,
@@ -90,30 +93,42 @@ def test_the_screen_scores_on_the_whole_evidence_only_what_could_stand_out() -> 
         assert named_view(found, list(range(2000))) == expected
 
 
+# By itself (`alone`, after the run on three workers): the scoring's table lookups and
+# products lose more to other processes on the same cores (their caches) than SHAKE does, so a
+# loaded machine raises the ratio itself (1.3 quiet, 1.7-1.9 beside a vaultd's traces at a
+# load of 6, over 2 once in CI), where the pairs below only steady it.
+@pytest.mark.alone
 def test_scoring_a_page_s_year_costs_about_its_seeds_streams() -> None:
-    """20,000 views scored as a miss's worker scores them (`screened`, a chunk of 5,000 per
-    task, the evidence of a washed leak of none of them), against the same seeds' whole SHAKE
-    streams drawn alone; the best of three each, interleaved, so that the machine's load
-    weighs on both."""
+    """A chunk of a page's year (CHUNK views, what a miss's worker scores in one task: a
+    year of 20,000 views is four such tasks, each the same work) scored as the worker scores
+    it (`screened`, the evidence of a washed leak of none of them), against the same seeds'
+    whole SHAKE streams drawn alone. ROUNDS pairs, each measured back to back so that the
+    machine's load at that moment weighs on both, the one measured first taking turns; the
+    median of the pairs' ratios, which a pair caught by a burst of load on one side moves
+    no more than any other pair."""
     rng = np.random.default_rng(5)
     offsets, at_cells = _windows(b"a view not in the log", 0.08, rng)
     evidence = Evidence.of(offsets, at_cells)
-    seeds = _seeds(VIEWS, random.Random(5))
+    seeds = _seeds(CHUNK, random.Random(5))
     length = evidence.rows * COLUMNS * 2
 
     def streams_alone() -> list[bytes]:
         return [hashlib.shake_128(seed).digest(length) for seed in seeds]
 
-    def scored() -> list[np.ndarray]:
-        return [placement.screened(evidence, seeds[start: start + 5000])
-                for start in range(0, VIEWS, 5000)]
+    def scored() -> np.ndarray:
+        return placement.screened(evidence, seeds)
 
-    scored()  # the references' streams, drawn once per process
-    yardsticks, costs = [], []
-    for _ in range(3):
-        yardsticks.append(cpu_seconds(streams_alone))
-        costs.append(cpu_seconds(scored))
-    assert max(np.concatenate(scored())) < THRESHOLD  # a miss: no view named
+    assert max(scored()) < THRESHOLD  # a miss: no view named (and the references' streams,
+    # drawn once per process, are drawn before the pairs)
+    ratios = []
+    for round_ in range(ROUNDS):
+        if round_ % 2:
+            cost = cpu_seconds(scored)
+            ratios.append(cost / cpu_seconds(streams_alone))
+        else:
+            yardstick = cpu_seconds(streams_alone)
+            ratios.append(cpu_seconds(scored) / yardstick)
     # Measured: 1.3 yardsticks (1.5-1.7 without the screen); fields made whole and scored in
-    # products on BLAS's threads, as before, 4.2.
-    assert min(costs) < 2.0 * min(yardsticks), (costs, yardsticks)
+    # products on BLAS's threads, as before, 4.2. These pairs at a load of 6: medians 1.7-1.9,
+    # and 7.3-8.3 with each seed's field drawn whole (`placement.field`) before the scoring.
+    assert statistics.median(ratios) < 2.0, ratios

@@ -130,14 +130,14 @@ def test_leaked_pages_trace_back_to_viewer_page_and_time(
 
 
 def _unmarked_images(count: int) -> list[tuple[Image.Image, str]]:
-    """Pages rendered by PDFium alone, photographs, noise, flat and gradient images."""
+    """A page rendered by PDFium alone at three scales, photographs, noise, flat and gradient
+    images."""
     rng = random.Random(200)
     images: list[tuple[Image.Image, str]] = []
-    document = pdfium.PdfDocument(docs.pdf(pages=3))
-    for index in range(3):
-        for scale in (1.0, 1.6, 2.1):
-            bitmap = document[index].render(scale=scale)
-            images.append((bitmap.to_pil().convert("RGB"), "PNG"))
+    document = pdfium.PdfDocument(docs.pdf())
+    for scale in (1.0, 1.6, 2.1):
+        bitmap = document[0].render(scale=scale)
+        images.append((bitmap.to_pil().convert("RGB"), "PNG"))
     while len(images) < count:
         kind = len(images) % 4
         size = (rng.randint(200, 900), rng.randint(200, 900))
@@ -155,10 +155,20 @@ def _unmarked_images(count: int) -> list[tuple[Image.Image, str]]:
     return images
 
 
+# The page at three scales (the pages of `docs.pdf` differ only in their heading's number),
+# then each other kind (photographs, noise, flat, gradients) about nine times at its random
+# sizes. Each is read by a worker to its end, every reading tried; the
+# account holds no view, so what is asserted is that every kind of image is answered, not
+# found and never an error (a false match needs a view to name: the bench's 200 unmarked
+# images count the decoder's, `bench.leakmark`; another account's view is never named:
+# test_another_accounts_page_is_not_found).
+UNMARKED = 40
+
+
 @pytest.mark.slow  # several seconds: kept out of the fast loop
 def test_unmarked_images_are_never_found(api: httpx.Client) -> None:
-    images = _unmarked_images(200)
-    assert len(images) >= 200
+    images = _unmarked_images(UNMARKED)
+    assert len(images) >= UNMARKED
     answers = [_trace(api, image, fmt) for image, fmt in images]
     assert [a.status_code for a in answers] == [200] * len(images)
     assert [a.json() for a in answers] == [{"found": False}] * len(images)
@@ -166,18 +176,16 @@ def test_unmarked_images_are_never_found(api: httpx.Client) -> None:
 
 @pytest.mark.slow  # several seconds: kept out of the fast loop
 def test_unmarked_pages_with_the_pattern_go_through_every_reading(api: httpx.Client) -> None:
-    """Pages drawn as vaultd draws them, visible pattern and strip, but with no mark: the
+    """A page drawn as vaultd draws it, visible pattern and strip, but with no mark: the
     decoder in the confined worker tries every reading (the pattern's lattice, its ink levels,
     the scans at each), and answers not found, never an error."""
-    document = pdfium.PdfDocument(docs.pdf(pages=2))
-    pages = [render_page(document, index) for index in range(2)]
+    page = render_page(pdfium.PdfDocument(docs.pdf()), 0)  # the others differ by a digit
     rng = random.Random(7)
-    for page in pages:
-        for leak in ("brightness +20% + jpeg q50", "640 px + brightness +20%",
-                     "rotate 2 deg + brightness +20%", "downscale 50% + jpeg q50"):
-            leaked = ATTACKS[leak](page.image, page.page_height, rng)
-            response = _trace(api, leaked, "JPEG" if "jpeg" in leak else "PNG")
-            assert (response.status_code, response.json()) == (200, {"found": False}), leak
+    for leak in ("brightness +20% + jpeg q50", "640 px + brightness +20%",
+                 "rotate 2 deg + brightness +20%", "downscale 50% + jpeg q50"):
+        leaked = ATTACKS[leak](page.image, page.page_height, rng)
+        response = _trace(api, leaked, "JPEG" if "jpeg" in leak else "PNG")
+        assert (response.status_code, response.json()) == (200, {"found": False}), leak
 
 
 def test_another_accounts_page_is_not_found(
