@@ -4,8 +4,8 @@
 # docs/testing.md). Without arguments
 # (the landing run, as CI runs it: every test but the `long` tier of tests/suite_tiers.py) the
 # container image is built and smoke-tested (scripts/container-test.sh) while pytest runs on
-# three workers, then pytest runs the `alone` modules by themselves. `--long` runs the long
-# tier the same way (on three workers, then its `alone` modules), without the container test.
+# four workers, then pytest runs the `alone` modules by themselves. `--long` runs the long
+# tier the same way (on four workers, then its `alone` modules), without the container test.
 # pytest's summary stays the last line; the exit code covers all three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,23 +24,23 @@ if [ $# -eq 0 ] || { [ $# -eq 1 ] && [ "$1" = "--long" ]; }; then
   tier="not long"
   [ $# -eq 0 ] || tier="long"
   # Lint and types beside the tests too (a minute or two of one core on the slow host), their
-  # output shown and their result counted once the run on three workers is over.
+  # output shown and their result counted once the run on four workers is over.
   lint_log=$(mktemp)
   lint >"$lint_log" 2>&1 &
   lint_pid=$!
   container_pid=""
   if [ "$tier" = "not long" ]; then
-    # The container test beside the run on three workers (both mostly wait on processes they
+    # The container test beside the run on four workers (both mostly wait on processes they
     # started), its output kept and shown once it is done; it is over before the `alone` modules.
     container_log=$(mktemp)
     bash scripts/container-test.sh >"$container_log" 2>&1 &
     container_pid=$!
   fi
-  # Three workers on two cores, a module to each at a time (module fixtures start once): the
-  # tests mostly wait on the processes they drive, so a third worker fills the cores' idle
+  # Four workers on two cores, a module to each at a time (module fixtures start once): the
+  # tests mostly wait on the processes they drive, so the extra workers fill the cores' idle
   # time (docs/testing.md, "Workers"); then the modules that bound a time another worker's
   # load would move (marker `alone`), by themselves.
-  .venv/bin/python -m pytest -n 3 --dist loadfile -m "$tier and not alone" || status=$?
+  .venv/bin/python -m pytest -n 4 --dist loadfile -m "$tier and not alone" || status=$?
   linted=0
   wait "$lint_pid" || linted=$?
   cat "$lint_log"
@@ -53,7 +53,7 @@ if [ $# -eq 0 ] || { [ $# -eq 1 ] && [ "$1" = "--long" ]; }; then
   alone=0
   .venv/bin/python -m pytest -m "$tier and alone" || alone=$?
   if [ "$status" -ne 0 ]; then
-    echo "the run on three workers failed (exit $status): see its summary above" >&2
+    echo "the run on four workers failed (exit $status): see its summary above" >&2
   else
     status=$alone
   fi

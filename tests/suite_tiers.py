@@ -37,25 +37,49 @@ LONG: dict[str, str] = {
                                   "harness, not the product)",
     "tests/test_install_without_compiler.py": "a fresh virtualenv install with no C compiler; "
                                               "small: test_pattern_blend (the Pillow blend)",
+    # Soaks: kills at random moments, a bounded load of 200 clients.
+    "tests/test_audit_crash.py": "two sequencers killed at random moments; small: "
+                                 "test_audit_late, test_audit_blocks",
+    "tests/test_access_log_older_numbers_crash.py": "an older log's numbering killed midway; "
+                                                    "small: test_access_log_older_numbers",
+    "tests/test_load.py": "200 clients for 20 s; small: test_upload_admission, test_fair_queue",
+    # Bounds on time that want a quiet machine (`alone`), and the cost of a miss in yardsticks.
+    "tests/test_fair_render.py": "another account's page beside bursts of heavy pages; small: "
+                                 "test_fair_queue, test_pool_fairness",
+    "tests/test_fair_share_http.py": "the fair share's holds timed against a real vaultd; "
+                                     "small: test_fair_share",
+    "tests/test_office_fairness.py": "another account's Office upload beside conversions; "
+                                     "small: test_office_queue, test_office_sheet_cost",
+    "tests/test_forensic_framed_cost.py": "a framed miss's CPU in yardsticks; small: "
+                                          "test_forensic_small_framed",
+    "tests/test_forensic_photo_cost.py": "a phone photo miss's CPU in yardsticks; small: "
+                                         "test_forensic_small",
+    # Leaks photographed at full size (12 MP pictures made and read in the test process).
+    "tests/test_forensic_photo.py": "phone photos of a screen read; small: test_trace_api's "
+                                    "leaks, test_forensic_small",
+    "tests/test_forensic_framed_crop.py": "a photo's crop read by the fold scan; small: "
+                                          "test_forensic_small_framed",
+    "tests/test_forensic_rectify.py": "a framed photo's perspective from the page's lines; "
+                                      "small: test_forensic_small_framed",
+    "tests/test_forensic_rectify_trace.py": "the untuned generator's framed photo traced; "
+                                            "small: test_forensic_small_framed",
+    "tests/test_placement_year.py": "a year of views behind a washed leak; small: "
+                                    "test_trace_year_days, test_forensic_placement",
 }
 
 HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/test_revoke_marking_stopped.py",
     "tests/test_trace_api.py",
     "tests/test_access_log_older_numbers.py",
-    "tests/test_forensic_photo.py",
     "tests/test_first_hour.py",
     "tests/test_storage_tools.py",
     "tests/test_office_upload.py",
-    "tests/test_audit_crash.py",
     "tests/test_forensic_mark.py",
     "tests/test_access_log_numbers.py",
     "tests/test_webhooks_durability.py",
     "tests/test_storage_plugin.py",
     "tests/test_multi_process.py",
-    "tests/test_forensic_framed_cost.py",
     "tests/test_trace_placement_http.py",
-    "tests/test_access_log_older_numbers_crash.py",
     "tests/test_db_restart.py",
     "tests/test_fuzz_inputs.py",
     "tests/test_console_browser.py",
@@ -63,9 +87,6 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/test_vaultd_zygote.py",
     "tests/test_backup.py",
     "tests/test_access_log_action_numbers.py",
-    "tests/test_load.py",
-    "tests/test_forensic_photo_cost.py",
-    "tests/test_placement_year.py",
     "tests/test_viewer_browser.py",
 )
 

@@ -14,7 +14,7 @@ from tests.vault_process import base_env
 from tests.zygote_base import ROOT
 
 LONG_ONE = "tests/test_bench_settle.py"
-HEAVY = "tests/test_load.py"  # early in HEAVIEST_FIRST, after test_keyring.py by name
+HEAVY = "tests/test_vaultd_zygote.py"  # in HEAVIEST_FIRST, after test_keyring.py by name
 PLAIN = "tests/test_keyring.py"
 
 pytestmark = pytest.mark.slow  # a pytest collection per selection: seconds each
