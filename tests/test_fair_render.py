@@ -91,17 +91,10 @@ def page_entries(vault: VaultProcess, key: str, file_id: str) -> list[dict]:
 
 def burst(vault: VaultProcess, who: Tenant, tokens: list[str], clients: int,
           stop: threading.Event) -> list[threading.Thread]:
-    """`clients` threads asking for heavy pages back to back (a 429 backs off briefly). At
-    `stop` each hangs up: its page still waiting is dropped unrendered, and only the one
-    rendering is left to finish (not a heavy render for every client)."""
+    """`clients` threads asking for heavy pages back to back (a 429 backs off briefly)."""
     def loop(token: str) -> None:
         while not stop.is_set():
-            connection = send_and_hang_up(vault, who.key, token)
-            try:
-                status = status_unless_stopped(connection, stop)
-            finally:
-                connection.close()
-            if status != 200:
+            if page(vault, who.key, token).status_code != 200:
                 time.sleep(0.05)
 
     threads = [threading.Thread(target=loop, args=(tokens[n % len(tokens)],), daemon=True)
@@ -171,20 +164,6 @@ def send_and_hang_up(vault: VaultProcess, key: str, token: str,
     connection.sendall(f"GET /v1/views/{token}/pages/1 HTTP/1.1\r\nHost: vaultd\r\n"
                        f"Authorization: Bearer {key}\r\n{viewer}\r\n".encode())
     return connection
-
-
-def status_unless_stopped(connection: socket.socket, stop: threading.Event) -> int:
-    """The status of the answer on `connection` (0 if it closed without one), or 0 once `stop`
-    is set before it came."""
-    connection.settimeout(0.1)
-    while not stop.is_set():
-        try:
-            head = connection.recv(64)
-        except TimeoutError:
-            continue
-        fields = head.split()
-        return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
-    return 0
 
 
 def unanswered(connections: list[socket.socket]) -> bool:
