@@ -41,6 +41,16 @@ def one_line(result: subprocess.CompletedProcess[str], code: int) -> str:
 # --- vault-admin and the data directory ----------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def initialised(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A vault made by `vault-admin init` (what init prints is the init test's), shared by the
+    tests that need one to exist: each `init` is a fresh process."""
+    data = tmp_path_factory.mktemp("initialised") / "the-vault"
+    created = admin("--data-dir", str(data), "init")
+    assert created.returncode == 0, created.stderr
+    return data
+
+
 def test_a_data_dir_without_a_vault_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
     typo = tmp_path / "vault-dta"
     line = one_line(admin("--data-dir", str(typo), "accounts", "create", "Acme"), 1)
@@ -55,11 +65,9 @@ def test_running_from_another_directory_names_the_default_it_looked_in(tmp_path:
     assert not (tmp_path / "vault-data").exists()
 
 
-def test_vaultd_data_dir_and_config_are_honoured_like_vaultd(tmp_path: Path) -> None:
-    vault_dir = tmp_path / "the-vault"
-    created = admin("--data-dir", str(vault_dir), "init")
-    assert created.returncode == 0, created.stderr
-    assert created.stdout.splitlines()[0] == f"created a vault in {vault_dir}"
+def test_vaultd_data_dir_and_config_are_honoured_like_vaultd(initialised: Path,
+                                                             tmp_path: Path) -> None:
+    vault_dir = initialised
     from_env = admin("accounts", "create", "Env Co", cwd=tmp_path,
                      env={"VAULTD_DATA_DIR": str(vault_dir)})
     assert from_env.returncode == 0, from_env.stderr
@@ -89,9 +97,8 @@ def test_init_creates_the_key_says_to_back_it_up_and_refuses_a_second_time(
     assert as_json.stdout.startswith("{") and '"source": "file"' in as_json.stdout
 
 
-def test_show_path_with_an_inline_key_says_there_is_no_file(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    admin("--data-dir", str(data), "init")
+def test_show_path_with_an_inline_key_says_there_is_no_file(initialised: Path) -> None:
+    data = initialised
     inline = "k1:" + "A" * 43
     shown = admin("--data-dir", str(data), "master-key", "show-path",
                   env={"VAULTD_MASTER_KEY": inline})
@@ -155,10 +162,9 @@ def test_a_port_in_use_is_named_before_the_database_starts(tmp_path: Path) -> No
 
 
 def test_vault_admin_reports_a_data_dir_held_by_a_vaultd_whose_database_is_not_up(
-    tmp_path: Path,
+    initialised: Path,
 ) -> None:
-    data = tmp_path / "data"
-    admin("--data-dir", str(data), "init")
+    data = initialised
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, os, sys, time\n"
         f"f = open({str(data / 'vaultd.lock')!r}, 'w')\n"

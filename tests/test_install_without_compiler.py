@@ -37,9 +37,15 @@ def clean_env(**extra: str) -> dict[str, str]:
 def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("no-compiler")
     shutil.copytree(ROOT, root / "src", ignore=LEFT_OUT)
-    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
+    # A virtualenv without a pip of its own, installed into by this one's (`--python`): the
+    # same install, without ensurepip's copy of pip. --no-compile: pip byte-compiles none of
+    # the dependencies' thousands of modules; Python compiles those the tests import. The C
+    # toolchain is what this is about.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")],
+                   check=True, timeout=120)
     install = subprocess.run(
-        [str(root / "venv" / "bin" / "python"), "-m", "pip", "install", "-q", str(root / "src")],
+        [sys.executable, "-m", "pip", "--python", str(root / "venv" / "bin" / "python"),
+         "install", "-q", "--no-compile", str(root / "src")],
         cwd=root, env=clean_env(CC="/bin/false", CXX="/bin/false"), capture_output=True,
         text=True, timeout=600)
     assert install.returncode == 0, install.stderr[-3000:]

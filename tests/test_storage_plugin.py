@@ -17,7 +17,7 @@ import pytest
 from tests import documents as docs
 from tests.http_helpers import create_link, is_jpeg, upload_ok
 from tests.twist_backend import NAME, distribution, twist_distribution, twisted
-from tests.vault_process import ROOT, VaultProcess, assert_no_secrets_in_log, base_env, run_vaultd
+from tests.vault_process import ROOT, VaultProcess, base_env, run_vaultd, running_vault
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
@@ -31,12 +31,9 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="module")
 def twist_vault(tmp_path_factory: pytest.TempPathFactory,
                 plugin_path: str) -> Iterator[VaultProcess]:
-    env = {"PYTHONPATH": plugin_path, "VAULTD_STORAGE_BACKEND": NAME,
-           "VAULTD_RENDER_WORKERS": "1"}
-    server = VaultProcess(tmp_path_factory.mktemp("twist") / "data", env=env).start()
-    yield server
-    server.stop()
-    assert_no_secrets_in_log(server)
+    with running_vault(tmp_path_factory.mktemp("twist") / "data", PYTHONPATH=plugin_path,
+                       VAULTD_STORAGE_BACKEND=NAME, VAULTD_RENDER_WORKERS="1") as server:
+        yield server
 
 
 def test_uploads_pages_downloads_and_deletes_go_through_the_registered_backend(
@@ -82,27 +79,23 @@ def test_vault_admin_lists_the_registered_backend_and_verifies_through_it(
 def test_blobs_migrate_onto_the_registered_backend_and_serve_after_the_switch(
         tmp_path: Path, plugin_path: str) -> None:
     original = docs.pdf(pages=1)
-    env = {"PYTHONPATH": plugin_path, "VAULTD_RENDER_WORKERS": "1"}
-    server = VaultProcess(tmp_path / "data", env=env).start()
-    try:
+    with running_vault(tmp_path / "data", PYTHONPATH=plugin_path,
+                       VAULTD_RENDER_WORKERS="1") as server:
         _, key = server.new_account("Moving House")
         with server.client(key) as api:
             stored = upload_ok(api, original, kind="delivery")
         migrated = server.admin_json("storage", "migrate", "--to", NAME)
         assert (migrated["from"], migrated["to"], migrated["copied"]) == ("local", NAME, 1)
-    finally:
         server.stop()
-    local_copy = tmp_path / "data" / "blobs" / stored["id"]
-    stored_form = (tmp_path / "data" / NAME / stored["id"]).read_bytes()
-    assert stored_form == twisted(local_copy.read_bytes()) != local_copy.read_bytes()
-    local_copy.unlink()  # only the twist copy is left
-    server.env["VAULTD_STORAGE_BACKEND"] = NAME
-    server.start()
-    try:
+        local_copy = tmp_path / "data" / "blobs" / stored["id"]
+        stored_form = (tmp_path / "data" / NAME / stored["id"]).read_bytes()
+        assert stored_form == twisted(local_copy.read_bytes()) != local_copy.read_bytes()
+        local_copy.unlink()  # only the twist copy is left
+        # The same records (the worker's database, named after the data directory).
+        server.env["VAULTD_STORAGE_BACKEND"] = NAME
+        server.start()
         with server.client(key) as api:
             assert api.get(f"/files/{stored['id']}/download").content == original
-    finally:
-        server.stop()
 
 
 def test_without_its_distribution_the_backend_is_refused_in_one_line(tmp_path: Path) -> None:

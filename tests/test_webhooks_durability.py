@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from tests import documents as docs
 from tests.database_processes import wait_for_orphaned_database_to_exit
 from tests.http_helpers import assert_json_error, create_link, upload_ok
-from tests.vault_process import running_vault
+from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
 from tests.webhook_receiver import running_receiver
 from tests.webhook_subscriptions import FAST_RETRIES, subscribe
@@ -31,6 +32,16 @@ from vaultd.timefmt import utcnow
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 HOLD = {**FAST_RETRIES, "VAULTD_WEBHOOKS_HOLD_SECONDS": "3"}
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    """One vaultd for the tests that neither kill it nor rotate its master key, each with an
+    account (and a receiver) of its own: HOLD, and the pruning test's retention of a day (no
+    other test's message is that old)."""
+    with running_vault(tmp_path_factory.mktemp("durability") / "data", own_database=True,
+                       **HOLD, VAULTD_WEBHOOKS_KEEP_DAYS="1") as server:
+        yield server
 
 
 def _link(account_id: str, file_id: str, email: str) -> LinkDoc:
@@ -145,7 +156,7 @@ def test_a_crash_inside_revoke_views_sends_the_event_only_if_links_were_revoked(
 
 
 def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        vault: VaultProcess, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another caller revokes one of the file's links after revoke-views has read the file's
     count and held its event (forced here by wrapping the hold): the generation's write finds
     the count changed and is not made; the call reads again and revokes the two left. Two
@@ -153,8 +164,7 @@ def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
     from vaultd.services.accounts.accounts import get_account
     from vaultd.services.links import links as link_service
 
-    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
-                                                       **HOLD) as vault:
+    with running_receiver() as receiver:
         account_id, key = vault.new_account("Race Ltd", plan="pro")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.revoked"], vault)
@@ -192,9 +202,8 @@ def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
         assert len(receiver.received) == 2
 
 
-def test_revoke_views_over_http_sends_one_event_with_the_count(tmp_path: Path) -> None:
-    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
-                                                       **HOLD) as vault:
+def test_revoke_views_over_http_sends_one_event_with_the_count(vault: VaultProcess) -> None:
+    with running_receiver() as receiver:
         _, key = vault.new_account("Revoke Ltd", plan="pro")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.revoked"], vault)
@@ -238,31 +247,28 @@ def test_deliveries_still_verify_after_a_rotation_that_drops_the_old_key(
             assert deliveries["deliveries"][0]["error"] is None
 
 
-def test_concurrent_creates_never_pass_ten_endpoints(tmp_path: Path) -> None:
-    with running_vault(tmp_path / "data", own_database=True, **FAST_RETRIES) as vault:
-        account_id, key = vault.new_account("Racing Ltd", plan="pro")
-        body = {"url": "https://example.com/h", "events": ["file.deleted"]}
-        with vault.client(key) as client:
-            assert client.post("/webhooks", json=body).status_code == 201
-            with ThreadPoolExecutor(16) as pool:
-                answers = list(pool.map(lambda _: client.post("/webhooks", json=body),
-                                        range(24)))
-            refused = [a for a in answers if a.status_code != 201]
-            assert len(answers) - len(refused) == 9
-            for answer in refused:
-                assert_json_error(answer, 402, "at most 10 webhook endpoints per account")
-            listed = client.get("/webhooks").json()["webhooks"]
-        assert len(listed) == 10
-        slots = vault.run_service(lambda db: db.webhook_endpoints.distinct(
-            "slot", {"accountId": account_id}))
-        assert sorted(slots) == list(range(10))
+def test_concurrent_creates_never_pass_ten_endpoints(vault: VaultProcess) -> None:
+    account_id, key = vault.new_account("Racing Ltd", plan="pro")
+    body = {"url": "https://example.com/h", "events": ["file.deleted"]}
+    with vault.client(key) as client:
+        assert client.post("/webhooks", json=body).status_code == 201
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(lambda _: client.post("/webhooks", json=body),
+                                    range(24)))
+        refused = [a for a in answers if a.status_code != 201]
+        assert len(answers) - len(refused) == 9
+        for answer in refused:
+            assert_json_error(answer, 402, "at most 10 webhook endpoints per account")
+        listed = client.get("/webhooks").json()["webhooks"]
+    assert len(listed) == 10
+    slots = vault.run_service(lambda db: db.webhook_endpoints.distinct(
+        "slot", {"accountId": account_id}))
+    assert sorted(slots) == list(range(10))
 
 
 def test_old_messages_and_attempts_are_pruned_and_deliveries_keep_their_shape(
-        tmp_path: Path) -> None:
-    env = {**HOLD, "VAULTD_WEBHOOKS_KEEP_DAYS": "1"}
-    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
-                                                       **env) as vault:
+        vault: VaultProcess) -> None:
+    with running_receiver() as receiver:
         _, key = vault.new_account("Tidy Ltd", plan="pro")
         with vault.client(key) as client:
             created = subscribe(client, receiver, ["view.created"], vault)
@@ -300,9 +306,8 @@ async def outbox_and_attempts(db: Db, endpoint_id: str) -> tuple[int, int]:
     return messages, attempts
 
 
-def test_a_held_message_is_never_sent_before_its_record_exists(tmp_path: Path) -> None:
-    with running_receiver() as receiver, running_vault(tmp_path / "data", own_database=True,
-                                                       **HOLD) as vault:
+def test_a_held_message_is_never_sent_before_its_record_exists(vault: VaultProcess) -> None:
+    with running_receiver() as receiver:
         account_id, key = vault.new_account("Patient Ltd", plan="pro")
         with vault.client(key) as client:
             subscribe(client, receiver, ["view.created"], vault)
@@ -332,24 +337,23 @@ def test_a_held_message_is_never_sent_before_its_record_exists(tmp_path: Path) -
         assert seen[1].event["data"]["viewId"] == link["_id"]
 
 
-def test_endpoints_created_before_slots_are_numbered_at_start(tmp_path: Path) -> None:
-    with running_vault(tmp_path / "data", own_database=True, **FAST_RETRIES) as vault:
-        account_id, key = vault.new_account("Early Ltd", plan="pro")
+def test_endpoints_created_before_slots_are_numbered_at_start(vault: VaultProcess) -> None:
+    account_id, key = vault.new_account("Early Ltd", plan="pro")
 
-        async def legacy(db: Db) -> list[int]:
-            await db.webhook_endpoints.drop_index("accountId_1_slot_1")
-            for number in range(2):
-                await db.raw("webhook_endpoints").insert_one(
-                    {"_id": f"ep_{number:032x}", "accountId": account_id, "createdAt": utcnow(),
-                     "url": "https://example.com/h", "events": ["file.deleted"], "secret": {}})
-            await ensure_indexes(db)
-            return sorted(await db.webhook_endpoints.distinct("slot", {"accountId": account_id}))
+    async def legacy(db: Db) -> list[int]:
+        await db.webhook_endpoints.drop_index("accountId_1_slot_1")
+        for number in range(2):
+            await db.raw("webhook_endpoints").insert_one(
+                {"_id": f"ep_{number:032x}", "accountId": account_id, "createdAt": utcnow(),
+                 "url": "https://example.com/h", "events": ["file.deleted"], "secret": {}})
+        await ensure_indexes(db)
+        return sorted(await db.webhook_endpoints.distinct("slot", {"accountId": account_id}))
 
-        assert vault.run_service(legacy) == [0, 1]
-        with vault.client(key) as client:
-            body = {"url": "https://example.com/h", "events": ["file.deleted"]}
-            created = client.post("/webhooks", json=body)
-            assert created.status_code == 201, created.text
-        stored = vault.run_service(
-            lambda db: db.webhook_endpoints.find_one({"_id": created.json()["id"]}))
-        assert stored["slot"] == 2
+    assert vault.run_service(legacy) == [0, 1]
+    with vault.client(key) as client:
+        body = {"url": "https://example.com/h", "events": ["file.deleted"]}
+        created = client.post("/webhooks", json=body)
+        assert created.status_code == 201, created.text
+    stored = vault.run_service(
+        lambda db: db.webhook_endpoints.find_one({"_id": created.json()["id"]}))
+    assert stored["slot"] == 2
