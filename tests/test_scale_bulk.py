@@ -1,15 +1,21 @@
 """Bulk work in bounded steps: storage verify, gc and migrate, key rotation, backup, revoke-all,
-a file's deletion and webhook retention walk a vault of 5,000 files, 5,000 links, 5,000 log
-entries and 5,000 delivery records, and no query they send makes the embedded database read
+a file's deletion and webhook retention walk a vault of 1,250 files, 1,250 links, 1,250 log
+entries and 1,250 delivery records, and no query they send makes the embedded database read
 more than a window of records (`services.common.id_ranges`, `services.common.newest`), measured
 on the server's side through `explain` (`tests.db_reads`), against a real embedded SecantusDB.
+
+The walks' batch sizes are a quarter of vaultd's (`knobs`) and so is the data: every walk
+still spans about 25 windows, and every bound is the same multiple of a window. Not a tenth:
+windows aimed at a score of records vary so much more (their density read from a few) that
+one in a hundred walks read past three windows in a simulation of `id_ranges`; at a quarter,
+none in several thousand.
 """
 
 from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -23,7 +29,7 @@ from tests.scale_seed import Seeded, seed_account
 from vaultd.crypto.keyring import DATA_KEY_SIZE, MasterKeyring
 from vaultd.db import Db
 from vaultd.services.accounts import accounts, link_counts
-from vaultd.services.common import id_ranges, outbox
+from vaultd.services.common import batches, id_ranges, outbox
 from vaultd.services.files import deletions
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.links import revoke_jobs
@@ -34,11 +40,26 @@ pytestmark = pytest.mark.slow  # starts its own embedded database
 server, recorder, db = (recorded_database.server, recorded_database.recorder,
                         recorded_database.db)  # this module's fixtures
 
-SIZE = 5000
-WINDOW = 3 * id_ranges.BATCH  # a window aims at BATCH records; the density varies around it
-# The revoked file's links: more than a window (a scan reads them all, and the 5,000 others
+SHRINK = 4  # vaultd's batch sizes and this module's data, divided alike
+SIZE = 5000 // SHRINK
+BATCH = id_ranges.BATCH // SHRINK
+WINDOW = 3 * BATCH  # a window aims at BATCH records; the density varies around it
+# The revoked file's links: more than a window (a scan reads them all, and the 1,250 others
 # beside them), marked in a few dozen paced writes rather than the hundreds SIZE would take.
-REVOKED = 1000
+REVOKED = 1000 // SHRINK
+
+
+@pytest.fixture(scope="module", autouse=True)
+def knobs() -> Iterator[None]:
+    """Every batch a walk of this module aims at, a SHRINK-th of vaultd's (all read at the
+    call): the `_id` walks', backup's, a revoke-all's reads, a deletion's and retention's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(id_ranges, "BATCH", BATCH)
+        patch.setattr(backup, "BATCH_DOCUMENTS", backup.BATCH_DOCUMENTS // SHRINK)
+        patch.setattr(revoke_jobs, "BATCH", revoke_jobs.BATCH // SHRINK)
+        patch.setattr(deletions, "WINDOW", deletions.WINDOW // SHRINK)
+        patch.setattr(batches, "WINDOW", batches.WINDOW // SHRINK)
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +69,7 @@ def ring() -> MasterKeyring:
 
 @pytest.fixture(scope="module")
 async def busy(db: Db, ring: MasterKeyring) -> Seeded:
-    """One account's 5,000 log entries and links, another's 5,000 files with real data keys
+    """One account's SIZE log entries and links, another's SIZE files with real data keys
     (their blobs are not stored: the tools report them missing)."""
     seeded = await seed_account(db, "Busy Co", files=1, entries=SIZE, links=SIZE)
     account = await accounts.create_account(db, "Files Co", "business")
@@ -141,7 +162,7 @@ async def test_backup_exports_every_collection_a_window_at_a_time(
 
 async def test_revoking_every_link_of_a_file_reads_and_writes_a_window_at_a_time(
         db: Db, recorder: QueryRecorder, busy: Seeded) -> None:
-    # `busy`: another account's file with 5,000 links and 5,000 log entries beside this one's.
+    # `busy`: another account's file with SIZE links and SIZE log entries beside this one's.
     revoking = await seed_account(db, "Revoked Co", files=1, entries=0, links=REVOKED)
     revoked, most, queries = await largest_read(db, recorder, lambda: revoke_jobs.revoke_all(
         db, revoking.account_id, revoking.busy_file, owner="vaultd-test"))
@@ -160,7 +181,7 @@ async def test_deleting_a_file_reads_its_links_a_window_at_a_time(
     doc = await db.files.find_one({"_id": busy.busy_file})
     assert doc is not None
     await db.raw(db.link_stats.name).insert_many(  # a link's aggregates, one per link
-        [{"_id": str(uuid.uuid4()), "fileId": busy.busy_file} for _ in range(2000)])
+        [{"_id": str(uuid.uuid4()), "fileId": busy.busy_file} for _ in range(2 * SIZE // 5)])
     _, most, _ = await largest_read(db, recorder, lambda: deletions.clean_up(db, doc))
     assert most <= WINDOW, f"delete: one query read {most} documents"
     assert await db.links.count_documents({"fileId": busy.busy_file}) == 0

@@ -95,12 +95,15 @@ def windows_around(prefix: str) -> tuple[dict[str, Any], ...]:
 
 async def batches(collection: AsyncCollection[Doc], projection: Mapping[str, Any] | None = None,
                   *, query: Mapping[str, Any] | None = None, prefix: str = "",
-                  size: int = BATCH, spaces: Sequence[KeySpace] = ()) -> AsyncIterator[list[Doc]]:
+                  size: int | None = None, spaces: Sequence[KeySpace] = ()
+                  ) -> AsyncIterator[list[Doc]]:
     """Every document of `collection` (matching the equalities of `query`), in `_id` order, as
-    lists of about `size` (never empty). `collection` needs an index of `query`'s fields then
-    `_id` (`db_indexes.ensure_indexes`); `prefix` is what its ids start with before their hex
-    digits, or `spaces` the key spaces of its ids' kinds (in order, none overlapping another).
-    Yields to the event loop after every read."""
+    lists of about `size` (never empty; None: BATCH, read at the call). `collection` needs an
+    index of `query`'s fields then `_id` (`db_indexes.ensure_indexes`); `prefix` is what its ids
+    start with before their hex digits, or `spaces` the key spaces of its ids' kinds (in order,
+    none overlapping another). Yields to the event loop after every read."""
+    if size is None:
+        size = BATCH
     spaces = tuple(spaces) or (KeySpace(prefix),)
     for before, after in itertools.pairwise(spaces):
         if after.bound(0) < before.end:

@@ -80,8 +80,11 @@ def export_order(names: list[str]) -> list[str]:
 
 
 async def document_batches(collection: AsyncCollection[RawDoc],
-                           size: int = BATCH_DOCUMENTS) -> AsyncIterator[list[RawDoc]]:
-    """The whole collection in `_id` order, `size` documents per query."""
+                           size: int | None = None) -> AsyncIterator[list[RawDoc]]:
+    """The whole collection in `_id` order, `size` documents per query (None: BATCH_DOCUMENTS,
+    read at the call)."""
+    if size is None:
+        size = BATCH_DOCUMENTS
     last: Any = None
     while True:
         query = {} if last is None else {"_id": {"$gt": last}}
