@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests import recorded_database
+from tests import log_sizes, recorded_database
 from tests.db_reads import QueryRecorder
 from tests.log_numbers import (
     ACCOUNT,
@@ -40,9 +40,11 @@ pytestmark = pytest.mark.slow  # each test seeds and walks a log of its own: ten
 
 recorder, db = (recorded_database.recorder_per_test,
                 recorded_database.db_per_test)  # this module's fixtures: a database per test
+tenth = log_sizes.tenth  # a round's cap and the page a tenth, for the logs a tenth
 
-BURST = 1_500
-RARE = 40
+BURST = 150  # of each action: 15 rounds' cap and 7 pages, with `tenth`'s round and page
+RARE = 4
+CONSOLE_PAGE = 5
 SLACK = 10  # the counters, the horizon, the one entry past the page and its millisecond
 
 
@@ -54,17 +56,17 @@ def assert_first_page(page: list[dict[str, Any]], expected: list[dict[str, Any]]
 
 
 async def test_a_rare_action_under_a_burst_is_read_by_its_numbers(
-        db: Db, recorder: QueryRecorder) -> None:
+        db: Db, recorder: QueryRecorder, tenth: None) -> None:
     """A burst of downloads, then one of pages, then a few downloads spread over a second, ten
-    minutes ago: the newest 200 downloads reach into the burst. By time, the window that
-    reaches it reads all of it (windows grow eightfold while empty: the one of 4,096 s holds
+    minutes ago: the newest page of downloads (20) reaches into the burst. By time, the window
+    that reaches it reads all of it (windows grow eightfold while empty: the one of 4,096 s holds
     all); by number, a page walks about what it returns."""
     file_id, start = str(uuid.uuid4()), utcnow() - timedelta(minutes=10)
     await numbering_round(db, start)  # numbers start before the entries
     await insert(db, [*entries(file_id, "download", start, BURST, 3),
                       *entries(file_id, "page", start + timedelta(seconds=1), BURST, 3),
                       *entries(file_id, "download", start + timedelta(seconds=2), RARE, 1,
-                               step=timedelta(milliseconds=25))])
+                               step=timedelta(milliseconds=250))])
     downloads = {"fileId": file_id, "action": "download"}
     expected = [access_log.entry_json(doc) for doc in await in_order(db, downloads)]
 
@@ -83,10 +85,10 @@ async def test_a_rare_action_under_a_burst_is_read_by_its_numbers(
     assert_first_page(in_room, expected)
     assert walked_in_room <= 2 * access_log.LATEST + SLACK, walked_in_room
     console, walked_console = await walked(db, recorder, lambda: feed.log_page(
-        db, ACCOUNT, per_page=50, action="download"))
+        db, ACCOUNT, per_page=CONSOLE_PAGE, action="download"))
     assert [entry["_id"] for entry in console.entries] == [
-        doc["_id"] for doc in (await in_order(db, downloads))[:50]]
-    assert walked_console <= 2 * 50 + SLACK, walked_console
+        doc["_id"] for doc in (await in_order(db, downloads))[:CONSOLE_PAGE]]
+    assert walked_console <= 2 * CONSOLE_PAGE + SLACK, walked_console
     # Numbered per (scope, action), dense and in the log's order, beside the scopes' numbers.
     numbered = await in_order(db, downloads)
     for field in ("fileActionSeq", "accountActionSeq", "roomActionSeq"):

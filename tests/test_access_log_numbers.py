@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests import recorded_database
+from tests import log_sizes, recorded_database
 from tests.db_reads import QueryRecorder, total_examined
 from vaultd.db import Db
 from vaultd.services.common import access_log, feed, log_fence, log_numbering, numbered_log
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.slow  # each test seeds and walks a log of its own: ten
 
 recorder, db = (recorded_database.recorder_per_test,
                 recorded_database.db_per_test)  # this module's fixtures: a database per test
+tenth = log_sizes.tenth  # a round's cap and the page a tenth, for the logs a tenth
 
 ACCOUNT, ROOM = "acct-numbers", "room-numbers"
 LONG_AGO = datetime(2024, 1, 1).astimezone()
@@ -166,21 +167,23 @@ async def test_a_file_first_numbered_by_a_round_that_died_reads_each_entry_once(
 
 
 async def test_a_hot_file_is_read_by_number_and_its_tail_by_time(
-        db: Db, recorder: QueryRecorder) -> None:
-    """2,000 entries within a second on one file, numbered over a few rounds, then a tail of
-    150 no round has reached: a page walks its numbered entries and the tail, not the burst."""
+        db: Db, recorder: QueryRecorder, tenth: None) -> None:
+    """Ten pages' worth of entries (200) within a tenth of a second on one file, numbered over a
+    few rounds, then a tail of 15 no round has reached: a page walks its numbered entries and
+    the tail, not the burst."""
     file_id = str(uuid.uuid4())
     start = utcnow() - timedelta(seconds=2)
     await numbering_round(db, start)
+    hot = 10 * access_log.LATEST
     await db.raw(db.access_log.name).insert_many([
         {"_id": str(uuid.uuid4()), "accountId": ACCOUNT, "fileId": file_id, "roomId": ROOM,
          "action": "page", "page": 1, "at": start + timedelta(milliseconds=place // 3)}
-        for place in range(2_000)])  # three a millisecond
+        for place in range(hot)])  # three a millisecond
     first_round = await numbering_round(db)
     assert 0 < first_round <= log_numbering.MAX_PER_ROUND  # a burst takes several rounds
     expected = [access_log.entry_json(doc) for doc in await in_order(db, {"fileId": file_id})]
-    assert await api_pages(db, file_id, 700) == expected  # meanwhile, its rest is the tail
-    while first_round < 2_000:
+    assert await api_pages(db, file_id, 70) == expected  # meanwhile, its rest is the tail
+    while first_round < hot:
         numbered = await numbering_round(db)
         assert 0 < numbered <= log_numbering.MAX_PER_ROUND
         first_round += numbered
@@ -192,23 +195,24 @@ async def test_a_hot_file_is_read_by_number_and_its_tail_by_time(
         expected = await in_order(db, {"fileId": file_id})
         assert page[:access_log.LATEST] == [access_log.entry_json(doc)
                                             for doc in expected[:access_log.LATEST]]
-        assert len(expected) == 2_000 + tail
+        assert len(expected) == hot + tail
         return await total_examined(db, list(recorder.queries))
 
-    # The page's 200, the one past it (is it tied?) and its millisecond, the counters.
+    # The page, the one past it (is it tied?) and its millisecond, the counters.
     assert await walked(0) <= 2 * access_log.LATEST + 10
-    await write(db, file_id, 150)
-    assert await walked(150) <= 150 + 2 * access_log.LATEST + 10
+    await write(db, file_id, 15)
+    assert await walked(15) <= 15 + 2 * access_log.LATEST + 10
 
 
 async def test_a_burst_is_numbered_reading_about_one_rounds_worth_each_round(
-        db: Db, recorder: QueryRecorder) -> None:
+        db: Db, recorder: QueryRecorder, tenth: None) -> None:
     """The read of a round walks its whole stretch: after a round that found more than it
-    could number, the next stretch is only as long as what it numbered, so a burst of 3,000
-    costs each later round about MAX_PER_ROUND entries read, not the burst's rest again."""
+    could number, the next stretch is only as long as what it numbered, so a burst of six
+    rounds' worth (300) costs each later round about MAX_PER_ROUND entries read, not the
+    burst's rest again."""
     file_id, start = str(uuid.uuid4()), utcnow() - timedelta(seconds=3)
     await numbering_round(db, start)
-    burst = 3_000
+    burst = 6 * log_numbering.MAX_PER_ROUND
     await db.raw(db.access_log.name).insert_many([
         {"_id": str(uuid.uuid4()), "accountId": ACCOUNT, "fileId": file_id, "action": "page",
          "page": 1, "at": start + timedelta(milliseconds=place // 2)} for place in range(burst)])

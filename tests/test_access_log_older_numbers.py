@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests import recorded_database
+from tests import log_sizes, recorded_database
 from tests.db_reads import QueryRecorder
 from tests.log_numbers import (
     ACCOUNT,
@@ -40,14 +40,20 @@ from vaultd.services.storage import backup
 from vaultd.services.storage.backup_manifest import read_docs
 from vaultd.timefmt import utcnow
 
-pytestmark = pytest.mark.slow  # each test seeds and walks a log of its own: tens of seconds
+# Each test seeds and walks a log of its own, as many pages as it was at ten times the sizes.
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("tenth")]
 
 recorder, db = (recorded_database.recorder_per_test,
                 recorded_database.db_per_test)  # this module's fixtures: a database per test
+tenth = log_sizes.tenth  # a round's cap and the page a tenth, for the logs a tenth
 
-BURST = 1_200
-STEP = 300  # entries a step numbers, at most (a round's budget)
+BURST = 120
+STEP = 30  # entries a step numbers, at most (a round's budget: `tenth`'s cap is 50)
 SLACK = 10
+# Each log's entries other than the burst: the busy file's views and downloads, the quiet
+# file's views, spread over two days.
+VIEWS, DOWNLOADS, QUIET = 6, 3, 4
+SPREAD = timedelta(minutes=290)
 
 
 async def older_log(db: Db) -> tuple[str, str]:
@@ -56,13 +62,12 @@ async def older_log(db: Db) -> tuple[str, str]:
     numbering starts, and new entries are numbered by the rounds."""
     busy, quiet = str(uuid.uuid4()), str(uuid.uuid4())
     days_ago = utcnow() - timedelta(days=3)
-    spread = timedelta(minutes=29)
     await insert(db, [*entries(busy, "page", days_ago + timedelta(days=1), BURST, 4),
-                      *entries(busy, "view", days_ago, 60, 1, step=spread),
-                      *entries(busy, "download", days_ago + timedelta(hours=5), 30, 1,
-                               room=False, step=spread),
-                      *entries(quiet, "view", days_ago + timedelta(hours=1), 40, 1,
-                               step=spread)])
+                      *entries(busy, "view", days_ago, VIEWS, 1, step=SPREAD),
+                      *entries(busy, "download", days_ago + timedelta(hours=5), DOWNLOADS, 1,
+                               room=False, step=SPREAD),
+                      *entries(quiet, "view", days_ago + timedelta(hours=1), QUIET, 1,
+                               step=SPREAD)])
     await numbering_round(db)  # numbers start: what is older was written before them
     for turn in range(12):
         await access_log.record(db, ACCOUNT, busy, "view" if turn % 2 else "page", page=1,
@@ -73,13 +78,15 @@ async def older_log(db: Db) -> tuple[str, str]:
 
 async def every_read(db: Db, busy: str, quiet: str) -> list[Any]:
     """What every reader shows of the log, page after page: the files' logs whole and of one
-    action at two page sizes, the room's, the console's."""
-    return [await file_pages(db, busy, 200), await file_pages(db, busy, 37),
-            await file_pages(db, busy, 50, action="view"),
-            await file_pages(db, busy, 200, action="page"),
-            await file_pages(db, quiet, 25), await room_pages(db),
-            await room_pages(db, action="page"), await console_pages(db, 50),
-            await console_pages(db, 50, action="download")]
+    action at two page sizes, the room's, the console's (pages of the page, `tenth`'s 20, and
+    of 4, 5 and 3)."""
+    page = access_log.LATEST
+    return [await file_pages(db, busy, page), await file_pages(db, busy, 4),
+            await file_pages(db, busy, 5, action="view"),
+            await file_pages(db, busy, page, action="page"),
+            await file_pages(db, quiet, 3), await room_pages(db),
+            await room_pages(db, action="page"), await console_pages(db, 5),
+            await console_pages(db, 5, action="download")]
 
 
 async def walk(db: Db, between: Any = None) -> int:
@@ -123,20 +130,20 @@ async def test_an_older_log_is_numbered_in_steps_and_read_the_same_throughout(
     assert sum(1 for doc in log if "fileSeq" in doc) == 12  # only the new ones
 
     # A page in the burst: by time, the window that reaches it reads all of it.
-    before = datetime.fromisoformat(expected[0][200]["at"])
+    before = datetime.fromisoformat(expected[0][access_log.LATEST]["at"])
 
     def second_page() -> Any:
         return access_log.latest_for_file(db, busy, since=LONG_AGO, before=before)
 
     page, walked_by_time = await walked(db, recorder, second_page)
-    assert len(page) >= 200 and walked_by_time >= BURST, walked_by_time
+    assert len(page) >= access_log.LATEST and walked_by_time >= BURST, walked_by_time
 
     async def unchanged() -> None:  # the cheap ones after each step, every one at the end
-        assert await file_pages(db, busy, 200) == expected[0]
-        assert await console_pages(db, 50, action="download") == expected[-1]
+        assert await file_pages(db, busy, access_log.LATEST) == expected[0]
+        assert await console_pages(db, 5, action="download") == expected[-1]
 
     steps = await walk(db, unchanged)
-    assert steps >= (BURST + 130) // STEP  # bounded steps
+    assert steps >= (BURST + VIEWS + DOWNLOADS + QUIET) // STEP  # bounded steps
     assert await every_read(db, busy, quiet) == expected
     await assert_numbered_in_order(db, dense=True)
     # Every read is by number now: the page in the burst walks about what it returns.
@@ -160,7 +167,7 @@ async def test_a_step_cut_short_is_taken_again_and_every_read_is_unchanged(db: D
     state = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
     assert state is not None
     window = await in_order(db, {"at": {"$lt": state["actionsFrom"]}})
-    assert await older_log_numbering._give(db, window[:100])  # what the dead step wrote
+    assert await older_log_numbering._give(db, window[:10])  # what the dead step wrote
     assert await every_read(db, busy, quiet) == expected
     await older_log_numbering.number_older_entries(db, STEP)  # the same window, again
     assert await every_read(db, busy, quiet) == expected
@@ -168,7 +175,7 @@ async def test_a_step_cut_short_is_taken_again_and_every_read_is_unchanged(db: D
     state = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
     assert state is not None
     older = await in_order(db, {"at": {"$lt": state["back"]}})
-    whole = next(end for end in range(50, len(older)) if older[end]["at"] != older[end - 1]["at"])
+    whole = next(end for end in range(5, len(older)) if older[end]["at"] != older[end - 1]["at"])
     await older_log_numbering._give(db, older[:whole])  # a step cuts between milliseconds
     await db.number_counters.update_one({"_id": numbered_log.HORIZON},
                                         {"$set": {"back": older[whole - 1]["at"]}})

@@ -130,7 +130,7 @@ def entry_json(doc: AccessLogDoc) -> dict[str, Any]:
 async def latest_for_file(
     db: Db, file_id: str, *, since: datetime, before: datetime | None = None,
     action: str | None = None, kept_spans: Mapping[str, float] | None = None,
-    count: int = LATEST,
+    count: int | None = None,
 ) -> list[dict[str, Any]]:
     """The latest entries, newest first; `before` (exclusive) and `action` reach older ones.
 
@@ -144,13 +144,15 @@ async def latest_for_file(
     the last full page any process read, the first window when this process has none fresher.
     None: the caller did not read them, and they are neither used nor written.
 
-    `count`: the entries a page holds (the API's LATEST; the console shows fewer). The spans
-    kept are those of LATEST entries, whatever the page that measured them: a page of `count`
-    starts with that span scaled to it, so pages of both sizes share one hint.
+    `count`: the entries a page holds (None: the API's LATEST, read at the call, so a test may
+    shrink the page with its log; the console shows fewer). The spans kept are those of LATEST
+    entries, whatever the page that measured them: a page of `count` starts with that span
+    scaled to it, so pages of both sizes share one hint.
 
     The log (whole, or of one `action`) is read by the entries' numbers in the file where they
     have them (`numbered_log`): a burst behind the page is not walked. The spans are for the
     time windows of a log not numbered (`audit.enabled` off everywhere)."""
+    count = LATEST if count is None else count
     query: dict[str, Any] = {"fileId": file_id}
     numbered = await numbered_log.newest_entries(
         db, numbered_log.FILE, file_id, count=count, oldest=since - UPLOAD_SLACK,
