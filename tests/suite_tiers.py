@@ -10,10 +10,10 @@ by themselves, after the rest), nightly and before a change to what they cover l
 
 `HEAVIEST_FIRST`: xdist hands out whole modules in collection order, so the run's tail is
 whatever costly module comes last alphabetically (the last 7 minutes of that run were two
-`test_scale_*` modules on one worker while the others idled). The costliest landing modules,
-by `tests.cpu_by_module` on that run, start first; every other module keeps its order after
-them. Re-measure when a module's cost changes by much (the order is a schedule, never a
-selection: a stale entry only costs time).
+`test_scale_*` modules on one worker while the others idled). The landing modules that take
+longest (their wall time by `tests.cpu_by_module` on that run, or on the run after their cuts)
+start first; every other module keeps its order after them. Re-measure when a module's cost
+changes by much (the order is a schedule, never a selection: a stale entry only costs time).
 """
 
 from __future__ import annotations
@@ -61,26 +61,30 @@ LONG: dict[str, str] = {
 }
 
 HEAVIEST_FIRST: tuple[str, ...] = (
-    "tests/test_revoke_marking_stopped.py",
     "tests/test_trace_api.py",
-    "tests/test_access_log_older_numbers.py",
-    "tests/test_first_hour.py",
-    "tests/test_storage_tools.py",
     "tests/test_office_upload.py",
     "tests/test_forensic_mark.py",
-    "tests/test_access_log_numbers.py",
-    "tests/test_webhooks_durability.py",
-    "tests/test_storage_plugin.py",
+    "tests/test_storage_tools.py",
     "tests/test_multi_process.py",
-    "tests/test_trace_placement_http.py",
-    "tests/test_db_restart.py",
-    "tests/test_fuzz_inputs.py",
-    "tests/test_console_browser.py",
     "tests/test_faults.py",
-    "tests/test_vaultd_zygote.py",
+    "tests/test_trace_placement_http.py",
+    "tests/test_storage_plugin.py",
+    "tests/test_first_hour.py",
     "tests/test_backup.py",
-    "tests/test_access_log_action_numbers.py",
+    "tests/test_db_restart.py",
     "tests/test_viewer_browser.py",
+    "tests/test_webhooks_durability.py",
+    "tests/test_vaultd_zygote.py",
+    "tests/test_console_browser.py",
+    "tests/test_server_lifecycle.py",
+    "tests/test_db_outage.py",
+    "tests/test_crash_kill.py",
+    "tests/test_sandbox_escape.py",
+    "tests/test_console_settings_browser.py",
+    "tests/test_hostile_files.py",
+    "tests/test_fuzz_inputs.py",
+    "tests/test_audit_catch_up.py",
+    "tests/test_cli.py",
 )
 
 
