@@ -57,32 +57,55 @@ LONG: dict[str, str] = {
     "tests/test_forensic_rectify_trace.py": "the untuned generator's framed photo traced; "
                                             "small: test_forensic_small_framed",
     "tests/test_placement_year.py": "a year of views behind a washed leak; small: "
-                                    "test_trace_year_days, test_forensic_placement",
+                                    "test_trace_year_days, test_leak_tracing_http",
+    # Depth past the contract, each a second or third look at what a landing module checks.
+    "tests/test_storage_tools.py": "verify, gc and migrate on Azure and S3 too; small: "
+                                   "test_crash_kill (verify, gc), test_backend_contract",
+    "tests/test_storage_plugin.py": "a backend from an entry point (the recipe's example); "
+                                    "small: test_backend_contract",
+    "tests/test_backup_azure.py": "a backup of Azure blobs; small: test_backup",
+    "tests/test_multi_process.py": "two vaultd on one database and store, outages included; "
+                                   "small: test_crash_kill, test_backend_contract",
+    "tests/test_db_restart.py": "vaultd killed alone or with its group and restarted; small: "
+                                "test_crash_kill",
+    "tests/test_db_outage.py": "the database gone, restarting or locked; small: "
+                               "test_crash_kill, test_disk_full",
+    "tests/test_faults.py": "killed workers, server and database; small: test_crash_kill, "
+                            "test_disk_full",
+    "tests/test_embedded_db_stop.py": "the embedded database's stop on SIGTERM; small: "
+                                      "test_graceful_stop",
+    "tests/test_server_lifecycle.py": "the embedded database comes and goes with vaultd; "
+                                      "small: test_graceful_stop, test_crash_kill",
+    "tests/test_office_upload.py": "every Office format through LibreOffice, a hang; small: "
+                                   "test_office_sheets, test_office_encodings_http",
+    "tests/test_fuzz_inputs.py": "Hypothesis over every route's inputs; small: "
+                                 "test_fuzz_parsers, the API contract modules",
+    "tests/test_forensic_mark.py": "the mark after every leak of bench.leakmark; small: "
+                                   "test_trace_api, test_forensic_codes",
+    "tests/test_trace_placement_http.py": "washed pages traced by placement over HTTP; small: "
+                                          "test_leak_tracing_http",
+    "tests/test_forensic_jitter.py": "every word of a page moved back (a docs measurement); "
+                                     "small: test_forensic_codes",
+    "tests/test_forensic_placement.py": "the placement mark's best wash; small: "
+                                        "test_trace_year_days",
 }
 
 HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/test_trace_api.py",
-    "tests/test_office_upload.py",
-    "tests/test_forensic_mark.py",
-    "tests/test_storage_tools.py",
-    "tests/test_multi_process.py",
-    "tests/test_faults.py",
-    "tests/test_trace_placement_http.py",
-    "tests/test_storage_plugin.py",
+    "tests/test_scale_room_crash.py",
+    "tests/test_scale_delete_crash.py",
+    "tests/test_webhooks_processes.py",
+    "tests/test_trace_published_layout.py",
     "tests/test_first_hour.py",
     "tests/test_backup.py",
-    "tests/test_db_restart.py",
     "tests/test_viewer_browser.py",
     "tests/test_webhooks_durability.py",
     "tests/test_vaultd_zygote.py",
     "tests/test_console_browser.py",
-    "tests/test_server_lifecycle.py",
-    "tests/test_db_outage.py",
     "tests/test_crash_kill.py",
     "tests/test_sandbox_escape.py",
     "tests/test_console_settings_browser.py",
     "tests/test_hostile_files.py",
-    "tests/test_fuzz_inputs.py",
     "tests/test_audit_catch_up.py",
     "tests/test_cli.py",
 )
