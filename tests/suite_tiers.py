@@ -3,10 +3,10 @@
 CI has 30 minutes on a 2-core host whose speed varies threefold (docs/testing.md, "Tiers"): the
 whole suite took 47 minutes of pytest on three workers on the slow host of 2026-11-30. The
 landing run (`bash scripts/test.sh`, what CI runs) leaves out the `long` modules below: each
-checks a size, a harness, a soak, a bound on time that wants a quiet machine or a full-size
-photographed leak, and the logic it drives is checked small by a landing module named beside
-it. `bash scripts/test.sh --long` runs them (with their own `alone` ones
-by themselves, after the rest), nightly and before a change to what they cover lands.
+checks a size, a harness, a soak, a bound on time that wants a quiet machine, a full-size
+photographed leak or a second look past the contract, and the logic it drives is checked small
+by a landing module named beside it. `bash scripts/test.sh --long` runs them (their `alone`
+ones by themselves, after the rest), nightly and before a change to what they cover lands.
 
 `HEAVIEST_FIRST`: xdist hands out whole modules in collection order, so the run's tail is
 whatever costly module comes last alphabetically (the last 7 minutes of that run were two
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 LONG: dict[str, str] = {
     # module: what it checks at size, and where its logic is checked small
-    "tests/test_scale_bulk.py": "bulk steps over 1,250 records each; small: test_storage_tools, "
-                                "test_revoke_generation, test_backup",
+    "tests/test_scale_bulk.py": "bulk steps over 1,250 records each; small: test_backup, "
+                                "test_revoke_generation, test_crash_kill (verify, gc)",
     "tests/test_scale_isolation.py": "another tenant's pages beside 2 x 10^4 records; small: "
                                      "test_fair_share, test_scale_reads",
     "tests/test_bench_scale_shapes.py": "the bench harness's shapes end to end; small: "

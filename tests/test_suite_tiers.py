@@ -1,9 +1,11 @@
 """CI's run and the long tier (tests/suite_tiers.py, docs/testing.md "Tiers"): a `long` module
 is collected by `-m long` and by nothing that leaves it out (`not long`, the fast loop's `not
-slow`); the costliest modules are collected first; every module the tiers name exists."""
+slow`); the costliest modules are collected first; every module the tiers name exists, and
+each long module's small sibling is in CI's run."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -47,3 +49,11 @@ def test_every_module_the_tiers_name_exists_and_none_is_in_both() -> None:
     assert [module for module in named if not (ROOT / module).is_file()] == []
     assert set(LONG).isdisjoint(HEAVIEST_FIRST)
     assert len(set(HEAVIEST_FIRST)) == len(HEAVIEST_FIRST)
+
+
+def test_each_long_modules_small_siblings_run_in_ci() -> None:
+    """The landing modules a long one names as checking its logic small exist and are not long
+    themselves."""
+    for module, why in LONG.items():
+        siblings = [f"tests/{name}.py" for name in re.findall(r"test_\w+", why.split("small:")[-1])]
+        assert [one for one in siblings if one in LONG or not (ROOT / one).is_file()] == [], module
