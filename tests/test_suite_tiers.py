@@ -6,13 +6,11 @@ each long module's small sibling is in CI's run."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
+from tests.collect_only import collected_modules
 from tests.suite_tiers import HEAVIEST_FIRST, LONG
-from tests.vault_process import base_env
 from tests.zygote_base import ROOT
 
 LONG_ONE = "tests/test_bench_settle.py"
@@ -24,18 +22,7 @@ pytestmark = pytest.mark.slow  # a pytest collection per selection: seconds each
 
 def collected(marks: str) -> list[str]:
     """The modules collected under `marks`, in collection order."""
-    env = {name: value for name, value in base_env({}).items() if not name.startswith("PYTEST_")}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", marks, PLAIN, LONG_ONE, HEAVY],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout + run.stderr
-    modules: list[str] = []
-    for line in run.stdout.splitlines():
-        module = line.split("::")[0]
-        if "::" in line and module not in modules:
-            modules.append(module)
-    return modules
+    return collected_modules(marks, PLAIN, LONG_ONE, HEAVY)
 
 
 def test_ci_leaves_the_long_tier_out_and_starts_with_the_costliest() -> None:
