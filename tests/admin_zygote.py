@@ -39,6 +39,7 @@ from tests.zygote_base import (
     listening,
     output_text,
     receive_request,
+    remove_socket_folder,
     send_request,
 )
 
@@ -115,8 +116,9 @@ def _serve(path: str) -> None:
     sys.stdout.flush()
     while True:
         readable, _, _ = select.select([listener, sys.stdin], [], [])
-        if sys.stdin in readable:
-            return  # the test process is gone, or done
+        if sys.stdin in readable:  # the test process is gone, or done
+            remove_socket_folder(path)
+            return
         conn, _ = listener.accept()
         sys.stdout.flush()
         sys.stderr.flush()

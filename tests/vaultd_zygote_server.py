@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from tests.zygote_base import listening, receive_request
+from tests.zygote_base import listening, receive_request, remove_socket_folder
 
 
 def fork_hazards(own_fds: set[int]) -> list[str]:
@@ -110,6 +110,7 @@ def _serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
     while True:
         readable, _, _ = select.select([listener, 0, *running], [], [])
         if 0 in readable and not os.read(0, 1):
+            remove_socket_folder(path)
             return None
         for pidfd in set(readable) & running.keys():
             pid, conn = running.pop(pidfd)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -61,6 +62,12 @@ def listening(path: str) -> socket.socket:
     return listener
 
 
+def remove_socket_folder(path: str) -> None:
+    """The zygote's last act: the folder `ZygoteProcess` made for its socket, which its owner
+    cannot remove when killed."""
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
 class ZygoteProcess:
     """The test process's end of a zygote: started at its first use, started again when found
     dead, stopped at the test process's exit. A kind of zygote says when a start may be forked
@@ -73,6 +80,7 @@ class ZygoteProcess:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
+        self._folder: str | None = None
         self.socket = ""
         self.env: dict[str, str] = {}
 
@@ -97,8 +105,8 @@ class ZygoteProcess:
         raise NotImplementedError
 
     def _start(self) -> None:
-        folder = tempfile.mkdtemp(prefix=f"{self.server_module.rpartition('.')[2]}-")
-        self.socket = os.path.join(folder, "socket")
+        self._folder = tempfile.mkdtemp(prefix=f"{self.server_module.rpartition('.')[2]}-")
+        self.socket = os.path.join(self._folder, "socket")
         self.env = {name: value for name, value in os.environ.items()
                     if not name.startswith("VAULTD_")}
         self.env["PYTHONPATH"] = str(ROOT)
@@ -123,3 +131,6 @@ class ZygoteProcess:
             self._process.stdin.close()
             self._process.wait(10)
         self._process = None
+        if self._folder is not None:  # its socket's folder, or every run leaves one in /tmp
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
