@@ -12,7 +12,7 @@ from typing import Any
 
 from pymongo import AsyncMongoClient, monitoring
 
-from tests.worker_database import DATABASE, URI, WORKER_DATABASE
+from tests.worker_database import DATABASE, TEST_CONNECT_TIMEOUT_MS, URI, WORKER_DATABASE
 from vaultd import embedded_db
 from vaultd.db import Db, connect
 from vaultd.db_indexes import ensure_indexes
@@ -29,7 +29,7 @@ def running_database(storage: Path) -> Iterator[embedded_db.EmbeddedServer]:
 
 @asynccontextmanager
 async def vault_db(server: embedded_db.EmbeddedServer) -> AsyncIterator[Db]:
-    database = connect(server.uri, "vaultd")
+    database = connect(server.uri, "vaultd", TEST_CONNECT_TIMEOUT_MS)
     await ensure_indexes(database)
     try:
         yield database

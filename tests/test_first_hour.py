@@ -13,7 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.admin_zygote import run_admin
 from tests.vault_process import ROOT, VaultProcess, base_env, free_port
+from tests.vaultd_zygote import run_vaultd_to_end
 from vaultd.version import VERSION
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -21,14 +23,15 @@ pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
 
 def vaultd(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None,
            timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vaultd.main", *args], cwd=cwd,
-                          env=base_env(env), capture_output=True, text=True, timeout=timeout)
+    """`python -m vaultd.main *args` run to its end: a process of its own, forked from the
+    zygote that imported vaultd once (`tests.vaultd_zygote`, a fresh one where it must be)."""
+    return run_vaultd_to_end("vaultd.main", list(args), base_env(env), cwd, timeout)
 
 
 def admin(*args: str, cwd: Path = ROOT,
           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "admin_cli.main", *args], cwd=cwd,
-                          env=base_env(env), capture_output=True, text=True, timeout=120)
+    """`python -m admin_cli.main *args`, forked alike (`tests.admin_zygote`)."""
+    return run_admin(list(args), base_env(env), cwd, 120)
 
 
 def one_line(result: subprocess.CompletedProcess[str], code: int) -> str:

@@ -175,10 +175,21 @@ async def client_loop(number: int, client: httpx.AsyncClient, deadline: float,
                       samples: list[Sample], problems: list[str]) -> None:
     rng = random.Random(number)
     while time.monotonic() < deadline:
-        if rng.random() < PAGE_SHARE:
-            sample, response = await one_page(client, rng, links)
-        else:
-            sample, response = await one_upload(client, rng, uploaders)
+        kind = "page" if rng.random() < PAGE_SHARE else "upload"
+        started = time.monotonic()
+        try:
+            if kind == "page":
+                sample, response = await one_page(client, rng, links)
+            else:
+                sample, response = await one_upload(client, rng, uploaders)
+        except httpx.TransportError as error:
+            # A connection vaultd closed or reset without an answer is a failure of the load,
+            # named with its timing (an idle or header timeout would show its own seconds);
+            # the other clients go on, so the run's figures stay readable.
+            problems.append(f"{kind}: {type(error).__name__} ({error}) after "
+                            f"{time.monotonic() - started:.1f} s, at "
+                            f"{started - deadline + DURATION_SECONDS:.1f} s into the run")
+            continue
         samples.append(sample)
         check_answer(sample.kind, response, problems)
         if sample.status in (402, 429, 503):  # a polite client backs off a little

@@ -19,7 +19,7 @@ import httpx
 from tests.admin_zygote import run_admin
 from tests.vaultd_zygote import VaultdProcess, run_vaultd_to_end, start_vaultd
 from tests.waiting import NotReached, wait_until
-from tests.worker_database import WORKER_DATABASE
+from tests.worker_database import TEST_CONNECT_TIMEOUT_MS, WORKER_DATABASE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,7 +122,7 @@ class VaultProcess:
         name = self.env.get("VAULTD_MONGODB_DATABASE", "vaultd")
 
         async def main() -> Any:
-            db = connect(uri, name)
+            db = connect(uri, name, TEST_CONNECT_TIMEOUT_MS)
             try:
                 return await coro_factory(db)
             finally:

@@ -31,6 +31,10 @@ from pymongo import MongoClient
 from vaultd import embedded_db
 
 URI = "VAULTD_MONGODB_URI"
+# The tests' own connections (set-up through the services, checks of what was stored) wait
+# out a loaded host: vaultd's 2 s to find its database (`vaultd.db.SELECTION_TIMEOUT_MS`) is
+# for answering a request fast, which they are not doing.
+TEST_CONNECT_TIMEOUT_MS = 30_000
 DATABASE = "VAULTD_MONGODB_DATABASE"
 
 
