@@ -28,6 +28,9 @@ LONG: dict[str, str] = {
                                         "test_scale_shapes",
     "tests/test_bench_settle.py": "the bench harness's settling probe; small: none needed (a "
                                   "harness, not the product)",
+    "tests/test_vaultd_zygote.py": "the tests' vaultd zygote: a forked vaultd compared field by "
+                                   "field with a fresh one; small: test_admin_zygote (the "
+                                   "zygotes' shared start and protocol)",
     "tests/test_install_without_compiler.py": "a fresh virtualenv install with no C compiler; "
                                               "small: test_pattern_blend (the Pillow blend)",
     # Soaks: kills at random moments, a bounded load of 200 clients.
@@ -100,7 +103,6 @@ HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/test_backup.py",
     "tests/test_viewer_browser.py",
     "tests/test_webhooks_durability.py",
-    "tests/test_vaultd_zygote.py",
     "tests/test_console_browser.py",
     "tests/test_crash_kill.py",
     "tests/test_sandbox_escape.py",

@@ -14,7 +14,7 @@ from tests.suite_tiers import HEAVIEST_FIRST, LONG
 from tests.zygote_base import ROOT
 
 LONG_ONE = "tests/test_bench_settle.py"
-HEAVY = "tests/test_vaultd_zygote.py"  # in HEAVIEST_FIRST, after test_keyring.py by name
+HEAVY = "tests/test_webhooks_durability.py"  # in HEAVIEST_FIRST, after test_keyring.py by name
 PLAIN = "tests/test_keyring.py"
 
 pytestmark = pytest.mark.slow  # a pytest collection per selection: seconds each
