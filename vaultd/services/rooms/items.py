@@ -66,7 +66,6 @@ async def give_back_places(db: Db, room_id: str, count: int) -> None:
 
 async def _insert(db: Db, room: RoomDoc, kind: RoomItemType, name: str | None,
                   parent_id: str | None, file: FileDoc | None = None) -> RoomItemDoc:
-    await take_item_place(db, room["_id"])
     item: RoomItemDoc = {"_id": str(uuid.uuid4()), "roomId": room["_id"],
                          "accountId": room["accountId"], "type": kind, "name": name,
                          "parentId": parent_id,
@@ -75,6 +74,9 @@ async def _insert(db: Db, room: RoomDoc, kind: RoomItemType, name: str | None,
     if file is not None:
         item.update({"fileId": file["_id"], "fileName": file["name"],
                      "pageCount": int(file["pageCount"])})
+    # The place is taken last, right before the insert that gives it back on failure: a read
+    # that failed between the two (a database timing out under load) kept the place for good.
+    await take_item_place(db, room["_id"])
     try:
         await db.room_items.insert_one(item)
     except BaseException:
