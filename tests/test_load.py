@@ -186,7 +186,8 @@ async def client_loop(number: int, client: httpx.AsyncClient, deadline: float,
             # A connection vaultd closed or reset without an answer is a failure of the load,
             # named with its timing (an idle or header timeout would show its own seconds);
             # the other clients go on, so the run's figures stay readable.
-            problems.append(f"{kind}: {type(error).__name__} ({error}) after "
+            # The exception's type, not its text: a page's URL carries its view token.
+            problems.append(f"{kind}: {type(error).__name__} after "
                             f"{time.monotonic() - started:.1f} s, at "
                             f"{started - deadline + DURATION_SECONDS:.1f} s into the run")
             continue
