@@ -19,7 +19,7 @@ from tests.database_processes import wait_for_orphaned_database_to_exit
 from tests.http_helpers import assert_json_error, create_link, sent_politely, upload_ok
 from tests.vault_process import VaultProcess, running_vault
 from tests.waiting import wait_until
-from tests.webhook_receiver import running_receiver
+from tests.webhook_receiver import distinct, running_receiver
 from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 from vaultd.db import Db
 from vaultd.db_indexes import ensure_indexes
@@ -152,7 +152,7 @@ def test_a_crash_inside_revoke_views_sends_the_event_only_if_links_were_revoked(
         assert sent.event["data"]["fileId"] == revoked_file["id"]
         assert sent.event["data"]["revoked"] == 2
         wait_until(lambda: _states(vault, account_id) == {"delivered": 1}, what="orphan dropped")
-        assert len(receiver.received) == 1
+        assert len(distinct(receiver.received)) == 1
 
 
 def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
@@ -195,11 +195,11 @@ def test_revoke_views_raced_by_another_revoke_announces_what_it_revoked(
         revoked, messages = vault.run_service(revoke)
         assert revoked == 2
         assert len(held) == 2 and held[1][0] in messages and held[0][0] not in messages
-        sent = receiver.wait_for(lambda got: len(got) >= 2, timeout=30)
+        sent = distinct(receiver.wait_for(lambda got: len(distinct(got)) >= 2, timeout=30))
         counts = sorted(str(r.event["data"].get("revoked")) for r in sent)
         assert all(r.verified for r in sent) and counts == ["2", "None"], counts
         wait_until(lambda: _states(vault, account_id) == {"delivered": 2}, what="delivered")
-        assert len(receiver.received) == 2
+        assert len(distinct(receiver.received)) == 2
 
 
 def test_revoke_views_over_http_sends_one_event_with_the_count(vault: VaultProcess) -> None:

@@ -27,6 +27,18 @@ class Received:
         return dict(json.loads(self.body))
 
 
+def distinct(received: list[Received]) -> list[Received]:
+    """One request per message (its `webhook-id`), the first to arrive. Delivery is at least
+    once: an attempt that outlasts its lease (6 s in tests, `FAST_RETRIES`) on a loaded
+    machine is sent again under the same id, and the same body: checked here, so a second
+    message under a reused id still fails the test."""
+    first: dict[str, Received] = {}
+    for request in received:
+        kept = first.setdefault(request.headers["webhook-id"], request)
+        assert kept.body == request.body, f"two bodies under one webhook-id: {kept} {request}"
+    return list(first.values())
+
+
 @dataclass
 class Reply:
     status: int = 200
