@@ -1,11 +1,14 @@
 """The hosted viewer in headless Chromium reports visible time per page: a scripted visit (page 1
-for 3 s, page 2 for 2 s, then the tab hidden for 2 s) is reported within a second, and the
-hidden time is not counted. Driven over raw CDP (see tests/cdp.py for why not Playwright)."""
+for 3 s, page 2 for 2 s, then the tab hidden for 3 s) is reported within a second of what the
+test saw, and the hidden time is not counted. What the test saw, not the script's 3 and 2 s: on
+a loaded host the browser takes a second or more to switch tabs, and the page stays visible
+until it has. Driven over raw CDP (see tests/cdp.py for why not Playwright)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +23,32 @@ from tests.vault_process import VaultProcess
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 VISIBLE = "document.visibilityState"
+# Longer than the slack of the checks below (1 s) plus what the test's bounds on page 2's time
+# may differ by on a loaded host: counted, the hidden time cannot hide in that slack.
+HIDDEN_SECONDS = 3.0
 
 
 async def hold(seconds: float, since: float) -> None:
     await asyncio.sleep(max(0.0, since + seconds - time.monotonic()))
 
 
-async def scripted_visit(url: str) -> list[str]:
-    """Returns the visibility states seen while hidden and after coming back."""
+@dataclass
+class Visit:
+    """What the test saw of its scripted visit: the visibility states while hidden and after
+    coming back, and each page's visible time, at least and at most (monotonic seconds: from
+    when the test saw the page to when it asked for the next step, and from when it asked for
+    the page to when it saw the step done)."""
+
+    states: list[str]
+    first_page: tuple[float, float]
+    second_page: tuple[float, float]
+
+
+async def scripted_visit(url: str) -> Visit:
     async with chromium() as (browser, tab, tab_id):
         await tab.call("Page.enable")
         await tab.call("Page.bringToFront")  # a headless tab has no focus until brought forward
+        asked = time.monotonic()
         await tab.call("Page.navigate", url=url)
         await tab.wait_for("document.readyState !== 'loading' && !!document.body.dataset"
                            ".activityUrl && document.hasFocus()")
@@ -38,26 +56,32 @@ async def scripted_visit(url: str) -> list[str]:
         await tab.wait_for("!!document.querySelector('.page[data-page=\"1\"]"
                            "[data-state=\"loaded\"]')")
         await hold(3.0, started)
+        clicked = time.monotonic()
         await tab.evaluate("document.getElementById('next-page').click()")
-        on_page_two = time.monotonic()
         await tab.wait_for("document.getElementById('current-page').textContent === '2'", 5)
+        on_page_two = time.monotonic()
         await hold(2.0, on_page_two)
-        states = await hide_for(browser, tab, tab_id, 2.0)
+        hiding, hidden, states = await hide_for(browser, tab, tab_id, HIDDEN_SECONDS)
         await tab.call("Page.navigate", url="about:blank")  # pagehide: the beacon goes out
         await asyncio.sleep(0.5)
-        return states
+        return Visit(states, (clicked - started, on_page_two - asked),
+                     (hiding - on_page_two, hidden - clicked))
 
 
-async def hide_for(browser: Cdp, tab: Cdp, tab_id: str, seconds: float) -> list[str]:
+async def hide_for(browser: Cdp, tab: Cdp, tab_id: str, seconds: float,
+                   ) -> tuple[float, float, list[str]]:
+    """When the test asked to hide the tab, when it saw it hidden, and the states."""
+    hiding = time.monotonic()
     other = await browser.call("Target.createTarget", url="about:blank")
     await browser.call("Target.activateTarget", targetId=other["targetId"])
     await tab.wait_for(f"{VISIBLE} === 'hidden'", 5)
+    hidden = time.monotonic()
     hidden_state = await tab.evaluate(VISIBLE)
     await asyncio.sleep(seconds)
     await browser.call("Target.activateTarget", targetId=tab_id)
     await tab.call("Page.bringToFront")
     await tab.wait_for(f"{VISIBLE} === 'visible' && document.hasFocus()", 5)
-    return [hidden_state, await tab.evaluate(VISIBLE)]
+    return hiding, hidden, [hidden_state, await tab.evaluate(VISIBLE)]
 
 
 def reported(api: httpx.Client, token: str) -> dict[str, Any]:
@@ -78,11 +102,14 @@ def test_the_viewer_reports_visible_time_per_page_and_not_hidden_time(
     file = upload_ok(api, docs.pdf(3))
     token = create_link(api, file["id"], "reader@example.com")["token"]
     vault.secrets.append(token)
-    states = asyncio.run(scripted_visit(f"{vault.url}/v/{token}"))
-    assert states == ["hidden", "visible"]  # the tab really was hidden, then shown again
+    visit = asyncio.run(scripted_visit(f"{vault.url}/v/{token}"))
+    assert visit.states == ["hidden", "visible"]  # the tab really was hidden, then shown again
     body = reported(api, token)
     seconds = {row["page"]: row["seconds"] for row in body["pages"]}
-    assert seconds[1] == pytest.approx(3.0, abs=1.0), body
-    assert seconds[2] == pytest.approx(2.0, abs=1.0), body
+    # Page 2 was the one hidden: counted, the hidden time would put it HIDDEN_SECONDS over what
+    # it can have been visible.
+    for page, (least, most) in ((1, visit.first_page), (2, visit.second_page)):
+        assert least - 1.0 <= seconds[page] <= most + 1.0, (page, visit, body)
+    assert visit.second_page[1] - visit.second_page[0] < HIDDEN_SECONDS - 1.0, visit
     assert seconds[3] == 0.0
-    assert body["totalSeconds"] == pytest.approx(5.0, abs=1.0), body  # 7 if hidden time counted
+    assert body["totalSeconds"] == pytest.approx(seconds[1] + seconds[2], abs=0.01), body
