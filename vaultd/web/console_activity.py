@@ -58,13 +58,13 @@ class ActivityPage(ConsolePage):
                   export=self.account.plan.accessLogExport, plan=self.account.plan.name)
 
     async def _file_names(self, entries: list[dict[str, Any]]) -> dict[str, str]:
-        """The names of this page's files: one read of at most `PER_PAGE` ids. A file being
-        deleted is deleted to its owner from its 204 on (its record goes in the background)."""
+        """The names of this page's files: one read of at most `PER_PAGE` ids, of the stored
+        ones only, as the file listing shows them: a file being deleted is deleted to its owner
+        from its 204 on (its record goes in the background)."""
         ids = sorted({doc["fileId"] for doc in entries if doc.get("fileId")})
         if not ids:
             return {}
-        cursor = self.ctx.db.files.find({"_id": {"$in": ids}, "state": {"$ne": "deleting"}},
-                                        {"name": 1})
+        cursor = self.ctx.db.files.find({"_id": {"$in": ids}, "state": "stored"}, {"name": 1})
         return {doc["_id"]: doc["name"] async for doc in cursor}
 
 
