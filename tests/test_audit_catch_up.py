@@ -4,8 +4,9 @@ bursts with a millisecond holding more than a window), no read of a round return
 `READ_BATCH` entries (or one millisecond's), every entry is sequenced once, in its account in
 (time, key) order, and each account's root is the one computed here from the entries. Also the
 first round of a sequencer whose cursors are a day behind, a take-over in the middle of a
-catch-up (the old holder committed a round it never saved), and the log's numbering kept on
-the fence's horizon while the cursors trail it.
+catch-up (the old holder committed a round it never saved), the log's numbering kept on the
+fence's horizon while the cursors trail it, and a burst during a catch-up that outlasted
+`CATCH_UP_AFTER`, planned again.
 
 A real sequencer on a database of its own on the test worker's SecantusDB; what every `find`
 on the logs returns (its first batch and every `getMore`) is counted by the driver's monitoring.
@@ -16,6 +17,7 @@ bound is the same multiple of a window as at the defaults.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import random
 import uuid
@@ -297,3 +299,27 @@ async def test_a_sequencer_a_day_behind_catches_up_and_numbers_behind_the_fence(
     await rounds_until_done(back)
     assert_bounded(returned.reads, during)
     assert await assert_sequenced_once_in_order(db) == len(before) + len(during)
+
+
+async def test_what_arrives_during_a_long_catch_up_is_planned_again_not_read_whole(
+        db: Db, returned: Returned, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catch-up that outlasts `CATCH_UP_AFTER` (a second here: 10^6 entries at 20,000 a
+    round take longer than ten minutes) ends with a second plan of what arrived meanwhile, so
+    a burst during it is read in windows too, not in the finishing round's one open read."""
+    monkeypatch.setattr(catch_up, "ROUND_CAP", 400)
+    monkeypatch.setattr(catch_up, "CATCH_UP_AFTER", timedelta(seconds=1))
+    times = burst(utcnow() - timedelta(seconds=1), 1_000)
+    stamps = await seed(db, times)
+    running = sequencer(db, "holder-1")
+    assert await running.round() > 0 and running.backlog is not None
+    first_plan = running.backlog
+    # Three windows' worth, stamped in the second after the plan's horizon (the fence stands
+    # there: nothing lands before it), then the rounds' horizons pass the plan's by more than
+    # a second.
+    meanwhile = burst(utcnow() + timedelta(seconds=1), 600)
+    stamps += await seed(db, meanwhile)
+    await asyncio.sleep(2.5)
+    await rounds_until_done(running)
+    assert running.backlog is None or running.backlog is not first_plan
+    assert_bounded(returned.reads, stamps)
+    assert await assert_sequenced_once_in_order(db) == len(times) + len(meanwhile)

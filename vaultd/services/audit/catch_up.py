@@ -21,7 +21,10 @@ stamped before it can land any more: `log_fence`):
    any round's, and the last look saved at the end of the last window read (`Backlog.looked`).
 
 The round that reads the last windows then reads from the plan's horizon on, as any round
-does: what arrived meanwhile (a first round over a small log sequences it all at once).
+does: what arrived meanwhile (a first round over a small log sequences it all at once). Unless
+the catch-up outlasted `CATCH_UP_AFTER` (`outrun`): what arrived meanwhile is then a long
+stretch too, and the next round plans it, as it would after an outage, rather than read it
+whole.
 The plan lives in the lease holder's memory for its lease epoch: a take-over, a restart or a
 failed round plans again from the saved cursors, and the entries of a plan made then (and of
 the round after it) are looked up in the blocks before they are written (`Sequencer.unsure`),
@@ -48,11 +51,18 @@ READ_BATCH = 2_000  # entries a window holds at most (one millisecond holding mo
 WALK_BATCH = READ_BATCH // 2  # what a walk's `_id` window aims at: its spread stays under 2,000
 ROUND_CAP = 20_000  # entries a catch-up round sequences at most
 # A stretch longer than this is caught up in windows. The rounds of a running sequencer are a
-# merge delay apart (a minute at most), so this is an outage or a first round; a plan costs a
-# walk of the whole log (a minute for 10^6 entries), well within it, so plans do not chain.
+# merge delay apart (a minute at most), so this is an outage, a first round, or what arrived
+# during a catch-up that took longer (`outrun`); a plan costs a walk of the whole log (a minute
+# for 10^6 entries), well within it, so a chain of plans shortens at each link.
 CATCH_UP_AFTER = timedelta(minutes=10)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
+
+
+def outrun(backlog: Backlog, horizons: list[datetime]) -> bool:
+    """Whether a round's source `horizons` lie more than `CATCH_UP_AFTER` past the plan's
+    horizon: the catch-up took that long, and what arrived meanwhile is planned in its turn."""
+    return any(horizon - backlog.horizon > CATCH_UP_AFTER for horizon in horizons)
 
 
 def needed(stretches: list[tuple[datetime | None, datetime]]) -> bool:

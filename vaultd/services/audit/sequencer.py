@@ -155,6 +155,10 @@ class Sequencer:
             stretches.append((kind, collection, start, horizon, cursor))
         backlog = await self._planned(stretches)
         windows = backlog.take(catch_up.ROUND_CAP) if backlog is not None else []
+        # A catch-up's last windows, then what is newer, unless what arrived during the
+        # catch-up is itself a long stretch: that is planned again (`catch_up.outrun`).
+        finishing = backlog is not None and backlog.finishing() and not catch_up.outrun(
+            backlog, [stretch[3] for stretch in stretches])
         found: list[NewEntry] = []
         keep_from = now
         for kind, collection, looked, horizon, newer in stretches:
@@ -162,7 +166,7 @@ class Sequencer:
             if backlog is not None:  # its windows, then (once they are all read) what is newer
                 start = cursor = backlog.looked(kind)
                 ranges = backlog.queries(kind, windows)
-            if backlog is None or backlog.finishing():
+            if backlog is None or finishing:
                 ranges += self._ranges(start, horizon, cursor)
             newest = newer  # the cursor: the newest entry read (a later read starts there)
             async for doc in self._arrived(collection, ranges):
@@ -174,7 +178,7 @@ class Sequencer:
             cursors[kind + LOOKED] = horizon
             if backlog is not None:  # read whole up to the end of its last window (at least)
                 newest = newest or backlog.looked(kind)
-                if not backlog.finishing():
+                if not finishing:
                     cursors[kind + LOOKED] = backlog.looked(kind)
             if newest is not None:
                 cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
