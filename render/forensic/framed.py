@@ -56,13 +56,37 @@ class Reading(NamedTuple):
     tilted: bool
 
 
-def read_framed(grey: Image.Image, plan: Layout) -> Reading:
-    """The mark in `grey` (a photo's luminance) read as a photo of a page that fills the
-    frame, when the page's lines show a perspective."""
+class Lines(NamedTuple):
+    """A photo's working copy and where the pattern's rows and the text's lines put its
+    vanishing line there (`perspective.rows_line`; None: the rows meet nowhere)."""
+    work: Image.Image
+    line: perspective.RowsLine | None
+
+
+def lines(grey: Image.Image) -> Lines:
+    """The lines of `grey` (a photo's luminance) the framed reading starts from."""
     work = _working_copy(grey)
+    return Lines(work, perspective.rows_line(work))
+
+
+def text_tilt(seen: Lines) -> float | None:
+    """|v| where the text's lines cross the pattern's line of vanishing lines (the text's
+    seed, `perspective`: within about 0.04 of the camera's), or None when the page shows no
+    such seed."""
+    seed = None if seen.line is None else seen.line.seed
+    return None if seed is None else float(np.hypot(*seed))
+
+
+def read_framed(grey: Image.Image, plan: Layout, seen_lines: Lines | None = None) -> Reading:
+    """The mark in `grey` (a photo's luminance) read as a photo of a page that fills the
+    frame, when the page's lines show a perspective. `seen_lines`: `lines(grey)`, when the
+    caller has them."""
+    work, line = seen_lines or lines(grey)
+    if line is None:
+        return Reading(None, False)  # the pattern's rows meet nowhere (`perspective`)
     # The tile at the smallest scale the search reads, in the working copy's pixels.
     shortest = TILE * sync.MIN_SCALE * work.width / grey.width
-    seen = perspective.horizons(work, work.size == grey.size, shortest)
+    seen = perspective.horizons(work, work.size == grey.size, shortest, line)
     if seen is None:
         return Reading(None, False)
     for number, trial in enumerate(seen.trials):
