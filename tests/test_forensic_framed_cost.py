@@ -23,7 +23,7 @@ from PIL import Image
 from bench.leakmark_misses import cpu_seconds, yardstick
 from bench.leakmark_untuned import filled
 from render.forensic import coarse, decode, framed, perspective, photo, rectify
-from render.forensic.layout import PUBLIC
+from render.forensic.layout import PUBLIC, Layout
 from tests import forensic_store
 from tests.forensic_pages import marked_cover, served_cover
 
@@ -93,7 +93,11 @@ def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
         framed_photo: Photo, mark: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The coarse trials along the pattern's line lie within `_SEEDED_REACH` of the text's
     seed, marked or not (the whole line, 43 trials on the unmarked photo, was an
-    unmarked photo's largest cost); the marked photo is named from them."""
+    unmarked photo's largest cost); the marked photo is named from them. A refined trial's
+    lattice is folded only when the coarse copy showed it there too
+    (`perspective._same_lattice`): the unmarked photo's refined lattices are chance's and
+    none is folded (two were, 0.5 s each), the marked photo's is the tile's, folded and
+    named."""
     grey = framed_photo(mark).convert("L")
     work = framed._working_copy(grey)
     line = perspective.rows_line(work)
@@ -111,8 +115,18 @@ def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
         return flattened(grey, horizon, expected)
 
     monkeypatch.setattr(perspective, "flattened", recorded)
+    folded: list[float] = []
+    read = framed._read
+
+    def folds(flat: Image.Image, across: np.ndarray, rows: float,
+              plan: Layout) -> tuple[int, float] | None:
+        folded.append(float(np.hypot(*across)))
+        return read(flat, across, rows, plan)
+
+    monkeypatch.setattr(framed, "_read", folds)
     reading = framed.read_framed(grey, PUBLIC)
     assert (reading.found is not None and reading.found[0] == RENDER_ID) == mark
+    assert len(folded) == int(mark), folded  # the marked photo named at its first fold
     assert 0 < len(tried) <= 13, tried
     assert max(abs(along - seed_at) for along in tried) <= perspective._SEEDED_REACH + 1e-9
 
