@@ -2,7 +2,8 @@
 "Unmarked page-like images cost more"). Such a photo shows no page edge, so the framed
 reading (`render.forensic.framed`: the perspective from the page's own lines, then the
 mark's lattice) runs to its end on it: its vanishing-line trials and the folds of the
-lattices they show. The cost is held to a yardstick measured in the same test
+lattices they show (those the coarse copy showed too; the search is not run first: the
+text's lines show the perspective). The cost is held to a yardstick measured in the same test
 (`bench.leakmark_misses.yardstick`: the decoder's kinds of work, fixed), so that a loaded
 machine weighs on both; and the same photo marked still names its view. The photo is made by
 the frozen generator of the untuned families (`bench.leakmark_untuned.filled`). The framed

@@ -81,9 +81,9 @@ _FLAT_PAPER = 0.8
 # The text's seed this far from 0 (`framed.text_tilt`, |v| in units of the image's long side)
 # shows a perspective the search, which models none, does not read through: of the 72 marked
 # leaks of `bench.leakmark_untuned` (seeds 41 and 47, every family) the search named none
-# whose seed lay beyond 0.052 (a crop, which the framed reading names too); the 29 the framed
-# reading named lay at 0.064-0.44 (32 `filled` and `crop`), each searched in vain first
-# (0.3-1.6 s each).
+# whose seed lay beyond 0.052 (a crop, which the framed reading names too); the 32 `filled`
+# and `crop` leaks the framed reading named lay at 0.064-0.44, each searched in vain first
+# (0.3-1.6 s each). The unmarked ones with a seed: 0.015-0.25, 16 of 20 at 0.08 or more.
 _SEARCHED_TILT = 0.08
 _SAME_INK = 4  # grey levels: a second ink level this close would read the same pixels
 # A histogram ink level this near the paper (its band reaches the paper's JPEG noise) is that
