@@ -2,7 +2,8 @@
 "Unmarked page-like images cost more"). Such a photo shows no page edge, so the framed
 reading (`render.forensic.framed`: the perspective from the page's own lines, then the
 mark's lattice) runs to its end on it: its vanishing-line trials and the folds of the
-lattices they show. The cost is held to a yardstick measured in the same test
+lattices they show (those the coarse copy showed too; the search is not run first: the
+text's lines show the perspective). The cost is held to a yardstick measured in the same test
 (`bench.leakmark_misses.yardstick`: the decoder's kinds of work, fixed), so that a loaded
 machine weighs on both; and the same photo marked still names its view. The photo is made by
 the frozen generator of the untuned families (`bench.leakmark_untuned.filled`). The framed
@@ -12,6 +13,7 @@ that trial alone does (`coarse.scores`)."""
 from __future__ import annotations
 
 import functools
+import importlib
 import random
 from collections.abc import Callable
 
@@ -22,7 +24,7 @@ from PIL import Image
 from bench.leakmark_misses import cpu_seconds, yardstick
 from bench.leakmark_untuned import filled
 from render.forensic import coarse, decode, framed, perspective, photo, rectify
-from render.forensic.layout import PUBLIC
+from render.forensic.layout import PUBLIC, Layout
 from tests import forensic_store
 from tests.forensic_pages import marked_cover, served_cover
 
@@ -32,6 +34,7 @@ pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of th
 RENDER_ID = 0x3C1D5E7F0A2
 SEED = 2  # the generator's draws for this leak: yaw, pitch, roll, framing, light, saves
 
+decode_module = importlib.import_module("render.forensic.decode")  # the package exports `decode`
 fixture_store = forensic_store.fixture_store  # this module's fixture
 Photo = Callable[[bool], Image.Image]
 
@@ -71,8 +74,18 @@ def test_an_unmarked_photo_framed_on_the_page_costs_a_few_yardsticks(
 
 
 @slow
-def test_the_same_photo_marked_names_its_view(framed_photo: Photo) -> None:
-    assert decode(framed_photo(True)) == RENDER_ID
+@pytest.mark.parametrize("mark", [False, True], ids=["unmarked", "marked"])
+def test_a_photo_whose_text_shows_its_perspective_is_not_searched(
+        framed_photo: Photo, mark: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text's seed lies beyond the tilt the search reads through (`_SEARCHED_TILT`), so
+    the search (0.4-0.9 s of such a photo) is left out, marked or not; the marked photo is
+    named by the framed reading (the module's one decode of it)."""
+    tilt = framed.text_tilt(framed.lines(framed_photo(mark).convert("L")))
+    assert tilt is not None and tilt >= decode_module._SEARCHED_TILT
+    searched: list[object] = []
+    monkeypatch.setattr(decode_module, "_search", lambda *args: searched.append(args))
+    assert decode(framed_photo(mark)) == (RENDER_ID if mark else None)
+    assert searched == []
 
 
 @slow
@@ -81,10 +94,14 @@ def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
         framed_photo: Photo, mark: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The coarse trials along the pattern's line lie within `_SEEDED_REACH` of the text's
     seed, marked or not (the whole line, 43 trials on the unmarked photo, was an
-    unmarked photo's largest cost); the marked photo is named from them."""
+    unmarked photo's largest cost); the marked photo is named from them. A refined trial's
+    lattice is folded only when the coarse copy showed it there too
+    (`perspective._same_lattice`): the unmarked photo's refined lattices are chance's and
+    none is folded (two were, 0.5 s each), the marked photo's is the tile's, folded and
+    named."""
     grey = framed_photo(mark).convert("L")
     work = framed._working_copy(grey)
-    line = perspective._rows_line(work)
+    line = perspective.rows_line(work)
     assert line is not None and line.seed is not None
     seed_at = float((line.seed - line.nearest) @ line.direction)
     coarse_size = (round(work.width * perspective._COARSE_SHARE),
@@ -99,8 +116,18 @@ def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
         return flattened(grey, horizon, expected)
 
     monkeypatch.setattr(perspective, "flattened", recorded)
+    folded: list[float] = []
+    read = framed._read
+
+    def folds(flat: Image.Image, across: np.ndarray, rows: float,
+              plan: Layout) -> tuple[int, float] | None:
+        folded.append(float(np.hypot(*across)))
+        return read(flat, across, rows, plan)
+
+    monkeypatch.setattr(framed, "_read", folds)
     reading = framed.read_framed(grey, PUBLIC)
     assert (reading.found is not None and reading.found[0] == RENDER_ID) == mark
+    assert len(folded) == int(mark), folded  # the marked photo named at its first fold
     assert 0 < len(tried) <= 13, tried
     assert max(abs(along - seed_at) for along in tried) <= perspective._SEEDED_REACH + 1e-9
 

@@ -57,7 +57,7 @@ def _at_the_camera() -> tuple[perspective.Flattened, float, np.ndarray, float]:
     page_to_flat = flat.matrix @ page_to_work
     ends = [page_to_flat @ np.array([600.0 + x, 800.0, 1.0]) for x in (0.0, TILE)]
     across = ends[1][:2] / ends[1][2] - ends[0][:2] / ends[0][2]
-    line = perspective._rows_line(work)
+    line = perspective.rows_line(work)
     assert line is not None
     rows = perspective.rows_direction(flat.matrix, flat.image.size, line.rows)
     return flat, rows, across, TILE * sync.MIN_SCALE * work.width / grey.width

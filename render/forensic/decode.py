@@ -35,6 +35,7 @@ from PIL import Image
 from render.forensic import (
     chips,
     folding,
+    framed,
     ink,
     layout,
     pattern_model,
@@ -77,6 +78,13 @@ _SMALL_CANDIDATES = 2
 # off the paper (a page half colour block keeps 1.2-6.4 % there, its mark read by the search;
 # JPEG q50 on a clipped text page 0.13-0.39 %, which spares an unmarked one 0.1-0.2 s).
 _FLAT_PAPER = 0.8
+# The text's seed this far from 0 (`framed.text_tilt`, |v| in units of the image's long side)
+# shows a perspective the search, which models none, does not read through: of the 72 marked
+# leaks of `bench.leakmark_untuned` (seeds 41 and 47, every family) the search named none
+# whose seed lay beyond 0.052 (a crop, which the framed reading names too); the 32 `filled`
+# and `crop` leaks the framed reading named lay at 0.064-0.44, each searched in vain first
+# (0.3-1.6 s each). The unmarked ones with a seed: 0.015-0.25, 16 of 20 at 0.08 or more.
+_SEARCHED_TILT = 0.08
 _SAME_INK = 4  # grey levels: a second ink level this close would read the same pixels
 # A histogram ink level this near the paper (its band reaches the paper's JPEG noise) is that
 # noise, not the pattern's ink: brightness +20 % + JPEG q50 puts it at 242-243 on 255 paper,
@@ -145,12 +153,23 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     # bench's `margin` (docs/leak-tracing.md, "What a miss costs, again") it named none the
     # photo reading missed; an unmarked phone photo's largest cost, about 0.35 s.
     seen = corners is not None and not upright and photo.edges_seen(full, corners)
-    found = None if seen else _search(grey, plan, least, flat_paper)
+    # Paper flat to one level is no camera's (`_FLAT_PAPER`): no photo framed on it.
+    plain = bool(shown) or flat_paper is not None
+    # An image the framed reading would read (no page's edges seen, no page shown upright):
+    # its lines first, the framed reading's own start (`framed.lines`).
+    lines = None
+    if not seen and not plain and not upright:
+        lines = framed.lines(full)
+    tilt = None if lines is None else framed.text_tilt(lines)
+    # A page whose text's lines show a perspective the search cannot fold through is not
+    # searched: the framed reading reads it (`_SEARCHED_TILT`).
+    if seen or (tilt is not None and tilt >= _SEARCHED_TILT):
+        found = None
+    else:
+        found = _search(grey, plan, least, flat_paper)
     if found is None:
         # A photo: its perspective undone from the page's corners, or from its lines.
-        # Paper flat to one level is no camera's (`_FLAT_PAPER`): no photo framed on it.
-        plain = bool(shown) or flat_paper is not None
-        read, settled = photo.readings(source, full, corners, plan, long_side, plain)
+        read, settled = photo.readings(source, full, corners, plan, long_side, plain, lines)
         if read is not None:
             return Detection(read[0], read[1], 1.0, 0.0)
         if settled:

@@ -13,7 +13,9 @@ the pattern's rows.
    foreshortening leaves an aspect (up to about 5 %) and a shear: given the aspect, the shear
    is the one that puts the pattern's rows at their served 30 degrees. So the aspects within
    _ASPECT_REACH are folded coarsely (`coarse`, as the photo reading does), each at its shear
-   and those _SHEAR_STEP either side; the best few folded finely and refined.
+   and those _SHEAR_STEP either side; the best few folded finely and refined. A refined
+   trial's lattice is folded only when the coarse copy showed it (or a harmonic) at that
+   trial too: else it is chance's (`perspective.Flattened.coarse_shows`).
 3. The checks of every other reading (`scan.first_decoded`): sync >= 6 standard deviations,
    then the CRC with at most 3 flips among the 6 least reliable bits; a fold whose sync passes
    and whose CRC fails is folded again from the weighted residual.
@@ -56,13 +58,37 @@ class Reading(NamedTuple):
     tilted: bool
 
 
-def read_framed(grey: Image.Image, plan: Layout) -> Reading:
-    """The mark in `grey` (a photo's luminance) read as a photo of a page that fills the
-    frame, when the page's lines show a perspective."""
+class Lines(NamedTuple):
+    """A photo's working copy and where the pattern's rows and the text's lines put its
+    vanishing line there (`perspective.rows_line`; None: the rows meet nowhere)."""
+    work: Image.Image
+    line: perspective.RowsLine | None
+
+
+def lines(grey: Image.Image) -> Lines:
+    """The lines of `grey` (a photo's luminance) the framed reading starts from."""
     work = _working_copy(grey)
+    return Lines(work, perspective.rows_line(work))
+
+
+def text_tilt(seen: Lines) -> float | None:
+    """|v| where the text's lines cross the pattern's line of vanishing lines (the text's
+    seed, `perspective`: within about 0.04 of the camera's), or None when the page shows no
+    such seed."""
+    seed = None if seen.line is None else seen.line.seed
+    return None if seed is None else float(np.hypot(*seed))
+
+
+def read_framed(grey: Image.Image, plan: Layout, seen_lines: Lines | None = None) -> Reading:
+    """The mark in `grey` (a photo's luminance) read as a photo of a page that fills the
+    frame, when the page's lines show a perspective. `seen_lines`: `lines(grey)`, when the
+    caller has them."""
+    work, line = seen_lines or lines(grey)
+    if line is None:
+        return Reading(None, False)  # the pattern's rows meet nowhere (`perspective`)
     # The tile at the smallest scale the search reads, in the working copy's pixels.
     shortest = TILE * sync.MIN_SCALE * work.width / grey.width
-    seen = perspective.horizons(work, work.size == grey.size, shortest)
+    seen = perspective.horizons(work, work.size == grey.size, shortest, line)
     if seen is None:
         return Reading(None, False)
     for number, trial in enumerate(seen.trials):
@@ -77,9 +103,11 @@ def read_framed(grey: Image.Image, plan: Layout) -> Reading:
 def _acrosses(trial: perspective.Flattened, rows: float, shortest: float | None,
               plan: Layout) -> Iterator[Floats]:
     """The tile's horizontal vectors to read `trial` at, as they are asked for: its
-    lattice's, then (given the tile's `shortest` length: the best trial only) the one a scan
+    lattice's, when the coarse copy showed it there too (`perspective.Flattened`: else it is
+    chance's), then (given the tile's `shortest` length: the best trial only) the one a scan
     of folds finds (`_scanned`): the lattice may be a harmonic's or the text's."""
-    tried = [] if trial.lattice is None else [np.array(trial.lattice.across)]
+    tried = [] if trial.lattice is None or not trial.coarse_shows else [
+        np.array(trial.lattice.across)]
     yield from tried
     if shortest is not None:
         yield from _scanned(trial.image, rows, shortest, tried, plan)

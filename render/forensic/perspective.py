@@ -82,11 +82,13 @@ class TileLattice(NamedTuple):
 
 class Flattened(NamedTuple):
     """A trial's `v`, its flattened image, the map from the image's pixels to the flat
-    one's (3 x 3) and the tile lattice it shows, if any."""
+    one's (3 x 3), the tile lattice it shows, if any, and whether the coarse copy showed that
+    lattice there too (a refined trial's, `horizons`; else it is only a trial to scan)."""
     horizon: tuple[float, float]
     image: Image.Image
     matrix: Floats
     lattice: TileLattice | None
+    coarse_shows: bool = True
 
 
 class Expected(NamedTuple):
@@ -125,7 +127,7 @@ class Horizons(NamedTuple):
     certain: bool
 
 
-class _RowsLine(NamedTuple):
+class RowsLine(NamedTuple):
     """The line of `v` the pattern's rows allow: its point nearest 0 and its direction, the
     rows' vanishing point (homogeneous, in the image's pixels) and the text's seed on it."""
     nearest: Floats
@@ -135,13 +137,14 @@ class _RowsLine(NamedTuple):
 
 
 def horizons(grey: Image.Image, unreduced: bool = False, shortest: float = _MIN_LAG,
-             ) -> Horizons | None:
+             line: RowsLine | None = None) -> Horizons | None:
     """The flattened copies of `grey` worth reading: None when the pattern's rows meet
     nowhere or the page shows no perspective (|v| under _MIN_TILT: the search reads that).
     `unreduced`: `grey` is the photo at its own size, its noise not averaged (then the
     lattices its smaller copy shows are tried too, `_as_coarse_sees`). `shortest`: the
-    tile's shortest length in `grey` (px) at the smallest scale the reader searches."""
-    line = _rows_line(grey)
+    tile's shortest length in `grey` (px) at the smallest scale the reader searches. `line`:
+    `rows_line(grey)`, when the caller has it (it costs 0.15-0.3 s)."""
+    line = line or rows_line(grey)
     if line is None or (line.seed is not None and float(np.hypot(*line.seed)) < _MIN_TILT):
         return None  # no rows; or the text's lines and the rows agree: no perspective
     nearest, direction = line.nearest, line.direction
@@ -165,7 +168,8 @@ def horizons(grey: Image.Image, unreduced: bool = False, shortest: float = _MIN_
         nearby = [flattened(grey, centre + a * direction + b * across,
                             Expected(line.rows, shortest))
                   for a, b in ((0, 0), (-_FINE, 0), (_FINE, 0), (0, -_FINE), (0, _FINE))]
-        refined.append(max(nearby, key=_height))
+        best = max(nearby, key=_height)
+        refined.append(best._replace(coarse_shows=_same_lattice(best, trial, 1 / share)))
     refined.sort(key=_height, reverse=True)
     if not refined or refined[0].lattice is None or math.hypot(
             *refined[0].horizon) < _MIN_TILT:
@@ -194,6 +198,16 @@ def _apart_from(trial: Flattened, seed: Floats) -> float:
     return float(np.hypot(trial.horizon[0] - seed[0], trial.horizon[1] - seed[1]))
 
 
+def _same_lattice(trial: Flattened, seen: Flattened, ratio: float) -> bool:
+    """Whether `seen`'s lattice (times `ratio`) is `trial`'s or a harmonic of it. 0.005 from
+    its coarse trial a refined one kept a named photo's length (0.97-1.01, or a harmonic); an
+    unmarked one's was 0.16-2.7 times it, chance's (untuned bench, seeds 41, 47)."""
+    if trial.lattice is None or seen.lattice is None:
+        return False
+    lengths = math.hypot(*seen.lattice.across) * ratio / math.hypot(*trial.lattice.across)
+    return any(abs(lengths / harmonic - 1) < _SAME_LATTICE for harmonic in _HARMONICS)
+
+
 def _as_coarse_sees(small: Image.Image, refined: list[Flattened], ratio: float,
                     expected: Expected | None = None) -> list[Flattened]:
     """Each refined trial again, after them, with the lattice the `small` copy shows at its
@@ -201,25 +215,22 @@ def _as_coarse_sees(small: Image.Image, refined: list[Flattened], ratio: float,
     harmonic of it. The box average of the smaller copy takes out a photo's noise, which in a
     small photo (its working copy not reduced) can hide the tile's peak: a 477 x 564 crop
     whose tile is 80 px showed a lattice of 191 px at the right `v`, its smaller copy the
-    tile's. Tried on photos at their own size only: on two unmarked crops reduced for their
-    working copy it cost 0.4 s more each."""
+    tile's. On photos at their own size only: on two unmarked crops reduced it cost 0.4 s each."""
     extra = []
     for trial in refined:
-        seen = flattened(small, trial.horizon, expected).lattice
-        if seen is None or trial.lattice is None:
+        small_trial = flattened(small, trial.horizon, expected)
+        seen = small_trial.lattice
+        if seen is None or trial.lattice is None or _same_lattice(trial, small_trial, ratio):
             continue
         across = np.array(seen.across) * ratio
-        ratio_seen = float(np.hypot(*across) / np.hypot(*trial.lattice.across))
-        if any(abs(ratio_seen / harmonic - 1) < _SAME_LATTICE for harmonic in _HARMONICS):
-            continue
         down = np.array(seen.down) * ratio
         extra.append(trial._replace(lattice=TileLattice(
             (float(across[0]), float(across[1])), (float(down[0]), float(down[1])),
-            seen.height)))
+            seen.height), coarse_shows=True))
     return extra
 
 
-def _rows_line(grey: Image.Image) -> _RowsLine | None:
+def rows_line(grey: Image.Image) -> RowsLine | None:
     """Where the pattern's rows put `v` (v . p = -1 for their vanishing point p), or None
     when they show no point within _REACH."""
     pattern, text = line_field.families(grey)
@@ -237,7 +248,7 @@ def _rows_line(grey: Image.Image) -> _RowsLine | None:
     nearest = -along[2] * along[:2] / norm ** 2
     if float(np.hypot(*nearest)) > _REACH:
         return None
-    return _RowsLine(nearest, np.array([-along[1], along[0]]) / norm, rows,
+    return RowsLine(nearest, np.array([-along[1], along[0]]) / norm, rows,
                      _text_seed(text, rows, to_centred, along))
 
 

@@ -50,7 +50,7 @@ _EDGE_CONTRAST = 30
 
 def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | None,
              plan: Layout, long_side: int = served.LONG_SIDE, page_shown: bool = False,
-             ) -> tuple[tuple[int, float] | None, bool]:
+             lines: framed.Lines | None = None) -> tuple[tuple[int, float] | None, bool]:
     """(render id, sync score) or None from a photo, and whether the reading settles the
     image: a photo in perspective is not read further (the decoder's later readings model no
     perspective: seconds spent for nothing). With the page's `corners`, a photo of a screen
@@ -59,7 +59,7 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
     corners), a photo framed on the page, its perspective read
     off the page's own lines (`render.forensic.framed`), unless the image is no camera's
     (`page_shown`: a served page shown upright, its strip across its bottom, or paper flat
-    to one level)."""
+    to one level). `lines`: `framed.lines(grey)`, when the caller has them."""
     tilted = False
     if corners is not None:
         found = read_photo(image, grey, corners, plan, long_side)
@@ -81,7 +81,7 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
         if small is not None and rectify.needs_rectifying(small) and edges_seen(
                 grey, small, each_side=True):
             return read_photo(image, grey, small, plan, long_side), True
-    reading = framed.read_framed(grey, plan)
+    reading = framed.read_framed(grey, plan, lines)
     return reading.found, tilted or reading.found is not None or reading.tilted
 
 
