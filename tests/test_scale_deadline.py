@@ -77,3 +77,28 @@ def test_a_call_past_its_deadline_is_a_json_503_logged_with_its_route(
         assert "Traceback" not in log
     finally:
         vault.stop()
+
+
+def test_the_deadline_is_the_setting(tmp_path: Path, test_db: str) -> None:
+    """`server.db_deadline_seconds` is what a request's calls carry: at 7 s, the account's read
+    is sent with a `maxTimeMS` over the default's 2,000 and at most 7,000 (the database's
+    profile of the call)."""
+    vault = VaultProcess(tmp_path / "data",
+                         env={"VAULTD_MONGODB_URI": test_db, "VAULTD_RENDER_WORKERS": "1",
+                              "VAULTD_DB_DEADLINE_SECONDS": "7"})
+    vault.start()
+    try:
+        _, key = vault.new_account()
+        with MongoClient(test_db) as client, vault.client(key) as api:
+            database = client["vaultd"]
+            database.command({"profile": 2, "slowms": 0})
+            try:
+                assert api.get("/account").status_code == 200
+            finally:
+                database.command({"profile": 0})
+            sent = [entry["command"].get("maxTimeMS") for entry in database["system.profile"].find(
+                {"ns": "vaultd.accounts"})]
+        limits = [limit for limit in sent if limit is not None]
+        assert limits and all(2000 < limit <= 7000 for limit in limits), sent
+    finally:
+        vault.stop()

@@ -14,7 +14,7 @@ import pymongo
 from vaultd.errors import InvalidRequest, PlanLimitReached
 from vaultd.services.common.spreadsheet import safe_cell
 from vaultd.services.members import activity
-from vaultd.web.base import DB_DEADLINE_SECONDS, BaseHandler
+from vaultd.web.base import BaseHandler
 from vaultd.web.permissions import READ
 
 EXPORT_PAGE = activity.MAX_PER_PAGE
@@ -26,7 +26,7 @@ FORMATS = ("json", "csv", "jsonl")
 
 
 class ActivityHandler(BaseHandler):
-    db_deadline = None  # an export's reads each get the deadline, the export none
+    db_deadline = False  # an export's reads each get the deadline, the export none
     paced = False  # an export's time is the client's reading
 
     async def get(self) -> None:
@@ -42,7 +42,7 @@ class ActivityHandler(BaseHandler):
         # Checked whatever the format (an export ignores it): bad input is refused everywhere.
         per_page = activity.parse_per_page(self.get_query_argument("perPage", None))
         if fmt == "json":
-            with pymongo.timeout(DB_DEADLINE_SECONDS):
+            with pymongo.timeout(self.ctx.settings.server_db_deadline_seconds):
                 page = await activity.page(self.ctx.db, self.account.id, per_page=per_page,
                                            after=after)
             self.send_json(200, {"entries": [activity.entry_json(doc) for doc in page.entries],
@@ -59,7 +59,7 @@ class ActivityHandler(BaseHandler):
         if csv_out:
             self.write(",".join(activity.FIELDS) + "\r\n")
         while True:
-            with pymongo.timeout(DB_DEADLINE_SECONDS):
+            with pymongo.timeout(self.ctx.settings.server_db_deadline_seconds):
                 page = await activity.page(self.ctx.db, self.account.id, per_page=EXPORT_PAGE,
                                            after=after)
             self.write(_csv_rows(page) if csv_out else _jsonl_rows(page))

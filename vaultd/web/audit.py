@@ -72,7 +72,7 @@ class ConsistencyHandler(BaseHandler):
 
 
 class ExportHandler(BaseHandler):
-    db_deadline = None  # streamed: each batch is its own round trip
+    db_deadline = False  # streamed: each batch is its own round trip
     paced = False
 
     async def get(self) -> None:

@@ -42,7 +42,6 @@ from vaultd.web.client_ip import viewer_ip
 from vaultd.web.context import AppContext
 
 log = logging.getLogger("vaultd.web")
-DB_DEADLINE_SECONDS = 2.0
 
 
 _REASONS = {400: "bad request", 401: "unauthorized", 404: "not found", 405: "method not allowed",
@@ -60,11 +59,12 @@ class BaseHandler(RequestHandler):
     # one takes (empty: all), and the other's, which a 405 lists as allowed too.
     only_methods: tuple[str, ...] = ()
     shared_route_methods: tuple[str, ...] = ()
-    # Seconds the request's database work may take in all (pymongo.timeout: each call gets
-    # what remains as its maxTimeMS), so a call stuck behind another tenant's long operation
-    # fails alone with a 503. None for the routes that wait on something else between their
-    # calls (a streamed body, a render, a streamed blob, a revoke-all's batches).
-    db_deadline: float | None = DB_DEADLINE_SECONDS
+    # Whether the request's database work has the deadline `server.db_deadline_seconds` in all
+    # (pymongo.timeout: each call gets what remains as its maxTimeMS), so that a call stuck
+    # behind another tenant's long operation fails alone with a 503. Not for the routes that
+    # wait on something else between their calls (a streamed body, a render, a streamed blob,
+    # a revoke-all's batches).
+    db_deadline: bool = True
     # Held for the account's fair share while another account's pages are read (at most
     # 0.5 s, taken from the deadline above: services.common.fair_share); not the routes whose
     # time is the client's (a streamed body up or down).
@@ -122,10 +122,10 @@ class BaseHandler(RequestHandler):
         self.set_header("Referrer-Policy", "no-referrer")
 
     async def _execute(self, transforms: Any, *args: bytes, **kwargs: bytes) -> None:
-        if self.db_deadline is None:
+        if not self.db_deadline:
             await super()._execute(transforms, *args, **kwargs)
             return
-        with pymongo.timeout(self.db_deadline):
+        with pymongo.timeout(self.ctx.settings.server_db_deadline_seconds):
             await super()._execute(transforms, *args, **kwargs)
 
     def compute_etag(self) -> None:

@@ -21,7 +21,6 @@ from vaultd.records.members import ActivityAction
 from vaultd.services.common import feed
 from vaultd.services.members import activity
 from vaultd.timefmt import iso_utc
-from vaultd.web.base import DB_DEADLINE_SECONDS
 from vaultd.web.console_page import ConsolePage
 from vaultd.web.permissions import READ
 
@@ -45,7 +44,7 @@ class ActivityPage(ConsolePage):
         raw = self.get_query_argument("after", "") or None
         after = feed.Cursor.decode(raw) if raw else None
         db = self.ctx.db
-        with pymongo.timeout(DB_DEADLINE_SECONDS):
+        with pymongo.timeout(self.ctx.settings.server_db_deadline_seconds):
             if kind == "account":
                 found = await _account_actions(db, self.account.id, after, action)
             else:

@@ -58,7 +58,7 @@ class RevokeAllPage(ConfirmPage):
                 "the file stays, and new links can be made.")
     button = "Revoke all links"
     action = "revoke-all"
-    db_deadline = None  # a job in batches, as the API's (services.links.revoke_jobs)
+    db_deadline = False  # a job in batches, as the API's (services.links.revoke_jobs)
     paced = False
 
     async def post(self, file_id: str) -> None:

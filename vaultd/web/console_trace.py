@@ -39,7 +39,7 @@ FORM_LIMIT = trace.MAX_TRACE_BYTES + (64 << 10)  # the image, the code and the f
 class TracePage(ConsolePage):
     section = "trace"
     error_template = "console/trace.html"  # a refusal shows the form again, with its words
-    db_deadline = None  # waits on a render worker between its database calls
+    db_deadline = False  # waits on a render worker between its database calls
     paced = False  # its time is the client's sending, then a worker's (web.trace)
     too_large = False
 

@@ -62,7 +62,7 @@ class FileHandler(BaseHandler):
 
 
 class DownloadHandler(BaseHandler):
-    db_deadline = None  # waits on other things between its database calls
+    db_deadline = False  # waits on other things between its database calls
     paced = False  # its time is the client's reading
     async def get(self, file_id: str) -> None:
         assert self.account is not None

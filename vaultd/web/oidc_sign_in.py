@@ -37,7 +37,7 @@ class MethodsHandler(BaseHandler):
 
 class OidcHandler(BaseHandler):
     public = True
-    db_deadline = None  # the request waits on the provider between its database calls
+    db_deadline = False  # the request waits on the provider between its database calls
 
     def person_ip(self) -> str:
         """The browser's address: from the trusted proxy's header behind one (`proxy.trusted`)."""

@@ -59,7 +59,7 @@ class RoomViewHandler(ViewerIpMixin):
 
 
 class RoomPageHandler(ViewerIpMixin):
-    db_deadline = None  # waits on other things between its database calls (a render)
+    db_deadline = False  # waits on other things between its database calls (a render)
     deferred_auth = True  # the page path checks the key, then the room link (rooms.reads)
 
     async def get(self, token: str, file_id: str, page: str) -> None:
@@ -134,7 +134,7 @@ class RoomDocumentPageHandler(RoomDocumentBase):
 
 
 class RoomImageHandler(RoomDocumentBase):
-    db_deadline = None  # waits on other things between its database calls (a render)
+    db_deadline = False  # waits on other things between its database calls (a render)
 
     async def get(self, token: str, file_id: str, page: str) -> None:
         request = PageRequest(token, page, self.client_ip(), departure=self.departure,

@@ -22,7 +22,7 @@ from vaultd.web.upload import drain_cap
 
 @stream_request_body
 class TraceHandler(BaseHandler):
-    db_deadline = None  # waits on other things between its database calls
+    db_deadline = False  # waits on other things between its database calls
     # Its time is the client's sending, then a worker's (queued fairly, capped per account and
     # per hour: trace.max_*), not the event loop's or the database's.
     paced = False

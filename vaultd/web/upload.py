@@ -39,7 +39,7 @@ def drain_cap(max_bytes: int) -> int:
 @stream_request_body
 class UploadHandler(BaseHandler):
     paced = False  # its time is the client's sending
-    db_deadline = None  # waits on other things between its database calls
+    db_deadline = False  # waits on other things between its database calls
     only_methods = ("POST",)  # the rest of /v1/files is FileListHandler's
     shared_route_methods = ("GET",)
     session: UploadSession | None = None

@@ -52,7 +52,7 @@ class ViewerPageHandler(ViewerBase):
 
 
 class ViewerImageHandler(ViewerBase):
-    db_deadline = None  # waits on other things between its database calls
+    db_deadline = False  # waits on other things between its database calls
     async def get(self, token: str, page: str) -> None:
         request = PageRequest(token, page, self.client_ip(), departure=self.departure,
                               session=self.viewer_session())

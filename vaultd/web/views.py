@@ -72,7 +72,7 @@ class LinkHandler(ViewerIpMixin):
 
 
 class PageHandler(ViewerIpMixin):
-    db_deadline = None  # waits on other things between its database calls
+    db_deadline = False  # waits on other things between its database calls
     deferred_auth = True  # the page path checks the key, with the link (services.pages.page_path)
 
     async def get(self, token: str, page: str) -> None:
@@ -82,7 +82,7 @@ class PageHandler(ViewerIpMixin):
 
 
 class RevokeViewsHandler(BaseHandler):
-    db_deadline = None  # waits on other things between its database calls
+    db_deadline = False  # waits on other things between its database calls
     paced = False  # its steps are, one by one (services.links.revoke_jobs)
     async def post(self, file_id: str) -> None:
         assert self.account is not None
