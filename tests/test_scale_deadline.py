@@ -3,12 +3,19 @@ sent as maxTimeMS): one that overruns is a JSON 503, logged with its route's tem
 next request is served again. The overrun is the database's own `maxTimeAlwaysTimeOut`
 failpoint (a SecantusDB started with test commands), which expires exactly the operations that
 carry a time limit: calls without a deadline (vaultd's background work) run on.
+
+A write is another matter (`vaultd.db_deadline`): the database makes it even when the client
+stopped waiting, so once sent it is waited for past the deadline, and an error after it says the
+change may have been made. The database's `failCommand` failpoint holds vaultd's inserts (its
+`appName`) for longer than the deadline, as a queue behind another tenant's work would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +24,11 @@ import pytest
 from pymongo import MongoClient
 
 from tests.http_helpers import assert_json_error
+from tests.inprocess import InProcessVault
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
+from vaultd.db import connect
+from vaultd.db_deadline import UnsentWrite, request_deadline
 from vaultd.embedded_db import free_port
 
 pytestmark = pytest.mark.slow  # starts a database and a vaultd
@@ -102,3 +112,92 @@ def test_the_deadline_is_the_setting(tmp_path: Path, test_db: str) -> None:
         assert limits and all(2000 < limit <= 7000 for limit in limits), sent
     finally:
         vault.stop()
+
+
+UNCONFIRMED = ("the database did not confirm the change in time; it may have been made: "
+               "read it back before sending it again")
+
+
+def _hold_inserts(uri: str, milliseconds: int | None) -> None:
+    """vaultd's inserts wait `milliseconds` in the database, then are made (None: no longer)."""
+    with MongoClient(uri) as client:
+        client.admin.command({
+            "configureFailPoint": "failCommand", "mode": "off" if milliseconds is None else
+            "alwaysOn", "data": {"failCommands": ["insert"], "blockConnection": True,
+                                 "blockTimeMS": milliseconds or 0, "appName": "vaultd"}})
+
+
+def _rooms(api: Any) -> list[str]:
+    listed = api.get("/rooms")
+    assert listed.status_code == 200, listed.text
+    return [room["name"] for room in listed.json()["rooms"]]
+
+
+def test_a_write_that_outlasts_the_deadline_is_waited_for_and_answered_made(
+        tmp_path: Path, test_db: str) -> None:
+    """At a 1 s deadline, a room whose insert the database holds 2.5 s is answered 201, once
+    made. Without the rule the request was answered 503 "retry shortly" at 1 s, and the room
+    was made all the same: a client that retried had two."""
+    vault = InProcessVault(tmp_path / "data", env={
+        "VAULTD_MONGODB_URI": test_db, "VAULTD_RENDER_WORKERS": "1",
+        "VAULTD_DB_DEADLINE_SECONDS": "1"}).start()
+    try:
+        _, key = vault.new_account()
+        with vault.client(key) as api:
+            _hold_inserts(test_db, 2500)
+            try:
+                began = time.monotonic()
+                created = api.post("/rooms", json={"name": "Held room"})
+                took = time.monotonic() - began
+            finally:
+                _hold_inserts(test_db, None)
+            assert created.status_code == 201, created.text
+            assert took >= 2.5, took
+            assert _rooms(api) == ["Held room"]
+    finally:
+        vault.stop()
+
+
+def test_a_write_the_database_does_not_confirm_says_it_may_have_been_made(
+        tmp_path: Path, test_db: str) -> None:
+    """A write is waited for as long as the client's `socketTimeoutMS` (here 1 s, from the URI)
+    allows. Held 2.5 s it is not confirmed, and the answer (504, no Retry-After) says the change
+    may have been made, not "retry", which it was: the room is listed once the database is
+    free."""
+    vault = InProcessVault(tmp_path / "data", env={
+        "VAULTD_MONGODB_URI": f"{test_db}&socketTimeoutMS=1000", "VAULTD_RENDER_WORKERS": "1"})
+    vault.start()
+    try:
+        _, key = vault.new_account()
+        with vault.client(key) as api:
+            _hold_inserts(test_db, 2500)
+            try:
+                unconfirmed = api.post("/rooms", json={"name": "Unconfirmed room"})
+            finally:
+                _hold_inserts(test_db, None)
+            assert_json_error(unconfirmed, 504, UNCONFIRMED)
+            assert "retry-after" not in unconfirmed.headers
+            wait_until(lambda: _rooms(api) == ["Unconfirmed room"], timeout=10,
+                       what="the unconfirmed room, made after all")
+        assert "Traceback" not in vault.log_text()
+    finally:
+        vault.stop()
+
+
+def test_a_write_is_not_sent_once_the_deadline_has_passed(test_db: str) -> None:
+    """Past the deadline a request's write fails before it is sent (nothing is made), as its
+    reads do: such a request is truly answered "retry shortly"."""
+
+    async def late_write() -> int:
+        db = connect(test_db, "late_write")
+        try:
+            with request_deadline(0.5):
+                await asyncio.sleep(0.6)
+                with pytest.raises(UnsentWrite, match="deadline passed before its write"):
+                    await db.rooms.insert_one({"_id": "late", "name": "late"})  # type: ignore[typeddict-item]
+            return await db.rooms.count_documents({})
+        finally:
+            await db.client.drop_database("late_write")
+            await db.close()
+
+    assert asyncio.run(late_write()) == 0

@@ -14,6 +14,7 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
+from vaultd.db_deadline import Collection
 from vaultd.records import (
     AccessLogDoc,
     AccountDoc,
@@ -66,139 +67,143 @@ class Db:
 
     @property
     def accounts(self) -> AsyncCollection[AccountDoc]:
-        return cast("AsyncCollection[AccountDoc]", self.database["accounts"])
+        return cast("AsyncCollection[AccountDoc]", self._collection("accounts"))
 
     @property
     def api_keys(self) -> AsyncCollection[ApiKeyDoc]:
-        return cast("AsyncCollection[ApiKeyDoc]", self.database["api_keys"])
+        return cast("AsyncCollection[ApiKeyDoc]", self._collection("api_keys"))
 
     @property
     def files(self) -> AsyncCollection[FileDoc]:
-        return cast("AsyncCollection[FileDoc]", self.database["files"])
+        return cast("AsyncCollection[FileDoc]", self._collection("files"))
 
     @property
     def links(self) -> AsyncCollection[LinkDoc]:
-        return cast("AsyncCollection[LinkDoc]", self.database["links"])
+        return cast("AsyncCollection[LinkDoc]", self._collection("links"))
 
     @property
     def access_log(self) -> AsyncCollection[AccessLogDoc]:
-        return cast("AsyncCollection[AccessLogDoc]", self.database["access_log"])
+        return cast("AsyncCollection[AccessLogDoc]", self._collection("access_log"))
 
     @property
     def instances(self) -> AsyncCollection[InstanceDoc]:
-        return cast("AsyncCollection[InstanceDoc]", self.database["instances"])
+        return cast("AsyncCollection[InstanceDoc]", self._collection("instances"))
 
     @property
     def members(self) -> AsyncCollection[MemberDoc]:
-        return cast("AsyncCollection[MemberDoc]", self.database["members"])
+        return cast("AsyncCollection[MemberDoc]", self._collection("members"))
 
     @property
     def member_sessions(self) -> AsyncCollection[MemberSessionDoc]:
-        return cast("AsyncCollection[MemberSessionDoc]", self.database["member_sessions"])
+        return cast("AsyncCollection[MemberSessionDoc]", self._collection("member_sessions"))
 
     @property
     def number_counters(self) -> AsyncCollection[NumberCounterDoc]:
-        return cast("AsyncCollection[NumberCounterDoc]", self.database["number_counters"])
+        return cast("AsyncCollection[NumberCounterDoc]", self._collection("number_counters"))
 
     @property
     def sign_in_codes(self) -> AsyncCollection[SignInCodeDoc]:
-        return cast("AsyncCollection[SignInCodeDoc]", self.database["sign_in_codes"])
+        return cast("AsyncCollection[SignInCodeDoc]", self._collection("sign_in_codes"))
 
     @property
     def sign_in_links(self) -> AsyncCollection[SignInLinkDoc]:
-        return cast("AsyncCollection[SignInLinkDoc]", self.database["sign_in_links"])
+        return cast("AsyncCollection[SignInLinkDoc]", self._collection("sign_in_links"))
 
     @property
     def activity(self) -> AsyncCollection[ActivityDoc]:
-        return cast("AsyncCollection[ActivityDoc]", self.database["activity"])
+        return cast("AsyncCollection[ActivityDoc]", self._collection("activity"))
 
     @property
     def audit_pieces(self) -> AsyncCollection[AuditPieceDoc]:
-        return cast("AsyncCollection[AuditPieceDoc]", self.database["audit_pieces"])
+        return cast("AsyncCollection[AuditPieceDoc]", self._collection("audit_pieces"))
 
     @property
     def audit_blocks(self) -> AsyncCollection[AuditBlockDoc]:
-        return cast("AsyncCollection[AuditBlockDoc]", self.database["audit_blocks"])
+        return cast("AsyncCollection[AuditBlockDoc]", self._collection("audit_blocks"))
 
     @property
     def audit_nodes(self) -> AsyncCollection[AuditNodeDoc]:
-        return cast("AsyncCollection[AuditNodeDoc]", self.database["audit_nodes"])
+        return cast("AsyncCollection[AuditNodeDoc]", self._collection("audit_nodes"))
 
     @property
     def audit_trees(self) -> AsyncCollection[AuditTreeDoc]:
-        return cast("AsyncCollection[AuditTreeDoc]", self.database["audit_trees"])
+        return cast("AsyncCollection[AuditTreeDoc]", self._collection("audit_trees"))
 
     @property
     def audit_checkpoints(self) -> AsyncCollection[AuditCheckpointDoc]:
-        return cast("AsyncCollection[AuditCheckpointDoc]", self.database["audit_checkpoints"])
+        return cast("AsyncCollection[AuditCheckpointDoc]", self._collection("audit_checkpoints"))
 
     @property
     def audit_sequencer(self) -> AsyncCollection[AuditSequencerDoc]:
-        return cast("AsyncCollection[AuditSequencerDoc]", self.database["audit_sequencer"])
+        return cast("AsyncCollection[AuditSequencerDoc]", self._collection("audit_sequencer"))
 
     @property
     def audit_keys(self) -> AsyncCollection[AuditKeyDoc]:
-        return cast("AsyncCollection[AuditKeyDoc]", self.database["audit_keys"])
+        return cast("AsyncCollection[AuditKeyDoc]", self._collection("audit_keys"))
 
     @property
     def notification_prefs(self) -> AsyncCollection[NotificationPrefsDoc]:
-        return cast("AsyncCollection[NotificationPrefsDoc]", self.database["notification_prefs"])
+        return cast("AsyncCollection[NotificationPrefsDoc]", self._collection("notification_prefs"))
 
     @property
     def notification_opens(self) -> AsyncCollection[LinkOpenNoteDoc]:
-        return cast("AsyncCollection[LinkOpenNoteDoc]", self.database["notification_opens"])
+        return cast("AsyncCollection[LinkOpenNoteDoc]", self._collection("notification_opens"))
 
     @property
     def notification_mails(self) -> AsyncCollection[NotificationMailDoc]:
-        return cast("AsyncCollection[NotificationMailDoc]", self.database["notification_mails"])
+        return cast("AsyncCollection[NotificationMailDoc]", self._collection("notification_mails"))
 
     def raw(self, name: str) -> AsyncCollection[RawDoc]:
         """A collection read by an aggregation, whose results are not the stored records."""
-        return self.database[name]
+        return self._collection(name)
+
+    def _collection(self, name: str) -> Collection[RawDoc]:
+        # Writes inside a request are waited for past its deadline (vaultd.db_deadline).
+        return Collection(self.database, name)
 
     @property
     def link_stats(self) -> AsyncCollection[LinkStatsDoc]:
-        return cast("AsyncCollection[LinkStatsDoc]", self.database["link_stats"])
+        return cast("AsyncCollection[LinkStatsDoc]", self._collection("link_stats"))
 
     @property
     def webhook_endpoints(self) -> AsyncCollection[WebhookEndpointDoc]:
-        return cast("AsyncCollection[WebhookEndpointDoc]", self.database["webhook_endpoints"])
+        return cast("AsyncCollection[WebhookEndpointDoc]", self._collection("webhook_endpoints"))
 
     @property
     def deployment_keys(self) -> AsyncCollection[DeploymentKeyDoc]:
-        return cast("AsyncCollection[DeploymentKeyDoc]", self.database["deployment_keys"])
+        return cast("AsyncCollection[DeploymentKeyDoc]", self._collection("deployment_keys"))
 
     @property
     def webhook_outbox(self) -> AsyncCollection[OutboxDoc]:
-        return cast("AsyncCollection[OutboxDoc]", self.database["webhook_outbox"])
+        return cast("AsyncCollection[OutboxDoc]", self._collection("webhook_outbox"))
 
     @property
     def webhook_deliveries(self) -> AsyncCollection[DeliveryDoc]:
-        return cast("AsyncCollection[DeliveryDoc]", self.database["webhook_deliveries"])
+        return cast("AsyncCollection[DeliveryDoc]", self._collection("webhook_deliveries"))
 
     @property
     def viewer_sessions(self) -> AsyncCollection[ViewerSessionDoc]:
-        return cast("AsyncCollection[ViewerSessionDoc]", self.database["viewer_sessions"])
+        return cast("AsyncCollection[ViewerSessionDoc]", self._collection("viewer_sessions"))
 
     @property
     def agreements(self) -> AsyncCollection[AgreementDoc]:
-        return cast("AsyncCollection[AgreementDoc]", self.database["agreements"])
+        return cast("AsyncCollection[AgreementDoc]", self._collection("agreements"))
 
     @property
     def rooms(self) -> AsyncCollection[RoomDoc]:
-        return cast("AsyncCollection[RoomDoc]", self.database["rooms"])
+        return cast("AsyncCollection[RoomDoc]", self._collection("rooms"))
 
     @property
     def room_items(self) -> AsyncCollection[RoomItemDoc]:
-        return cast("AsyncCollection[RoomItemDoc]", self.database["room_items"])
+        return cast("AsyncCollection[RoomItemDoc]", self._collection("room_items"))
 
     @property
     def room_links(self) -> AsyncCollection[RoomLinkDoc]:
-        return cast("AsyncCollection[RoomLinkDoc]", self.database["room_links"])
+        return cast("AsyncCollection[RoomLinkDoc]", self._collection("room_links"))
 
     @property
     def page_prints(self) -> AsyncCollection[PagePrintDoc]:
-        return cast("AsyncCollection[PagePrintDoc]", self.database["page_prints"])
+        return cast("AsyncCollection[PagePrintDoc]", self._collection("page_prints"))
 
     async def close(self) -> None:
         await self.client.close()

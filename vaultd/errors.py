@@ -80,6 +80,13 @@ class ServiceUnavailable(VaultError):
         self.retry_after = retry_after
 
 
+class Unconfirmed(VaultError):
+    """A change was sent to the database, which did not confirm it: it may have been made, so a
+    client reads before sending it again rather than retrying (504, no Retry-After)."""
+
+    status = 504
+
+
 class InsufficientStorage(ServiceUnavailable):
     """The blob store has no room for the file: nothing of it was kept (507, with Retry-After)."""
 

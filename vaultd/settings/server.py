@@ -50,9 +50,10 @@ class ServerSettings:
         "On SIGTERM or SIGINT: how long requests in flight may finish before the rest are cut.")
     server_db_deadline_seconds: float = setting(
         "server.db_deadline_seconds", number(0.5, 600), 2.0, "VAULTD_DB_DEADLINE_SECONDS",
-        "Time a request's database work may take in all (sent as maxTimeMS); one that overruns "
+        "Time a request's database reads may take in all (sent as maxTimeMS); one that overruns "
         "is answered 503 'database unavailable; retry shortly', as is one that finds no "
-        "database within it. The routes that wait on a render, a body or a job have none. "
+        "database within it. A write once sent is waited for (the database makes it anyway). "
+        "The routes that wait on a render, a body or a job have none. "
         "Raise it on a slow or loaded host.")
     server_fair_share: float = setting(
         "server.fair_share", number(0.05, 1), 0.25, "VAULTD_FAIR_SHARE",

@@ -9,8 +9,7 @@ import csv
 import io
 import json
 
-import pymongo
-
+from vaultd.db_deadline import part_deadline
 from vaultd.errors import InvalidRequest, PlanLimitReached
 from vaultd.services.common.spreadsheet import safe_cell
 from vaultd.services.members import activity
@@ -42,7 +41,7 @@ class ActivityHandler(BaseHandler):
         # Checked whatever the format (an export ignores it): bad input is refused everywhere.
         per_page = activity.parse_per_page(self.get_query_argument("perPage", None))
         if fmt == "json":
-            with pymongo.timeout(self.ctx.settings.server_db_deadline_seconds):
+            with part_deadline(self.ctx.settings.server_db_deadline_seconds):
                 page = await activity.page(self.ctx.db, self.account.id, per_page=per_page,
                                            after=after)
             self.send_json(200, {"entries": [activity.entry_json(doc) for doc in page.entries],
@@ -59,7 +58,7 @@ class ActivityHandler(BaseHandler):
         if csv_out:
             self.write(",".join(activity.FIELDS) + "\r\n")
         while True:
-            with pymongo.timeout(self.ctx.settings.server_db_deadline_seconds):
+            with part_deadline(self.ctx.settings.server_db_deadline_seconds):
                 page = await activity.page(self.ctx.db, self.account.id, per_page=EXPORT_PAGE,
                                            after=after)
             self.write(_csv_rows(page) if csv_out else _jsonl_rows(page))

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from http.client import responses
 from typing import Any
 
-import pymongo
 from pymongo.errors import (
     ConnectionFailure,
     ExecutionTimeout,
@@ -21,6 +20,7 @@ from tornado.web import HTTPError, RequestHandler
 from backends.base import BackendUnavailable, StorageFull
 from vaultd.crypto.blob_format import BlobCorrupt
 from vaultd.crypto.keyring import KeyUnavailable
+from vaultd.db_deadline import request_deadline, wrote_in_request
 from vaultd.errors import (
     InsufficientStorage,
     InvalidRequest,
@@ -28,6 +28,7 @@ from vaultd.errors import (
     StorageCorrupt,
     TooManyRequests,
     Unauthorized,
+    Unconfirmed,
     VaultError,
 )
 from vaultd.services.accounts.accounts import Account
@@ -122,10 +123,8 @@ class BaseHandler(RequestHandler):
         self.set_header("Referrer-Policy", "no-referrer")
 
     async def _execute(self, transforms: Any, *args: bytes, **kwargs: bytes) -> None:
-        if not self.db_deadline:
-            await super()._execute(transforms, *args, **kwargs)
-            return
-        with pymongo.timeout(self.ctx.settings.server_db_deadline_seconds):
+        seconds = self.ctx.settings.server_db_deadline_seconds if self.db_deadline else None
+        with request_deadline(seconds):
             await super()._execute(transforms, *args, **kwargs)
 
     def compute_etag(self) -> None:
@@ -201,7 +200,8 @@ class BaseHandler(RequestHandler):
         # Tornado calls this first for every exception a method raised, then write_error.
         # Domain errors and dependency outages are expected: they are mapped here (write_error
         # answers with the mapping) and logged without a traceback.
-        self._mapped_error = as_vault_error(value) if isinstance(value, BaseException) else None
+        self._mapped_error = (as_vault_error(value, after_write=wrote_in_request())
+                              if isinstance(value, BaseException) else None)
         if self._mapped_error is not None:
             if isinstance(value, PyMongoError) and value.timeout:
                 log.warning("database deadline passed: %s %s", self.request.method,
@@ -253,12 +253,25 @@ def _database_unavailable(e: BaseException) -> bool:
     return isinstance(e, OperationFailure) and e.code in _DB_STOPPING_CODES
 
 
-def as_vault_error(e: BaseException) -> VaultError | None:
+# A database error once a request has sent a write: the write may have been made (it waited in
+# the database's queue past the client's patience, or the database went away after it), so the
+# client is told to look before it sends it again, by a status of its own (vaultd.db_deadline).
+UNCONFIRMED = ("the database did not confirm the change in time; it may have been made: "
+               "read it back before sending it again")
+
+
+def _database_error(after_write: bool) -> VaultError:
+    if after_write:
+        return Unconfirmed(UNCONFIRMED)
+    return ServiceUnavailable("database unavailable; retry shortly", retry_after=2)
+
+
+def as_vault_error(e: BaseException, after_write: bool = False) -> VaultError | None:
     if isinstance(e, VaultError):
         return e
     if _database_unavailable(e):
         log.warning("database unavailable: %s", type(e).__name__)
-        return ServiceUnavailable("database unavailable; retry shortly", retry_after=2)
+        return _database_error(after_write)
     if isinstance(e, (BlobCorrupt, KeyUnavailable)):
         log.error("stored file failed its integrity check: %s", e)
         return StorageCorrupt("stored file failed its integrity check")

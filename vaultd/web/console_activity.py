@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-import pymongo
-
 from vaultd.db import Db
+from vaultd.db_deadline import part_deadline
 from vaultd.errors import InvalidRequest
 from vaultd.records import Action
 from vaultd.records.members import ActivityAction
@@ -44,7 +43,7 @@ class ActivityPage(ConsolePage):
         raw = self.get_query_argument("after", "") or None
         after = feed.Cursor.decode(raw) if raw else None
         db = self.ctx.db
-        with pymongo.timeout(self.ctx.settings.server_db_deadline_seconds):
+        with part_deadline(self.ctx.settings.server_db_deadline_seconds):
             if kind == "account":
                 found = await _account_actions(db, self.account.id, after, action)
             else:

@@ -63,7 +63,7 @@ def derive(state: str, browser_secret: str) -> PendingSignIn:
 
 
 def pending(db: Db) -> AsyncCollection[OidcPendingDoc]:
-    return cast("AsyncCollection[OidcPendingDoc]", db.database["oidc_pending"])
+    return cast("AsyncCollection[OidcPendingDoc]", db.raw("oidc_pending"))
 
 
 async def ensure_indexes(db: Db) -> None:
