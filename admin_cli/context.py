@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from admin_cli.output import fail
 from vaultd import embedded_db
@@ -89,8 +89,20 @@ def guarded(call: Callable[[], T]) -> T:
     except (ConfigError, EmbeddedDbError, StartupError, ValueError) as exc:
         fail(str(exc))
     except PyMongoError as exc:
-        fail(f"database error: {type(exc).__name__}")
+        fail(database_failure(exc))
     raise AssertionError("unreachable")
+
+
+def database_failure(exc: PyMongoError) -> str:
+    """One line for the operator: what the database did, in words. Not the driver's text (it
+    names hosts and options) nor its class (some are private: `_OperationCancelled`)."""
+    if exc.timeout:
+        return "database error: it did not answer in time; run the command again"
+    if isinstance(exc, ConnectionFailure):
+        return "database error: the connection was lost or refused; run the command again"
+    if isinstance(exc, OperationFailure):
+        return f"database error: the database refused an operation (code {exc.code})"
+    return f"database error: {type(exc).__name__.lstrip('_')}"
 
 
 def want_json(flag: bool) -> bool:

@@ -1,12 +1,22 @@
-"""Which database errors a request answers 503 (retry) rather than 500: the one mapper,
-`vaultd.web.base.as_vault_error`, in process."""
+"""Which database errors a request answers 503 (retry) rather than 500, and 504 once it has
+sent a write: the one mapper, `vaultd.web.base.as_vault_error`, in process; and vault-admin's
+line for a database error."""
 
 from __future__ import annotations
 
 import pytest
-from pymongo.errors import AutoReconnect, OperationFailure, ServerSelectionTimeoutError
+from pymongo.errors import (
+    AutoReconnect,
+    InvalidOperation,
+    NetworkTimeout,
+    OperationFailure,
+    PyMongoError,
+    ServerSelectionTimeoutError,
+    _OperationCancelled,
+)
 
-from vaultd.errors import ServiceUnavailable
+from admin_cli.context import database_failure
+from vaultd.errors import ServiceUnavailable, Unconfirmed
 from vaultd.web.base import as_vault_error
 
 
@@ -26,3 +36,40 @@ def test_a_database_going_away_is_a_503_to_retry(error: Exception) -> None:
 
 def test_other_database_errors_are_not_called_an_outage() -> None:
     assert as_vault_error(OperationFailure("E11000 duplicate key", code=11000)) is None
+
+
+@pytest.mark.parametrize("error", [
+    NetworkTimeout("timed out"),
+    AutoReconnect("connection closed"),
+    ServerSelectionTimeoutError("no servers"),
+], ids=["unanswered", "connection-lost", "gone-before-the-next-call"])
+def test_the_same_after_a_write_was_sent_is_a_504_saying_it_may_have_been_made(
+        error: Exception) -> None:
+    """Once a request sent a write (vaultd.db_deadline), the database may have made it: the
+    answer is not "retry" but "read it back first", with a status a program can tell apart."""
+    mapped = as_vault_error(error, after_write=True)
+    assert isinstance(mapped, Unconfirmed) and not isinstance(mapped, ServiceUnavailable)
+    assert (mapped.status, mapped.message) == (504, (
+        "the database did not confirm the change in time; it may have been made: read it "
+        "back before sending it again"))
+
+
+def test_a_refusal_after_a_write_is_still_not_called_an_outage() -> None:
+    assert as_vault_error(OperationFailure("E11000 duplicate key", code=11000),
+                          after_write=True) is None
+
+
+@pytest.mark.parametrize(("error", "line"), [
+    (_OperationCancelled("operation cancelled"),
+     "database error: the connection was lost or refused; run the command again"),
+    (NetworkTimeout("timed out"),
+     "database error: it did not answer in time; run the command again"),
+    (OperationFailure("not authorized on vaultd", code=13),
+     "database error: the database refused an operation (code 13)"),
+    (InvalidOperation("cannot use a closed client"), "database error: InvalidOperation"),
+], ids=["cancelled", "timeout", "refused", "other"])
+def test_vault_admin_says_what_the_database_did_in_words(error: PyMongoError,
+                                                         line: str) -> None:
+    """vault-admin's one line: never a private class of the driver's (`_OperationCancelled`, seen
+    in a restore) nor its text, which names hosts."""
+    assert database_failure(error) == line
