@@ -28,8 +28,9 @@ from tests.inprocess import InProcessVault
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 from vaultd.db import connect
-from vaultd.db_deadline import UnsentWrite, request_deadline
+from vaultd.db_deadline import UnsentWrite, request_deadline, wrote_in_request
 from vaultd.embedded_db import free_port
+from vaultd.services.common import background
 
 pytestmark = pytest.mark.slow  # starts a database and a vaultd
 
@@ -201,3 +202,28 @@ def test_a_write_is_not_sent_once_the_deadline_has_passed(test_db: str) -> None:
             await db.close()
 
     assert asyncio.run(late_write()) == 0
+
+
+def test_work_a_request_leaves_running_is_not_held_to_its_deadline(test_db: str) -> None:
+    """A revoke-all's marking, a sign-in mail's record: work a request starts and does not wait
+    for writes after the request's deadline, and its writes are not the request's."""
+
+    async def write_after_the_request() -> tuple[bool, int]:
+        db = connect(test_db, "spawned_write")
+
+        async def later() -> None:
+            await asyncio.sleep(0.7)
+            await db.rooms.insert_one({"_id": "later", "name": "later"})  # type: ignore[typeddict-item]
+
+        try:
+            with request_deadline(0.5):
+                background.spawn(later(), "a write after its request's deadline")
+                await asyncio.sleep(0.9)  # the request still open, its deadline passed
+                request_wrote = wrote_in_request()
+            await background.settled()
+            return request_wrote, await db.rooms.count_documents({})
+        finally:
+            await db.client.drop_database("spawned_write")
+            await db.close()
+
+    assert asyncio.run(write_after_the_request()) == (False, 1)

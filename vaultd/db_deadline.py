@@ -18,15 +18,18 @@ request (`request_deadline`):
 - a database error after the request's first write was sent (`wrote_in_request`) means the
   change may have been made, and the client is told so instead of "retry".
 
-Every collection of `vaultd.db.Db` is a `Collection`, so a new write needs nothing more.
+Every collection of `vaultd.db.Db` is a `Collection`, so a new write needs nothing more. Work a
+request starts and does not wait for outlives it: `detached` runs it without the request's
+deadline (a task inherits its starter's context, and with it the deadline).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, copy_context
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,6 +45,7 @@ from pymongo.results import (
 )
 
 Doc = TypeVar("Doc", bound="Mapping[str, Any]")
+T = TypeVar("T")
 
 
 @dataclass
@@ -88,6 +92,19 @@ def wrote_in_request() -> bool:
     """Whether this request has sent a write: an error from here on may follow a change made."""
     request = _REQUEST.get()
     return request is not None and request.wrote
+
+
+def detached(work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """`work` as a task of its own, outside any request's deadline (what else the starter's
+    context holds, who acts for instance, it keeps)."""
+    context = copy_context()
+    context.run(_outside_request)
+    return asyncio.get_running_loop().create_task(work, context=context)
+
+
+def _outside_request() -> None:
+    _REQUEST.set(None)
+    pymongo.timeout(None).__enter__()  # never left: the context is the new task's alone
 
 
 class UnsentWrite(ExecutionTimeout):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
+
+from vaultd.db_deadline import detached
 
 log = logging.getLogger("vaultd.web")
 
@@ -27,14 +29,17 @@ class PendingWork:
 
     def run(self, work: Awaitable[T]) -> asyncio.Future[T]:
         """Start `work` as a task the stop waits for; the caller awaits it for its outcome."""
-        task = asyncio.ensure_future(work)
+        return self._kept(asyncio.ensure_future(work))
+
+    def spawn(self, work: Coroutine[Any, Any, object], what: str) -> None:
+        """Start `work` that nobody awaits, outside the request's deadline (it outlives the
+        request); its failure is logged, naming `what` it was."""
+        self._kept(detached(work)).add_done_callback(lambda task: _log_failure(task, what))
+
+    def _kept(self, task: asyncio.Future[T]) -> asyncio.Future[T]:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-    def spawn(self, work: Awaitable[object], what: str) -> None:
-        """Start `work` that nobody awaits; its failure is logged, naming `what` it was."""
-        self.run(work).add_done_callback(lambda task: _log_failure(task, what))
 
     async def wait(self, deadline: float) -> int:
         """Wait until nothing is pending or the loop's clock reaches `deadline`; returns how

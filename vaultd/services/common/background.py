@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from vaultd.db_deadline import detached
+
 log = logging.getLogger("vaultd.background")
 
 # A step that took longer than this is near the 50 ms bar no database operation may pass
@@ -52,7 +54,7 @@ class StepSize:
 
 def spawn(work: Coroutine[Any, Any, Any], what: str) -> None:
     """Run `work` beside the caller; `what` names it in the log if it fails."""
-    task = asyncio.ensure_future(work)
+    task = detached(work)  # it outlives the request that started it, and its deadline
     _running.add(task)
     task.add_done_callback(lambda done: _finished(done, what))
 

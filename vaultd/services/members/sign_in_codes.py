@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from email.message import EmailMessage
@@ -54,7 +54,7 @@ MAIL_FAILED = "the sign-in code could not be sent; retry shortly"
 TOO_MANY_FOR_ADDRESS = "too many codes asked for this address: try again within the hour"
 TOO_MANY_FOR_IP = "too many codes asked from this network address: try again within the hour"
 
-Spawn = Callable[[Awaitable[object], str], None]
+Spawn = Callable[[Coroutine[Any, Any, object], str], None]
 
 
 def address_of(value: Any) -> str:
