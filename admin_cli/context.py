@@ -8,12 +8,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
+from pymongo.errors import PyMongoError
 
 from admin_cli.output import fail
 from vaultd import embedded_db
 from vaultd.config import ConfigError, Settings, settings_from
-from vaultd.db import Db
+from vaultd.db import Db, describe_failure
 from vaultd.embedded_db import EmbeddedDbError
 from vaultd.errors import VaultError
 from vaultd.runtime import database
@@ -89,20 +89,9 @@ def guarded(call: Callable[[], T]) -> T:
     except (ConfigError, EmbeddedDbError, StartupError, ValueError) as exc:
         fail(str(exc))
     except PyMongoError as exc:
-        fail(database_failure(exc))
+        fail(describe_failure(exc))
     raise AssertionError("unreachable")
 
-
-def database_failure(exc: PyMongoError) -> str:
-    """One line for the operator: what the database did, in words. Not the driver's text (it
-    names hosts and options) nor its class (some are private: `_OperationCancelled`)."""
-    if exc.timeout:
-        return "database error: it did not answer in time; run the command again"
-    if isinstance(exc, ConnectionFailure):
-        return "database error: the connection was lost or refused; run the command again"
-    if isinstance(exc, OperationFailure):
-        return f"database error: the database refused an operation (code {exc.code})"
-    return f"database error: {type(exc).__name__.lstrip('_')}"
 
 
 def want_json(flag: bool) -> bool:

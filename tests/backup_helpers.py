@@ -139,14 +139,17 @@ def _answers(port: int) -> bool:
 
 
 @contextmanager
-def secantus_server(storage: Path) -> Iterator[str]:
-    """A second SecantusDB of our own, standing for an external MongoDB: yields its URI."""
+def secantus_server(storage: Path, test_commands: bool = False) -> Iterator[str]:
+    """A second SecantusDB of our own, standing for an external MongoDB: yields its URI.
+    `test_commands`: its failpoints may be set (`configureFailPoint`)."""
     port = free_port()
     storage.mkdir(parents=True, exist_ok=True)
     log = open(storage.parent / f"{storage.name}.log", "ab")  # noqa: SIM115
     process = subprocess.Popen([sys.executable, "-m", "secantus", "--host", "127.0.0.1",
                                 "--port", str(port), "--storage-path", str(storage),
-                                "--log-level", "WARNING"], cwd=ROOT, stdout=log,
+                                "--log-level", "WARNING",
+                                *(["--enable-test-commands"] if test_commands else [])],
+                               cwd=ROOT, stdout=log,
                                stderr=subprocess.STDOUT)
     log.close()
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pymongo import MongoClient
 
 from backends.local import LocalBackend
 from tests import documents as docs
@@ -225,6 +226,30 @@ def test_restore_moves_a_vault_into_an_external_database(backed_up: BackedUp,
                            str(backed_up.key_file)) == (
             "vault-admin: database vaultd is not empty (collection access_log): restore needs "
             "an empty database")
+
+
+def test_a_restore_stopped_part_way_says_what_to_empty_and_runs_again(
+        backed_up: BackedUp, tmp_path: Path) -> None:
+    """The database refuses vault-admin's inserts after its first five (code 91, shutting down):
+    the restore names what it left and what to do, and after that the restore runs whole."""
+    with secantus_server(tmp_path / "mongo", test_commands=True) as uri:
+        env = {"VAULTD_MONGODB_URI": uri}
+        with MongoClient(uri) as client:
+            client.admin.command({"configureFailPoint": "failCommand", "mode": {"skip": 5},
+                                  "data": {"failCommands": ["insert"], "errorCode": 91,
+                                           "appName": "vaultd"}})
+            target = VaultProcess(tmp_path / "moved", env=env)
+            assert admin_error(target, "restore", str(backed_up.backup), "--master-key-file",
+                               str(backed_up.key_file)) == (
+                "vault-admin: the restore stopped part way (the connection to the database was "
+                "lost or refused): database vaultd holds part of the backup; drop database "
+                "vaultd (or name an empty one), then restore again")
+            client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+            assert client["vaultd"]["files"].find_one() is not None  # what it left
+            client.drop_database("vaultd")
+        report = VaultProcess(tmp_path / "again", env=env).admin_json(
+            "restore", str(backed_up.backup), "--master-key-file", str(backed_up.key_file))
+        assert report["collections"]["files"] == backed_up.before.counts["files"]
 
 
 def test_restore_without_a_backup_is_a_usage_error(backed_up: BackedUp) -> None:

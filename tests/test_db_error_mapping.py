@@ -15,7 +15,7 @@ from pymongo.errors import (
     _OperationCancelled,
 )
 
-from admin_cli.context import database_failure
+from vaultd.db import describe_failure
 from vaultd.errors import ServiceUnavailable, Unconfirmed
 from vaultd.web.base import as_vault_error
 
@@ -61,15 +61,15 @@ def test_a_refusal_after_a_write_is_still_not_called_an_outage() -> None:
 
 @pytest.mark.parametrize(("error", "line"), [
     (_OperationCancelled("operation cancelled"),
-     "database error: the connection was lost or refused; run the command again"),
+     "the connection to the database was lost or refused"),
     (NetworkTimeout("timed out"),
-     "database error: it did not answer in time; run the command again"),
+     "the database did not answer in time"),
     (OperationFailure("not authorized on vaultd", code=13),
-     "database error: the database refused an operation (code 13)"),
+     "the database refused an operation (code 13)"),
     (InvalidOperation("cannot use a closed client"), "database error: InvalidOperation"),
 ], ids=["cancelled", "timeout", "refused", "other"])
 def test_vault_admin_says_what_the_database_did_in_words(error: PyMongoError,
                                                          line: str) -> None:
     """vault-admin's one line: never a private class of the driver's (`_OperationCancelled`, seen
     in a restore) nor its text, which names hosts."""
-    assert database_failure(error) == line
+    assert describe_failure(error) == line

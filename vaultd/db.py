@@ -13,6 +13,7 @@ from typing import Any, cast
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 from vaultd.db_deadline import Collection
 from vaultd.records import (
@@ -256,6 +257,19 @@ def public_address(uri: str) -> str:
     scheme, _, rest = uri.partition("://")
     hosts = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
     return f"{scheme}://{hosts}" if rest else "(not a MongoDB URI)"
+
+
+def describe_failure(exc: PyMongoError) -> str:
+    """A database error in words, for an operator's one line: what the database did. Not the
+    driver's text (it names hosts and options) nor its class (some are private:
+    `_OperationCancelled`)."""
+    if exc.timeout:
+        return "the database did not answer in time"
+    if isinstance(exc, ConnectionFailure):
+        return "the connection to the database was lost or refused"
+    if isinstance(exc, OperationFailure):
+        return f"the database refused an operation (code {exc.code})"
+    return f"database error: {type(exc).__name__.lstrip('_')}"
 
 
 async def ping(db: Db) -> None:

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pymongo.errors import PyMongoError
+
 from backends.base import BlobBackend
 from vaultd.config import Settings
 from vaultd.crypto.key_files import write_atomic
@@ -26,6 +28,7 @@ from vaultd.db import (
     ROOM_COUNT_MIGRATION,
     Db,
     RawDoc,
+    describe_failure,
 )
 from vaultd.runtime import database, make_backend
 from vaultd.services.links import link_numbers
@@ -242,7 +245,10 @@ async def _restore_into(settings: Settings, backup: Path, manifest: dict[str, An
         await check_empty_database(db)
         if key_target is not None:
             write_atomic(key_target, ring.serialize(), replace=False)
-        counts = await import_database(db, backup, manifest)
+        try:
+            counts = await import_database(db, backup, manifest)
+        except PyMongoError as exc:
+            raise BackupError(_stopped_part_way(settings, db.database.name, exc)) from exc
     backend = make_backend(settings)
     try:
         await backend.start()
@@ -250,6 +256,17 @@ async def _restore_into(settings: Settings, backup: Path, manifest: dict[str, An
     finally:
         await backend.close()
     return {"collections": counts, **blobs}
+
+
+def _stopped_part_way(settings: Settings, database_name: str, exc: PyMongoError) -> str:
+    """The records already inserted stay: the next restore refuses a database that is not
+    empty, so the operator is told what to empty (a restore checks first, then only adds)."""
+    where = (f"database {database_name} holds" if settings.mongodb_uri
+             else f"{settings.data_path} holds")
+    fix = (f"drop database {database_name} (or name an empty one)" if settings.mongodb_uri
+           else "remove that directory's contents")
+    return (f"the restore stopped part way ({describe_failure(exc)}): {where} part of the "
+            f"backup; {fix}, then restore again")
 
 
 async def restore_vault(settings: Settings, backup: Path, key_file: Path | None,
