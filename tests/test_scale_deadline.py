@@ -227,3 +227,27 @@ def test_work_a_request_leaves_running_is_not_held_to_its_deadline(test_db: str)
             await db.close()
 
     assert asyncio.run(write_after_the_request()) == (False, 1)
+
+
+def test_after_its_first_write_the_rest_of_a_request_is_not_cut(test_db: str) -> None:
+    """A write held 1.5 s past a 0.5 s deadline, then a read and a second write: both made, as
+    the request's write committed it to its course (the read alone failed before)."""
+
+    async def write_then_read() -> tuple[dict[str, Any] | None, int]:
+        db = connect(test_db, "write_then_read")
+        try:
+            _hold_inserts(test_db, 1500)
+            try:
+                with request_deadline(0.5):
+                    await db.rooms.insert_one({"_id": "first", "name": "first"})  # type: ignore[typeddict-item]
+                    found = await db.rooms.find_one({"_id": "first"})
+                    await db.rooms.update_one({"_id": "first"}, {"$set": {"name": "second"}})
+            finally:
+                _hold_inserts(test_db, None)
+            return found, await db.rooms.count_documents({"name": "second"})
+        finally:
+            await db.client.drop_database("write_then_read")
+            await db.close()
+
+    found, renamed = asyncio.run(write_then_read())
+    assert found == {"_id": "first", "name": "first"} and renamed == 1

@@ -11,10 +11,10 @@ request (`request_deadline`):
 
 - a write is sent only while the deadline has not passed; past it, the request fails as a read
   would, having sent nothing;
-- once sent, a write is waited for without the deadline (`pymongo.timeout(None)` switches the
-  driver's deadline off, which PyMongo's documentation does not promise: tests/
-  test_scale_deadline.py fails if it stops; the client's `socketTimeoutMS` still bounds the
-  wait);
+- once sent, a write is waited for without the deadline, and so is the rest of the request
+  (`pymongo.timeout(None)` switches the driver's deadline off, which PyMongo's documentation
+  does not promise: tests/test_scale_deadline.py fails if it stops; the client's
+  `socketTimeoutMS` still bounds each wait): the request's first write is where it commits;
 - a database error after the request's first write was sent (`wrote_in_request`) means the
   change may have been made, and the client is told so instead of "retry".
 
@@ -120,8 +120,12 @@ def _committing() -> Iterator[None]:
     if time.monotonic() >= request.ends_at:
         raise UnsentWrite("the request's database deadline passed before its write was sent", 50)
     request.wrote = True
-    with pymongo.timeout(None):
-        yield
+    request.ends_at = float("inf")
+    # The rest of the request too: once a change is sent, stopping part way would leave it half
+    # done. Entered and never left: `request_deadline`'s own block resets the context's
+    # deadline when the request ends (a ContextVar token restores what was before it).
+    pymongo.timeout(None).__enter__()
+    yield
 
 
 class Collection(AsyncCollection[Doc]):
