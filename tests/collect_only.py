@@ -1,26 +1,60 @@
-"""What a marker expression selects: `pytest --collect-only` in a fresh process over given
-modules, for the tests of the suite's selections (the fast loop, the tiers)."""
+"""What marker expressions select: `pytest --collect-only` over given modules, once per
+expression, all in one fresh process (the suite's imports paid once, not once a selection),
+for the tests of the suite's selections (the fast loop, the tiers).
+
+`python -m tests.collect_only '<json: {"selections": [...], "modules": [...]}>'` prints
+`{selection: [module, ...]}`, each list in collection order."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from typing import Any
 
 from tests.vault_process import base_env
 from tests.zygote_base import ROOT
 
 
-def collected_modules(marks: str, *modules: str) -> list[str]:
-    """The modules of `modules` that `-m marks` collects, in collection order."""
+def collected_modules(selections: list[str], *modules: str) -> dict[str, list[str]]:
+    """For each marker expression of `selections`, the modules of `modules` it collects, in
+    collection order."""
     env = {name: value for name, value in base_env({}).items() if not name.startswith("PYTEST_")}
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", marks, *modules],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    asked = json.dumps({"selections": selections, "modules": list(modules)})
+    run = subprocess.run([sys.executable, "-m", "tests.collect_only", asked], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
-    found: list[str] = []
-    for line in run.stdout.splitlines():
-        module = line.split("::")[0]
-        if "::" in line and module not in found:
-            found.append(module)
+    found: dict[str, list[str]] = json.loads(run.stdout.splitlines()[-1])
     return found
+
+
+class _Collected:
+    """A plugin keeping the modules of what the session selected, in its order."""
+
+    def __init__(self) -> None:
+        self.modules: list[str] = []
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        for item in session.items:
+            module = item.nodeid.split("::")[0]
+            if module not in self.modules:
+                self.modules.append(module)
+
+
+def _main() -> None:
+    import pytest
+
+    asked = json.loads(sys.argv[1])
+    found: dict[str, list[str]] = {}
+    for marks in asked["selections"]:
+        collected = _Collected()
+        status = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-m", marks,
+                              *asked["modules"]], plugins=[collected])
+        if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            raise SystemExit(f"collection under -m {marks!r} failed: {status}")
+        found[marks] = collected.modules
+    print(json.dumps(found))
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,11 +1,14 @@
-"""CI's run and the long tier (tests/suite_tiers.py, docs/testing.md "Tiers"): a `long` module
-is collected by `-m long` and by nothing that leaves it out (`not long`, the fast loop's `not
-slow`); the costliest modules are collected first; every module the tiers name exists, and
-each long module's small sibling is in CI's run."""
+"""The suite's selections. CI's run and the long tier (tests/suite_tiers.py, docs/testing.md
+"Tiers"): a `long` module is collected by `-m long` and by nothing that leaves it out (`not
+long`, the fast loop's `not slow`); the costliest modules are collected first; every module the
+tiers name exists, and each long module's small sibling is in CI's run. The fast loop
+(`-m "not slow"`, "Markers"): a `forensic` module's tests count as slow, so the fast loop
+collects none of them and `-m "forensic and slow"` collects them alone."""
 
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import pytest
 
@@ -16,19 +19,31 @@ from tests.zygote_base import ROOT
 LONG_ONE = "tests/test_bench_settle.py"
 HEAVY = "tests/test_webhooks_durability.py"  # in HEAVIEST_FIRST, after test_keyring.py by name
 PLAIN = "tests/test_keyring.py"
+FORENSIC = "tests/test_forensic_codes.py"  # marked forensic, and nothing else
+SELECTIONS = ["not long", "long", "not slow", "forensic and slow"]
 
-pytestmark = pytest.mark.slow  # a pytest collection per selection: seconds each
+pytestmark = pytest.mark.slow  # pytest collections in a process of their own: seconds
+
+
+@cache
+def _selected() -> dict[str, list[str]]:
+    return collected_modules(SELECTIONS, PLAIN, LONG_ONE, HEAVY, FORENSIC)
 
 
 def collected(marks: str) -> list[str]:
     """The modules collected under `marks`, in collection order."""
-    return collected_modules(marks, PLAIN, LONG_ONE, HEAVY)
+    return _selected()[marks]
 
 
 def test_ci_leaves_the_long_tier_out_and_starts_with_the_costliest() -> None:
-    assert collected("not long") == [HEAVY, PLAIN]
+    assert collected("not long") == [HEAVY, PLAIN, FORENSIC]  # the others in their order
     assert collected("long") == [LONG_ONE]
     assert LONG_ONE not in collected("not slow")
+
+
+def test_the_fast_loop_leaves_the_forensic_modules_to_the_whole_suite() -> None:
+    assert collected("not slow") == [PLAIN]
+    assert collected("forensic and slow") == [FORENSIC]  # alone, and in the whole suite
 
 
 def test_every_module_the_tiers_name_exists_and_none_is_in_both() -> None:
