@@ -93,7 +93,6 @@ def guarded(call: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
-
 def want_json(flag: bool) -> bool:
     return flag or STATE.json
 

@@ -84,8 +84,8 @@ def part_deadline(seconds: float) -> Iterator[None]:
         with pymongo.timeout(seconds):
             yield
     finally:
-        if request is not None and ends_at is not None:
-            request.ends_at = ends_at
+        if request is not None and ends_at is not None:  # past a write, none again
+            request.ends_at = float("inf") if request.wrote else ends_at
 
 
 def wrote_in_request() -> bool:
