@@ -203,9 +203,12 @@ class BaseHandler(RequestHandler):
         self._mapped_error = (as_vault_error(value, after_write=wrote_in_request())
                               if isinstance(value, BaseException) else None)
         if self._mapped_error is not None:
-            if isinstance(value, PyMongoError) and value.timeout:
-                log.warning("database deadline passed: %s %s", self.request.method,
-                            self.route or type(self).__name__)
+            route = self.route or type(self).__name__
+            if isinstance(self._mapped_error, Unconfirmed):
+                log.warning("database did not confirm a change: %s %s", self.request.method,
+                            route)
+            elif isinstance(value, PyMongoError) and value.timeout:
+                log.warning("database deadline passed: %s %s", self.request.method, route)
             return
         # Tornado's version prints the request's URI and repr: tokens live in our paths.
         path = scrub_path(self.request.uri or "")
