@@ -4,6 +4,8 @@ line for a database error."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pymongo.errors import (
     AutoReconnect,
@@ -15,7 +17,9 @@ from pymongo.errors import (
     _OperationCancelled,
 )
 
-from vaultd.db import describe_failure
+from vaultd.db import connect, describe_failure
+from vaultd.db_deadline import request_deadline, wrote_in_request
+from vaultd.embedded_db import free_port
 from vaultd.errors import ServiceUnavailable, Unconfirmed
 from vaultd.web.base import as_vault_error
 
@@ -73,3 +77,21 @@ def test_vault_admin_says_what_the_database_did_in_words(error: PyMongoError,
     """vault-admin's one line: never a private class of the driver's (`_OperationCancelled`, seen
     in a restore) nor its text, which names hosts."""
     assert describe_failure(error) == line
+
+
+def test_a_first_write_that_finds_no_database_was_not_sent() -> None:
+    """A write whose server selection fails never left vaultd: the request may still be told
+    "retry" (503), not "it may have been made"."""
+
+    async def write_to_nowhere() -> bool:
+        db = connect(f"mongodb://127.0.0.1:{free_port()}/?directConnection=true", "nowhere",
+                     timeout_ms=300)
+        try:
+            with request_deadline(None):
+                with pytest.raises(ServerSelectionTimeoutError):
+                    await db.rooms.insert_one({"_id": "r", "name": "r"})  # type: ignore[typeddict-item]
+                return wrote_in_request()
+        finally:
+            await db.close()
+
+    assert asyncio.run(write_to_nowhere()) is False

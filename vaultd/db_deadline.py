@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 import pymongo
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import ExecutionTimeout
+from pymongo.errors import ExecutionTimeout, ServerSelectionTimeoutError
 from pymongo.results import (
     BulkWriteResult,
     DeleteResult,
@@ -119,13 +119,19 @@ def _committing() -> Iterator[None]:
         return
     if time.monotonic() >= request.ends_at:
         raise UnsentWrite("the request's database deadline passed before its write was sent", 50)
+    first = not request.wrote
     request.wrote = True
     request.ends_at = float("inf")
     # The rest of the request too: once a change is sent, stopping part way would leave it half
     # done. Entered and never left: `request_deadline`'s own block resets the context's
     # deadline when the request ends (a ContextVar token restores what was before it).
     pymongo.timeout(None).__enter__()
-    yield
+    try:
+        yield
+    except ServerSelectionTimeoutError:
+        if first:  # no server was found for it: nothing was sent, a retry is safe
+            request.wrote = False
+        raise
 
 
 class Collection(AsyncCollection[Doc]):
