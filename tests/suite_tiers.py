@@ -91,6 +91,8 @@ LONG: dict[str, str] = {
                                      "small: test_forensic_codes",
     "tests/test_forensic_placement.py": "the placement mark's best wash; small: "
                                         "test_trace_year_days",
+    "tests/test_trace_api_leaks.py": "every leak of both served pages and 40 unmarked images "
+                                     "over HTTP; small: test_trace_api (one of each reading)",
 }
 
 HEAVIEST_FIRST: tuple[str, ...] = (
