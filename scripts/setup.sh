@@ -36,14 +36,27 @@ if [ ${#missing[@]} -gt 0 ]; then
     --no-install-recommends "${missing[@]}"
 fi
 
+# The tests' npm packages meanwhile (they need nothing from Python): the Azure Blob emulator
+# for the backend tests, the OpenID Connect provider for the sign-in tests, axe-core for the
+# console's browser tests. About half a minute, hidden behind pip's install.
+npm_pids=()
+if [ "${1:-}" = "--test" ]; then
+  for installer in install-azurite install-oidc-provider install-axe; do
+    bash "scripts/$installer.sh" &
+    npm_pids+=($!)
+  done
+fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
+# --no-compile: pip would byte-compile every module of every package (about a minute of the
+# two a fresh install takes, most of it modules nothing imports); Python writes the bytecode of
+# what is imported at its first import instead.
 if [ "${1:-}" = "--test" ]; then
-  .venv/bin/python -m pip install -q -e ".[test]"
-  bash scripts/install-azurite.sh   # Azure Blob emulator (npm) for the backend tests
-  bash scripts/install-oidc-provider.sh   # OpenID Connect provider (npm) for the sign-in tests
-  bash scripts/install-axe.sh             # axe-core (npm), injected by the console browser tests
+  .venv/bin/python -m pip install -q --no-compile -e ".[test]"
 else
-  .venv/bin/python -m pip install -q -e .
+  .venv/bin/python -m pip install -q --no-compile -e .
 fi
+for pid in "${npm_pids[@]}"; do
+  wait "$pid"
+done
 bash scripts/stamp.sh > .venv/.setup-stamp   # scripts/run.sh skips this script while it matches
