@@ -91,13 +91,15 @@ LONG: dict[str, str] = {
                                      "small: test_forensic_codes",
     "tests/test_forensic_placement.py": "the placement mark's best wash; small: "
                                         "test_trace_year_days",
+    "tests/test_scale_room_crash.py": "a room's revoke-all and deletion of 1,000 links each, "
+                                      "killed in the background work, over HTTP; small: "
+                                      "test_room_generation, test_scale_delete_crash",
     "tests/test_trace_api_leaks.py": "every leak of both served pages and 40 unmarked images "
                                      "over HTTP; small: test_trace_api (one of each reading)",
 }
 
 HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/test_trace_api.py",
-    "tests/test_scale_room_crash.py",
     "tests/test_scale_delete_crash.py",
     "tests/test_webhooks_processes.py",
     "tests/test_trace_published_layout.py",
