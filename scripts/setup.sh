@@ -48,13 +48,14 @@ if [ "${1:-}" = "--test" ]; then
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-# --no-compile: pip would byte-compile every module of every package (about a minute of the
-# two a fresh install takes, most of it modules nothing imports); Python writes the bytecode of
-# what is imported at its first import instead.
 if [ "${1:-}" = "--test" ]; then
+  # --no-compile: pip would byte-compile every module of every package (about a minute of the
+  # two a fresh test install takes, most of it modules no test imports); the tests' processes
+  # write the bytecode of what they import at its first import instead. A service's install
+  # keeps pip's bytecode: its user may not be able to write it later.
   .venv/bin/python -m pip install -q --no-compile -e ".[test]"
 else
-  .venv/bin/python -m pip install -q --no-compile -e .
+  .venv/bin/python -m pip install -q -e .
 fi
 for pid in "${npm_pids[@]}"; do
   wait "$pid"
