@@ -29,8 +29,14 @@ LONG: dict[str, str] = {
     "tests/test_bench_settle.py": "the bench harness's settling probe; small: none needed (a "
                                   "harness, not the product)",
     "tests/test_vaultd_zygote.py": "the tests' vaultd zygote: a forked vaultd compared field by "
-                                   "field with a fresh one; small: test_admin_zygote (the "
-                                   "zygotes' shared start and protocol)",
+                                   "field with a fresh one; small: none needed (a harness, not "
+                                   "the product)",
+    "tests/test_admin_zygote.py": "the tests' vault-admin zygote: a forked command compared with "
+                                  "a fresh interpreter's; small: none needed (a harness, not the "
+                                  "product)",
+    "tests/test_server_memory.py": "the server's resident memory at rest and beside four 20 MB "
+                                   "uploads; small: test_render_layers (the server loads no "
+                                   "drawing module)",
     "tests/test_install_without_compiler.py": "a fresh virtualenv install with no C compiler; "
                                               "small: test_pattern_blend (the Pillow blend)",
     # Soaks: kills at random moments, a bounded load of 200 clients.
@@ -69,6 +75,13 @@ LONG: dict[str, str] = {
     "tests/test_backup_azure.py": "a backup of Azure blobs; small: test_backup",
     "tests/test_multi_process.py": "two vaultd on one database and store, outages included; "
                                    "small: test_crash_kill, test_backend_contract",
+    "tests/test_revoke_marking_stopped.py": "a revoke-all's marking cut by a graceful stop, "
+                                            "finished by the next start; small: "
+                                            "test_scale_delete_crash, test_revoke_generation",
+    "tests/test_webhooks_processes.py": "two vaultd delivering from one outbox, one killed; "
+                                        "small: test_webhooks_durability",
+    "tests/test_notifications_processes.py": "two vaultd reporting first opens, one killed with "
+                                             "a mail queued; small: test_notifications",
     "tests/test_db_restart.py": "vaultd killed alone or with its group and restarted; small: "
                                 "test_crash_kill",
     "tests/test_db_outage.py": "the database gone, restarting or locked; small: "
@@ -101,7 +114,6 @@ LONG: dict[str, str] = {
 HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/test_trace_api.py",
     "tests/test_scale_delete_crash.py",
-    "tests/test_webhooks_processes.py",
     "tests/test_trace_published_layout.py",
     "tests/test_first_hour.py",
     "tests/test_backup.py",
