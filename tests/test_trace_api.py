@@ -12,20 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pypdfium2 as pdfium
 import pytest
 from PIL import Image, ImageDraw
 
-from bench.leakmark_attacks import ATTACKS, render_page
+from bench.leakmark_attacks import ATTACKS
 from render.forensic import decode
 from render.forensic.embed import embed
 from render.forensic.layout import keyed
 from render.forensic_wire import trace_codes
-from tests import documents as docs
 from tests.access_log import access_log_entries
 from tests.http_helpers import MISSING_KEY, assert_json_error
 from tests.trace_leaks import (
     assert_never_found,
+    assert_pattern_pages_never_found,
     encoded,
     serve_two_pages,
     trace,
@@ -77,14 +76,7 @@ def test_unmarked_images_are_never_found(api: httpx.Client) -> None:
 
 @pytest.mark.slow  # several seconds: kept out of the fast loop
 def test_an_unmarked_page_with_the_pattern_goes_through_every_reading(api: httpx.Client) -> None:
-    """A page drawn as vaultd draws it, visible pattern and strip, but with no mark: the
-    decoder in the confined worker tries every reading (the pattern's lattice, its ink levels,
-    the scans at each), and answers not found, never an error."""
-    page = render_page(pdfium.PdfDocument(docs.pdf()), 0)  # the others differ by a digit
-    leaked = ATTACKS["brightness +20% + jpeg q50"](page.image, page.page_height,
-                                                  random.Random(7))
-    response = trace(api, leaked, "JPEG")
-    assert (response.status_code, response.json()) == (200, {"found": False})
+    assert_pattern_pages_never_found(api, ["brightness +20% + jpeg q50"])
 
 
 def test_another_accounts_page_is_not_found(
