@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from pymongo import _csot
 from pymongo.errors import (
     AutoReconnect,
     InvalidOperation,
@@ -81,17 +82,20 @@ def test_vault_admin_says_what_the_database_did_in_words(error: PyMongoError,
 
 def test_a_first_write_that_finds_no_database_was_not_sent() -> None:
     """A write whose server selection fails never left vaultd: the request may still be told
-    "retry" (503), not "it may have been made"."""
+    "retry" (503), not "it may have been made", and the rest of it keeps its deadline (the
+    write lifted it only because it would have been sent)."""
 
-    async def write_to_nowhere() -> bool:
+    async def write_to_nowhere() -> tuple[bool, float | None]:
         db = connect(f"mongodb://127.0.0.1:{free_port()}/?directConnection=true", "nowhere",
                      timeout_ms=300)
         try:
-            with request_deadline(None):
+            with request_deadline(30):
                 with pytest.raises(ServerSelectionTimeoutError):
                     await db.rooms.insert_one({"_id": "r", "name": "r"})  # type: ignore[typeddict-item]
-                return wrote_in_request()
+                return wrote_in_request(), _csot.remaining()
         finally:
             await db.close()
 
-    assert asyncio.run(write_to_nowhere()) is False
+    wrote, remaining = asyncio.run(write_to_nowhere())
+    assert wrote is False
+    assert remaining is not None and 0 < remaining <= 30, remaining

@@ -119,18 +119,22 @@ def _committing() -> Iterator[None]:
         return
     if time.monotonic() >= request.ends_at:
         raise UnsentWrite("the request's database deadline passed before its write was sent", 50)
-    first = not request.wrote
+    first, ends_at = not request.wrote, request.ends_at
     request.wrote = True
     request.ends_at = float("inf")
     # The rest of the request too: once a change is sent, stopping part way would leave it half
-    # done. Entered and never left: `request_deadline`'s own block resets the context's
-    # deadline when the request ends (a ContextVar token restores what was before it).
-    pymongo.timeout(None).__enter__()
+    # done. Left only if this write was never sent; otherwise `request_deadline`'s own block
+    # resets the context's deadline when the request ends (a ContextVar token restores what
+    # was before it).
+    unlimited = pymongo.timeout(None)
+    unlimited.__enter__()
     try:
         yield
     except ServerSelectionTimeoutError:
-        if first:  # no server was found for it: nothing was sent, a retry is safe
-            request.wrote = False
+        if first:  # no server was found for it: nothing was sent, a retry is safe, and the
+            # rest of the request keeps its deadline
+            request.wrote, request.ends_at = False, ends_at
+            unlimited.__exit__(None, None, None)
         raise
 
 
