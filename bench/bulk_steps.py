@@ -19,7 +19,12 @@ client sees it: queueing behind the lock included):
   background steps (`deletions.clean_up`: the links, then their aggregates, removed in `_id`
   windows, each delete followed by a rest as long as it took);
 - `retention`: `services.common.outbox.prune` of as many webhook delivery records, spread
-  over the past year, keeping the last 30 days.
+  over the past year, keeping the last 30 days;
+- `audit catch-up`: the audit sequencer's rounds over the seeded log, which no sequencer has
+  read (a first round, as after turning `audit.enabled` on over a year of log): its plan's
+  walk and its windows (`services.audit.catch_up`), round after round without the merge delay,
+  until a round finds nothing left. `--catch-up-only`: the account gets only its log (`--links`
+  entries, one file) and only the catch-up is timed.
 
 With `--revoke-call-only`, the account gets only its links (no log, one file) and only the
 revoke-all's call is timed: its background marking is stopped once the call has answered (the
@@ -61,6 +66,8 @@ from tests.embedded_database import recorded_db, running_database, vault_db
 from tests.scale_seed import seed_account
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
+from vaultd.services.audit.keys import current_signer
+from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common import background, id_ranges, outbox
 from vaultd.services.files import deletions
 from vaultd.services.files.blobs import BlobStore
@@ -204,13 +211,17 @@ async def run_revoke_only(links: int, rest: float, storage: Path, mark_for: floa
             return steps.times, took, bystander
 
 
-async def run(links: int, load: int, storage: Path, call_only: bool = False
-              ) -> tuple[dict[str, list[float]], dict[str, Work]]:
+async def run(links: int, load: int, storage: Path, call_only: bool = False,
+              catch_up_only: bool = False) -> tuple[dict[str, list[float]], dict[str, Work]]:
     steps = StepTimes()
     with running_database(storage) as server:
         async with recorded_db(server, steps) as db, vault_db(server) as other:
             if call_only:
                 return steps.times, await _revoke_call_only(db, steps, links)
+            if catch_up_only:
+                await seed_account(db, "Logged Co", files=1, entries=links, links=0)
+                return steps.times, {"audit catch-up": await _timed(
+                    steps, "audit catch-up", lambda: _caught_up(db))}
             big = await seed_account(db, "Big Co", files=links // 10, entries=links, links=links)
             small = await seed_account(db, "Small Co", files=10, entries=100, links=10)
             stop = asyncio.Event()
@@ -234,6 +245,8 @@ async def run(links: int, load: int, storage: Path, call_only: bool = False
                 await _seed_deliveries(db, links)
                 took["retention"] = await _timed(steps, "retention", lambda: outbox.prune(
                     db, KEEP.total_seconds()))
+                took["audit catch-up"] = await _timed(steps, "audit catch-up",
+                                                      lambda: _caught_up(db))
             finally:
                 stop.set()
                 await asyncio.gather(*loaders)
@@ -248,6 +261,17 @@ async def _seed_deliveries(db: Db, count: int) -> None:
              "durationMs": 3} for n in range(count)]
     for first in range(0, count, 2000):
         await db.raw(db.webhook_deliveries.name).insert_many(docs[first:first + 2000])
+
+
+async def _caught_up(db: Db) -> int:
+    ring = MasterKeyring.generate()
+    config = SequencerConfig(1.0, 0.5, 60.0, 10_000, 3600.0, "bench.example/audit")
+    running = Sequencer(db, lambda: current_signer(db, ring, config.origin), config, "bench")
+    sequenced = await running.round()  # the first: its plan, and its first windows
+    total = sequenced
+    while running.backlog is not None:
+        total += await running.round()
+    return total
 
 
 async def _deleted(db: Db, store: BlobStore, account_id: str, file_id: str, links: int) -> int:
@@ -279,6 +303,7 @@ def main() -> None:
     parser.add_argument("--load", type=int, default=0)
     parser.add_argument("--revoke-call-only", action="store_true")
     parser.add_argument("--revoke-only", action="store_true")
+    parser.add_argument("--catch-up-only", action="store_true")
     parser.add_argument("--rest", type=float, default=10.0)
     parser.add_argument("--mark-for", type=float, default=None)
     args = parser.parse_args()
@@ -292,7 +317,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="bench-bulk-") as work:
         times, took = asyncio.run(run(args.links, args.load, Path(work) / "db",
-                                      args.revoke_call_only))
+                                      args.revoke_call_only, args.catch_up_only))
     print(table(times, took))
 
 

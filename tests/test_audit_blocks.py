@@ -2,19 +2,22 @@
 database: trees that cross block boundaries round after round prove every entry against roots
 computed here from the entries alone; a round stopped between its writes and its commit leaves
 nothing its successor keeps; a holder whose lease was taken over cannot overwrite; an entry
-that lands late within `audit.late_arrival_seconds` still gets its index."""
+that lands late within `audit.late_arrival_seconds` still gets its index; a round of thousands
+of entries (a catch-up's) writes its leaves a few blocks a command."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from pymongo import monitoring
 
 from admin_cli import audit_verify
-from tests.embedded_database import running_database, vault_db
+from tests.embedded_database import recorded_db, running_database, vault_db
 from tests.waiting import wait_until_async
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
@@ -103,6 +106,41 @@ async def test_trees_across_block_boundaries_prove_every_entry(db: Db) -> None:
         other = "acct-b" if account_id == "acct-a" else "acct-a"
         with pytest.raises(Exception, match="no such entry"):
             await tree_store.index_of(db, other, "access", str(docs[0]["_id"]))
+
+
+@dataclass
+class LeafKeys(monitoring.CommandListener):
+    """How many leaf keys each insert into the blocks and the pieces carried."""
+
+    carried: list[int] = field(default_factory=list)
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name == "insert" and event.command["insert"] in ("audit_blocks",
+                                                                           "audit_pieces"):
+            self.carried.append(sum(len(doc.get("keys", ()))
+                                    for doc in event.command.get("documents", [])))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+async def test_a_round_of_thousands_writes_its_leaves_a_few_blocks_a_command(
+        tmp_path: Path) -> None:
+    """Each leaf key is an entry of the `keys` index, which SecantusDB writes under its one
+    lock: a round sequencing 2,000 of one account's entries (a catch-up's first round) inserts
+    them `INSERT_KEYS` at most a command, and every entry still proves."""
+    recorded = LeafKeys()
+    with running_database(tmp_path / "db") as server:
+        async with recorded_db(server, recorded) as database:
+            docs = await write(database, "acct-big", 2_000, utcnow() - timedelta(seconds=60))
+            assert await sequencer(database, "one").round() == 2_000
+            await proves_everything(database, "acct-big", expected("acct-big", docs))
+    # every leaf in a piece, then the seven blocks of 256 they complete, whole
+    assert sum(recorded.carried) == 2_000 + 7 * 256
+    assert max(recorded.carried) <= blocks.INSERT_KEYS < 7 * 256
 
 
 class StoppedBeforeCommit(Exception):

@@ -10,9 +10,9 @@ fence's horizon while the cursors trail it, and a burst during a catch-up that o
 
 A real sequencer on a database of its own on the test worker's SecantusDB; what every `find`
 on the logs returns (its first batch and every `getMore`) is counted by the driver's monitoring.
-The windows, the walk's batch and the round's cap are a tenth of the defaults here, and so are
-the logs (a 20,000-entry burst against windows of 2,000 took 30 CPU-seconds a shape): every
-bound is the same multiple of a window as at the defaults.
+The windows, the walk's batch and the round's cap are smaller than the defaults here (200, 100
+and 2,000 against 300, 200 and 6,000), and so are the logs: every bound is a multiple of a
+window, as at the defaults, and a shape costs seconds.
 """
 
 from __future__ import annotations

@@ -3,13 +3,14 @@
 Which entry has which index, and its leaf hash, is written once per round and account as a
 *piece* (`audit_pieces`, `_id` `<account>/<block>/<start>`): from position `start` of block
 `block` (indexes block * 256 ..), the entries' source keys (`keys`) and leaf hashes
-(`hashes`). Pieces are only inserted, one command for all of a round's, so the index on
-`keys` (an entry's index by its id) costs each key once. The tree's record lists where the
-pieces of its last, incomplete block start (`pieces`); the round that completes a block also
-writes it whole, one document (`audit_blocks`, `_id` `<account>/<block>`, not indexed), so a
-complete block is one point read whatever the traffic that filled it. The nodes below a block
-(levels 1 to 7) are not stored: a proof computes the few it needs from the block's leaf hashes
-(at most 255 hashes); `audit_nodes` keeps the nodes of level 8 and up.
+(`hashes`). Pieces are only inserted (`INSERT_KEYS` leaf keys a command at most: a quiet
+round's in one), so the index on `keys` (an entry's index by its id) costs each key once. The
+tree's record lists where the pieces of its last, incomplete block start (`pieces`); the round
+that completes a block also writes it whole, one document (`audit_blocks`, `_id`
+`<account>/<block>`, not indexed), so a complete block is one point read whatever the traffic
+that filled it. The nodes below a block (levels 1 to 7) are not stored: a proof computes the
+few it needs from the block's leaf hashes (at most 255 hashes); `audit_nodes` keeps the nodes
+of level 8 and up.
 
 A round killed after its writes but before its commit leaves a piece, or a whole block, past
 the committed size; the next round for that account starts at the same place, so its writes
@@ -33,6 +34,11 @@ BLOCK_LEVEL = 8
 BLOCK_SIZE = 1 << BLOCK_LEVEL  # leaves per block: the level of the lowest stored node
 DUPLICATE_KEY = 11000
 IN_CHUNK = 100  # ids per `$in`: SecantusDB answers a long list slower than several short ones
+# Leaf keys an insert carries at most: each is an entry of the multikey index on `keys`, and
+# SecantusDB holds its one lock 12 to 30 ms a block of them, more as the index grows (`python
+# -m bench.bulk_steps --catch-up-only`): one block, under the 50 ms another request may wait
+# behind one operation.
+INSERT_KEYS = BLOCK_SIZE
 
 
 class Leaves(TypedDict):
@@ -109,8 +115,9 @@ def starts_after(tree: AuditTreeDoc, parts: list[Segment]) -> list[int]:
 
 
 async def write(db: Db, rounds: list[tuple[AuditTreeDoc, list[Segment]]], epoch: int) -> None:
-    """The accounts' new pieces in one command, then every block they complete, whole, in
-    another (with the leaves of its earlier pieces, those of its tree's last block)."""
+    """The accounts' new pieces, then every block they complete, whole (with the leaves of its
+    earlier pieces, those of its tree's last block), `INSERT_KEYS` leaf keys a command at most
+    (`insert_fenced`)."""
     await insert_fenced(db.audit_pieces, [part.doc(epoch) for _, parts in rounds for part in parts],
                        epoch)
     completing = [(tree, part) for tree, parts in rounds for part in parts
@@ -144,10 +151,28 @@ async def _earlier_pieces(db: Db, completing: list[tuple[AuditTreeDoc, Segment]]
 
 
 async def insert_fenced(collection: Any, docs: list[Any], epoch: int) -> None:
-    """Inserted in one command; one a killed round left at the same `_id` is replaced, unless
-    a newer holder wrote it (then BlockFenced)."""
-    if not docs:
-        return
+    """Inserted, `INSERT_KEYS` leaf keys a command at most (a round's usual few blocks, one);
+    one a killed round left at the same `_id` is replaced, unless a newer holder wrote it
+    (then BlockFenced). A kill between two commands leaves what a kill inside one could: some
+    inserted past the committed size, which the next round writes again."""
+    for chunk in _by_keys(docs):
+        await _insert_chunk(collection, chunk, epoch)
+
+
+def _by_keys(docs: list[Any]) -> list[list[Any]]:
+    chunks: list[list[Any]] = []
+    carried = INSERT_KEYS
+    for doc in docs:
+        weight = max(1, len(doc.get("keys", ())))
+        if carried + weight > INSERT_KEYS:
+            chunks.append([])
+            carried = 0
+        chunks[-1].append(doc)
+        carried += weight
+    return chunks
+
+
+async def _insert_chunk(collection: Any, docs: list[Any], epoch: int) -> None:
     try:
         await collection.insert_many(docs, ordered=False)
     except BulkWriteError as error:

@@ -47,13 +47,20 @@ from vaultd.services.audit.tree_writes import LeaseLost
 from vaultd.services.common import id_ranges
 
 log = logging.getLogger("vaultd.audit")
-READ_BATCH = 2_000  # entries a window holds at most (one millisecond holding more goes whole)
-WALK_BATCH = READ_BATCH // 2  # what a walk's `_id` window aims at: its spread stays under 2,000
-ROUND_CAP = 20_000  # entries a catch-up round sequences at most
+# Entries a window holds at most (one millisecond holding more goes whole). SecantusDB's time
+# for a read is about its answer's size, whatever the log holds: 0.1 ms an entry, so a window
+# of 300 holds its one lock about 35 ms (`at` alone costs as much), under the 50 ms any other
+# request may wait behind one operation; 2,000 held it 190 ms (bench.catch_up_reads).
+READ_BATCH = 300
+WALK_BATCH = id_ranges.BATCH  # what a walk's `_id` window aims at (the bulk walks' size)
+# Entries a catch-up round sequences at most: 20 reads, and the leaves' hashing between them in
+# this process's event loop, then the merge delay's rest, in which other requests run.
+ROUND_CAP = 6_000
 # A stretch longer than this is caught up in windows. The rounds of a running sequencer are a
 # merge delay apart (a minute at most), so this is an outage, a first round, or what arrived
-# during a catch-up that took longer (`outrun`); a plan costs a walk of the whole log (a minute
-# for 10^6 entries), well within it, so a chain of plans shortens at each link.
+# during a catch-up that took longer (`outrun`); a plan costs a walk of the whole log (about
+# three minutes for 10^6 entries, in reads of `WALK_BATCH`), well within it, so a chain of plans
+# shortens at each link.
 CATCH_UP_AFTER = timedelta(minutes=10)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
