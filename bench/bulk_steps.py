@@ -267,8 +267,7 @@ async def _caught_up(db: Db) -> int:
     ring = MasterKeyring.generate()
     config = SequencerConfig(1.0, 0.5, 60.0, 10_000, 3600.0, "bench.example/audit")
     running = Sequencer(db, lambda: current_signer(db, ring, config.origin), config, "bench")
-    sequenced = await running.round()  # the first: its plan, and its first windows
-    total = sequenced
+    total = await running.round()  # the first: its plan, and its first windows
     while running.backlog is not None:
         total += await running.round()
     return total

@@ -3,7 +3,7 @@ database: trees that cross block boundaries round after round prove every entry 
 computed here from the entries alone; a round stopped between its writes and its commit leaves
 nothing its successor keeps; a holder whose lease was taken over cannot overwrite; an entry
 that lands late within `audit.late_arrival_seconds` still gets its index; a round of thousands
-of entries (a catch-up's) writes its leaves a few blocks a command."""
+of entries (a catch-up's) writes its leaves a block a command."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ class LeafKeys(monitoring.CommandListener):
         pass
 
 
-async def test_a_round_of_thousands_writes_its_leaves_a_few_blocks_a_command(
+async def test_a_round_of_thousands_writes_its_leaves_a_block_a_command(
         tmp_path: Path) -> None:
     """Each leaf key is an entry of the `keys` index, which SecantusDB writes under its one
     lock: a round sequencing 2,000 of one account's entries (a catch-up's first round) inserts

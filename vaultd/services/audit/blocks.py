@@ -151,7 +151,7 @@ async def _earlier_pieces(db: Db, completing: list[tuple[AuditTreeDoc, Segment]]
 
 
 async def insert_fenced(collection: Any, docs: list[Any], epoch: int) -> None:
-    """Inserted, `INSERT_KEYS` leaf keys a command at most (a round's usual few blocks, one);
+    """Inserted, `INSERT_KEYS` leaf keys a command at most (a quiet round's in one);
     one a killed round left at the same `_id` is replaced, unless a newer holder wrote it
     (then BlockFenced). A kill between two commands leaves what a kill inside one could: some
     inserted past the committed size, which the next round writes again."""
