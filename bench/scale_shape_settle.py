@@ -16,6 +16,12 @@ shape's operations are within QUIET_FACTOR of the full page's (plus QUIET_SLACK 
 its median probe within QUIET_FACTOR of the full page's (plus PROBE_SLACK); a probe or a count
 past its deadline makes the window busy. Two quiet windows in a row end the wait, and
 MOST_SECONDS ends it anyway (said in the output: the table then measures the shape busy).
+
+Quiet is not enough where the work is long: the audit sequencer's catch-up over a log it never
+read (10^6 entries: minutes of reads of 300 entries, each under 50 ms, with rests between) can
+pass both tests while every route still waits behind it. So a window is quiet only once the
+audit has caught up too: every source's last look (`<kind>.looked` in the lease's cursors)
+within CAUGHT_UP of the shape's clock, or no lease at all (no sequencer has run).
 """
 
 from __future__ import annotations
@@ -24,8 +30,12 @@ import asyncio
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 
 from vaultd.db import Db
+from vaultd.services.audit.lease import LEASE_ID
+from vaultd.services.audit.sequencer import LOOKED
+from vaultd.timefmt import utcnow
 
 WINDOW_SECONDS = 5.0
 QUIET_FACTOR = 2.0
@@ -40,6 +50,9 @@ PROBE_SECONDS = 1.0
 # 2-core machine, 70 to 370 ms behind an unfiltered count of 5,000 records run back to back.
 PROBE_SLACK = 0.02
 PROBED, PROBE_ID = "accounts", "settle-probe"  # no such account: an index lookup, nothing read
+# A source's last look this near the clock: the audit reads what arrives (a round a merge
+# delay apart, its horizon `audit.late_arrival_seconds` behind), not a backlog.
+CAUGHT_UP = timedelta(seconds=30)
 
 
 async def _operations(db: Db) -> int | None:
@@ -64,6 +77,20 @@ async def _probe(db: Db) -> float:
     return time.monotonic() - started
 
 
+async def audit_caught_up(db: Db) -> bool:
+    """Whether the audit sequencer reads only what arrives: each source's last look within
+    CAUGHT_UP of now (True without a lease: no sequencer has run, nothing to catch up)."""
+    try:
+        lease = await asyncio.wait_for(db.raw("audit_sequencer").find_one({"_id": LEASE_ID}),
+                                       WINDOW_SECONDS)
+    except TimeoutError:
+        return False
+    if lease is None:
+        return True
+    looked = [at for kind, at in lease.get("cursors", {}).items() if kind.endswith(LOOKED)]
+    return bool(looked) and min(looked) >= utcnow() - CAUGHT_UP
+
+
 async def _window(dbs: Sequence[Db]) -> bool:
     """One window on the shape's database and the reference's: whether the shape's was quiet."""
     before = [await _operations(db) for db in dbs]
@@ -79,7 +106,8 @@ async def _window(dbs: Sequence[Db]) -> bool:
         return False
     shape_probe, rest_probe = (statistics.median(took) for took in probes)
     return (shaped <= QUIET_FACTOR * rest + QUIET_SLACK * WINDOW_SECONDS
-            and shape_probe <= QUIET_FACTOR * rest_probe + PROBE_SLACK)
+            and shape_probe <= QUIET_FACTOR * rest_probe + PROBE_SLACK
+            and await audit_caught_up(dbs[0]))
 
 
 def settled(shape: Callable[[], Db], reference: Callable[[], Db]) -> tuple[float, bool]:

@@ -1,13 +1,14 @@
 """`bench.scale_shape_settle`: a shape's database is timed only once it is as quiet as the
 reference's, by its operation counts and by a timed read of one record. A database held by
 long operations, each adding one to the counts, is not settled (the counts alone would call
-it quiet); an idle one is, after two quiet windows. Two real embedded SecantusDB servers,
-with windows of 1 s (of 2 s without the probe)."""
+it quiet); an idle one is, after two quiet windows, once its audit has caught up. Two real
+embedded SecantusDB servers, with windows of 1 s (of 2 s without the probe)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from bench import scale_shape_settle
 from tests.embedded_database import running_database
 from vaultd import embedded_db
 from vaultd.db import connect
+from vaultd.services.audit.lease import LEASE_ID
+from vaultd.services.audit.sequencer import LOOKED
+from vaultd.timefmt import utcnow
 
 pytestmark = pytest.mark.slow  # starts two database servers
 
@@ -103,3 +107,29 @@ def test_without_the_probe_the_held_database_would_pass_for_settled(
     monkeypatch.setattr(scale_shape_settle, "MOST_SECONDS", 2 * MOST)
     waited, quiet, _ = _held(servers)
     assert quiet and waited < 2 * MOST
+
+
+def test_an_idle_database_whose_audit_is_catching_up_is_not_settled(
+        servers: tuple[embedded_db.EmbeddedServer, ...]) -> None:
+    """The audit's catch-up rests between its reads (each under 50 ms), so the counts and the
+    probes can call it quiet; its lease's last look an hour back says it is not."""
+    leases = MongoClient(servers[0].uri, tz_aware=True).vaultd.audit_sequencer
+    behind = utcnow() - timedelta(hours=1)
+
+    def cursors(access_looked: datetime) -> dict[str, datetime]:
+        return {"access": behind, "access" + LOOKED: access_looked, "activity": behind,
+                "activity" + LOOKED: utcnow() + timedelta(minutes=5)}
+
+    leases.insert_one({"_id": LEASE_ID, "holder": "catching-up", "epoch": 1, "until": utcnow(),
+                       "cursors": cursors(behind)})
+    try:
+        waited, quiet = _settled(servers)
+        assert not quiet and waited >= MOST
+        # (a key with a dot is set whole: a path would read it as a subfield)
+        leases.update_one({"_id": LEASE_ID},
+                          {"$set": {"cursors": cursors(utcnow() + timedelta(minutes=5))}})
+        waited, quiet = _settled(servers)
+        assert quiet and waited < MOST
+    finally:
+        leases.delete_one({"_id": LEASE_ID})
+        leases.database.client.close()
