@@ -50,8 +50,8 @@ log = logging.getLogger("vaultd.audit")
 # Entries a window holds at most (one millisecond holding more goes whole). SecantusDB's time
 # for a read is about its answer's size, whatever the log holds: 0.1 ms an entry, so a window
 # of 300 holds its one lock about 35 ms (`at` alone costs as much), under the 50 ms any other
-# request may wait behind one operation; 2,000 held it 190 ms (`python -m bench.bulk_steps
-# --catch-up-only`, docs/audit.md).
+# request may wait behind one operation. With windows of 2,000 the catch-up's operations
+# reached p99 200 ms (`python -m bench.bulk_steps --catch-up-only`, docs/audit.md).
 READ_BATCH = 300
 WALK_BATCH = id_ranges.BATCH  # what a walk's `_id` window aims at (the bulk walks' size)
 # Entries a catch-up round sequences at most: 20 reads, and the leaves' hashing between them in
