@@ -132,6 +132,36 @@ def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
     assert max(abs(along - seed_at) for along in tried) <= perspective._SEEDED_REACH + 1e-9
 
 
+@slow
+def test_a_seed_in_doubt_steers_no_trial(framed_photo: Photo,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seed the text's windows cannot fix along the pattern's line (`text_seed`: a page of
+    one text line; measured, one lay 0.54 from its photo's `v`) keeps no trial near it: the
+    whole line is tried, as on a page whose text gives no seed. This photo's own seed is
+    fixed (its text covers the page: the test above keeps to it)."""
+    grey = framed_photo(False).convert("L")
+    work = framed._working_copy(grey)
+    line = perspective.rows_line(work)
+    assert line is not None and line.seed is not None and not line.seed_doubtful
+    seed_at = float((line.seed - line.nearest) @ line.direction)
+    coarse_size = (round(work.width * perspective._COARSE_SHARE),
+                   round(work.height * perspective._COARSE_SHARE))
+    tried: list[float] = []
+    flattened = perspective.flattened
+
+    def recorded(grey: Image.Image, horizon: np.ndarray,
+                 expected: perspective.Expected | None = None) -> perspective.Flattened:
+        if grey.size == coarse_size:
+            tried.append(float((np.asarray(horizon) - line.nearest) @ line.direction))
+        return flattened(grey, horizon, expected)
+
+    monkeypatch.setattr(perspective, "flattened", recorded)
+    perspective.horizons(work, line=line._replace(seed_doubtful=True))
+    span = np.sqrt(perspective._REACH ** 2 - float(line.nearest @ line.nearest))
+    assert len(tried) == len(np.arange(-span, span + 1e-9, perspective._STEP)) > 30, tried
+    assert max(abs(along - seed_at) for along in tried) > 2 * perspective._SEEDED_REACH
+
+
 def test_the_batched_coarse_folds_score_each_trial_as_it_scores_alone() -> None:
     """Points spread over a tile-sized field, a sync tile's chips faintly in them (so the
     scores are a mark's, not only chance's), at the framed reading's grid of aspects and

@@ -34,6 +34,7 @@ _GREY = (0.6, 0.9)  # of the local paper: the pattern's letters (196 on 252 serv
 _STROKE_REACH = 3  # px: the dark strokes' anti-aliased edges, left out of the grey
 _PAPER_REDUCTION = 4  # the local paper: the lightest pixel within this many px, about
 _WINDOWS = 4  # a window's side is the long side over this
+WINDOW_SIDE = 1 / _WINDOWS  # of the image's long side
 _MIN_PIXELS = 300  # a window with fewer of the family's pixels has no direction to read
 _MOST_PIXELS = 2500  # thinned to this many (a fixed subset: the reading is repeatable)
 _COARSE_STEP = 0.5  # degrees
@@ -114,11 +115,24 @@ def _energies(ys: Floats, xs: Floats, angles: Floats) -> Floats:
     return energy
 
 
+class Fit(NamedTuple):
+    """A family's vanishing point (homogeneous, x, y, w) and the windows whose lines meet
+    there (the outliers dropped)."""
+    point: Floats
+    used: list[Direction]
+
+
 def vanishing_point(found: list[Direction], contrast: float) -> Floats | None:
     """The homogeneous point (x, y, w) the lines of the windows at least `contrast` clear
     meet in (w = 0: parallel lines, a point at infinity), or None with too few of them or
     when they are one line seen through many windows (a page whose only dark line is a
     rule: any point along it would do)."""
+    fit = vanishing_fit(found, contrast)
+    return None if fit is None else fit.point
+
+
+def vanishing_fit(found: list[Direction], contrast: float) -> Fit | None:
+    """`vanishing_point`, with the windows it agrees with."""
     kept = [direction for direction in found if direction.contrast >= contrast]
     if len(kept) < _MIN_WINDOWS:
         return None
@@ -141,7 +155,8 @@ def vanishing_point(found: list[Direction], contrast: float) -> Floats | None:
     assert point is not None
     back = np.array([[unit, 0, centre[0]], [0, unit, centre[1]], [0, 0, 1]])
     found_point: Floats = back @ point
-    return found_point
+    return Fit(found_point, [direction for direction, agrees in zip(kept, using, strict=True)
+                             if agrees])
 
 
 def _line(direction: Direction) -> Floats:

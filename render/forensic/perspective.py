@@ -11,11 +11,12 @@ residual then has sharp peaks at the two tile vectors (measured on the untuned b
 1. The visible pattern's rows meet in a vanishing point (`line_field`), on every page: `v`
    lies on a line (a point p of the vanishing line satisfies v . p = -1).
 2. The document's text lines give a second point where a page has enough text: `v` is then
-   where the two lines cross (to about 0.04 on the bench's photos: a seed, not the answer).
+   where the two lines cross (to about 0.04 on the bench's photos: a seed, not the answer;
+   `text_seed`, which also tells a seed its windows cannot fix, a page of one text line).
 3. Along the pattern's line, every `v` 0.02 apart (the peak's reach), within _SEEDED_REACH
-   of that seed when there is one, is undone and scored by the residual's autocorrelation:
-   the two highest peaks that make a tile lattice (`tile_lattice`); the best few are refined
-   0.005 apart across and along the line.
+   of that seed when there is one and it is not in doubt, is undone and scored by the
+   residual's autocorrelation: the two highest peaks that make a tile lattice
+   (`tile_lattice`); the best few are refined 0.005 apart across and along the line.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from render.forensic import line_field, sync
+from render.forensic import line_field, sync, text_seed
 from render.forensic.pattern_model import local_maxima, sub_pixel
 
 Floats = npt.NDArray[np.float64]
@@ -43,13 +44,14 @@ _NEAR_SEED = 0.04
 # one: the 31 photos this reading named among the `filled` and `crop` leaks of
 # `bench.leakmark_untuned` (seeds 41 and 47) were each read at a trial within 0.08 of the
 # seed; the rest of the line (about 33 trials more, as many on an unmarked photo) named none.
+# Not about a seed in doubt (`text_seed`): one at seed 67, of a page of one text line, lay
+# 0.54 from its photo's `v`; the whole line tried, that photo is named at its best trial.
 _SEEDED_REACH = 0.12
 # A lattice this clear (the heights of its two peaks added, on the coarse copy) is the mark's,
 # and shows a perspective without the text's lines: measured on the untuned bench's `filled`
 # photos, 0.09-0.31 within 0.015 of the true v, at most 0.096 further than 0.05 from it.
 _CLEAR = 0.11
 _COARSE_SHARE = 2 / 3  # the coarse trials' copy, of the working copy's size
-_NOT_ROWS = math.radians(12)  # text windows' lines at least this far from the pattern's rows
 _MIN_TILT = 0.015  # |v| under this: no perspective to undo (the search reads such an image)
 _MIN_LAG = 40  # px of the working copy: shorter lags are the letters and the text's lines
 _PEAKS = 12
@@ -129,11 +131,13 @@ class Horizons(NamedTuple):
 
 class RowsLine(NamedTuple):
     """The line of `v` the pattern's rows allow: its point nearest 0 and its direction, the
-    rows' vanishing point (homogeneous, in the image's pixels) and the text's seed on it."""
+    rows' vanishing point (homogeneous, in the image's pixels), the text's seed on it and
+    whether that seed is in doubt along the line (`text_seed`: then the whole line is tried)."""
     nearest: Floats
     direction: Floats
     rows: Floats
     seed: Floats | None
+    seed_doubtful: bool = False
 
 
 def horizons(grey: Image.Image, unreduced: bool = False, shortest: float = _MIN_LAG,
@@ -145,25 +149,27 @@ def horizons(grey: Image.Image, unreduced: bool = False, shortest: float = _MIN_
     tile's shortest length in `grey` (px) at the smallest scale the reader searches. `line`:
     `rows_line(grey)`, when the caller has it (it costs 0.15-0.3 s)."""
     line = line or rows_line(grey)
-    if line is None or (line.seed is not None and float(np.hypot(*line.seed)) < _MIN_TILT):
+    seed = None if line is None or line.seed_doubtful else line.seed
+    if line is None or (seed is not None and float(np.hypot(*seed)) < _MIN_TILT):
         return None  # no rows; or the text's lines and the rows agree: no perspective
     nearest, direction = line.nearest, line.direction
     span = math.sqrt(_REACH ** 2 - float(nearest @ nearest))
     steps = np.arange(-span, span + 1e-9, _STEP)
     # The coarse trials on a smaller copy (v is in units of the long side: the same there),
-    # only those near the text's seed when the page's text gives one (`_SEEDED_REACH`).
+    # only those near the text's seed when the page's text gives one it fixes
+    # (`_SEEDED_REACH`); a seed in doubt steers nothing.
     small = grey.resize((round(grey.width * _COARSE_SHARE), round(grey.height * _COARSE_SHARE)),
                         Image.Resampling.BOX)
     share = max(small.size) / max(grey.size)
     in_small = Expected(line.rows * np.array([share, share, 1.0]), shortest * share)
-    if line.seed is not None:
-        steps = steps[np.abs(steps - float((line.seed - nearest) @ direction)) <= _SEEDED_REACH]
+    if seed is not None:
+        steps = steps[np.abs(steps - float((seed - nearest) @ direction)) <= _SEEDED_REACH]
     coarse = [flattened(small, nearest + step * direction, in_small) for step in steps]
     coarse = sorted((trial for trial in coarse if trial.lattice is not None), key=_height,
                     reverse=True)
     refined = []
     across = np.array([direction[1], -direction[0]])
-    for trial in _worth_refining(coarse, line.seed):
+    for trial in _worth_refining(coarse, seed):
         centre = np.array(trial.horizon)
         nearby = [flattened(grey, centre + a * direction + b * across,
                             Expected(line.rows, shortest))
@@ -248,36 +254,13 @@ def rows_line(grey: Image.Image) -> RowsLine | None:
     nearest = -along[2] * along[:2] / norm ** 2
     if float(np.hypot(*nearest)) > _REACH:
         return None
+    seed = text_seed.text_seed(text, rows, to_centred, along, _REACH)
     return RowsLine(nearest, np.array([-along[1], along[0]]) / norm, rows,
-                     _text_seed(text, rows, to_centred, along))
+                    None if seed is None else seed.point, seed is not None and seed.doubtful)
 
 
 def _height(trial: Flattened) -> float:
     return trial.lattice.height if trial.lattice is not None else -1.0
-
-
-def _text_seed(text: npt.NDArray[np.bool_], rows: Floats, to_centred: Floats,
-               along: Floats) -> Floats | None:
-    """`v` where the text lines' vanishing line meets the pattern's (`along`, in centred
-    units), when the page shows enough text lines. A window whose lines run within
-    _NOT_ROWS of the pattern's rows there read the rows, not text (a page of little text)."""
-    found = [window for window in line_field.directions(text, line_field.TEXT_DIRECTIONS)
-             if _apart(window, rows) > _NOT_ROWS]
-    point = line_field.vanishing_point(found, line_field.TEXT_CONTRAST)
-    if point is None:
-        return None
-    lines = to_centred @ point
-    system = np.array([along[:2], lines[:2]])
-    if abs(float(np.linalg.det(system))) < 1e-9:
-        return None
-    seed: Floats = np.linalg.solve(system, -np.array([along[2], lines[2]]))
-    return seed if float(np.hypot(*seed)) <= _REACH else None
-
-
-def _apart(window: line_field.Direction, rows: Floats) -> float:
-    """The angle between a window's lines and the direction from it to the rows' point."""
-    towards = math.atan2(rows[1] - window.y * rows[2], rows[0] - window.x * rows[2])
-    return abs((towards - window.angle + math.pi / 2) % math.pi - math.pi / 2)
 
 
 def flattened(grey: Image.Image, horizon: Floats | tuple[float, float],
