@@ -142,6 +142,17 @@ def signed_in(vault: VaultProcess, seeded: Seeded) -> Session:
     return Session(vault.port, seeded, seeded.session)
 
 
+def kept_signed_in(vault: VaultProcess, session: Session) -> Session:
+    """`session`, or a new one signed in by the link where it has ended. A reference vault's
+    session sits idle while a shape is seeded (83 minutes for the link bursts at 10^6), past
+    `auth.session_idle_minutes`, and its console routes would answer "not signed in"."""
+    console = next(route for route in routes() if route.console)
+    if session.ask(console).status == 200:
+        return session
+    session.close()
+    return sign_in(vault, session.seeded)
+
+
 def sign_in(vault: VaultProcess, seeded: Seeded) -> Session:
     """The seeded admin signed in by the operator's one-time link; a new link while vaultd
     answers 503 (its database still busy with the bulk seeding's writes, SIGN_IN_ATTEMPTS at

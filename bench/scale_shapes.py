@@ -39,7 +39,15 @@ from typing import Any
 
 from bench.console import with_long_socket_timeout
 from bench.scale_shape_loading import stopped_vault
-from bench.scale_shape_routes import Answer, Route, Session, routes, sign_in, signed_in
+from bench.scale_shape_routes import (
+    Answer,
+    Route,
+    Session,
+    kept_signed_in,
+    routes,
+    sign_in,
+    signed_in,
+)
 from bench.scale_shape_seeds import (
     SHAPES,
     Seeded,
@@ -280,18 +288,18 @@ def measure(shapes: list[str], size: int, samples: int, work: Path,
     try:
         page_vault = _started(work, "full-page")
         try:
-            empty = sign_in(empty_vault, _seed(empty_vault, seed_base))
-            page = signed_in(page_vault, _seed(page_vault, seed_full_page))
+            references = [(empty_vault, sign_in(empty_vault, _seed(empty_vault, seed_base))),
+                          (page_vault, signed_in(page_vault, _seed(page_vault, seed_full_page)))]
             try:
                 empty_indexes = _indexes(empty_vault)
                 for shape in shapes:
-                    runs.append(_measure_shape(work, shape, size, samples, (empty, page),
+                    runs.append(_measure_shape(work, shape, size, samples, references,
                                                page_vault, timed))
                     runs[-1].empty_indexes = empty_indexes
                     report(runs[-1])
             finally:
-                empty.close()
-                page.close()
+                for _, session in references:
+                    session.close()
         finally:
             page_vault.stop()
     finally:
@@ -300,8 +308,10 @@ def measure(shapes: list[str], size: int, samples: int, work: Path,
 
 
 def _measure_shape(work: Path, shape: str, size: int, samples: int,
-                   references: tuple[Session, Session], at_rest: VaultProcess,
+                   references: list[tuple[VaultProcess, Session]], at_rest: VaultProcess,
                    timed: Callable[[ShapeRun], None]) -> ShapeRun:
+    """`references`: the empty and full-page vaults and their sessions, each session
+    replaced by a new one where it ended while the shape was seeded."""
     vault = _started(work, f"shape-{shape}")
     try:
         started = time.perf_counter()
@@ -314,12 +324,15 @@ def _measure_shape(work: Path, shape: str, size: int, samples: int,
         print(f"{shape} at {size:,}: {'quiet' if run.quiet else 'still busy'} after "
               f"{run.settled_seconds:.0f} s", flush=True)
         session = signed_in(vault, seeded)
+        references[:] = [(reference, kept_signed_in(reference, reference_session))
+                         for reference, reference_session in references]
         try:
             for _ in range(SETTLING_ROUNDS):
                 for route in routes():
                     session.ask(route)
             for route in routes():
-                run.rows.append(_interleaved(route, (*references, session), samples))
+                run.rows.append(_interleaved(
+                    route, (*(reference for _, reference in references), session), samples))
             timed(run)
             _profiled(vault, session, run.rows)
             run.indexes = _indexes(vault)
