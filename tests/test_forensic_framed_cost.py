@@ -88,6 +88,25 @@ def test_a_photo_whose_text_shows_its_perspective_is_not_searched(
     assert searched == []
 
 
+def _coarse_trials(work: Image.Image, line: perspective.RowsLine,
+                   monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Where along the pattern's `line` each coarse trial `perspective.horizons` makes of
+    `work` lies (the flattenings of its smaller copy), appended as they are made."""
+    coarse_size = (round(work.width * perspective._COARSE_SHARE),
+                   round(work.height * perspective._COARSE_SHARE))
+    tried: list[float] = []
+    flattened = perspective.flattened
+
+    def recorded(grey: Image.Image, horizon: np.ndarray,
+                 expected: perspective.Expected | None = None) -> perspective.Flattened:
+        if grey.size == coarse_size:
+            tried.append(float((np.asarray(horizon) - line.nearest) @ line.direction))
+        return flattened(grey, horizon, expected)
+
+    monkeypatch.setattr(perspective, "flattened", recorded)
+    return tried
+
+
 @slow
 @pytest.mark.parametrize("mark", [False, True], ids=["unmarked", "marked"])
 def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
@@ -104,18 +123,7 @@ def test_a_page_whose_text_gives_a_seed_is_tried_near_it_only(
     line = perspective.rows_line(work)
     assert line is not None and line.seed is not None
     seed_at = float((line.seed - line.nearest) @ line.direction)
-    coarse_size = (round(work.width * perspective._COARSE_SHARE),
-                   round(work.height * perspective._COARSE_SHARE))
-    tried: list[float] = []
-    flattened = perspective.flattened
-
-    def recorded(grey: Image.Image, horizon: np.ndarray,
-                 expected: perspective.Expected | None = None) -> perspective.Flattened:
-        if grey.size == coarse_size:
-            tried.append(float((np.asarray(horizon) - line.nearest) @ line.direction))
-        return flattened(grey, horizon, expected)
-
-    monkeypatch.setattr(perspective, "flattened", recorded)
+    tried = _coarse_trials(work, line, monkeypatch)
     folded: list[float] = []
     read = framed._read
 
@@ -144,18 +152,7 @@ def test_a_seed_in_doubt_steers_no_trial(framed_photo: Photo,
     line = perspective.rows_line(work)
     assert line is not None and line.seed is not None and not line.seed_doubtful
     seed_at = float((line.seed - line.nearest) @ line.direction)
-    coarse_size = (round(work.width * perspective._COARSE_SHARE),
-                   round(work.height * perspective._COARSE_SHARE))
-    tried: list[float] = []
-    flattened = perspective.flattened
-
-    def recorded(grey: Image.Image, horizon: np.ndarray,
-                 expected: perspective.Expected | None = None) -> perspective.Flattened:
-        if grey.size == coarse_size:
-            tried.append(float((np.asarray(horizon) - line.nearest) @ line.direction))
-        return flattened(grey, horizon, expected)
-
-    monkeypatch.setattr(perspective, "flattened", recorded)
+    tried = _coarse_trials(work, line, monkeypatch)
     perspective.horizons(work, line=line._replace(seed_doubtful=True))
     span = np.sqrt(perspective._REACH ** 2 - float(line.nearest @ line.nearest))
     assert len(tried) == len(np.arange(-span, span + 1e-9, perspective._STEP)) > 30, tried
