@@ -8,10 +8,12 @@ heavy page with bad credentials) and its effect measured where a viewer would fe
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -38,6 +40,19 @@ def one_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProces
         yield server
 
 
+def wait_for_page_print(vault: VaultProcess, file_id: str, page: int) -> None:
+    """Until the page's print is kept. The first time a page is sent, vaultd makes its print
+    in the pool (services.tracing.page_prints): that task holds the one worker for a moment,
+    and a page asked for meanwhile would get a 503 no refused request caused."""
+    async def kept(db: Any) -> bool:
+        return await db.page_prints.find_one({"_id": f"{file_id}:{page}"}) is not None
+
+    deadline = time.monotonic() + 60
+    while not vault.run_service(kept):
+        assert time.monotonic() < deadline, "the light page's print was never kept"
+        time.sleep(0.1)
+
+
 @dataclass(frozen=True)
 class Files:
     key: str
@@ -52,8 +67,12 @@ def files(one_worker: VaultProcess) -> Files:
     with one_worker.client(key) as api:
         heavy_id = upload_ok(api, docs.slow_pdf())["id"]
         heavy = create_link(api, heavy_id)
-        light = create_link(api, upload_ok(api, docs.pdf(pages=2))["id"])
+        light_id = upload_ok(api, docs.pdf(pages=2))["id"]
+        light = create_link(api, light_id)
     one_worker.secrets += [key, heavy["token"], light["token"]]
+    # Sent once now, so that no test's first look at it starts its print.
+    assert_light_page_served_at_once(one_worker, key, light)
+    wait_for_page_print(one_worker, light_id, 1)
     return Files(key, heavy_id, heavy, light)
 
 
