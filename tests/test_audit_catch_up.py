@@ -285,10 +285,13 @@ async def test_a_sequencer_a_day_behind_catches_up_and_numbers_behind_the_fence(
     back = sequencer(db, "holder-2")
     numbered_to: list[datetime] = []
 
-    async def numbering(horizon: datetime) -> int:
-        numbered_to.append(horizon)
-        return 0
-    back.numbering = numbering
+    class Numbering:
+        settled = True
+
+        async def __call__(self, horizon: datetime) -> int:
+            numbered_to.append(horizon)
+            return 0
+    back.numbering = Numbering()
     await back.round()
     fence = (await log_fence.horizons(db, ["access_log"]))["access_log"]
     saved = await db.audit_sequencer.find_one({"_id": lease.LEASE_ID})

@@ -9,7 +9,6 @@ A real sequencer on a database of its own on the test worker's SecantusDB
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +64,7 @@ async def db(commands: Commands) -> AsyncIterator[Db]:
 def sequencer(db: Db) -> Sequencer:
     config = SequencerConfig(0.05, LATE, 60.0, 1000, 3600.0, ORIGIN)
     running = Sequencer(db, lambda: current_signer(db, RING, ORIGIN), config, "holder-1")
-    running.numbering = functools.partial(older_log_numbering.number_log, db)
+    running.numbering = older_log_numbering.LogNumbering(db)
     return running
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import logging
 import signal
 import socket
@@ -37,7 +36,7 @@ from vaultd.services.audit.keys import current_signer
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common import background
 from vaultd.services.common.fair_share import FairShare
-from vaultd.services.common.older_log_numbering import number_log
+from vaultd.services.common.older_log_numbering import LogNumbering
 from vaultd.services.files.blobs import BlobStore
 from vaultd.services.gates import registry
 from vaultd.services.gates.code_key import code_key
@@ -338,7 +337,7 @@ def start_audit_sequencer(settings: Settings, db: Db, keyrings: KeyringSource,
                           config, instance_id)
     # The access log's numbers come behind the round's fence (services.common.log_numbering),
     # then the older entries' (older_log_numbering).
-    sequencer.numbering = functools.partial(number_log, db)
+    sequencer.numbering = LogNumbering(db)
     if settings.audit_copy_bucket:
         from vaultd.services.audit.lock_copy import CopyConfig, LockCopier  # S3's SDK: see above
         sequencer.copier = LockCopier(db, CopyConfig(

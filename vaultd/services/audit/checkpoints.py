@@ -10,6 +10,7 @@ the event are keyed by size, so the repeat adds nothing.
 from __future__ import annotations
 
 import base64
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,6 +21,7 @@ from vaultd.db import Db
 from vaultd.errors import NotFound
 from vaultd.records.audit import AuditCheckpointDoc, AuditTreeDoc
 from vaultd.services.audit import notes
+from vaultd.services.audit.blocks import find_in
 from vaultd.services.audit.keys import Signer
 from vaultd.services.audit.tree_store import NO_ENTRIES
 from vaultd.services.common import outbox
@@ -68,6 +70,21 @@ async def make_all(db: Db, trees: list[AuditTreeDoc], signer: Signer, prefix: st
         {"$set": {"checkpointSize": doc["size"], "checkpointAt": doc["at"]}}) for doc in docs],
         ordered=False)
     return docs
+
+
+async def make_due(db: Db, pending: list[str], signer: Callable[[], Awaitable[Signer]],
+                   every_entries: int, every_seconds: float, prefix: str, *,
+                   copy: bool = False) -> set[str]:
+    """The checkpoints due of the `pending` accounts' trees, made; which accounts are no
+    longer pending (a checkpoint made, no tree, or nothing past the last one to sign)."""
+    now, sign = utcnow(), await signer()
+    trees = {doc["_id"]: doc async for doc in find_in(db.audit_trees, pending)}
+    ready = [tree for tree in trees.values() if tree["size"] > tree["checkpointSize"]
+             and due(tree, every_entries, every_seconds, now)]
+    await make_all(db, ready, sign, prefix, copy=copy)
+    made = {tree["_id"] for tree in ready}
+    return {key for key in pending if key in made or key not in trees
+            or trees[key]["size"] <= trees[key]["checkpointSize"]}
 
 
 def _signed(tree: AuditTreeDoc, signer: Signer, prefix: str, copy: bool) -> AuditCheckpointDoc:

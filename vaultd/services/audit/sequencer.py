@@ -24,6 +24,9 @@ vaultd process holds the lease (`lease`), reads what arrived since its last roun
    (`tree_writes` plans and writes them);
 4. makes the checkpoints that are due.
 
+After a full round that left nothing behind, the next rounds only look for new entries, one
+read a source, until one is found (`quiet`).
+
 Killed at any instant, a round leaves either the previous committed tree or the new one; its
 leftovers past the committed size are overwritten by the next round before it commits, so no
 index is skipped, repeated or reordered.
@@ -51,6 +54,7 @@ from vaultd.services.audit import blocks, catch_up, checkpoints, lease, leaves, 
 from vaultd.services.audit.blocks import BlockFenced, find_in
 from vaultd.services.audit.catch_up import READ_BATCH, Backlog
 from vaultd.services.audit.keys import Signer
+from vaultd.services.audit.quiet import Numbering, QuietWatch
 from vaultd.services.audit.tree_writes import LeaseLost, NewEntry, Plan, by_account
 from vaultd.services.common import log_fence
 from vaultd.services.common.periodic import cancel_and_wait
@@ -96,16 +100,21 @@ class Sequencer:
     dirty: bool = True
     copier: LockCopier | None = None  # the checkpoints' locked copy, its own task (S3's SDK)
     unfenced: set[str] = field(default_factory=set)  # sources whose fence could not be set
-    numbering: Callable[[datetime], Awaitable[int]] | None = None  # the log's (log_numbering)
+    numbering: Numbering | None = None  # the log's (older_log_numbering.LogNumbering)
     backlog: Backlog | None = None  # a catch-up under way (`catch_up`)
     # A catch-up planned after a take-over or a failure: its entries, and those of the round
     # after it, are looked up in the blocks before they are written, as `dirty` ones are.
     unsure: bool = False
     horizons: dict[str, datetime] = field(default_factory=dict)  # each source's fence, this round
+    watch: QuietWatch = field(default_factory=QuietWatch)  # whether a round may be quiet
     _task: asyncio.Task[None] | None = None
 
     async def round(self) -> int:
-        """One round; the number of entries it sequenced (0 without the lease)."""
+        """One round; the number of entries it sequenced (0 without the lease, or quiet)."""
+        if await self.watch.quiet(self.db, self.holder, self.config.lease_seconds, self.seen):
+            await self._checkpoints()
+            return 0
+        self.watch.disarm()
         held = await lease.take(self.db, self.holder, self.config.lease_seconds)
         if held is None:
             return 0
@@ -137,6 +146,11 @@ class Sequencer:
         if self.numbering is not None and "access_log" not in self.unfenced:
             await self.numbering(self.horizons["access"])
         await self._checkpoints()
+        finished = (not (self.dirty or self.unsure or self.unfenced) and self.backlog is None
+                    and (self.numbering is None or self.numbering.settled))
+        self.watch.settled(epoch=self.epoch, until=held["until"], finished=finished, sources={
+            collection: (kind, cursors.get(kind), self.horizons[kind])
+            for kind, collection in SOURCES})
         return sequenced
 
     async def _read(self, cursors: dict[str, datetime]) -> list[NewEntry]:
@@ -182,7 +196,9 @@ class Sequencer:
                     cursors[kind + LOOKED] = backlog.looked(kind)
             if newest is not None:
                 cursors[kind] = min(newest, now)  # a clock ahead must not skip the others
-            bound = _lower_bound(cursors[kind + LOOKED], cursors.get(kind))
+            # Where the next read starts at the earliest: what was sequenced before it cannot
+            # come back, and need not be remembered.
+            bound = min(cursors[kind + LOOKED], cursors.get(kind) or cursors[kind + LOOKED])
             if collection in self.unfenced:
                 bound -= timedelta(seconds=self.config.unfenced_look_back_seconds)
             keep_from = min(keep_from, bound)
@@ -351,19 +367,11 @@ class Sequencer:
         await tree_writes.write_nodes(self.db, closed, self.epoch)
 
     async def _checkpoints(self) -> None:
-        if not self.pending:
-            return
-        now, signer = utcnow(), await self.signer()
-        trees = {doc["_id"]: doc async for doc in find_in(self.db.audit_trees,
-                                                          sorted(self.pending))}
-        due = [tree for tree in trees.values() if tree["size"] > tree["checkpointSize"]
-               and checkpoints.due(tree, self.config.checkpoint_every_entries,
-                                   self.config.checkpoint_every_seconds, now)]
-        await checkpoints.make_all(self.db, due, signer, self.config.origin,
-                                   copy=self.config.copy_checkpoints)
-        made = {tree["_id"] for tree in due}  # no longer pending; nor what has nothing to sign
-        self.pending -= {key for key in self.pending if key in made or key not in trees
-                         or trees[key]["size"] <= trees[key]["checkpointSize"]}
+        if self.pending:
+            config = self.config
+            self.pending -= await checkpoints.make_due(
+                self.db, sorted(self.pending), self.signer, config.checkpoint_every_entries,
+                config.checkpoint_every_seconds, config.origin, copy=config.copy_checkpoints)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -389,8 +397,3 @@ class Sequencer:
         with contextlib.suppress(PyMongoError):
             await lease.release(self.db, self.holder)
 
-
-def _lower_bound(horizon: datetime, cursor: datetime | None) -> datetime:
-    """Where the next round's read of a source starts at the earliest: what was sequenced
-    before it cannot come back, and need not be remembered."""
-    return horizon if cursor is None else min(horizon, cursor)

@@ -63,19 +63,41 @@ _MS = timedelta(milliseconds=1)
 
 async def number_log(db: Db, horizon: datetime) -> int:
     """What the audit round runs behind its fence: the new entries up to `horizon`, then a step
-    of the older ones with what is left of the round's budget; how many entries it numbered.
-    The numbering's record is read once for both: a round whose walk is done (every round, once
-    the older entries are numbered) reads it no more; a step of a walk still going reads it
-    again (the new entries' numbering has just moved its horizon)."""
+    of the older ones with what is left of the round's budget; how many entries it numbered."""
+    numbered, _ = await _number_log(db, horizon)
+    return numbered
+
+
+class LogNumbering:
+    """`number_log` as the audit sequencer calls it, knowing whether the older entries' walk
+    is done (`settled`): until it is, every round is a full one (`audit.quiet`), a step each."""
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.settled = False
+
+    async def __call__(self, horizon: datetime) -> int:
+        numbered, self.settled = await _number_log(self.db, horizon)
+        return numbered
+
+
+async def _number_log(db: Db, horizon: datetime) -> tuple[int, bool]:
+    """How many entries it numbered, and whether the walk was done before it (read with the
+    state; a walk that ends in this round is seen done by the next). The numbering's record is
+    read once for both: a round whose walk is done (every round, once the older entries are
+    numbered) reads it no more; a step of a walk still going reads it again (the new entries'
+    numbering has just moved its horizon)."""
     try:
         state = await log_numbering.read_state(db)
     except PyMongoError as error:
         log.warning("access log numbering skipped this round: %s", error)
-        return 0
+        return 0, False
     new = await log_numbering.number_new_entries(db, horizon, state)
-    if MAX_PER_ROUND - new < MIN_STEP or done(state):
-        return new
-    return new + await number_older_entries(db, MAX_PER_ROUND - new)
+    if done(state):
+        return new, True
+    if MAX_PER_ROUND - new < MIN_STEP:
+        return new, False
+    return new + await number_older_entries(db, MAX_PER_ROUND - new), False
 
 
 async def number_older_entries(db: Db, budget: int) -> int:
