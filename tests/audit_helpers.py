@@ -5,16 +5,39 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from pymongo import monitoring
 
 from admin_cli import audit_verify
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
 from vaultd.services.common import access_log
 from vaultd.timefmt import utcnow
+
+
+@dataclass
+class SentCommands(monitoring.CommandListener):
+    """Every command sent while `on` (pass it as the client's listener): its name, collection
+    and filter."""
+
+    on: bool = False
+    sent: list[tuple[str, Any, dict[str, Any]]] = field(default_factory=list)
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if self.on:
+            command = event.command
+            self.sent.append((event.command_name, command.get(event.command_name),
+                              dict(command.get("filter") or {})))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
 
 
 def record_entries(vault: VaultProcess, account_id: str, count: int, *, page: int = 1) -> list[str]:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from pymongo import monitoring
 
+from tests.audit_helpers import SentCommands
 from tests.embedded_database import recorded_worker_db
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
@@ -34,31 +33,13 @@ ACCOUNT = "acct-quiet"
 WRITES = ("insert", "update", "delete", "findAndModify", "collMod")
 
 
-@dataclass
-class Commands(monitoring.CommandListener):
-    """Every command sent while `on`: its name and collection."""
-
-    on: bool = False
-    sent: list[tuple[str, Any]] = field(default_factory=list)
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if self.on:
-            self.sent.append((event.command_name, event.command.get(event.command_name)))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
+@pytest.fixture
+def commands() -> SentCommands:
+    return SentCommands()
 
 
 @pytest.fixture
-def commands() -> Commands:
-    return Commands()
-
-
-@pytest.fixture
-async def db(commands: Commands) -> AsyncIterator[Db]:
+async def db(commands: SentCommands) -> AsyncIterator[Db]:
     async with recorded_worker_db("audit_quiet", commands) as database:
         yield database
 
@@ -70,14 +51,14 @@ def sequencer(db: Db, holder: str = "holder-1", lease_seconds: float = 60.0) -> 
     return running
 
 
-async def recorded_round(running: Sequencer, commands: Commands) -> tuple[int, list[Any]]:
+async def recorded_round(running: Sequencer, commands: SentCommands) -> tuple[int, list[Any]]:
     commands.sent.clear()
     commands.on = True
     try:
         sequenced = await running.round()
     finally:
         commands.on = False
-    return sequenced, list(commands.sent)
+    return sequenced, [(name, collection) for name, collection, _ in commands.sent]
 
 
 async def until_quiet(running: Sequencer) -> int:
@@ -96,7 +77,7 @@ def writes(sent: list[Any]) -> list[Any]:
 
 
 async def test_an_idle_round_reads_each_log_once_and_a_new_entry_is_sequenced_at_once(
-        db: Db, commands: Commands) -> None:
+        db: Db, commands: SentCommands) -> None:
     running = sequencer(db)
     await access_log.record(db, ACCOUNT, "file-q", "view")
     assert await until_quiet(running) == 1
@@ -119,7 +100,7 @@ async def test_an_idle_round_reads_each_log_once_and_a_new_entry_is_sequenced_at
 
 
 async def test_the_full_round_comes_back_and_the_lease_is_renewed_from_a_quiet_round(
-        db: Db, commands: Commands, monkeypatch: pytest.MonkeyPatch) -> None:
+        db: Db, commands: SentCommands, monkeypatch: pytest.MonkeyPatch) -> None:
     running = sequencer(db, lease_seconds=2.0)
     await access_log.record(db, ACCOUNT, "file-q", "view")
     await until_quiet(running)
@@ -142,7 +123,7 @@ async def test_the_full_round_comes_back_and_the_lease_is_renewed_from_a_quiet_r
 
 
 async def test_a_holder_paused_past_its_lease_writes_nothing_after_a_take_over(
-        db: Db, commands: Commands) -> None:
+        db: Db, commands: SentCommands) -> None:
     first = sequencer(db, "holder-1", lease_seconds=2.0)
     await access_log.record(db, ACCOUNT, "file-q", "view")
     await until_quiet(first)

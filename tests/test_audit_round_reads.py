@@ -10,12 +10,11 @@ A real sequencer on a database of its own on the test worker's SecantusDB
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from pymongo import monitoring
 
+from tests.audit_helpers import SentCommands
 from tests.embedded_database import recorded_worker_db
 from tests.waiting import wait_until_async
 from vaultd.crypto.keyring import MasterKeyring
@@ -30,33 +29,13 @@ ORIGIN = "test.example/audit"
 LATE = 0.05  # audit.late_arrival_seconds: short, so an entry is behind the horizon at once
 
 
-@dataclass
-class Commands(monitoring.CommandListener):
-    """Every command sent while `on`: its name, collection and filter."""
-
-    on: bool = False
-    sent: list[tuple[str, Any, dict[str, Any]]] = field(default_factory=list)
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        if self.on:
-            command = event.command
-            self.sent.append((event.command_name, command.get(event.command_name),
-                              dict(command.get("filter") or {})))
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
+@pytest.fixture
+def commands() -> SentCommands:
+    return SentCommands()
 
 
 @pytest.fixture
-def commands() -> Commands:
-    return Commands()
-
-
-@pytest.fixture
-async def db(commands: Commands) -> AsyncIterator[Db]:
+async def db(commands: SentCommands) -> AsyncIterator[Db]:
     async with recorded_worker_db("audit_round_reads", commands) as database:
         yield database
 
@@ -68,7 +47,7 @@ def sequencer(db: Db) -> Sequencer:
     return running
 
 
-async def recorded_round(running: Sequencer, commands: Commands) -> list[tuple[str, Any, Any]]:
+async def recorded_round(running: Sequencer, commands: SentCommands) -> list[tuple[str, Any, Any]]:
     commands.sent.clear()
     commands.on = True
     try:
@@ -94,7 +73,7 @@ def numbering_record_reads(sent: list[tuple[str, Any, Any]]) -> int:
 
 
 async def test_a_round_reads_the_fences_and_the_numbering_record_once(
-        db: Db, commands: Commands) -> None:
+        db: Db, commands: SentCommands) -> None:
     running = sequencer(db)
     await running.round()  # the first round marks where the numbers start
     await access_log.record(db, "acct-round", "file-round", "view")
