@@ -28,6 +28,9 @@ its index changes under one lock. Reads outside a command (the TTL monitor's) re
 Updates that rewrite only the index entries that change (`vaultd.secantus_updates`) and plain
 filters matched by Python's own comparison (`vaultd.secantus_matching`) are installed here too.
 
+Every write's reply says how long the command took in the server (`vaultd.db_server_time`):
+the clock of vaultd's background steps.
+
 And the collector: a full (generation 2) pass of Python's garbage collector walks every object
 the server holds, its modules' included, and stops every command meanwhile: 40-63 ms measured
 in the server's process, a few times a minute under a revoke-all's marking. The objects made
@@ -41,6 +44,7 @@ import functools
 import gc
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -49,6 +53,7 @@ from secantus import server, storage
 from secantus.cli import main
 
 from vaultd import secantus_matching, secantus_updates
+from vaultd.db_server_time import SERVER_MILLIS, TIMED_COMMANDS
 
 # Top-level operators whose meaning is not "and this too": left to SecantusDB's own plan.
 UNLIFTABLE = {"$text", "$where"}
@@ -173,11 +178,26 @@ def _forgetting_new_multikeys(mark: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _timed(dispatch: Callable[..., Any]) -> Callable[..., Any]:
+    """A write's reply carries the milliseconds it spent here (`vaultd.db_server_time`)."""
+    @functools.wraps(dispatch)
+    def run(doc: Any, ctx: Any) -> Any:
+        started = time.perf_counter()
+        reply = dispatch(doc, ctx)
+        if isinstance(reply, dict) and next(iter(doc), None) in TIMED_COMMANDS:
+            # A copy: a reply may be a dict the server keeps.
+            reply = {**reply, SERVER_MILLIS: (time.perf_counter() - started) * 1000}
+        return reply
+
+    return run
+
+
 def install() -> None:
     install_index_choice()
     install_catalog_reads()
     secantus_updates.install_index_diffs()
     secantus_matching.install_plain_matching()
+    server.dispatch = _timed(server.dispatch)
 
 
 def install_index_choice() -> None:

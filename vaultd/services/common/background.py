@@ -33,7 +33,8 @@ class StepSize:
     """How many records the next step writes: `most` at first, halved after a step slower than
     `SLOW_STEP_SECONDS` (a checkpoint, a burst of other work: what slows one step slows the
     next), one more again after `QUICK_STEPS_TO_GROW` steps in a row under it; never below 1
-    nor above `most`."""
+    nor above `most`. A step's time is the database's where it says it
+    (`vaultd.db_server_time.step_seconds`), not a loaded machine's wait for a CPU."""
 
     most: int
     size: int = 0

@@ -45,6 +45,7 @@ from typing import Any
 from pymongo.errors import DuplicateKeyError
 
 from vaultd.db import Db
+from vaultd.db_server_time import step_seconds
 from vaultd.errors import ServiceUnavailable
 from vaultd.services.accounts import link_counts, link_generations
 from vaultd.services.accounts.link_generations import FILE_FIELDS, is_generation
@@ -56,8 +57,8 @@ from vaultd.timefmt import utcnow
 # Links per read of the background steps. An update rewrites each link's entries in the links'
 # indexes holding `revoked` or `listed` (6 of its 11), on SecantusDB under its
 # one lock. So links are updated at most WRITE_BATCH at a time, fewer while steps are slow
-# (`background.StepSize`: a checkpoint or a loaded machine slows a run of steps; measured in
-# docs/performance.md).
+# (`background.StepSize`: a checkpoint slows a run of steps; each timed by the database's own
+# clock where it gives one, `vaultd.db_server_time`; measured in docs/performance.md).
 BATCH = 50
 WRITE_BATCH = 5
 JOBS = "revoke_jobs"
@@ -236,7 +237,7 @@ async def mark(db: Db, job: dict[str, Any], pace: Pace = UNPACED) -> int:
                     {"$set": {"revoked": True, "countedOut": live, **listed}})
                 marked += int(result.modified_count)
                 took = time.monotonic() - started
-                step.took(took)
+                step.took(step_seconds(result.raw_result, took))
                 # Nobody waits for these steps, every other tenant's query may wait behind
                 # one: rest as long as each took, so they never queue back to back.
                 await asyncio.sleep(took)
