@@ -156,9 +156,12 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     # Paper flat to one level is no camera's (`_FLAT_PAPER`): no photo framed on it.
     plain = bool(shown) or flat_paper is not None
     # An image the framed reading would read (no page's edges seen, no page shown upright):
-    # its lines first, the framed reading's own start (`framed.lines`).
+    # its lines first, the framed reading's own start (`framed.lines`). Upright corners along
+    # the frame's own border show no page (`rectify.along_frame`): the paper fills the frame,
+    # as in a photo framed on the page (a seed-73 `filled` leak was never read framed).
+    framing = corners is not None and rectify.along_frame(corners, full.size)
     lines = None
-    if not seen and not plain and not upright:
+    if not seen and not plain and (not upright or framing):
         lines = framed.lines(full)
     tilt = None if lines is None else framed.text_tilt(lines)
     # A page whose text's lines show a perspective the search cannot fold through is not

@@ -56,7 +56,8 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
     perspective: seconds spent for nothing). With the page's `corners`, a photo of a screen
     (`read_photo`); without them, or when corners in perspective read nothing and are no
     page's edges seen (`edges_seen`: a dense text block's outline can pass for a page's
-    corners), a photo framed on the page, its perspective read
+    corners), or upright ones lie along the frame's own border (`rectify.along_frame`: the
+    paper fills the frame), a photo framed on the page, its perspective read
     off the page's own lines (`render.forensic.framed`), unless the image is no camera's
     (`page_shown`: a served page shown upright, its strip across its bottom, or paper flat
     to one level). `lines`: `framed.lines(grey)`, when the caller has them."""
@@ -64,7 +65,9 @@ def readings(image: Image.Image, grey: Image.Image, corners: rectify.Corners | N
     if corners is not None:
         found = read_photo(image, grey, corners, plan, long_side)
         tilted = rectify.needs_rectifying(corners)
-        if found is not None or not tilted:
+        # Upright corners along the frame's own border are no page's outline: a photo framed
+        # on the page (its paper to every side) may still show a perspective its lines tell.
+        if found is not None or not (tilted or rectify.along_frame(corners, grey.size)):
             return found, found is not None
         if edges_seen(grey, corners):
             # The page's own edges: the perspective they gave is the page's, and the framed

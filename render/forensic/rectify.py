@@ -36,6 +36,12 @@ _MIN_AREA = 0.25  # of the frame: a smaller bright region is not a page shown la
 SMALL_PAGE_AREA = 0.12
 _MIN_SKEW = 0.01  # corners this near a similarity of a rectangle need no rectifying
 _MIDDLE = (0.2, 0.8)  # the share of each edge's span whose crossings fit the line
+# An outline whose every corner lies this near the frame's own (of its long side) is the
+# frame's border, not a page's edges: the paper reaches every side of the image, and the
+# edges were fitted to the few rows and columns whose border pixels are darker (a `filled`
+# photo of `bench.leakmark_untuned`, seed 73: 0.006 of its long side; docs/leak-tracing.md,
+# "A page whose outline is the frame").
+_FRAME_REACH = 0.02
 
 Floats = npt.NDArray[np.float64]
 Corners = list[tuple[float, float]]  # top-left, top-right, bottom-right, bottom-left
@@ -153,6 +159,14 @@ def needs_rectifying(corners: Corners) -> bool:
     left, right = np.linalg.norm(p[3] - p[0]), np.linalg.norm(p[2] - p[1])
     return bool(abs(top - bottom) > _MIN_SKEW * max(top, bottom)
                 or abs(left - right) > _MIN_SKEW * max(left, right))
+
+
+def along_frame(corners: Corners, size: tuple[int, int]) -> bool:
+    """Whether `corners` are the frame of an image of `size`, within _FRAME_REACH: the
+    paper fills the image, so no page edge, and no surround, is seen."""
+    width, height = size
+    frame = np.array([(0, 0), (width, 0), (width, height), (0, height)], float)
+    return bool(np.abs(np.array(corners) - frame).max() <= _FRAME_REACH * max(size))
 
 
 def rectify(grey: Image.Image, corners: Corners, width: int) -> Image.Image:
