@@ -21,7 +21,8 @@ Quiet is not enough where the work is long: the audit sequencer's catch-up over 
 read (10^6 entries: minutes of reads of 300 entries, each under 50 ms, with rests between) can
 pass both tests while every route still waits behind it. So a window is quiet only once the
 audit has caught up too: every source's last look (`<kind>.looked` in the lease's cursors)
-within CAUGHT_UP of the shape's clock, or no lease at all (no sequencer has run).
+within CAUGHT_UP of the shape's clock (an idle sequencer moves it once a minute), or no lease
+at all (no sequencer has run).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from vaultd.db import Db
+from vaultd.services.audit import quiet
 from vaultd.services.audit.lease import LEASE_ID
 from vaultd.services.audit.sequencer import LOOKED
 from vaultd.timefmt import utcnow
@@ -51,8 +53,9 @@ PROBE_SECONDS = 1.0
 PROBE_SLACK = 0.02
 PROBED, PROBE_ID = "accounts", "settle-probe"  # no such account: an index lookup, nothing read
 # A source's last look this near the clock: the audit reads what arrives (a round a merge
-# delay apart, its horizon `audit.late_arrival_seconds` behind), not a backlog.
-CAUGHT_UP = timedelta(seconds=30)
+# delay apart, its horizon `audit.late_arrival_seconds` behind), not a backlog. An idle
+# sequencer's quiet rounds save no cursors: its full round moves them once a FULL_EVERY.
+CAUGHT_UP = quiet.FULL_EVERY + timedelta(seconds=30)
 
 
 async def _operations(db: Db) -> int | None:
