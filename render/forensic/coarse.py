@@ -144,21 +144,33 @@ def folded_scores(darkness: npt.NDArray[np.float64], plan: Layout) -> Floats:
     corr = fft.irfft2(fft.rfft2(darkness) * _template_spectrum(plan, grid), (grid, grid))
     peak = corr.reshape(count, -1).argmax(axis=1)
     dy, dx = peak // grid, peak % grid
-    # Each chip's sum at every position (a cyclic box of per_chip cells a side), then the
-    # chips of the aligned tile picked out: the peak's offset, every per_chip cells.
-    box = darkness.copy()
-    for shift in range(1, per_chip):
-        box += np.roll(darkness, -shift, axis=1)
-    rows = box.copy()
-    for shift in range(1, per_chip):
-        box += np.roll(rows, -shift, axis=2)
-    steps = np.arange(0, grid, per_chip)
-    from_y = (dy[:, None] + steps[None, :]) % grid
-    from_x = (dx[:, None] + steps[None, :]) % grid
-    chip = box[np.arange(count)[:, None, None], from_y[:, :, None], from_x[:, None, :]].reshape(
-        count, -1)
+    chip = _chip_sums(darkness, dy, dx, per_chip).reshape(count, -1)
     chip -= chip.mean(axis=1, keepdims=True)
     chip /= np.maximum(chip.std(axis=1, keepdims=True), 1e-9)
     sync, signs = plan.sync_chips, 2.0 * plan.key_bits[plan.sync_chips] - 1.0
     result: Floats = chip[:, sync] @ signs / math.sqrt(len(sync))
     return result
+
+
+def _chip_sums(darkness: npt.NDArray[np.float64], dy: npt.NDArray[np.intp],
+               dx: npt.NDArray[np.intp], per_chip: int) -> npt.NDArray[np.float64]:
+    """Each tile's chip sums (count, chips, chips): the cyclic box of `per_chip` cells a side
+    from its offset (`dy`, `dx`), every `per_chip` cells. Only the chips of the aligned tile
+    are added up, not a box at every position (that was a third of a batch of 205 trials'
+    scoring, `sheared_scores`); the cells are added in the same order as that box was (down
+    each column first, then the columns across), so every sum is the same to the bit."""
+    count, grid = len(darkness), darkness.shape[1]
+    steps = np.arange(0, grid, per_chip)
+    cells = darkness.ravel()
+    first = (np.arange(count) * grid * grid)[:, None, None]
+    rows = [first + ((dy[:, None] + steps[None, :] + k) % grid)[:, :, None] * grid
+            for k in range(per_chip)]
+    columns = [((dx[:, None] + steps[None, :] + k) % grid)[:, None, :] for k in range(per_chip)]
+    total: npt.NDArray[np.float64] | None = None
+    for column in columns:
+        down = cells.take(rows[0] + column)
+        for row in rows[1:]:
+            down += cells.take(row + column)
+        total = down if total is None else total + down
+    assert total is not None
+    return total

@@ -159,11 +159,13 @@ def _read(flat: Image.Image, across: Floats, rows: float, plan: Layout,
     weighted: Points | None = None
     for aspect, shear in _candidates(points, scale, rows - turn, plan):
         folded = _folded(points, aspect, shear, scale)
-        found = scan.first_decoded([folded], plan)
-        if found is not None or scan.fold_score(folded, plan) < scan.SYNC_THRESHOLD:
-            if found is not None:
-                return found
+        # The sync score first: `first_decoded` passes no fold under it, so a fold of chance
+        # (an unmarked photo's, every one) is aligned and scored once, not twice.
+        if scan.fold_score(folded, plan) < scan.SYNC_THRESHOLD:
             continue
+        found = scan.first_decoded([folded], plan)
+        if found is not None:
+            return found
         if weighted is None:
             weighted = _upright(_points(flat, scale, sync.weighted_residual), turn)
         found = scan.first_decoded([_folded(weighted, aspect, shear, scale)], plan)
