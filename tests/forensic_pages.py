@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import random
 
 import pypdfium2 as pdfium
 from PIL import Image
 
 from bench import corpus
+from bench.leakmark import mark_page
 from bench.leakmark_attacks import SERVED_QUALITY, Page, jpeg, marked, photo_page, render_page
+from bench.leakmark_untuned import Camera, lit, photographed, saved, sensed
 
 
 @functools.cache
@@ -45,3 +48,17 @@ def marked_cover(mark_value: int, mark_layout: bytes | None = None,
 def photograph_page() -> Page:
     """`bench.leakmark_attacks.photo_page`: the generated photograph document's page 4."""
     return photo_page()
+
+
+@functools.cache
+def photographed_cover(camera: Camera, seed: int, render_id: int | None,
+                       box: tuple[int, int, int, int] | None = None) -> Image.Image:
+    """The text cover as served (marked with `render_id`; None: unmarked), photographed by
+    `camera`, lit, sensed, cropped to `box` (None: the whole frame) and saved, every draw from
+    `random.Random(seed)`: a leak of `bench.leakmark_untuned`, drawn by its own functions."""
+    page = text_cover()
+    served = jpeg(mark_page(page, render_id) if render_id is not None else page.image,
+                  SERVED_QUALITY)
+    rng = random.Random(seed)
+    photo = sensed(lit(photographed(served, camera, rng), rng), rng)
+    return saved(photo if box is None else photo.crop(box), rng)

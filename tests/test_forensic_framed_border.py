@@ -10,18 +10,15 @@ lies 0.6 % of its long side from the frame's corners."""
 
 from __future__ import annotations
 
-import functools
-import random
-
 import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark import LAYOUT, mark_page
+from bench.leakmark import LAYOUT
 from bench.leakmark_attacks import SERVED_QUALITY, jpeg
-from bench.leakmark_untuned import Camera, lit, photographed, saved, sensed
+from bench.leakmark_untuned import Camera
 from render.forensic import decode, rectify
-from tests.forensic_pages import text_cover
+from tests.forensic_pages import photographed_cover, text_cover
 
 pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 RENDER_ID = 0x2A5C_3E17_9B4
@@ -31,12 +28,8 @@ CAMERA = Camera(frame=(1934, 2579), focal=2864.903184409282, yaw=-0.158830185032
 SEED = 0
 
 
-@functools.cache
 def _leak(mark: bool) -> Image.Image:
-    page = text_cover()
-    served = jpeg(mark_page(page, RENDER_ID) if mark else page.image, SERVED_QUALITY)
-    rng = random.Random(SEED)
-    return saved(sensed(lit(photographed(served, CAMERA, rng), rng), rng), rng)
+    return photographed_cover(CAMERA, SEED, RENDER_ID if mark else None)
 
 
 def test_the_outline_of_a_photo_filled_with_the_page_is_the_frame() -> None:

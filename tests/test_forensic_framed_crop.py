@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import functools
 import math
-import random
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from bench.leakmark import LAYOUT, mark_page
-from bench.leakmark_attacks import SERVED_QUALITY, jpeg
-from bench.leakmark_untuned import Camera, lit, photographed, saved, sensed
+from bench.leakmark import LAYOUT
+from bench.leakmark_untuned import Camera
 from render.forensic import decode, framed, perspective, sync
 from render.forensic.layout import TILE
-from tests.forensic_pages import text_cover
+from tests.forensic_pages import photographed_cover
 
 pytestmark = pytest.mark.forensic  # leak tracing: in the whole suite, out of the fast loop
 RENDER_ID = 0x2A5C_3E17_9B4
@@ -34,12 +32,8 @@ BOX = (228, 406, 1866, 2434)  # the missed crop's box in the frame (left, top, r
 SEED = 40
 
 
-@functools.cache
 def _leak(mark: bool) -> Image.Image:
-    page = text_cover()
-    served = jpeg(mark_page(page, RENDER_ID) if mark else page.image, SERVED_QUALITY)
-    rng = random.Random(SEED)
-    return saved(sensed(lit(photographed(served, CAMERA, rng), rng), rng).crop(BOX), rng)
+    return photographed_cover(CAMERA, SEED, RENDER_ID if mark else None, BOX)
 
 
 @functools.cache
