@@ -1,9 +1,11 @@
 """Shared steps of the access log's numbering tests (`tests/test_access_log_action_numbers.py`,
-`tests/test_access_log_older_numbers.py`): a numbering round as the audit sequencer runs it,
+`tests/test_access_log_older_numbers.py`, `tests/test_access_log_numbers.py`,
+`tests/test_access_log_page_reads.py`): a numbering round as the audit sequencer runs it,
 the log as the database holds it, and every reader's pages end to end."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -19,10 +21,21 @@ ACCOUNT, ROOM = "acct-numbers", "room-numbers"
 LONG_AGO = datetime(2024, 1, 1).astimezone()
 
 
+async def now_past_the_last_write() -> datetime:
+    """Now, once the clock has left the millisecond of anything written before the call: the
+    database keeps milliseconds, so an entry of the horizon's own millisecond would lie at the
+    horizon, not before it, and a round would leave it to the next (the sequencer's horizon
+    trails its clock by `audit.late_arrival_seconds`; a test's does not). An entry written
+    after it lies at or after the horizon, as a new one must."""
+    await asyncio.sleep(0.002)
+    return utcnow()
+
+
 async def numbering_round(db: Db, horizon: datetime | None = None) -> int:
     """What the audit sequencer's round does for the log's new entries: the fence to the
-    horizon (now, unless given), then the numbers behind it."""
-    horizon = horizon or utcnow()
+    horizon (unless given, past every entry written before the call), then the numbers behind
+    it."""
+    horizon = horizon or await now_past_the_last_write()
     await log_fence.raise_horizon(db, "access_log", horizon)
     return await log_numbering.number_new_entries(db, horizon)
 
@@ -30,7 +43,7 @@ async def numbering_round(db: Db, horizon: datetime | None = None) -> int:
 async def number_everything_new(db: Db) -> None:
     """Rounds until every entry stamped before now has its numbers (a round reads a stretch
     sized from the last one's: one may find nothing in a quiet spell)."""
-    until = utcnow()
+    until = await now_past_the_last_write()
     while True:
         await numbering_round(db, until)
         state = await db.number_counters.find_one({"_id": numbered_log.HORIZON})

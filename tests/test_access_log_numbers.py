@@ -19,8 +19,9 @@ import pytest
 
 from tests import log_sizes, recorded_database
 from tests.db_reads import QueryRecorder, total_examined
+from tests.log_numbers import numbering_round
 from vaultd.db import Db
-from vaultd.services.common import access_log, feed, log_fence, log_numbering, numbered_log
+from vaultd.services.common import access_log, feed, log_numbering, numbered_log
 from vaultd.services.rooms import activity as room_activity
 from vaultd.timefmt import utcnow
 
@@ -39,14 +40,6 @@ async def write(db: Db, file_id: str, count: int) -> None:
     for _ in range(count):
         await access_log.record(db, ACCOUNT, file_id, "download", ip="203.0.113.5",
                                 room_id=ROOM)
-
-
-async def numbering_round(db: Db, horizon: datetime | None = None) -> int:
-    """What the audit sequencer's round does for the log's numbers: the fence to the horizon
-    (now, unless given), then the numbers behind it."""
-    horizon = horizon or utcnow()
-    await log_fence.raise_horizon(db, "access_log", horizon)
-    return await log_numbering.number_new_entries(db, horizon)
 
 
 async def in_order(db: Db, query: dict[str, Any]) -> list[Any]:

@@ -16,9 +16,10 @@ from typing import Any
 
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
+from tests.log_numbers import numbering_round
 from vaultd.db import Db
-from vaultd.services.common import access_log, log_fence, log_numbering
-from vaultd.timefmt import iso_utc, utcnow
+from vaultd.services.common import access_log
+from vaultd.timefmt import iso_utc
 
 recorder, db = (recorded_database.recorder_per_test,
                 recorded_database.db_per_test)  # this module's fixtures: a database per test
@@ -47,13 +48,6 @@ async def written_and_numbered(db: Db) -> str:
             await access_log.record(db, ACCOUNT, file_id, "download")
     assert await numbering_round(db) == WRITTEN
     return file_id
-
-
-async def numbering_round(db: Db) -> int:
-    """What the audit sequencer's round does for the log's numbers."""
-    horizon = utcnow()
-    await log_fence.raise_horizon(db, "access_log", horizon)
-    return await log_numbering.number_new_entries(db, horizon)
 
 
 async def newest_in_order(db: Db, file_id: str) -> list[Any]:
