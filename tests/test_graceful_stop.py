@@ -21,7 +21,7 @@ from tests.access_log import page_entries
 from tests.http_helpers import create_link, upload_ok
 from tests.vault_process import VaultProcess, assert_no_secrets_in_log
 from tests.waiting import wait_until
-from tests.webhook_receiver import running_receiver
+from tests.webhook_receiver import Reply, running_receiver
 from tests.webhook_subscriptions import FAST_RETRIES, subscribe
 
 pytestmark = pytest.mark.slow  # starts its own servers (see docs/testing.md)
@@ -149,22 +149,26 @@ def test_a_stop_under_load_answers_pages_in_flight_and_cuts_a_trickling_upload(
 
 
 def test_a_stop_sends_the_webhook_deliveries_due(tmp_path: Path) -> None:
-    # Polling once a minute, the event of an upload made after the first poll waits for the
-    # next one: only the stop's flush sends it before exit (it used to be left for the next
-    # start). Page views batched at the stop: tests/test_analytics_batching.py.
+    # Polling once a minute: an event's first attempt is rung at once (doorbell), but its retry,
+    # due half a second after the first attempt failed, waits for the next poll; only the stop's
+    # flush sends it before exit (it used to be left for the next start). Page views batched at
+    # the stop: tests/test_analytics_batching.py.
     env = {**FAST_RETRIES, "VAULTD_WEBHOOKS_POLL_SECONDS": "60", "VAULTD_RENDER_WORKERS": "1"}
     with running_receiver() as receiver:
+        receiver.reply = lambda n: Reply(status=503 if n == 0 else 200)
         server = VaultProcess(tmp_path / "data", env=env).start()
         try:
             _, key = server.new_account()
             with server.client(key) as api:
                 subscribe(api, receiver, ["file.uploaded"], server)
                 created = upload_ok(api, docs.pdf(pages=1))
-            assert receiver.of_type("file.uploaded") == []
+            receiver.wait_for(lambda seen: len(seen) == 1, timeout=10)  # refused with a 503
+            time.sleep(1.0)  # the retry is due, and no poll comes for a minute
+            assert len(receiver.received) == 1
             assert server.stop(signal.SIGINT) == 0
             delivered = receiver.of_type("file.uploaded")
-            assert [r.event["data"]["fileId"] for r in delivered] == [created["id"]]
-            assert delivered[0].verified
+            assert [r.event["data"]["fileId"] for r in delivered] == [created["id"]] * 2
+            assert delivered[1].verified
         finally:
             server.stop()
         assert_no_secrets_in_log(server)

@@ -73,3 +73,28 @@ async def test_a_loop_never_started_stops_at_once() -> None:
         raise AssertionError("not started: no round")
 
     assert await Periodic(never, interval=1).stop(flush_seconds=5) is True
+
+
+async def test_a_wake_runs_the_next_round_at_once_and_one_during_a_round_runs_another() -> None:
+    rounds: list[str] = []
+    inside = asyncio.Event()
+    go_on = asyncio.Event()
+
+    async def work() -> None:
+        rounds.append("round")
+        if len(rounds) == 2:  # the woken round: wake it again while it runs
+            inside.set()
+            await go_on.wait()
+
+    loop = Periodic(work, interval=3600)
+    loop.start()
+    await wait_until_async(lambda: rounds == ["round"], timeout=10, what="the first round")
+    loop.wake()  # an hour's wait, cut short
+    await asyncio.wait_for(inside.wait(), 5)
+    loop.wake()  # during the round: the next one runs right after it
+    go_on.set()
+    await wait_until_async(lambda: len(rounds) == 3, timeout=5, what="the round after the wake")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(rounds) == 3  # woken once, ran once: the hour's wait is back
+    assert await loop.stop(flush_seconds=5) is True

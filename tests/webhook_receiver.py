@@ -114,7 +114,9 @@ def running_receiver(port: int = 0) -> Iterator[Receiver]:
     receiver = Receiver()
     server = ThreadingHTTPServer(("127.0.0.1", port), _handler(receiver))
     receiver.port = int(server.server_address[1])
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next poll: a short poll ends each test sooner
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
     thread.start()
     try:
         yield receiver

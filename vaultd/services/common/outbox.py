@@ -10,7 +10,8 @@ message is dropped. See docs/webhooks-and-analytics.md. The body and `webhook-id
 here, so every retry sends the same bytes under the same id.
 
 Delivery (`services.webhooks.webhook_delivery`) claims a due message with a lease: one atomic
-update that only matches a message nobody holds, so one process at a time sends it.
+update that only matches a message nobody holds, so one process at a time sends it. A message
+made deliverable now rings this process's `doorbell`, so its deliverer need not wait a poll.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pymongo.errors import BulkWriteError
 
 from vaultd.db import Db
 from vaultd.records import AwaitedRecordDoc, OutboxDoc, OutboxState
+from vaultd.services.common import doorbell
 from vaultd.services.common.batches import delete_older
 from vaultd.timefmt import iso_utc, utcnow
 
@@ -97,6 +99,8 @@ async def emit(db: Db, account_id: str, event_type: str, data: Mapping[str, obje
         except BulkWriteError as error:  # only already-queued occurrences may collide
             if any(item.get("code") != DUPLICATE_KEY for item in error.details["writeErrors"]):
                 raise
+        if awaits is None:
+            doorbell.ring(db)
     return [message["_id"] for message in messages]
 
 
@@ -110,6 +114,7 @@ async def release(db: Db, message_ids: list[str], body: str | None = None) -> No
         await db.webhook_outbox.update_many(
             {"_id": {"$in": message_ids}, "state": "held"},
             {"$set": changes, "$unset": {"awaits": ""}})
+        doorbell.ring(db)
 
 
 async def discard(db: Db, message_ids: list[str]) -> None:

@@ -1,8 +1,8 @@
 """A round of background work run again and again in every vaultd process, until it stops.
 
 The webhook deliverer and the notification sender are such loops: a round, then a wait of
-`interval` seconds that a stop cuts short. A round must not raise (it logs what went wrong and
-the next one retries); being cancelled is how a stop ends one."""
+`interval` seconds that a stop or a `wake` cuts short. A round must not raise (it logs what
+went wrong and the next one retries); being cancelled is how a stop ends one."""
 
 from __future__ import annotations
 
@@ -35,6 +35,12 @@ class Periodic:
         self._round, self._interval, self._round_at_stop = round_, interval, round_at_stop
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        self._woken = asyncio.Event()
+
+    def wake(self) -> None:
+        """Run the next round now (at once if none is under way, else right after it): work
+        this process made due need not wait for the interval. Call on the loop's thread."""
+        self._woken.set()
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
@@ -45,6 +51,7 @@ class Periodic:
         if self._task is None:
             return True
         self._stopping.set()
+        self._woken.set()
         done, _ = await asyncio.wait({self._task}, timeout=max(flush_seconds, 0.0))
         with contextlib.suppress(Exception):  # a round logs its own failures
             await cancel_and_wait(self._task)
@@ -52,8 +59,9 @@ class Periodic:
 
     async def _run(self) -> None:
         while not self._stopping.is_set():
+            self._woken.clear()  # a wake during the round runs the next one at once
             await self._round()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self._interval)
+                await asyncio.wait_for(self._woken.wait(), self._interval)
         if self._round_at_stop:
             await self._round()

@@ -22,7 +22,7 @@ from standardwebhooks import Webhook
 from vaultd.crypto.keyring import KeyUnavailable, MasterKeyring
 from vaultd.db import Db
 from vaultd.records import WebhookEndpointDoc
-from vaultd.services.common import outbox
+from vaultd.services.common import doorbell, outbox
 from vaultd.services.common.outbox import Message
 from vaultd.services.common.periodic import Periodic
 from vaultd.services.webhooks import delivery_numbers, webhook_events
@@ -73,13 +73,16 @@ class Deliverer:
         self.owner = uuid.uuid4().hex
         self._next_sweep = 0.0
         self._loop = Periodic(self._round, config.poll_seconds, round_at_stop=True)
+        self._stop_listening: Callable[[], None] = lambda: None
 
     def start(self) -> None:
         self._loop.start()
+        self._stop_listening = doorbell.listen(self.db, self._loop.wake)
 
     async def stop(self, flush_seconds: float = 0.0) -> None:
         """Deliver what is due now (what the last requests queued), for up to `flush_seconds`,
         then stop. An attempt cut short keeps its lease: it is sent again once that runs out."""
+        self._stop_listening()
         if not await self._loop.stop(flush_seconds) and flush_seconds > 0:
             log.warning("webhook deliveries still under way at the stop: sent after restart")
 
