@@ -2,8 +2,9 @@
 expression, all in one fresh process (the suite's imports paid once, not once a selection),
 for the tests of the suite's selections (the fast loop, the tiers).
 
-`python -m tests.collect_only '<json: {"selections": [...], "modules": [...]}>'` prints
-`{selection: [module, ...]}`, each list in collection order."""
+`python -m tests.collect_only '<json: {"selections": [...], "modules": [...], "ids": false}>'`
+prints `{selection: [module, ...]}` (with `"ids": true`, the tests' node ids), each list in
+collection order."""
 
 from __future__ import annotations
 
@@ -19,8 +20,17 @@ from tests.zygote_base import ROOT
 def collected_modules(selections: list[str], *modules: str) -> dict[str, list[str]]:
     """For each marker expression of `selections`, the modules of `modules` it collects, in
     collection order."""
+    return _collected(selections, list(modules), ids=False)
+
+
+def collected_ids(marks: str, *modules: str) -> list[str]:
+    """The node ids (what pytest-xdist hands out) of the tests `marks` collects in `modules`."""
+    return _collected([marks], list(modules), ids=True)[marks]
+
+
+def _collected(selections: list[str], modules: list[str], ids: bool) -> dict[str, list[str]]:
     env = {name: value for name, value in base_env({}).items() if not name.startswith("PYTEST_")}
-    asked = json.dumps({"selections": selections, "modules": list(modules)})
+    asked = json.dumps({"selections": selections, "modules": modules, "ids": ids})
     run = subprocess.run([sys.executable, "-m", "tests.collect_only", asked], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -33,8 +43,10 @@ class _Collected:
 
     def __init__(self) -> None:
         self.modules: list[str] = []
+        self.ids: list[str] = []
 
     def pytest_collection_finish(self, session: Any) -> None:
+        self.ids = [item.nodeid for item in session.items]
         for item in session.items:
             module = item.nodeid.split("::")[0]
             if module not in self.modules:
@@ -52,7 +64,7 @@ def _main() -> None:
                               *asked["modules"]], plugins=[collected])
         if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             raise SystemExit(f"collection under -m {marks!r} failed: {status}")
-        found[marks] = collected.modules
+        found[marks] = collected.ids if asked["ids"] else collected.modules
     print(json.dumps(found))
 
 

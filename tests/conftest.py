@@ -39,12 +39,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # process): it belongs in the whole suite, and `-m "not slow"` (the fast loop) leaves it out.
     # A `long` module (tests/suite_tiers.py) is left out of CI's run, so out of the fast loop too.
     for item in items:
+        _own_id(item)
         if item.get_closest_marker("forensic") is not None:
             item.add_marker(pytest.mark.slow)
         if module_of(item.nodeid) in LONG:
             item.add_marker(pytest.mark.long)
             item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: start_rank(item.nodeid))  # stable: a module's tests keep order
+
+
+def _own_id(item: pytest.Item) -> None:
+    """Schemathesis names each route's test `name[GET /files]` but, on pytest 9, leaves its node
+    id without the route, so all 70 share one id; pytest-xdist hands tests out by id, and ran
+    one of the 70. The id takes the route, as a parametrized test's does."""
+    if isinstance(item, pytest.Function) and item.name != item.originalname \
+            and item.nodeid.endswith(f"::{item.originalname}"):
+        route = item.name.removeprefix(item.originalname)[1:-1]
+        item._id = item.parent.id.child(item.originalname).with_params(route)  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="session")

@@ -113,6 +113,7 @@ LONG: dict[str, str] = {
 
 HEAVIEST_FIRST: tuple[str, ...] = (
     "tests/test_trace_api.py",
+    "tests/test_openapi_contract.py",
     "tests/test_scale_delete_crash.py",
     "tests/test_trace_published_layout.py",
     "tests/test_first_hour.py",

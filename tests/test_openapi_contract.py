@@ -82,6 +82,7 @@ schema = schemathesis.openapi.from_path(DOCUMENT, config=CONFIG).exclude(
     path_regex="^/(healthz|console.*)?$")
 
 
+@pytest.mark.slow  # every route fuzzed, about 50 s: the whole suite's, not the fast loop's
 @schema.parametrize()
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))

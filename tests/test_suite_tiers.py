@@ -3,7 +3,8 @@
 long`, the fast loop's `not slow`); the costliest modules are collected first; every module the
 tiers name exists, and each long module's small sibling is in CI's run. The fast loop
 (`-m "not slow"`, "Markers"): a `forensic` module's tests count as slow, so the fast loop
-collects none of them and `-m "forensic and slow"` collects them alone."""
+collects none of them and `-m "forensic and slow"` collects them alone. Every test has an id of
+its own, which pytest-xdist needs to run it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from functools import cache
 
 import pytest
 
-from tests.collect_only import collected_modules
+from tests.collect_only import collected_ids, collected_modules
 from tests.suite_tiers import HEAVIEST_FIRST, LONG
 from tests.zygote_base import ROOT
 
@@ -59,3 +60,11 @@ def test_each_long_modules_small_siblings_run_in_ci() -> None:
     for module, why in LONG.items():
         siblings = [f"tests/{name}.py" for name in re.findall(r"test_\w+", why.split("small:")[-1])]
         assert [one for one in siblings if one in LONG or not (ROOT / one).is_file()] == [], module
+
+
+def test_each_route_s_contract_test_has_an_id_of_its_own() -> None:
+    # pytest-xdist hands tests out by node id: 70 tests under one id ran as one (tests/conftest.py)
+    ids = collected_ids("not long", "tests/test_openapi_contract.py")
+    routes = [one for one in ids if "::test_the_api_honours_its_contract[" in one]
+    assert len(routes) >= 70 and len(set(ids)) == len(ids)
+    assert "tests/test_openapi_contract.py::test_the_api_honours_its_contract[GET /files]" in ids
