@@ -22,9 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tests.inprocess_logs import ServerLog, thread_name
+from tests.service_calls import ServiceCalls
 from tests.vault_process import (
     VaultProcess,
     assert_no_secrets_in_log,
@@ -48,7 +49,13 @@ class InProcessVault(VaultProcess):
     _stop: asyncio.Event | None = field(default=None, repr=False)
     _failure: BaseException | None = field(default=None, repr=False)
     _log: ServerLog | None = field(default=None, repr=False)
+    _service_calls: ServiceCalls = field(default_factory=ServiceCalls, repr=False)
     running: ClassVar[list[InProcessVault]] = []
+
+    def run_service(self, coro_factory: Any) -> Any:
+        """On a client kept open while this vaultd runs (`tests.service_calls`): no test of an
+        in-process vaultd stops or cuts its database, and nearly every test makes an account."""
+        return self._service_calls.run(*self.database_address(), coro_factory)
 
     def start(self, timeout: float = 60.0) -> InProcessVault:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -103,6 +110,7 @@ class InProcessVault(VaultProcess):
     def stop(self, sig: int = 0, timeout: float = 30.0) -> int:
         """Stop as on SIGTERM (gracefully); 0 when the app stopped cleanly. A signal other than
         SIGTERM is not emulated: such a test needs a real process."""
+        self._service_calls.close()  # before its database may go with it
         thread, loop, stop = self._thread, self._loop, self._stop
         InProcessVault.running = [other for other in InProcessVault.running if other is not self]
         if thread is None:

@@ -4,8 +4,8 @@ event loop's, named `vaultd-<port>`, and its executor's, `vaultd-<port>_<n>`): e
 vaultd's level and written to its log file alone, through its redacting formatter. A record of
 another thread but the test's main one (a library's own thread) cannot be told apart: it goes to
 every running vaultd's log, so the check for secrets at each one's end sees it. The test's own
-records (its main thread's) see the levels and handlers they would without them (pytest's
-capture and `caplog` included).
+records (its main thread's, and its service calls' thread: `tests.service_calls`) see the
+levels and handlers they would without them (pytest's capture and `caplog` included).
 
 `logging` has one tree of loggers per process, so the split is made where a record is decided
 and handed on: `Logger.isEnabledFor` and `Logger.callHandlers`, replaced while a vaultd runs and
@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tests.service_calls import SERVICE_THREAD
 from vaultd.logs import RedactingFormatter
 
 # Test-side libraries that log from the test's own worker threads (its HTTP clients).
@@ -80,13 +81,13 @@ class _Routing:
         owners = self._owners
 
         def is_enabled_for(logger: logging.Logger, wanted: int) -> bool:
-            if threading.get_ident() == main:
+            if threading.get_ident() == main or threading.current_thread().name == SERVICE_THREAD:
                 return enabled(logger, wanted)
             logs = owners(threading.current_thread().name)
             return not logger.disabled and any(wanted >= log.level for log in logs)
 
         def hand_on(logger: logging.Logger, record: logging.LogRecord) -> None:
-            if record.thread == main:
+            if record.thread == main or record.threadName == SERVICE_THREAD:
                 call_handlers(logger, record)
             elif not record.name.startswith(TEST_SIDE_LOGGERS):
                 for log in owners(record.threadName or ""):

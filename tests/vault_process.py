@@ -121,13 +121,20 @@ class VaultProcess:
 
     # --- fast setup straight through the services, against the same database ------------------
 
-    def run_service(self, coro_factory: Any) -> Any:
-        from vaultd.db import connect
+    def database_address(self) -> tuple[str, str]:
+        """(URI, database name) of this vaultd's database."""
         from vaultd.embedded_db import running_address
 
         uri = self.env.get("VAULTD_MONGODB_URI") or running_address(self.data_dir / "db")
         assert uri, "vaultd's embedded database is not running"
-        name = self.env.get("VAULTD_MONGODB_DATABASE", "vaultd")
+        return uri, self.env.get("VAULTD_MONGODB_DATABASE", "vaultd")
+
+    def run_service(self, coro_factory: Any) -> Any:
+        """Run `coro_factory(db)` on a client of its own: a test of this process may stop,
+        kill or cut its database between calls."""
+        from vaultd.db import connect
+
+        uri, name = self.database_address()
 
         async def main() -> Any:
             db = connect(uri, name, TEST_CONNECT_TIMEOUT_MS)
