@@ -11,6 +11,7 @@ start first (tests/suite_tiers.py), and the fast loop's Hypothesis profile draws
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -20,7 +21,7 @@ from tests import hypothesis_profiles  # noqa: F401 - registers the fast loop's 
 from tests.blob_helpers import encrypt, pattern
 from tests.inprocess import inprocess_vault
 from tests.mail_server import MailServer
-from tests.suite_tiers import LONG, module_of, start_rank
+from tests.suite_tiers import LONG, SLOW_ONLY, deselects_slow_only, module_of, start_rank
 from tests.tls_context import share_default_context
 from tests.vault_process import VaultProcess
 from tests.worker_database import WORKER_DATABASE
@@ -31,6 +32,14 @@ if TYPE_CHECKING:
     from tests.moto_server import MotoServer
 
 share_default_context()  # one TLS context per process for the tests' httpx clients
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # A module of `SLOW_ONLY` is not even imported by a run that would deselect all its tests.
+    module = collection_path.relative_to(config.rootpath).as_posix()
+    if module in SLOW_ONLY and deselects_slow_only(config.option.markexpr):
+        return True
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers

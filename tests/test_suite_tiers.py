@@ -4,7 +4,8 @@ long`, the fast loop's `not slow`); the costliest modules are collected first; e
 tiers name exists, and each long module's small sibling is in CI's run. The fast loop
 (`-m "not slow"`, "Markers"): a `forensic` module's tests count as slow, so the fast loop
 collects none of them and `-m "forensic and slow"` collects them alone. Every test has an id of
-its own, which pytest-xdist needs to run it."""
+its own, which pytest-xdist needs to run it; a module of slow tests only that is costly to
+collect (`SLOW_ONLY`) is collected only by a selection that keeps its tests."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ from functools import cache
 
 import pytest
 
-from tests.collect_only import collected_ids, collected_modules
-from tests.suite_tiers import HEAVIEST_FIRST, LONG
+from tests.collect_only import collected_ids, collected_modules, imported_files
+from tests.suite_tiers import HEAVIEST_FIRST, LONG, SLOW_ONLY, deselects_slow_only
 from tests.zygote_base import ROOT
 
 LONG_ONE = "tests/test_bench_settle.py"
 HEAVY = "tests/test_webhooks_durability.py"  # in HEAVIEST_FIRST, after test_keyring.py by name
 PLAIN = "tests/test_keyring.py"
 FORENSIC = "tests/test_forensic_codes.py"  # marked forensic, and nothing else
+FUZZING = "tests/test_openapi_fuzzing.py"  # SLOW_ONLY
 SELECTIONS = ["not long", "long", "not slow", "forensic and slow"]
 
 pytestmark = pytest.mark.slow  # pytest collections in a process of their own: seconds
@@ -64,7 +66,19 @@ def test_each_long_modules_small_siblings_run_in_ci() -> None:
 
 def test_each_route_s_contract_test_has_an_id_of_its_own() -> None:
     # pytest-xdist hands tests out by node id: 70 tests under one id ran as one (tests/conftest.py)
-    ids = collected_ids("not long", "tests/test_openapi_contract.py")
-    routes = [one for one in ids if "::test_the_api_honours_its_contract[" in one]
-    assert len(routes) >= 70 and len(set(ids)) == len(ids)
-    assert "tests/test_openapi_contract.py::test_the_api_honours_its_contract[GET /files]" in ids
+    ids = collected_ids("not long", FUZZING)
+    assert len(ids) >= 70 and len(set(ids)) == len(ids)
+    assert f"{FUZZING}::test_the_api_honours_its_contract[GET /files]" in ids
+
+
+def test_a_slow_only_module_is_collected_only_where_its_tests_are_selected() -> None:
+    fast_loop = imported_files("not slow", "tests")
+    ci = imported_files("not long and not alone", "tests")
+    assert FORENSIC in fast_loop  # a slow module is collected, then deselected
+    for module in SLOW_ONLY:
+        assert module not in fast_loop and module in ci
+        # every test of it is slow: a selection that keeps slow tests keeps all of its tests
+        assert collected_ids("slow", module) == collected_ids("slow or not slow", module)
+    assert [deselects_slow_only(marks) for marks in (
+        "not slow", "forensic", "not long and not alone", "slow", "", "not (slow or long)")] == [
+        True, True, False, False, False, True]
