@@ -4,9 +4,10 @@ process), a fresh account and key per test, and a check that no secret reached t
 the session's Azurite and moto server for the modules that use them; the worker's shared
 database server (`tests.worker_database`) emptied after each module and stopped at the end;
 one TLS context per process for the tests' httpx clients (`tests.tls_context`).
-The `forensic` and `long` modules count as `slow` (out of the fast loop), the costliest modules
-start first (tests/suite_tiers.py), and the fast loop's Hypothesis profile draws fewer examples
-(docs/testing.md, "The fast loop")."""
+The `forensic` and `long` modules count as `slow` (out of the fast loop), a module of slow tests
+costly to collect is not collected where they would all be deselected, every test has a node id
+of its own, the costliest modules start first (tests/suite_tiers.py), and the fast loop's
+Hypothesis profile draws fewer examples (docs/testing.md, "The fast loop")."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ share_default_context()  # one TLS context per process for the tests' httpx clie
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     # A module of `SLOW_ONLY` is not even imported by a run that would deselect all its tests.
+    if not collection_path.is_relative_to(config.rootpath):
+        return None
     module = collection_path.relative_to(config.rootpath).as_posix()
     if module in SLOW_ONLY and deselects_slow_only(config.option.markexpr):
         return True

@@ -140,7 +140,8 @@ SLOW_ONLY: dict[str, str] = {
 
 def deselects_slow_only(marks: str) -> bool:
     """Whether `-m marks` deselects a test whose only marker is `slow`. False where it cannot
-    tell (no expression, or one pytest's parser, a private one, no longer reads): collected."""
+    tell (no expression, or pytest's expression parser, a private module, gone or refusing it):
+    the module is then collected, as any other."""
     if not marks:
         return False
     try:
