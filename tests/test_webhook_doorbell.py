@@ -36,3 +36,19 @@ def test_an_upload_s_event_is_sent_at_once_and_its_retry_waits_for_the_poll(
             assert sent[0].verified
             time.sleep(1.5)  # the retry (0.5 s) is due by now, and no ring announces it
             assert len(receiver.received) == 1
+
+
+def test_an_endpoint_s_test_event_is_sent_at_once(tmp_path: Path) -> None:
+    with running_receiver() as receiver, inprocess_vault(tmp_path / "data", **MINUTE_POLL) as vault:
+        _, key = vault.new_account(plan="business")
+        with vault.client(key) as api:
+            endpoint = subscribe(api, receiver, ["file.uploaded"], vault)
+            upload_ok(api, docs.pdf(pages=1))  # its round done, the loop waits a minute
+            receiver.wait_for(lambda seen: len(seen) == 1, timeout=10)
+            time.sleep(0.5)
+            started = time.monotonic()
+            sent = api.post(f"/webhooks/{endpoint['id']}/test")
+            assert sent.status_code == 202, sent.text
+            seen = receiver.wait_for(lambda seen: len(seen) == 2, timeout=10)
+            assert time.monotonic() - started < 5  # not a minute: the ring sent it
+            assert seen[1].event["type"] == "webhook.test" and seen[1].verified

@@ -18,6 +18,7 @@ from vaultd.db import Db
 from vaultd.errors import TooManyRequests
 from vaultd.records import OutboxDoc
 from vaultd.services.accounts.accounts import Account
+from vaultd.services.common import doorbell
 from vaultd.services.common.outbox import NEVER_LEASED, event_body
 from vaultd.services.members.callers import require_caller
 from vaultd.services.members.roles import Permission
@@ -55,4 +56,5 @@ async def send_test_event(db: Db, account: Account, endpoint_id: str) -> TestEve
         await db.webhook_outbox.insert_one(message)
     except DuplicateKeyError:
         raise TooManyRequests(TOO_MANY_TESTS, retry_after=TEST_WINDOW_SECONDS) from None
+    doorbell.ring(db)  # sent at once, not at the next poll
     return {"messageId": message_id, "type": TEST_EVENT}
