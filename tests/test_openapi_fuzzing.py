@@ -32,7 +32,8 @@ def contract_key(vault: VaultProcess) -> str:
 schemathesis.serializer.alias(["application/pdf", "image/jpeg", "image/png", *OFFICE_TYPES],
                               "application/octet-stream")
 
-# Loaded from the repository file at import time (the served copy is checked equal above);
+# Loaded from the repository file at import time (test_openapi_contract.py checks the served
+# copy equal to it);
 # requests go to the live server through `base_url`.
 # The root's index and health check live outside /v1 (tests/test_first_hour.py covers them).
 # A body that breaks the schema may also be over an endpoint's documented size limit: refusing it
