@@ -49,6 +49,8 @@ def test_an_endpoint_s_test_event_is_sent_at_once(tmp_path: Path) -> None:
             started = time.monotonic()
             sent = api.post(f"/webhooks/{endpoint['id']}/test")
             assert sent.status_code == 202, sent.text
+            assert sent.json()["type"] == "webhook.test"
+            assert sent.json()["messageId"].startswith("msg_")
             seen = receiver.wait_for(lambda seen: len(seen) == 2, timeout=10)
             assert time.monotonic() - started < 5  # not a minute: the ring sent it
             assert seen[1].event["type"] == "webhook.test" and seen[1].verified
