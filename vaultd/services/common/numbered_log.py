@@ -23,6 +23,11 @@ then three parts, newest first, each in the log's order:
    there; once a read finds a page of them, the old parts are read by windows again
    (`OLD_ENTRIES`), so that no read walks a tool's import whole but that one.
 
+A first page that reaches the scope's first number (a scope of no more numbered entries than
+the page, as most files' and rooms' are) reads parts 2 and 3 together, as one range of time
+from the horizon back: the numbered entries are the range's newest, and there are no more of
+them than a page, so the range costs what the two reads would, in one round trip.
+
 A scope read with `action` is that action's entries in it, numbered per (scope, action) by the
 same rounds and walk (`fileActionSeq`...: `ACTION_SCOPES`), and read the same way on indexes of
 (scope, action, number) and (scope, action, at).
@@ -147,6 +152,13 @@ async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, old
     out: list[Any] = []
     if below is None or below[0] >= horizon:
         out += await by_time(log, query, wanted, below, max(horizon, oldest))
+    whole_old = older_walk_done(state) and OLD_ENTRIES not in state
+    if (len(out) < wanted and below is None and counter is not None and whole_old
+            and oldest < edge < horizon and top - floor + 1 <= wanted - len(out)):
+        # The page reaches past the scope's first number: its numbered part (no more entries
+        # than a page) and its old part (expected empty) in one range of time, one round trip
+        # where two were. What the range holds is what the two reads would hold.
+        return out + await _small_scope(db, log, query, wanted - len(out), edge, horizon, oldest)
     if len(out) < wanted and edge < horizon and (below is None or below[0] >= edge):
         inside = below if below is not None and below[0] < horizon else None
         upper = (top if inside is None
@@ -167,13 +179,27 @@ async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, old
     # older entries), every scope's old part is read by windows sized by what they find.
     if len(out) < wanted and oldest < edge:
         old_edge = min(below, (edge, "")) if below is not None else (edge, "")
-        whole, left = older_walk_done(state) and OLD_ENTRIES not in state, wanted - len(out)
-        old = await by_time(log, query, left, old_edge, oldest, whole=whole)
-        if whole and len(old) >= left:
+        left = wanted - len(out)
+        old = await by_time(log, query, left, old_edge, oldest, whole=whole_old)
+        if whole_old and len(old) >= left:
             await db.number_counters.update_one({"_id": HORIZON, OLD_ENTRIES: {"$exists": False}},
                                                 {"$set": {OLD_ENTRIES: utcnow()}})
         out += old
     return out[:wanted]
+
+
+async def _small_scope(db: Db, log: AsyncCollection[Any], query: dict[str, Any], count: int,
+                       edge: datetime, horizon: datetime, oldest: datetime) -> list[Any]:
+    """Up to `count` entries of the scope from the horizon back to `oldest`, newest first, in
+    one range: those from `edge` on are its numbered ones, those before it its old part. The
+    old part filling what the numbered ones left of the page is a tool's import, marked as
+    the old part's own read marks it (`OLD_ENTRIES`)."""
+    docs = await by_time(log, query, count, (horizon, ""), oldest, whole=True)
+    old = sum(1 for doc in docs if doc["at"] < edge)
+    if old and old >= count - (len(docs) - old):
+        await db.number_counters.update_one({"_id": HORIZON, OLD_ENTRIES: {"$exists": False}},
+                                            {"$set": {OLD_ENTRIES: utcnow()}})
+    return docs
 
 
 async def by_time(log: AsyncCollection[Any], query: dict[str, Any], count: int,
