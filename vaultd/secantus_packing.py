@@ -60,6 +60,12 @@ def _plain(fmt: Any) -> bool:
 
 def pack(fmt: str, *values: Any) -> Any:
     """`packing.pack(fmt, *values)`."""
+    if fmt == "SSq" and len(values) == 3:  # a document's key, one per document fetched
+        database, collection, record = values
+        if type(database) is str and type(collection) is str:
+            return ((_S_PACKED.get(database) or _packed_string(database))
+                    + (_S_PACKED.get(collection) or _packed_string(collection))
+                    + _pack_int(record))
     if not _plain(fmt) or len(values) != len(fmt):
         return _ORIGINAL_PACK(fmt, *values)
     parts: list[bytes] = []
@@ -93,11 +99,11 @@ def _packed_string(value: str) -> bytes:
 
 def unpack(fmt: str, data: Any) -> Any:
     """`packing.unpack(fmt, data)`."""
-    if not _plain(fmt) or type(data) is not bytes:
+    if type(data) is not bytes or not _plain(fmt):
         return _ORIGINAL_UNPACK(fmt, data)
+    if fmt == "u":  # a document's value, an index entry's: the bytes themselves
+        return [data]
     try:
-        if fmt == "u":  # a document's value, an index entry's: the bytes themselves
-            return [data]
         if fmt == "SSSu":  # an index entry's key, one a document an index scan walks
             return _index_key(data)
         return _unpacked(fmt, data)
