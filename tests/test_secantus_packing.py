@@ -102,3 +102,13 @@ def test_the_database_vaultd_starts_packs_with_it() -> None:
     ran = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
                          timeout=60)
     assert ran.stdout.strip() == "installed", ran.stderr
+
+
+def test_a_binding_that_looks_its_packing_up_elsewhere_is_left_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A later binding whose cursors do not find `pack` and `unpack` where this one's do: the
+    database starts with the binding's own packing rather than failing to start."""
+    elsewhere: dict[str, Any] = {"Cursor": object()}
+    monkeypatch.setattr(secantus_packing, "_CURSOR_NAMES", elsewhere)
+    assert secantus_packing.install() is False
+    assert elsewhere == {"Cursor": elsewhere["Cursor"]}

@@ -27,13 +27,17 @@ from collections.abc import Callable
 from typing import Any
 
 import wiredtiger
+import wiredtiger.packing
 from wiredtiger import intpacking
 
 # Where the binding's cursors look their packing functions up (its `swig_wiredtiger` module,
 # imported by the package under its own name: `wiredtiger.packing` would be a second copy).
+# A binding that looks them up elsewhere is left as it is (`install`), never broken: the
+# package's own copy (`wiredtiger.packing`) is then the oracle only so that this module imports.
 _CURSOR_NAMES: dict[str, Any] = wiredtiger.Cursor.set_key.__globals__
-_ORIGINAL_PACK: Callable[..., Any] = _CURSOR_NAMES["pack"]
-_ORIGINAL_UNPACK: Callable[[str, Any], Any] = _CURSOR_NAMES["unpack"]
+_ORIGINAL_PACK: Callable[..., Any] = _CURSOR_NAMES.get("pack") or wiredtiger.packing.pack
+_ORIGINAL_UNPACK: Callable[[str, Any], Any] = (_CURSOR_NAMES.get("unpack")
+                                               or wiredtiger.packing.unpack)
 _CODES = frozenset("Squ")
 _PLAIN: dict[str, bool] = {}  # a format -> whether it is made of _CODES alone
 _S_PACKED: dict[str, bytes] = {}  # short `S` values packed (`_packed_string`)
@@ -171,10 +175,14 @@ def _int_at(data: bytes, place: int) -> tuple[int, int]:
     return _AFTER_2BYTE + int.from_bytes(data[place + 1:end], "big"), end
 
 
-def install() -> None:
-    """The binding's cursors pack and unpack with these."""
+def install() -> bool:
+    """The binding's cursors pack and unpack with these; False (nothing changed) where the
+    binding does not look its packing functions up where this one does."""
+    if not {"pack", "unpack"} <= _CURSOR_NAMES.keys():
+        return False
     _CURSOR_NAMES["pack"] = pack
     _CURSOR_NAMES["unpack"] = unpack
+    return True
 
 
 def original() -> tuple[Callable[..., Any], Callable[[str, Any], Any]]:
