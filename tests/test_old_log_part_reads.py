@@ -24,23 +24,28 @@ from vaultd.timefmt import utcnow
 recorder, db = (recorded_database.recorder_per_test,
                 recorded_database.db_per_test)  # this module's fixtures: a database per test
 
-ACCOUNT, FILE = "acct-old-part", "file-old-part"
+ACCOUNT, FILE, OTHER = "acct-old-part", "file-old-part", "acct-other-part"
 IMPORTED = 1500  # a tool's import: one entry a minute, going back a day from the numbers
 PER_PAGE = 50
 
 
-async def _walked_and_numbered(db: Db) -> dict[str, Any]:
+async def _walked_and_numbered(db: Db, also: str | None = None) -> dict[str, Any]:
     """The rounds started and the older entries' walk done, then the account's upload entry
-    numbered, as a running vaultd leaves its log. That entry."""
+    numbered (and `also`'s, another account's), as a running vaultd leaves its log. The
+    account's entry."""
+    accounts = [ACCOUNT] if also is None else [ACCOUNT, also]
+
     async def round_done() -> bool:
         horizon = utcnow()
         await log_fence.raise_horizon(db, "access_log", horizon)
         await older_log_numbering.number_log(db, horizon)
         state: Any = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
-        entry = await db.access_log.find_one({"accountId": ACCOUNT})
-        return older_log_numbering.done(state) and entry is not None and "accountSeq" in entry
+        entries = [await db.access_log.find_one({"accountId": account}) for account in accounts]
+        return older_log_numbering.done(state) and all(
+            entry is not None and "accountSeq" in entry for entry in entries)
 
-    await access_log.record(db, ACCOUNT, FILE, "upload")
+    for account in accounts:
+        await access_log.record(db, account, f"{FILE}-{account}" if also else FILE, "upload")
     assert await wait_until_async(round_done, timeout=30, what="the walk done, the upload numbered")
     entry: Any = await db.raw(db.access_log.name).find_one({"accountId": ACCOUNT})
     return dict(entry)
@@ -77,8 +82,7 @@ async def test_a_tools_import_below_the_numbers_is_walked_whole_once_then_by_win
     # together: no more numbered entries than a page) found a page there: that read walked the
     # import whole (the only one that does), and the log is marked.
     assert max(walked) == IMPORTED + 1, walked
-    state: Any = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
-    assert numbered_log.OLD_ENTRIES in state
+    assert numbered_log.OLD_ENTRIES in await _counter(db, ACCOUNT)
 
     read, after, most = [entry["_id"] for entry in first.entries], first.next, []
     for _ in range(6):
@@ -107,5 +111,37 @@ async def test_an_old_entry_or_two_leave_the_one_range_read(
         assert [entry["_id"] for entry in page.entries] == [upload["_id"], stray["_id"]]
         # the tail, then the upload's number and back to EPOCH in one range
         assert len(walked) == 2, walked
-    state: Any = await db.number_counters.find_one({"_id": numbered_log.HORIZON})
-    assert numbered_log.OLD_ENTRIES not in state
+    assert numbered_log.OLD_ENTRIES not in await _counter(db, ACCOUNT)
+
+
+async def test_the_mark_is_the_scopes_and_lifts_once_the_import_is_gone(
+        db: Db, recorder: QueryRecorder) -> None:
+    upload = await _walked_and_numbered(db, also=OTHER)
+    imported = await _import_older(db, upload["at"])
+    await _page(db, recorder, None)  # walks the import once and marks the account's log
+    assert numbered_log.OLD_ENTRIES in await _counter(db, ACCOUNT)
+
+    # Another account's log keeps its one range below its numbers.
+    with recorder.recorded() as queries:
+        other = await feed.log_page(db, OTHER, per_page=PER_PAGE)
+    assert [entry["action"] for entry in other.entries] == ["upload"]
+    assert [query.collection for query in queries
+            if query.collection == db.access_log.name] == [db.access_log.name] * 2
+    assert numbered_log.OLD_ENTRIES not in await _counter(db, OTHER)
+
+    # The import deleted: the marked log's next first page finds its old part empty by
+    # windows, and lifts the mark; the page after reads one range below the numbers again.
+    await db.raw(db.access_log.name).delete_many({"_id": {"$in": [doc["_id"] for doc in imported]}})
+    page, walked = await _page(db, recorder, None)
+    assert [entry["_id"] for entry in page.entries] == [upload["_id"]]
+    assert len(walked) > 2, walked  # windows growing back to EPOCH, finding nothing
+    assert numbered_log.OLD_ENTRIES not in await _counter(db, ACCOUNT)
+    page, walked = await _page(db, recorder, None)
+    assert [entry["_id"] for entry in page.entries] == [upload["_id"]]
+    assert len(walked) == 2, walked
+
+
+async def _counter(db: Db, account: str) -> dict[str, Any]:
+    """The account log's counter (`{}`: none)."""
+    found: Any = await db.number_counters.find_one({"_id": numbered_log.ACCOUNT.counter(account)})
+    return dict(found or {})

@@ -77,8 +77,9 @@ class NumberCounterDoc(TypedDict):
     actionsFrom: NotRequired[datetime]
     back: NotRequired[datetime]
     backMs: NotRequired[float]
-    # "access_log:horizon": when a read first found a page of entries below a scope's numbers
-    # once the walk was done (a tool's, with older times): old parts are read by windows since.
+    # On a scope: when a read first found a page of entries below its numbers once the walk
+    # was done (a tool's, with older times): its old part is read by windows until a read
+    # finds it empty. (On "access_log:horizon", the whole log's, from earlier versions: unread.)
     oldEntriesAt: NotRequired[datetime]
 
 

@@ -20,8 +20,10 @@ then three parts, newest first, each in the log's order:
    (the counter's `older` says how many: the scope's numbers reach `1 - older`) and lowers
    `since` to the oldest it numbered, so once it is done the old part holds nothing and is
    read in one range. An entry inserted later with an older time, by a tool, is still read
-   there; once a read finds a page of them, the old parts are read by windows again
-   (`OLD_ENTRIES`), so that no read walks a tool's import whole but that one.
+   there; once a read finds a page of them, that scope's old part is read by windows
+   (`OLD_ENTRIES`, on its counter), so that no read walks a tool's import whole but that one,
+   until a read of its whole old part by windows finds nothing (the import deleted): the mark
+   is then lifted. Other scopes keep their one range.
 
 A first page that reaches the scope's first number (a scope of no more numbered entries than
 the page, as most files' and rooms' are) reads parts 2 and 3 together, as one range of time
@@ -55,8 +57,9 @@ from vaultd.services.common.numbered import EPOCH, newest_numbered
 from vaultd.timefmt import utcnow
 
 HORIZON = "access_log:horizon"  # number_counters: every entry stamped before it is numbered
-# On HORIZON: when a read first found a page of entries below a scope's numbers after the
-# older entries' walk was done (written since by a tool, with older times).
+# On a scope's counter: when a read first found a page of entries below the scope's numbers
+# after the older entries' walk was done (written since by a tool, with older times). (Earlier
+# versions marked the whole log, on HORIZON: that mark is no longer read.)
 OLD_ENTRIES = "oldEntriesAt"
 CLOCK_SLACK = timedelta(minutes=1)  # entries stamped by a clock ahead of this process's
 # The tail's first window: what lies between the horizon and now plus the slack, at once, when
@@ -141,6 +144,9 @@ async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, old
     found = {doc["_id"]: doc async for doc in
              db.number_counters.find({"_id": {"$in": [HORIZON, key]}})}
     state, counter = found.get(HORIZON), found.get(key)
+    marked = counter is not None and OLD_ENTRIES in counter
+    if counter is not None and counter.keys() <= {"_id", OLD_ENTRIES}:
+        counter = None  # written for the mark alone: the scope has nothing numbered
     edge = numbered_from(state, counter)
     if state is None or edge is None:
         return None
@@ -152,13 +158,14 @@ async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, old
     out: list[Any] = []
     if below is None or below[0] >= horizon:
         out += await by_time(log, query, wanted, below, max(horizon, oldest))
-    whole_old = older_walk_done(state) and OLD_ENTRIES not in state
+    whole_old = older_walk_done(state) and not marked
     if (len(out) < wanted and below is None and counter is not None and whole_old
             and oldest < edge < horizon and top - floor + 1 <= wanted - len(out)):
         # The page reaches past the scope's first number: its numbered part (no more entries
         # than a page) and its old part (expected empty) in one range of time, one round trip
         # where two were. What the range holds is what the two reads would hold.
-        return out + await _small_scope(db, log, query, wanted - len(out), edge, horizon, oldest)
+        return out + await _small_scope(db, log, query, wanted - len(out), edge, horizon, oldest,
+                                        key)
     if len(out) < wanted and edge < horizon and (below is None or below[0] >= edge):
         inside = below if below is not None and below[0] < horizon else None
         upper = (top if inside is None
@@ -176,29 +183,38 @@ async def newest_entries(db: Db, scope: LogScope, value: str, *, count: int, old
     # log: one range of it, rather than windows growing back to `oldest` (the account's log
     # goes back to EPOCH: eight round trips to find nothing, most of an empty log's read).
     # SecantusDB walks a range whole, so once a read finds a page there (a tool's import of
-    # older entries), every scope's old part is read by windows sized by what they find.
+    # older entries), the scope is marked and its old part read by windows sized by what they
+    # find, until a read of the whole old part finds it empty again (the import deleted).
     if len(out) < wanted and oldest < edge:
         old_edge = min(below, (edge, "")) if below is not None else (edge, "")
         left = wanted - len(out)
         old = await by_time(log, query, left, old_edge, oldest, whole=whole_old)
         if whole_old and len(old) >= left:
-            await db.number_counters.update_one({"_id": HORIZON, OLD_ENTRIES: {"$exists": False}},
-                                                {"$set": {OLD_ENTRIES: utcnow()}})
+            await _mark(db, key)
+        elif marked and not old and old_edge == (edge, ""):
+            await db.number_counters.update_one({"_id": key}, {"$unset": {OLD_ENTRIES: ""}})
         out += old
     return out[:wanted]
 
 
+async def _mark(db: Db, key: str) -> None:
+    """The scope's old part holds a page of entries a tool wrote (`OLD_ENTRIES`, on its
+    counter: one written for the mark alone where the scope has none)."""
+    await db.number_counters.update_one({"_id": key}, {"$min": {OLD_ENTRIES: utcnow()}},
+                                        upsert=True)
+
+
 async def _small_scope(db: Db, log: AsyncCollection[Any], query: dict[str, Any], count: int,
-                       edge: datetime, horizon: datetime, oldest: datetime) -> list[Any]:
-    """Up to `count` entries of the scope from the horizon back to `oldest`, newest first, in
-    one range: those from `edge` on are its numbered ones, those before it its old part. The
-    old part filling what the numbered ones left of the page is a tool's import, marked as
-    the old part's own read marks it (`OLD_ENTRIES`)."""
+                       edge: datetime, horizon: datetime, oldest: datetime,
+                       key: str) -> list[Any]:
+    """Up to `count` entries of the scope (its counter `key`) from the horizon back to
+    `oldest`, newest first, in one range: those from `edge` on are its numbered ones, those
+    before it its old part. The old part filling what the numbered ones left of the page is a
+    tool's import, marked as the old part's own read marks it (`_mark`)."""
     docs = await by_time(log, query, count, (horizon, ""), oldest, whole=True)
     old = sum(1 for doc in docs if doc["at"] < edge)
     if old and old >= count - (len(docs) - old):
-        await db.number_counters.update_one({"_id": HORIZON, OLD_ENTRIES: {"$exists": False}},
-                                            {"$set": {OLD_ENTRIES: utcnow()}})
+        await _mark(db, key)
     return docs
 
 
