@@ -140,8 +140,12 @@ def test_sign_in_upload_and_share_work_with_the_keyboard_alone(
         page.keyboard.press("Enter")
         page.get_by_role("heading", name="Files").wait_for(timeout=WAIT_MS)
 
-        tab_to(page, page.get_by_label("Upload files"))
+        # Playwright asks the browser to intercept the file chooser without waiting for the
+        # answer (the event's subscription is sent and forgotten): waiting from before the Tab
+        # presses, whose round trips follow it, the Space cannot reach the control before the
+        # interception does (a chooser not intercepted is the browser's own, never seen here).
         with page.expect_file_chooser() as chooser:
+            tab_to(page, page.get_by_label("Upload files"))
             page.keyboard.press("Space")
         chooser.value.set_files([{"name": "Keys.pdf", "mimeType": "application/pdf",
                                   "buffer": docs.pdf(pages=1)}])
