@@ -94,6 +94,12 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
+            if len(body) < length:
+                # The sender went away mid-request (a vaultd killed while delivering): nothing
+                # was delivered, and the message is sent again; an account's server would not
+                # take half a body either.
+                self.close_connection = True
+                return
             headers = {k.lower(): v for k, v in self.headers.items()}
             reply = receiver.record(self.path, headers, body)
             self.send_response(reply.status)
