@@ -43,11 +43,24 @@ def _date(value: Any) -> bool:
     return type(value) is datetime  # not a BSON date out of Python's range (`DatetimeMS`)
 
 
-def _like_date(value: datetime) -> Callable[[Any], bool]:
-    """Whether a bound compares with `value` in Python as in MongoDB: a date, naive where it
-    is naive (a naive and an aware date do not compare in Python)."""
-    aware = value.tzinfo is not None
-    return lambda bound: _date(bound) and (bound.tzinfo is not None) == aware
+# Whether a bound compares with a date in Python as in MongoDB: a date, naive where the date is
+# naive, aware where it is aware (a naive and an aware date do not compare in Python).
+def _naive_date(bound: Any) -> bool:
+    return _date(bound) and bound.tzinfo is None
+
+
+def _aware_date(bound: Any) -> bool:
+    return _date(bound) and bound.tzinfo is not None
+
+
+def _bounds_for(value: Any) -> Callable[[Any], bool] | None:
+    """What a range's bounds must be to compare with `value` (an integer or a date) as MongoDB
+    compares; None for a value of another type."""
+    if _integer(value):
+        return _integer
+    if _date(value):
+        return _naive_date if value.tzinfo is None else _aware_date
+    return None
 
 
 def _plain_clause(doc: Any, key: Any, condition: Any) -> bool | None:
@@ -63,7 +76,7 @@ def _plain_clause(doc: Any, key: Any, condition: Any) -> bool | None:
         return UNDECIDED
     if type(value) is str:
         return _among_strings(value, condition)
-    comparable = _integer if _integer(value) else _like_date(value) if _date(value) else None
+    comparable = _bounds_for(value)
     return UNDECIDED if comparable is None else _in_range(value, condition, comparable)
 
 

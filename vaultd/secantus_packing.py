@@ -64,12 +64,6 @@ def _plain(fmt: Any) -> bool:
 
 def pack(fmt: str, *values: Any) -> Any:
     """`packing.pack(fmt, *values)`."""
-    if fmt == "SSq" and len(values) == 3:  # a document's key, one per document fetched
-        database, collection, record = values
-        if type(database) is str and type(collection) is str:
-            return ((_S_PACKED.get(database) or _packed_string(database))
-                    + (_S_PACKED.get(collection) or _packed_string(collection))
-                    + _pack_int(record))
     if not _plain(fmt) or len(values) != len(fmt):
         return _ORIGINAL_PACK(fmt, *values)
     parts: list[bytes] = []
