@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -254,3 +255,11 @@ async def test_two_accounts_on_two_workers_keep_their_workers() -> None:
         assert pair.switch_seconds == []
     finally:
         await pair.close()
+
+
+async def test_a_worker_keeps_the_zygotes_objects_out_of_the_collectors_passes(
+    pool: RenderPool,
+) -> None:
+    # A full pass over the rendering libraries' objects would stop a render for tens of ms and
+    # copy the zygote's shared pages into the worker (render.worker.serve): frozen at its start.
+    assert await pool.run(gc.get_freeze_count) > 30_000

@@ -21,7 +21,7 @@ from render.pool.blend_kernel import blend_implementation
 from render.pool.fair_queue import FairQueueLimits
 from render.pool.render_pool import RenderPool
 from render.pool.sandbox_report import SandboxUnavailable
-from vaultd import data_dir
+from vaultd import collector, data_dir
 from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.db import Db
 from vaultd.embedded_db import EmbeddedDbError
@@ -371,6 +371,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         settings = build_settings(parse_args(argv))
         setup_logging(settings.log_level)
+        collector.settle()  # the imports live as long as the process: out of the collector's way
         asyncio.run(serve(settings))
     except (ConfigError, EmbeddedDbError, StartupError, SandboxUnavailable) as exc:
         print(f"vaultd: {exc}", file=sys.stderr)

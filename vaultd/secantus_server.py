@@ -36,14 +36,13 @@ the clock of vaultd's background steps.
 And the collector: a full (generation 2) pass of Python's garbage collector walks every object
 the server holds, its modules' included, and stops every command meanwhile: 40-63 ms measured
 in the server's process, a few times a minute under a revoke-all's marking. The objects made
-by the imports live as long as the server: frozen before it starts (`gc.freeze`), no pass
-walks them again (a full pass then took about 1 ms).
+by the imports live as long as the server: frozen before it starts (`vaultd.collector`), no
+pass walks them again (a full pass then took about 1 ms).
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import sys
 import threading
 import time
@@ -54,7 +53,7 @@ import bson
 from secantus import server, storage
 from secantus.cli import main
 
-from vaultd import secantus_matching, secantus_packing, secantus_updates
+from vaultd import collector, secantus_matching, secantus_packing, secantus_updates
 from vaultd.db_server_time import SERVER_MILLIS, TIMED_COMMANDS
 
 # Top-level operators whose meaning is not "and this too": left to SecantusDB's own plan.
@@ -218,14 +217,8 @@ def install_catalog_reads() -> None:
     server.dispatch = _within_command(server.dispatch)
 
 
-def settle_collector() -> None:
-    """Everything imported so far lives as long as the server: out of every later pass."""
-    gc.collect()
-    gc.freeze()
-
-
 if __name__ == "__main__":
     install()
-    settle_collector()
+    collector.settle()  # everything imported so far lives as long as the server
     sys.argv[0] = "secantus"
     raise SystemExit(main())

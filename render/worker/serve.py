@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import pickle
 import signal
@@ -68,6 +69,10 @@ def serve(tasks_end: Connection, results_end: Connection, config: WorkerConfig) 
     channel = _Channel(tasks_end.fileno(), results_end.fileno())
     _close_other_descriptors(channel.tasks_fd, channel.results_fd)
     _warm_up()
+    # What the zygote imported lives as long as the worker: out of the collector's full passes,
+    # which would otherwise stop a render for tens of ms and, by writing every object's header,
+    # copy the zygote's shared pages into this worker's own memory.
+    gc.freeze()
     layers = confine(config.memory_limit)
     late_imports.note_confinement()
     _die_with_parent()  # again: the kernel clears the parent-death signal on a uid change
