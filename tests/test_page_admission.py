@@ -42,8 +42,9 @@ def one_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProces
 
 def wait_for_page_print(vault: VaultProcess, file_id: str, page: int) -> None:
     """Until the page's print is kept. The first time a page is sent, vaultd makes its print
-    in the pool (services.tracing.page_prints): that task holds the one worker for a moment,
-    and a page asked for meanwhile would get a 503 no refused request caused."""
+    in the pool (services.tracing.page_prints): that task holds the one worker for a moment, and
+    a page asked for meanwhile waits for it (tests/test_background_renders.py), which this
+    module's checks should not have to tell from a render a refused request started."""
     async def kept(db: Any) -> bool:
         return await db.page_prints.find_one({"_id": f"{file_id}:{page}"}) is not None
 

@@ -51,6 +51,7 @@ class Task:
     # that ran a task with the same key is preferred, as it may have the page kept.
     affinity: Hashable | None = None
     queued: float = field(default_factory=time.monotonic)  # when it was submitted (metrics)
+    background: bool = False  # work of the server's own (a page's print): takes no one's slot
 
 
 NO_LAYERS = Layer(0)  # a worker not yet READY: no sandbox layer known

@@ -147,6 +147,10 @@ class FairQueue(Generic[TaskT]):
         """Tasks queued or running."""
         return len(self._entries)
 
+    def in_flight_tasks(self) -> list[TaskT]:
+        """The tasks queued or running, in no particular order."""
+        return list(self._entries)
+
     def waiting_for(self, *, link: str | None = None, ip: str | None = None) -> int:
         """Tasks of this link (or client IP) waiting, which its cap counts."""
         if link is not None:

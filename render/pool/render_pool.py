@@ -26,7 +26,9 @@ WorkerCrashed (503). A task may name one document (its broker): the worker then 
 for plaintext ranges of that document over its channel, and only of that one.
 
 Admission is decided here: at most `workers + queue_size` tasks are in flight, and the next one
-gets PoolBusy at once (the server answers 503 with Retry-After) instead of waiting. Waiting
+gets PoolBusy at once (the server answers 503 with Retry-After) instead of waiting. The
+server's own background work (a page's print) starts only on an idle worker and is not counted
+there, so it never turns a viewer's page away. Waiting
 tasks are served fairly (`render.pool.scheduler`, `render.pool.fair_queue`): round-robin per account
 and per link, caps on what one link, client IP or account has waiting (past them QueueRefused:
 429; a burst below them waits its turns; the account's cap keeps one account from filling the
@@ -127,6 +129,10 @@ class RenderPool(WorkerMessages):
         """Tasks waiting for a worker (queued, or taken for a worker still starting)."""
         return self.scheduler.queue.queued + len(self.scheduler.assigned)
 
+    def idle_for_background(self) -> bool:
+        """Whether background work (`submit`'s `background`) would start now."""
+        return not self._closed and self.in_flight < self._size
+
     def ready_workers(self) -> int:
         """Workers that reported READY and are not retiring (tests, health)."""
         return sum(1 for w in self._workers if w.ready and not w.retiring)
@@ -150,18 +156,19 @@ class RenderPool(WorkerMessages):
     async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
                   account: str | None = None, document: BrokeredDocument | None = None,
                   link: str | None = None, ip: str | None = None,
-                  affinity: Hashable | None = None) -> T:
+                  affinity: Hashable | None = None, background: bool = False) -> T:
         """Run `fn(*args)` in a worker and return its result.
 
         Raises PoolBusy, QueueRefused, TaskTimedOut, WorkerCrashed, or the task's own error.
         """
         return await self.submit(fn, *args, timeout=timeout, account=account, document=document,
-                                 link=link, ip=ip, affinity=affinity)
+                                 link=link, ip=ip, affinity=affinity, background=background)
 
     def submit(
         self, fn: Callable[..., T], *args: Any, timeout: float | None = None,
         account: str | None = None, document: BrokeredDocument | None = None,
         link: str | None = None, ip: str | None = None, affinity: Hashable | None = None,
+        background: bool = False,
     ) -> asyncio.Future[T]:
         """Queue `fn(*args)` now and return its future; PoolBusy at once if no slot is free,
         QueueRefused (render.pool.fair_queue) if the link or client IP is over its cap.
@@ -171,10 +178,17 @@ class RenderPool(WorkerMessages):
         queue; `affinity` prefers a worker that ran a task with the same key (`choose_worker`).
         Cancelling the future drops a queued task; a running one is left to finish:
         killing its worker would cost a replacement.
+
+        `background`: the server's own work, which no request waits for (a page's print). It
+        starts only while a worker is idle and nothing waits (else PoolBusy), and it takes no
+        request's slot: a page that comes meanwhile is queued behind it, even with no queue,
+        where it would otherwise be refused with every slot taken.
         """
         if self._closed:
             raise PoolBusy("the render pool is shutting down")
-        if self.in_flight >= self._capacity:
+        if background and not self.idle_for_background():
+            raise PoolBusy("no render worker is idle for background work")
+        if self.in_flight - self.scheduler.background_in_flight() >= self._capacity:
             raise PoolBusy(f"all {self._capacity} render slots are taken")
         self._start_workers()
         if not self._workers:
@@ -183,7 +197,7 @@ class RenderPool(WorkerMessages):
         outcome: asyncio.Future[T] = self._loop.create_future()
         payload = frame(Kind.TASK, pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL))
         task = Task(payload, self._timeout if timeout is None else timeout, outcome,
-                    account, document, link, ip, affinity=affinity)
+                    account, document, link, ip, affinity=affinity, background=background)
         self.scheduler.push(task)  # QueueRefused: nothing started
         if document is not None:
             # A worker may render from its own cache without a read: the server still checks,

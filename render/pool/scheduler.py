@@ -36,6 +36,10 @@ class Scheduler:
         """Tasks queued, assigned or running, including those whose caller has gone away."""
         return self.queue.in_flight()
 
+    def background_in_flight(self) -> int:
+        """Of those, the server's own work (`Task.background`): at most a pool's size."""
+        return sum(1 for task in self.queue.in_flight_tasks() if task.background)
+
     def push(self, task: Task) -> None:
         """Queue `task`; QueueRefused (LinkBusy, ClientBusy, AccountBusy, QueueFull) leaves
         nothing behind."""

@@ -54,18 +54,21 @@ class Departure:
 async def run_task(
     pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False,
     document: BrokeredFile | None = None, account: str | None = None, ip: str | None = None,
+    background: bool = False,
 ) -> T:
     """Run `fn` in the pool. A crashed or timed-out worker is a 503 (retry with backoff), except
-    where the caller knows the input is a fresh upload: then the file is to blame (422)."""
+    where the caller knows the input is a fresh upload: then the file is to blame (422).
+    `background`: the server's own work, run only on an idle worker and never in a request's
+    way (`RenderPool.submit`)."""
     return await start_task(pool, fn, *args, on_upload=on_upload, document=document,
-                            account=account, ip=ip)
+                            account=account, ip=ip, background=background)
 
 
 def start_task(
     pool: RenderPool, fn: Callable[..., T], *args: Any, on_upload: bool = False,
     document: BrokeredFile | None = None, account: str | None = None,
     link: str | None = None, ip: str | None = None, departure: Departure | None = None,
-    affinity: Hashable | None = None,
+    affinity: Hashable | None = None, background: bool = False,
 ) -> Coroutine[Any, Any, T]:
     """Submit `fn` now (a full queue is a 503, a link or client IP over its cap a 429, at once,
     before the caller does anything else); the returned coroutine waits for the result, with
@@ -77,7 +80,7 @@ def start_task(
     account = document.account if document is not None else account
     try:
         pending = pool.submit(fn, *args, account=account, document=document, link=link, ip=ip,
-                              affinity=affinity)
+                              affinity=affinity, background=background)
     except PoolBusy:
         raise ServiceUnavailable("render queue is full; retry shortly", retry_after=2) from None
     except QueueRefused as exc:

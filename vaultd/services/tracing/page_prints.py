@@ -6,10 +6,12 @@ page), a worker of the account makes the page's print from the JPEG sent
 (`render.forensic.placement_page`, under the deployment's print key), and it is kept once per
 file and page in `page_prints`, with its bands indexed. It runs beside the page, never in its
 way: the page has left; the print costs the account's worker one decode of a page it served
-(about 30 ms), once per page and process; a page whose print is kept is not printed again
-(one read by `_id`, once per page and process). Pages served before the prints, and never
-since, have none: a trace of them falls back on the account's newest views
-(`services.tracing.placement`).
+(about 30 ms), once per page and process, and only on an idle worker: it waits for one (up to
+PATIENCE_SECONDS, PENDING prints at most; past either, the page is printed when next sent), and
+a page that comes while it runs waits for it rather than being refused (`RenderPool.submit`'s
+`background`). A page whose print is kept is not printed again (one read by `_id`, once per
+page and process). Pages served before the prints, and never since, have none: a trace of them
+falls back on the account's newest views (`services.tracing.placement`).
 
 `pages_shown` is the trace's lookup: the prints sharing a band with the leak's (an index
 range per band), of which those within SAME_PAGE bits are the leak's page, nearest first.
@@ -35,6 +37,9 @@ log = logging.getLogger("vaultd.trace")
 
 KEPT_IN_PROCESS = 100_000  # (file, page) pairs a process remembers having printed
 MAX_PAGES = 8  # pages a trace scores the views of: the nearest prints
+PENDING = 32  # prints waiting for an idle worker, each holding its page's JPEG
+PATIENCE_SECONDS = 30.0  # how long one waits
+_IDLE_POLL_SECONDS = 0.25
 _LOOKED_AT = 2000  # prints sharing a band read at most (unrelated pages share one 1 in 4,000)
 
 
@@ -53,7 +58,7 @@ class PagePrints:
     async def page_sent(self, sent: SentPage) -> None:
         opened = sent.page.link
         key = print_id(opened.file["_id"], sent.page.number)
-        if not sent.jpeg or key in self._printed:
+        if not sent.jpeg or key in self._printed or len(self._running) >= PENDING:
             return
         self._printed[key] = None
         while len(self._printed) > KEPT_IN_PROCESS:
@@ -84,8 +89,15 @@ class PagePrints:
         key = print_id(file_id, page)
         if await self.db.page_prints.find_one({"_id": key}, {"_id": 1}) is not None:
             return
+        waited = 0.0
+        while not self.pool.idle_for_background():  # the viewers' pages come first
+            if waited >= PATIENCE_SECONDS:
+                self._printed.pop(key, None)  # printed when next sent
+                return
+            await asyncio.sleep(_IDLE_POLL_SECONDS)
+            waited += _IDLE_POLL_SECONDS
         raw = await run_task(self.pool, page_print, jpeg, self.mark.page_print_key,
-                             account=account_id)
+                             account=account_id, background=True)
         try:
             made = parsed(raw)
         except BadPrint as exc:
