@@ -8,7 +8,8 @@ way fails on the former body).
 - `coarse.scores` off the pixel grid and `coarse.sheared_scores` bin a trial's points side
   by side (trial-major), as the platform's integers.
 - `line_field._energies` squares and sums its counts as integers.
-- `sync.autocorrelation` makes its power and its normalising in place."""
+- `sync.autocorrelation` makes its power and its normalising in place; a peak's window is a
+  view of the plane where no lag wraps (`sync.wrapped_window`)."""
 
 from __future__ import annotations
 
@@ -210,3 +211,13 @@ def test_an_autocorrelation_is_the_former_one_to_the_bit() -> None:
     former = former / max(float(former[0, 0]), 1e-9)
     acf = sync.autocorrelation(plane)
     assert acf.dtype == former.dtype and np.array_equal(acf, former)
+
+
+def test_a_window_is_a_view_where_no_lag_wraps_and_the_gather_elsewhere() -> None:
+    acf = np.random.default_rng(8).normal(size=(48, 64)).astype(np.float32)
+    for x0, y0, side in ((3, 4, 5), (-2, 10, 5), (60, 45, 7), (0, 0, 48), (-70, -50, 3)):
+        xs, ys = np.arange(x0, x0 + side), np.arange(y0, y0 + side)
+        window = sync.wrapped_window(acf, xs, ys)
+        assert np.array_equal(window, acf[np.ix_(ys % 48, xs % 64)])
+        inside = x0 >= 0 and x0 + side <= 64 and y0 >= 0 and y0 + side <= 48
+        assert np.shares_memory(window, acf) == inside

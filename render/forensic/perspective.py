@@ -356,10 +356,9 @@ def _other_vector(acf: npt.NDArray[np.float32], u: Floats) -> tuple[Floats, floa
     length = float(np.hypot(*u))
     turned = np.array([-u[1], u[0]])
     reach = math.ceil(length * max(_SQUARE, math.sin(_RIGHT))) + 1
-    height, width = acf.shape
     xs = np.arange(math.floor(turned[0]) - reach, math.ceil(turned[0]) + reach + 1)
     ys = np.arange(math.floor(turned[1]) - reach, math.ceil(turned[1]) + reach + 1)
-    window = acf[np.ix_(ys % height, xs % width)].astype(np.float64)
+    window = sync.wrapped_window(acf, xs, ys).astype(np.float64)
     lengths = np.hypot(xs[None, :], ys[:, None])
     cosine = (xs[None, :] * turned[0] + ys[:, None] * turned[1]) / np.maximum(
         lengths * length, 1e-9)

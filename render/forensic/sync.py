@@ -151,13 +151,24 @@ def peak(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[float, fl
 
 def _highest(acf: Floats, guess: tuple[float, float], reach: int) -> tuple[int, int, float]:
     """The whole-pixel position and height of the highest point within `reach` of `guess`."""
-    height, width = acf.shape
     gx, gy = round(guess[0]), round(guess[1])
     xs = np.arange(gx - reach, gx + reach + 1)
     ys = np.arange(gy - reach, gy + reach + 1)
-    window = acf[np.ix_(ys % height, xs % width)]
+    window = wrapped_window(acf, xs, ys)
     iy, ix = np.unravel_index(int(np.argmax(window)), window.shape)
     return int(xs[ix]), int(ys[iy]), float(window[iy, ix])
+
+
+def wrapped_window(acf: Floats, xs: npt.NDArray[np.integer], ys: npt.NDArray[np.integer],
+                   ) -> Floats:
+    """`acf` at the rows `ys` and columns `xs` (each a run of consecutive lags), wrapped round
+    the plane: a view of it where no lag wraps (the peaks' windows mostly; a gather of every
+    point cost as much as the peak's whole fit)."""
+    height, width = acf.shape
+    if xs[0] >= 0 and xs[-1] < width and ys[0] >= 0 and ys[-1] < height:
+        return acf[ys[0]: ys[-1] + 1, xs[0]: xs[-1] + 1]
+    gathered: Floats = acf[np.ix_(ys % height, xs % width)]
+    return gathered
 
 
 def _is_peak(acf: Floats, guess: tuple[float, float], reach: int) -> bool:
