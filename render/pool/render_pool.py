@@ -28,12 +28,12 @@ for plaintext ranges of that document over its channel, and only of that one.
 Admission is decided here: at most `workers + queue_size` tasks are in flight, and the next one
 gets PoolBusy at once (the server answers 503 with Retry-After) instead of waiting. The
 server's own background work (a page's print) starts only on an idle worker and is not counted
-there, so it never turns a viewer's page away. Waiting
-tasks are served fairly (`render.pool.scheduler`, `render.pool.fair_queue`): round-robin per account
-and per link, caps on what one link, client IP or account has waiting (past them QueueRefused:
-429; a burst below them waits its turns; the account's cap keeps one account from filling the
-queue), a per-account running cap that keeps a worker for the other accounts, and turns lost
-by an account whose render timed out.
+there, so it never turns a viewer's page away. Waiting tasks are served fairly
+(`render.pool.scheduler`, `render.pool.fair_queue`): round-robin per account and per link, caps
+on what one link, client IP or account has waiting (past them QueueRefused: 429; a burst below
+them waits its turns; the account's cap keeps one account from filling the queue), a
+per-account running cap that keeps a worker for the other accounts, and turns lost by an
+account whose render timed out.
 """
 
 from __future__ import annotations
