@@ -24,6 +24,9 @@ from tests.worker_database import TEST_CONNECT_TIMEOUT_MS, WORKER_DATABASE
 ROOT = Path(__file__).resolve().parents[1]
 
 
+PORT_ATTEMPTS = 3  # starts of a vaultd whose port another process took before it bound it
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -65,13 +68,33 @@ class VaultProcess:
 
     def start(self, timeout: float = 60.0) -> VaultProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.port = self.fixed_port or free_port()
-        args = ["--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)]
-        with open(self.log_path, "ab") as log:  # a process of its own, as a fresh one would be
-            self.process = start_vaultd(self.entry_module, args, base_env(self.env), ROOT,
-                                        stdout=log.fileno(), stderr=log.fileno())
-        self._wait_healthy(timeout)
-        return self
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self.port = self.fixed_port or free_port()
+            args = ["--host", "127.0.0.1", "--port", str(self.port),
+                    "--data-dir", str(self.data_dir)]
+            started_at = self.log_path.stat().st_size if self.log_path.exists() else 0
+            with open(self.log_path, "ab") as log:  # a process of its own, as a fresh one is
+                self.process = start_vaultd(self.entry_module, args, base_env(self.env), ROOT,
+                                            stdout=log.fileno(), stderr=log.fileno())
+            try:
+                self._wait_healthy(timeout)
+                return self
+            except RuntimeError:
+                if self.fixed_port or attempt == PORT_ATTEMPTS or not self._port_taken(
+                        started_at):
+                    raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _port_taken(self, started_at: int) -> bool:
+        """Whether this start's vaultd exited because its port was taken meanwhile: a free
+        port is chosen before vaultd binds it, and another process (a client's connection
+        takes its local port from the same range) may take it in between."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            return False
+        with open(self.log_path, "rb") as log:
+            log.seek(started_at)
+            return b"Address already in use" in log.read()
 
     def _wait_healthy(self, timeout: float) -> None:
         try:
