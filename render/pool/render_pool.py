@@ -188,7 +188,10 @@ class RenderPool(WorkerMessages):
             raise PoolBusy("the render pool is shutting down")
         if background and not self.idle_for_background():
             raise PoolBusy("no render worker is idle for background work")
-        if self.in_flight - self.scheduler.background_in_flight() >= self._capacity:
+        # The background tasks are counted out only when the slots look full: a page's submit
+        # does not walk the tasks in flight otherwise.
+        if (self.in_flight >= self._capacity
+                and self.in_flight - self.scheduler.background_in_flight() >= self._capacity):
             raise PoolBusy(f"all {self._capacity} render slots are taken")
         self._start_workers()
         if not self._workers:
