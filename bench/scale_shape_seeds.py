@@ -42,8 +42,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bench.scale_shape_loading import Loader
-from bench.scale_shape_log import horizon_past, write_log
+from bench.scale_shape_log import write_log
 from tests.member_records import insert_member
+from tests.seeded_log import horizon_past
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts, api_keys
