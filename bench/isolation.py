@@ -3,10 +3,12 @@
 
 Each run starts a vaultd (one render worker) with `server.fair_share` set, and measures what
 tests/test_scale_isolation.py does (`tests.isolation_run`): the bystander's page p95 at rest,
-then beside an account revoking 2,500 links and reading its log, listing, account and
-analytics in a loop. Prints, per share, each run's p95 ratio (goal: at most 2), medians and the
-heavy phase's length in pages. About 1 to 2 minutes a run; judge on an otherwise idle machine,
-or with a known load beside it.
+then beside an account revoking 2,501 links and reading its log, listing, account and
+analytics in a loop (300 pages and 5 s at least in each phase, the heavy tenant's process
+started and connected before the second). Prints, per share, each run's p95 ratio (goal: at
+most 2), medians and the heavy phase's length in pages. About 20 s a run; judge on an
+otherwise idle machine, or with a known load beside it, in a tree whose render kernels are
+built (`bench/__init__.py` warns otherwise).
 """
 
 from __future__ import annotations
