@@ -2,7 +2,8 @@
 
 A fresh vaultd on the embedded default gets one Business account with `--files` files (10^5 by
 default) and `--entries` access-log entries (10^6) on its busiest file, links, a room and the
-account's actions (`tests.scale_seed`: the records the services write, in bulk), beside ten
+account's actions (`tests.scale_seed`: the records the services write, in bulk, the log
+numbered as vaultd's rounds number its own), beside ten
 small accounts. An admin is signed in by a mailed code (the real SMTP server of
 tests.mail_server); each console page is then fetched `--samples` times after two warm-up
 calls, over one keep-alive connection on loopback, and its p50 / p95 printed as Markdown (the
@@ -53,9 +54,10 @@ def seed(vault: VaultProcess, files: int, entries: int) -> tuple[Seeded, str]:
         db = connect(with_long_socket_timeout(uri), "vaultd")
         try:
             for number in range(SMALL_ACCOUNTS):
-                await seed_account(db, f"Small {number}", files=10, entries=100, links=10)
+                await seed_account(db, f"Small {number}", files=10, entries=100, links=10,
+                                   numbered=True)
             return await seed_account(db, "Big Co", files=files, entries=entries,
-                                      links=max(10, files // 100))
+                                      links=max(10, files // 100), numbered=True)
         finally:
             await db.close()
     seeded = asyncio.run(fill())

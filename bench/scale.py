@@ -3,7 +3,8 @@
 For each size N (default 0, 10^4, 10^5; 10^6 is `--sizes 0 10000 100000 1000000`), a fresh
 vaultd on the embedded default gets one big account with N access-log entries on its busiest
 file, N/10 files and N/10 links (half expired), beside 10 small accounts (`tests.scale_seed`:
-the records the services write, in bulk), then a real PDF and a link for the page route. Each
+the records the services write, in bulk, the log numbered as vaultd's rounds number its own:
+`tests.seeded_log`), then a real PDF and a link for the page route. Each
 route is timed over HTTP, `--samples` times after two warm-up calls; the table (p50 / p95 in
 ms per size) is printed as Markdown for docs/performance.md.
 """
@@ -46,9 +47,10 @@ def _routes(seeded: Seeded, page_token: str) -> dict[str, str]:
 def _seed(vault: VaultProcess, size: int) -> Seeded:
     async def seed(db: Any) -> Seeded:
         for number in range(SMALL_ACCOUNTS):
-            await seed_account(db, f"Small {number}", files=10, entries=100, links=10)
+            await seed_account(db, f"Small {number}", files=10, entries=100, links=10,
+                               numbered=True)
         return await seed_account(db, "Big Co", files=size // 10, entries=size,
-                                  links=size // 10)
+                                  links=size // 10, numbered=True)
 
     seeded: Seeded = vault.run_service(seed)
     return seeded
