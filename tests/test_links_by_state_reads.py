@@ -229,3 +229,19 @@ async def test_a_page_of_no_links_asks_for_no_stats(db: Db, recorder: QueryRecor
     assert (ids, total) == ([], 0)
     asked = {query.collection for query in recorder.queries}
     assert "link_stats" not in asked, asked
+
+
+async def test_only_the_states_that_need_the_live_count_read_its_range(
+        db: Db, recorder: QueryRecorder) -> None:
+    """The revoked are the file's counters alone: their page sends no read of the links
+    expired since the live count's sweep. The active and the expired need that count."""
+    account, file_id = await account_with_file(db, "Counted States Co")
+    await _seed_hot_file(db, account.id, file_id)
+    want = await expected(db, file_id)
+    for state in STATES:
+        ids, total, _ = await listed(db, recorder, account.id, file_id, state, 1, 20)
+        assert (ids, total) == (want[state][:20], len(want[state]))
+        swept = [query.filter for query in recorder.queries
+                 if query.collection == "links"
+                 and "$gt" in query.filter.get("expiresAt", {})]  # the sweep's range
+        assert bool(swept) == (state != "revoked"), (state, swept)

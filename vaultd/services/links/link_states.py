@@ -63,18 +63,23 @@ def revoked_to(file: FileDoc) -> int:
     return int(file.get("linkRevokedTo", floor - 1))
 
 
-async def totals(db: Db, file: FileDoc) -> dict[State, int]:
-    """The file's links in each state, now."""
-    total, _, _ = link_numbers.listing_bounds(file)
-    live = (await link_counts.files_live(db, [dict(file)]))[file["_id"]]
+async def total_of(db: Db, file: FileDoc, state: State) -> int:
+    """The file's links in `state`, now. The revoked are the file's counters alone; the others
+    need the live count, which reads the links expired since its last sweep (a round trip)."""
     revoked = int(file.get("linkRevokedCount", 0)) + int(file.get("linkRevokedSince", 0))
-    return {"active": live, "revoked": revoked, "expired": max(total - live - revoked, 0)}
+    if state == "revoked":
+        return revoked
+    live = (await link_counts.files_live(db, [dict(file)]))[file["_id"]]
+    if state == "active":
+        return live
+    total, _, _ = link_numbers.listing_bounds(file)
+    return max(total - live - revoked, 0)
 
 
 async def page_of(db: Db, file: FileDoc, state: State, page: int, per_page: int
                   ) -> tuple[list[LinkDoc], int]:
     """The page's links of `state`, newest first, and the file's total of them."""
-    total = (await totals(db, file))[state]
+    total = await total_of(db, file, state)
     wanted = min(page * per_page, total)
     if not wanted:
         return [], total
