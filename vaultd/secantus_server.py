@@ -26,9 +26,10 @@ cannot change this collection's catalog meanwhile, as SecantusDB runs a collecti
 its index changes under one lock. Reads outside a command (the TTL monitor's) read as before.
 
 Updates that rewrite only the index entries that change (`vaultd.secantus_updates`), plain
-filters matched by Python's own comparison (`vaultd.secantus_matching`) and WiredTiger's keys
-and values packed without parsing their format each time (`vaultd.secantus_packing`) are
-installed here too.
+filters matched by Python's own comparison (`vaultd.secantus_matching`), WiredTiger's keys
+and values packed without parsing their format each time (`vaultd.secantus_packing`) and index
+ranges walked and fetched from their raw bytes (`vaultd.secantus_fetching`) are installed here
+too.
 
 Every write's reply says how long the command took in the server (`vaultd.db_server_time`):
 the clock of vaultd's background steps.
@@ -53,7 +54,13 @@ import bson
 from secantus import server, storage
 from secantus.cli import main
 
-from vaultd import collector, secantus_matching, secantus_packing, secantus_updates
+from vaultd import (
+    collector,
+    secantus_fetching,
+    secantus_matching,
+    secantus_packing,
+    secantus_updates,
+)
 from vaultd.db_server_time import SERVER_MILLIS, TIMED_COMMANDS
 
 # Top-level operators whose meaning is not "and this too": left to SecantusDB's own plan.
@@ -199,6 +206,7 @@ def install() -> None:
     secantus_updates.install_index_diffs()
     secantus_matching.install_plain_matching()
     secantus_packing.install()
+    secantus_fetching.install()
     server.dispatch = _timed(server.dispatch)
 
 
