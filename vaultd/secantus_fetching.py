@@ -16,13 +16,13 @@ Here the same walks read the raw bytes:
 - a document's key is the packed (database, collection), once per fetch, and the RecordId's
   integer encoding. Its value, a single `u` column, is the bytes themselves.
 
-That was 17-18 % of the database's CPU for a `find` of 201 access-log entries (2.5 ms to
-2.07 ms, docs/performance.md).
+The database's CPU for the `find` of a file's page (201 entries) went from 2.56 to 2.2 ms
+(`python -m bench.log_pages`, docs/performance.md).
 
 The loops are SecantusDB's own (`Storage._range_scan_index`, `_scan_index_for_id_keys` and
 `_docs_by_recordids`) with only the bytes read differently: the same entries and documents in
 the same order (`tests/test_secantus_fetching.py` compares them with SecantusDB's methods on
-random stores). Other tables' formats, and names holding a NUL (which packing would cut), go to
+a random store). Other tables' formats, and names holding a NUL (which packing would cut), go to
 SecantusDB's methods. So does any SecantusDB whose versions of these methods differ from the ones
 mirrored here (`MIRRORED`: the SHA-256 of each one's source); `install` then leaves the class
 as it is.
