@@ -13,6 +13,8 @@ on one `secantus.storage.Storage` in this process.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -172,3 +174,16 @@ def test_a_find_answers_the_same_with_the_walks_installed(store: storage.Storage
         for name, method in saved.items():
             setattr(storage.Storage, name, method)
     assert sum(map(len, before)) > 1000
+
+
+def test_the_server_vaultd_starts_walks_with_them() -> None:
+    """`python -m vaultd.secantus_server` installs them (in a process of its own: installing
+    here would change every other test's Storage)."""
+    check = ("from secantus import storage\n"
+             "from vaultd import secantus_fetching, secantus_server\n"
+             "secantus_server.install()\n"
+             "print(all(getattr(storage.Storage, name) is getattr(secantus_fetching,"
+             " name.lstrip('_')) for name in secantus_fetching.MIRRORED))\n")
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "True", done.stderr
