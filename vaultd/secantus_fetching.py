@@ -79,36 +79,39 @@ def _plain_names(*names: str) -> bool:
     return not any("\0" in name for name in names)
 
 
-class _Entries:
-    """An index's entries from a cursor positioned on its first: each as (escaped key bytes,
-    RecordId or None), or None past the index's last."""
-
-    def __init__(self, cursor: Any, db: str, coll: str, name: str) -> None:
-        self._get_key = cursor._get_key
-        self._head = _pack("SSS", db, coll, name)
-        self._skip = len(self._head)
-
-    def current(self) -> tuple[bytes, int | None] | None:
-        key = bytes(self._get_key())
-        if not key.startswith(self._head):
-            return None
-        entry: tuple[bytes, int | None] = storage._unpack_entry(key[self._skip:])
-        return entry
+TAKE, SKIP, STOP = 0, 1, 2  # a walk's verdicts on an entry
 
 
-def _positioned(cursor: Any, db: str, coll: str, name: str, seed: bytes) -> bool:
-    """SecantusDB's start of a walk: at the first entry at or after `seed`, if any."""
+def _walk(cursor: Any, db: str, coll: str, name: str, seed: bytes,
+          verdict: Callable[[bytes], int]) -> list[int]:
+    """SecantusDB's walk of an index: from the first entry at or after `seed`, each entry's
+    RecordId while the entry is the index's and `verdict` on its escaped key does not STOP
+    (none where it says SKIP, or where the entry holds none)."""
     cursor.set_key(db, coll, name, seed)
     found = cursor.search_near()
-    if found == storage.wt.WT_NOTFOUND:
-        return False
-    return not (found < 0 and cursor.next() != 0)
+    if found == storage.wt.WT_NOTFOUND or (found < 0 and cursor.next() != 0):
+        return []
+    get_key, step = cursor._get_key, cursor.next
+    head = _pack("SSS", db, coll, name)
+    skip = len(head)
+    out: list[int] = []
+    while True:
+        key = bytes(get_key())
+        if not key.startswith(head):
+            break
+        row_esc, row_id = storage._unpack_entry(key[skip:])
+        judged = verdict(row_esc)
+        if judged == STOP:
+            break
+        if judged == TAKE and row_id is not None:
+            out.append(row_id)
+        if step() != 0:
+            break
+    return out
 
 
 class _Range:
-    """`_range_scan_index`'s bounds, escaped, and its decision on each entry's key."""
-
-    TAKE, SKIP, STOP = 0, 1, 2
+    """`_range_scan_index`'s bounds, escaped, and its verdict on each entry's key."""
 
     def __init__(self, lower: bytes | None, lower_inclusive: bool, upper: bytes | None,
                  upper_inclusive: bool, prefix: bytes | None) -> None:
@@ -125,16 +128,16 @@ class _Range:
 
     def verdict(self, row_esc: bytes) -> int:
         if self.prefix is not None and not row_esc.startswith(self.prefix):
-            return self.STOP
+            return STOP
         if self.lower is not None and not self.lower_inclusive and row_esc == self.lower:
-            return self.SKIP
+            return SKIP
         if self.upper is not None:
             if self.upper_inclusive:
                 if row_esc > self.upper:
-                    return self.STOP
+                    return STOP
             elif row_esc >= self.upper:
-                return self.STOP
-        return self.TAKE
+                return STOP
+        return TAKE
 
 
 def range_scan_index(self: Any, db: str, coll: str, name: str, lower: bytes | None,
@@ -146,23 +149,7 @@ def range_scan_index(self: Any, db: str, coll: str, name: str, lower: bytes | No
         return _ORIGINALS["_range_scan_index"](  # type: ignore[no-any-return]
             self, db, coll, name, lower, lower_inclusive, upper, upper_inclusive, prefix=prefix)
     bounds = _Range(lower, lower_inclusive, upper, upper_inclusive, prefix)
-    if not _positioned(cursor, db, coll, name, bounds.seed()):
-        return []
-    entries, step = _Entries(cursor, db, coll, name), cursor.next
-    out: list[int] = []
-    while True:
-        entry = entries.current()
-        if entry is None:
-            break
-        row_esc, row_id = entry
-        verdict = bounds.verdict(row_esc)
-        if verdict == _Range.STOP:
-            break
-        if verdict == _Range.TAKE and row_id is not None:
-            out.append(row_id)
-        if step() != 0:
-            break
-    return out
+    return _walk(cursor, db, coll, name, bounds.seed(), bounds.verdict)
 
 
 def scan_index_for_id_keys(self: Any, db: str, coll: str, name: str, kb: bytes, *,
@@ -172,27 +159,13 @@ def scan_index_for_id_keys(self: Any, db: str, coll: str, name: str, kb: bytes, 
     if cursor.key_format != ENTRY_KEY or not _plain_names(db, coll, name):
         return _ORIGINALS["_scan_index_for_id_keys"](  # type: ignore[no-any-return]
             self, db, coll, name, kb, prefix=prefix)
-    esc_kb = storage._escape_kb(kb)
-    seed = esc_kb if prefix else esc_kb + storage._ENTRY_SEP
-    if not _positioned(cursor, db, coll, name, seed):
-        return []
-    entries, step = _Entries(cursor, db, coll, name), cursor.next
-    out: list[int] = []
-    while True:
-        entry = entries.current()
-        if entry is None:
-            break
-        row_esc, row_id = entry
-        if prefix:
-            if not row_esc.startswith(esc_kb):
-                break
-        elif row_esc != esc_kb:
-            break
-        if row_id is not None:
-            out.append(row_id)
-        if step() != 0:
-            break
-    return out
+    esc_kb: bytes = storage._escape_kb(kb)
+
+    def verdict(row_esc: bytes) -> int:
+        return TAKE if (row_esc.startswith(esc_kb) if prefix else row_esc == esc_kb) else STOP
+
+    seed = esc_kb if prefix else esc_kb + bytes(storage._ENTRY_SEP)
+    return _walk(cursor, db, coll, name, seed, verdict)
 
 
 def docs_by_recordids(self: Any, db: str, coll: str, recordids: list[int]
