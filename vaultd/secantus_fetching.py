@@ -19,13 +19,13 @@ Here the same walks read the raw bytes:
 The database's CPU for the `find` of a file's page (201 entries) went from 2.56 to 2.2 ms
 (`python -m bench.log_pages`, docs/performance.md).
 
-The loops are SecantusDB's own (`Storage._range_scan_index`, `_scan_index_for_id_keys` and
-`_docs_by_recordids`) with only the bytes read differently: the same entries and documents in
-the same order (`tests/test_secantus_fetching.py` compares them with SecantusDB's methods on
-a random store). Other tables' formats, and names holding a NUL (which packing would cut), go to
-SecantusDB's methods. So does any SecantusDB whose versions of these methods differ from the ones
-mirrored here (`MIRRORED`: the SHA-256 of each one's source); `install` then leaves the class
-as it is.
+Each function takes the steps of a SecantusDB method (`Storage._range_scan_index` and
+`_scan_index_for_id_keys`, one walk with a verdict each; `_docs_by_recordids`) and reads the
+bytes differently. They give the same entries and documents in the same order
+(`tests/test_secantus_fetching.py` compares them with SecantusDB's methods on a random store).
+Other tables' formats, and names holding a NUL (which packing would cut), go to SecantusDB's
+methods. So does any SecantusDB whose versions of these methods differ from the ones mirrored
+here (`MIRRORED`: the SHA-256 of each one's source); `install` then leaves the class as it is.
 """
 
 from __future__ import annotations
