@@ -60,15 +60,20 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--finds", type=int, default=400)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-log-pages-"))
+    with tempfile.TemporaryDirectory(prefix="bench-log-pages-") as work:
+        _measure(Path(work), args.samples, args.finds)
+
+
+def _measure(work: Path, samples: int, finds: int) -> None:
+    """Both vaults in `work`, stopped at the end (their data removed with it)."""
     empty, full = _started(work, "empty"), _started(work, "full-page")
     try:
         empty_side = Session(empty.port, _seed(empty, seed_base), "")
         full_seeded = _seed(full, seed_full_page)
         full_side = Session(full.port, full_seeded, "")
-        cpu, wall = database_cpu_per_find(full, full_seeded, args.finds)
+        cpu, wall = database_cpu_per_find(full, full_seeded, finds)
         print(f"the find of a file's page (201 entries): database CPU {cpu:.2f} ms, "
-              f"round trip {wall:.2f} ms ({args.finds} finds)")
+              f"round trip {wall:.2f} ms ({finds} finds)")
         print("| route | empty p50 / p95 ms | full page p50 / p95 ms | p50 ratio | p95 ratio |")
         print("|---|---|---|---|---|")
         for route in (route for route in routes() if route.path.endswith("/access-log")):
@@ -76,7 +81,7 @@ def main() -> None:
             for side in sides * 2:
                 side.ask(route)
             seconds: tuple[list[float], list[float]] = ([], [])
-            for sample in range(args.samples):
+            for sample in range(samples):
                 for place in range(2):
                     side = (sample + place) % 2
                     seconds[side].append(sides[side].ask(route).seconds)
