@@ -6,10 +6,9 @@ entries, 5,000 links, 2,000 files). What holds it: no database operation of the 
 grows with the data, the revoke-all's included (reads of 50 links and updates of 10, yielding
 between them: docs/operations.md, "The embedded database's envelope"); and, while the
 bystander's pages are read, the fair share (`services.common.fair_share`, at its default)
-holds the heavy tenant's calls and revoke steps to a quarter of the time (with it 1.01x to
-1.42x on an idle 2-core machine; without it 1.60x to 2.16x, median 1.79x: docs/operations.md,
-"Isolation"). The heavy tenant is a process of its own, as another client would be, started
-before the pages beside it are timed.
+holds the heavy tenant's calls and revoke steps to a quarter of the time (the figures with
+and without it: docs/operations.md, "Isolation"). The heavy tenant is a process of its own,
+as another client would be, started before the pages beside it are timed.
 """
 
 from __future__ import annotations

@@ -156,11 +156,10 @@ def test_documents_are_fetched_the_same_as_secantus(store: storage.Storage) -> N
     everything = list(range(-5, 1600))  # RecordIds of deleted documents and of none
     for recordids in [ids, [], everything, rng.sample(everything, 400) * 2]:
         fetched = secantus_fetching.docs_by_recordids(store, DB, COLL, recordids)
-        assert fetched == secantus_fetching._ORIGINALS["_docs_by_recordids"](
-            store, DB, COLL, recordids)
+        expected = secantus_fetching._ORIGINALS["_docs_by_recordids"](store, DB, COLL, recordids)
+        assert fetched == expected
         assert [type(value) for doc in fetched for value in doc.values()] == [
-            type(value) for doc in secantus_fetching._ORIGINALS["_docs_by_recordids"](
-                store, DB, COLL, recordids) for value in doc.values()]
+            type(value) for doc in expected for value in doc.values()]
     assert secantus_fetching.docs_by_recordids(store, DB, "none yet", [1, 2]) == []
 
 
