@@ -109,6 +109,21 @@ def bind(settings: Settings) -> list[socket.socket]:
         return bind_sockets(settings.port, settings.host)
     except OSError as exc:
         reason = exc.strerror or str(exc)
+        _close_sockets_left_open(exc)
         raise StartupError(
             f"cannot listen on {settings.host}:{settings.port}: {reason} (set --port or "
             "VAULTD_PORT, --host or VAULTD_HOST)") from None
+
+
+def _close_sockets_left_open(failure: OSError) -> None:
+    """Close what `bind_sockets` opened before it raised: it leaves the socket whose bind failed
+    (and any of the host's other addresses it had bound) open in its frame. The process exits
+    on this error, but the tests' in-process vaultd tries another port, and those sockets would
+    then be closed by the collector, warning inside whichever test runs at the time."""
+    frame_of_failure = failure.__traceback__
+    while frame_of_failure is not None:
+        for value in frame_of_failure.tb_frame.f_locals.values():
+            for candidate in value if isinstance(value, list) else [value]:
+                if isinstance(candidate, socket.socket):
+                    candidate.close()
+        frame_of_failure = frame_of_failure.tb_next
