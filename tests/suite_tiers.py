@@ -109,6 +109,8 @@ LONG: dict[str, str] = {
                                       "test_room_generation, test_scale_delete_crash",
     "tests/test_trace_api_leaks.py": "every leak of both served pages and 40 unmarked images "
                                      "over HTTP; small: test_trace_api (one of each reading)",
+    "tests/test_trace_agreement.py": "vault-admin trace and the API on a leak of each bench's "
+                                     "kind; small: test_trace_api (vault-admin trace of a leak)",
 }
 
 HEAVIEST_FIRST: tuple[str, ...] = (
