@@ -1,8 +1,8 @@
 """`vault-admin trace` reads what `POST /v1/trace` reads (`bench.trace_agreement`): on leaks of
 each kind the leak benches make (a transformation, a photo framed on the page, a phone photo, a
 rescaled copy, a washed page) and on pages this vault never served, the API's answer, the
-command's for that account and the command's over every account are the same, and they name the
-view each leak was made from."""
+command's for that account and the command's over every account are the same; each kind names
+the view it was made from (at least once: a photo's reading may miss) and never another."""
 
 from __future__ import annotations
 
