@@ -158,7 +158,7 @@ def screenshot(image: Image.Image, _: int, rng: random.Random) -> Image.Image:
     return png(desk)
 
 
-def _scaled(image: Image.Image, factor: float) -> Image.Image:
+def scaled(image: Image.Image, factor: float) -> Image.Image:
     return image.resize((round(image.width * factor), round(image.height * factor)),
                         Image.Resampling.LANCZOS)
 
@@ -184,8 +184,8 @@ def _tone(image: Image.Image, _: int, rng: random.Random) -> Image.Image:
 ATTACKS: dict[str, Attack] = {
     "none": lambda im, ph, rng: im,
     "jpeg q50": lambda im, ph, rng: jpeg(im, 50),
-    "downscale 50%": lambda im, ph, rng: _scaled(im, 0.5),
-    "640 px wide": lambda im, ph, rng: _scaled(im, 640 / im.width),
+    "downscale 50%": lambda im, ph, rng: scaled(im, 0.5),
+    "640 px wide": lambda im, ph, rng: scaled(im, 640 / im.width),
     "half-area crop": half_area_crop,
     "screenshot": screenshot,
     "brightness -20%": lambda im, ph, rng: ImageEnhance.Brightness(im).enhance(0.8),
@@ -195,16 +195,16 @@ ATTACKS: dict[str, Attack] = {
     "greyscale": lambda im, ph, rng: im.convert("L"),
     "rotate 2 deg": _rotate,
     "crop + jpeg q50": lambda im, ph, rng: jpeg(half_area_crop(im, ph, rng), 50),
-    "downscale 50% + jpeg q50": lambda im, ph, rng: jpeg(_scaled(im, 0.5), 50),
+    "downscale 50% + jpeg q50": lambda im, ph, rng: jpeg(scaled(im, 0.5), 50),
     "screenshot + tone": lambda im, ph, rng: _tone(screenshot(im, ph, rng), ph, rng),
     "rotate 2 deg + crop": lambda im, ph, rng: _rotate(half_area_crop(im, ph, rng), ph, rng),
-    "greyscale + 640 px": lambda im, ph, rng: _scaled(im.convert("L"), 640 / im.width),
+    "greyscale + 640 px": lambda im, ph, rng: scaled(im.convert("L"), 640 / im.width),
     "brightness +20% + jpeg q50": lambda im, ph, rng: jpeg(_brighter(im), 50),
     "contrast +20% + jpeg q50": lambda im, ph, rng: jpeg(_contrastier(im), 50),
     "brightness +20% + crop": lambda im, ph, rng: _brighter(half_area_crop(im, ph, rng)),
     "brightness +20% + greyscale": lambda im, ph, rng: _brighter(im).convert("L"),
     "screenshot + brightness +20%": lambda im, ph, rng: _brighter(screenshot(im, ph, rng)),
-    "640 px + brightness +20%": lambda im, ph, rng: _brighter(_scaled(im, 640 / im.width)),
+    "640 px + brightness +20%": lambda im, ph, rng: _brighter(scaled(im, 640 / im.width)),
     "rotate 2 deg + brightness +20%": lambda im, ph, rng: _brighter(_rotate(im, ph, rng)),
     "rotate 2 deg + contrast +20%": lambda im, ph, rng: _contrastier(_rotate(im, ph, rng)),
 }

@@ -39,7 +39,7 @@ import pypdfium2 as pdfium
 from PIL import Image
 
 from bench import corpus
-from bench.leakmark_attacks import ATTACKS, jpeg, render_page
+from bench.leakmark_attacks import ATTACKS, jpeg, render_page, scaled
 from bench.leakmark_phone import phone_photo
 from bench.leakmark_untuned import FAMILIES
 from bench.leakmark_wash import WASHES, Wash
@@ -58,8 +58,7 @@ TRACE_LIMITS = {"VAULTD_TRACE_MAX_IMAGES_PER_HOUR_PER_ACCOUNT": "1000000"}
 
 
 def _rescaled(image: Image.Image, _: int, __: random.Random) -> Image.Image:
-    size = (round(image.width * 0.6), round(image.height * 0.6))
-    return jpeg(image.resize(size, Image.Resampling.LANCZOS), 60)
+    return jpeg(scaled(image, 0.6), 60)
 
 
 def leak_kinds(layout_key: bytes) -> dict[str, Leak]:
