@@ -3,7 +3,7 @@ in it and in a render worker, and its growth under four concurrent 20 MB uploads
 
     .venv/bin/python -m bench.memory      # about 50 s on the 2-core machine
 
-docs/performance.md (*The server's memory*) has the figures and what they led to.
+docs/performance-records.md (*The server's memory*) has the figures and what they led to.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ collection's index catalog again for each document it inserts (three times): wit
 log's twelve indexes an insert cost about 2 ms a document at a load average of 10 to 15 on the
 2-core machine (400 to 500 a second: 10^6 log entries in 35 to 45 minutes). Built after the
 insert, an index costs one walk of the collection and no catalog reads: the insert without
-indexes and the twelve builds came to about half the time (docs/performance.md, *Seeding at
+indexes and the twelve builds came to about half the time (docs/performance-records.md, *Seeding at
 10^6*). The indexes are the same in the end: each is built again from the specification the
 collection had (name, keys, options), and the loader checks that the collection's
 `index_information` afterwards is what it was before.

@@ -1,5 +1,5 @@
 """vaultd's long-lived processes settle Python's collector before they serve: what was made
-until then is frozen out of every later full pass (`vaultd.collector`; docs/performance.md,
+until then is frozen out of every later full pass (`vaultd.collector`; docs/performance-records.md,
 "The collector's pauses"). The render workers' half is in `tests/test_render_pool.py`."""
 
 from __future__ import annotations

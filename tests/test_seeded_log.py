@@ -1,7 +1,7 @@
 """`tests.seeded_log`: a year of an account's log seeded as vaultd's rounds leave its own. A
 read of its file's log walks about its page, by the entries' numbers; the same year seeded
 unnumbered (as a tool writes entries with older times) makes the first read walk all of it,
-which is what the isolation measurement had timed (docs/performance.md, *The bystander
+which is what the isolation measurement had timed (docs/performance-records.md, *The bystander
 measured again*). On a database of its own per test on the worker's SecantusDB, the rounds
 run by the test as the audit sequencer runs them."""
 

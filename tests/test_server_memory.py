@@ -1,6 +1,6 @@
 """What the vaultd process holds: its resident memory at rest, what four concurrent 20 MB uploads
 add to it, and that the render workers' scientific libraries stay out of it
-(docs/performance.md, *The server's memory*).
+(docs/performance-records.md, *The server's memory*).
 
 The server imports the render code only to name the tasks a worker runs; SciPy (about 27 MB
 resident) is imported where the forensic code uses it and preloaded by the render zygote, so

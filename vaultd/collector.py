@@ -7,7 +7,7 @@ meanwhile: 40-51 ms in vaultd's process at rest (its 76,000 objects, most of the
 classes and functions), 40-63 ms in the database's server. Such a pass comes once the objects
 promoted since the last one reach a quarter of those it kept, so under load every few minutes,
 and the requests or commands in progress wait for it. Once frozen (`gc.freeze`), a full pass
-walks only what was made since: about 1 ms (docs/performance.md, "The collector's pauses").
+walks only what was made since: about 1 ms (docs/performance-records.md, "The collector's pauses").
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A background step (`services.common.background.StepSize`) is made smaller when o
 25 ms, so that no other request waits long behind one. Timed as the round trip, a loaded
 machine's wait for a CPU (vaultd's event loop, the server's thread) counted as the step's own
 cost: three quarters of each round trip, which kept a revoke-all's marking at one link a step
-while the database spent 9 ms on it (docs/performance.md, *The step's clock*). The embedded
+while the database spent 9 ms on it (docs/performance-records.md, *The step's clock*). The embedded
 SecantusDB as vaultd runs it (`vaultd.secantus_server`) adds to every write's reply the
 milliseconds the command spent in the server; a MongoDB tells it only through its profiler or
 slow-query log, so there the round trip stands in, as before.

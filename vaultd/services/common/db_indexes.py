@@ -19,7 +19,7 @@ INDEXES: tuple[Index, ...] = (
     index("access_log", "roomId", "roomSeq", sparse=True),
     # Their logs of one action by the entries' numbers per action (numbered_log.ACTION_SCOPES):
     # only numbered entries are in them, so the page path's insert (no number yet) does not
-    # write them (docs/performance.md, *The access log of one action and before numbering*).
+    # write them (docs/performance-records.md, *The access log of one action and before numbering*).
     *(index("access_log", scope.field, "action", scope.number,
             partialFilterExpression={scope.number: numbered_log.NUMBERED})
       for scope in numbered_log.ACTION_SCOPES.values()),

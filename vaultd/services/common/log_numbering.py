@@ -44,7 +44,7 @@ MAX_STRETCH = timedelta(seconds=60)
 UPDATE_BATCH = 10  # entries numbered per command, as the revoke marking: each carries many indexes
 # Entries numbered per round, at most: the audit's round waits for its numbering, so a burst is
 # numbered over several rounds rather than holding back the next round's sequencing (an update
-# costs about what an insert does: docs/performance.md, *The access log by number*).
+# costs about what an insert does: docs/performance-records.md, *The access log by number*).
 MAX_PER_ROUND = 500
 # The stretch a round reads adapts to the log's density: the read walks the whole stretch (the
 # embedded database does not push a limit down), so after a round that found more than it could

@@ -17,7 +17,7 @@ more views are scored, `candidates.threshold`). The candidates, in order until o
 
 A leak of a page the account did not serve, or of no page, scores like the references. The
 scoring runs in a worker of the account (`score_placement`), given the candidates' seeds: its
-arrays are made where NumPy's already are, not in the server (docs/performance.md, *The
+arrays are made where NumPy's already are, not in the server (docs/performance-records.md, *The
 server's memory*); its answer is parsed like the evidence.
 """
 
