@@ -1,5 +1,5 @@
 """The text's seed is in doubt when the text's windows cannot see its lines turn
-(docs/leak-tracing.md, "A seed the text cannot fix"): a page of one text line fixes no point
+(docs/leak-tracing-records.md, "A seed the text cannot fix"): a page of one text line fixes no point
 along the pattern's line, and the framed reading then tries the whole line
 (`render.forensic.text_seed`, `perspective.horizons`). Drawn here: the text lines of a page
 photographed at a known vanishing line `v` (each page line's points x mapped to x / (1 - v . x),

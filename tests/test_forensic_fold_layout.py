@@ -1,5 +1,5 @@
 """The folds and profiles a miss pays for, laid out for speed without changing a number
-(docs/leak-tracing.md, "What a miss costs, laid out"): each primitive below gives, to the
+(docs/leak-tracing-records.md, "What a miss costs, laid out"): each primitive below gives, to the
 bit, what its former body (kept here) gave, and is made the faster way (the test of the
 way fails on the former body).
 

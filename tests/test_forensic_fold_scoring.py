@@ -1,4 +1,4 @@
-"""What scoring a fold costs, without changing a score (docs/leak-tracing.md, "What a miss
+"""What scoring a fold costs, without changing a score (docs/leak-tracing-records.md, "What a miss
 costs, profiled"): a batch of coarse folds adds up only the chips of each fold's aligned tile
 (`coarse._chip_sums`), to the bit the sums of a box at every position gave; and the framed
 reading aligns and scores a fold of chance once (`framed._read`: every fold of an unmarked

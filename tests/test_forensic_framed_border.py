@@ -1,5 +1,5 @@
 """A photo framed on the page whose paper reaches every side of the frame (the `filled` family
-of `bench.leakmark_untuned`, docs/leak-tracing.md, "A page whose outline is the frame"): the
+of `bench.leakmark_untuned`, docs/leak-tracing-records.md, "A page whose outline is the frame"): the
 page's outline found there (`rectify.page_corners`) is the frame's own border, a few px in,
 where the vignetting and the text cross the paper's midpoint, and upright. Taken for a page
 shown upright on a desktop (a screenshot), the photo was never read framed: the seed-73

@@ -150,7 +150,7 @@ def detect(image: Image.Image | npt.NDArray[np.uint8], plan: Layout = PUBLIC,
     # A page in perspective whose four sides are edges seen (a phone photo of a screen, a page
     # on a desk) is the photo reading's, which settles it: the search models no perspective,
     # and of the 27 such marked leaks of `bench.leakmark --family phone` and the untuned
-    # bench's `margin` (docs/leak-tracing.md, "What a miss costs, again") it named none the
+    # bench's `margin` (docs/leak-tracing-records.md, "What a miss costs, again") it named none the
     # photo reading missed; an unmarked phone photo's largest cost, about 0.35 s.
     seen = corners is not None and not upright and photo.edges_seen(full, corners)
     # Paper flat to one level is no camera's (`_FLAT_PAPER`): no photo framed on it.

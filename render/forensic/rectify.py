@@ -39,7 +39,7 @@ _MIDDLE = (0.2, 0.8)  # the share of each edge's span whose crossings fit the li
 # An outline whose every corner lies this near the frame's own (of its long side) is the
 # frame's border, not a page's edges: the paper reaches every side of the image, and the
 # edges were fitted to the few rows and columns whose border pixels are darker (a `filled`
-# photo of `bench.leakmark_untuned`, seed 73: 0.006 of its long side; docs/leak-tracing.md,
+# photo of `bench.leakmark_untuned`, seed 73: 0.006 of its long side; docs/leak-tracing-records.md,
 # "A page whose outline is the frame").
 _FRAME_REACH = 0.02
 
