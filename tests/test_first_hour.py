@@ -129,6 +129,42 @@ def test_first_start_says_where_the_new_master_key_is_and_a_restart_does_not(
     assert server.log_text().count(announced) == 2  # not again on the second start
 
 
+def test_a_start_names_the_console_and_until_there_is_an_account_how_to_make_its_first_admin(
+    tmp_path: Path,
+) -> None:
+    """The quick start's first command ends at the console: vaultd prints where it is and, on a
+    vault nobody can sign in to yet, the command that makes the first admin (the sign-in link
+    is that command's to print: a credential never goes to vaultd's output)."""
+    server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
+    try:
+        console = f"vaultd: the console is at http://127.0.0.1:{server.port}/console"
+        first = (f"{console}; this vault has no account yet: make yourself its first admin "
+                 "with `vault-admin members add-first-admin <your email>`, which prints a "
+                 "one-time sign-in link")
+        assert printed(server.log_text(), "the console is at") == [first]
+        made = admin("--data-dir", str(server.data_dir), "members", "add-first-admin",
+                     "ops@example.com")
+        assert made.returncode == 0, made.stderr
+        link = made.stdout.splitlines()[0]
+        # (at the port settings give vault-admin: 8080 here, the quick start's)
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/console/auth/link/[\w-]{20,}", link)
+    finally:
+        server.stop()
+    server.start()
+    try:
+        restarted = f"vaultd: the console is at http://127.0.0.1:{server.port}/console"
+        assert printed(server.log_text(), "the console is at") == [first, restarted]
+        assert link.rsplit("/", 1)[1] not in server.log_text()  # the link's token: not logged
+    finally:
+        server.stop()
+
+
+def printed(log: str, about: str) -> list[str]:
+    """The lines vaultd printed for its operator (`vaultd: ...`, not its log's records) that
+    say `about`."""
+    return [line for line in log.splitlines() if line.startswith("vaultd: ") and about in line]
+
+
 def test_a_second_vaultd_on_the_same_data_dir_names_the_first_ones_pid(tmp_path: Path) -> None:
     first = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
     try:

@@ -22,6 +22,7 @@ from render.pool.fair_queue import FairQueueLimits
 from render.pool.render_pool import RenderPool
 from render.pool.sandbox_report import SandboxUnavailable
 from vaultd import collector, data_dir
+from vaultd.announcements import announce_console, announce_new_key
 from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.db import Db
 from vaultd.embedded_db import EmbeddedDbError
@@ -157,16 +158,6 @@ def load_gates(settings: Settings) -> None:
         raise ConfigError(str(error)) from None
 
 
-def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
-    if not keyrings.created:
-        return
-    message = (f"generated a new master key at {settings.master_key_path.resolve()}: back it up "
-               "now, apart from the database; losing it loses every file "
-               "(vault-admin master-key show-path shows where it is)")
-    log.warning(message)
-    print(f"vaultd: {message}", flush=True)  # beside "listening on", for the operator
-
-
 @dataclass
 class BackgroundWork:
     """What every process runs beside its requests: housekeeping, webhook delivery, the audit
@@ -234,6 +225,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend_implementation())
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
+        await announce_console(settings, port, database.db)
         await (until or wait_for_signal)()
         assert background.deliverer is not None  # started above
         await stop_gracefully(server, ctx, pages, background.deliverer,
