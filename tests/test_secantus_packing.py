@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from wiredtiger import intpacking
 
 from vaultd import secantus_packing
 
@@ -57,6 +58,19 @@ def test_packs_and_unpacks_as_the_binding_does(key: tuple[str, list[Any]]) -> No
 @given(formats, st.binary(max_size=30))
 def test_any_bytes_unpack_as_the_binding_unpacks_them(fmt: str, data: bytes) -> None:
     assert outcome(secantus_packing.unpack, fmt, data) == outcome(ORIGINAL_UNPACK, fmt, data)
+
+
+@settings(max_examples=600)
+@given(st.one_of(integers, st.integers(), st.booleans(), st.floats(), st.text(max_size=3)))
+def test_an_integer_packs_to_the_bindings_bytes_and_anything_else_fails_as_there(
+        value: Any) -> None:
+    assert outcome(secantus_packing.pack_int, value) == outcome(intpacking.pack_int, value)
+
+
+@pytest.mark.parametrize("number", [*EDGES, 8257, 2**16 + 8256, 2**16 + 8257, 2**64 + 8255,
+                                    2**64 + 8256, 2**64 + 8257])
+def test_every_length_of_integer_packs_alike(number: int) -> None:
+    assert outcome(secantus_packing.pack_int, number) == outcome(intpacking.pack_int, number)
 
 
 @pytest.mark.parametrize("number", EDGES)

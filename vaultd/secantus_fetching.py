@@ -38,7 +38,8 @@ from typing import Any
 import bson
 import wiredtiger.packing
 from secantus import storage
-from wiredtiger import intpacking
+
+from vaultd import secantus_packing
 
 # The source of each SecantusDB method this module mirrors, as SecantusDB 0.7.0b3 has it.
 MIRRORED = {
@@ -48,7 +49,7 @@ MIRRORED = {
 }
 ENTRY_KEY, DOCUMENT_KEY, DOCUMENT_VALUE = "SSSu", "SSq", "u"
 _pack = wiredtiger.packing.pack
-_pack_int = intpacking.pack_int
+_pack_int = secantus_packing.pack_int
 _Method = Callable[..., Any]
 _ORIGINALS: dict[str, _Method] = {name: getattr(storage.Storage, name) for name in MIRRORED}
 

@@ -44,7 +44,8 @@ _S_PACKED: dict[str, bytes] = {}  # short `S` values packed (`_packed_string`)
 _S_KEPT, _S_KEPT_LENGTH = 1024, 128
 _pack_int = intpacking.pack_int
 _NEG_2BYTE_MIN = intpacking.NEG_2BYTE_MIN
-_AFTER_2BYTE = intpacking.POS_2BYTE_MAX + 1
+_AFTER_2BYTE: int = intpacking.POS_2BYTE_MAX + 1
+_POS_MULTI_MARKER: int = intpacking.POS_MULTI_MARKER
 
 
 class _NotModelled(Exception):
@@ -71,7 +72,7 @@ def pack(fmt: str, *values: Any) -> Any:
     for place, code in enumerate(fmt):
         value = values[place]
         if code == "q":
-            parts.append(_pack_int(value))
+            parts.append(pack_int(value))
         elif code == "S":
             if type(value) is not str:
                 return _ORIGINAL_PACK(fmt, *values)
@@ -80,9 +81,23 @@ def pack(fmt: str, *values: Any) -> Any:
             if type(value) is not bytes:
                 return _ORIGINAL_PACK(fmt, *values)
             if place != last:
-                parts.append(_pack_int(len(value)))
+                parts.append(pack_int(len(value)))
             parts.append(value)
     return b"".join(parts)
+
+
+def pack_int(value: int) -> bytes:
+    """`intpacking.pack_int(value)`, the same bytes. An integer above the one- and two-byte
+    forms (a RecordId past the store's first 8,256 documents) is a marker byte holding the
+    length, then the big-endian bytes of `value` less 8,256 without leading zeros: made here
+    by one `to_bytes` where the binding packs eight bytes and strips them one by one (0.03 ms
+    against 0.14 for the 201 keys a page of the log fetches). Any other value, and any that
+    is not exactly an `int`, is the binding's to pack (or to refuse, with its error)."""
+    over = value - _AFTER_2BYTE if type(value) is int else 0
+    if over <= 0 or over >> 64:
+        return _pack_int(value)  # type: ignore[no-any-return]
+    length = (over.bit_length() + 7) >> 3
+    return (over | (_POS_MULTI_MARKER | length) << (length << 3)).to_bytes(length + 1, "big")
 
 
 def _packed_string(value: str) -> bytes:
