@@ -157,6 +157,13 @@ def test_a_start_names_the_console_and_until_there_is_an_account_how_to_make_its
         assert link.rsplit("/", 1)[1] not in server.log_text()  # the link's token: not logged
     finally:
         server.stop()
+    # Behind a proxy, the address people reach (`public_url`), as links name it.
+    proxied = VaultProcess(server.data_dir, env={"VAULTD_RENDER_WORKERS": "1",
+                                                 "VAULTD_PUBLIC_URL": "https://vault.example/"})
+    proxied.start()
+    proxied.stop()
+    assert printed(proxied.log_text(), "the console is at")[-1] == (
+        "vaultd: the console is at https://vault.example/console")
 
 
 def printed(log: str, about: str) -> list[str]:
