@@ -34,7 +34,7 @@ async def announce_console(settings: Settings, port: int, db: Db) -> None:
     """Where the console is and, on a vault that has no account yet (a first start), the one
     command that makes its first admin: nobody can sign in before it runs. The link it prints
     is a credential, so it is made there (in the operator's terminal), never printed here."""
-    # The address links are made with (`server.public_url`, else this host and port), as the
+    # The address links are made with (`public_url`, else this host and port), as the
     # sign-in link `vault-admin` prints will be.
     message = f"the console is at {settings.viewer_url(port).rstrip('/')}/console"
     try:
