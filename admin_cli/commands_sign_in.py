@@ -51,7 +51,7 @@ def add_first_admin(
         if admin_of:
             account_id = admin_of[0].account_id
         else:
-            if await db.accounts.find_one({}, {"_id": 1}) is not None:
+            if await accounts.any_account(db):
                 raise Conflict(ALREADY_SET_UP)
             account = await accounts.create_account(
                 db, account_name or address.partition("@")[2], plan)

@@ -205,3 +205,23 @@ async def test_retention_prunes_a_year_of_deliveries_a_window_at_a_time(
     assert len(left) == SIZE - old and min(left) >= now - keep - timedelta(seconds=5)
     assert most <= WINDOW, f"retention: one query read {most} documents"
     assert queries >= old // WINDOW
+
+
+async def test_whether_the_vault_has_an_account_reads_a_window_not_every_account(
+        db: Db, recorder: QueryRecorder, busy: Seeded) -> None:
+    """`accounts.any_account` (vaultd's start-up, `vault-admin members add-first-admin`) on a
+    vault of SIZE accounts reads a few, where the unfiltered `find_one` it replaced read all."""
+    extra = [str(uuid.uuid4()) for _ in range(SIZE)]
+    await db.raw(db.accounts.name).insert_many(
+        [{"_id": account_id, "name": "Co", "plan": "free", "createdAt": utcnow()}
+         for account_id in extra])
+    try:
+        found, most, _ = await largest_read(db, recorder, lambda: accounts.any_account(db))
+        assert found is True
+        assert most <= WINDOW, f"any_account: one query read {most} documents"
+        _, scan, _ = await largest_read(
+            db, recorder, lambda: db.accounts.find_one({}, {"_id": 1}))
+        assert scan >= SIZE  # the yardstick: the scan it replaced
+    finally:
+        await db.raw(db.accounts.name).delete_many({"_id": {"$in": extra}})
+    assert await accounts.any_account(db) is True  # busy's two accounts

@@ -10,6 +10,7 @@ from pymongo.errors import PyMongoError
 from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.runtime import KeyringSource
+from vaultd.services.accounts import accounts
 
 log = logging.getLogger("vaultd")
 
@@ -30,18 +31,24 @@ def announce_new_key(settings: Settings, keyrings: KeyringSource) -> None:
     tell(message)
 
 
-async def announce_console(settings: Settings, port: int, db: Db) -> None:
+async def no_account_yet(db: Db) -> bool:
+    """Whether the vault has no account, so nobody can sign in yet. Read before vaultd listens:
+    the console's line is then printed with "listening on", and no read is added after it
+    (a stop sent once vaultd answers waits only for the start's own steps)."""
+    try:
+        return not await accounts.any_account(db)
+    except PyMongoError:  # only a hint: the database's outage is reported where it is used
+        return False
+
+
+def announce_console(settings: Settings, port: int, no_account: bool) -> None:
     """Where the console is and, on a vault that has no account yet (a first start), the one
-    command that makes its first admin: nobody can sign in before it runs. The link it prints
-    is a credential, so it is made there (in the operator's terminal), never printed here."""
+    command that makes its first admin. The link that command prints is a credential, so it
+    is made there (in the operator's terminal), never printed here."""
     # The address links are made with (`public_url`, else this host and port), as the
     # sign-in link `vault-admin` prints will be.
     message = f"the console is at {settings.viewer_url(port).rstrip('/')}/console"
-    try:
-        first_start = await db.accounts.find_one({}, {"_id": 1}) is None
-    except PyMongoError:  # only a hint: the database's outage is reported where it is used
-        first_start = False
-    if first_start:
+    if no_account:
         message += (f"; this vault has no account yet: make yourself its first admin with "
                     f"`{FIRST_ADMIN}`, which prints a one-time sign-in link")
     log.info(message)

@@ -22,7 +22,7 @@ from render.pool.fair_queue import FairQueueLimits
 from render.pool.render_pool import RenderPool
 from render.pool.sandbox_report import SandboxUnavailable
 from vaultd import collector, data_dir
-from vaultd.announcements import announce_console, announce_new_key
+from vaultd.announcements import announce_console, announce_new_key, no_account_yet
 from vaultd.config import OPTION_HELP, ConfigError, Settings, settings_from
 from vaultd.db import Db
 from vaultd.embedded_db import EmbeddedDbError
@@ -219,13 +219,14 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
                          oidc=await relying_party(database.db, oidc))
         ctx.sign_in_codes = SignInCodes(database.db, settings, await code_key(
             database.db, keyrings.current()), ctx.pending_work.spawn)
+        no_account = await no_account_yet(database.db)
         server, port = listen(settings, ctx, sockets)
         start_metrics(settings, metrics, database.db, pool)  # its own port, when set
         await background.start(settings, database.db, store, keyrings, instance_id, metrics)
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend_implementation())
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
-        await announce_console(settings, port, database.db)
+        announce_console(settings, port, no_account)
         await (until or wait_for_signal)()
         assert background.deliverer is not None  # started above
         await stop_gracefully(server, ctx, pages, background.deliverer,

@@ -11,6 +11,7 @@ from vaultd.errors import NotFound
 from vaultd.plans import Plan, get_plan
 from vaultd.records import AccountDoc
 from vaultd.services.accounts import link_counts
+from vaultd.services.common import id_ranges
 from vaultd.timefmt import utcnow
 
 MAX_ACCOUNT_NAME = 200
@@ -66,6 +67,15 @@ async def get_account(db: Db, account_id: str) -> Account:
     if doc is None:
         raise NotFound("account not found")
     return Account.from_doc(doc)
+
+
+async def any_account(db: Db) -> bool:
+    """Whether the vault has an account: the first `_id` window that holds one
+    (`id_ranges.batches`), a few bounded reads. An unfiltered `find_one` would read and decode
+    every account first: the embedded database does not stop a scan at its limit."""
+    async for _ in id_ranges.batches(db.accounts, {"_id": 1}, size=1):
+        return True
+    return False
 
 
 async def list_accounts(db: Db) -> list[Account]:
