@@ -3,7 +3,9 @@ what is wrong, and the tools say what they are. Real processes, real sockets."""
 
 from __future__ import annotations
 
+import itertools
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -134,19 +136,28 @@ def test_a_start_names_the_console_and_until_there_is_an_account_how_to_make_its
 ) -> None:
     """The quick start's first command ends at the console: vaultd prints where it is and, on a
     vault nobody can sign in to yet, the command that makes the first admin (the sign-in link
-    is that command's to print: a credential never goes to vaultd's output)."""
+    is that command's to print: a credential never goes to vaultd's output). vaultd was given
+    its port and data directory on its command line, which `vault-admin` does not see: the
+    command spells them out, and typed as printed, in an environment without them, it makes
+    a link to this vaultd."""
     server = VaultProcess(tmp_path / "data", env={"VAULTD_RENDER_WORKERS": "1"}).start()
     try:
+        command = (f"VAULTD_PORT={server.port} vault-admin --data-dir "
+                   f"{server.data_dir.resolve()} members add-first-admin <your email>")
         first = (f"vaultd: the console is at http://127.0.0.1:{server.port}/console; this vault "
-                 "has no account yet: make yourself its first admin with `vault-admin members "
-                 "add-first-admin <your email>`, which prints a one-time sign-in link")
+                 f"has no account yet: make yourself its first admin with `{command}`, which "
+                 "prints a one-time sign-in link")
         assert printed(server.log_text(), "the console is at") == [first]
-        made = admin("--data-dir", str(server.data_dir), "members", "add-first-admin",
-                     "ops@example.com")
+        made = as_typed(command.replace("<your email>", "ops@example.com"))
         assert made.returncode == 0, made.stderr
         link = made.stdout.splitlines()[0]
-        # (at the port settings give vault-admin: 8080 here, the quick start's)
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/console/auth/link/[\w-]{20,}", link)
+        assert re.fullmatch(rf"http://127\.0\.0\.1:{server.port}/console/auth/link/[\w-]{{20,}}",
+                            link)
+        with httpx.Client(timeout=10) as browser:  # the link signs its opener in, here
+            opened = browser.get(link)
+            assert (opened.status_code, opened.headers["location"]) == (303, "/console")
+            session = browser.get(f"{server.url}/console/auth/session")
+            assert session.status_code == 200 and session.json()["email"] == "ops@example.com"
     finally:
         server.stop()
     # Started again behind a proxy: the address alone (there is an account now), and the one
@@ -158,6 +169,16 @@ def test_a_start_names_the_console_and_until_there_is_an_account_how_to_make_its
     assert printed(proxied.log_text(), "the console is at") == [
         first, "vaultd: the console is at https://vault.example/console"]
     assert link.rsplit("/", 1)[1] not in proxied.log_text()  # the link's token: not logged
+
+
+def as_typed(command: str) -> subprocess.CompletedProcess[str]:
+    """A `vault-admin` command line as an operator types it in a shell: its leading
+    `NAME=value` words are its environment (on top of one with no VAULTD_ setting)."""
+    words = shlex.split(command)
+    assignments = list(itertools.takewhile(lambda word: "=" in word, words))
+    tool, *args = words[len(assignments):]
+    assert tool == "vault-admin", command
+    return admin(*args, env=dict(word.split("=", 1) for word in assignments))
 
 
 def printed(log: str, about: str) -> list[str]:

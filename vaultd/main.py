@@ -110,10 +110,11 @@ def make_pool(settings: Settings, metrics: Metrics | None = None) -> RenderPool:
 
 
 async def serve(settings: Settings,
-                until: Callable[[], Awaitable[None]] | None = None) -> None:
+                until: Callable[[], Awaitable[None]] | None = None,
+                config_path: str | None = None) -> None:
     """Serve until `until` returns (by default SIGINT or SIGTERM), then stop gracefully. The
     in-process test harness (tests/inprocess.py) passes its own stop, so it builds the app
-    exactly as here."""
+    exactly as here. `config_path`: the file `--config` named, for the console's line."""
     # Checked before anything starts: a half-set auth.oidc, the directory, that it is ours
     # alone, the port.
     oidc = oidc_client(settings)
@@ -131,7 +132,7 @@ async def serve(settings: Settings,
         keyrings = KeyringSource(settings)
         announce_new_key(settings, keyrings)
         await run_service(settings, sockets, keyrings, backend, oidc=oidc,
-                          until=until or wait_for_signal)
+                          until=until or wait_for_signal, config_path=config_path)
     finally:
         lock.release()
 
@@ -190,7 +191,8 @@ class BackgroundWork:
 async def run_service(settings: Settings, sockets: list[socket.socket],
                       keyrings: KeyringSource, backend: BlobBackend, *,
                       oidc: OidcClient | None = None,
-                      until: Callable[[], Awaitable[None]] | None = None) -> None:
+                      until: Callable[[], Awaitable[None]] | None = None,
+                      config_path: str | None = None) -> None:
     metrics = Metrics(settings.metrics_per_account)
     if settings.metrics_port:
         watch_database(metrics)  # before the client is made: it reports its commands
@@ -226,7 +228,7 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
         log.info("vaultd %s listening on http://%s:%d (viewer %s; watermark blend: %s)",
                  VERSION, settings.host, port, settings.viewer_url(port), blend_implementation())
         print(f"vaultd listening on http://{settings.host}:{port}", flush=True)
-        announce_console(settings, port, no_account)
+        announce_console(settings, port, no_account, config_path)
         await (until or wait_for_signal)()
         assert background.deliverer is not None  # started above
         await stop_gracefully(server, ctx, pages, background.deliverer,
@@ -362,10 +364,11 @@ async def wait_for_signal() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        settings = build_settings(parse_args(argv))
+        args = parse_args(argv)
+        settings = build_settings(args)
         setup_logging(settings.log_level)
         collector.settle()  # the imports live as long as the process: out of the collector's way
-        asyncio.run(serve(settings))
+        asyncio.run(serve(settings, config_path=args.config))
     except (ConfigError, EmbeddedDbError, StartupError, SandboxUnavailable) as exc:
         print(f"vaultd: {exc}", file=sys.stderr)
         sys.exit(2)
