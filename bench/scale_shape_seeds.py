@@ -18,7 +18,9 @@ shape's size), then the shape itself:
   and no link, a `delete` entry per file, a `file.deleted` delivery, the usage lowered, the
   numbers left as gaps;
 - `link-bursts`: N links created in bursts (a mailing to a list) on the busiest file and a few
-  others, most of the older ones expired.
+  others, most of the older ones expired;
+- `mixed`: N records of every kind (uploads, views, links, deletions) at random over the year,
+  drawn from `--seed` by `bench.scale_shape_mixed`, a process no read was tuned on.
 
 The access log is written last, whole, and numbered as the audit sequencer's rounds number
 what vaultd writes (`bench.scale_shape_log`). The entries carry no `fenced` mark, as any
@@ -41,21 +43,22 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from bench import scale_shape_mixed as mixed
 from bench.scale_shape_loading import Loader
 from bench.scale_shape_log import write_log
+from bench.scale_shape_sessions import ADMIN, earlier_sessions, signed_in
 from tests.member_records import insert_member
 from tests.seeded_log import horizon_past
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts, api_keys
-from vaultd.services.members import activity_numbers, session_numbers
+from vaultd.services.members import activity_numbers
 from vaultd.services.webhooks import delivery_numbers
 from vaultd.timefmt import utcnow
 
-SHAPES = ("import", "hot-file", "deleted", "link-bursts")
+SHAPES = ("import", "hot-file", "deleted", "link-bursts", "mixed")
+MIXED_SEED = 1  # the `mixed` shape's default draw (`--seed`)
 ORDINARY_SHARE = 100  # a shape of N brings N / 100 records of every other kind (at least 10)
-SESSIONS = 60  # the admin's console sessions: more than the 50 listed
-ADMIN = "bench-admin@shapes.example"
 YEAR = timedelta(days=365)
 BURSTS = 20  # the hot file's log and the link bursts arrive in this many bursts
 BURST_SPAN = timedelta(minutes=5)
@@ -85,6 +88,7 @@ class Seeded:
     # How the records are written: a shape's, once vaultd is stopped, loads its big
     # collections with their indexes built after the insert (`Loader.loaded` names them).
     loader: Loader = field(default_factory=lambda: Loader(bulk=False), repr=False)
+    plan: mixed.Plan | None = None  # the `mixed` shape's parameters, as drawn
 
     def count(self, kind: str, added: int) -> None:
         self.records[kind] = self.records.get(kind, 0) + added
@@ -142,7 +146,7 @@ async def seed_base(db: Db) -> Seeded:
     seeded = await _base(db)
     await write_log(db, seeded.loader, seeded.account_id, seeded.log)
     seeded.log = []
-    await _signed_in(db, seeded)
+    seeded.session = await signed_in(db, seeded.account_id)
     return seeded
 
 
@@ -155,7 +159,7 @@ async def seed_full_page(db: Db) -> Seeded:
     await _ordinary(db, seeded, FULL_PAGE)
     await write_log(db, seeded.loader, seeded.account_id, seeded.log)
     seeded.log = []
-    await _signed_in(db, seeded)
+    seeded.session = await signed_in(db, seeded.account_id)
     return seeded
 
 
@@ -194,7 +198,8 @@ async def begin_shape(db: Db) -> Seeded:
     return seeded
 
 
-async def fill_shape(db: Db, seeded: Seeded, shape: str, size: int) -> Seeded:
+async def fill_shape(db: Db, seeded: Seeded, shape: str, size: int, seed: int = MIXED_SEED
+                     ) -> Seeded:
     """Ordinary records of every kind in `seeded`'s account, then `shape` at `size`, then the
     whole log: written with vaultd stopped (`scale_shape_loading.stopped_vault`), the big
     collections loaded with their indexes built after the insert."""
@@ -209,28 +214,14 @@ async def fill_shape(db: Db, seeded: Seeded, shape: str, size: int) -> Seeded:
         await _hot_file(db, seeded, size)
     elif shape == "deleted":
         await _deleted(db, seeded, size, top)
+    elif shape == "mixed":
+        await _mixed(db, seeded, size, top, seed)
     else:
         await _link_bursts(db, seeded, size)
     await write_log(db, seeded.loader, seeded.account_id, seeded.log)
     seeded.log = []
-    await _signed_in(db, seeded)
+    seeded.session = await signed_in(db, seeded.account_id)
     return seeded
-
-
-async def _signed_in(db: Db, seeded: Seeded) -> None:
-    """The admin's session of the bench, as a sign-in opens it (`members.sessions`), numbered
-    after the earlier ones: written straight into the database, as the rest of the shape is."""
-    member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
-    assert member is not None
-    seeded.session, now = new_token(), utcnow()
-    await db.member_sessions.insert_one(
-        {"_id": digest(seeded.session), "publicId": secrets.token_hex(8), "email": ADMIN,
-         "method": "link", "accountId": seeded.account_id, "memberId": member["_id"],
-         "epoch": int(member["sessionEpoch"]), "ip": "127.0.0.1", "userAgent": "bench",
-         "createdAt": now, "lastSeenAt": now, "expiresAt": now + timedelta(hours=12),
-         "seq": SESSIONS + 1})
-    await db.number_counters.update_one({"_id": session_numbers.scope(ADMIN)},
-                                        {"$set": {"seq": SESSIONS + 1}})
 
 
 async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:
@@ -260,7 +251,7 @@ async def _ordinary(db: Db, seeded: Seeded, count: int) -> int:
         {"_id": activity_numbers.action_scope(seeded.account_id, "key.created"), "seq": count}])
     await _deliveries(db, seeded, "file.uploaded",
                       _spread(count, now - timedelta(days=25), timedelta(days=24)), 0)
-    await _sessions(db, seeded)
+    seeded.count("member_sessions", await earlier_sessions(db, seeded.account_id, seeded.loader))
     await _finish_files(db, seeded, 1 + count)
     return 1 + count
 
@@ -283,21 +274,6 @@ async def _deliveries(db: Db, seeded: Seeded, event: str, times: list[datetime],
                                         {"$set": {"seq": numbered + written}}, upsert=True)
     seeded.count("webhook_deliveries", written)
     return numbered + written
-
-
-async def _sessions(db: Db, seeded: Seeded) -> None:
-    """The admin's earlier console sessions (the bench signs in once more, numbered after)."""
-    member = await db.members.find_one({"accountId": seeded.account_id, "email": ADMIN})
-    assert member is not None
-    now = utcnow()
-    seeded.count("member_sessions", await seeded.loader.insert(db, "member_sessions", (
-        {"_id": digest(new_token()), "publicId": secrets.token_hex(8), "email": ADMIN,
-         "method": "code", "accountId": seeded.account_id, "memberId": member["_id"],
-         "epoch": 0, "ip": "203.0.113.9", "userAgent": "bench", "createdAt": at,
-         "lastSeenAt": at, "expiresAt": now + timedelta(days=10), "seq": place + 1}
-        for place, at in enumerate(_spread(SESSIONS, now - timedelta(days=20),
-                                           timedelta(days=19))))))
-    await db.number_counters.insert_one({"_id": session_numbers.scope(ADMIN), "seq": SESSIONS})
 
 
 async def _import(db: Db, seeded: Seeded, size: int, top: int) -> None:
@@ -358,6 +334,33 @@ async def _link_bursts(db: Db, seeded: Seeded, size: int) -> None:
         numbers[target] += 1
         by_file[target].append(_link(seeded, target, at, numbers[target], timedelta(days=30)))
     await _finish_links(db, seeded, by_file)
+
+
+async def _mixed(db: Db, seeded: Seeded, size: int, top: int, seed: int) -> None:
+    """`size` records drawn from `seed` (`scale_shape_mixed.draw`), written as the services
+    write them: the deleted files as `_deleted` leaves them."""
+    busy = await db.files.find_one({"_id": seeded.busy_file}, {"linkSeq": 1})
+    seeded.plan, drawn = mixed.draw(
+        seed, size, {"_id": seeded.busy_file, **(busy or {})}, top,
+        lambda at, seq: _file(seeded.account_id, at, seq),
+        lambda file_id, at, seq, life: _link(seeded, file_id, at, seq, life))
+    await _files_with_uploads(db, seeded, drawn.files)
+    seeded.add_log(_upload(seeded, doc) for doc, _ in drawn.deleted)
+    seeded.add_log(_entry(seeded, doc["_id"], "delete", at,
+                          actor={"kind": "key", "id": seeded.key_id, "label": ""})
+                   for doc, at in drawn.deleted)
+    seeded.add_log(_entry(seeded, file_id, "page", at, viewerEmail="kim@client.example",
+                          ip="203.0.113.7", page=1, **({"roomId": seeded.room_id} if room else {}))
+                   for file_id, at, room in drawn.views)
+    numbered = await db.number_counters.find_one(
+        {"_id": delivery_numbers.scope(seeded.endpoint_id)})
+    await _deliveries(db, seeded, "file.deleted",
+                      [at for _, at in drawn.deleted if mixed.recent(at)],
+                      int(numbered["seq"]) if numbered else 0)
+    # (a file with no link keeps what `_file` wrote, as an import's files do)
+    await _finish_links(db, seeded, {file_id: links for file_id, links in drawn.links.items()
+                                     if links or file_id == seeded.busy_file})
+    await _finish_files(db, seeded, drawn.top)
 
 
 async def _finish_links(db: Db, seeded: Seeded, by_file: dict[str, list[dict[str, Any]]]

@@ -49,6 +49,7 @@ from bench.scale_shape_routes import (
     signed_in,
 )
 from bench.scale_shape_seeds import (
+    MIXED_SEED,
     SHAPES,
     Seeded,
     begin_shape,
@@ -279,10 +280,12 @@ def _started(root: Path, name: str) -> VaultProcess:
 
 def measure(shapes: list[str], size: int, samples: int, work: Path,
             report: Callable[[ShapeRun], None] = lambda run: None,
-            timed: Callable[[ShapeRun], None] = lambda run: None) -> list[ShapeRun]:
+            timed: Callable[[ShapeRun], None] = lambda run: None, seed: int = MIXED_SEED
+            ) -> list[ShapeRun]:
     """The empty and the full-page vaults, and each shape's vault, one shape at a time beside
     them; `timed` is given each shape's run as soon as its routes are timed (before the
-    database's profile, which may be long at 10^6), `report` once it is profiled too."""
+    database's profile, which may be long at 10^6), `report` once it is profiled too.
+    `seed`: the `mixed` shape's draw."""
     empty_vault = _started(work, "empty")
     runs = []
     try:
@@ -294,7 +297,7 @@ def measure(shapes: list[str], size: int, samples: int, work: Path,
                 empty_indexes = _indexes(empty_vault)
                 for shape in shapes:
                     runs.append(_measure_shape(work, shape, size, samples, references,
-                                               page_vault, timed))
+                                               page_vault, timed, seed))
                     runs[-1].empty_indexes = empty_indexes
                     report(runs[-1])
             finally:
@@ -309,14 +312,14 @@ def measure(shapes: list[str], size: int, samples: int, work: Path,
 
 def _measure_shape(work: Path, shape: str, size: int, samples: int,
                    references: list[tuple[VaultProcess, Session]], at_rest: VaultProcess,
-                   timed: Callable[[ShapeRun], None]) -> ShapeRun:
+                   timed: Callable[[ShapeRun], None], seed: int) -> ShapeRun:
     """`references`: the empty and full-page vaults and their sessions, each session
     replaced by a new one where it ended while the shape was seeded."""
     vault = _started(work, f"shape-{shape}")
     try:
         started = time.perf_counter()
         seeded = _seed(vault, begin_shape)
-        stopped_vault(vault, lambda db: fill_shape(db, seeded, shape, size))
+        stopped_vault(vault, lambda db: fill_shape(db, seeded, shape, size, seed))
         run = ShapeRun(shape, size, time.perf_counter() - started, seeded)
         print(f"{shape} at {size:,}: seeded in {run.seeding_seconds:.0f} s", flush=True)
         run.settled_seconds, run.quiet = settled(lambda: _database(vault),
@@ -350,7 +353,8 @@ def table(run: ShapeRun) -> str:
     quiet = "quiet" if run.quiet else "**still busy**"
     head = [f"Shape `{run.shape}`, N = {run.size:,} (seeded in {run.seeding_seconds:.0f} s: "
             f"{written}; {run.seeded.live_files:,} live files; indexes built after the insert: "
-            f"{loaded}; {quiet} {run.settled_seconds:.0f} s after its restart)", "",
+            f"{loaded}; {quiet} {run.settled_seconds:.0f} s after its restart)",
+            *([f"The shape's draw: {run.seeded.plan}."] if run.seeded.plan else []), "",
             "| route | empty p50 / p95 ms | full page p50 / p95 ms | shape p50 / p95 ms | "
             "p95 ratio to the full page | to empty | returned (empty / full page / shape) | "
             "longest db operation ms | p95 within 2x the full page |",
@@ -377,6 +381,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=MIXED_SEED,
+                        help="the draw of the `mixed` shape (bench.scale_shape_mixed)")
     args = parser.parse_args(argv)
     load = os.getloadavg()
     print(f"load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}", flush=True)
@@ -384,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
         measure(args.shapes, args.size, args.samples, Path(work),
                 lambda run: print(f"\nProfiled:\n\n{table(run)}\n", flush=True),
                 lambda run: print(f"\nTimed (the profile follows):\n\n{table(run)}\n",
-                                  flush=True))
+                                  flush=True), args.seed)
     load = os.getloadavg()
     print(f"\nload average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
 

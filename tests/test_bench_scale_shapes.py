@@ -7,7 +7,7 @@ the routes: a shape that seeded nothing, or records a route cannot read, fails h
 access log is seeded numbered, as vaultd numbers its own: the three log routes must read it by
 those numbers (their profiled `find`s filter on them), not fall back to time windows.
 
-Six vaultd processes (the empty and full-page vaults and one per shape), so `slow`."""
+Seven vaultd processes (the empty and full-page vaults and one per shape), so `slow`."""
 
 from __future__ import annotations
 
@@ -17,15 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from bench import scale_shape_settle, scale_shapes
+from bench import scale_shape_mixed, scale_shape_settle, scale_shapes
 from bench.scale_shape_routes import routes
-from bench.scale_shape_seeds import SESSIONS, SHAPES
+from bench.scale_shape_seeds import MIXED_SEED, SHAPES
+from bench.scale_shape_sessions import SESSIONS
 from bench.scale_shape_settle import QUIET_WINDOWS
 from bench.scale_shapes import LOADED, Row, ShapeRun, measure, table
 from tests.seeded_log import numbered
 
-# six vaultd started, seeded and settled in the fixture: 4 minutes at a load average of 12,
-# past the suite's 300 s at 22
+# seven vaultd started, seeded and settled in the fixture (six took 4 minutes at a load
+# average of 12, past the suite's 300 s at 22)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SIZE = 200  # ORDINARY_SHARE makes it 10 records of every other kind
@@ -174,6 +175,26 @@ def test_the_link_bursts_are_listed_by_state(runs: dict[str, ShapeRun]) -> None:
     assert (links.returned_empty, links.returned_shaped) == (0, 20)
     active = _row(run, "GET /v1/files/:id/views?state=active")
     assert active.returned_empty == 0 and active.returned_shaped > 0
+
+
+def test_the_mixed_shape_is_written_as_drawn_and_read_back(runs: dict[str, ShapeRun]) -> None:
+    """The draw is the seed's alone: drawn again here, it says what the shape holds."""
+    run = runs["mixed"]
+    assert run.seeded.plan is not None and run.seeded.plan.seed == MIXED_SEED
+    assert table(run).splitlines()[1] == f"The shape's draw: {run.seeded.plan}."
+    _, drawn = scale_shape_mixed.draw(
+        MIXED_SEED, SIZE, {"_id": "busy", "linkSeq": ORDINARY}, 1 + ORDINARY,
+        lambda at, seq: {"_id": f"file-{seq}", "createdAt": at, "seq": seq},
+        lambda file_id, at, seq, life: {"fileId": file_id, "seq": seq})
+    assert run.seeded.live_files == 1 + ORDINARY + len(drawn.files)
+    assert run.seeded.records["files"] == ORDINARY + len(drawn.files)
+    assert run.seeded.records["links"] == ORDINARY + sum(map(len, drawn.links.values()))
+    assert run.seeded.records["access_log"] == (2 * ORDINARY + len(drawn.files)
+                                                + 2 * len(drawn.deleted) + len(drawn.views))
+    first = _row(run, "GET /v1/files (page 1")
+    assert first.returned_shaped == min(25, run.seeded.live_files)
+    links = _row(run, "GET /v1/files/:id/views (page 1")
+    assert links.returned_shaped == 20  # the busy file's: ordinary ones at least
 
 
 def test_every_shapes_log_is_read_by_its_numbers(runs: dict[str, ShapeRun]) -> None:
