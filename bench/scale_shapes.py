@@ -284,8 +284,8 @@ def measure(shapes: list[str], size: int, samples: int, work: Path,
             ) -> list[ShapeRun]:
     """The empty and the full-page vaults, and each shape's vault, one shape at a time beside
     them; `timed` is given each shape's run as soon as its routes are timed (before the
-    database's profile, which may be long at 10^6), `report` once it is profiled too.
-    `seed`: the `mixed` shape's draw."""
+    database's profile, which may be long at 10^6), `report` once it is profiled too (`seed`:
+    the `mixed` shape's draw)."""
     empty_vault = _started(work, "empty")
     runs = []
     try:
@@ -381,8 +381,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES))
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=MIXED_SEED,
-                        help="the draw of the `mixed` shape (bench.scale_shape_mixed)")
+    parser.add_argument("--seed", type=int, default=MIXED_SEED, help="the mixed shape's draw")
     args = parser.parse_args(argv)
     load = os.getloadavg()
     print(f"load average at start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}", flush=True)
