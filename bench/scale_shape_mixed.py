@@ -3,7 +3,7 @@ from a seed, by a process none of vaultd's reads was tuned on.
 
 The four named shapes (`bench.scale_shape_seeds`) each push one pattern to its end, and were
 written beside the reads they measure. Here every parameter is drawn from the seed, and the
-seeds measured were chosen before any run of this shape (docs/performance.md):
+seeds measured were chosen before any run of this shape (docs/performance-records.md):
 
 - **When**: a few to a few dozen active spells over the year, each placed at random, as long
   as a log-normal draw makes it (a few minutes to several days) and as busy as a Pareto weight
@@ -96,7 +96,6 @@ def draw(seed: int, size: int, busy: dict[str, Any], top: int,
     shape = plan(rng, seed)
     end = utcnow() - timedelta(hours=2)  # older than the numbering horizon (`begin_shape`)
     live: list[dict[str, Any]] = [busy]
-    made: dict[str, dict[str, Any]] = {busy["_id"]: busy}
     deleted: list[tuple[dict[str, Any], datetime]] = []
     links: dict[str, list[dict[str, Any]]] = {busy["_id"]: []}
     numbers = {busy["_id"]: int(busy.get("linkSeq", 0))}
@@ -109,7 +108,6 @@ def draw(seed: int, size: int, busy: dict[str, Any], top: int,
             top += 1
             doc = new_file(at, top)
             live.append(doc)
-            made[doc["_id"]] = doc
             links[doc["_id"]], numbers[doc["_id"]] = [], 0
         elif kind == "delete":
             gone = live.pop(rng.randrange(1, len(live)))  # never the busy file, first
