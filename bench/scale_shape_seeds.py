@@ -301,19 +301,26 @@ async def _deleted(db: Db, seeded: Seeded, size: int, top: int) -> None:
              enumerate(_spread(size, now - YEAR, YEAR - timedelta(days=10)))]
     gone, kept = files[::2], files[1::2]
     await _files_with_uploads(db, seeded, kept)
-    seeded.add_log(_upload(seeded, doc) for doc in gone)
     deleted_at = _spread(len(gone), now - timedelta(days=7), timedelta(minutes=10))
+    await _gone(db, seeded, list(zip(gone, deleted_at, strict=True)), deleted_at)
+    await _finish_files(db, seeded, top + size)
+
+
+async def _gone(db: Db, seeded: Seeded, deleted: list[tuple[dict[str, Any], datetime]],
+                delivered: list[datetime]) -> None:
+    """Files deleted (each with its time) as a finished deletion leaves them: no record, their
+    `upload` and `delete` entries, and a `file.deleted` delivery at each of `delivered`."""
+    seeded.add_log(_upload(seeded, doc) for doc, _ in deleted)
     # Random ids, as vaultd writes them: the audit catch-up's walk splits the log by `_id`
     # windows (`id_ranges`), and half a million ids sharing a prefix fell in one window, read
     # whole (a 10^6 shape's database held for minutes, vaultd's rounds failing).
     seeded.add_log(_entry(seeded, doc["_id"], "delete", at,
                           actor={"kind": "key", "id": seeded.key_id, "label": ""})
-                   for doc, at in zip(gone, deleted_at, strict=True))
+                   for doc, at in deleted)
     numbered = await db.number_counters.find_one(
         {"_id": delivery_numbers.scope(seeded.endpoint_id)})
-    await _deliveries(db, seeded, "file.deleted", deleted_at,
+    await _deliveries(db, seeded, "file.deleted", delivered,
                       int(numbered["seq"]) if numbered else 0)
-    await _finish_files(db, seeded, top + size)
 
 
 async def _link_bursts(db: Db, seeded: Seeded, size: int) -> None:
@@ -338,25 +345,17 @@ async def _link_bursts(db: Db, seeded: Seeded, size: int) -> None:
 
 async def _mixed(db: Db, seeded: Seeded, size: int, top: int, seed: int) -> None:
     """`size` records drawn from `seed` (`scale_shape_mixed.draw`), written as the services
-    write them: the deleted files as `_deleted` leaves them."""
+    write them."""
     busy = await db.files.find_one({"_id": seeded.busy_file}, {"linkSeq": 1})
     seeded.plan, drawn = mixed.draw(
         seed, size, {"_id": seeded.busy_file, **(busy or {})}, top,
         lambda at, seq: _file(seeded.account_id, at, seq),
         lambda file_id, at, seq, life: _link(seeded, file_id, at, seq, life))
     await _files_with_uploads(db, seeded, drawn.files)
-    seeded.add_log(_upload(seeded, doc) for doc, _ in drawn.deleted)
-    seeded.add_log(_entry(seeded, doc["_id"], "delete", at,
-                          actor={"kind": "key", "id": seeded.key_id, "label": ""})
-                   for doc, at in drawn.deleted)
+    await _gone(db, seeded, drawn.deleted, [at for _, at in drawn.deleted if mixed.recent(at)])
     seeded.add_log(_entry(seeded, file_id, "page", at, viewerEmail="kim@client.example",
                           ip="203.0.113.7", page=1, **({"roomId": seeded.room_id} if room else {}))
                    for file_id, at, room in drawn.views)
-    numbered = await db.number_counters.find_one(
-        {"_id": delivery_numbers.scope(seeded.endpoint_id)})
-    await _deliveries(db, seeded, "file.deleted",
-                      [at for _, at in drawn.deleted if mixed.recent(at)],
-                      int(numbered["seq"]) if numbered else 0)
     # (a file with no link keeps what `_file` wrote, as an import's files do)
     await _finish_links(db, seeded, {file_id: links for file_id, links in drawn.links.items()
                                      if links or file_id == seeded.busy_file})

@@ -6,12 +6,11 @@ whole environment, its `--config` and `--data-dir`."""
 
 from __future__ import annotations
 
-import itertools
-import shlex
 from pathlib import Path
 
 import pytest
 
+from tests.typed_command import split_typed
 from vaultd.announcements import first_admin_command
 from vaultd.config import Settings, load_settings, read_config_file
 
@@ -26,16 +25,13 @@ def vaultd_settings(config: Path | None, env: dict[str, str], flags: dict[str, s
 def vault_admin_settings(command: str) -> Settings:
     """The settings `vault-admin` runs with when `command` is typed, with an email in place of
     its placeholder, in a shell that sets no VAULTD_ variable."""
-    words = shlex.split(command.replace("<your email>", "ops@example.com"))
-    assignments = list(itertools.takewhile(lambda word: "=" in word, words))
-    tool, *args = words[len(assignments):]
+    env, tool, args = split_typed(command.replace("<your email>", "ops@example.com"))
     assert tool == "vault-admin"
     options = dict(zip(args[:-3:2], args[1:-3:2], strict=True))  # before the subcommand
     assert args[-3:] == ["members", "add-first-admin", "ops@example.com"]
     assert set(options) <= {"--config", "--data-dir"}, options
     config = options.get("--config")
-    return vaultd_settings(Path(config) if config else None,
-                           dict(word.split("=", 1) for word in assignments),
+    return vaultd_settings(Path(config) if config else None, env,
                            {"data_dir": options.get("--data-dir")} if "--data-dir" in options
                            else {})
 

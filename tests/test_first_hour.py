@@ -3,9 +3,7 @@ what is wrong, and the tools say what they are. Real processes, real sockets."""
 
 from __future__ import annotations
 
-import itertools
 import re
-import shlex
 import socket
 import subprocess
 import sys
@@ -16,6 +14,7 @@ import httpx
 import pytest
 
 from tests.admin_zygote import run_admin
+from tests.typed_command import split_typed
 from tests.vault_process import ROOT, VaultProcess, base_env, free_port
 from tests.vaultd_zygote import run_vaultd_to_end
 from vaultd.version import VERSION
@@ -174,11 +173,9 @@ def test_a_start_names_the_console_and_until_there_is_an_account_how_to_make_its
 def as_typed(command: str) -> subprocess.CompletedProcess[str]:
     """A `vault-admin` command line as an operator types it in a shell: its leading
     `NAME=value` words are its environment (on top of one with no VAULTD_ setting)."""
-    words = shlex.split(command)
-    assignments = list(itertools.takewhile(lambda word: "=" in word, words))
-    tool, *args = words[len(assignments):]
+    env, tool, args = split_typed(command)
     assert tool == "vault-admin", command
-    return admin(*args, env=dict(word.split("=", 1) for word in assignments))
+    return admin(*args, env=env)
 
 
 def printed(log: str, about: str) -> list[str]:
