@@ -17,6 +17,7 @@ import pytest
 
 from backends.local import LocalBackend
 from tests import link_generation_helpers, recorded_database
+from tests.link_clock import set_expiry
 from tests.link_generation_helpers import (
     CommandTally,
     account_with_file,
@@ -121,7 +122,7 @@ async def test_no_read_of_liveness_finds_a_deleted_files_link_live(
     await new_links(db, account, kept_file, 3)
     tokens = await new_links(db, account, file_id, 2 * deletions.DELETE_BATCH + 5)
     # One expired before the deletion (not swept yet), one revoked by itself before it.
-    await db.links.update_one({"hash": digest(tokens[0])}, {"$set": {"expiresAt": utcnow()}})
+    await set_expiry(db, {"hash": digest(tokens[0])}, utcnow())
     await links.revoke_link(db, account.id, tokens[1])
     await db.raw("link_stats").insert_many(
         [{"_id": f"{file_id}-stats-{n}", "fileId": file_id} for n in range(30)])
@@ -142,7 +143,7 @@ async def test_no_read_of_liveness_finds_a_deleted_files_link_live(
     assert check.link is None or not links.is_live(check.link)
     assert not await links.still_open(db, kept)
     # A link live at the deletion expires before its record goes: not taken twice.
-    await db.links.update_one({"hash": digest(tokens[3])}, {"$set": {"expiresAt": utcnow()}})
+    await set_expiry(db, {"hash": digest(tokens[3])}, utcnow())
     assert await _raw_account_live(db, account.id) == 3
     await deletions.clean_up(db, doc)
     assert await _gone(db, account.id, file_id) == GONE

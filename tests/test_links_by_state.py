@@ -16,6 +16,7 @@ import pytest
 
 from tests import recorded_database
 from tests.db_reads import QueryRecorder
+from tests.link_clock import set_expiry
 from tests.link_states_helpers import STATES, account_with_file, every_page, expected, listed
 from vaultd.db import Db
 from vaultd.errors import NotFound
@@ -41,8 +42,7 @@ async def _made(db: Db, account: Account, file_id: str, count: int) -> list[str]
 
 async def _expire(db: Db, link_ids: list[str]) -> None:
     """The clock passes their expiry (after the file's last sweep: the live count sees it)."""
-    await db.links.update_many({"_id": {"$in": link_ids}},
-                               {"$set": {"expiresAt": utcnow() - timedelta(milliseconds=1)}})
+    await set_expiry(db, {"_id": {"$in": link_ids}}, utcnow() - timedelta(milliseconds=1))
 
 
 async def _assert_listed(db: Db, recorder: QueryRecorder, account: Account, file_id: str

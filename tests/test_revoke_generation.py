@@ -14,6 +14,7 @@ from collections import Counter
 import pytest
 
 from tests import link_generation_helpers, recorded_database
+from tests.link_clock import set_expiry
 from tests.link_generation_helpers import (
     CommandTally,
     account_with_file,
@@ -113,16 +114,16 @@ async def test_the_counts_stay_exact_through_expiries_and_single_revokes_before_
     await new_links(db, account, other_file, 3)
     tokens = await new_links(db, account, file_id, 6)
     # One expired before the revoke (not swept yet), one revoked by itself before it.
-    await db.links.update_one({"hash": digest(tokens[0])}, {"$set": {"expiresAt": utcnow()}})
+    await set_expiry(db, {"hash": digest(tokens[0])}, utcnow())
     await links.revoke_link(db, account.id, tokens[1])
     revoked = await revoke_jobs.revoke_all(db, account.id, file_id, owner="vaultd-test")
     assert revoked == 4
     # Before the marking: a link live at the revoke expires, and another is revoked by itself.
-    await db.links.update_one({"hash": digest(tokens[2])}, {"$set": {"expiresAt": utcnow()}})
+    await set_expiry(db, {"hash": digest(tokens[2])}, utcnow())
     await links.revoke_link(db, account.id, tokens[3])
     assert await _stored_counts(db, account.id, file_id) == (3, 0)
     await revoke_jobs.all_marked()
-    await db.links.update_one({"hash": digest(tokens[4])}, {"$set": {"expiresAt": utcnow()}})
+    await set_expiry(db, {"hash": digest(tokens[4])}, utcnow())
     assert await _stored_counts(db, account.id, file_id) == (3, 0)
     assert (await accounts.usage(db, account.id))["activeLinks"] == 3
     file = await db.files.find_one({"_id": file_id})

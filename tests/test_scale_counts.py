@@ -14,6 +14,7 @@ import pytest
 
 from backends.local import LocalBackend
 from tests.embedded_database import running_database, vault_db
+from tests.link_clock import set_expiry
 from tests.scale_seed import _file
 from vaultd import embedded_db
 from vaultd.crypto.keyring import MasterKeyring
@@ -73,7 +74,7 @@ async def _link(db: Db, token: str) -> dict[str, Any]:
 async def _expire(db: Db, token: str) -> None:
     """As if the link's time had passed: it ends now (not earlier: a count swept a moment ago
     has already passed that time, which no real link's expiry can precede)."""
-    await db.links.update_one({"hash": digest(token)}, {"$set": {"expiresAt": utcnow()}})
+    await set_expiry(db, {"hash": digest(token)}, utcnow())
 
 
 async def test_live_links_follow_revokes_and_expiry(db: Db) -> None:

@@ -34,6 +34,11 @@ class LinkCountDoc(TypedDict):
     live: int
     sweptAt: NotRequired[datetime]
     rooms: NotRequired[bool]  # the account's room links joined `live` (db_indexes.count_rooms_once)
+    # A file's: no counted link expires before `nextExpiry`, trusted beside `ahead` (seconds the
+    # sweep looks past its time); `moved` counts links created or given a new expiry.
+    nextExpiry: NotRequired[datetime]
+    ahead: NotRequired[float]
+    moved: NotRequired[int]
 
 
 class PendingUploadDoc(TypedDict):

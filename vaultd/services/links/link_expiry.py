@@ -18,6 +18,7 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import LinkDoc
 from vaultd.secrets import digest, is_token
+from vaultd.services.accounts import link_counts
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.files.files import is_uuid
 from vaultd.services.links.links import LINK_NOT_FOUND, is_live
@@ -73,6 +74,7 @@ async def _set(db: Db, link: LinkDoc | None, expires_at: datetime) -> datetime:
         {"$set": {"expiresAt": expires_at}})
     if not changed.matched_count:
         raise NotFound(LINK_NOT_FOUND)
+    await link_counts.expiry_moved(db, link["fileId"], expires_at)  # a shorter life counts
     return expires_at
 
 

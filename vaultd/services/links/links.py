@@ -189,7 +189,7 @@ async def _counted(db: Db, link: LinkDoc) -> bool:
     A link's generation never changes once written: a revoke-all's marking may then revoke
     every link it read as older without asking again (`revoke_jobs.mark`)."""
     if await link_counts.added_in_generation(db, link["accountId"], link["fileId"],
-                                             link.get("generation", 0)):
+                                             link.get("generation", 0), link["expiresAt"]):
         return True
     await db.links.delete_one({"_id": link["_id"]})
     return False
