@@ -27,6 +27,14 @@ class UsageDoc(TypedDict):
     storageBytes: int
 
 
+class FileGapDoc(TypedDict):
+    """An account's numbers, `bottom` to `top`, that hold no file and never will
+    (`services.files.file_gaps`)."""
+
+    bottom: int
+    top: int
+
+
 class LinkCountDoc(TypedDict):
     """Live links kept on write (`services.accounts.link_counts`): those not revoked whose expiry is
     after `sweptAt`."""
@@ -67,6 +75,7 @@ class AccountDoc(TypedDict):
     # numbers existed count down from 0: db_indexes.number_files_once); services.files.files.
     fileSeq: NotRequired[int]
     fileSeqFloor: NotRequired[int]
+    fileGap: NotRequired[FileGapDoc]  # numbers that hold no file and never will (file_gaps)
     # Members with the admin role not removed, kept on write so that the last one cannot be
     # demoted or removed (services.members.admins); absent before the first admin is added.
     adminCount: NotRequired[int]

@@ -81,11 +81,14 @@ def _limit_error(plan_id: str, usage: UsageDoc, size: int) -> PlanLimitReached:
     )
 
 
-async def settle_upload(db: Db, account_id: str, file_id: str) -> None:
-    """The file record exists: the reservation becomes plain usage."""
-    await db.accounts.update_one(
-        {"_id": account_id}, {"$pull": {"pendingUploads": {"id": file_id}}}
+async def settle_upload(db: Db, account_id: str, file_id: str) -> bool:
+    """The file record exists: the reservation becomes plain usage. False: there was none (a
+    second call, or recovery cancelled it)."""
+    result = await db.accounts.update_one(
+        {"_id": account_id, "pendingUploads.id": file_id},
+        {"$pull": {"pendingUploads": {"id": file_id}}}
     )
+    return bool(result.modified_count)
 
 
 async def cancel_upload(db: Db, account_id: str, file_id: str, size: int) -> None:

@@ -48,20 +48,28 @@ Doc = TypeVar("Doc", bound=Any)
 
 async def newest_numbered(collection: AsyncCollection[Doc], query: dict[str, Any], field: str,
                           *, count: int, top: int, floor: int,
-                          keep: Callable[[Doc], bool] | None = None) -> list[Doc]:
+                          keep: Callable[[Doc], bool] | None = None,
+                          empty: tuple[int, int] | None = None) -> list[Doc]:
     """Up to `count` documents matching `query`, highest `field` first, from `top` down to
     `floor` (both inclusive). `collection` needs an index of `query`'s equalities then `field`;
     numbers are unique within the scope `query` names among the documents `keep` keeps (a
-    filter applied here: a field outside the index would make SecantusDB scan)."""
+    filter applied here: a field outside the index would make SecantusDB scan). `empty`, the
+    lowest and highest of numbers known to hold no match (`files.file_gaps`), is not read."""
     found: list[Doc] = []
-    upper, width = top, max(min(count, FIRST_RANGE), 1)
+    upper, width, spanned = top, max(min(count, FIRST_RANGE), 1), 0
     while len(found) < count and upper >= floor:
+        if empty is not None and empty[0] <= upper <= empty[1]:
+            upper = empty[0] - 1
+            continue
         lower = max(upper - width + 1, floor)
+        if empty is not None and lower <= empty[1] < upper:
+            lower = empty[1] + 1
         ranged = {**query, field: {"$gte": lower, "$lte": upper}}
         docs = await in_one_batch(collection.find(ranged), upper - lower + 1)
         docs.sort(key=lambda doc: doc[field], reverse=True)
         found += docs if keep is None else [doc for doc in docs if keep(doc)]
-        width = _next_width(width, len(found), top - lower + 1, count - len(found))
+        spanned += upper - lower + 1
+        width = _next_width(width, len(found), spanned, count - len(found))
         upper = lower - 1
     return found[:count]
 

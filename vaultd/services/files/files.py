@@ -13,6 +13,7 @@ from vaultd.records import AccountDoc, FileDoc
 from vaultd.services.accounts import link_counts
 from vaultd.services.common.newest import newest
 from vaultd.services.common.numbered import newest_numbered
+from vaultd.services.files import file_gaps
 from vaultd.timefmt import iso_utc, utcnow
 
 log = logging.getLogger("vaultd.files")
@@ -65,7 +66,8 @@ async def list_files(db: Db, account_id: str, page: int, per_page: int, *,
     any live one), for a caller that shows only names."""
     account = await db.accounts.find_one(
         {"_id": account_id},
-        {"usage": 1, "pendingUploads": 1, "createdAt": 1, "fileSeq": 1, "fileSeqFloor": 1})
+        {"usage": 1, "pendingUploads": 1, "createdAt": 1, "fileSeq": 1, "fileSeqFloor": 1,
+         file_gaps.FIELD: 1})
     if account is None:
         raise NotFound("account not found")
     total = max(int(account["usage"]["documents"]) - len(account["pendingUploads"]), 0)
@@ -75,7 +77,9 @@ async def list_files(db: Db, account_id: str, page: int, per_page: int, *,
     if wanted:
         docs = await newest_numbered(db.files, query, "seq", count=wanted,
                                      top=account.get("fileSeq", 0),
-                                     floor=account.get("fileSeqFloor", 1))
+                                     floor=account.get("fileSeqFloor", 1),
+                                     empty=file_gaps.known(account))
+        await file_gaps.remember(db, account, docs)
     if len(docs) < wanted:
         docs += await _unnumbered(db, account, query, len(docs), wanted - len(docs))
     docs = docs[(page - 1) * per_page:]

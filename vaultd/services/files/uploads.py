@@ -19,7 +19,12 @@ from render.worker.entry_points import validate_document
 from vaultd.broker import BrokeredFile, brokered
 from vaultd.crypto.keyring import WrappedKey
 from vaultd.db import Db
-from vaultd.errors import InvalidRequest, Unprocessable, UnsupportedMediaType
+from vaultd.errors import (
+    InvalidRequest,
+    ServiceUnavailable,
+    Unprocessable,
+    UnsupportedMediaType,
+)
 from vaultd.records import FileDoc, FileKind
 from vaultd.services.accounts import quota
 from vaultd.services.accounts.accounts import Account
@@ -43,6 +48,8 @@ MAX_NAME = 200
 DEFAULT_NAME = "document"
 SNIFF_BYTES = 8
 NOT_OURS = "content is not a PDF, JPEG or PNG file"
+CANCELLED = ("the upload took this server too long to finish and another one cancelled it; "
+             "send the file again")
 LEGACY_OFFICE = ("legacy Office files (.doc, .xls, .ppt) are not accepted: save the document as "
                  "DOCX, XLSX, PPTX, ODT, ODS or ODP, or as a PDF")
 ZIP_PENDING = "application/zip"  # until a worker has read the archive's index
@@ -227,11 +234,18 @@ class UploadSession:
         sealed.append(("blob.key", doc["blob"]["key"], blob))
         held = await webhook_events.file_uploaded(self.db, doc)  # held until the insert
         await self.db.files.insert_one(doc)
+        if not await quota.settle_upload(self.db, self.account.id, self.file_id):
+            # Recovery took this process for dead, cancelled the reservation and deleted the
+            # blob: the record goes too, so that no number the listing knows to be empty
+            # (`file_gaps`) ever holds a file, and the held event with it.
+            await self.db.files.delete_one({"_id": doc["_id"]})
+            await outbox.discard(self.db, held)
+            self._reserved = 0
+            raise ServiceUnavailable(CANCELLED)
         await outbox.release(self.db, held)
         # From here the file exists: a failure must not undo it (recovery settles the rest).
         self._blob, self._reserved, self._rendition = None, 0, None
         await self._keep_keys_in_ring(doc, sealed)
-        await quota.settle_upload(self.db, self.account.id, self.file_id)
         await access_log.record(self.db, self.account.id, self.file_id, "upload")
         return doc
 

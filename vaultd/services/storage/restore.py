@@ -31,6 +31,7 @@ from vaultd.db import (
     describe_failure,
 )
 from vaultd.runtime import database, make_backend
+from vaultd.services.files import file_gaps
 from vaultd.services.links import link_numbers
 from vaultd.services.members import activity_numbers
 from vaultd.services.storage.backup import COPY_PIECE, LAST
@@ -142,7 +143,9 @@ class FileTally:
 def _accounts(backup: Path, usage: dict[str, dict[str, int]]) -> Iterator[RawDoc]:
     for doc in read_docs(collection_path(backup, "accounts")):
         # Reservations and deletions in progress ended with the old vault.
-        yield {**_without_link_count(doc),
+        # Numbers known to hold no file are forgotten: the files were copied at another moment.
+        yield {**{key: value for key, value in _without_link_count(doc).items()
+                  if key != file_gaps.FIELD},
                "usage": usage.get(doc["_id"], {"documents": 0, "storageBytes": 0}),
                "pendingUploads": [], "pendingDeletes": []}
 
