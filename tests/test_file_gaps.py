@@ -46,17 +46,11 @@ async def _account(db: Db, name: str, *, kept: int = KEPT, numbers: int = NUMBER
     return account.id
 
 
-async def _walked(db: Db, recorder: QueryRecorder, account_id: str,
-                  gap: tuple[int, int] | None = None) -> tuple[list[int], int]:
-    """Page 1's numbers, and the file records its queries walked; none of them reads a number
-    of `gap`."""
+async def _walked(db: Db, recorder: QueryRecorder, account_id: str) -> tuple[list[int], int]:
+    """Page 1's numbers, and the file records its queries walked."""
     with recorder.recorded() as queries:
         page = await files.list_files(db, account_id, 1, 25, active_links=False)
     reads = [query for query in queries if query.collection == "files"]
-    for query in reads:
-        if gap is not None and isinstance(query.filter.get("seq"), dict):
-            assert (query.filter["seq"]["$lte"] < gap[0]
-                    or query.filter["seq"]["$gte"] > gap[1]), query.filter
     walked = sum([await examined(db, query) for query in reads])
     seqs = [doc.get("seq", -1) for doc in await db.files.find(
         {"_id": {"$in": [item["id"] for item in page["files"]]}}, {"seq": 1}).to_list()]
@@ -71,8 +65,8 @@ async def test_the_first_page_after_the_newest_were_deleted_then_reads_what_it_r
     assert seqs == newest
     assert first == KEPT  # the range that ends the gap holds every file below it
     account = await db.accounts.find_one({"_id": account_id})
-    assert account is not None and account[file_gaps.FIELD] == {"bottom": KEPT + 1,
-                                                                 "top": NUMBERS}
+    assert account is not None
+    assert account[file_gaps.FIELD] == [{"bottom": KEPT + 1, "top": NUMBERS}]
     seqs, again = await _walked(db, recorder, account_id)
     assert seqs == newest
     assert again <= numbered.FIRST_RANGE  # a page's first range, below the gap
@@ -86,16 +80,53 @@ async def test_an_upload_after_the_gap_lists_first_and_the_gap_is_still_jumped(
     await db.raw("files").insert_one(new)
     await db.accounts.update_one({"_id": account_id},
                                  {"$inc": {"usage.documents": 1, "fileSeq": 1}})
-    seqs, walked = await _walked(db, recorder, account_id, (KEPT + 1, NUMBERS))
+    with recorder.recorded() as queries:
+        seqs, walked = await _walked(db, recorder, account_id)
     assert seqs == [NUMBERS + 1, *range(KEPT, KEPT - 24, -1)]
-    assert walked <= numbered.FIRST_RANGE + 1
+    assert walked == 25  # one range, past the gap: as wide as the page where the files are
+    assert len([query for query in queries if query.collection == "files"]) == 1
     # The new file deleted too: the next listing remembers a stretch reaching past the old one.
     await db.raw("files").delete_one({"_id": new["_id"]})
     await db.accounts.update_one({"_id": account_id}, {"$inc": {"usage.documents": -1}})
     await _walked(db, recorder, account_id)
     account = await db.accounts.find_one({"_id": account_id})
-    assert account is not None and account[file_gaps.FIELD] == {"bottom": KEPT + 1,
-                                                                 "top": NUMBERS + 1}
+    assert account is not None
+    assert account[file_gaps.FIELD] == [{"bottom": KEPT + 1, "top": NUMBERS + 1}]
+
+
+async def test_a_stretch_below_the_newest_file_is_remembered_and_read_past(
+        db: Db, recorder: QueryRecorder) -> None:
+    """The newest file kept, the thousands uploaded before it deleted: the stretch between it
+    and the files below is remembered, and one range reaches past it to the page's files."""
+    account_id = await _account(db, "Newest Kept Co")
+    await db.raw("files").insert_one(_file(account_id, utcnow(), NUMBERS))
+    await db.accounts.update_one({"_id": account_id}, {"$inc": {"usage.documents": 1}})
+    newest = [NUMBERS, *range(KEPT, KEPT - 24, -1)]
+    seqs, first = await _walked(db, recorder, account_id)
+    assert seqs == newest and first == KEPT + 1
+    account = await db.accounts.find_one({"_id": account_id})
+    assert account is not None
+    assert account[file_gaps.FIELD] == [{"bottom": KEPT + 1, "top": NUMBERS - 1}]
+    with recorder.recorded() as queries:
+        seqs, again = await _walked(db, recorder, account_id)
+    assert seqs == newest and again <= numbered.FIRST_RANGE
+    assert len([query for query in queries if query.collection == "files"]) == 1
+
+
+async def test_a_stretch_a_deeper_page_found_is_kept_by_page_1(db: Db) -> None:
+    """Page 1 does not reach the stretch page 6 found below the 100 newest: it keeps it."""
+    account_id = await _account(db, "Deep Found Co")
+    newer = [_file(account_id, utcnow(), NUMBERS + n) for n in range(1, 101)]
+    await db.raw("files").insert_many(newer)
+    await db.accounts.update_one({"_id": account_id},
+                                 {"$inc": {"usage.documents": 100, "fileSeq": 100}})
+    await files.list_files(db, account_id, 6, 25, active_links=False)
+    stretch = [{"bottom": KEPT + 1, "top": NUMBERS}]
+    account = await db.accounts.find_one({"_id": account_id})
+    assert account is not None and account[file_gaps.FIELD] == stretch
+    await files.list_files(db, account_id, 1, 25, active_links=False)
+    account = await db.accounts.find_one({"_id": account_id})
+    assert account is not None and account[file_gaps.FIELD] == stretch
 
 
 async def test_below_the_gap_a_range_is_sized_by_what_was_read_not_by_the_numbers_jumped(
@@ -107,11 +138,11 @@ async def test_below_the_gap_a_range_is_sized_by_what_was_read_not_by_the_number
             for n in range(2, KEPT + 1, 2)]
     await db.raw("files").insert_many(docs)
     await db.accounts.update_one({"_id": account_id}, {"$set": {
-        "usage.documents": len(docs), file_gaps.FIELD: {"bottom": KEPT + 1, "top": NUMBERS}}})
+        "usage.documents": len(docs), file_gaps.FIELD: [{"bottom": KEPT + 1, "top": NUMBERS}]}})
     await db.raw("files").insert_one(_file(account_id, utcnow(), NUMBERS + 1))
     await db.accounts.update_one({"_id": account_id},
                                  {"$inc": {"usage.documents": 1, "fileSeq": 1}})
-    seqs, walked = await _walked(db, recorder, account_id, (KEPT + 1, NUMBERS))
+    seqs, walked = await _walked(db, recorder, account_id)
     assert seqs == [NUMBERS + 1, *range(KEPT, KEPT - 48, -2)]
     assert walked <= 2 * 25, walked
 
@@ -128,7 +159,7 @@ async def test_nothing_is_remembered_while_an_upload_is_pending(
     seqs, _ = await _walked(db, recorder, account_id)
     assert seqs == list(range(KEPT, KEPT - 25, -1))
     account = await db.accounts.find_one({"_id": account_id})
-    assert account is not None and file_gaps.FIELD not in account
+    assert account is not None and not account.get(file_gaps.FIELD)
     # Its record written under a number among the empty ones, then settled: listed first.
     await db.raw("files").insert_one(_file(account_id, utcnow(), NUMBERS - 7))
     await db.accounts.update_one({"_id": account_id}, {"$pull": {"pendingUploads": {}}})
@@ -143,7 +174,7 @@ async def test_a_few_deleted_files_are_not_worth_a_write(db: Db, recorder: Query
     seqs, _ = await _walked(db, recorder, account_id)
     assert seqs == list(range(KEPT, KEPT - 25, -1))
     account = await db.accounts.find_one({"_id": account_id})
-    assert account is not None and file_gaps.FIELD not in account
+    assert account is not None and not account.get(file_gaps.FIELD)
 
 
 async def test_every_file_deleted_remembers_down_to_the_floor(db: Db, recorder: QueryRecorder
@@ -158,7 +189,7 @@ async def test_every_file_deleted_remembers_down_to_the_floor(db: Db, recorder: 
     seqs, _ = await _walked(db, recorder, account_id)
     assert seqs == [-1]
     account = await db.accounts.find_one({"_id": account_id})
-    assert account is not None and account[file_gaps.FIELD] == {"bottom": 1, "top": NUMBERS}
+    assert account is not None and account[file_gaps.FIELD] == [{"bottom": 1, "top": NUMBERS}]
 
 
 async def test_a_restore_forgets_the_remembered_numbers(

@@ -28,7 +28,7 @@ class UsageDoc(TypedDict):
 
 
 class FileGapDoc(TypedDict):
-    """An account's numbers, `bottom` to `top`, that hold no file and never will
+    """A stretch of an account's numbers, `bottom` to `top`, that holds no file and never will
     (`services.files.file_gaps`)."""
 
     bottom: int
@@ -75,7 +75,7 @@ class AccountDoc(TypedDict):
     # numbers existed count down from 0: db_indexes.number_files_once); services.files.files.
     fileSeq: NotRequired[int]
     fileSeqFloor: NotRequired[int]
-    fileGap: NotRequired[FileGapDoc]  # numbers that hold no file and never will (file_gaps)
+    fileGaps: NotRequired[list[FileGapDoc]]  # numbers holding no file, ever (files.file_gaps)
     # Members with the admin role not removed, kept on write so that the last one cannot be
     # demoted or removed (services.members.admins); absent before the first admin is added.
     adminCount: NotRequired[int]

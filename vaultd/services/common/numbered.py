@@ -20,7 +20,7 @@ they arrived. So the newest `count` are read range by range from the scope's las
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -49,29 +49,51 @@ Doc = TypeVar("Doc", bound=Any)
 async def newest_numbered(collection: AsyncCollection[Doc], query: dict[str, Any], field: str,
                           *, count: int, top: int, floor: int,
                           keep: Callable[[Doc], bool] | None = None,
-                          empty: tuple[int, int] | None = None) -> list[Doc]:
+                          empty: Sequence[tuple[int, int]] = ()) -> list[Doc]:
     """Up to `count` documents matching `query`, highest `field` first, from `top` down to
     `floor` (both inclusive). `collection` needs an index of `query`'s equalities then `field`;
     numbers are unique within the scope `query` names among the documents `keep` keeps (a
-    filter applied here: a field outside the index would make SecantusDB scan). `empty`, the
-    lowest and highest of numbers known to hold no match (`files.file_gaps`), is not read."""
+    filter applied here: a field outside the index would make SecantusDB scan).
+
+    `empty`: stretches of numbers (lowest, highest), highest first and apart, known to hold no
+    match (`files.file_gaps`). A range reaches past them: its width and the density counted
+    are of the other numbers, so a range that crosses thousands of known-empty numbers is no
+    wider where the matches are than one that crosses none."""
     found: list[Doc] = []
     upper, width, spanned = top, max(min(count, FIRST_RANGE), 1), 0
     while len(found) < count and upper >= floor:
-        if empty is not None and empty[0] <= upper <= empty[1]:
-            upper = empty[0] - 1
-            continue
-        lower = max(upper - width + 1, floor)
-        if empty is not None and lower <= empty[1] < upper:
-            lower = empty[1] + 1
+        lower = max(_reach(upper, width, empty), floor)
         ranged = {**query, field: {"$gte": lower, "$lte": upper}}
-        docs = await in_one_batch(collection.find(ranged), upper - lower + 1)
+        holds = _outside(lower, upper, empty)
+        docs = await in_one_batch(collection.find(ranged), holds)
         docs.sort(key=lambda doc: doc[field], reverse=True)
         found += docs if keep is None else [doc for doc in docs if keep(doc)]
-        spanned += upper - lower + 1
+        spanned += holds
         width = _next_width(width, len(found), spanned, count - len(found))
         upper = lower - 1
     return found[:count]
+
+
+def _reach(upper: int, width: int, empty: Sequence[tuple[int, int]]) -> int:
+    """The lowest number of a range from `upper` down that holds `width` numbers outside
+    `empty`."""
+    cursor, remaining = upper, width
+    for bottom, highest in empty:
+        if bottom > cursor:
+            continue
+        available = cursor - min(highest, cursor)
+        if available >= remaining:
+            break
+        remaining -= available
+        cursor = bottom - 1
+    return cursor - remaining + 1
+
+
+def _outside(lower: int, upper: int, empty: Sequence[tuple[int, int]]) -> int:
+    """The numbers from `lower` to `upper` outside `empty`."""
+    inside = sum(max(min(highest, upper) - max(bottom, lower) + 1, 0)
+                 for bottom, highest in empty)
+    return upper - lower + 1 - inside
 
 
 async def in_one_batch(cursor: AsyncCursor[Doc], most: int) -> list[Doc]:
