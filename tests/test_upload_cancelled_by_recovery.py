@@ -2,8 +2,9 @@
 was taken for dead: no heartbeat for DEAD_AFTER_SECONDS, as a paused machine) leaves nothing:
 503 with the reason, no file record, no event, the usage as before. So no number the file
 listing remembers as empty (`services.files.file_gaps`) ever holds a file, and no record
-points at the blob recovery deleted. The cancellation is recovery's own (`recovery.recover`
-with this process missing from the live instances), run right after the reservation."""
+points at the blob recovery deleted. The cancellation is recovery's own step for a pending
+upload whose owner is not among the live instances (`recovery._settle_upload`, as
+`recovery.recover` runs it), run right after the reservation."""
 
 from __future__ import annotations
 
