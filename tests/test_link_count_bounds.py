@@ -32,8 +32,8 @@ DAY = 24 * HOUR
 async def _account_with_files(db: Db, name: str, count: int) -> tuple[Account, list[str]]:
     account = await accounts.create_account(db, name, "pro")
     ids = []
-    for _ in range(count):
-        doc: dict[str, Any] = _file(account.id, utcnow())
+    for number in range(1, count + 1):
+        doc: dict[str, Any] = _file(account.id, utcnow(), number)
         del doc["linkCount"]  # as an upload writes it: the count appears with the first link
         await db.raw("files").insert_one(doc)
         ids.append(str(doc["_id"]))

@@ -137,21 +137,20 @@ class FileTally:
             entry = self.usage.setdefault(doc["accountId"], {"documents": 0, "storageBytes": 0})
             entry["documents"] += 1
             entry["storageBytes"] += int(doc["size"])
-            yield _without_link_count(doc)
+            yield _without(doc, "linkCount")
 
 
 def _accounts(backup: Path, usage: dict[str, dict[str, int]]) -> Iterator[RawDoc]:
     for doc in read_docs(collection_path(backup, "accounts")):
         # Reservations and deletions in progress ended with the old vault.
         # Numbers known to hold no file are forgotten: the files were copied at another moment.
-        yield {**{key: value for key, value in _without_link_count(doc).items()
-                  if key != file_gaps.FIELD},
+        yield {**_without(doc, "linkCount", file_gaps.FIELD),
                "usage": usage.get(doc["_id"], {"documents": 0, "storageBytes": 0}),
                "pendingUploads": [], "pendingDeletes": []}
 
 
-def _without_link_count(doc: RawDoc) -> RawDoc:
-    return {key: value for key, value in doc.items() if key != "linkCount"}
+def _without(doc: RawDoc, *fields: str) -> RawDoc:
+    return {key: value for key, value in doc.items() if key not in fields}
 
 
 def _others(backup: Path, name: str, file_ids: set[str]) -> Iterator[RawDoc]:
