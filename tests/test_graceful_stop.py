@@ -137,6 +137,8 @@ def test_a_stop_under_load_answers_pages_in_flight_and_cuts_a_trickling_upload(
         assert before and set(before) == {"200"}, load.outcomes
         assert "requests still in flight after the grace period: cut" in server.log_text()
         assert "Traceback" not in server.log_text()
+        # The stop finished: its last line comes after the database closed.
+        assert server.log_text().rstrip().endswith("vaultd stopped"), server.log_text()[-2000:]
         # Nothing of the cut upload remains, before or after a restart.
         assert {p.name for p in (server.data_dir / "blobs").iterdir()} == {slow["id"], fast["id"]}
         server.start()

@@ -81,7 +81,8 @@ def test_a_forked_vaultd_is_what_a_fresh_one_is(tmp_path: Path,
         assert forked.stop(signal.SIGTERM) == fresh.stop(signal.SIGTERM) == 0
         assert again.stop(signal.SIGKILL) == -signal.SIGKILL
         for server in (forked, fresh):
-            assert server.log_text().rstrip().endswith("vaultd stopping"), server.log_text()
+            text = server.log_text()
+            assert "vaultd stopping" in text and text.rstrip().endswith("vaultd stopped"), text
         for server in (forked, again, fresh):  # nothing of the fork's own said (a warning)
             assert not [line for line in server.log_text().splitlines()
                         if "Warning" in line or "Traceback" in line], server.log_text()

@@ -243,6 +243,9 @@ async def run_service(settings: Settings, sockets: list[socket.socket],
             await pool.close()
         await backend.close()
         await database.close()
+        # Last: what the background work said while requests drained comes before it, so an
+        # operator (and a supervisor's log) can tell a finished stop from one cut short.
+        log.info("vaultd stopped")
 
 
 async def email_codes(settings: Settings, db: Db, keyrings: KeyringSource) -> EmailCodes | None:
