@@ -16,9 +16,10 @@ A fresh embedded SecantusDB with vaultd's indexes gets one account and two files
   expire at that instant.
 
 Each read is timed per database operation through the driver's command monitoring: the file's
-count (`link_counts.file_live`, as the listing, the file's views and the account read it)
-after the links were made, then after the expiry twice, then page 1 of the file's expired
-links (`link_states.page_of`, 20), twice.
+count (`link_counts.file_live`, as the listing and the file's views read it) after the links
+were made; after the expiry, the account's count (`link_counts.account_live`, as `GET
+/v1/account` reads it: both files' links), then each file's count twice and page 1 of its
+expired links (`link_states.page_of`, 20) twice.
 Prints a Markdown table: operations, the longest one and the total, and what each answered.
 """
 
@@ -112,7 +113,9 @@ async def run(links: int, storage: Path) -> tuple[dict[str, list[float]],
             assert one is not None
             await set_expiry(db, {"_id": one["_id"]}, at)
             await asyncio.sleep((at - utcnow()).total_seconds() + 0.1)
-            done = [*made, *await _reads(db, steps, "reference", reference),
+            account_count = await _timed(steps, "account: count after the expiry",
+                                         lambda: link_counts.account_live(db, account.id))
+            done = [*made, account_count, *await _reads(db, steps, "reference", reference),
                     *await _reads(db, steps, "burst", burst)]
             return steps.times, done
 
