@@ -6,9 +6,12 @@ its last sweep, and its `?state=expired` page the links listed active whose expi
 (`services.links.link_states`), until the background marking lists them expired. Links made
 together with one `ttlSeconds` (a mailing to every recipient at once) expire together, so the
 first read after holds all of them in one range: the embedded database reads a range whole.
+A file with many links reads its ranges per shard (`services.accounts.link_shards`), so that
+each read holds a 32nd of the burst; the account's count reads its range whole.
 
-A fresh embedded SecantusDB with vaultd's indexes gets one account and two files, each with
-`--links` links made through `services.links.links.create_link`:
+A fresh embedded SecantusDB with vaultd's indexes gets one account and two files, written as an
+upload writes them (with shards; `--unsharded`: as uploaded before them, each range read
+whole), each with `--links` links made through `services.links.links.create_link`:
 - *the burst*: made for a day; its count is read once (its look ahead: a day before they
   expire), then every link is set to expire a second later, at one instant (a spread of a
   minute costs the same: the range holds them all either way);
@@ -41,7 +44,8 @@ from tests.embedded_database import recorded_db, running_database
 from tests.link_clock import set_expiry
 from vaultd import collector
 from vaultd.db import Db
-from vaultd.services.accounts import accounts, link_counts
+from vaultd.services.accounts import accounts, link_counts, link_shards
+from vaultd.services.common import background
 from vaultd.services.links import link_states
 from vaultd.services.links.links import LinkRequest, create_link
 from vaultd.timefmt import utcnow
@@ -49,14 +53,15 @@ from vaultd.timefmt import utcnow
 DAY = timedelta(days=1)
 
 
-async def _file_with_links(db: Db, account: accounts.Account, links: int, ttl: timedelta
-                           ) -> str:
+async def _file_with_links(db: Db, account: accounts.Account, links: int, ttl: timedelta,
+                           sharded: bool) -> str:
     file_id = str(uuid.uuid4())
     await db.raw(db.files.name).insert_one(
         {"_id": file_id, "accountId": account.id, "name": f"{file_id[:8]}.pdf",
          "kind": "delivery", "contentType": "application/pdf", "size": 1000, "pageCount": 3,
          "createdAt": utcnow() - DAY, "state": "stored",
-         "blob": {"name": f"bench-{file_id}", "size": 1000, "key": {}}})
+         "blob": {"name": f"bench-{file_id}", "size": 1000, "key": {}},
+         **({link_shards.FLAG: True} if sharded else {})})
     for n in range(links):
         await create_link(db, account, LinkRequest(file_id, f"viewer{n}@client.example",
                                                    "Viewer", int(ttl.total_seconds())))
@@ -102,14 +107,14 @@ async def _pages(db: Db, steps: StepTimes, name: str, file_id: str
             await _timed(steps, f"{name}: expired page again", expired_page)]
 
 
-async def run(links: int, storage: Path) -> tuple[dict[str, list[float]],
-                                                  list[tuple[str, float, Any]]]:
+async def run(links: int, storage: Path, sharded: bool = True
+              ) -> tuple[dict[str, list[float]], list[tuple[str, float, Any]]]:
     steps = StepTimes()
     with running_database(storage) as server:
         async with recorded_db(server, steps) as db:
             account = await accounts.create_account(db, "Burst Co", "business")
-            burst = await _file_with_links(db, account, links, DAY)
-            reference = await _file_with_links(db, account, links, 7 * DAY)
+            burst = await _file_with_links(db, account, links, DAY, sharded)
+            reference = await _file_with_links(db, account, links, 7 * DAY, sharded)
             made = [await _counted(db, steps, f"{name}: count after the links were made", file_id)
                     for name, file_id in (("reference", reference), ("burst", burst))]
             # After the sweeps above (an expiry before a sweep is an operator's edit: not
@@ -126,6 +131,7 @@ async def run(links: int, storage: Path) -> tuple[dict[str, list[float]],
                     *await _counts(db, steps, "burst", burst),
                     *await _pages(db, steps, "reference", reference),
                     *await _pages(db, steps, "burst", burst)]
+            await background.settled()  # the pages' marking, before the database stops
             return steps.times, done
 
 
@@ -143,12 +149,15 @@ def table(times: dict[str, list[float]], done: list[tuple[str, float, Any]]) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--links", type=int, default=5_000)
+    parser.add_argument("--unsharded", action="store_true",
+                        help="files as uploaded before shards: each range read in one")
     args = parser.parse_args()
     collector.settle()
     with tempfile.TemporaryDirectory() as tmp:
-        times, done = asyncio.run(run(args.links, Path(tmp) / "db"))
+        times, done = asyncio.run(run(args.links, Path(tmp) / "db", not args.unsharded))
     print(f"{args.links:,} links on each file, made through the service; "
-          f"the burst's all expired at one instant\n")
+          f"the burst's all expired at one instant; "
+          f"{'files uploaded before shards' if args.unsharded else 'files with shards'}\n")
     print(table(times, done))
 
 

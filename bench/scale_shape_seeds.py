@@ -51,7 +51,7 @@ from tests.member_records import insert_member
 from tests.seeded_log import horizon_past
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
-from vaultd.services.accounts import accounts, api_keys
+from vaultd.services.accounts import accounts, api_keys, link_shards
 from vaultd.services.members import activity_numbers
 from vaultd.services.webhooks import delivery_numbers
 from vaultd.timefmt import utcnow
@@ -118,7 +118,7 @@ def _file(account_id: str, at: datetime, seq: int) -> dict[str, Any]:
             "kind": "delivery", "contentType": "application/pdf", "size": 1000,
             "pageCount": 3, "createdAt": at, "state": "stored", "seq": seq,
             "blob": {"name": f"seeded-{file_id}", "size": 1000, "key": {}},
-            "linkCount": {"live": 0, "sweptAt": at}}
+            "linkCount": {"live": 0, "sweptAt": at}, link_shards.FLAG: True}
 
 
 def _entry(seeded: Seeded, file_id: str, action: str, at: datetime, **more: Any
@@ -138,7 +138,7 @@ def _link(seeded: Seeded, file_id: str, at: datetime, seq: int, ttl: timedelta
             "accountId": seeded.account_id, "fileId": file_id,
             "viewerEmail": f"viewer{seq % 50}@client.example", "viewerName": "Viewer",
             "createdAt": at, "expiresAt": at + ttl, "revoked": False, "sessionsOpened": 0,
-            "seq": seq, "listed": "active"}
+            "seq": seq, "shard": link_shards.shard_of(seq), "listed": "active"}
 
 
 async def seed_base(db: Db) -> Seeded:

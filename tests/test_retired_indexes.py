@@ -1,7 +1,7 @@
 """Indexes vaultd no longer declares (`vaultd.db_indexes.RETIRED`) leave a database made with
 them at the next start, once, however many processes start at once; and a revoke-all's marking
 writes nothing the retired `links (revokedBatch, _id)` held, so each link it marks moves the
-entries of the 6 indexes holding `revoked` or `listed` and no more. Against a real embedded
+entries of the 7 indexes holding `revoked` or `listed` and no more. Against a real embedded
 SecantusDB, through `ensure_indexes` as vaultd runs it at start-up."""
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ async def test_a_retired_index_dropped_by_another_process_meanwhile_is_no_error(
             assert OLD_INDEX not in await original("links").index_information()
 
 
-async def test_a_revoke_all_marks_its_links_without_a_batch_and_moves_6_indexes_a_link(
+async def test_a_revoke_all_marks_its_links_without_a_batch_and_moves_7_indexes_a_link(
         tmp_path: Path) -> None:
     with running_database(tmp_path / "db") as server:
         async with vault_db(server) as db:
@@ -115,6 +115,7 @@ async def test_a_revoke_all_marks_its_links_without_a_batch_and_moves_6_indexes_
             indexes = await links.index_information()
             moved = {tuple(_moved(indexes, before[one], after[one])) for one in after}
             assert moved == {("fileId_1_listed_1_expiresAt_1", "fileId_1_listed_1_seq_1",
+                              "fileId_1_listed_1_shard_1_expiresAt_1",
                               "fileId_1_revoked_1", "fileId_1_revoked_1__id_1",
                               "fileId_1_revoked_1_expiresAt_1", "revoked_1__id_1")}, moved
             assert await db.raw(revoke_jobs.JOBS).count_documents({}) == 0

@@ -150,6 +150,7 @@ class FileDoc(TypedDict):
     linkSeq: NotRequired[int]  # the last number given to a link (services.links.link_numbers)
     linkSeqFloor: NotRequired[int]  # the lowest (links numbered at start-up count down from 0)
     linkTotal: NotRequired[int]  # its link records: the links listing's total
+    linkShards: NotRequired[bool]  # every link of it carries `shard` (accounts.link_shards)
     # Its last revoke-all: every link numbered up to linkRevokedTo revoked, linkRevokedCount of
     # them; linkRevokedSince: revoked one by one since (services.links.link_states).
     linkRevokedTo: NotRequired[int]
@@ -178,6 +179,7 @@ class LinkDoc(TypedDict):
     generation: NotRequired[int]  # its file's linkGeneration when counted (absent: 0)
     createdBy: NotRequired[str]  # the member who made it in the console (absent: an API key)
     seq: NotRequired[int]  # its number in its file, newest highest (services.common.numbered)
+    shard: NotRequired[int]  # seq modulo 32: its expiry ranges read per shard (link_shards)
     # The state last written on it: active, expired or revoked (services.links.link_states).
     listed: NotRequired[str]
 

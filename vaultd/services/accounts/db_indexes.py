@@ -16,4 +16,6 @@ INDEXES: tuple[Index, ...] = (
     # Links expired since the last sweep of a file's or an account's live count (link_counts).
     index("links", "accountId", "expiresAt"),
     index("links", "fileId", "expiresAt"),
+    # ...and of a file with many links, read per shard (link_shards).
+    index("links", "fileId", "shard", "expiresAt"),
 )

@@ -37,6 +37,9 @@ the file's counted links expires:
   a `$min` on a record that a sweep never bounded (written before) makes no trusted bound.
 An operator who sets a link's `expiresAt` in the database, not through the API, leaves the count
 stale for at most `ahead` (the links' own liveness, read on every page, is never stale).
+
+A file with many links reads its range per shard (`link_shards`), so that links expiring
+together are never one long read; the account's range is still one read.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from typing import Any
 from pymongo.asynchronous.collection import AsyncCollection
 
 from vaultd.db import Db
-from vaultd.services.accounts import link_generations
+from vaultd.services.accounts import link_generations, link_shards
 from vaultd.services.accounts.link_generations import FILE_FIELDS, is_generation
 from vaultd.timefmt import utcnow
 
@@ -117,22 +120,25 @@ async def account_live(db: Db, account_id: str) -> int:
 
 async def file_live(db: Db, file_id: str) -> int:
     """The file's links that are neither revoked nor expired, now."""
-    doc = await db.files.find_one({"_id": file_id}, {"linkCount": 1, **FILE_FIELDS})
+    doc = await db.files.find_one({"_id": file_id},
+                                  {"linkCount": 1, **FILE_FIELDS, **link_shards.FIELDS})
     if doc is None:
         return 0
     return await _live(db.raw(db.files.name), dict(doc), "fileId", db)
 
 
 async def files_live(db: Db, docs: list[dict[str, Any]]) -> dict[str, int]:
-    """`file_live` of listed file records (read with their `linkCount` and `FILE_FIELDS`)."""
+    """`file_live` of listed file records (read with their `linkCount`, `FILE_FIELDS` and
+    `link_shards.FIELDS`)."""
     raw = db.raw(db.files.name)
     counts = await asyncio.gather(*(_live(raw, doc, "fileId", db) for doc in docs))
     return {doc["_id"]: count for doc, count in zip(docs, counts, strict=True)}
 
 
 async def file_live_unswept(db: Db, doc: dict[str, Any], now: datetime) -> int:
-    """`file_live` of a file record read with its `linkCount` and `FILE_FIELDS`, at `now`, not
-    written back: for a writer that sets the count itself (a revoke-all sets it to 0)."""
+    """`file_live` of a file record read with its `linkCount`, `FILE_FIELDS` and
+    `link_shards.FIELDS`, at `now`, not written back: for a writer that sets the count itself
+    (a revoke-all sets it to 0)."""
     return await _live(db.raw(db.files.name), doc, "fileId", db, now, sweep=False)
 
 
@@ -153,11 +159,14 @@ async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], k
     since = swept or NEVER
     ahead = timedelta(seconds=float(counted.get("ahead", AHEAD.total_seconds())))
     until = now + ahead if bounded and sweep else now
-    # The range alone is the filter (an extra field would make SecantusDB scan every link).
-    ended = db.links.find({key: doc["_id"], "expiresAt": {"$gt": since, "$lte": until}},
-                          _SWEPT_FIELDS)
-    found = await _still_counted(db, [dict(link) async for link in ended],
-                                 doc if bounded else None)
+    # The range alone is the filter (an extra field would make SecantusDB scan every link); a
+    # file with many links is read per shard.
+    ended = {key: doc["_id"], "expiresAt": {"$gt": since, "$lte": until}}
+    if bounded:
+        read = await link_shards.read_range(db.links, doc, ended, _SWEPT_FIELDS)
+    else:
+        read = [dict(link) async for link in db.links.find(ended, _SWEPT_FIELDS)]
+    found = await _still_counted(db, read, doc if bounded else None)
     expired = sum(1 for link in found if link["expiresAt"] <= now)
     if key == "accountId":  # the account's room links expired in the same range
         room_ended = db.room_links.find(

@@ -280,6 +280,7 @@ class UploadSession:
             "createdAt": utcnow(),
             "state": "stored",
             "blob": {"name": blob.name, "size": blob_size, "key": self.store.seal(blob).to_doc()},
+            "linkShards": True,  # its links' expiry ranges may be read per shard (link_shards)
         }
 
     async def abort(self) -> None:

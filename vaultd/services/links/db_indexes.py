@@ -19,4 +19,5 @@ INDEXES: tuple[Index, ...] = (
     # passed (services.links.link_states).
     index("links", "fileId", "listed", "seq"),
     index("links", "fileId", "listed", "expiresAt"),
+    index("links", "fileId", "listed", "shard", "expiresAt"),  # of a file with many (link_shards)
 )

@@ -37,11 +37,11 @@ import math
 import time
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from vaultd.db import Db
 from vaultd.records import FileDoc, LinkDoc
-from vaultd.services.accounts import link_counts, link_generations
+from vaultd.services.accounts import link_counts, link_generations, link_shards
 from vaultd.services.accounts.link_generations import is_generation
 from vaultd.services.common import background
 from vaultd.services.common.numbered import AIM, GROWTH, MAX_READ, in_one_batch, newest_numbered
@@ -182,21 +182,23 @@ def _still_active(link: LinkDoc, now: datetime) -> bool:
 
 async def _expired(db: Db, file: FileDoc, wanted: int, total: int) -> list[LinkDoc]:
     """Listed expired, and the lapsed (listed active, expiry passed), merged by number."""
-    current = await _lapsed(db, file)
+    current = await _lapsed(db, file, total)
     marked = await _listed(db, file, "expired", wanted, known=total - len(current))
     # By id: the marking may have listed some of the lapsed as expired in between.
     merged = {link["_id"]: link for link in [*current, *marked]}
     return sorted(merged.values(), key=lambda link: int(link["seq"]), reverse=True)[:wanted]
 
 
-async def _lapsed(db: Db, file: FileDoc) -> list[LinkDoc]:
+async def _lapsed(db: Db, file: FileDoc, expired: int) -> list[LinkDoc]:
     """The file's links listed active whose expiry passed, numbered after its last revoke-all
     (those before it are revoked, and its own marking lists them so); marked in the
-    background."""
+    background. The range holds at most the file's `expired` links and those its last
+    revoke-all took (not yet marked): per shard only when that can be many."""
     floor = revoked_to(file) + 1
-    lapsed = [link async for link in db.links.find({"fileId": file["_id"], "listed": "active",
-                                                    "expiresAt": {"$lte": utcnow()}})
-              if int(link.get("seq", floor - 1)) >= floor]
+    query = {"fileId": file["_id"], "listed": "active", "expiresAt": {"$lte": utcnow()}}
+    found = await link_shards.read_range(db.links, file, query,
+                                         at_most=expired + int(file.get("linkRevokedCount", 0)))
+    lapsed = [cast(LinkDoc, link) for link in found if int(link.get("seq", floor - 1)) >= floor]
     _mark_in_background(db, file["_id"], [link["_id"] for link in lapsed])
     return lapsed
 

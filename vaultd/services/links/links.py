@@ -24,7 +24,7 @@ from vaultd.emails import normalize_email
 from vaultd.errors import Forbidden, InvalidRequest, NotFound
 from vaultd.records import FileDoc, LinkDoc, PolicyDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services.accounts import link_counts, link_generations
+from vaultd.services.accounts import link_counts, link_generations, link_shards
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common import outbox
 from vaultd.services.common.acting import acting
@@ -153,6 +153,7 @@ async def _insert_link(db: Db, account: Account,
             "revoked": False,
             "sessionsOpened": 0,  # kept on write: the sessions themselves are pruned (TTL)
             "seq": int(file["linkSeq"]),
+            "shard": link_shards.shard_of(int(file["linkSeq"])),
             "listed": "active",
         }
         if generation:

@@ -47,7 +47,7 @@ from pymongo.errors import DuplicateKeyError
 from vaultd.db import Db
 from vaultd.db_server_time import step_seconds
 from vaultd.errors import ServiceUnavailable
-from vaultd.services.accounts import link_counts, link_generations
+from vaultd.services.accounts import link_counts, link_generations, link_shards
 from vaultd.services.accounts.link_generations import FILE_FIELDS, is_generation
 from vaultd.services.common import access_log, background, id_ranges, outbox
 from vaultd.services.common.fair_share import UNPACED, Pace, PacedSteps
@@ -55,7 +55,7 @@ from vaultd.services.webhooks import webhook_events
 from vaultd.timefmt import utcnow
 
 # Links per read of the background steps. An update rewrites each link's entries in the links'
-# indexes holding `revoked` or `listed` (6 of its 11), on SecantusDB under its
+# indexes holding `revoked` or `listed` (7 of its 13), on SecantusDB under its
 # one lock. So links are updated at most WRITE_BATCH at a time, fewer while steps are slow
 # (`background.StepSize`: a checkpoint slows a run of steps; each timed by the database's own
 # clock where it gives one, `vaultd.db_server_time`; measured in docs/performance.md).
@@ -63,7 +63,7 @@ BATCH = 50
 WRITE_BATCH = 5
 JOBS = "revoke_jobs"
 # What the raise reads of the holder first: its count, its generation, its links' numbers.
-HOLDER_FIELDS = {"linkCount": 1, "linkSeq": 1, "linkTotal": 1, **FILE_FIELDS}
+HOLDER_FIELDS = {"linkCount": 1, "linkSeq": 1, **link_shards.FIELDS, **FILE_FIELDS}
 # Reads of the holder's count before its update: each retry means one of its links was created
 # or revoked in between, so more than a few means a storm of them.
 ATTEMPTS = 8
