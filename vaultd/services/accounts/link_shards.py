@@ -4,7 +4,7 @@ together never make one long read.
 A file's count (`link_counts`) reads the links that expired since its last sweep, and its
 expired page (`links.link_states`) the links listed active whose expiry passed: each a range on
 the expiry. The embedded database reads a range whole before any limit and counts by reading,
-so 5,000 links made with one `ttlSeconds` at once were one read of 70-110 ms when they expired,
+so 5,000 links made with one `ttlSeconds` at once were one read of 50-115 ms when they expired,
 which every other request waited behind (`python -m bench.expiry_burst`). No window on the
 expiry bounds that: the window that meets a burst holds all of it.
 
@@ -17,8 +17,8 @@ partition of the range, so what is counted or listed does not change; a smaller 
 stays one read (SHARDS round trips would cost it more than its links do). Files uploaded before
 (no `linkShards`) are read as before, in one range.
 
-Considered and left: a shard of the link's `_id` (no migration needed for new links either way,
-but consecutive numbers spread a burst exactly evenly), and counts by expiry kept on write
+Considered and left: a shard drawn from the link's random `_id` (a burst's shards would hold
+about a 32nd each, where consecutive numbers give exactly that), and counts by expiry kept on write
 (bounded by the seconds a sweep spans rather than the links, but a second write on every
 link's creation, revoke and new expiry that a crash between would leave disagreeing with the
 file's `live` count): docs/performance-records.md, *Links expiring together*.
@@ -51,7 +51,7 @@ def sharded(file: Mapping[str, Any], at_most: int | None = None) -> bool:
     if not file.get(FLAG):
         return False
     records = int(file.get("linkTotal", 0))
-    return min(records, records if at_most is None else at_most) > SHARDED_ABOVE
+    return (records if at_most is None else min(records, at_most)) > SHARDED_ABOVE
 
 
 async def read_range(links: AsyncCollection[Any], file: Mapping[str, Any], query: dict[str, Any],
