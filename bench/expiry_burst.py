@@ -7,11 +7,13 @@ its last sweep, and its `?state=expired` page the links listed active whose expi
 together with one `ttlSeconds` (a mailing to every recipient at once) expire together, so the
 first read after holds all of them in one range: the embedded database reads a range whole.
 A file with many links reads its ranges per shard (`services.accounts.link_shards`), so that
-each read holds a 32nd of the burst; the account's count reads its range whole.
+each read holds a 32nd of the burst; the account's count reads a probe of one shard, then its
+range per shard when the probe holds many.
 
 A fresh embedded SecantusDB with vaultd's indexes gets one account and two files, written as an
-upload writes them (with shards; `--unsharded`: as uploaded before them, each range read
-whole), each with `--links` links made through `services.links.links.create_link`:
+upload writes them (with shards; `--unsharded`: as uploaded before them, each file's range
+read whole; the account's still probed), each with `--links` links made through
+`services.links.links.create_link`:
 - *the burst*: made for a day; its count is read once (its look ahead: a day before they
   expire), then every link is set to expire a second later, at one instant (a spread of a
   minute costs the same: the range holds them all either way);

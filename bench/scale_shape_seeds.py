@@ -138,7 +138,7 @@ def _link(seeded: Seeded, file_id: str, at: datetime, seq: int, ttl: timedelta
             "accountId": seeded.account_id, "fileId": file_id,
             "viewerEmail": f"viewer{seq % 50}@client.example", "viewerName": "Viewer",
             "createdAt": at, "expiresAt": at + ttl, "revoked": False, "sessionsOpened": 0,
-            "seq": seq, "shard": link_shards.shard_of(seq), "listed": "active"}
+            "seq": seq, "shard": link_shards.shard_of(file_id, seq), "listed": "active"}
 
 
 async def seed_base(db: Db) -> Seeded:

@@ -10,16 +10,18 @@ from typing import Any
 
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
+from vaultd.services.accounts import link_shards
 from vaultd.timefmt import utcnow
 
 INSERT_BATCH = 1000
 
 
 def room_link_doc(account_id: str, room_id: str, expires_at: datetime) -> dict[str, Any]:
-    return {"_id": str(uuid.uuid4()), "hash": digest(new_token()), "accountId": account_id,
+    link_id = str(uuid.uuid4())
+    return {"_id": link_id, "hash": digest(new_token()), "accountId": account_id,
             "roomId": room_id, "viewerEmail": "kim@example.com", "viewerName": "Kim",
             "folderIds": None, "createdAt": utcnow(), "expiresAt": expires_at,
-            "revoked": False}
+            "revoked": False, "shard": link_shards.shard_of_id(link_id)}
 
 
 async def seed_room_links(db: Db, account_id: str, room_id: str, count: int) -> None:

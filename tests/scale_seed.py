@@ -18,7 +18,7 @@ from typing import Any
 from tests import seeded_log
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
-from vaultd.services.accounts import accounts, api_keys
+from vaultd.services.accounts import accounts, api_keys, link_shards
 from vaultd.timefmt import utcnow
 
 YEAR = timedelta(days=365)
@@ -83,9 +83,11 @@ async def seed_account(db: Db, name: str, *, files: int, entries: int, links: in
 
 def _link(account_id: str, file_id: str, created: datetime, expires: datetime,
           token: str | None = None) -> dict[str, Any]:
-    return {"_id": str(uuid.uuid4()), "hash": digest(token or new_token()),
+    link_id = str(uuid.uuid4())
+    return {"_id": link_id, "hash": digest(token or new_token()),
             "accountId": account_id, "fileId": file_id, "viewerEmail": "kim@example.com",
             "viewerName": "Kim", "createdAt": created, "expiresAt": expires, "revoked": False,
+            "shard": link_shards.shard_of_id(link_id),  # unnumbered: as the start-up pass gives
             "listed": "active"}  # the expired ones not yet marked (services.links.link_states)
 
 

@@ -20,7 +20,7 @@ from typing import Any, cast
 from vaultd.db import Db
 from vaultd.records import LinkDoc
 from vaultd.secrets import digest, new_token
-from vaultd.services.accounts import accounts
+from vaultd.services.accounts import accounts, link_shards
 from vaultd.services.analytics import link_listing
 from vaultd.services.common import access_log, feed, numbered_log
 from vaultd.services.files import files
@@ -87,7 +87,8 @@ async def _links(db: Db, shape: Shape, times: list[datetime]) -> None:
     docs = [{"_id": str(uuid.uuid4()), "hash": digest(new_token()), "accountId": shape.account_id,
              "fileId": shape.file_id, "viewerEmail": "kim@example.com", "viewerName": "Kim",
              "createdAt": at, "expiresAt": at + timedelta(days=365), "revoked": False,
-             "seq": place + 1, "listed": "active"} for place, at in enumerate(times)]
+             "seq": place + 1, "shard": link_shards.shard_of(shape.file_id, place + 1),
+             "listed": "active"} for place, at in enumerate(times)]
     await _insert(db, "links", docs)
     await db.files.update_one({"_id": shape.file_id}, {"$set": {
         "linkSeq": len(docs), "linkTotal": len(docs), "linkCount.live": len(docs)}})
@@ -172,11 +173,13 @@ async def _room(db: Db, shape: Shape, times: list[datetime]) -> None:
          "type": "file", "name": None, "parentId": None, "position": 1,
          "fileId": shape.file_id, "fileName": "busy.pdf", "pageCount": 3,
          "createdAt": shape.room_created})
-    links = [{"_id": str(uuid.uuid4()), "hash": digest(new_token()),
+    ids = [str(uuid.uuid4()) for _ in times]
+    links = [{"_id": link_id, "hash": digest(new_token()),
               "accountId": shape.account_id, "roomId": shape.room_id,
               "viewerEmail": f"v{place}@example.com", "viewerName": "V", "folderIds": None,
-              "createdAt": at, "expiresAt": at + timedelta(days=365), "revoked": False}
-             for place, at in enumerate(times)]
+              "createdAt": at, "expiresAt": at + timedelta(days=365), "revoked": False,
+              "shard": link_shards.shard_of_id(link_id)}
+             for place, (link_id, at) in enumerate(zip(ids, times, strict=True))]
     await _insert(db, "room_links", links)
     # The newest link was opened: the room's analytics has one viewer to show.
     await db.raw("link_stats").insert_one(

@@ -149,7 +149,7 @@ async def test_each_link_carries_its_numbers_shard(db: Db) -> None:
     _, file_id = await _file_with_links(db, "Numbers Co", 40, shards=True)
     found = [(link["seq"], link["shard"]) async for link in db.links.find({"fileId": file_id})]
     assert len(found) == 40
-    assert all(shard == seq % link_shards.SHARDS for seq, shard in found)
+    assert all(shard == link_shards.shard_of(file_id, seq) for seq, shard in found)
 
 
 def test_an_uploaded_file_has_shards(vault: VaultProcess, api: httpx.Client) -> None:

@@ -26,6 +26,7 @@ from vaultd.db import (
 )
 from vaultd.index_spec import Index, index
 from vaultd.services.accounts import db_indexes as accounts
+from vaultd.services.accounts import link_shards_once
 from vaultd.services.analytics import db_indexes as analytics
 from vaultd.services.audit import db_indexes as audit
 from vaultd.services.common import db_indexes as common
@@ -113,6 +114,7 @@ async def ensure_indexes(db: Db) -> None:
     await room_activity.tag_room_stats_once(db)
     await number_files_once(db)
     await link_numbers.number_links_once(db)
+    await link_shards_once.link_shards_once(db)
     await link_states_once.link_listed_once(db)
     await activity_numbers.number_activity_once(db)
     await session_numbers.number_sessions_once(db)

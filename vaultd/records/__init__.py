@@ -179,7 +179,7 @@ class LinkDoc(TypedDict):
     generation: NotRequired[int]  # its file's linkGeneration when counted (absent: 0)
     createdBy: NotRequired[str]  # the member who made it in the console (absent: an API key)
     seq: NotRequired[int]  # its number in its file, newest highest (services.common.numbered)
-    shard: NotRequired[int]  # seq modulo 32: its expiry ranges read per shard (link_shards)
+    shard: NotRequired[int]  # from seq and its file: its expiry ranges read per shard (link_shards)
     # The state last written on it: active, expired or revoked (services.links.link_states).
     listed: NotRequired[str]
 

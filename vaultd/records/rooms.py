@@ -61,3 +61,4 @@ class RoomLinkDoc(TypedDict):
     createdBy: NotRequired[str]  # the member whose notifications it feeds (notifications.owners)
     alertOwed: NotRequired[bool]  # its member's first-open note not written yet (notifications)
     generation: NotRequired[int]  # its room's linkGeneration when counted (services.rooms)
+    shard: NotRequired[int]  # from its id: its expiry ranges read per shard (accounts.link_shards)

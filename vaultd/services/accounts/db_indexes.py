@@ -16,6 +16,8 @@ INDEXES: tuple[Index, ...] = (
     # Links expired since the last sweep of a file's or an account's live count (link_counts).
     index("links", "accountId", "expiresAt"),
     index("links", "fileId", "expiresAt"),
-    # ...and of a file with many links, read per shard (link_shards).
+    # ...and per shard: a file's with many links, an account's where one shard holds many
+    # (link_shards).
     index("links", "fileId", "shard", "expiresAt"),
+    index("links", "accountId", "shard", "expiresAt"),
 )

@@ -38,8 +38,9 @@ the file's counted links expires:
 An operator who sets a link's `expiresAt` in the database, not through the API, leaves the count
 stale for at most `ahead` (the links' own liveness, read on every page, is never stale).
 
-A file with many links reads its range per shard (`link_shards`), so that links expiring
-together are never one long read; the account's range is still one read.
+A file with many links reads its range per shard (`link_shards`), and an account's ranges are
+read per shard when a probe of one shard finds many, so that links expiring together are never
+one long read.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ AHEAD_HOLDS = 64
 LIVENESS_FIELDS = {"revoked": 1, "expiresAt": 1, "exhausted": 1, "fileId": 1, "generation": 1}
 # What a sweep reads of an expired link.
 _SWEPT_FIELDS = {"countedOut": 1, "fileId": 1, "generation": 1, "expiresAt": 1}
+_ROOM_SWEPT_FIELDS = {"countedOut": 1, "roomId": 1, "generation": 1, "expiresAt": 1}
 
 
 async def added_in_generation(db: Db, account_id: str, file_id: str, generation: int,
@@ -162,18 +164,16 @@ async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], k
     # The range alone is the filter (an extra field would make SecantusDB scan every link); a
     # file with many links is read per shard.
     ended = {key: doc["_id"], "expiresAt": {"$gt": since, "$lte": until}}
+    room_ended: list[dict[str, Any]] = []
     if bounded:
         read = await link_shards.read_range(db.links, doc, ended, _SWEPT_FIELDS)
-    else:
-        read = [dict(link) async for link in db.links.find(ended, _SWEPT_FIELDS)]
+    else:  # an account: its room links expired in the same range, read beside its links
+        read, room_ended = await asyncio.gather(
+            link_shards.read_probed(db.links, ended, _SWEPT_FIELDS),
+            link_shards.read_probed(db.room_links, ended, _ROOM_SWEPT_FIELDS))
     found = await _still_counted(db, read, doc if bounded else None)
     expired = sum(1 for link in found if link["expiresAt"] <= now)
-    if key == "accountId":  # the account's room links expired in the same range
-        room_ended = db.room_links.find(
-            {"accountId": doc["_id"], "expiresAt": {"$gt": since, "$lte": now}},
-            {"countedOut": 1, "roomId": 1, "generation": 1, "expiresAt": 1})
-        expired += await _room_links_not_counted_out(db, [dict(link) async for link in
-                                                          room_ended])
+    expired += await _room_links_not_counted_out(db, room_ended)
     if sweep and (expired or bounded or now - since > SWEEP_EVERY):
         # Only if no one swept meanwhile. A missing sweptAt is asked with $exists, not None:
         # SecantusDB's index does not match None to a missing field (once per record).

@@ -24,6 +24,10 @@ INDEXES: tuple[Index, ...] = (
     index("access_log", "roomId", "action", "-at", sparse=True),
     # A room's links that expired since its count's sweep (`room_counts`).
     index("room_links", "roomId", "expiresAt"),
+    # ...and per shard, where one shard's range holds many (accounts.link_shards.read_probed):
+    # the room's and the account's.
+    index("room_links", "roomId", "shard", "expiresAt"),
+    index("room_links", "accountId", "shard", "expiresAt"),
     # A room's revoke-all and deletion walk its links by `_id` windows, and write them by `_id`
     # (`links.revoke_jobs`, `room_deletions`); a deletion walks its items the same way.
     index("room_links", "roomId", "revoked", "_id"),

@@ -6,7 +6,8 @@ The room record carries what a file's does (`services.accounts.link_counts`,
 
 - `linkCount: {live, sweptAt}`: +1 when a link is created, -1 when one is revoked while live;
   the links that expired since `sweptAt` are a range on `room_links`' (roomId, expiresAt) index,
-  read when the count is read. The account keeps its own count of them as before.
+  read when the count is read (per shard when a probe finds many: `link_shards.read_probed`).
+  The account keeps its own count of them as before.
 - `linkGeneration` (absent: 0) and each link's `generation` (its room's when it was counted):
   a revoke-all (`room_revokes`) raises the room's, and every link of an older one is revoked
   from that write on. `linkRevokes.<generation>.at` says which left the counts with it until the
@@ -26,7 +27,7 @@ from typing import Any, cast
 
 from vaultd.db import Db
 from vaultd.records import RoomLinkDoc
-from vaultd.services.accounts import link_generations
+from vaultd.services.accounts import link_generations, link_shards
 from vaultd.services.accounts.link_counts import NEVER, SWEEP_EVERY
 from vaultd.services.accounts.link_generations import FILE_FIELDS, JOINED, is_generation
 from vaultd.timefmt import utcnow
@@ -86,10 +87,12 @@ async def _live(db: Db, room: dict[str, Any], now: datetime, *, sweep: bool) -> 
     if int(counted.get("live", 0)) <= 0:
         return 0
     since = swept or NEVER
-    # The range alone is the filter (an extra field would make SecantusDB scan every link).
-    ended = db.raw(db.room_links.name).find(
+    # The range alone is the filter (an extra field would make SecantusDB scan every link);
+    # per shard if a probe of one finds many (links made together expire together).
+    ended = await link_shards.read_probed(
+        db.raw(db.room_links.name),
         {"roomId": room["_id"], "expiresAt": {"$gt": since, "$lte": now}}, _SWEPT_FIELDS)
-    expired = sum([not link_generations.counted_out(link, room) async for link in ended])
+    expired = sum(not link_generations.counted_out(link, room) for link in ended)
     if sweep and (expired or now - since > SWEEP_EVERY):
         await db.rooms.update_one(
             {"_id": room["_id"], "linkCount.sweptAt": swept or {"$exists": False}},

@@ -19,7 +19,7 @@ from vaultd.db import Db
 from vaultd.errors import InvalidRequest, NotFound
 from vaultd.records import PolicyDoc, RoomDoc, RoomLinkDoc
 from vaultd.secrets import digest, is_token, new_token
-from vaultd.services.accounts import link_counts, link_generations
+from vaultd.services.accounts import link_counts, link_generations, link_shards
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common.acting import acting
 from vaultd.services.gates.policy import parse_policy
@@ -110,12 +110,13 @@ def _new_link(room: RoomDoc, request: RoomLinkRequest, owner: str | None,
               generation: int) -> _NewLink:
     now = utcnow()
     token = new_token()
-    doc: RoomLinkDoc = {"_id": str(uuid.uuid4()), "hash": digest(token),
+    link_id = str(uuid.uuid4())
+    doc: RoomLinkDoc = {"_id": link_id, "hash": digest(token),
                         "accountId": room["accountId"], "roomId": room["_id"],
                         "viewerEmail": request.viewer_email,
                         "viewerName": request.viewer_name, "folderIds": request.folder_ids,
                         "createdAt": now, "expiresAt": now + timedelta(seconds=request.ttl_seconds),
-                        "revoked": False}
+                        "revoked": False, "shard": link_shards.shard_of_id(link_id)}
     if generation:
         doc["generation"] = generation
     if request.policy is not None:

@@ -31,6 +31,7 @@ from vaultd.db import (
     describe_failure,
 )
 from vaultd.runtime import database, make_backend
+from vaultd.services.accounts import link_shards_once
 from vaultd.services.files import file_gaps
 from vaultd.services.links import link_numbers
 from vaultd.services.members import activity_numbers
@@ -174,13 +175,15 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
     # vault's first start counts them once again (`db_indexes.count_links_once`), and numbers
     # the files (and links) of a backup made before they were numbered (`number_files_once`,
     # `link_numbers.number_links_once`), the activity events and the webhook deliveries
-    # (`activity_numbers.number_activity_once`, `delivery_numbers.number_deliveries_once`).
+    # (`activity_numbers.number_activity_once`, `delivery_numbers.number_deliveries_once`), and
+    # gives links of a backup made before shards theirs (`link_shards_once`).
     await db.raw("migrations").delete_many(
         {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, FILE_NUMBER_MIGRATION,
                          link_numbers.LINK_NUMBER_MIGRATION,
                          activity_numbers.ACTIVITY_NUMBER_MIGRATION,
                          activity_numbers.ACTION_NUMBER_MIGRATION,
-                         delivery_numbers.DELIVERY_NUMBER_MIGRATION]}})
+                         delivery_numbers.DELIVERY_NUMBER_MIGRATION,
+                         link_shards_once.SHARD_MIGRATION]}})
     return counts
 
 

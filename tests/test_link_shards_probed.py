@@ -1,0 +1,165 @@
+"""An account's and a room's expiry ranges are read per shard when a probe of one shard finds
+many (`services.accounts.link_shards.read_probed`): an account's burst of one link each on many
+files, and a room's burst, are read a 32nd at a time by the counts, with the same answers as one
+range gives; a range with few reads the probe and one range. Links and room links written before
+shards get theirs at start-up, once, where a count can still read them. Against a real embedded
+SecantusDB, through the services, with what each query walks measured on the server
+(`tests.db_reads`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from tests import recorded_database
+from tests.db_reads import QueryRecorder, examined
+from tests.room_link_seed import seed_room_links
+from tests.scale_seed import _file
+from tests.test_link_shards import _expire_at_once
+from vaultd.db import Db
+from vaultd.services.accounts import accounts, link_counts, link_shards, link_shards_once
+from vaultd.services.accounts.accounts import Account
+from vaultd.services.links import links
+from vaultd.services.rooms import records, room_counts
+from vaultd.timefmt import utcnow
+
+recorder, db = recorded_database.recorder, recorded_database.worker_db  # this module's fixtures
+
+FILES = 320  # one link each: ten a shard on average
+FEW = 3  # the test's PROBE_FEW: a shard of a 320-link burst holds more
+DAY = 86_400
+
+
+@pytest.fixture(autouse=True)
+def few_a_shard(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(link_shards, "PROBE_FEW", FEW)
+
+
+async def _account_with_files(db: Db, name: str, files: int) -> tuple[Account, list[str]]:
+    """An account with `files` files of one link each (all numbered 1 in their file)."""
+    account = await accounts.create_account(db, name, "business")
+    made = []
+    for place in range(files):
+        doc: dict[str, Any] = _file(account.id, utcnow(), place + 1)
+        del doc["linkCount"]  # as an upload writes it: the count appears with the first link
+        doc[link_shards.FLAG] = True
+        made.append(doc)
+    await db.raw("files").insert_many(made)
+    for doc in made:
+        await links.create_link(db, account, links.LinkRequest(
+            str(doc["_id"]), "viewer@example.com", "Viewer", DAY))
+    return account, [str(doc["_id"]) for doc in made]
+
+
+async def _ranges_walked(db: Db, recorder: QueryRecorder, collection: str, key: str
+                         ) -> list[tuple[int | None, int]]:
+    """(shard or None, documents walked) of each expiry range on `collection` by `key`."""
+    return [(query.filter.get("shard"), await examined(db, query))
+            for query in recorder.queries
+            if query.collection == collection and key in query.filter
+            and "expiresAt" in query.filter]
+
+
+def _per_shard(walked: list[tuple[int | None, int]], total: int) -> None:
+    """Every shard read once, none in one range, a partition of the `total` walked, none near
+    the whole of it (the file offsets spread one link each of many files)."""
+    assert sorted(shard for shard, _ in walked if shard is not None) == list(
+        range(link_shards.SHARDS)), walked
+    assert all(shard is not None for shard, _ in walked), walked
+    assert sum(count for _, count in walked) == total
+    assert max(count for _, count in walked) <= 3 * math.ceil(total / link_shards.SHARDS), walked
+
+
+async def test_an_account_burst_across_many_files_is_read_a_shard_at_a_time(
+        db: Db, recorder: QueryRecorder) -> None:
+    account, _ = await _account_with_files(db, "Mailing Co", FILES)
+    assert await link_counts.account_live(db, account.id) == FILES  # swept: the range since
+    await _expire_at_once(db, {"accountId": account.id})
+    with recorder.recorded():
+        assert await link_counts.account_live(db, account.id) == 0
+    _per_shard(await _ranges_walked(db, recorder, "links", "accountId"), FILES)
+    with recorder.recorded():  # swept: what expired is read no more
+        assert await link_counts.account_live(db, account.id) == 0
+    assert await _ranges_walked(db, recorder, "links", "accountId") == []
+
+
+async def test_a_range_with_few_reads_the_probe_then_one_range(
+        db: Db, recorder: QueryRecorder) -> None:
+    account, file_ids = await _account_with_files(db, "Few Co", 40)
+    await link_counts.account_live(db, account.id)
+    await _expire_at_once(db, {"fileId": {"$in": file_ids[:2]}})
+    with recorder.recorded():
+        assert await link_counts.account_live(db, account.id) == 38
+    walked = await _ranges_walked(db, recorder, "links", "accountId")
+    assert len(walked) == 2 and walked[0][0] is not None and walked[1] == (None, 2), walked
+
+
+async def test_a_room_burst_is_read_a_shard_at_a_time_by_the_room_and_the_account(
+        db: Db, recorder: QueryRecorder) -> None:
+    account = await accounts.create_account(db, "Room Mailing Co", "business")
+    room = await records.create_room(db, account, "Board pack")
+    await seed_room_links(db, account.id, room["_id"], FILES)
+    assert await room_counts.live(db, room["_id"]) == FILES
+    assert await link_counts.account_live(db, account.id) == FILES
+    at = utcnow() + timedelta(seconds=0.5)  # after the sweeps above, before the reads below
+    await db.raw("room_links").update_many({"roomId": room["_id"]}, {"$set": {"expiresAt": at}})
+    await asyncio.sleep((at - utcnow()).total_seconds() + 0.05)
+    with recorder.recorded():
+        assert await room_counts.live(db, room["_id"]) == 0
+        assert await link_counts.account_live(db, account.id) == 0
+    _per_shard(await _ranges_walked(db, recorder, "room_links", "roomId"), FILES)
+    _per_shard(await _ranges_walked(db, recorder, "room_links", "accountId"), FILES)
+
+
+async def test_links_a_count_can_still_read_get_their_shard_at_start_up_once(db: Db) -> None:
+    account, _ = await _account_with_files(db, "Before Co", 3)
+    room = await records.create_room(db, account, "Old room")
+    await seed_room_links(db, account.id, room["_id"], 5)
+    long_ago = utcnow() - timedelta(days=30)
+    # One link and one room link expired before the sweeps below: no count reads them again.
+    gone = await db.links.find_one({"accountId": account.id}, {"_id": 1})
+    gone_room = await db.room_links.find_one({"roomId": room["_id"]}, {"_id": 1})
+    assert gone is not None and gone_room is not None
+    await db.raw("links").update_one({"_id": gone["_id"]}, {"$set": {"expiresAt": long_ago}})
+    await db.raw("room_links").update_one({"_id": gone_room["_id"]},
+                                          {"$set": {"expiresAt": long_ago}})
+    await room_counts.live(db, room["_id"])
+    await link_counts.account_live(db, account.id)
+    for name in ("links", "room_links"):  # as a process before shards wrote them
+        await db.raw(name).update_many({"accountId": account.id}, {"$unset": {"shard": ""}})
+    await db.raw("migrations").delete_one({"_id": link_shards_once.SHARD_MIGRATION})
+
+    await link_shards_once.link_shards_once(db)
+    found = {link["_id"]: link async for link in db.links.find({"accountId": account.id})}
+    assert "shard" not in found.pop(gone["_id"])
+    assert len(found) == 2
+    assert all(link["shard"] == link_shards.shard_of(link["fileId"], link["seq"])
+               for link in found.values())
+    room_found = {link["_id"]: link async for link in db.room_links.find({"roomId": room["_id"]})}
+    assert "shard" not in room_found.pop(gone_room["_id"])
+    assert len(room_found) == 4
+    assert all(link["shard"] == link_shards.shard_of_id(link["_id"])
+               for link in room_found.values())
+
+    # Marked done: a later start-up does not look again.
+    await db.raw("links").update_many({"accountId": account.id}, {"$unset": {"shard": ""}})
+    await link_shards_once.link_shards_once(db)
+    assert await db.links.count_documents({"accountId": account.id,
+                                           "shard": {"$exists": True}}) == 0
+
+
+def test_consecutive_numbers_of_a_file_fall_in_consecutive_shards() -> None:
+    for file_id in ("f-one", "f-two"):
+        shards = [link_shards.shard_of(file_id, seq) for seq in range(1, 65)]
+        assert sorted(shards) == sorted(list(range(link_shards.SHARDS)) * 2)
+        assert all((after - before) % link_shards.SHARDS == 1
+                   for before, after in itertools.pairwise(shards))
+    # ...each file starting at its own place, so that one link each of many files spreads.
+    firsts = {link_shards.shard_of(f"file-{n}", 1) for n in range(200)}
+    assert len(firsts) == link_shards.SHARDS
