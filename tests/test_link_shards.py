@@ -8,9 +8,7 @@ each query walks measured on the server (`tests.db_reads`); the upload's flag th
 
 from __future__ import annotations
 
-import asyncio
 import math
-from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -21,7 +19,7 @@ from tests import recorded_database
 from tests.db_commands import CommandCounter
 from tests.db_reads import QueryRecorder, examined
 from tests.http_helpers import upload_ok
-from tests.link_clock import set_expiry
+from tests.link_clock import expire_at_once
 from tests.scale_seed import _file
 from tests.vault_process import VaultProcess
 from vaultd.db import Db
@@ -57,14 +55,6 @@ async def _file_with_links(db: Db, name: str, count: int, *, shards: bool
     return account, str(doc["_id"])
 
 
-async def _expire_at_once(db: Db, query: dict[str, Any]) -> None:
-    """The links matching `query` expire at one instant, after the sweeps before and before
-    the reads after."""
-    at = utcnow() + timedelta(seconds=0.5)
-    await set_expiry(db, query, at)
-    await asyncio.sleep((at - utcnow()).total_seconds() + 0.05)
-
-
 def _link_ranges(recorder: QueryRecorder) -> list[dict[str, Any]]:
     return [query.filter for query in recorder.queries
             if query.collection == "links" and "expiresAt" in query.filter]
@@ -94,7 +84,7 @@ async def test_a_burst_expiring_together_is_read_a_shard_at_a_time(
     walked = await _walked(db, recorder)
     assert sum(walked) == LINKS and max(walked) <= most, walked
 
-    await _expire_at_once(db, {"fileId": file_id})
+    await expire_at_once(db, {"fileId": file_id})
     with recorder.recorded():
         assert await link_counts.file_live(db, file_id) == 0
     walked = await _walked(db, recorder)
@@ -115,7 +105,7 @@ async def test_a_file_uploaded_before_shards_reads_one_range_with_the_same_answe
         db: Db, recorder: QueryRecorder) -> None:
     _, file_id = await _file_with_links(db, "Unsharded Co", LINKS, shards=False)
     await link_counts.file_live(db, file_id)
-    await _expire_at_once(db, {"fileId": file_id})
+    await expire_at_once(db, {"fileId": file_id})
     with recorder.recorded():
         assert await link_counts.file_live(db, file_id) == 0
         assert await _expired_page(db, file_id) == (20, LINKS)
@@ -137,7 +127,7 @@ async def test_a_small_file_and_a_page_that_can_hold_few_read_one_range(
     one = await db.links.find_one({"fileId": big, "seq": 7}, {"_id": 1})
     assert one is not None
     await link_counts.file_live(db, big)
-    await _expire_at_once(db, {"_id": one["_id"]})
+    await expire_at_once(db, {"_id": one["_id"]})
     with recorder.recorded():
         assert await _expired_page(db, big) == (1, 1)
     lapsed = [query for query in _link_ranges(recorder) if query.get("listed") == "active"]

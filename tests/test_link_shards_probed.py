@@ -19,9 +19,9 @@ import pytest
 
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, examined
+from tests.link_clock import expire_at_once
 from tests.room_link_seed import seed_room_links
 from tests.scale_seed import _file
-from tests.test_link_shards import _expire_at_once
 from vaultd.db import Db
 from vaultd.services.accounts import accounts, link_counts, link_shards, link_shards_once
 from vaultd.services.accounts.accounts import Account
@@ -80,7 +80,7 @@ async def test_an_account_burst_across_many_files_is_read_a_shard_at_a_time(
         db: Db, recorder: QueryRecorder) -> None:
     account, _ = await _account_with_files(db, "Mailing Co", FILES)
     assert await link_counts.account_live(db, account.id) == FILES  # swept: the range since
-    await _expire_at_once(db, {"accountId": account.id})
+    await expire_at_once(db, {"accountId": account.id})
     with recorder.recorded():
         assert await link_counts.account_live(db, account.id) == 0
     _per_shard(await _ranges_walked(db, recorder, "links", "accountId"), FILES)
@@ -93,7 +93,7 @@ async def test_a_range_with_few_reads_the_probe_then_one_range(
         db: Db, recorder: QueryRecorder) -> None:
     account, file_ids = await _account_with_files(db, "Few Co", 40)
     await link_counts.account_live(db, account.id)
-    await _expire_at_once(db, {"fileId": {"$in": file_ids[:2]}})
+    await expire_at_once(db, {"fileId": {"$in": file_ids[:2]}})
     with recorder.recorded():
         assert await link_counts.account_live(db, account.id) == 38
     walked = await _ranges_walked(db, recorder, "links", "accountId")

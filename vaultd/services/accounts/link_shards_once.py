@@ -15,7 +15,7 @@ a marker in `migrations` keeps later start-ups from looking again (a restore cle
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -59,7 +59,7 @@ def _swept_at(record: Mapping[str, Any]) -> datetime:
 
 
 async def _shard(links: AsyncCollection[Any], owner: dict[str, str], since: datetime,
-                 shard: Any) -> None:
+                 shard: Callable[[Mapping[str, Any]], int]) -> None:
     """Write `shard(link)` on the links of `owner` expiring after `since` that have none (a
     range on `(owner, expiresAt)`)."""
     query = {**owner, "expiresAt": {"$gt": since}}
