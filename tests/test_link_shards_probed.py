@@ -19,7 +19,7 @@ import pytest
 
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, examined
-from tests.link_clock import expire_at_once
+from tests.link_clock import expire_at_once, set_room_expiry
 from tests.room_link_seed import seed_room_links
 from tests.scale_seed import _file
 from vaultd.db import Db
@@ -90,14 +90,16 @@ async def test_an_account_burst_across_many_files_is_read_a_shard_at_a_time(
 
 
 async def test_a_range_with_few_reads_the_probe_then_one_range(
-        db: Db, recorder: QueryRecorder) -> None:
+        db: Db, recorder: QueryRecorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(link_shards, "PROBE_FEW", 20)  # more than a shard of 40 links holds
     account, file_ids = await _account_with_files(db, "Few Co", 40)
     await link_counts.account_live(db, account.id)
     await expire_at_once(db, {"fileId": {"$in": file_ids[:2]}})
     with recorder.recorded():
         assert await link_counts.account_live(db, account.id) == 38
+    # The sweep's range: the 2 expired and its look ahead, which holds the 38 others (a day).
     walked = await _ranges_walked(db, recorder, "links", "accountId")
-    assert len(walked) == 2 and walked[0][0] is not None and walked[1] == (None, 2), walked
+    assert len(walked) == 2 and walked[0][0] is not None and walked[1] == (None, 40), walked
 
 
 async def test_a_room_burst_is_read_a_shard_at_a_time_by_the_room_and_the_account(
@@ -108,7 +110,7 @@ async def test_a_room_burst_is_read_a_shard_at_a_time_by_the_room_and_the_accoun
     assert await room_counts.live(db, room["_id"]) == FILES
     assert await link_counts.account_live(db, account.id) == FILES
     at = utcnow() + timedelta(seconds=0.5)  # after the sweeps above, before the reads below
-    await db.raw("room_links").update_many({"roomId": room["_id"]}, {"$set": {"expiresAt": at}})
+    await set_room_expiry(db, {"roomId": room["_id"]}, at)
     await asyncio.sleep((at - utcnow()).total_seconds() + 0.05)
     with recorder.recorded():
         assert await room_counts.live(db, room["_id"]) == 0

@@ -16,6 +16,7 @@ import httpx
 
 from tests import documents as docs
 from tests.http_helpers import assert_json_error, upload_ok
+from tests.link_clock import set_room_expiry
 from tests.room_helpers import add_file, add_folder, create_room, room_link
 from tests.vault_process import VaultProcess
 from tests.waiting import wait_until
@@ -76,9 +77,8 @@ def test_room_links_count_in_active_links_until_revoked_deleted_or_expired(
         expiry = utcnow() + timedelta(milliseconds=300)
 
         async def expire(db: Any) -> None:
-            await db.room_links.update_one(
-                {"roomId": second["id"], "viewerEmail": "r0@example.com"},
-                {"$set": {"expiresAt": expiry}})
+            await set_room_expiry(db, {"roomId": second["id"], "viewerEmail": "r0@example.com"},
+                                  expiry)
 
         vault.run_service(expire)
         wait_until(lambda: active_links(api) == 1, what="the expired room link swept out")

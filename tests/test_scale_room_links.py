@@ -6,6 +6,7 @@ room links written in the services' record shape."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
+from tests.link_clock import set_room_expiry
 from vaultd.db import Db
 from vaultd.secrets import digest, new_token
 from vaultd.services.accounts import accounts
@@ -71,11 +73,12 @@ async def test_the_account_read_is_bounded_whatever_its_room_links(
     active, read = await account_reads(db, recorder, account.id)
     assert (active, read <= CONSTANT) == (half, True), read
 
-    # Links that expire between reads (after the last sweep, a minute ago: no read since
-    # found an expiry to sweep) are read once, by the next read, then swept.
+    # Links that expire between reads (after the last sweep) are read once, by the next read,
+    # then swept.
     ids = [doc["_id"] for doc in docs[half:half + 10]]
-    await db.room_links.update_many({"_id": {"$in": ids}},
-                                    {"$set": {"expiresAt": utcnow() - timedelta(seconds=1)}})
+    at = utcnow() + timedelta(seconds=0.3)
+    await set_room_expiry(db, {"_id": {"$in": ids}}, at)
+    await asyncio.sleep((at - utcnow()).total_seconds() + 0.05)
     active, read = await account_reads(db, recorder, account.id)
     assert active == half - 10
     assert read <= CONSTANT + 10, f"{read} documents read"

@@ -7,9 +7,8 @@ each match). Instead each account and file record carries `linkCount: {live, swe
   then marked `countedOut`), so it counts the links not revoked whose expiry is after `sweptAt`;
 - the links that expired since `sweptAt` and were not counted out are a range on the
   `expiresAt` index, read when the count is read: the answer is `live` minus those;
-- a read that found any, or one more than a day after the last sweep, moves `sweptAt` to its
-  `now` and subtracts them, only if `sweptAt` is still what it read (concurrent readers in any
-  process subtract once).
+- a read past the record's bound (below) moves `sweptAt` to its `now` and subtracts them, only
+  if `sweptAt` is still what it read (concurrent readers in any process subtract once).
 
 Room links (`services.rooms.room_links`) count on their account and their room
 (`services.rooms.room_counts`), the same way: +1 when created, -1 when revoked while live
@@ -23,16 +22,18 @@ exactly once: by its revoke while live, or by the sweep past its expiry. A file'
 tells the links it took from its file's record (`link_generations.counted_out`). Records without a
 `linkCount` (written before it existed) get one at start-up (`db_indexes.count_links_once`).
 
-A file's record also bounds its next expiry, so that a listing of 25 files does not read 25
+Each record also bounds its next expiry, so that a listing of 25 files does not read 25
 ranges that are nearly always empty (one `find` per file, page 1 3.5x of the empty vault's on
-the `mixed` shape: docs/performance-records.md). `nextExpiry` is a time before which none of
-the file's counted links expires:
-- a file's sweep reads its range past `now` too, `ahead` of it, and sets `nextExpiry` to the
+the `mixed` shape: docs/performance-records.md), nor an account read its two ranges (its
+links' and its room links', each a probe then a read: `link_shards.read_probed`) on every
+call. `nextExpiry` is a time before which none of the record's counted links expires:
+- a sweep reads its range past `now` too, `ahead` of it, and sets `nextExpiry` to the
   first expiry it finds there, or to the range's end; `ahead` grows while the range finds
   nothing and shrinks when it finds many, so that a look ahead stays cheap;
-- a link's creation and an expiry's change (`expiry_moved`) lower it with `$min` after the
-  link's own write, and raise `moved`: a sweep writes only if `moved` is still what it read, so
-  a link counted or moved during a sweep is never left behind its bound;
+- a link's creation (a room link's too, on its account) and an expiry's change
+  (`expiry_moved`) lower it with `$min` after the link's own write, and raise `moved`: a sweep
+  writes only if `moved` is still what it read, so a link counted or moved during a sweep is
+  never left behind its bound;
 - a read before `nextExpiry` reads no link. The bound is trusted only with `ahead` beside it:
   a `$min` on a record that a sweep never bounded (written before) makes no trusted bound.
 An operator who sets a link's `expiresAt` in the database, not through the API, leaves the count
@@ -40,7 +41,7 @@ stale for at most `ahead` (the links' own liveness, read on every page, is never
 
 A file with many links reads its range per shard (`link_shards`), and an account's ranges are
 read per shard when a probe of one shard finds many, so that links expiring together are never
-one long read.
+one long read. (A room's count, `room_counts`, keeps no bound: it is read with its room.)
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from vaultd.services.accounts.link_generations import FILE_FIELDS, is_generation
 from vaultd.timefmt import utcnow
 
 NEVER = datetime(1970, 1, 1, tzinfo=UTC)
-SWEEP_EVERY = timedelta(days=1)  # a sweep is a write: after expiries, or daily to bound the range
+SWEEP_EVERY = timedelta(days=1)  # a room's sweep writes after expiries, or daily (room_counts)
 AHEAD = timedelta(days=1)  # a file's first look past now for its next expiry
 AHEAD_MOST = timedelta(days=32)  # a look that found nothing is followed by one 4x as long
 AHEAD_LEAST = timedelta(minutes=1)  # ...and one that found more than AHEAD_HOLDS by a 4x shorter
@@ -83,14 +84,25 @@ async def added_in_generation(db: Db, account_id: str, file_id: str, generation:
          "$min": {"linkCount.nextExpiry": expires_at}})
     if not result.modified_count:
         return False
-    await db.accounts.update_one({"_id": account_id}, {"$inc": {"linkCount.live": 1}})
+    await db.accounts.update_one({"_id": account_id}, {
+        "$inc": {"linkCount.live": 1, "linkCount.moved": 1},
+        "$min": {"linkCount.nextExpiry": expires_at}})
     return True
 
 
-async def expiry_moved(db: Db, file_id: str, expires_at: datetime) -> None:
+async def expiry_moved(db: Db, account_id: str, file_id: str, expires_at: datetime) -> None:
     """A link of `file_id` now expires at `expires_at` (written on the link first)."""
-    await db.files.update_one({"_id": file_id}, {"$inc": {"linkCount.moved": 1},
-                                                 "$min": {"linkCount.nextExpiry": expires_at}})
+    await db.files.update_one({"_id": file_id}, _lowered(expires_at))
+    await account_expiry_moved(db, account_id, expires_at)
+
+
+async def account_expiry_moved(db: Db, account_id: str, expires_at: datetime) -> None:
+    """A link or room link of the account now expires at `expires_at` (written on it first)."""
+    await db.accounts.update_one({"_id": account_id}, _lowered(expires_at))
+
+
+def _lowered(expires_at: datetime) -> dict[str, Any]:
+    return {"$inc": {"linkCount.moved": 1}, "$min": {"linkCount.nextExpiry": expires_at}}
 
 
 async def revoked_in_generation(db: Db, link: Mapping[str, Any], count: int) -> None:
@@ -105,11 +117,18 @@ async def revoked_in_generation(db: Db, link: Mapping[str, Any], count: int) -> 
                                      {"$inc": {"linkCount.live": -count}})
 
 
-async def room_links_shifted(db: Db, account_id: str, by: int) -> None:
-    """Room links created (+) or revoked while live and marked `countedOut` (-): the account's
-    count only (a room link is no file's)."""
-    if by:
-        await db.accounts.update_one({"_id": account_id}, {"$inc": {"linkCount.live": by}})
+async def room_link_added(db: Db, account_id: str, expires_at: datetime) -> None:
+    """A room link expiring at `expires_at` was created and counted on its room: the account's
+    count (a room link is no file's) and its bound."""
+    await db.accounts.update_one({"_id": account_id}, {
+        "$inc": {"linkCount.live": 1, "linkCount.moved": 1},
+        "$min": {"linkCount.nextExpiry": expires_at}})
+
+
+async def room_links_revoked(db: Db, account_id: str, count: int) -> None:
+    """`count` room links were revoked while live and marked `countedOut`."""
+    if count:
+        await db.accounts.update_one({"_id": account_id}, {"$inc": {"linkCount.live": -count}})
 
 
 async def account_live(db: Db, account_id: str) -> int:
@@ -152,38 +171,36 @@ async def _live(records: AsyncCollection[dict[str, Any]], doc: dict[str, Any], k
     if live <= 0:
         return 0  # the links expired since the sweep are among those counted: none
     now = now or utcnow()
-    bounded = key == "fileId"  # only a file's record bounds its next expiry
-    if bounded and "ahead" in counted and now < counted.get("nextExpiry", NEVER):
+    if "ahead" in counted and now < counted.get("nextExpiry", NEVER):
         return live  # none of its counted links expired since the sweep
 
     # Never swept: from the start of time, once (the first read sweeps). Not the record's
     # creation: a link's expiry may be set back, by an operator or a test standing in for time.
     since = swept or NEVER
     ahead = timedelta(seconds=float(counted.get("ahead", AHEAD.total_seconds())))
-    until = now + ahead if bounded and sweep else now
+    until = now + ahead if sweep else now
     # The range alone is the filter (an extra field would make SecantusDB scan every link); a
-    # file with many links is read per shard.
+    # file with many links is read per shard, an account's range when a probe finds many.
     ended = {key: doc["_id"], "expiresAt": {"$gt": since, "$lte": until}}
-    room_ended: list[dict[str, Any]] = []
-    if bounded:
-        read = await link_shards.read_range(db.links, doc, ended, _SWEPT_FIELDS)
-    else:  # an account: its room links expired in the same range, read beside its links
-        read, room_ended = await asyncio.gather(
+    if key == "fileId":
+        found = await _still_counted(
+            db, await link_shards.read_range(db.links, doc, ended, _SWEPT_FIELDS), doc)
+    else:  # an account: its room links in the same range, read beside its links
+        read, room_read = await asyncio.gather(
             link_shards.read_probed(db.links, ended, _SWEPT_FIELDS),
             link_shards.read_probed(db.room_links, ended, _ROOM_SWEPT_FIELDS))
-    found = await _still_counted(db, read, doc if bounded else None)
+        found = [*await _still_counted(db, read, None),
+                 *await _room_links_still_counted(db, room_read)]
     expired = sum(1 for link in found if link["expiresAt"] <= now)
-    expired += await _room_links_not_counted_out(db, room_ended)
-    if sweep and (expired or bounded or now - since > SWEEP_EVERY):
-        # Only if no one swept meanwhile. A missing sweptAt is asked with $exists, not None:
-        # SecantusDB's index does not match None to a missing field (once per record).
-        query = {"_id": doc["_id"], "linkCount.sweptAt": swept or {"$exists": False}}
-        change: dict[str, Any] = {"linkCount.sweptAt": now}
-        if bounded:  # ...and no link was counted or moved since the record was read
-            query["linkCount.moved"] = counted.get("moved", {"$exists": False})
-            coming = [link["expiresAt"] for link in found if link["expiresAt"] > now]
-            change |= {"linkCount.nextExpiry": min(coming, default=until),
-                       "linkCount.ahead": _next_ahead(ahead, len(coming)).total_seconds()}
+    if sweep:
+        # Only if no one swept meanwhile, and no link was counted or moved since the record was
+        # read. A missing field is asked with $exists, not None: SecantusDB's index does not
+        # match None to a missing field (once per record).
+        query = {"_id": doc["_id"], "linkCount.sweptAt": swept or {"$exists": False},
+                 "linkCount.moved": counted.get("moved", {"$exists": False})}
+        coming = [link["expiresAt"] for link in found if link["expiresAt"] > now]
+        change = {"linkCount.sweptAt": now, "linkCount.nextExpiry": min(coming, default=until),
+                  "linkCount.ahead": _next_ahead(ahead, len(coming)).total_seconds()}
         await records.update_one(query, {"$inc": {"linkCount.live": -expired}, "$set": change})
     return max(live - expired, 0)
 
@@ -215,8 +232,9 @@ async def _still_counted(db: Db, links: list[dict[str, Any]], file: dict[str, An
             if not link_generations.counted_out(link, files.get(link["fileId"]))]
 
 
-async def _room_links_not_counted_out(db: Db, links: list[dict[str, Any]]) -> int:
-    """As `_still_counted` counts, for room links: a room's revoke-all or deletion takes its whole
+async def _room_links_still_counted(db: Db, links: list[dict[str, Any]]
+                                   ) -> list[dict[str, Any]]:
+    """As `_still_counted`, for room links: a room's revoke-all or deletion takes its whole
     count as a file's does (`services.rooms.room_counts`), read from the room records."""
     links = [link for link in links if not link.get("countedOut")]
     rooms: dict[str, dict[str, Any]] = {}
@@ -224,5 +242,5 @@ async def _room_links_not_counted_out(db: Db, links: list[dict[str, Any]]) -> in
         found = db.rooms.find({"_id": {"$in": sorted({link["roomId"] for link in links})}},
                               FILE_FIELDS)
         rooms = {doc["_id"]: dict(doc) async for doc in found}
-    return sum(not link_generations.counted_out(link, rooms.get(link["roomId"]))
-               for link in links)
+    return [link for link in links
+            if not link_generations.counted_out(link, rooms.get(link["roomId"]))]

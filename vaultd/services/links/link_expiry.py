@@ -74,7 +74,8 @@ async def _set(db: Db, link: LinkDoc | None, expires_at: datetime) -> datetime:
         {"$set": {"expiresAt": expires_at}})
     if not changed.matched_count:
         raise NotFound(LINK_NOT_FOUND)
-    await link_counts.expiry_moved(db, link["fileId"], expires_at)  # a shorter life counts
+    # A shorter life counts: the file's and the account's bounds come down to it.
+    await link_counts.expiry_moved(db, link["accountId"], link["fileId"], expires_at)
     return expires_at
 
 

@@ -94,7 +94,7 @@ async def create(db: Db, room: RoomDoc, request: RoomLinkRequest) -> tuple[str, 
         except DuplicateKeyError:
             continue
         if await room_counts.added(db, room["_id"], generation):
-            await link_counts.room_links_shifted(db, room["accountId"], 1)
+            await link_counts.room_link_added(db, room["accountId"], doc["link"]["expiresAt"])
             return doc["token"], doc["link"]["expiresAt"]
         # Its token was never shown: the record goes, and the room is read again.
         await db.room_links.delete_one({"_id": doc["link"]["_id"]})
@@ -164,7 +164,7 @@ async def revoke(db: Db, account_id: str, token: str) -> None:
                                             {"$set": {"revoked": True, "countedOut": live}})
     # Uncounted unless a revoke-all of its generation came between (it took the room's count).
     if result.modified_count and (not live or await room_counts.revoked(db, link)):
-        await link_counts.room_links_shifted(db, link["accountId"], -int(live))
+        await link_counts.room_links_revoked(db, link["accountId"], int(live))
         await room_revoked(db, link["accountId"], link["roomId"], 1, link)
 
 
