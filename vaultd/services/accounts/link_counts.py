@@ -60,7 +60,7 @@ from vaultd.timefmt import utcnow
 
 NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 SWEEP_EVERY = timedelta(days=1)  # a room's sweep writes after expiries, or daily (room_counts)
-AHEAD = timedelta(days=1)  # a file's first look past now for its next expiry
+AHEAD = timedelta(days=1)  # a record's first look past now for its next expiry
 AHEAD_MOST = timedelta(days=32)  # a look that found nothing is followed by one 4x as long
 AHEAD_LEAST = timedelta(minutes=1)  # ...and one that found more than AHEAD_HOLDS by a 4x shorter
 AHEAD_HOLDS = 64
@@ -235,7 +235,8 @@ async def _still_counted(db: Db, links: list[dict[str, Any]], key: str, now: dat
 async def _owners(records: AsyncCollection[dict[str, Any]], ids: list[str]
                   ) -> dict[str, dict[str, Any]]:
     """The file or room records of `ids` (their generations and state), OWNERS_PER_READ at a
-    time: an `$in` costs the embedded database about 0.2 ms an id."""
+    time: the embedded database answers a long `$in` slower than several short ones (3,000
+    ids in one: 600 ms; 100: under 5 ms)."""
     found: dict[str, dict[str, Any]] = {}
     for first in range(0, len(ids), OWNERS_PER_READ):
         chunk = ids[first:first + OWNERS_PER_READ]
