@@ -55,7 +55,7 @@ from vaultd.timefmt import utcnow
 DAY = timedelta(days=1)
 
 
-async def _file_with_links(db: Db, account: accounts.Account, links: int, ttl: timedelta,
+async def file_with_links(db: Db, account: accounts.Account, links: int, ttl: timedelta,
                            sharded: bool) -> str:
     file_id = str(uuid.uuid4())
     await db.raw(db.files.name).insert_one(
@@ -70,7 +70,7 @@ async def _file_with_links(db: Db, account: accounts.Account, links: int, ttl: t
     return file_id
 
 
-async def _timed(steps: StepTimes, label: str, work: Callable[[], Awaitable[Any]]
+async def timed(steps: StepTimes, label: str, work: Callable[[], Awaitable[Any]]
                  ) -> tuple[str, float, Any]:
     steps.label = label
     started = time.perf_counter()
@@ -86,7 +86,7 @@ async def _counted(db: Db, steps: StepTimes, label: str, file_id: str
     async def count() -> int:
         return await link_counts.file_live(db, file_id)
 
-    return await _timed(steps, label, count)
+    return await timed(steps, label, count)
 
 
 async def _counts(db: Db, steps: StepTimes, name: str, file_id: str
@@ -105,8 +105,8 @@ async def _pages(db: Db, steps: StepTimes, name: str, file_id: str
         page, total = await link_states.page_of(db, file, "expired", 1, 20)
         return f"{len(page)} of {total}"
 
-    return [await _timed(steps, f"{name}: expired page", expired_page),
-            await _timed(steps, f"{name}: expired page again", expired_page)]
+    return [await timed(steps, f"{name}: expired page", expired_page),
+            await timed(steps, f"{name}: expired page again", expired_page)]
 
 
 async def run(links: int, storage: Path, sharded: bool = True
@@ -115,8 +115,8 @@ async def run(links: int, storage: Path, sharded: bool = True
     with running_database(storage) as server:
         async with recorded_db(server, steps) as db:
             account = await accounts.create_account(db, "Burst Co", "business")
-            burst = await _file_with_links(db, account, links, DAY, sharded)
-            reference = await _file_with_links(db, account, links, 7 * DAY, sharded)
+            burst = await file_with_links(db, account, links, DAY, sharded)
+            reference = await file_with_links(db, account, links, 7 * DAY, sharded)
             made = [await _counted(db, steps, f"{name}: count after the links were made", file_id)
                     for name, file_id in (("reference", reference), ("burst", burst))]
             # After the sweeps above (an expiry before a sweep is an operator's edit: not
@@ -127,7 +127,7 @@ async def run(links: int, storage: Path, sharded: bool = True
             assert one is not None
             await set_expiry(db, {"_id": one["_id"]}, at)
             await asyncio.sleep((at - utcnow()).total_seconds() + 0.1)
-            account_count = await _timed(steps, "account: count after the expiry",
+            account_count = await timed(steps, "account: count after the expiry",
                                          lambda: link_counts.account_live(db, account.id))
             done = [*made, account_count, *await _counts(db, steps, "reference", reference),
                     *await _counts(db, steps, "burst", burst),

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bulk_steps import StepTimes
-from bench.expiry_burst import DAY, _file_with_links, _timed, table
+from bench.expiry_burst import DAY, file_with_links, table, timed
 from tests.embedded_database import recorded_db, running_database
 from tests.link_clock import set_expiry
 from vaultd import collector
@@ -40,18 +40,18 @@ async def run(files: int, storage: Path
         async with recorded_db(server, steps) as db:
             account = await accounts.create_account(db, "Mailing Co", "business")
             for _ in range(files):
-                await _file_with_links(db, account, 1, DAY, sharded=True)
+                await file_with_links(db, account, 1, DAY, sharded=True)
 
             async def count() -> int:
                 return await link_counts.account_live(db, account.id)
 
-            done = [await _timed(steps, "count after the links were made", count),
-                    await _timed(steps, "count again", count)]
+            done = [await timed(steps, "count after the links were made", count),
+                    await timed(steps, "count again", count)]
             at = utcnow() + timedelta(seconds=1)  # after the sweeps above
             await set_expiry(db, {"accountId": account.id}, at)
             await asyncio.sleep((at - utcnow()).total_seconds() + 0.1)
-            done += [await _timed(steps, "count after the expiry", count),
-                     await _timed(steps, "count after the expiry, again", count)]
+            done += [await timed(steps, "count after the expiry", count),
+                     await timed(steps, "count after the expiry, again", count)]
             return steps.times, done
 
 

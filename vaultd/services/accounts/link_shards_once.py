@@ -63,11 +63,15 @@ async def _shard(links: AsyncCollection[Any], owner: dict[str, str], since: date
     """Write `shard(link)` on the links of `owner` expiring after `since` that have none (a
     range on `(owner, expiresAt)`)."""
     query = {**owner, "expiresAt": {"$gt": since}}
-    found = links.find(query, {"fileId": 1, "seq": 1, "shard": 1})
-    updates = [UpdateOne({"_id": link["_id"]}, {"$set": {"shard": shard(link)}})
-               async for link in found if "shard" not in link]
-    for first in range(0, len(updates), WRITE_BATCH):
-        await links.bulk_write(updates[first:first + WRITE_BATCH], ordered=False)
+    updates: list[UpdateOne] = []
+    async for link in links.find(query, {"fileId": 1, "seq": 1, "shard": 1}):
+        if "shard" not in link:
+            updates.append(UpdateOne({"_id": link["_id"]}, {"$set": {"shard": shard(link)}}))
+        if len(updates) == WRITE_BATCH:  # written as read: an account's links never all held
+            await links.bulk_write(updates, ordered=False)
+            updates = []
+    if updates:
+        await links.bulk_write(updates, ordered=False)
 
 
 def _file_link_shard(link: Mapping[str, Any]) -> int:
