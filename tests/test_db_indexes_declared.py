@@ -117,6 +117,7 @@ BEFORE_THE_SPLIT: tuple[tuple[str, str], ...] = (
     ('room_links (roomId, shard, expiresAt)', '{}'),
     ('rooms (_id, accountId)', '{}'),
     ('rooms (accountId, -createdAt)', '{}'),
+    ('rooms (accountId, seq)', '{}'),
     ('rooms (state)', '{"sparse": true}'),
     ('sign_in_codes (expiresAt)', '{"expireAfterSeconds": 0}'),
     ('sign_in_links (expiresAt)', '{"expireAfterSeconds": 0}'),

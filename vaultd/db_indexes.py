@@ -41,7 +41,7 @@ from vaultd.services.members import db_indexes as members
 from vaultd.services.pages import db_indexes as pages
 from vaultd.services.rooms import activity as room_activity
 from vaultd.services.rooms import db_indexes as rooms
-from vaultd.services.rooms import room_counts
+from vaultd.services.rooms import room_counts, room_numbers
 from vaultd.services.rooms.db_indexes import ROOM_FILE_INDEX
 from vaultd.services.tracing import db_indexes as tracing
 from vaultd.services.webhooks import db_indexes as webhooks
@@ -110,6 +110,7 @@ async def ensure_indexes(db: Db) -> None:
         await create(db, one)
     await count_links_once(db)
     await count_rooms_once(db)
+    await room_numbers.number_rooms_once(db)
     await room_counts.count_room_links_once(db)
     await room_activity.tag_room_stats_once(db)
     await number_files_once(db)

@@ -71,6 +71,10 @@ class AccountDoc(TypedDict):
     pendingDeletes: list[str]
     linkCount: NotRequired[LinkCountDoc]
     roomCount: NotRequired[int]  # rooms, kept on write under the plan's cap (services.rooms)
+    # The last number given to a room, and the lowest any room has (rooms numbered before the
+    # numbers existed count down from 0: services.rooms.room_numbers); the rooms listing.
+    roomSeq: NotRequired[int]
+    roomSeqFloor: NotRequired[int]
     # The last number given to a file, and the lowest any file has (files numbered before the
     # numbers existed count down from 0: db_indexes.number_files_once); services.files.files.
     fileSeq: NotRequired[int]

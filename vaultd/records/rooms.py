@@ -21,6 +21,10 @@ class RoomDoc(TypedDict):
     # Its items, kept on write (services.rooms.items) so listings never count them; absent on
     # rooms made before the count, which get it at their next item (`items.take_item_place`).
     itemCount: NotRequired[int]
+    # Its number in its account, given with its place under the plan's cap (the listing reads
+    # rooms by number ranges: services.rooms.room_numbers); absent on a room an older vaultd
+    # wrote until the start-up numbering reaches it.
+    seq: NotRequired[int]
 
 
 class RoomItemDoc(TypedDict):

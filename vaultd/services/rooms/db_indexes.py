@@ -13,6 +13,8 @@ ONE_PLACE_PER_ROOM = index("room_items", "roomId", "fileId", name=ROOM_FILE_INDE
 
 INDEXES: tuple[Index, ...] = (
     index("rooms", "accountId", "-createdAt"),
+    # The rooms listing's ranges of numbers (`room_numbers`).
+    index("rooms", "accountId", "seq"),
     index("room_items", "roomId", "parentId"),
     index("room_items", "fileId"),  # a deleted file leaves every room
     ONE_PLACE_PER_ROOM,

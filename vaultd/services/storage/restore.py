@@ -35,6 +35,7 @@ from vaultd.services.accounts import link_shards_once
 from vaultd.services.files import file_gaps
 from vaultd.services.links import link_numbers
 from vaultd.services.members import activity_numbers
+from vaultd.services.rooms import room_numbers
 from vaultd.services.storage.backup import COPY_PIECE, LAST
 from vaultd.services.storage.backup_manifest import (
     BLOB_DIR,
@@ -176,14 +177,16 @@ async def import_database(db: Db, backup: Path, manifest: dict[str, Any]) -> dic
     # the files (and links) of a backup made before they were numbered (`number_files_once`,
     # `link_numbers.number_links_once`), the activity events and the webhook deliveries
     # (`activity_numbers.number_activity_once`, `delivery_numbers.number_deliveries_once`), and
-    # gives links of a backup made before shards theirs (`link_shards_once`).
+    # gives links of a backup made before shards theirs (`link_shards_once`) and its rooms
+    # their numbers (`room_numbers.number_rooms_once`).
     await db.raw("migrations").delete_many(
         {"_id": {"$in": [LINK_COUNT_MIGRATION, ROOM_COUNT_MIGRATION, FILE_NUMBER_MIGRATION,
                          link_numbers.LINK_NUMBER_MIGRATION,
                          activity_numbers.ACTIVITY_NUMBER_MIGRATION,
                          activity_numbers.ACTION_NUMBER_MIGRATION,
                          delivery_numbers.DELIVERY_NUMBER_MIGRATION,
-                         link_shards_once.SHARD_MIGRATION]}})
+                         link_shards_once.SHARD_MIGRATION,
+                         room_numbers.ROOM_NUMBER_MIGRATION]}})
     return counts
 
 
