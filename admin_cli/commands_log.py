@@ -20,7 +20,7 @@ from vaultd.config import Settings
 from vaultd.db import Db
 from vaultd.errors import Forbidden
 from vaultd.services.accounts import accounts
-from vaultd.services.common import access_log
+from vaultd.services.common import access_log, feed
 from vaultd.services.common.spreadsheet import safe_cell
 
 app = typer.Typer(no_args_is_help=True, help="Access log export.")
@@ -31,7 +31,7 @@ def export(
     fmt: Annotated[str, typer.Option("--format", help="jsonl or csv.")] = "jsonl",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format jsonl.")] = False,
 ) -> None:
-    """Write an account's whole access log to stdout (Business plan only)."""
+    """Write an account's whole access log to stdout, newest first (Business plan only)."""
     if as_json:
         fmt = "jsonl"
 
@@ -49,7 +49,7 @@ def export(
         if writer:
             writer.writeheader()
         count = 0
-        async for entry in access_log.export_account(db, account_id):
+        async for entry in feed.export(db, account_id):
             if writer:
                 writer.writerow({name: safe_cell(value) for name, value in entry.items()})
             else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
@@ -193,9 +193,3 @@ def _drifted(kept: float | None, seconds: float) -> bool:
     if not kept or kept <= 0 or seconds <= 0:
         return seconds > 0
     return max(kept / seconds, seconds / kept) > KEPT_SPAN_DRIFT
-
-
-async def export_account(db: Db, account_id: str) -> AsyncIterator[dict[str, Any]]:
-    """Every entry of an account, oldest first, including those of deleted files."""
-    async for doc in db.access_log.find({"accountId": account_id}).sort("at", 1):
-        yield entry_json(doc)

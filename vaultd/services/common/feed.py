@@ -14,21 +14,28 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from pymongo.asynchronous.collection import AsyncCollection
 
 from vaultd.db import Db
 from vaultd.errors import InvalidRequest
+from vaultd.records import AccessLogDoc
 from vaultd.services.common import numbered_log
+from vaultd.services.common.access_log import entry_json
 from vaultd.services.common.newest import newest
+from vaultd.services.common.numbered import MAX_READ
 from vaultd.timefmt import utcnow
 
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 CLOCK_SLACK = timedelta(minutes=1)
 BAD_CURSOR = "cursor is not one this page gave"
+# Entries a page of `export` returns: what it holds in memory, and its reads' size (a range of
+# numbers as wide as `numbered.MAX_READ`, about 10 ms on the embedded database; 500 took 27).
+EXPORT_PAGE = MAX_READ
 
 
 @dataclass(frozen=True)
@@ -93,3 +100,19 @@ async def log_page(db: Db, account_id: str, *, per_page: int, action: str | None
         return FeedPage(shown, Cursor(last["at"], last["_id"]) if last else None)
     return await page(db.raw(db.access_log.name), account_id, per_page=per_page, action=action,
                       after=after)
+
+
+async def export(db: Db, account_id: str) -> AsyncIterator[dict[str, Any]]:
+    """Every entry of an account's access log (its deleted files' too), newest first, as the
+    spec's fields (`access_log.entry_json`): read a page at a time as the console's Activity
+    page reads it (`log_page`), so memory holds one page and no read holds the database longer
+    than a page does. One `find` sorted by time read the whole log before its first batch
+    (20,000 entries: one operation of 298 ms, which every other request waited behind)."""
+    after: Cursor | None = None
+    while True:
+        found = await log_page(db, account_id, per_page=EXPORT_PAGE, after=after)
+        for doc in found.entries:
+            yield entry_json(cast("AccessLogDoc", doc))
+        if found.next is None:
+            return
+        after = found.next
