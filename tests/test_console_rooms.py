@@ -103,3 +103,30 @@ def test_an_auditor_reads_rooms_and_its_posts_are_refused(
     with vault.client(key) as api:
         assert api.get("/rooms").json()["total"] == 1
         assert api.get(f"/rooms/{room['id']}").json()["tree"] == []
+
+
+def _room_names(html: str) -> list[str]:
+    return re.findall(r'<th scope="row"><a href="/console/rooms/[^"]+">([^<]+)</a></th>', html)
+
+
+def test_the_rooms_page_shows_50_a_page_and_reaches_the_older_ones(
+        vault: VaultProcess, mail: MailServer) -> None:
+    account, key = vault.new_account("Many Rooms Co", plan="business")
+    with vault.client(key) as api:
+        for number in range(53):
+            assert api.post("/rooms", json={"name": f"Room {number}"}).status_code == 201
+    client, _ = member_client(vault, mail, account, "rooms@many.example", "auditor")
+    with closing(client):
+        first = client.get("/console/rooms", headers=HTML).text
+        assert _room_names(first) == [f"Room {number}" for number in range(52, 2, -1)]
+        assert "Page 1 of 2 (53 rooms)" in first and "Newer rooms" not in first
+        older = re.search(r'<a href="(/console/rooms\?page=2)" rel="next">Older rooms</a>', first)
+        assert older, first
+        second = client.get(older.group(1), headers=HTML).text
+        assert _room_names(second) == ["Room 2", "Room 1", "Room 0"]
+        assert "Page 2 of 2 (53 rooms)" in second and "Older rooms" not in second
+        assert '<a href="/console/rooms?page=1" rel="prev">Newer rooms</a>' in second
+        past = client.get("/console/rooms?page=3", headers=HTML)
+        assert past.status_code == 200 and _room_names(past.text) == []
+        bad = client.get("/console/rooms?page=0", headers=HTML)
+        assert bad.status_code == 400 and "page must be" in bad.text, bad.text

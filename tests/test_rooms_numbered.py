@@ -1,9 +1,10 @@
 """The rooms listing reads what it returns, whatever the account's rooms (`room_numbers`): page 1
 among thousands of rooms, with most of them deleted, and rooms written before numbers existed
 (numbered once at start-up, listed in the order they were); a room an older vaultd wrote is
-still listed before that. Against a real SecantusDB with vaultd's indexes, through the
-services; what each listing makes the database read is measured on the server's side
-(`tests.db_reads`).
+still listed before that; a place kept for an insert not made is out of the total once a
+listing reads every room, and an insert the database refuses gives its place back. Against a
+real SecantusDB with vaultd's indexes, through the services; what each listing makes the
+database read is measured on the server's side (`tests.db_reads`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import random
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
+
+import pytest
+from pymongo.errors import DuplicateKeyError
 
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
@@ -155,3 +159,30 @@ async def test_rooms_made_through_the_service_are_numbered_in_order_and_a_deleti
     await db.accounts.update_one({"_id": account.id}, {"$inc": {"roomCount": -1}})
     ids, total, _ = await _listing(db, recorder, account.id, 1, 10)
     assert (ids, total) == ([made[n]["_id"] for n in (4, 2, 1, 0)], 4)
+
+
+async def test_a_place_kept_for_an_insert_not_made_leaves_the_total_right_once_all_are_read(
+        db: Db, recorder: QueryRecorder) -> None:
+    # Three rooms made, a fourth place taken and kept for an insert that timed out and was
+    # not made after all (`records.create_room` keeps it: it may have been).
+    account_id = await _account(db, "Kept Place Co", _times(3, timedelta(minutes=1)))
+    await db.accounts.update_one({"_id": account_id},
+                                 {"$inc": {"roomCount": 1, "roomSeq": 1}})
+    expected = await _newest_ids(db, account_id)
+    ids, total, _ = await _listing(db, recorder, account_id, 1, 10)
+    assert (ids, total) == (expected, 3)  # every room read: what was found is the total
+    ids, total, _ = await _listing(db, recorder, account_id, 1, 2)
+    assert (ids, total) == (expected[:2], 4)  # a page short of the end: the count
+
+
+async def test_an_insert_the_database_refuses_gives_its_place_back(
+        db: Db, monkeypatch: pytest.MonkeyPatch) -> None:
+    account = await accounts.create_account(db, "Refused Co", "business")
+    made = await records.create_room(db, account, "First")
+    # The next room's id is the first's: the database refuses the insert (a duplicate key),
+    # so nothing was made and its place under the cap is given back.
+    monkeypatch.setattr(records.uuid, "uuid4", lambda: uuid.UUID(made["_id"]))
+    with pytest.raises(DuplicateKeyError):
+        await records.create_room(db, account, "Second")
+    stored = await db.accounts.find_one({"_id": account.id}, {"roomCount": 1, "roomSeq": 1})
+    assert stored is not None and (stored["roomCount"], stored["roomSeq"]) == (1, 2)

@@ -1,6 +1,6 @@
-"""The console's Rooms pages: the rooms (create one), and a room: its numbered index, a folder
-or a file added, its links made with the same share form as a file's, and its analytics per
-reader and per document.
+"""The console's Rooms pages: the rooms, 50 a page (create one), and a room: its numbered
+index, a folder or a file added, its links made with the same share form as a file's, and its
+analytics per reader and per document.
 
 The forms are the `/v1/rooms` routes' services for the signed-in member, held to the same
 permissions (CHANGE_CONTENT for every change). A room link's answer is the room's page with the
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from math import ceil
 from typing import Any
 
 from vaultd.errors import NotFound, VaultError
@@ -21,7 +22,9 @@ from vaultd.services.rooms import activity, index, items, records, room_links, t
 from vaultd.timefmt import iso_utc, utcnow
 from vaultd.web import console_share
 from vaultd.web.console_file import DEFAULT_EXPIRY_DAYS
+from vaultd.web.console_files import MAX_PAGE
 from vaultd.web.console_page import ConsolePage
+from vaultd.web.files import parse_bounded_int
 from vaultd.web.permissions import CHANGE, READ
 
 ROOMS_PATH = "/console/rooms"
@@ -43,9 +46,12 @@ class RoomsBase(ConsolePage):
 class RoomsPage(RoomsBase):
     async def get(self) -> None:
         assert self.account is not None
-        listing = await records.list_rooms(self.ctx.db, self.account.id, 1, ROOMS_PER_PAGE)
+        page = parse_bounded_int(self.get_query_argument("page", None), "page", 1, 1, MAX_PAGE)
+        # A page costs what it shows however many rooms (`rooms.room_numbers`).
+        listing = await records.list_rooms(self.ctx.db, self.account.id, page, ROOMS_PER_PAGE)
+        pages = max(1, ceil(listing["total"] / ROOMS_PER_PAGE))
         self.page("rooms.html", "Rooms", rooms=listing["rooms"], total=listing["total"],
-                  plan=self.account.plan)
+                  plan=self.account.plan, page_number=page, pages=pages)
 
     async def post(self) -> None:
         assert self.account is not None

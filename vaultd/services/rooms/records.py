@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 from pymongo import ReturnDocument
+from pymongo.errors import ConnectionFailure, ExecutionTimeout, WTimeoutError
 
 from vaultd.db import Db
+from vaultd.db_deadline import UnsentWrite
 from vaultd.errors import InvalidRequest, NotFound, PlanLimitReached
 from vaultd.records import RoomDoc
 from vaultd.services.accounts.accounts import Account, get_account
@@ -55,10 +58,24 @@ async def create_room(db: Db, account: Account, name: str) -> RoomDoc:
                     "createdAt": utcnow(), "itemCount": 0, "seq": number}
     try:
         await db.rooms.insert_one(doc)
-    except BaseException:
-        await _give_back_slot(db, account.id)
+    except BaseException as error:
+        if not _may_have_been_made(error):
+            await _give_back_slot(db, account.id)
         raise
     return doc
+
+
+def _may_have_been_made(error: BaseException) -> bool:
+    """Whether an insert that raised `error` may be made all the same: it timed out or lost its
+    connection after it was sent (the answer is `504`, "read it back"), or its request was
+    cancelled while it was in flight. Its place then stays taken: given back, a room made after
+    all would be missing from `roomCount`, the listing's total (and the plan's cap would let
+    one room too many in); kept for an insert that was not made, the total is one too high
+    until a listing that reaches the last room counts what it found (`room_numbers`)."""
+    if isinstance(error, UnsentWrite):
+        return False
+    return isinstance(error, (ConnectionFailure, ExecutionTimeout, WTimeoutError,
+                              asyncio.CancelledError))
 
 
 async def take_room_slot(db: Db, account: Account) -> int:

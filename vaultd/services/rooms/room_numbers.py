@@ -8,8 +8,9 @@ without a room cap has no bound). So a room takes a number in the write that alr
 place under the plan's cap (`records.take_room_slot` raises `roomCount` and `roomSeq` in one
 `find_one_and_update`), the listing reads the newest by ranges of numbers on `(accountId, seq)`
 (`services.common.numbered`: a deleted room's number is a gap the ranges widen across), and
-`total` is the account's `roomCount`. A crash between the number and the insert leaves a gap,
-never a room without a number.
+`total` is the account's `roomCount` (what a listing that reads every room finds, where that
+is fewer: a crash between a room's place and its insert leaves the count one high). A crash
+between the number and the insert leaves a gap, never a room without a number.
 
 Rooms written before numbers existed are numbered once at start-up (`number_rooms_once`), from
 0 down (the newest 0), below the first new one, as files are (`db_indexes.number_files_once`);
@@ -43,6 +44,10 @@ async def newest_rooms(db: Db, account_id: str, page: int,
         floor=int(account.get("roomSeqFloor", 1)))
     if len(docs) < wanted:
         docs += await _unnumbered(db, account_id, wanted - len(docs))
+    if len(docs) < wanted:
+        # Every room was read, fewer than counted: a place taken for an insert that may have
+        # been made and was not (`records.create_room`). What was read is the total.
+        total = len(docs)
     return docs[(page - 1) * per_page:], total
 
 
