@@ -8,7 +8,7 @@ on them as they are (read by time windows), then once the numbering has started 
 walk has numbered them (`older_log_numbering`: read by their numbers in the account). Beside
 each, in the same run, the read the export made before: one `find` of the account's log
 sorted by time. Each is timed whole and per database operation (the driver's command
-monitoring); prints a Markdown table.
+monitoring); prints `bench.expiry_burst`'s table (the answer: the entries written).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import tempfile
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.bulk_steps import SLOW_MS, StepTimes
+from bench.bulk_steps import StepTimes
+from bench.expiry_burst import table, timed
 from tests.embedded_database import recorded_db, running_database
 from vaultd import collector
 from vaultd.db import Db
@@ -52,17 +52,8 @@ async def _one_find(db: Db, account_id: str) -> AsyncIterator[Any]:
         yield doc
 
 
-async def _timed(steps: StepTimes, label: str,
-                 export: Callable[[], AsyncIterator[Any]]) -> tuple[str, float, int]:
-    steps.label = label
-    started = time.perf_counter()
-    written = 0
-    try:
-        async for _ in export():
-            written += 1
-    finally:
-        steps.label = None
-    return label, time.perf_counter() - started, written
+async def _written(export: AsyncIterator[Any]) -> int:
+    return sum([1 async for _ in export])
 
 
 async def _number_everything(db: Db) -> None:
@@ -75,7 +66,7 @@ async def _number_everything(db: Db) -> None:
 
 
 async def run(entries: int, storage: Path
-              ) -> tuple[list[tuple[str, float, int]], dict[str, list[float]]]:
+              ) -> tuple[list[tuple[str, float, Any]], dict[str, list[float]]]:
     steps = StepTimes()
     with running_database(storage) as server:
         async with recorded_db(server, steps) as db:
@@ -88,22 +79,11 @@ async def run(entries: int, storage: Path
                 if state == "numbered":
                     await _number_everything(db)
                 # The export first: the one long read leaves the server collecting after it.
-                done += [await _timed(steps, f"{state}: the export, a page at a time",
-                                      lambda: feed.export(db, account.id)),
-                         await _timed(steps, f"{state}: one find, sorted (before)",
-                                      lambda: _one_find(db, account.id))]
+                done += [await timed(steps, f"{state}: the export, a page at a time",
+                                     lambda: _written(feed.export(db, account.id))),
+                         await timed(steps, f"{state}: one find, sorted (before)",
+                                     lambda: _written(_one_find(db, account.id)))]
             return done, steps.times
-
-
-def table(done: list[tuple[str, float, int]], times: dict[str, list[float]]) -> str:
-    rows = ["| read | entries written | s in all | operations | longest ms | over 50 ms |",
-            "|---|---|---|---|---|---|"]
-    for label, seconds, written in done:
-        durations = times.get(label, [])
-        rows.append(f"| {label} | {written:,} | {seconds:.1f} | {len(durations)} | "
-                    f"{max(durations, default=0.0):.1f} | "
-                    f"{sum(1 for d in durations if d > SLOW_MS)} |")
-    return "\n".join(rows)
 
 
 def main() -> None:
@@ -115,7 +95,7 @@ def main() -> None:
         done, times = asyncio.run(run(args.entries, Path(tmp) / "db"))
     print(f"{args.entries:,} entries over {DAYS} days, one in {BURST_SHARE} in a minute's "
           f"burst\n")
-    print(table(done, times))
+    print(table(times, done))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import OperationFailure
 
 from tests import recorded_database
 from tests.db_reads import QueryRecorder, total_examined
@@ -30,6 +30,7 @@ recorder, db = recorded_database.recorder, recorded_database.worker_db  # this m
 
 ROOMS = 2_000
 ACCOUNT_RECORD = 1  # the listing reads the account's counters first
+DOCUMENT_VALIDATION_FAILURE = 121  # the server's code for a document its validator refuses
 
 
 def _room(account_id: str, at: datetime, seq: int | None) -> dict[str, Any]:
@@ -175,14 +176,19 @@ async def test_a_place_kept_for_an_insert_not_made_leaves_the_total_right_once_a
     assert (ids, total) == (expected[:2], 4)  # a page short of the end: the count
 
 
-async def test_an_insert_the_database_refuses_gives_its_place_back(
-        db: Db, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_insert_the_database_refuses_gives_its_place_back(db: Db) -> None:
     account = await accounts.create_account(db, "Refused Co", "business")
-    made = await records.create_room(db, account, "First")
-    # The next room's id is the first's: the database refuses the insert (a duplicate key),
-    # so nothing was made and its place under the cap is given back.
-    monkeypatch.setattr(records.uuid, "uuid4", lambda: uuid.UUID(made["_id"]))
-    with pytest.raises(DuplicateKeyError):
-        await records.create_room(db, account, "Second")
+    await records.create_room(db, account, "First")
+    # The collection refuses a room of that name (a validator): nothing was made, and its place
+    # under the cap is given back.
+    refuse = {"collMod": db.rooms.name, "validator": {"name": {"$ne": "Refused"}},
+              "validationAction": "error"}
+    await db.database.command(refuse)
+    try:
+        with pytest.raises(OperationFailure) as refused:
+            await records.create_room(db, account, "Refused")
+        assert refused.value.code == DOCUMENT_VALIDATION_FAILURE
+    finally:
+        await db.database.command({"collMod": db.rooms.name, "validator": {}})
     stored = await db.accounts.find_one({"_id": account.id}, {"roomCount": 1, "roomSeq": 1})
     assert stored is not None and (stored["roomCount"], stored["roomSeq"]) == (1, 2)
