@@ -8,9 +8,10 @@ without a room cap has no bound). So a room takes a number in the write that alr
 place under the plan's cap (`records.take_room_slot` raises `roomCount` and `roomSeq` in one
 `find_one_and_update`), the listing reads the newest by ranges of numbers on `(accountId, seq)`
 (`services.common.numbered`: a deleted room's number is a gap the ranges widen across), and
-`total` is the account's `roomCount` (what a listing that reads every room finds, where that
-is fewer: a crash between a room's place and its insert leaves the count one high). A crash
-between the number and the insert leaves a gap, never a room without a number.
+`total` is the account's `roomCount`, or what a listing that reads every room finds where that
+is fewer (a place kept for an insert that may have been made and was not, or a crash between a
+room's place and its insert, leaves the count one high). A crash between the number and the
+insert leaves a gap, never a room without a number.
 
 Rooms written before numbers existed are numbered once at start-up (`number_rooms_once`), from
 0 down (the newest 0), below the first new one, as files are (`db_indexes.number_files_once`);
@@ -76,4 +77,3 @@ async def number_rooms_once(db: Db) -> None:
                                          {"$min": {"roomSeqFloor": lowest}})
     await marks.update_one({"_id": ROOM_NUMBER_MIGRATION}, {"$set": {"at": datetime.now(UTC)}},
                            upsert=True)
-
