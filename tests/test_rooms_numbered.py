@@ -2,9 +2,10 @@
 among thousands of rooms, with most of them deleted, and rooms written before numbers existed
 (numbered once at start-up, listed in the order they were); a room an older vaultd wrote is
 still listed before that; a place kept for an insert not made is out of the total once a
-listing reads every room, and an insert the database refuses gives its place back. Against a
-real SecantusDB with vaultd's indexes, through the services; what each listing makes the
-database read is measured on the server's side (`tests.db_reads`).
+listing reads every room, and an insert the database refuses gives its place back; `vault-admin
+rooms list` reads every room by the same ranges. Against a real SecantusDB with vaultd's
+indexes, through the services; what each listing makes the database read is measured on the
+server's side (`tests.db_reads`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from tests import recorded_database
-from tests.db_reads import QueryRecorder, total_examined
+from tests.db_reads import QueryRecorder, examined, total_examined
 from vaultd.db import Db
 from vaultd.db_indexes import ensure_indexes
 from vaultd.services.accounts import accounts
@@ -192,3 +193,16 @@ async def test_an_insert_the_database_refuses_gives_its_place_back(db: Db) -> No
         await db.database.command({"collMod": db.rooms.name, "validator": {}})
     stored = await db.accounts.find_one({"_id": account.id}, {"roomCount": 1, "roomSeq": 1})
     assert stored is not None and (stored["roomCount"], stored["roomSeq"]) == (1, 2)
+
+
+async def test_every_room_of_an_account_is_read_in_ranges_for_vault_admin(
+        db: Db, recorder: QueryRecorder) -> None:
+    account_id = await _account(db, "Listed Co", _times(600, timedelta(hours=1)))
+    expected = await _newest_ids(db, account_id)
+    with recorder.recorded():
+        listed = await records.summaries(db, account_id)
+    assert [room["id"] for room in listed] == expected
+    assert {room["activeLinks"] for room in listed} == {0}
+    walks = [await examined(db, query) for query in list(recorder.queries)]
+    # Ranges of about a page of 200 (`numbered.MAX_READ`): one `find` sorted by time walked 600.
+    assert max(walks) <= 2 * numbered.MAX_READ, max(walks)

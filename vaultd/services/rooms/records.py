@@ -131,8 +131,7 @@ async def rename_room(db: Db, account_id: str, room_id: str, name: str) -> RoomD
 async def summaries(db: Db, account_id: str) -> list[dict[str, Any]]:
     """Every room of an account, newest first, with its items and live links (vault-admin)."""
     await get_account(db, account_id)  # an unknown account is NotFound, not an empty list
-    rooms = [doc async for doc in db.rooms.find({"accountId": account_id})
-             .sort([("createdAt", -1), ("_id", -1)])]
+    rooms = await room_numbers.every_room(db, account_id)
     # Not revoked nor expired: the room's maintained count (`room_counts`).
     return [{**room_json(room, await item_count(db, room)),
              "activeLinks": await room_counts.live(db, room["_id"])}

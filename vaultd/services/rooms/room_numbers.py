@@ -29,6 +29,7 @@ from vaultd.services.common import numbered
 
 ROOM_NUMBER_MIGRATION = "roomSeq"
 ACCOUNT_FIELDS = {"roomCount": 1, "roomSeq": 1, "roomSeqFloor": 1}
+EVERY = 2**62  # a page size no account reaches: `every_room`'s one page
 
 
 async def newest_rooms(db: Db, account_id: str, page: int,
@@ -50,6 +51,14 @@ async def newest_rooms(db: Db, account_id: str, page: int,
         # been made and was not (`records.create_room`). What was read is the total.
         total = len(docs)
     return docs[(page - 1) * per_page:], total
+
+
+async def every_room(db: Db, account_id: str) -> list[RoomDoc]:
+    """Every room of the account, newest first (`vault-admin rooms list`), read by the same
+    ranges of numbers as a page (no range holds more than about `numbered.MAX_READ`), where
+    one `find` sorted by time was one read of them all."""
+    rooms, _ = await newest_rooms(db, account_id, 1, EVERY)
+    return rooms
 
 
 async def _unnumbered(db: Db, account_id: str, wanted: int) -> list[RoomDoc]:
