@@ -52,7 +52,9 @@ async def _account(db: Db, name: str, times: list[datetime], *, numbered: bool =
             for place, at in enumerate(times) if place + 1 not in deleted]
     for first in range(0, len(docs), 1000):
         await db.raw(db.rooms.name).insert_many(docs[first:first + 1000])
-    counters: dict[str, Any] = {"roomCount": len(docs)}
+    # A year old: rooms written before numbers are read by time back to the account's creation.
+    counters: dict[str, Any] = {"roomCount": len(docs),
+                                "createdAt": utcnow() - timedelta(days=365)}
     if numbered:
         counters["roomSeq"] = len(times)
     await db.accounts.update_one({"_id": account.id}, {"$set": counters})

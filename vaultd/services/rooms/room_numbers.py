@@ -21,14 +21,17 @@ a room an older vaultd writes meanwhile is still listed, read by time after the 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from vaultd.db import Db
-from vaultd.records import RoomDoc
+from vaultd.records import AccountDoc, RoomDoc
 from vaultd.services.common import numbered
+from vaultd.services.common.newest import newest
+from vaultd.timefmt import utcnow
 
 ROOM_NUMBER_MIGRATION = "roomSeq"
-ACCOUNT_FIELDS = {"roomCount": 1, "roomSeq": 1, "roomSeqFloor": 1}
+ACCOUNT_FIELDS = {"roomCount": 1, "roomSeq": 1, "roomSeqFloor": 1, "createdAt": 1}
+SLACK = timedelta(minutes=1)  # clocks of several vaultd apart: the time windows' margin
 EVERY = 2**62  # a page size no account reaches: `every_room`'s one page
 
 
@@ -45,7 +48,7 @@ async def newest_rooms(db: Db, account_id: str, page: int,
         db.rooms, query, "seq", count=wanted, top=int(account.get("roomSeq", 0)),
         floor=int(account.get("roomSeqFloor", 1)))
     if len(docs) < wanted:
-        docs += await _unnumbered(db, account_id, wanted - len(docs))
+        docs += await _unnumbered(db, account, len(docs), wanted - len(docs))
     if len(docs) < wanted:
         # Every room was read, fewer than counted: a place taken for an insert that may have
         # been made and was not (`records.create_room`). What was read is the total.
@@ -61,12 +64,18 @@ async def every_room(db: Db, account_id: str) -> list[RoomDoc]:
     return rooms
 
 
-async def _unnumbered(db: Db, account_id: str, wanted: int) -> list[RoomDoc]:
+async def _unnumbered(db: Db, account: AccountDoc, numbered: int,
+                      wanted: int) -> list[RoomDoc]:
     """The newest `wanted` rooms without a number (an older vaultd's, not yet numbered at
-    start-up), by time as the listing read them before: every room of the account is read, so
-    this runs only when the numbered ones fall short of the page."""
-    cursor = db.rooms.find({"accountId": account_id}).sort([("createdAt", -1), ("_id", -1)])
-    return [doc async for doc in cursor if "seq" not in doc][:wanted]
+    start-up), after the `numbered` ones, by time windows on `(accountId, createdAt)` as the
+    file listing reads its unnumbered files (`services.common.newest`: no window one long
+    read). The numbered rooms are newer and are read again and left out here (a filter on
+    `seq` would be a field outside the index, and SecantusDB would scan the collection); this
+    runs only when the numbered ones fall short of the page."""
+    found = await newest(db.rooms, {"accountId": account["_id"]}, "createdAt",
+                         count=numbered + wanted, latest=utcnow() + SLACK,
+                         oldest=account["createdAt"] - SLACK)
+    return [doc for doc in found.docs if "seq" not in doc][:wanted]
 
 
 async def number_rooms_once(db: Db) -> None:
