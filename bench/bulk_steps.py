@@ -68,6 +68,7 @@ from tests.scale_seed import seed_account
 from vaultd import collector
 from vaultd.crypto.keyring import MasterKeyring
 from vaultd.db import Db
+from vaultd.db_server_time import SERVER_MILLIS
 from vaultd.services.audit.keys import current_signer
 from vaultd.services.audit.sequencer import Sequencer, SequencerConfig
 from vaultd.services.common import background, id_ranges, outbox
@@ -87,13 +88,27 @@ class StepTimes(monitoring.CommandListener):
 
     label: str | None = None
     times: dict[str, list[float]] = field(default_factory=dict)
+    # (label, command and collection, ms) of each command over SLOW_MS: which ones a table's
+    # "over 50 ms" counts
+    slow: list[tuple[str, str, float]] = field(default_factory=list)
+    _sent: dict[int, str] = field(default_factory=dict)
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
-        pass
+        if self.label is not None:
+            target = event.command.get(event.command_name)
+            self._sent[event.request_id] = f"{event.command_name} {target}"
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        sent = self._sent.pop(event.request_id, "")
         if self.label is not None:
-            self.times.setdefault(self.label, []).append(event.duration_micros / 1000)
+            took = event.duration_micros / 1000
+            self.times.setdefault(self.label, []).append(took)
+            if took > SLOW_MS:
+                # a write's own time in the server, where it says (`vaultd.db_server_time`):
+                # the rest of a round trip is the wait behind the commands sent beside it
+                inside = (event.reply or {}).get(SERVER_MILLIS)
+                named = sent if inside is None else f"{sent} ({inside:.1f} ms in the server)"
+                self.slow.append((self.label, named, took))
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         self.succeeded(event)  # type: ignore[arg-type]  # same duration field

@@ -29,7 +29,7 @@ from bench.expiry_burst import DAY, file_with_links, table, timed
 from tests.embedded_database import recorded_db, running_database
 from tests.link_clock import set_expiry
 from vaultd import collector
-from vaultd.services.accounts import accounts, link_counts
+from vaultd.services.accounts import accounts, link_counts, link_shards
 from vaultd.timefmt import utcnow
 
 
@@ -40,7 +40,7 @@ async def run(files: int, storage: Path
         async with recorded_db(server, steps) as db:
             account = await accounts.create_account(db, "Mailing Co", "business")
             for _ in range(files):
-                await file_with_links(db, account, 1, DAY, sharded=True)
+                await file_with_links(db, account, 1, DAY, link_shards.SHARDS)
 
             async def count() -> int:
                 return await link_counts.account_live(db, account.id)

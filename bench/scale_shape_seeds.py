@@ -118,7 +118,7 @@ def _file(account_id: str, at: datetime, seq: int) -> dict[str, Any]:
             "kind": "delivery", "contentType": "application/pdf", "size": 1000,
             "pageCount": 3, "createdAt": at, "state": "stored", "seq": seq,
             "blob": {"name": f"seeded-{file_id}", "size": 1000, "key": {}},
-            "linkCount": {"live": 0, "sweptAt": at}, link_shards.FLAG: True}
+            "linkCount": {"live": 0, "sweptAt": at}, link_shards.FLAG: link_shards.SHARDS}
 
 
 def _entry(seeded: Seeded, file_id: str, action: str, at: datetime, **more: Any

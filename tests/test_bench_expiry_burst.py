@@ -16,8 +16,12 @@ pytestmark = pytest.mark.slow  # an embedded database of its own
 LINKS = 30
 
 
-def test_the_burst_reads_its_expired_links_and_the_reference_one(tmp_path: Path) -> None:
-    times, done = asyncio.run(expiry_burst.run(LINKS, tmp_path / "db"))
+@pytest.mark.parametrize(("shards", "bulk"), [(256, False), (256, True), (32, True)],
+                         ids=["made through the service", "written in bulk", "files of 32"])
+def test_the_burst_reads_its_expired_links_and_the_reference_one(
+        tmp_path: Path, shards: int, bulk: bool) -> None:
+    """Links written in bulk answer as those made through the service (`--bulk`)."""
+    times, done = asyncio.run(expiry_burst.run(LINKS, tmp_path / "db", shards, bulk))
     answers = {label: answer for label, _, answer in done}
     assert answers == {
         "reference: count after the links were made": LINKS,

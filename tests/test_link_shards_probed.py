@@ -1,7 +1,8 @@
-"""An account's and a room's expiry ranges are read per shard when a probe of one shard finds
+"""An account's and a room's expiry ranges are read per shard when probes of two shards show
 many (`services.accounts.link_shards.read_probed`): an account's burst of one link each on many
-files, and a room's burst, are read a 32nd at a time by the counts, with the same answers as one
-range gives; a range with few reads the probe and one range. Links and room links written before
+files, and a room's burst, are read a shard at a time by the counts, with the same answers as
+one range gives; a range with few reads the probes and one range; links among the 32 shards
+of before are seen by the probe among them. Links and room links written before
 shards get theirs at start-up, once, where a count can still read them. Against a real embedded
 SecantusDB, through the services, with what each query walks measured on the server
 (`tests.db_reads`).
@@ -31,29 +32,33 @@ from vaultd.timefmt import utcnow
 
 recorder, db = recorded_database.recorder, recorded_database.worker_db  # this module's fixtures
 
-FILES = 320  # one link each: ten a shard on average
-FEW = 3  # the test's PROBE_FEW: a shard of a 320-link burst holds more
+FILES = 320  # one link each: five a shard
+SHARDS = 64  # the test's SHARDS: as 256 do, a range holds a few a shard
+ABOVE = 100  # the test's SHARDED_ABOVE: a 320-link burst is more, its probes show it
 DAY = 86_400
 
 
 @pytest.fixture(autouse=True)
 def few_a_shard(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(link_shards, "PROBE_FEW", FEW)
+    monkeypatch.setattr(link_shards, "SHARDS", SHARDS)
+    monkeypatch.setattr(link_shards, "SHARDED_ABOVE", ABOVE)
 
 
-async def _account_with_files(db: Db, name: str, files: int) -> tuple[Account, list[str]]:
+async def _account_with_files(db: Db, name: str, files: int, shards: int = SHARDS
+                              ) -> tuple[Account, list[str]]:
     """An account with `files` files of one link each (all numbered 1 in their file), their ids
     drawn so that the links fall on the shards in turn: as many on each (the ids' own draw left
-    one shard in a hundred with 3 or fewer of 320, and a probe landing there read the range
-    whole, as it should, where the tests count on a probe finding many)."""
+    a shard here and there with few, and probes landing there read the range whole, as they
+    should, where the tests count on the probes finding many). `shards`: the files' (32: files
+    uploaded while there were 32)."""
     account = await accounts.create_account(db, name, "business")
     made = []
     for place in range(files):
         doc: dict[str, Any] = _file(account.id, utcnow(), place + 1)
-        while link_shards.shard_of(str(doc["_id"]), 1) != place % link_shards.SHARDS:
+        while link_shards.shard_of(str(doc["_id"]), 1, shards) != place % shards:
             doc = _file(account.id, utcnow(), place + 1)
         del doc["linkCount"]  # as an upload writes it: the count appears with the first link
-        doc[link_shards.FLAG] = True
+        doc[link_shards.FLAG] = True if shards == link_shards.OLD_SHARDS else shards
         made.append(doc)
     await db.raw("files").insert_many(made)
     for doc in made:
@@ -87,9 +92,10 @@ def _per_shard(walked: list[tuple[int | None, int]], total: int) -> None:
     assert max(count for _, count in walked) <= 3 * math.ceil(total / link_shards.SHARDS), walked
 
 
+@pytest.mark.parametrize("shards", [SHARDS, 32], ids=["files uploaded now", "files of 32"])
 async def test_an_account_burst_across_many_files_is_read_a_shard_at_a_time(
-        db: Db, recorder: QueryRecorder) -> None:
-    account, _ = await _account_with_files(db, "Mailing Co", FILES)
+        db: Db, recorder: QueryRecorder, shards: int) -> None:
+    account, _ = await _account_with_files(db, "Mailing Co", FILES, shards)
     with recorder.recorded():  # the first sweep: its look ahead holds every link (a day)
         assert await link_counts.account_live(db, account.id) == FILES
     _per_shard(await _ranges_walked(db, recorder, "links", "accountId"), FILES)
@@ -107,17 +113,19 @@ async def test_an_account_burst_across_many_files_is_read_a_shard_at_a_time(
     assert await _ranges_walked(db, recorder, "links", "accountId") == []
 
 
-async def test_a_range_with_few_reads_the_probe_then_one_range(
-        db: Db, recorder: QueryRecorder, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(link_shards, "PROBE_FEW", 20)  # more than a shard of 40 links holds
-    account, file_ids = await _account_with_files(db, "Few Co", 40)
+async def test_a_range_with_few_reads_the_probes_then_one_range(
+        db: Db, recorder: QueryRecorder) -> None:
+    account, file_ids = await _account_with_files(db, "Few Co", 40)  # one a shard at most
     await link_counts.account_live(db, account.id)
     await expire_at_once(db, {"fileId": {"$in": file_ids[:2]}})
     with recorder.recorded():
         assert await link_counts.account_live(db, account.id) == 38
-    # The sweep's range: the 2 expired and its look ahead, which holds the 38 others (a day).
+    # The sweep's range: the 2 expired and its look ahead, which holds the 38 others (a day):
+    # the probes show at most 32 + 32, so the range is read in one.
     walked = await _ranges_walked(db, recorder, "links", "accountId")
-    assert len(walked) == 2 and walked[0][0] is not None and walked[1] == (None, 40), walked
+    assert len(walked) == 3 and walked[2] == (None, 40), walked
+    low, high = walked[0][0], walked[1][0]
+    assert low is not None and high is not None and low < link_shards.OLD_SHARDS <= high
 
 
 async def test_a_room_burst_is_read_a_shard_at_a_time_by_the_room_and_the_account(
@@ -125,6 +133,11 @@ async def test_a_room_burst_is_read_a_shard_at_a_time_by_the_room_and_the_accoun
     account = await accounts.create_account(db, "Room Mailing Co", "business")
     room = await records.create_room(db, account, "Board pack")
     await seed_room_links(db, account.id, room["_id"], FILES)
+    # Their shards in turn, as many on each (drawn from their ids, a shard may hold few).
+    seeded = [link["_id"] async for link in db.room_links.find({"roomId": room["_id"]})]
+    for place, link_id in enumerate(seeded):
+        await db.raw("room_links").update_one({"_id": link_id},
+                                              {"$set": {"shard": place % SHARDS}})
     assert await room_counts.live(db, room["_id"]) == FILES
     assert await link_counts.account_live(db, account.id) == FILES
     at = utcnow() + timedelta(seconds=0.5)  # after the sweeps above, before the reads below
@@ -161,6 +174,7 @@ async def test_links_a_count_can_still_read_get_their_shard_at_start_up_once(db:
     assert len(found) == 2
     assert all(link["shard"] == link_shards.shard_of(link["fileId"], link["seq"])
                for link in found.values())
+    assert all(link["shard"] < SHARDS for link in found.values())
     room_found = {link["_id"]: link async for link in db.room_links.find({"roomId": room["_id"]})}
     assert "shard" not in room_found.pop(gone_room["_id"])
     assert len(room_found) == 4
@@ -174,12 +188,24 @@ async def test_links_a_count_can_still_read_get_their_shard_at_start_up_once(db:
                                            "shard": {"$exists": True}}) == 0
 
 
-def test_consecutive_numbers_of_a_file_fall_in_consecutive_shards() -> None:
+@pytest.mark.parametrize("shards", [SHARDS, 32])
+def test_consecutive_numbers_of_a_file_fall_in_consecutive_shards(shards: int) -> None:
     for file_id in ("f-one", "f-two"):
-        shards = [link_shards.shard_of(file_id, seq) for seq in range(1, 65)]
-        assert sorted(shards) == sorted(list(range(link_shards.SHARDS)) * 2)
-        assert all((after - before) % link_shards.SHARDS == 1
-                   for before, after in itertools.pairwise(shards))
+        found = [link_shards.shard_of(file_id, seq, shards) for seq in range(1, 2 * shards + 1)]
+        assert sorted(found) == sorted(list(range(shards)) * 2)
+        assert all((after - before) % shards == 1 for before, after in itertools.pairwise(found))
+        # Among 32, the shard a link had when there were only 32.
+        assert all(link_shards.shard_of(file_id, seq, 32) == shard % 32
+                   for seq, shard in enumerate(found, start=1))
     # ...each file starting at its own place, so that one link each of many files spreads.
-    firsts = {link_shards.shard_of(f"file-{n}", 1) for n in range(200)}
-    assert len(firsts) == link_shards.SHARDS
+    firsts = {link_shards.shard_of(f"file-{n}", 1, shards) for n in range(1000)}
+    assert len(firsts) == shards
+
+
+def test_the_probes_tell_links_among_32_from_links_among_all() -> None:
+    # 6,400 links among 32 shards (200 each), then 25 a shard among all: both ways the
+    # estimate is their count; a mixture its sum.
+    among_all = 25 * link_shards.SHARDS
+    assert link_shards._estimate(200, 0) == 6_400
+    assert link_shards._estimate(25, 25) == among_all
+    assert link_shards._estimate(225, 25) == 6_400 + among_all

@@ -154,7 +154,8 @@ class FileDoc(TypedDict):
     linkSeq: NotRequired[int]  # the last number given to a link (services.links.link_numbers)
     linkSeqFloor: NotRequired[int]  # the lowest (links numbered at start-up count down from 0)
     linkTotal: NotRequired[int]  # its link records: the links listing's total
-    linkShards: NotRequired[bool]  # every link of it carries `shard` (accounts.link_shards)
+    # every link of it carries `shard`: among 256, or among 32 where True (accounts.link_shards)
+    linkShards: NotRequired[bool | int]
     # Its last revoke-all: every link numbered up to linkRevokedTo revoked, linkRevokedCount of
     # them; linkRevokedSince: revoked one by one since (services.links.link_states).
     linkRevokedTo: NotRequired[int]

@@ -10,22 +10,34 @@ expiry bounds that: the window that meets a burst holds all of it.
 
 So every link carries `shard`, written with it: a file link its number plus its file's own
 offset, modulo SHARDS (`shard_of`); a room link, unnumbered, a hash of its `_id`
-(`shard_of_id`). A file uploaded since says `linkShards: true`. A range of such a file, once
-it holds more than SHARDED_ABOVE link records, is read as SHARDS ranges, one per shard, on
-`(fileId, shard, expiresAt)` or `(fileId, listed, shard, expiresAt)`: each a SHARDS-th of a
-burst (consecutive numbers fall in consecutive shards). The reads are a partition of the range,
-so what is counted or listed does not change; a smaller file's range stays one read (SHARDS
-round trips would cost it more than its links do). A file uploaded before (no `linkShards`) is
-read as before, in one range: its expired page can reach links of any age.
+(`shard_of_id`). A file uploaded since says `linkShards: SHARDS`. A range of such a file, once
+it holds more than SHARDED_ABOVE link records, is read as `read_probed` reads an account's, on
+`(fileId, shard, expiresAt)` or `(fileId, listed, shard, expiresAt)`. The reads are a partition
+of the range, so what is counted or listed does not change; a smaller file's range stays one
+read (the probes would cost it more than its links do). A file uploaded before shards (no
+`linkShards`) is read as before, in one range: its expired page can reach links of any age.
+
+SHARDS is 256 so that a shard of 100,000 links expiring together (a mailing to that many
+recipients at once) is a read of about 400, 15 ms; at the 32 shards links had first, a shard
+of 30,000 passed 50 ms (a read costs about 2 ms and then 25-40 us a link, however the links
+are spread). The database answers neither a range nor an `$in` nor an `$or` of shards from the
+index (each scans the collection), so every shard is a read of its own, and 256 of them cost
+about half a second: which is why a range is probed first. A file uploaded while links had
+32 (`linkShards: true`) keeps them, its new links too (OLD_SHARDS: its reads are a partition
+of 32), and reads its 32 shards once it holds many, as it did.
 
 An account's ranges (its count reads its links and room links expired since its sweep) and a
-room's have no record total to tell how many they can hold, so `read_probed` reads one shard
-drawn at random first, and the rest per shard only when it holds many. The file's offset is what
-spreads an account's burst of one link each on many files (all numbered 1) over the shards;
-the draw is what keeps a client from emptying the probed shard by where it sets expiries.
+room's have no record total to tell how many they can hold, so `read_probed` reads two shards
+drawn at random first, and the rest one by one only when they show many. The links of a file
+with 32 shards, and links written before SHARDS was 256, lie in the first 32 only; so one probe
+is drawn there and one among the others, which together tell both kinds apart. The file's
+offset is what spreads an account's burst of one link each on many files (all numbered 1) over
+the shards; the draw is what keeps a client from emptying the probed shards by where it sets
+expiries.
 
 Considered and left: a shard drawn from the link's random `_id` (a burst's shards would hold
-about a 32nd each, where consecutive numbers give exactly that), and counts by expiry kept on write
+about a SHARDS-th each, where consecutive numbers give exactly that), a second field of finer
+shards beside `shard` (five more indexes on every link's write), and counts by expiry kept on write
 (bounded by the seconds a sweep spans rather than the links, but a second write on every
 link's creation, revoke and new expiry that a crash between would leave disagreeing with the
 file's `live` count): docs/performance-records.md, *Links expiring together*.
@@ -40,20 +52,27 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-SHARDS = 32
-SHARDED_ABOVE = 2_000  # link records: one range of them reads in about 30 ms at most
-FLAG = "linkShards"  # on a file record: every link of it carries `shard`
+SHARDS = 256
+OLD_SHARDS = 32  # of a file flagged `linkShards: true`, and of links written before SHARDS
+# Link records: one range of them reads in about 30 ms at most (a range of 3,200 read in 83 ms
+# on the 2-core machine of docs/performance-records.md).
+SHARDED_ABOVE = 1_000
+FLAG = "linkShards"  # on a file record: every link of it carries `shard` (SHARDS, or True: 32)
 # What `sharded` reads of a file's record, besides what its caller reads.
 FIELDS = {FLAG: 1, "linkTotal": 1}
 SHARD_BATCH = 10_000  # documents a shard's read returns in its first batch
-# A probed shard holding more than this many: its range holds about SHARDS times as many, more
-# than one read should take (SHARDED_ABOVE).
-PROBE_FEW = SHARDED_ABOVE // SHARDS
 
 
-def shard_of(file_id: str, seq: int) -> int:
-    """The shard of the link numbered `seq` of the file `file_id`."""
-    return (seq + shard_of_id(file_id)) % SHARDS
+def shards_of(file: Mapping[str, Any]) -> int:
+    """How many shards the links of `file` (its record read with FIELDS) fall in."""
+    return OLD_SHARDS if file.get(FLAG) is True else SHARDS
+
+
+def shard_of(file_id: str, seq: int, shards: int | None = None) -> int:
+    """The shard of the link numbered `seq` of the file `file_id`, among `shards` (SHARDS
+    unless the file has its own: `shards_of`). The offset is drawn among SHARDS, so a link's
+    shard among OLD_SHARDS is the one it had when they were all there were."""
+    return (seq + shard_of_id(file_id)) % (shards or SHARDS)
 
 
 def shard_of_id(record_id: str) -> int:
@@ -75,29 +94,45 @@ async def read_range(links: AsyncCollection[Any], file: Mapping[str, Any], query
                      projection: Mapping[str, Any] | None = None, *,
                      at_most: int | None = None) -> list[dict[str, Any]]:
     """The links of `file` matching `query` (its `fileId`, maybe `listed`, and a range of
-    `expiresAt`), of which there can be `at_most`: one read, or one per shard (`sharded`)."""
+    `expiresAt`), of which there can be `at_most`: one read, or per shard (`sharded`): probed
+    first (`read_probed`), or, for a file of 32 shards, each of them."""
     if not sharded(file, at_most):
-        return [dict(link) async for link in links.find(query, projection)]
+        return await _read(links, query, projection)
+    if shards_of(file) != OLD_SHARDS:
+        return await read_probed(links, query, projection)
     found: list[dict[str, Any]] = []
-    for shard in range(SHARDS):  # one after another: the database runs one at a time anyway
+    for shard in range(OLD_SHARDS):  # one after another: the database runs one at a time anyway
         found += await _read(links, {**query, "shard": shard}, projection)
     return found
 
 
 async def read_probed(records: AsyncCollection[Any], query: dict[str, Any],
                       projection: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The records matching `query` (an account's or a room's id and a range of `expiresAt`,
-    on an index of those with `shard` between): one shard drawn at random is read first, then
-    the whole range in one read if that shard held at most PROBE_FEW, else the other shards one
-    by one. Every record that can be in the range must carry `shard` (`link_shards_once`)."""
-    probe = secrets.randbelow(SHARDS)
-    found = await _read(records, {**query, "shard": probe}, projection)
-    if len(found) <= PROBE_FEW:
+    """The records matching `query` (an owner's id and a range of `expiresAt`, on an index of
+    those with `shard` between): two shards drawn at random are read first, one among the first
+    OLD_SHARDS and one among the rest; then the whole range in one read if they show at most
+    SHARDED_ABOVE in it (`_estimate`), else the other shards one by one. Every record that can
+    be in the range must carry `shard` (`link_shards_once`)."""
+    low = secrets.randbelow(OLD_SHARDS)
+    high = OLD_SHARDS + secrets.randbelow(SHARDS - OLD_SHARDS)
+    in_low = await _read(records, {**query, "shard": low}, projection)
+    in_high = await _read(records, {**query, "shard": high}, projection)
+    if _estimate(len(in_low), len(in_high)) <= SHARDED_ABOVE:
         return await _read(records, query, projection)
-    for shard in range(SHARDS):
-        if shard != probe:
+    found = in_low + in_high
+    for shard in range(SHARDS):  # one after another: the database runs one at a time anyway
+        if shard not in (low, high):
             found += await _read(records, {**query, "shard": shard}, projection)
     return found
+
+
+def _estimate(in_low: int, in_high: int) -> int:
+    """The records of a range, from one shard of its first OLD_SHARDS and one of the rest: a
+    record written among OLD_SHARDS lies in one of the first (a 32nd of them in each), one
+    written among SHARDS in any (a 256th in each). So the first probe holds old/32 + new/256
+    and the second new/256: old + new = 32 x first + 224 x second, off the true count only by
+    chance's spread."""
+    return OLD_SHARDS * in_low + (SHARDS - OLD_SHARDS) * in_high
 
 
 async def _read(records: AsyncCollection[Any], query: dict[str, Any],

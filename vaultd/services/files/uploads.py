@@ -26,7 +26,7 @@ from vaultd.errors import (
     UnsupportedMediaType,
 )
 from vaultd.records import FileDoc, FileKind
-from vaultd.services.accounts import quota
+from vaultd.services.accounts import link_shards, quota
 from vaultd.services.accounts.accounts import Account
 from vaultd.services.common import access_log, outbox
 from vaultd.services.common.pool_calls import run_task
@@ -280,7 +280,8 @@ class UploadSession:
             "createdAt": utcnow(),
             "state": "stored",
             "blob": {"name": blob.name, "size": blob_size, "key": self.store.seal(blob).to_doc()},
-            "linkShards": True,  # its links' expiry ranges may be read per shard (link_shards)
+            # its links' expiry ranges may be read per shard, among SHARDS (link_shards)
+            "linkShards": link_shards.SHARDS,
         }
 
     async def abort(self) -> None:

@@ -223,8 +223,10 @@ async def _mark_lapsed(db: Db, file_id: str) -> None:
     pending = _marking[file_id]
     try:
         while pending:
-            ids = sorted(pending)[:WRITE_BATCH]
-            pending.difference_update(ids)
+            # Any WRITE_BATCH of them, each taken in constant time: choosing them in order
+            # (sorting what is pending at every step) cost 100,000 lapsed links about 60 ms of
+            # the event loop a step, 20,000 steps (`python -m bench.expiry_burst --bulk`).
+            ids = [pending.pop() for _ in range(min(WRITE_BATCH, len(pending)))]
             started = time.monotonic()
             await db.links.update_many({"revoked": False, "_id": {"$in": ids}},
                                        {"$set": {"listed": "expired"}})

@@ -153,7 +153,8 @@ async def _insert_link(db: Db, account: Account,
             "revoked": False,
             "sessionsOpened": 0,  # kept on write: the sessions themselves are pruned (TTL)
             "seq": int(file["linkSeq"]),
-            "shard": link_shards.shard_of(request.file_id, int(file["linkSeq"])),
+            "shard": link_shards.shard_of(request.file_id, int(file["linkSeq"]),
+                                           link_shards.shards_of(file)),
             "listed": "active",
         }
         if generation:
