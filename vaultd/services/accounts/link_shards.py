@@ -21,11 +21,12 @@ SHARDS is 256 so that a shard of 100,000 links expiring together (a mailing to t
 recipients at once) is a read of about 400, 22-47 ms on the 2-core machine measured (up to
 71 ms for the first reads after they were written: at the bar, not under it); at the 32
 shards links had first, a shard passed 50 ms from about 30,000 (a read costs about 2 ms and
-then 25-60 us a link, however the links are spread). The database answers neither a range nor an `$in` nor an `$or` of shards from the
-index (each scans the collection), so every shard is a read of its own, and 256 of them cost
-about half a second: which is why a range is probed first. A file uploaded while links had
-32 (`linkShards: true`) keeps them, its new links too (OLD_SHARDS: its reads are a partition
-of 32), and reads its 32 shards once it holds many, as it did.
+then 25-60 us a link, however the links are spread). The database answers neither a range
+nor an `$in` nor an `$or` of shards from the index (each scans the collection), so every shard
+is a read of its own, and 256 of them cost about half a second: which is why a range is
+probed first. A file uploaded while links had 32 (`linkShards: true`) keeps them, its new
+links too (OLD_SHARDS: its reads are a partition of 32), and reads its 32 shards once it
+holds many, as it did.
 
 An account's ranges (its count reads its links and room links expired since its sweep) and a
 room's have no record total to tell how many they can hold, so `read_probed` reads two shards
