@@ -224,8 +224,8 @@ async def _mark_lapsed(db: Db, file_id: str) -> None:
     try:
         while pending:
             # Any WRITE_BATCH of them, each taken in constant time: choosing them in order
-            # (sorting what is pending at every step) cost 100,000 lapsed links about 60 ms of
-            # the event loop a step, 20,000 steps (`python -m bench.expiry_burst --bulk`).
+            # would sort what is pending at every step, about 60 ms of the event loop a step
+            # when 100,000 links lapsed together (`python -m bench.expiry_burst --bulk`).
             ids = [pending.pop() for _ in range(min(WRITE_BATCH, len(pending)))]
             started = time.monotonic()
             await db.links.update_many({"revoked": False, "_id": {"$in": ids}},
