@@ -233,11 +233,6 @@ def _uri_option(uri: str, name: str) -> str | None:
 # after SOCKET_TIMEOUT_MS. URI options override these.
 SELECTION_TIMEOUT_MS = 2000
 SOCKET_TIMEOUT_MS = 10000
-# The pool closes its own connections idle this long. SecantusDB drops a client's connection
-# idle 300 s (`secantus.server.DEFAULT_CLIENT_IDLE_TIMEOUT_S`), and a pooled connection taken as
-# the server drops it fails its command ("connection is already closed"; the embedded URI has
-# no retryable writes): test runs met it on quiet clients.
-MAX_IDLE_MS = 60_000
 
 
 def connect(uri: str, database: str, timeout_ms: int = SELECTION_TIMEOUT_MS) -> Db:
@@ -253,7 +248,6 @@ def connect(uri: str, database: str, timeout_ms: int = SELECTION_TIMEOUT_MS) -> 
         # faster under load against SecantusDB (see docs/security.md, Load). A URI option
         # overrides it.
         maxPoolSize=int(_uri_option(uri, "maxPoolSize") or 20),
-        maxIdleTimeMS=int(_uri_option(uri, "maxIdleTimeMS") or MAX_IDLE_MS),
     )
     return Db(client, client[database])
 
