@@ -233,6 +233,12 @@ def _uri_option(uri: str, name: str) -> str | None:
 # after SOCKET_TIMEOUT_MS. URI options override these.
 SELECTION_TIMEOUT_MS = 2000
 SOCKET_TIMEOUT_MS = 10000
+# The pool closes its own connections idle this long. SecantusDB drops a client's connection
+# idle 300 s (`secantus.server.DEFAULT_CLIENT_IDLE_TIMEOUT_S`); the async driver stops reading
+# a pooled connection between commands, so it sees the close only once it has sent the next
+# command, which then fails ("connection is already closed"; the embedded URI has no retryable
+# writes, reads are retried).
+MAX_IDLE_MS = 60_000
 
 
 def connect(uri: str, database: str, timeout_ms: int = SELECTION_TIMEOUT_MS) -> Db:
@@ -248,6 +254,7 @@ def connect(uri: str, database: str, timeout_ms: int = SELECTION_TIMEOUT_MS) -> 
         # faster under load against SecantusDB (see docs/security.md, Load). A URI option
         # overrides it.
         maxPoolSize=int(_uri_option(uri, "maxPoolSize") or 20),
+        maxIdleTimeMS=int(_uri_option(uri, "maxIdleTimeMS") or MAX_IDLE_MS),
     )
     return Db(client, client[database])
 
