@@ -14,7 +14,7 @@ from pymongo import AsyncMongoClient, monitoring
 
 from tests.worker_database import DATABASE, TEST_CONNECT_TIMEOUT_MS, URI, WORKER_DATABASE
 from vaultd import embedded_db
-from vaultd.db import Db, connect
+from vaultd.db import MAX_IDLE_MS, Db, connect
 from vaultd.db_indexes import ensure_indexes
 
 
@@ -61,7 +61,8 @@ async def recorded_worker_db(prefix: str,
 async def _recorded(uri: str, name: str,
                     recorder: monitoring.CommandListener) -> AsyncIterator[Db]:
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder])
+        uri, tz_aware=True, uuidRepresentation="standard", event_listeners=[recorder],
+        maxIdleTimeMS=MAX_IDLE_MS)  # as vaultd's: the server drops a connection idle 300 s
     database = Db(client, client[name])
     await ensure_indexes(database)
     try:
