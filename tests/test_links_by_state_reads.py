@@ -206,6 +206,31 @@ async def test_an_active_page_among_lapsed_links_asks_at_their_share_and_marks_t
     assert walked <= 20 + SLACK
 
 
+async def test_an_active_page_among_sparse_active_links_reads_one_range(
+        db: Db, recorder: QueryRecorder) -> None:
+    """One link in ten still active, the rest expired and marked: page 1 of the active is one
+    range sized by the file's live count over its numbers (widening from the page's 20 numbers
+    took three), and no range is wider than SPAN numbers."""
+    account, file_id = await account_with_file(db, "Sparse Co")
+    now, later = utcnow(), utcnow() + timedelta(days=30)
+    docs = [_link(account.id, file_id, n, later, listed="active") if n % 10 == 0 else
+            _link(account.id, file_id, n, now - timedelta(days=1), listed="expired")
+            for n in range(1, 401)]
+    await db.raw(db.links.name).insert_many(docs)
+    await db.files.update_one({"_id": file_id}, {"$set": {
+        "linkSeq": 400, "linkTotal": 400, "linkCount": {"live": 40, "sweptAt": now}}})
+    want = (await expected(db, file_id))["active"]
+    ids, total, walked = await listed(db, recorder, account.id, file_id, "active", 1, 20)
+    assert (ids, total) == (want[:20], 40)
+    spans = [query.filter["seq"] for query in recorder.queries
+             if query.collection == "links" and "listed" in query.filter]
+    assert len(spans) == 1, spans
+    assert all(span["$lte"] - span["$gte"] + 1 <= link_states.SPAN for span in spans), spans
+    assert walked <= 2 * 20 + SLACK
+    ids, total, _ = await listed(db, recorder, account.id, file_id, "active", 2, 20)
+    assert (ids, total) == (want[20:40], 40)
+
+
 async def test_lapsed_links_found_while_the_file_is_being_marked_are_marked_too(
         db: Db, recorder: QueryRecorder) -> None:
     """An active page marks the lapsed it walked (a few); the expired page, read before that

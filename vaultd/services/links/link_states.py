@@ -86,14 +86,14 @@ async def page_of(db: Db, file: FileDoc, state: State, page: int, per_page: int
     if state == "revoked":
         docs = await _revoked(db, file, wanted)
     elif state == "active":
-        docs = await _active(db, file, wanted)
+        docs = await _active(db, file, wanted, total)
     else:
         docs = await _expired(db, file, wanted, total)
     return docs[(page - 1) * per_page:wanted], total
 
 
 async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | None = None,
-                  *, known: int | None = None) -> list[LinkDoc]:
+                  *, known: int | None = None, expected: int | None = None) -> list[LinkDoc]:
     """The newest `count` links listed as `listed` numbered after the last revoke-all (and up
     to `top`), by ranges of numbers on `(fileId, listed, seq)`.
 
@@ -103,13 +103,19 @@ async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | N
     never wider than SPAN numbers, so that the range which reaches the state's links walks at
     most SPAN more than the page, and no single read is long. What the others' links cost is
     then a read of nothing per SPAN numbers, unless they are `known` to be few: at most SPAN
-    links listed so (the count read from the file's counters) are read in one range."""
+    links listed so (the count read from the file's counters) are read in one range. Where
+    about `expected` of them lie up to `top` (a count that the listed may pass: the lapsed not
+    marked yet), the first range is sized for their density, not for `count` alone: sparse
+    links take one range where widening from the page's size took three."""
     if top is None:
         _, top, _ = link_numbers.listing_bounds(file)
     floor = revoked_to(file) + 1
     query = {"fileId": file["_id"], "listed": listed}
     found: list[LinkDoc] = []
     upper, width = top, max(min(count, SPAN), 1)
+    if expected:
+        spread = math.ceil(count * (upper - floor + 1) / expected)
+        width = max(min(spread, SPAN), width)
     if known is not None and known <= SPAN:
         width = upper - floor + 1
     while len(found) < count and upper >= floor:
@@ -144,7 +150,7 @@ async def _revoked(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
     return since + before
 
 
-async def _active(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
+async def _active(db: Db, file: FileDoc, wanted: int, live: int) -> list[LinkDoc]:
     """Listed active and not lapsed: read in rounds below the last one, each asking for what
     is still missing at the share of the listed that were still active so far (half of them
     lapsed: twice the missing), at most SPAN. The lapsed it walked are marked expired in the
@@ -155,7 +161,7 @@ async def _active(db: Db, file: FileDoc, wanted: int) -> list[LinkDoc]:
     now = utcnow()
     asked = wanted
     while len(found) < wanted:
-        docs = await _listed(db, file, "active", asked, top)
+        docs = await _listed(db, file, "active", asked, top, expected=live - len(found))
         if not docs:
             break
         found += [doc for doc in docs if _still_active(doc, now)]
