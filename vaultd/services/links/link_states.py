@@ -105,8 +105,8 @@ async def _listed(db: Db, file: FileDoc, listed: State, count: int, top: int | N
     then a read of nothing per SPAN numbers, unless they are `known` to be few: at most SPAN
     links listed so (the count read from the file's counters) are read in one range. Where
     about `expected` of them lie up to `top` (a count that the listed may pass: the lapsed not
-    marked yet), the first range is sized for their density, not for `count` alone: sparse
-    links take one range where widening from the page's size took three."""
+    marked yet), the first range is sized for their density, not for `count` alone: evenly
+    sparse links take one range, not the three of widening from the page's size."""
     if top is None:
         _, top, _ = link_numbers.listing_bounds(file)
     floor = revoked_to(file) + 1
